@@ -1,0 +1,244 @@
+/* Building a model from a preset and validating parameter changes. */
+#include "rs_registry.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* World-level parameters (entity ""), kept in rs_model_t fields. */
+typedef struct world_param {
+    const char *name, *unit;
+    double lower, upper, def;
+    size_t field; /* offsetof in rs_model_t */
+    const char *doc;
+} world_param_t;
+
+static const world_param_t world_params[] = {
+    {"control_dt", "s", 1e-5, 10.0, 0.01, offsetof(rs_model_t, control_dt),
+     "control step: commands are held over it and the integrator stops at its boundaries"},
+    {"rtol", "1", 1e-14, 1e-2, 1e-8, offsetof(rs_model_t, rtol), "integrator relative tolerance"},
+    {"atol", "1", 1e-16, 1.0, 1e-10, offsetof(rs_model_t, atol), "integrator absolute tolerance"},
+    {"max_internal_steps", "1", 10, 1e7, 20000, offsetof(rs_model_t, max_internal_steps),
+     "integrator steps allowed in one control step before it is declared failed"},
+};
+#define NWORLD_PARAMS (sizeof world_params / sizeof world_params[0])
+
+int rs_world_param_count(void) { return (int)NWORLD_PARAMS; }
+
+int rs_world_param_info(int i, const char **name, const char **unit, double *lower, double *upper,
+                        const char **doc)
+{
+    if (i < 0 || i >= (int)NWORLD_PARAMS)
+        return RS_ENOTFOUND;
+    *name = world_params[i].name;
+    *unit = world_params[i].unit;
+    *lower = world_params[i].lower;
+    *upper = world_params[i].upper;
+    *doc = world_params[i].doc;
+    return 0;
+}
+
+double rs_world_param_value(const rs_model_t *m, int i)
+{
+    return *(const double *)((const char *)m + world_params[i].field);
+}
+
+static const rs_param_desc_t *find_param(const rs_robot_t *r, const char *name)
+{
+    for (int i = 0; i < r->np; i++)
+        if (strcmp(r->params[i].name, name) == 0)
+            return &r->params[i];
+    return NULL;
+}
+
+int rs_model_entity(const rs_model_t *m, const char *name)
+{
+    for (int e = 0; e < m->nentities; e++)
+        if (strcmp(m->ent[e].name, name) == 0)
+            return e;
+    return RS_ENOTFOUND;
+}
+
+double rs_model_param(const rs_model_t *m, int e, const char *name, int i)
+{
+    if (e < 0 || e >= m->nentities)
+        return NAN;
+    const rs_param_desc_t *pd = find_param(m->ent[e].robot, name);
+    if (!pd || i < 0 || i >= m->ent[e].plen[pd - m->ent[e].robot->params])
+        return NAN;
+    return m->ent[e].p[pd->offset + i];
+}
+
+static void list_names(char *buf, size_t len, const rs_model_t *m)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int e = 0; e < m->nentities && used < len; e++)
+        used += (size_t)snprintf(buf + used, len - used, "%s'%s'", e ? ", " : "", m->ent[e].name);
+}
+
+static void list_params(char *buf, size_t len, const rs_robot_t *r)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < r->np && used < len; i++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", r->params[i].name);
+}
+
+/* Apply one parameter to `m` after checking it; `m` may be left partly changed on error, so
+ * callers work on a copy. */
+static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
+{
+    char names[160];
+    if (!p->name)
+        return rs_fail(st, RS_EINVAL, "a parameter has no name");
+    for (size_t i = 0; i < p->nvalues; i++)
+        if (!isfinite(p->values[i]))
+            return rs_fail(st, RS_EINVAL, "parameter '%s%s%s' value %zu is not finite",
+                           p->entity && p->entity[0] ? p->entity : "",
+                           p->entity && p->entity[0] ? "." : "", p->name, i);
+
+    if (!p->entity || !p->entity[0]) {
+        for (size_t i = 0; i < NWORLD_PARAMS; i++) {
+            const world_param_t *wp = &world_params[i];
+            if (strcmp(wp->name, p->name) != 0)
+                continue;
+            if (p->nvalues != 1)
+                return rs_fail(st, RS_EINVAL, "world parameter '%s' takes 1 value, got %zu",
+                               p->name, p->nvalues);
+            if (p->values[0] < wp->lower || p->values[0] > wp->upper)
+                return rs_fail(st, RS_ERANGE, "world parameter '%s' = %g is outside [%g, %g] %s",
+                               p->name, p->values[0], wp->lower, wp->upper, wp->unit);
+            *(double *)((char *)m + wp->field) = p->values[0];
+            return 0;
+        }
+        return rs_fail(st, RS_ENOTFOUND,
+                       "unknown world parameter '%s' (world parameters: control_dt, rtol, atol, "
+                       "max_internal_steps; entity parameters need the entity name)",
+                       p->name);
+    }
+
+    int e = rs_model_entity(m, p->entity);
+    if (e < 0) {
+        list_names(names, sizeof names, m);
+        return rs_fail(st, RS_ENOTFOUND, "no entity '%s' in this world (entities: %s)", p->entity,
+                       names);
+    }
+    rs_entity_model_t *em = &m->ent[e];
+    const rs_param_desc_t *pd = find_param(em->robot, p->name);
+    if (!pd) {
+        list_params(names, sizeof names, em->robot);
+        return rs_fail(st, RS_ENOTFOUND, "entity '%s' (%s) has no parameter '%s' (parameters: %s)",
+                       p->entity, em->robot->kind, p->name, names);
+    }
+    if ((int)p->nvalues < pd->len_min || (int)p->nvalues > pd->len_max) {
+        if (pd->len_min == pd->len_max)
+            return rs_fail(st, RS_EINVAL, "parameter '%s.%s' takes %d value%s, got %zu", p->entity,
+                           p->name, pd->len_min, pd->len_min == 1 ? "" : "s", p->nvalues);
+        return rs_fail(st, RS_EINVAL, "parameter '%s.%s' takes %d to %d values, got %zu",
+                       p->entity, p->name, pd->len_min, pd->len_max, p->nvalues);
+    }
+    for (size_t i = 0; i < p->nvalues; i++)
+        if (p->values[i] < pd->lower || p->values[i] > pd->upper)
+            return rs_fail(st, RS_ERANGE, "parameter '%s.%s' = %g is outside [%g, %g] %s",
+                           p->entity, p->name, p->values[i], pd->lower, pd->upper, pd->unit);
+    memcpy(&em->p[pd->offset], p->values, p->nvalues * sizeof(double));
+    em->plen[pd - em->robot->params] = (int)p->nvalues;
+    return 0;
+}
+
+/* Lay out the entities' slices and run each robot's cross-parameter checks. */
+static int finish_model(rs_model_t *m, rs_status_t *st)
+{
+    m->nx = m->nu = m->ns = m->ng = 0;
+    for (int e = 0; e < m->nentities; e++) {
+        rs_entity_model_t *em = &m->ent[e];
+        const rs_robot_t *r = em->robot;
+        if (r->validate) {
+            int rc = r->validate(em, st);
+            if (rc < 0)
+                return rc;
+        }
+        em->x_off = m->nx;
+        em->nx = r->nx;
+        em->u_off = m->nu;
+        em->nu = r->nu;
+        em->s_off = m->ns;
+        em->ns = r->ns;
+        em->g_off = m->ng;
+        em->ng = r->nguards ? r->nguards(em) : 0;
+        m->nx += em->nx;
+        m->nu += em->nu;
+        m->ns += em->ns;
+        m->ng += em->ng;
+    }
+    return 0;
+}
+
+int rs_model_set_params(rs_model_t *m, const rs_param_t *params, size_t nparams, rs_status_t *st)
+{
+    rs_model_t tmp = *m;
+    for (size_t i = 0; i < nparams; i++) {
+        int rc = apply_param(&tmp, &params[i], st);
+        if (rc < 0)
+            return rc;
+    }
+    int rc = finish_model(&tmp, st);
+    if (rc < 0)
+        return rc;
+    if (tmp.nx != m->nx || tmp.nu != m->nu || tmp.ns != m->ns)
+        return rs_fail(st, RS_EINTERNAL, "parameters changed the state layout");
+    *m = tmp;
+    return 0;
+}
+
+int rs_model_build(rs_model_t *m, const char *preset, const rs_param_t *params, size_t nparams,
+                   rs_status_t *st)
+{
+    const rs_preset_t *ps = preset ? rs_preset_find(preset) : NULL;
+    if (!ps) {
+        char names[200];
+        size_t used = 0;
+        const char *const *pn = rs_preset_names();
+        names[0] = '\0';
+        for (int i = 0; pn[i] && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", pn[i]);
+        return rs_fail(st, RS_ENOTFOUND, "unknown preset '%s' (presets: %s)", preset ? preset : "",
+                       names);
+    }
+    memset(m, 0, sizeof *m);
+    snprintf(m->preset, sizeof m->preset, "%s", ps->name);
+    for (size_t i = 0; i < NWORLD_PARAMS; i++)
+        *(double *)((char *)m + world_params[i].field) = world_params[i].def;
+
+    m->nentities = ps->nentities;
+    for (int e = 0; e < ps->nentities; e++) {
+        rs_entity_model_t *em = &m->ent[e];
+        const rs_robot_t *r = rs_robot_find(ps->entities[e].kind);
+        if (!r)
+            return rs_fail(st, RS_EINTERNAL, "preset '%s' names unknown robot kind '%s'", ps->name,
+                           ps->entities[e].kind);
+        em->robot = r;
+        snprintf(em->name, sizeof em->name, "%s", ps->entities[e].name);
+        for (int i = 0; i < r->np; i++) {
+            const rs_param_desc_t *pd = &r->params[i];
+            /* scalars start at their default; vectors start with len_min default values */
+            for (int k = 0; k < pd->len_min; k++)
+                em->p[pd->offset + k] = pd->def;
+            em->plen[i] = pd->len_min;
+        }
+    }
+    for (int i = 0; i < RS_PRESET_OVERRIDES && ps->overrides[i].entity; i++) {
+        const rs_preset_override_t *o = &ps->overrides[i];
+        rs_param_t p = {o->entity, o->name, &o->value, 1};
+        int rc = apply_param(m, &p, st);
+        if (rc < 0)
+            return rs_fail(st, RS_EINTERNAL, "preset '%s': %s", ps->name, st ? st->message : "");
+    }
+    for (size_t i = 0; i < nparams; i++) {
+        int rc = apply_param(m, &params[i], st);
+        if (rc < 0)
+            return rc;
+    }
+    return finish_model(m, st);
+}

@@ -1,0 +1,205 @@
+/* robosim core: the simulation, usable without the network.
+ *
+ * Model versus data (MuJoCo's split):
+ *   rs_model_t  everything that does not change while a world runs: entities, their robot
+ *               modules, parameters, control step, tolerances. Built once by rs_model_build(),
+ *               then const; SetParams edits a copy and swaps it in with rs_data_model_changed().
+ *   rs_data_t   everything that does: time, state vector, commands, schedules, modes, sensors,
+ *               the event log, the integrator and its statistics. One model can back many data.
+ *
+ * A world is stepped in control steps of model->control_dt; commands are held constant over a
+ * control step (zero-order hold) and the integrator stops exactly at every boundary. Discrete
+ * events (contact, stick/slip, ...) are guards found by ARKODE root finding; the robot module's
+ * jump map is applied at the exact root time and the integrator restarted there.
+ *
+ * This header never includes SUNDIALS: the integrator lives behind an opaque pointer. */
+#ifndef RS_CORE_H
+#define RS_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rs_errors.h"
+
+#define RS_VERSION "0.1.0"
+
+#define RS_NAME_MAX 32           /* entity, preset and parameter names, with the NUL */
+#define RS_MAX_ENTITIES 8
+#define RS_MAX_PARAM_VALUES 160  /* parameter storage per entity, in doubles */
+#define RS_MAX_PARAMS 48         /* parameters per robot kind */
+#define RS_AUX_MAX 16            /* per-entity private run variables of a robot module */
+#define RS_EVENT_VALUES 12       /* state values an event records (before and after) */
+#define RS_EVENT_LOG 256         /* events kept per Step request */
+#define RS_MAX_SCHEDULE 4096     /* knots of one actuator schedule */
+
+typedef struct rs_robot rs_robot_t;
+
+/* ---- model ---------------------------------------------------------------------------- */
+
+typedef struct rs_entity_model {
+    char name[RS_NAME_MAX];
+    const rs_robot_t *robot;       /* the entity's robot module (finger, diff_drive, ...) */
+    int x_off, nx;                 /* slice of the world state vector */
+    int u_off, nu;                 /* slice of the world command vector */
+    int s_off, ns;                 /* slice of the world sensor vector */
+    int g_off, ng;                 /* slice of the world guard (root function) vector */
+    double p[RS_MAX_PARAM_VALUES]; /* parameter values, laid out by the robot's param table */
+    int plen[RS_MAX_PARAMS];       /* number of values set for each parameter */
+} rs_entity_model_t;
+
+typedef struct rs_model {
+    char preset[RS_NAME_MAX];
+    double control_dt;         /* s, the zero-order-hold period */
+    double rtol, atol;         /* integrator tolerances */
+    double max_internal_steps; /* per control step, before the step is declared failed */
+    int nentities;
+    rs_entity_model_t ent[RS_MAX_ENTITIES];
+    int nx, nu, ns, ng;        /* totals over entities */
+} rs_model_t;
+
+/* A named parameter value, as CreateWorld and SetParams carry it. entity "" is the world. */
+typedef struct rs_param {
+    const char *entity;
+    const char *name;
+    const double *values;
+    size_t nvalues;
+} rs_param_t;
+
+/* Build `m` from a preset name and parameter overrides. Returns 0, RS_ENOTFOUND (unknown
+ * preset, entity or parameter), RS_EINVAL or RS_ERANGE (a value), with the reason in `st`. */
+int rs_model_build(rs_model_t *m, const char *preset, const rs_param_t *params, size_t nparams,
+                   rs_status_t *st);
+
+/* Apply parameter overrides to `m` after validating all of them; on error `m` is unchanged. */
+int rs_model_set_params(rs_model_t *m, const rs_param_t *params, size_t nparams, rs_status_t *st);
+
+/* Index of the entity called `name`, or RS_ENOTFOUND. */
+int rs_model_entity(const rs_model_t *m, const char *name);
+
+/* Value i of parameter `name` of entity e (reads the robot's table); NAN if unknown. */
+double rs_model_param(const rs_model_t *m, int e, const char *name, int i);
+
+/* World-level parameters (entity ""): count, description of parameter i, its value in m. */
+int rs_world_param_count(void);
+int rs_world_param_info(int i, const char **name, const char **unit, double *lower, double *upper,
+                        const char **doc);
+double rs_world_param_value(const rs_model_t *m, int i);
+
+/* Names of the presets, NULL-terminated. */
+const char *const *rs_preset_names(void);
+
+/* ---- data ----------------------------------------------------------------------------- */
+
+typedef struct rs_event {
+    int entity;
+    int kind;                         /* index in the robot's event_names */
+    double t;                         /* exact time, s */
+    double value;                     /* kind-specific (impulse, obstacle index, ...) */
+    int nvalues;                      /* state values recorded, <= RS_EVENT_VALUES */
+    double before[RS_EVENT_VALUES];
+    double after[RS_EVENT_VALUES];
+} rs_event_t;
+
+/* A piecewise-linear schedule for one actuator. */
+typedef struct rs_schedule {
+    int n;            /* knots; 0 = no schedule */
+    double *t, *v;    /* n knots, t strictly increasing */
+    int cursor;       /* the last segment used, a search hint */
+} rs_schedule_t;
+
+/* What a robot module sees of one entity while it runs. */
+typedef struct rs_entity_data {
+    int index;                   /* entity index in the model */
+    int mode;                    /* robot-defined hybrid mode */
+    double *u;                   /* held commands (nu), points into rs_data_t.u */
+    double *s;                   /* sensors (ns), points into rs_data_t.sensors */
+    double aux[RS_AUX_MAX];      /* the robot's private run variables (accumulators) */
+    struct rs_data *data;        /* back pointer, for rs_emit_event */
+} rs_entity_data_t;
+
+typedef struct rs_integrator rs_integrator_t; /* opaque: ARKODE memory lives in world.c */
+
+typedef struct rs_data {
+    double t;                         /* simulated time, s */
+    uint64_t step_count;              /* control steps since reset */
+    uint64_t seed;                    /* seed of the last reset */
+    uint64_t rng[4];                  /* xoshiro256** state, seeded at reset */
+    double *x;                        /* state vector (model->nx) */
+    double *u;                        /* held commands (model->nu) */
+    double *u_eff;                    /* commands in force at the last evaluation (schedules) */
+    double *sensors;                  /* model->ns */
+    rs_entity_data_t ent[RS_MAX_ENTITIES];
+    rs_schedule_t *sched;             /* model->nu schedules */
+    int nsched[RS_MAX_ENTITIES];      /* scheduled actuators per entity */
+    int dirty;                        /* inputs changed: settle modes before integrating */
+    rs_event_t events[RS_EVENT_LOG];  /* events of the current Step request */
+    int nevents;
+    unsigned events_dropped;
+    uint64_t events_total;
+    int step_events;                  /* events in the current control step (Zeno guard) */
+    double grid_t0;                   /* control steps end at grid_t0 + k * control_dt */
+    uint64_t grid_k;
+    double h_next;                    /* the integrator's step size to start the next interval */
+    rs_integrator_t *integ;
+    const rs_model_t *m;              /* the model of the last call, for the callbacks */
+} rs_data_t;
+
+/* Allocate data for `m` and reset it with `seed`. NULL on failure (reason in `st`).
+ * Free with rs_data_destroy. */
+rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st);
+
+/* Free `*d` (NULL-safe) and set it to NULL. */
+void rs_data_destroy(rs_data_t **d);
+
+/* Initial state from the model's parameters, time 0, commands 0, schedules cleared, events
+ * cleared, rng seeded from `seed`. Re-initialises the integrator. */
+int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st);
+
+/* Set the held commands of entity e (n must equal its actuator count; values finite and within
+ * the actuator bounds). Clears schedules on that entity. On error nothing changes. */
+int rs_set_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u, size_t n,
+                    rs_status_t *st);
+
+/* Set (n > 0) or clear (n == 0) the schedule of actuator `a` of entity e. Validated first. */
+int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
+                    const double *v, size_t n, rs_status_t *st);
+
+/* Advance `nsteps` control steps. The event log is cleared first and then holds this call's
+ * events. On an integrator failure returns RS_ESIMFAIL with the state at the last good point. */
+int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st);
+
+/* Tell `d` that its model changed (SetParams): modes are settled and the integrator restarted
+ * at the current state. */
+int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st);
+
+/* Effective commands of entity e at the current time (held values, or schedules evaluated). */
+void rs_current_commands(const rs_model_t *m, const rs_data_t *d, int e, double *u_out);
+
+/* Integrator statistics since the data was created. */
+typedef struct rs_stats {
+    uint64_t internal_steps, rhs_evals, root_evals, events;
+} rs_stats_t;
+void rs_get_stats(const rs_data_t *d, rs_stats_t *out);
+
+/* Mode name of entity e, event kind name for an event. */
+const char *rs_mode_name(const rs_model_t *m, const rs_data_t *d, int e);
+const char *rs_event_kind_name(const rs_model_t *m, const rs_event_t *ev);
+
+/* ---- world: a model and its data, as the server keeps them ---------------------------- */
+
+typedef struct rs_world {
+    rs_model_t model;
+    rs_data_t *data;
+} rs_world_t;
+
+/* Create a world from a preset with overrides, reset with `seed`. NULL on failure. */
+rs_world_t *rs_world_new(const char *preset, const rs_param_t *params, size_t nparams,
+                         uint64_t seed, rs_status_t *st);
+
+/* Free `*w` (NULL-safe) and set it to NULL. */
+void rs_world_destroy(rs_world_t **w);
+
+/* Validate and apply parameter changes, then restart the integrator; unchanged on error. */
+int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, rs_status_t *st);
+
+#endif

@@ -1,0 +1,115 @@
+/* The robot module interface: one file per robot kind exports one rs_robot_t table, and the
+ * registry (registry.c) lists them. Adding a robot is one file plus one registry line.
+ *
+ * The world concatenates the entities' state, command, sensor and guard vectors. Each callback
+ * sees only its own entity's slices (x, xdot, g point at the entity's part).
+ *
+ * Hybrid dynamics, as seed 004's hybrid formulation:
+ *   - flow:   derivs(x, u) in the current mode;
+ *   - guards: g_i(x) > 0 while nothing happens; an event fires when g_i crosses from positive
+ *             to <= 0 (ARKODE root finding, direction -1, exact time). A guard not armed in the
+ *             current mode returns a positive constant (1.0);
+ *   - jump:   at the root, jump() applies the jump map (impact law, mode switch) and logs events;
+ *   - settle: after any discontinuity the world does not find by root finding (new commands at a
+ *             control-step boundary, a reset, new parameters, a schedule knot), settle() picks the
+ *             mode consistent with the state and the new inputs (e.g. stuck or sliding), logging
+ *             the switch if it changes. */
+#ifndef RS_ROBOT_H
+#define RS_ROBOT_H
+
+#include "rs_core.h"
+
+#include <math.h>
+
+/* A state variable, actuator or sensor. */
+typedef struct rs_var_desc {
+    const char *name;
+    const char *unit;
+    double lower, upper; /* bounds; -INFINITY/INFINITY when unbounded */
+    const char *doc;
+} rs_var_desc_t;
+
+/* A parameter: `len_max` values stored from `offset` in rs_entity_model_t.p. */
+typedef struct rs_param_desc {
+    const char *name;
+    const char *unit;
+    double lower, upper;  /* each value must lie in [lower, upper] */
+    int offset;           /* first slot in p[] */
+    int len_min, len_max; /* allowed number of values (1, 1 for scalars) */
+    double def;           /* default for scalars (vectors default to len 0 unless the preset
+                             sets them) */
+    const char *doc;
+} rs_param_desc_t;
+
+struct rs_robot {
+    const char *kind; /* "diff_drive" */
+    const char *doc;  /* one line */
+
+    int nx;
+    const rs_var_desc_t *state;
+    int nu;
+    const rs_var_desc_t *actuators;
+    int ns;
+    const rs_var_desc_t *sensors;
+    int np;
+    const rs_param_desc_t *params;
+    int nmodes;
+    const char *const *mode_names;
+    int nevent_kinds;
+    const char *const *event_names;
+
+    /* Number of guard functions for this entity (may depend on parameters, e.g. obstacles). */
+    int (*nguards)(const rs_entity_model_t *em);
+
+    /* Cross-parameter checks after values are in bounds (F_kinetic <= F_static, ...).
+     * Return 0 or a negative code with the reason in st. Optional. */
+    int (*validate)(const rs_entity_model_t *em, rs_status_t *st);
+
+    /* Initial state from the parameters (and the rng, through rs_rand_uniform). Sets ed->mode
+     * and ed->aux as well. */
+    void (*init)(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);
+
+    /* xdot = f(t, x, u) in mode ed->mode. u are the commands in force at t. Must not allocate,
+     * must not log. */
+    void (*derivs)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                   const double *x, const double *u, double *xdot);
+
+    /* Guard values (ng of them) in mode ed->mode. Optional when nguards returns 0. */
+    void (*guards)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                   const double *x, const double *u, double *g);
+
+    /* The jump map at an event: fired[i] != 0 for the guards that crossed. May change x and
+     * ed->mode and log events with rs_emit_event. */
+    void (*jump)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                 const double *u, const int *fired);
+
+    /* Pick the mode consistent with x and u after a discontinuity; may change x (e.g. clamp a
+     * velocity) and log events. Optional. */
+    void (*settle)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                   const double *u);
+
+    /* Called at the start of each control step (dt long), before integrating. Optional. */
+    void (*step_begin)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                       const double *x, double dt);
+
+    /* Fill ed->s at the end of a control step of length dt. Optional. */
+    void (*sense)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, const double *x,
+                    const double *u, double dt);
+};
+
+/* Log an event of entity ed at time t. `before`/`after` hold n state values (n is clamped to
+ * RS_EVENT_VALUES; either may be NULL). Counts a dropped event when the log is full. */
+void rs_emit_event(rs_entity_data_t *ed, int kind, double t, double value, const double *before,
+                   const double *after, int n);
+
+/* A uniform double in [0, 1) from the world's rng (deterministic given the reset seed). */
+double rs_rand_uniform(rs_entity_data_t *ed);
+
+/* Parameter i of the robot's table, value j, for entity em. */
+static inline double rs_p(const rs_entity_model_t *em, int offset) { return em->p[offset]; }
+
+/* The registry. */
+const rs_robot_t *rs_robot_find(const char *kind);
+extern const rs_robot_t rs_robot_diff_drive;
+
+#endif

@@ -1,0 +1,630 @@
+/* Data, reset, commands, schedules and the control-step loop over ARKODE's ERKStep.
+ *
+ * Every interval the integrator runs over (a control step, or the part of one up to a schedule
+ * knot or an event) starts from ERKStepReInit with the step size the previous interval ended
+ * with. The integrator so carries no hidden history across intervals: the data alone (state,
+ * modes, commands, h_next) decide the future, which makes resets and snapshots exact. */
+#include "rs_robot.h"
+
+#include <arkode/arkode_erkstep.h>
+#include <nvector/nvector_serial.h>
+#include <sundials/sundials_context.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_EVENTS_PER_CONTROL_STEP 1000
+
+struct rs_integrator {
+    SUNContext ctx;
+    N_Vector y;        /* wraps rs_data_t.x */
+    void *mem;         /* ERKStep memory */
+    int ng;            /* guards registered with ARKODE */
+    int *fired;        /* root info, ng */
+    int *rootdir;      /* all -1: guards fire when they fall through zero */
+    double *xbefore;   /* scratch copy of the state before a jump */
+    uint64_t steps, rhs, gevals; /* counters accumulated over re-initialisations */
+    char last_error[200];
+};
+
+/* ---- rng: xoshiro256** seeded by splitmix64 (deterministic for a seed) ------------------ */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_next(uint64_t s[4])
+{
+    uint64_t result = rotl(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+double rs_rand_uniform(rs_entity_data_t *ed)
+{
+    return (double)(rng_next(ed->data->rng) >> 11) * 0x1.0p-53;
+}
+
+/* ---- events -------------------------------------------------------------------------- */
+
+void rs_emit_event(rs_entity_data_t *ed, int kind, double t, double value, const double *before,
+                   const double *after, int n)
+{
+    rs_data_t *d = ed->data;
+    d->events_total++;
+    d->step_events++;
+    if (d->nevents >= RS_EVENT_LOG) {
+        d->events_dropped++;
+        return;
+    }
+    rs_event_t *ev = &d->events[d->nevents++];
+    if (n > RS_EVENT_VALUES)
+        n = RS_EVENT_VALUES;
+    ev->entity = ed->index;
+    ev->kind = kind;
+    ev->t = t;
+    ev->value = value;
+    ev->nvalues = n;
+    for (int i = 0; i < n; i++) {
+        ev->before[i] = before ? before[i] : NAN;
+        ev->after[i] = after ? after[i] : NAN;
+    }
+}
+
+const char *rs_mode_name(const rs_model_t *m, const rs_data_t *d, int e)
+{
+    const rs_robot_t *r = m->ent[e].robot;
+    int mode = d->ent[e].mode;
+    return mode >= 0 && mode < r->nmodes ? r->mode_names[mode] : "unknown";
+}
+
+const char *rs_event_kind_name(const rs_model_t *m, const rs_event_t *ev)
+{
+    const rs_robot_t *r = m->ent[ev->entity].robot;
+    return ev->kind >= 0 && ev->kind < r->nevent_kinds ? r->event_names[ev->kind] : "unknown";
+}
+
+/* ---- schedules ----------------------------------------------------------------------- */
+
+/* Piecewise-linear value at t; the first/last value holds outside the knots. */
+static double schedule_value(rs_schedule_t *s, double t)
+{
+    if (t <= s->t[0])
+        return s->v[0];
+    if (t >= s->t[s->n - 1])
+        return s->v[s->n - 1];
+    int i = s->cursor;
+    if (i < 0 || i >= s->n - 1 || t < s->t[i])
+        i = 0;
+    while (i < s->n - 2 && t >= s->t[i + 1])
+        i++;
+    s->cursor = i;
+    double w = (t - s->t[i]) / (s->t[i + 1] - s->t[i]);
+    return s->v[i] + w * (s->v[i + 1] - s->v[i]);
+}
+
+/* Commands of entity e in force at time t. */
+static const double *commands_at(const rs_model_t *m, rs_data_t *d, int e, double t)
+{
+    const rs_entity_model_t *em = &m->ent[e];
+    if (!d->nsched[e])
+        return d->u + em->u_off;
+    double *ue = d->u_eff + em->u_off;
+    for (int a = 0; a < em->nu; a++) {
+        rs_schedule_t *s = &d->sched[em->u_off + a];
+        ue[a] = s->n ? schedule_value(s, t) : d->u[em->u_off + a];
+    }
+    return ue;
+}
+
+void rs_current_commands(const rs_model_t *m, const rs_data_t *d, int e, double *u_out)
+{
+    const rs_entity_model_t *em = &m->ent[e];
+    for (int a = 0; a < em->nu; a++) {
+        rs_schedule_t s = d->sched[em->u_off + a]; /* a copy: the cursor is only a hint */
+        u_out[a] = s.n ? schedule_value(&s, d->t) : d->u[em->u_off + a];
+    }
+}
+
+/* The first schedule knot strictly inside (t, t1), or t1. */
+static double next_knot(const rs_model_t *m, const rs_data_t *d, double t, double t1)
+{
+    double next = t1;
+    for (int e = 0; e < m->nentities; e++) {
+        if (!d->nsched[e])
+            continue;
+        const rs_entity_model_t *em = &m->ent[e];
+        for (int a = 0; a < em->nu; a++) {
+            const rs_schedule_t *s = &d->sched[em->u_off + a];
+            for (int k = 0; k < s->n; k++)
+                if (s->t[k] > t) {
+                    if (s->t[k] < next)
+                        next = s->t[k];
+                    break;
+                }
+        }
+    }
+    return next;
+}
+
+static void schedule_clear(rs_schedule_t *s)
+{
+    free(s->t);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+/* ---- ARKODE callbacks ---------------------------------------------------------------- */
+
+static int world_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
+{
+    rs_data_t *d = user_data;
+    const rs_model_t *m = d->m;
+    const double *x = N_VGetArrayPointer(y);
+    double *xd = N_VGetArrayPointer(ydot);
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        em->robot->derivs(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
+                          xd + em->x_off);
+    }
+    for (int i = 0; i < m->nx; i++)
+        if (!isfinite(xd[i]))
+            return -1; /* unrecoverable: reported as a simulation failure */
+    return 0;
+}
+
+static int world_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data)
+{
+    rs_data_t *d = user_data;
+    const rs_model_t *m = d->m;
+    const double *x = N_VGetArrayPointer(y);
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        if (em->ng)
+            em->robot->guards(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
+                              g + em->g_off);
+    }
+    return 0;
+}
+
+static void arkode_error(int code, const char *module, const char *function, char *msg,
+                         void *user_data)
+{
+    rs_data_t *d = user_data;
+    (void)code;
+    (void)module;
+    snprintf(d->integ->last_error, sizeof d->integ->last_error, "%s: %s", function, msg);
+}
+
+/* ---- integrator lifecycle ------------------------------------------------------------ */
+
+static void integrator_free(rs_integrator_t **pi)
+{
+    rs_integrator_t *in = *pi;
+    if (!in)
+        return;
+    if (in->mem)
+        ERKStepFree(&in->mem);
+    if (in->y)
+        N_VDestroy(in->y);
+    if (in->ctx)
+        SUNContext_Free(&in->ctx);
+    free(in->fired);
+    free(in->rootdir);
+    free(in->xbefore);
+    free(in);
+    *pi = NULL;
+}
+
+/* Register the model's guards with ARKODE (again, when their number changed). */
+static int integrator_roots(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    rs_integrator_t *in = d->integ;
+    if (m->ng != in->ng) {
+        free(in->fired);
+        free(in->rootdir);
+        in->fired = calloc((size_t)(m->ng ? m->ng : 1), sizeof(int));
+        in->rootdir = calloc((size_t)(m->ng ? m->ng : 1), sizeof(int));
+        if (!in->fired || !in->rootdir)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", m->ng);
+        in->ng = m->ng;
+    }
+    if (ERKStepRootInit(in->mem, m->ng, m->ng ? world_guards : NULL) != ARK_SUCCESS)
+        return rs_fail(st, RS_EINTERNAL, "ERKStepRootInit failed: %s", in->last_error);
+    if (m->ng) {
+        for (int i = 0; i < m->ng; i++)
+            in->rootdir[i] = -1;
+        ERKStepSetRootDirection(in->mem, in->rootdir);
+        ERKStepSetNoInactiveRootWarn(in->mem);
+    }
+    return 0;
+}
+
+static int integrator_new(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    rs_integrator_t *in = calloc(1, sizeof *in);
+    if (!in)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
+    d->integ = in;
+    in->ng = -1;
+    in->xbefore = calloc((size_t)m->nx, sizeof(double));
+    if (!in->xbefore || SUNContext_Create(NULL, &in->ctx) != 0)
+        return rs_fail(st, RS_EEXHAUSTED, "cannot create the SUNDIALS context");
+    in->y = N_VMake_Serial(m->nx, d->x, in->ctx);
+    if (!in->y)
+        return rs_fail(st, RS_EEXHAUSTED, "cannot create the state vector");
+    in->mem = ERKStepCreate(world_rhs, 0.0, in->y, in->ctx);
+    if (!in->mem)
+        return rs_fail(st, RS_EEXHAUSTED, "ERKStepCreate failed");
+    ERKStepSetUserData(in->mem, d);
+    ERKStepSetErrHandlerFn(in->mem, arkode_error, d);
+    return integrator_roots(m, d, st);
+}
+
+/* Start a fresh integration interval at (d->t, d->x). */
+static int integrator_restart(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    rs_integrator_t *in = d->integ;
+    long nst = 0, nfe = 0, nge = 0;
+    ERKStepGetNumSteps(in->mem, &nst);
+    ERKStepGetNumRhsEvals(in->mem, &nfe);
+    ERKStepGetNumGEvals(in->mem, &nge);
+    in->steps += (uint64_t)nst;
+    in->rhs += (uint64_t)nfe;
+    in->gevals += (uint64_t)nge;
+    if (ERKStepReInit(in->mem, world_rhs, d->t, in->y) != ARK_SUCCESS ||
+        ERKStepSStolerances(in->mem, m->rtol, m->atol) != ARK_SUCCESS)
+        return rs_fail(st, RS_EINTERNAL, "cannot restart the integrator: %s", in->last_error);
+    ERKStepSetMaxNumSteps(in->mem, (long)m->max_internal_steps);
+    ERKStepSetInitStep(in->mem, d->h_next);
+    return 0;
+}
+
+void rs_get_stats(const rs_data_t *d, rs_stats_t *out)
+{
+    const rs_integrator_t *in = d->integ;
+    long nst = 0, nfe = 0, nge = 0;
+    ERKStepGetNumSteps(in->mem, &nst);
+    ERKStepGetNumRhsEvals(in->mem, &nfe);
+    ERKStepGetNumGEvals(in->mem, &nge);
+    out->internal_steps = in->steps + (uint64_t)nst;
+    out->rhs_evals = in->rhs + (uint64_t)nfe;
+    out->root_evals = in->gevals + (uint64_t)nge;
+    out->events = d->events_total;
+}
+
+/* ---- data ---------------------------------------------------------------------------- */
+
+void rs_data_destroy(rs_data_t **pd)
+{
+    rs_data_t *d = *pd;
+    if (!d)
+        return;
+    integrator_free(&d->integ);
+    if (d->sched && d->m)
+        for (int i = 0; i < d->m->nu; i++)
+            schedule_clear(&d->sched[i]);
+    free(d->sched);
+    free(d->x);
+    free(d->u);
+    free(d->u_eff);
+    free(d->sensors);
+    free(d);
+    *pd = NULL;
+}
+
+rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st)
+{
+    rs_data_t *d = calloc(1, sizeof *d);
+    if (!d) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for world data");
+        return NULL;
+    }
+    d->m = m;
+    d->x = calloc((size_t)(m->nx ? m->nx : 1), sizeof(double));
+    d->u = calloc((size_t)(m->nu ? m->nu : 1), sizeof(double));
+    d->u_eff = calloc((size_t)(m->nu ? m->nu : 1), sizeof(double));
+    d->sensors = calloc((size_t)(m->ns ? m->ns : 1), sizeof(double));
+    d->sched = calloc((size_t)(m->nu ? m->nu : 1), sizeof(rs_schedule_t));
+    if (!d->x || !d->u || !d->u_eff || !d->sensors || !d->sched) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for world data");
+        rs_data_destroy(&d);
+        return NULL;
+    }
+    for (int e = 0; e < m->nentities; e++) {
+        d->ent[e].index = e;
+        d->ent[e].data = d;
+        d->ent[e].u = d->u + m->ent[e].u_off;
+        d->ent[e].s = d->sensors + m->ent[e].s_off;
+    }
+    if (integrator_new(m, d, st) < 0 || rs_reset(m, d, seed, st) < 0) {
+        rs_data_destroy(&d);
+        return NULL;
+    }
+    return d;
+}
+
+/* Fill every entity's sensors for an interval of length dt (0: instantaneous readings). */
+static void read_sensors(const rs_model_t *m, rs_data_t *d, double dt)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        if (em->robot->sense)
+            em->robot->sense(em, &d->ent[e], d->t, d->x + em->x_off,
+                               commands_at(m, d, e, d->t), dt);
+    }
+}
+
+int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st)
+{
+    d->m = m;
+    d->t = 0.0;
+    d->step_count = 0;
+    d->grid_t0 = 0.0;
+    d->grid_k = 0;
+    d->h_next = 0.0; /* let ARKODE estimate the first step */
+    d->seed = seed;
+    uint64_t sm = seed;
+    for (int i = 0; i < 4; i++)
+        d->rng[i] = splitmix64(&sm);
+    memset(d->u, 0, (size_t)m->nu * sizeof(double));
+    memset(d->u_eff, 0, (size_t)m->nu * sizeof(double));
+    memset(d->sensors, 0, (size_t)m->ns * sizeof(double));
+    for (int i = 0; i < m->nu; i++)
+        schedule_clear(&d->sched[i]);
+    memset(d->nsched, 0, sizeof d->nsched);
+    d->nevents = 0;
+    d->events_dropped = 0;
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        rs_entity_data_t *ed = &d->ent[e];
+        ed->mode = 0;
+        memset(ed->aux, 0, sizeof ed->aux);
+        em->robot->init(em, ed, d->x + em->x_off);
+    }
+    d->dirty = 1;
+    int rc = integrator_roots(m, d, st);
+    if (rc < 0)
+        return rc;
+    read_sensors(m, d, 0.0);
+    return 0;
+}
+
+int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    d->m = m;
+    /* a new control step restarts the grid from now */
+    d->grid_t0 = d->t;
+    d->grid_k = 0;
+    d->dirty = 1;
+    return integrator_roots(m, d, st);
+}
+
+int rs_set_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u, size_t n,
+                    rs_status_t *st)
+{
+    if (e < 0 || e >= m->nentities)
+        return rs_fail(st, RS_ENOTFOUND, "no entity %d", e);
+    const rs_entity_model_t *em = &m->ent[e];
+    const rs_robot_t *r = em->robot;
+    if ((int)n != em->nu)
+        return rs_fail(st, RS_EINVAL, "entity '%s' (%s) takes %d actuator value%s, got %zu",
+                       em->name, r->kind, em->nu, em->nu == 1 ? "" : "s", n);
+    for (size_t a = 0; a < n; a++) {
+        if (!isfinite(u[a]))
+            return rs_fail(st, RS_EINVAL, "actuator '%s.%s' command is not finite", em->name,
+                           r->actuators[a].name);
+        if (u[a] < r->actuators[a].lower || u[a] > r->actuators[a].upper)
+            return rs_fail(st, RS_ERANGE, "actuator '%s.%s' command %g is outside [%g, %g] %s",
+                           em->name, r->actuators[a].name, u[a], r->actuators[a].lower,
+                           r->actuators[a].upper, r->actuators[a].unit);
+    }
+    memcpy(d->u + em->u_off, u, n * sizeof(double));
+    for (int a = 0; a < em->nu; a++)
+        schedule_clear(&d->sched[em->u_off + a]);
+    d->nsched[e] = 0;
+    d->dirty = 1;
+    return 0;
+}
+
+int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
+                    const double *v, size_t n, rs_status_t *st)
+{
+    if (e < 0 || e >= m->nentities)
+        return rs_fail(st, RS_ENOTFOUND, "no entity %d", e);
+    const rs_entity_model_t *em = &m->ent[e];
+    const rs_robot_t *r = em->robot;
+    if (a < 0 || a >= em->nu)
+        return rs_fail(st, RS_ENOTFOUND, "entity '%s' (%s) has %d actuator%s; there is no index %d",
+                       em->name, r->kind, em->nu, em->nu == 1 ? "" : "s", a);
+    if (n > RS_MAX_SCHEDULE)
+        return rs_fail(st, RS_EEXHAUSTED, "a schedule holds at most %d knots, got %zu",
+                       RS_MAX_SCHEDULE, n);
+    for (size_t k = 0; k < n; k++) {
+        if (!isfinite(t[k]) || !isfinite(v[k]))
+            return rs_fail(st, RS_EINVAL, "schedule knot %zu is not finite", k);
+        if (k > 0 && !(t[k] > t[k - 1]))
+            return rs_fail(st, RS_EINVAL,
+                           "schedule times must increase strictly; knot %zu (t = %g) follows t = %g",
+                           k, t[k], t[k - 1]);
+        if (v[k] < r->actuators[a].lower || v[k] > r->actuators[a].upper)
+            return rs_fail(st, RS_ERANGE, "schedule value %g at knot %zu is outside [%g, %g] %s",
+                           v[k], k, r->actuators[a].lower, r->actuators[a].upper,
+                           r->actuators[a].unit);
+    }
+    rs_schedule_t fresh = {0};
+    if (n) {
+        fresh.t = malloc(n * sizeof(double));
+        fresh.v = malloc(n * sizeof(double));
+        if (!fresh.t || !fresh.v) {
+            schedule_clear(&fresh);
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for a schedule of %zu knots", n);
+        }
+        memcpy(fresh.t, t, n * sizeof(double));
+        memcpy(fresh.v, v, n * sizeof(double));
+        fresh.n = (int)n;
+    }
+    rs_schedule_t *s = &d->sched[em->u_off + a];
+    int had = s->n > 0;
+    schedule_clear(s);
+    *s = fresh;
+    d->nsched[e] += (n > 0) - had;
+    d->dirty = 1;
+    return 0;
+}
+
+/* ---- stepping ------------------------------------------------------------------------ */
+
+/* Settle every entity's mode after a discontinuity in its inputs. */
+static void settle_all(const rs_model_t *m, rs_data_t *d)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        if (em->robot->settle)
+            em->robot->settle(em, &d->ent[e], d->t, d->x + em->x_off,
+                              commands_at(m, d, e, d->t));
+    }
+    d->dirty = 0;
+}
+
+/* Apply the jump maps of the entities whose guards fired at d->t. */
+static void apply_jumps(const rs_model_t *m, rs_data_t *d)
+{
+    rs_integrator_t *in = d->integ;
+    ERKStepGetRootInfo(in->mem, in->fired);
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        int any = 0;
+        for (int i = 0; i < em->ng; i++)
+            any |= in->fired[em->g_off + i] != 0;
+        if (any)
+            em->robot->jump(em, &d->ent[e], d->t, d->x + em->x_off, commands_at(m, d, e, d->t),
+                            in->fired + em->g_off);
+    }
+}
+
+static void remember_step_size(const rs_model_t *m, rs_data_t *d)
+{
+    double h = 0.0;
+    ERKStepGetCurrentStep(d->integ->mem, &h);
+    d->h_next = isfinite(h) && h > 0.0 && h <= m->control_dt ? h : 0.0;
+}
+
+/* Integrate from d->t to t_end, stopping at schedule knots and handling events. */
+static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_status_t *st)
+{
+    rs_integrator_t *in = d->integ;
+    while (d->t < t_end) {
+        double tstop = next_knot(m, d, d->t, t_end);
+        int rc = integrator_restart(m, d, st);
+        if (rc < 0)
+            return rc;
+        ERKStepSetStopTime(in->mem, tstop);
+        for (;;) {
+            double tret = d->t;
+            in->last_error[0] = '\0';
+            int flag = ERKStepEvolve(in->mem, tstop, in->y, &tret, ARK_NORMAL);
+            if (flag == ARK_ROOT_RETURN) {
+                d->t = tret;
+                remember_step_size(m, d);
+                apply_jumps(m, d);
+                if (d->step_events > MAX_EVENTS_PER_CONTROL_STEP)
+                    return rs_fail(st, RS_ESIMFAIL,
+                                   "more than %d events in one control step at t = %.9g s "
+                                   "(chattering contact?)",
+                                   MAX_EVENTS_PER_CONTROL_STEP, d->t);
+                rc = integrator_restart(m, d, st);
+                if (rc < 0)
+                    return rc;
+                ERKStepSetStopTime(in->mem, tstop);
+                continue;
+            }
+            if (flag < 0)
+                return rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
+                               ERKStepGetReturnFlagName(flag),
+                               in->last_error[0] ? in->last_error : "no detail");
+            d->t = tstop;
+            remember_step_size(m, d);
+            break;
+        }
+    }
+    return 0;
+}
+
+int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st)
+{
+    d->m = m;
+    d->nevents = 0;
+    d->events_dropped = 0;
+    for (uint64_t k = 0; k < nsteps; k++) {
+        double t1 = d->grid_t0 + (double)(d->grid_k + 1) * m->control_dt;
+        double dt = t1 - d->t;
+        d->step_events = 0;
+        if (d->dirty)
+            settle_all(m, d);
+        for (int e = 0; e < m->nentities; e++) {
+            const rs_entity_model_t *em = &m->ent[e];
+            if (em->robot->step_begin)
+                em->robot->step_begin(em, &d->ent[e], d->t, d->x + em->x_off, dt);
+        }
+        int rc = integrate_to(m, d, t1, st);
+        if (rc < 0)
+            return rc;
+        d->t = t1;
+        d->grid_k++;
+        d->step_count++;
+        read_sensors(m, d, dt);
+    }
+    return 0;
+}
+
+/* ---- world --------------------------------------------------------------------------- */
+
+rs_world_t *rs_world_new(const char *preset, const rs_param_t *params, size_t nparams,
+                         uint64_t seed, rs_status_t *st)
+{
+    rs_world_t *w = calloc(1, sizeof *w);
+    if (!w) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for a world");
+        return NULL;
+    }
+    if (rs_model_build(&w->model, preset, params, nparams, st) < 0 ||
+        !(w->data = rs_data_new(&w->model, seed, st))) {
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void rs_world_destroy(rs_world_t **pw)
+{
+    rs_world_t *w = *pw;
+    if (!w)
+        return;
+    rs_data_destroy(&w->data);
+    free(w);
+    *pw = NULL;
+}
+
+int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, rs_status_t *st)
+{
+    rs_model_t next = w->model;
+    int rc = rs_model_set_params(&next, params, nparams, st);
+    if (rc < 0)
+        return rc;
+    w->model = next;
+    return rs_data_model_changed(&w->model, w->data, st);
+}
