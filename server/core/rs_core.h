@@ -164,6 +164,11 @@ int rs_set_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u, s
 int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
                     const double *v, size_t n, rs_status_t *st);
 
+/* Set the commands of entity e from a task-space target through its robot's
+ * target_to_commands (inverse kinematics). RS_EUNIMPL if the robot has none. */
+int rs_set_target(const rs_model_t *m, rs_data_t *d, int e, const double *target, size_t n,
+                  rs_status_t *st);
+
 /* Advance `nsteps` control steps. The event log is cleared first and then holds this call's
  * events. On an integrator failure returns RS_ESIMFAIL with the state at the last good point. */
 int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st);

@@ -94,7 +94,20 @@ struct rs_robot {
 
     /* Fill ed->s at the end of a control step of length dt. Optional. */
     void (*sense)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, const double *x,
-                    const double *u, double dt);
+                  const double *u, double dt);
+
+    /* Optional, for robots with a task space (the arms): turn a target (e.g. x, y, elbow) into
+     * actuator commands (e.g. PID setpoints through inverse kinematics). Return 0, or a negative
+     * code with a reason a person can act on (unreachable: say why). */
+    int (*target_to_commands)(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                              const double *target, int n, double *u, rs_status_t *st);
+
+    /* Optional: whether the task-space point (x, y) is reachable. */
+    int (*reachable)(const rs_entity_model_t *em, double x, double y);
+
+    /* Optional: up to max_points (x, y) pairs sampled on the workspace boundary, written to xy
+     * (2 * max_points doubles); returns the number written. */
+    int (*workspace)(const rs_entity_model_t *em, double *xy, int max_points);
 };
 
 /* Log an event of entity ed at time t. `before`/`after` hold n state values (n is clamped to

@@ -486,6 +486,25 @@ int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const doubl
     return 0;
 }
 
+int rs_set_target(const rs_model_t *m, rs_data_t *d, int e, const double *target, size_t n,
+                  rs_status_t *st)
+{
+    if (e < 0 || e >= m->nentities)
+        return rs_fail(st, RS_ENOTFOUND, "no entity %d", e);
+    const rs_entity_model_t *em = &m->ent[e];
+    if (!em->robot->target_to_commands)
+        return rs_fail(st, RS_EUNIMPL, "entity '%s' (%s) takes no task-space target", em->name,
+                       em->robot->kind);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(target[i]))
+            return rs_fail(st, RS_EINVAL, "target value %zu is not finite", i);
+    double u[RS_MAX_PARAMS];
+    int rc = em->robot->target_to_commands(em, &d->ent[e], target, (int)n, u, st);
+    if (rc < 0)
+        return rc;
+    return rs_set_commands(m, d, e, u, (size_t)em->nu, st);
+}
+
 /* ---- stepping ------------------------------------------------------------------------ */
 
 /* Settle every entity's mode after a discontinuity in its inputs. */
