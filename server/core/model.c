@@ -142,7 +142,8 @@ static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
         if (p->values[i] < pd->lower || p->values[i] > pd->upper)
             return rs_fail(st, RS_ERANGE, "parameter '%s.%s' = %g is outside [%g, %g] %s",
                            p->entity, p->name, p->values[i], pd->lower, pd->upper, pd->unit);
-    memcpy(&em->p[pd->offset], p->values, p->nvalues * sizeof(double));
+    if (p->nvalues)
+        memcpy(&em->p[pd->offset], p->values, p->nvalues * sizeof(double));
     em->plen[pd - em->robot->params] = (int)p->nvalues;
     return 0;
 }

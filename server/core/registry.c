@@ -6,6 +6,9 @@
 
 static const rs_robot_t *const robots[] = {
     &rs_robot_diff_drive,
+    &rs_robot_serial_arm,
+    &rs_robot_parallel_arm,
+    &rs_robot_finger,
 };
 
 /* Each preset lists its entities; `overrides` change the robot defaults for this preset. */
@@ -15,6 +18,34 @@ static const rs_preset_t presets[] = {
         .doc = "the differential-drive disk robot of seed 002 (wheels 18 cm, L = 12 cm; cm, rad, s)",
         .nentities = 1,
         .entities = {{"robot", "diff_drive"}},
+    },
+    {
+        .name = "serial_arm",
+        .doc = "the serial two-link arm of seeds 002/003, vertical (g = 9.81 along -y), PID "
+               "actuators (a1 = 0.15 m, a2 = 0.10 m; SI)",
+        .nentities = 1,
+        .entities = {{"arm", "serial_arm"}},
+    },
+    {
+        .name = "parallel_arm",
+        .doc = "the dual two-link parallel (2D delta) arm of seed 002 on PID servos (L0 = 0.08, "
+               "L1 = 0.05, L2 = 0.10 m; y down; SI)",
+        .nentities = 1,
+        .entities = {{"delta", "parallel_arm"}},
+    },
+    {
+        .name = "finger",
+        .doc = "the 1D finger and object of seed 000 (SI units; defaults as issue 3)",
+        .nentities = 1,
+        .entities = {{"finger", "finger"}},
+    },
+    {
+        .name = "workshop",
+        .doc = "the default world: the finger and object, the serial arm, the parallel arm and "
+               "the differential-drive robot side by side, each with its robot's defaults",
+        .nentities = 4,
+        .entities = {{"finger", "finger"}, {"arm", "serial_arm"}, {"delta", "parallel_arm"},
+                     {"robot", "diff_drive"}},
     },
 };
 

@@ -160,6 +160,9 @@ int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st);
 int rs_set_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u, size_t n,
                     rs_status_t *st);
 
+/* The checks rs_set_commands makes, without applying anything. */
+int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_status_t *st);
+
 /* Set (n > 0) or clear (n == 0) the schedule of actuator `a` of entity e. Validated first. */
 int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
                     const double *v, size_t n, rs_status_t *st);
@@ -168,6 +171,13 @@ int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const doubl
  * target_to_commands (inverse kinematics). RS_EUNIMPL if the robot has none. */
 int rs_set_target(const rs_model_t *m, rs_data_t *d, int e, const double *target, size_t n,
                   rs_status_t *st);
+
+/* Whether (x, y) is in entity e's task-space workspace: 1 or 0; RS_EUNIMPL if it has none. */
+int rs_reachable(const rs_model_t *m, int e, double x, double y);
+
+/* Up to max_points (x, y) pairs on entity e's workspace boundary written to xy; returns how
+ * many, or RS_EUNIMPL (with a reason in st) if it has no task space. */
+int rs_workspace(const rs_model_t *m, int e, double *xy, int max_points, rs_status_t *st);
 
 /* Advance `nsteps` control steps. The event log is cleared first and then holds this call's
  * events. On an integrator failure returns RS_ESIMFAIL with the state at the last good point. */

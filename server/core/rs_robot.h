@@ -124,5 +124,8 @@ static inline double rs_p(const rs_entity_model_t *em, int offset) { return em->
 /* The registry. */
 const rs_robot_t *rs_robot_find(const char *kind);
 extern const rs_robot_t rs_robot_diff_drive;
+extern const rs_robot_t rs_robot_serial_arm;
+extern const rs_robot_t rs_robot_parallel_arm;
+extern const rs_robot_t rs_robot_finger;
 
 #endif

@@ -1,0 +1,213 @@
+/* robosim-bench: the cost of a Step round trip against the transport it rides on.
+ *
+ * In one run, alternating blocks so that machine drift hits both alike:
+ *   raw   a ZeroMQ DEALER -> ROUTER echo round trip over tcp loopback, with the request and reply
+ *         payloads the same size as a Step's (the echo runs in its own process, as the server);
+ *   step  a gym-style Step (set both wheel speeds, advance one 10 ms control step, get the whole
+ *         state back) of the diff-drive world through robosim-server.
+ * Prints both mean round trips and their ratio (goal: at most 1.25). */
+#include "robosim_client.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int free_port(void)
+{
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REP);
+    char ep[64];
+    size_t len = sizeof ep;
+    int port = -1;
+    if (zmq_bind(s, "tcp://127.0.0.1:*") == 0 && zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &len) == 0)
+        port = atoi(strrchr(ep, ':') + 1);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return port;
+}
+
+/* The echo server: answers every message with as many bytes as its first four bytes say (so
+ * the reply is as large as a Step's). Runs until killed. */
+static void echo_server(const char *endpoint)
+{
+    void *ctx = zmq_ctx_new(), *router = zmq_socket(ctx, ZMQ_ROUTER);
+    if (zmq_bind(router, endpoint) != 0) {
+        fprintf(stderr, "robosim-bench: echo cannot bind %s: %s\n", endpoint, zmq_strerror(zmq_errno()));
+        _exit(1);
+    }
+    static char reply[1 << 20];
+    for (;;) {
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&id, router, 0) < 0 || zmq_msg_recv(&body, router, 0) < 0)
+            _exit(0);
+        uint32_t want = 0;
+        if (zmq_msg_size(&body) >= 4)
+            memcpy(&want, zmq_msg_data(&body), 4);
+        zmq_msg_send(&id, router, ZMQ_SNDMORE);
+        zmq_send(router, reply, want < sizeof reply ? want : sizeof reply, 0);
+        zmq_msg_close(&body);
+    }
+}
+
+static pid_t spawn(const char *path, char *const argv[])
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        execv(path, argv);
+        _exit(127);
+    }
+    return pid;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = 10, per_block = 2000;
+    char server_path[PATH_MAX];
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: robosim-bench [ROUNDS [PER_BLOCK [PATH/TO/robosim-server]]]\n"
+               "  defaults: 10 rounds of 2000 round trips each way; the server next to this "
+               "binary\n");
+        return 0;
+    }
+    if (argc > 1)
+        rounds = atoi(argv[1]);
+    if (argc > 2)
+        per_block = atoi(argv[2]);
+    if (argc > 3) {
+        snprintf(server_path, sizeof server_path, "%s", argv[3]);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        snprintf(server_path, sizeof server_path, "%s/robosim-server", dirname(self));
+    }
+    if (rounds < 1 || per_block < 1) {
+        fprintf(stderr, "robosim-bench: ROUNDS and PER_BLOCK must be positive\n");
+        return 2;
+    }
+
+    /* fork the echo server before this process starts any ZeroMQ threads */
+    char server_ep[64], echo_ep[64];
+    snprintf(echo_ep, sizeof echo_ep, "tcp://127.0.0.1:%d", free_port());
+    pid_t echo = fork();
+    if (echo == 0)
+        echo_server(echo_ep);
+    snprintf(server_ep, sizeof server_ep, "tcp://127.0.0.1:%d", free_port());
+    char *sargv[] = {server_path, "--bind", server_ep, "--log-level", "warn", NULL};
+    pid_t server = spawn(server_path, sargv);
+
+    rsc_error_t err;
+    rsc_client_t *c = NULL;
+    for (int i = 0; i < 100 && !c; i++)
+        c = rsc_connect(server_ep, 100, &err);
+    if (!c) {
+        fprintf(stderr, "robosim-bench: server %s did not come up: %s\n", server_path, err.message);
+        kill(server, SIGTERM);
+        kill(echo, SIGTERM);
+        return 1;
+    }
+    uint64_t world;
+    if (rsc_create_world(c, "diff_drive", NULL, 0, 0, &world, &err) != 0) {
+        fprintf(stderr, "robosim-bench: create: %s\n", err.message);
+        return 1;
+    }
+
+    /* the sizes of a Step request and reply, for the echo */
+    double u[2] = {3.0, 2.5};
+    rsc_command_t cmd = {"robot", u, 2};
+    Robosim__V1__ActuatorCommand ac = ROBOSIM__V1__ACTUATOR_COMMAND__INIT;
+    ac.entity = "robot";
+    ac.n_values = 2;
+    ac.values = u;
+    Robosim__V1__ActuatorCommand *acs[] = {&ac};
+    Robosim__V1__Step step = ROBOSIM__V1__STEP__INIT;
+    step.steps = 1;
+    step.n_commands = 1;
+    step.commands = acs;
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    rq.id = 123456;
+    rq.world_id = world;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
+    rq.step = &step;
+    size_t req_size = robosim__v1__request__get_packed_size(&rq);
+    Robosim__V1__Response *resp = NULL;
+    rsc_call(c, &rq, &resp, &err);
+    size_t reply_size = resp ? robosim__v1__response__get_packed_size(resp) : 0;
+    rsc_free(resp);
+
+    void *ctx = zmq_ctx_new(), *dealer = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, timeout_ms = 2000;
+    zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(dealer, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+    zmq_connect(dealer, echo_ep);
+    char *payload = calloc(1, req_size + 4), *back = malloc(reply_size + 64);
+    uint32_t want = (uint32_t)reply_size;
+    memcpy(payload, &want, 4);
+    /* warm both paths up */
+    for (int i = 0; i < 500; i++) {
+        zmq_send(dealer, payload, req_size, 0);
+        if (zmq_recv(dealer, back, reply_size + 64, 0) < 0) {
+            fprintf(stderr, "robosim-bench: the echo server does not answer\n");
+            kill(echo, SIGTERM);
+            kill(server, SIGTERM);
+            return 1;
+        }
+        rsc_step(c, world, 1, 0, &cmd, 1, NULL, &err);
+    }
+
+    double t_raw = 0, t_step = 0;
+    long n_raw = 0, n_step = 0, failures = 0;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = now();
+        for (int i = 0; i < per_block; i++) {
+            zmq_send(dealer, payload, req_size, 0);
+            if (zmq_recv(dealer, back, reply_size + 64, 0) < 0)
+                failures++;
+        }
+        double t1 = now();
+        for (int i = 0; i < per_block; i++) {
+            u[0] = 3.0 + 0.001 * (i % 7); /* a new command every step, as an agent sends */
+            Robosim__V1__State *s = NULL;
+            if (rsc_step(c, world, 1, 0, &cmd, 1, &s, &err) != 0)
+                failures++;
+            rsc_free(s);
+        }
+        double t2 = now();
+        t_raw += t1 - t0;
+        t_step += t2 - t1;
+        n_raw += per_block;
+        n_step += per_block;
+    }
+    double raw_us = 1e6 * t_raw / (double)n_raw, step_us = 1e6 * t_step / (double)n_step;
+    printf("payload: request %zu bytes, reply %zu bytes; %d rounds x %d round trips each\n",
+           req_size, reply_size, rounds, per_block);
+    printf("raw zmq round trip (tcp loopback): %8.2f us\n", raw_us);
+    printf("step round trip (diff_drive, 10 ms step, commands + full state): %8.2f us\n", step_us);
+    printf("ratio step / raw: %.3f (goal <= 1.25)%s\n", step_us / raw_us,
+           failures ? " -- with failures!" : "");
+
+    rsc_close(&c);
+    zmq_close(dealer);
+    zmq_ctx_term(ctx);
+    kill(echo, SIGTERM);
+    kill(server, SIGTERM);
+    waitpid(echo, NULL, 0);
+    waitpid(server, NULL, 0);
+    return failures ? 1 : 0;
+}

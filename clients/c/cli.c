@@ -1,0 +1,901 @@
+/* robosim-cli: a command-line client of the robosim server, in the spirit of redis-cli and
+ * grpcurl. Every protocol operation is a subcommand; --json prints the reply generically from
+ * the protobuf descriptors (json.c); errors go to stderr with exit status 1 (2 for usage).
+ *
+ * One table lists the commands (name, handler, whether a world is needed, synopsis). */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "robosim_client.h"
+
+#define DEFAULT_ENDPOINT "tcp://127.0.0.1:5555"
+#define DEFAULT_TIMEOUT_MS 5000
+#define EXIT_USAGE 2
+
+static const char *usage_text =
+    "usage: robosim-cli [--endpoint E] [--timeout MS] [--json] [--world ID] COMMAND [ARGS]\n"
+    "\n"
+    "A command-line client of robosim-server: every protocol operation is a command.\n"
+    "\n"
+    "Options (anywhere on the line, before a lone --):\n"
+    "  --endpoint E   server endpoint (default $ROBOSIM_ENDPOINT, else " DEFAULT_ENDPOINT ")\n"
+    "  --timeout MS   per-request timeout in milliseconds (default 5000); nothing waits longer\n"
+    "  --json         print the reply as JSON (proto field names; enums by name; non-finite\n"
+    "                 numbers as the strings \"inf\", \"-inf\", \"nan\")\n"
+    "  --world ID     the world a world command acts on (default $ROBOSIM_WORLD, else the only\n"
+    "                 world on the server when there is exactly one)\n"
+    "  -h, --help     this text\n"
+    "\n"
+    "Commands:\n"
+    "  hello                          server version, protocol, capabilities, presets\n"
+    "  list                           the worlds on the server\n"
+    "  create PRESET [--seed N] [--param P]...\n"
+    "                                 create a world; prints its id (W=$(robosim-cli create\n"
+    "                                 diff_drive)); P is entity.name=v1,v2,... (world\n"
+    "                                 parameters: .name=v or name=v)\n"
+    "  destroy [ID]                   destroy the world (ID or --world)\n"
+    "  spec                           entities, variables, actuators, sensors, parameters\n"
+    "  reset [--seed N]               back to the initial state (reseeded with N if given)\n"
+    "  step [--steps N | --duration S] [--cmd ENTITY=v1,v2]...\n"
+    "                                 apply the commands, then advance N control steps or S\n"
+    "                                 seconds (default: 1 step); prints the state and events\n"
+    "  state                          the current state\n"
+    "  set-force ENTITY v1 v2 ...     hold these actuator commands (one per actuator)\n"
+    "  set-params P ...               change parameters, P as for create\n"
+    "  schedule ENTITY ACTUATOR t0:v0 t1:v1 ...\n"
+    "                                 piecewise-linear schedule for one actuator (index or\n"
+    "                                 name); no knots removes it\n"
+    "  target ENTITY v1 v2 ...        set commands from a task-space target (x y elbow)\n"
+    "  workspace ENTITY [--samples N] [x,y ...]\n"
+    "                                 workspace boundary points and reachability of points\n"
+    "  help                           this text\n"
+    "\n"
+    "Numbers accept inf and nan, so bad input can be sent on purpose.\n"
+    "\n"
+    "Exit status: 0 ok; 1 the request failed (message on stderr as\n"
+    "'robosim-cli: CODE: message', CODE being the server's error code name or TIMEOUT,\n"
+    "UNREACHABLE, PROTOCOL, ...); 2 usage error.\n"
+    "\n"
+    "Examples:\n"
+    "  W=$(robosim-cli create diff_drive --param robot.obstacles=150,60,20)\n"
+    "  robosim-cli --world $W step --duration 5 --cmd robot=3,3\n"
+    "  robosim-cli --world $W --json state | jq .entities[0].state\n"
+    "  robosim-cli --world $W destroy\n";
+
+/* ---- the session: options, client, allocations ------------------------------------------- */
+
+typedef struct cli {
+    const char *endpoint;
+    int timeout_ms;
+    int json;
+    const char *world_arg; /* --world, or NULL */
+    uint64_t world;
+    rsc_client_t *client;
+    int argc; /* the command's arguments, after its name */
+    char **argv;
+} cli_t;
+
+/* everything allocated, freed at exit (keeps LeakSanitizer quiet) */
+static void **allocs;
+static size_t nallocs, capallocs;
+static cli_t *current; /* for the exit path */
+
+static void free_all(void)
+{
+    for (size_t i = 0; i < nallocs; i++)
+        free(allocs[i]);
+    free(allocs);
+    allocs = NULL;
+    nallocs = capallocs = 0;
+    if (current)
+        rsc_close(&current->client);
+}
+
+static void die(int status, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+static void die(int status, const char *code, const char *fmt, ...)
+{
+    fflush(stdout);
+    fprintf(stderr, "robosim-cli: %s: ", code);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    free_all();
+    exit(status);
+}
+
+#define usage_error(...) die(EXIT_USAGE, "USAGE", __VA_ARGS__)
+
+static void *track(void *p)
+{
+    if (!p)
+        die(1, "NO_MEMORY", "out of memory");
+    if (nallocs == capallocs) {
+        size_t cap = capallocs ? 2 * capallocs : 32;
+        void **a = realloc(allocs, cap * sizeof *a);
+        if (!a) {
+            free(p);
+            die(1, "NO_MEMORY", "out of memory");
+        }
+        allocs = a;
+        capallocs = cap;
+    }
+    allocs[nallocs++] = p;
+    return p;
+}
+
+static void *xcalloc(size_t n, size_t size)
+{
+    return track(calloc(n ? n : 1, size));
+}
+
+static char *xstrndup(const char *s, size_t n)
+{
+    return track(strndup(s, n));
+}
+
+/* A failed call: print the error and exit 1. */
+static void fail(const rsc_error_t *err)
+{
+    die(1, rsc_error_name(err->code), "%s", err->message[0] ? err->message : "(no message)");
+}
+
+/* ---- argument parsing --------------------------------------------------------------------- */
+
+static uint64_t parse_u64(const char *s, const char *what)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        usage_error("%s must be a non-negative integer, got '%s'", what, s ? s : "");
+    unsigned long long v = strtoull(s, &end, 0);
+    if (errno || *end)
+        usage_error("%s must be a non-negative integer, got '%s'", what, s);
+    return v;
+}
+
+static uint32_t parse_u32(const char *s, const char *what)
+{
+    uint64_t v = parse_u64(s, what);
+    if (v > UINT32_MAX)
+        usage_error("%s must be at most %" PRIu32 ", got '%s'", what, UINT32_MAX, s);
+    return (uint32_t)v;
+}
+
+static double parse_double(const char *s, const char *what)
+{
+    char *end;
+    if (!s || !*s)
+        usage_error("%s: expected a number, got nothing", what);
+    double v = strtod(s, &end);
+    if (*end)
+        usage_error("%s: '%s' is not a number", what, s);
+    return v;
+}
+
+/* "v1,v2,..." (possibly empty) into a tracked array. */
+static double *parse_list(const char *s, size_t *n, const char *what)
+{
+    *n = 0;
+    if (!*s)
+        return NULL;
+    size_t cap = 1;
+    for (const char *p = s; *p; p++)
+        cap += *p == ',';
+    double *v = xcalloc(cap, sizeof *v);
+    const char *p = s;
+    for (;;) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        v[(*n)++] = parse_double(xstrndup(p, len), what);
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    return v;
+}
+
+/* "entity.name=v1,v2" / ".name=v" / "name=v" into a parameter (strings tracked). */
+static rsc_param_t parse_param(const char *s)
+{
+    rsc_param_t p = {0};
+    const char *eq = strchr(s, '=');
+    if (!eq || eq == s)
+        usage_error("parameter '%s' should look like entity.name=v1,v2 (or name=v for a world "
+                    "parameter)",
+                    s);
+    const char *dot = memchr(s, '.', (size_t)(eq - s));
+    if (dot) {
+        p.entity = xstrndup(s, (size_t)(dot - s));
+        p.name = xstrndup(dot + 1, (size_t)(eq - dot - 1));
+    } else {
+        p.entity = "";
+        p.name = xstrndup(s, (size_t)(eq - s));
+    }
+    if (!*p.name)
+        usage_error("parameter '%s' has no name before '='", s);
+    p.values = parse_list(eq + 1, &p.nvalues, s);
+    return p;
+}
+
+/* If argv[*i] is option `name` ("--name V" or "--name=V"), return its value and advance *i. */
+static const char *opt_value(int argc, char **argv, int *i, const char *name)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n) != 0)
+        return NULL;
+    if (a[n] == '=')
+        return a + n + 1;
+    if (a[n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc)
+        usage_error("%s needs a value", name);
+    return argv[++*i];
+}
+
+static int is_option(const char *a)
+{
+    return a[0] == '-' && a[1] == '-' && a[2] != '\0';
+}
+
+static void check_positional(const char *cmd, const char *a)
+{
+    if (is_option(a))
+        usage_error("%s: unknown option '%s'", cmd, a);
+}
+
+/* ---- connection and world ------------------------------------------------------------------ */
+
+static rsc_client_t *client(cli_t *cli)
+{
+    if (!cli->client) {
+        rsc_error_t err;
+        cli->client = rsc_connect(cli->endpoint, cli->timeout_ms, &err);
+        if (!cli->client)
+            fail(&err);
+    }
+    return cli->client;
+}
+
+/* The world a world command acts on: --world, $ROBOSIM_WORLD, or the only one. */
+static uint64_t world(cli_t *cli)
+{
+    const char *w = cli->world_arg ? cli->world_arg : getenv("ROBOSIM_WORLD");
+    if (w && *w)
+        return parse_u64(w, "--world");
+    rsc_error_t err;
+    Robosim__V1__ListWorldsReply *list = NULL;
+    if (rsc_list_worlds(client(cli), &list, &err) != 0)
+        fail(&err);
+    size_t n = list->n_worlds;
+    uint64_t id = n == 1 ? list->worlds[0]->world_id : 0;
+    rsc_free(list);
+    if (n == 0)
+        die(1, "NOT_FOUND", "no world on the server at %s; create one with: robosim-cli create "
+                            "diff_drive",
+            cli->endpoint);
+    if (n > 1)
+        usage_error("%zu worlds on the server; pick one with --world ID (see robosim-cli list)", n);
+    return id;
+}
+
+/* ---- text output ---------------------------------------------------------------------------- */
+
+static void print_json(const void *msg)
+{
+    if (rsc_json_write(stdout, (const ProtobufCMessage *)msg) != 0)
+        die(1, "IO", "cannot write to stdout");
+}
+
+static const char *unit_suffix(const char *unit, char *buf, size_t n)
+{
+    if (!unit || !*unit || strcmp(unit, "1") == 0)
+        return "";
+    snprintf(buf, n, " %s", unit);
+    return buf;
+}
+
+/* The name (and unit) of flat value `idx` among variables `vars` (each `size` values wide). */
+static void var_label(Robosim__V1__VarSpec **vars, size_t nvars, size_t idx, char *name,
+                      size_t n, const char **unit)
+{
+    *unit = "";
+    size_t at = 0;
+    for (size_t i = 0; vars && i < nvars; i++) {
+        size_t size = vars[i]->size ? vars[i]->size : 1;
+        if (idx < at + size) {
+            *unit = vars[i]->unit;
+            if (size == 1)
+                snprintf(name, n, "%s", vars[i]->name);
+            else
+                snprintf(name, n, "%s[%zu]", vars[i]->name, idx - at);
+            return;
+        }
+        at += size;
+    }
+    snprintf(name, n, "[%zu]", idx);
+}
+
+static void print_values(const char *label, const double *v, size_t n,
+                         Robosim__V1__VarSpec **vars, size_t nvars)
+{
+    printf("  %-9s", label);
+    if (n == 0)
+        fputs(" -", stdout);
+    for (size_t i = 0; i < n; i++) {
+        char name[80], ubuf[40];
+        const char *unit;
+        var_label(vars, nvars, i, name, sizeof name, &unit);
+        printf("  %s = %.10g%s", name, v[i], unit_suffix(unit, ubuf, sizeof ubuf));
+    }
+    putchar('\n');
+}
+
+static const Robosim__V1__EntitySpec *entity_spec(const Robosim__V1__Spec *spec,
+                                                  const char *name)
+{
+    for (size_t i = 0; spec && i < spec->n_entities; i++)
+        if (strcmp(spec->entities[i]->name, name) == 0)
+            return spec->entities[i];
+    return NULL;
+}
+
+static void print_state(const Robosim__V1__State *s, const Robosim__V1__Spec *spec)
+{
+    printf("world %" PRIu64 "  t = %.10g s  step %" PRIu64 "\n", s->world_id, s->time,
+           s->step_count);
+    for (size_t i = 0; i < s->n_entities; i++) {
+        const Robosim__V1__EntityState *e = s->entities[i];
+        const Robosim__V1__EntitySpec *es = entity_spec(spec, e->name);
+        printf("%s (%s)  mode %s\n", e->name, e->kind, e->mode);
+        print_values("state", e->state, e->n_state, es ? es->state : NULL,
+                     es ? es->n_state : 0);
+        print_values("commands", e->commands, e->n_commands, es ? es->actuators : NULL,
+                     es ? es->n_actuators : 0);
+        print_values("sensors", e->sensors, e->n_sensors, es ? es->sensors : NULL,
+                     es ? es->n_sensors : 0);
+    }
+    printf("events: %zu", s->n_events);
+    if (s->events_dropped)
+        printf(" (%" PRIu32 " more dropped: the log was full)", s->events_dropped);
+    putchar('\n');
+    for (size_t i = 0; i < s->n_events; i++) {
+        const Robosim__V1__Event *ev = s->events[i];
+        printf("  t = %.17g s  %s %s  value %.10g\n", ev->time, ev->entity, ev->kind, ev->value);
+    }
+    if (s->stats)
+        printf("integrator: %" PRIu64 " internal steps, %" PRIu64 " rhs evals, %" PRIu64
+               " root evals, %" PRIu64 " events in all\n",
+               s->stats->internal_steps, s->stats->rhs_evals, s->stats->root_evals,
+               s->stats->events);
+}
+
+/* Print a State reply (text needs the spec for the variable names). */
+static void show_state(cli_t *cli, const Robosim__V1__State *s)
+{
+    if (cli->json) {
+        print_json(s);
+        return;
+    }
+    Robosim__V1__Spec *spec = NULL;
+    rsc_get_spec(client(cli), cli->world, &spec, NULL); /* names only: fall back to indices */
+    print_state(s, spec);
+    rsc_free(spec);
+}
+
+static void print_list(const char *label, char **items, size_t n)
+{
+    printf("%s:", label);
+    if (n == 0)
+        fputs(" -", stdout);
+    for (size_t i = 0; i < n; i++)
+        printf(" %s", items[i]);
+    putchar('\n');
+}
+
+static void print_bounds(double lo, double hi)
+{
+    printf("[%.10g, %.10g]", lo, hi);
+}
+
+static void print_var_specs(const char *label, Robosim__V1__VarSpec **v, size_t n)
+{
+    printf("  %s:%s\n", label, n ? "" : " -");
+    for (size_t i = 0; i < n; i++) {
+        printf("    %-14s %-6s ", v[i]->name, v[i]->unit);
+        print_bounds(v[i]->lower, v[i]->upper);
+        if (v[i]->size > 1)
+            printf("  x%" PRIu32, v[i]->size);
+        printf("  %s\n", v[i]->doc);
+    }
+}
+
+static void print_param_specs(const char *indent, Robosim__V1__ParamSpec **p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        printf("%s%-18s =", indent, p[i]->name);
+        if (p[i]->n_values == 0)
+            fputs(" (none)", stdout);
+        for (size_t k = 0; k < p[i]->n_values; k++)
+            printf("%s%.10g", k ? ", " : " ", p[i]->values[k]);
+        char ubuf[40];
+        printf("%s  ", unit_suffix(p[i]->unit, ubuf, sizeof ubuf));
+        print_bounds(p[i]->lower, p[i]->upper);
+        if (p[i]->min_size != 1 || p[i]->max_size != 1)
+            printf("  %" PRIu32 "..%" PRIu32 " values", p[i]->min_size, p[i]->max_size);
+        printf("  %s\n", p[i]->doc);
+    }
+}
+
+static void print_world_info(const Robosim__V1__WorldInfo *w)
+{
+    printf("world %" PRIu64 "  preset %s  t = %.10g s  step %" PRIu64 "  control_dt %.10g s\n",
+           w->world_id, w->preset, w->time, w->step_count, w->control_dt);
+}
+
+/* ---- commands ------------------------------------------------------------------------------- */
+
+static void no_args(cli_t *cli, const char *cmd)
+{
+    if (cli->argc > 0)
+        usage_error("%s takes no arguments, got '%s'", cmd, cli->argv[0]);
+}
+
+static void ack(cli_t *cli)
+{
+    if (cli->json) {
+        Robosim__V1__Ack a = ROBOSIM__V1__ACK__INIT;
+        print_json(&a);
+    } else {
+        puts("OK");
+    }
+}
+
+static void cmd_hello(cli_t *cli)
+{
+    no_args(cli, "hello");
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    if (rsc_hello(client(cli), RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR, &h, &err) != 0)
+        fail(&err);
+    if (cli->json) {
+        print_json(h);
+    } else {
+        printf("robosim-server %s at %s, protocol %" PRIu32 ".%" PRIu32 " (client %d.%d)\n",
+               h->server_version, cli->endpoint, h->major, h->minor, RSC_PROTOCOL_MAJOR,
+               RSC_PROTOCOL_MINOR);
+        print_list("capabilities", h->capabilities, h->n_capabilities);
+        print_list("presets", h->presets, h->n_presets);
+    }
+    rsc_free(h);
+}
+
+static void cmd_list(cli_t *cli)
+{
+    no_args(cli, "list");
+    rsc_error_t err;
+    Robosim__V1__ListWorldsReply *l = NULL;
+    if (rsc_list_worlds(client(cli), &l, &err) != 0)
+        fail(&err);
+    if (cli->json) {
+        print_json(l);
+    } else if (l->n_worlds == 0) {
+        puts("no worlds (create one with: robosim-cli create diff_drive)");
+    } else {
+        printf("%-6s %-16s %14s %10s  %s\n", "ID", "PRESET", "TIME", "STEPS", "ENTITIES");
+        for (size_t i = 0; i < l->n_worlds; i++) {
+            const Robosim__V1__WorldInfo *w = l->worlds[i];
+            printf("%-6" PRIu64 " %-16s %14.10g %10" PRIu64 " ", w->world_id, w->preset, w->time,
+                   w->step_count);
+            for (size_t k = 0; k < w->n_entities; k++)
+                printf(" %s", w->entities[k]);
+            putchar('\n');
+        }
+    }
+    rsc_free(l);
+}
+
+static void cmd_create(cli_t *cli)
+{
+    const char *preset = NULL;
+    uint64_t seed = 0;
+    rsc_param_t *params = xcalloc((size_t)cli->argc, sizeof *params);
+    size_t nparams = 0;
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v;
+        if ((v = opt_value(cli->argc, cli->argv, &i, "--seed"))) {
+            seed = parse_u64(v, "--seed");
+        } else if ((v = opt_value(cli->argc, cli->argv, &i, "--param"))) {
+            params[nparams++] = parse_param(v);
+        } else {
+            check_positional("create", cli->argv[i]);
+            if (preset)
+                usage_error("create takes one preset, got '%s' and '%s' (parameters go with "
+                            "--param)",
+                            preset, cli->argv[i]);
+            preset = cli->argv[i];
+        }
+    }
+    if (!preset)
+        usage_error("create needs a preset name, e.g. robosim-cli create diff_drive (see "
+                    "robosim-cli hello for the presets)");
+    rsc_error_t err;
+    uint64_t id;
+    if (rsc_create_world(client(cli), preset, params, nparams, seed, &id, &err) != 0)
+        fail(&err);
+    if (cli->json) {
+        Robosim__V1__Spec *spec = NULL;
+        if (rsc_get_spec(client(cli), id, &spec, &err) != 0)
+            fail(&err);
+        print_json(spec->world);
+        rsc_free(spec);
+    } else {
+        printf("%" PRIu64 "\n", id);
+    }
+}
+
+static void cmd_destroy(cli_t *cli)
+{
+    if (cli->argc > 1)
+        usage_error("destroy takes at most one world id");
+    if (cli->argc == 1) {
+        check_positional("destroy", cli->argv[0]);
+        cli->world = parse_u64(cli->argv[0], "world id");
+    } else {
+        cli->world = world(cli);
+    }
+    rsc_error_t err;
+    if (rsc_destroy_world(client(cli), cli->world, &err) != 0)
+        fail(&err);
+    ack(cli);
+}
+
+static void cmd_spec(cli_t *cli)
+{
+    no_args(cli, "spec");
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__Spec *s = NULL;
+    if (rsc_get_spec(client(cli), cli->world, &s, &err) != 0)
+        fail(&err);
+    if (cli->json) {
+        print_json(s);
+        rsc_free(s);
+        return;
+    }
+    if (s->world)
+        print_world_info(s->world);
+    for (size_t i = 0; i < s->n_entities; i++) {
+        const Robosim__V1__EntitySpec *e = s->entities[i];
+        printf("entity %s (%s)\n", e->name, e->kind);
+        print_var_specs("state", e->state, e->n_state);
+        print_var_specs("actuators", e->actuators, e->n_actuators);
+        print_var_specs("sensors", e->sensors, e->n_sensors);
+        printf("  params:%s\n", e->n_params ? "" : " -");
+        print_param_specs("    ", e->params, e->n_params);
+        fputs("  ", stdout);
+        print_list("modes", e->modes, e->n_modes);
+        fputs("  ", stdout);
+        print_list("events", e->event_kinds, e->n_event_kinds);
+    }
+    printf("world params:%s\n", s->n_world_params ? "" : " -");
+    print_param_specs("  ", s->world_params, s->n_world_params);
+    rsc_free(s);
+}
+
+static void cmd_reset(cli_t *cli)
+{
+    int use_seed = 0;
+    uint64_t seed = 0;
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v = opt_value(cli->argc, cli->argv, &i, "--seed");
+        if (!v)
+            usage_error("reset: unexpected '%s' (reset [--seed N])", cli->argv[i]);
+        use_seed = 1;
+        seed = parse_u64(v, "--seed");
+    }
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__State *s = NULL;
+    if (rsc_reset(client(cli), cli->world, use_seed, seed, &s, &err) != 0)
+        fail(&err);
+    show_state(cli, s);
+    rsc_free(s);
+}
+
+static void cmd_step(cli_t *cli)
+{
+    uint32_t steps = 0;
+    double duration = 0;
+    int have_steps = 0, have_duration = 0;
+    rsc_command_t *cmds = xcalloc((size_t)cli->argc, sizeof *cmds);
+    size_t ncmds = 0;
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v;
+        if ((v = opt_value(cli->argc, cli->argv, &i, "--steps"))) {
+            steps = parse_u32(v, "--steps");
+            have_steps = 1;
+        } else if ((v = opt_value(cli->argc, cli->argv, &i, "--duration"))) {
+            duration = parse_double(v, "--duration");
+            have_duration = 1;
+        } else if ((v = opt_value(cli->argc, cli->argv, &i, "--cmd"))) {
+            const char *eq = strchr(v, '=');
+            if (!eq || eq == v)
+                usage_error("--cmd '%s' should look like ENTITY=v1,v2", v);
+            cmds[ncmds].entity = xstrndup(v, (size_t)(eq - v));
+            cmds[ncmds].values = parse_list(eq + 1, &cmds[ncmds].nvalues, v);
+            ncmds++;
+        } else {
+            usage_error("step: unexpected '%s' (step [--steps N | --duration S] [--cmd "
+                        "ENTITY=v1,v2]...)",
+                        cli->argv[i]);
+        }
+    }
+    if (have_steps && have_duration)
+        usage_error("step takes --steps or --duration, not both");
+    if (!have_steps && !have_duration)
+        steps = 1;
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__State *s = NULL;
+    if (rsc_step(client(cli), cli->world, steps, duration, cmds, ncmds, &s, &err) != 0)
+        fail(&err);
+    show_state(cli, s);
+    rsc_free(s);
+}
+
+static void cmd_state(cli_t *cli)
+{
+    no_args(cli, "state");
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__State *s = NULL;
+    if (rsc_get_state(client(cli), cli->world, &s, &err) != 0)
+        fail(&err);
+    show_state(cli, s);
+    rsc_free(s);
+}
+
+/* ENTITY v1 v2 ... (used by set-force and target) */
+static const char *entity_and_values(cli_t *cli, const char *cmd, double **v, size_t *n)
+{
+    if (cli->argc < 1)
+        usage_error("%s needs an entity and its values, e.g. %s robot 3 3", cmd, cmd);
+    check_positional(cmd, cli->argv[0]);
+    *n = (size_t)cli->argc - 1;
+    *v = xcalloc(*n, sizeof **v);
+    for (size_t i = 0; i < *n; i++)
+        (*v)[i] = parse_double(cli->argv[i + 1], cmd);
+    return cli->argv[0];
+}
+
+static void cmd_set_force(cli_t *cli)
+{
+    double *v;
+    size_t n;
+    const char *entity = entity_and_values(cli, "set-force", &v, &n);
+    cli->world = world(cli);
+    rsc_error_t err;
+    if (rsc_set_force(client(cli), cli->world, entity, v, n, &err) != 0)
+        fail(&err);
+    ack(cli);
+}
+
+static void cmd_target(cli_t *cli)
+{
+    double *v;
+    size_t n;
+    const char *entity = entity_and_values(cli, "target", &v, &n);
+    cli->world = world(cli);
+    rsc_error_t err;
+    if (rsc_set_target(client(cli), cli->world, entity, v, n, &err) != 0)
+        fail(&err);
+    ack(cli);
+}
+
+static void cmd_set_params(cli_t *cli)
+{
+    if (cli->argc < 1)
+        usage_error("set-params needs at least one entity.name=v1,v2");
+    rsc_param_t *params = xcalloc((size_t)cli->argc, sizeof *params);
+    for (int i = 0; i < cli->argc; i++) {
+        check_positional("set-params", cli->argv[i]);
+        params[i] = parse_param(cli->argv[i]);
+    }
+    cli->world = world(cli);
+    rsc_error_t err;
+    if (rsc_set_params(client(cli), cli->world, params, (size_t)cli->argc, &err) != 0)
+        fail(&err);
+    ack(cli);
+}
+
+/* An actuator given by index or by name (looked up in the spec). */
+static uint32_t actuator_index(cli_t *cli, const char *entity, const char *a)
+{
+    if (*a >= '0' && *a <= '9')
+        return parse_u32(a, "ACTUATOR");
+    rsc_error_t err;
+    Robosim__V1__Spec *spec = NULL;
+    if (rsc_get_spec(client(cli), cli->world, &spec, &err) != 0)
+        fail(&err);
+    const Robosim__V1__EntitySpec *es = entity_spec(spec, entity);
+    long found = -1;
+    for (size_t i = 0; es && i < es->n_actuators && found < 0; i++)
+        if (strcmp(es->actuators[i]->name, a) == 0)
+            found = (long)i;
+    rsc_free(spec);
+    if (!es)
+        die(1, "NOT_FOUND", "world %" PRIu64 " has no entity '%s' (see robosim-cli spec)",
+            cli->world, entity);
+    if (found < 0)
+        die(1, "NOT_FOUND", "entity '%s' has no actuator '%s' (see robosim-cli spec)", entity, a);
+    return (uint32_t)found;
+}
+
+static void cmd_schedule(cli_t *cli)
+{
+    if (cli->argc < 2)
+        usage_error("schedule needs ENTITY ACTUATOR [t0:v0 t1:v1 ...]");
+    check_positional("schedule", cli->argv[0]);
+    check_positional("schedule", cli->argv[1]);
+    size_t n = (size_t)cli->argc - 2;
+    double *t = xcalloc(n, sizeof *t), *v = xcalloc(n, sizeof *v);
+    for (size_t i = 0; i < n; i++) {
+        const char *knot = cli->argv[i + 2];
+        const char *colon = strchr(knot, ':');
+        if (!colon)
+            usage_error("schedule knot '%s' should look like TIME:VALUE", knot);
+        t[i] = parse_double(xstrndup(knot, (size_t)(colon - knot)), knot);
+        v[i] = parse_double(colon + 1, knot);
+    }
+    cli->world = world(cli);
+    uint32_t a = actuator_index(cli, cli->argv[0], cli->argv[1]);
+    rsc_error_t err;
+    if (rsc_set_schedule(client(cli), cli->world, cli->argv[0], a, t, v, n, &err) != 0)
+        fail(&err);
+    ack(cli);
+}
+
+static void cmd_workspace(cli_t *cli)
+{
+    const char *entity = NULL;
+    uint32_t samples = 0;
+    double *q = xcalloc((size_t)cli->argc * 2, sizeof *q);
+    size_t nq = 0;
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v;
+        if ((v = opt_value(cli->argc, cli->argv, &i, "--samples"))) {
+            samples = parse_u32(v, "--samples");
+            continue;
+        }
+        check_positional("workspace", cli->argv[i]);
+        if (!entity) {
+            entity = cli->argv[i];
+            continue;
+        }
+        size_t n;
+        double *xy = parse_list(cli->argv[i], &n, cli->argv[i]);
+        if (n != 2)
+            usage_error("workspace query point '%s' should be x,y", cli->argv[i]);
+        q[2 * nq] = xy[0];
+        q[2 * nq + 1] = xy[1];
+        nq++;
+    }
+    if (!entity)
+        usage_error("workspace needs an entity: workspace ENTITY [--samples N] [x,y ...]");
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__WorkspaceReply *w = NULL;
+    if (rsc_get_workspace(client(cli), cli->world, entity, samples, q, nq, &w, &err) != 0)
+        fail(&err);
+    if (cli->json) {
+        print_json(w);
+    } else {
+        printf("boundary: %zu points\n", w->n_boundary / 2);
+        for (size_t i = 0; i + 1 < w->n_boundary; i += 2)
+            printf("  %.10g %.10g\n", w->boundary[i], w->boundary[i + 1]);
+        for (size_t i = 0; i < nq; i++)
+            printf("(%.10g, %.10g): %s\n", q[2 * i], q[2 * i + 1],
+                   i < w->n_reachable ? (w->reachable[i] ? "reachable" : "unreachable")
+                                      : "no answer");
+    }
+    rsc_free(w);
+}
+
+static void cmd_help(cli_t *cli)
+{
+    (void)cli;
+    fputs(usage_text, stdout);
+}
+
+/* ---- dispatch ------------------------------------------------------------------------------- */
+
+typedef struct command {
+    const char *name;
+    void (*run)(cli_t *cli);
+} command_t;
+
+static const command_t commands[] = {
+    {"hello", cmd_hello},
+    {"list", cmd_list},
+    {"create", cmd_create},
+    {"destroy", cmd_destroy},
+    {"spec", cmd_spec},
+    {"reset", cmd_reset},
+    {"step", cmd_step},
+    {"state", cmd_state},
+    {"set-force", cmd_set_force},
+    {"set-params", cmd_set_params},
+    {"schedule", cmd_schedule},
+    {"target", cmd_target},
+    {"workspace", cmd_workspace},
+    {"help", cmd_help},
+};
+
+int main(int argc, char **argv)
+{
+    cli_t cli = {0};
+    current = &cli;
+    cli.endpoint = getenv("ROBOSIM_ENDPOINT");
+    if (!cli.endpoint || !*cli.endpoint)
+        cli.endpoint = DEFAULT_ENDPOINT;
+    cli.timeout_ms = DEFAULT_TIMEOUT_MS;
+
+    /* global options anywhere; the rest is the command and its arguments */
+    char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
+    int nrest = 0, options_done = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v;
+        if (options_done) {
+            rest[nrest++] = argv[i];
+        } else if (strcmp(a, "--") == 0) {
+            options_done = 1;
+        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage_text, stdout);
+            free_all();
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            cli.json = 1;
+        } else if ((v = opt_value(argc, argv, &i, "--endpoint"))) {
+            cli.endpoint = v;
+        } else if ((v = opt_value(argc, argv, &i, "--world"))) {
+            cli.world_arg = v;
+        } else if ((v = opt_value(argc, argv, &i, "--timeout"))) {
+            uint64_t t = parse_u64(v, "--timeout");
+            if (t == 0 || t > 24u * 3600 * 1000)
+                usage_error("--timeout must be between 1 and 86400000 ms, got %s", v);
+            cli.timeout_ms = (int)t;
+        } else {
+            rest[nrest++] = argv[i];
+        }
+    }
+    if (nrest == 0)
+        usage_error("no command given; try robosim-cli --help");
+    if (is_option(rest[0]))
+        usage_error("unknown option '%s'; try robosim-cli --help", rest[0]);
+
+    const command_t *cmd = NULL;
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(commands[i].name, rest[0]) == 0)
+            cmd = &commands[i];
+    if (!cmd)
+        usage_error("unknown command '%s'; try robosim-cli --help", rest[0]);
+    cli.argc = nrest - 1;
+    cli.argv = rest + 1;
+    cmd->run(&cli);
+
+    if (fflush(stdout) != 0)
+        die(1, "IO", "cannot write to stdout");
+    free_all();
+    return 0;
+}

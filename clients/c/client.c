@@ -1,0 +1,776 @@
+/* robosim_client: blocking request/reply over a ZeroMQ DEALER socket, one frame per message.
+ *
+ * Each call packs a Request with the next id, waits (zmq_poll, bounded by the call's timeout)
+ * until the socket can take it, sends it, and reads replies until the one with that id arrives
+ * or the deadline passes. Replies with other ids are late answers to calls that timed out
+ * earlier: they are dropped, which is what keeps the socket usable after a timeout. */
+#include "robosim_client.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <zmq.h>
+
+#define ABANDONED_MAX 64 /* ids of timed-out calls remembered, to drop their late replies */
+
+struct rsc_client {
+    void *ctx;
+    void *sock;
+    char *endpoint;
+    int timeout_ms;
+    uint64_t next_id;
+    uint64_t abandoned[ABANDONED_MAX]; /* ring of ids whose reply may still come */
+    unsigned nabandoned;               /* total ever recorded; the ring holds the last 64 */
+    unsigned raw_pending;              /* rsc_send_raw calls that timed out (reply id unknown) */
+};
+
+/* ---- errors ------------------------------------------------------------------------------- */
+
+static int set_err(rsc_error_t *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int set_err(rsc_error_t *err, int code, const char *fmt, ...)
+{
+    if (err) {
+        err->code = code;
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->message, sizeof err->message, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+static void clear_err(rsc_error_t *err)
+{
+    if (err) {
+        err->code = 0;
+        err->message[0] = '\0';
+    }
+}
+
+const char *rsc_error_name(int code)
+{
+    switch (code) {
+    case 0: return "OK";
+    case RSC_ETIMEOUT: return "TIMEOUT";
+    case RSC_EUNREACHABLE: return "UNREACHABLE";
+    case RSC_EVERSION: return "VERSION";
+    case RSC_EPROTOCOL: return "PROTOCOL";
+    case RSC_ENOMEM: return "NO_MEMORY";
+    case RSC_EARG: return "BAD_ARGUMENT";
+    default: break;
+    }
+    if (code > 0) {
+        const ProtobufCEnumValue *v =
+            protobuf_c_enum_descriptor_get_value(&robosim__v1__error_code__descriptor, code);
+        if (v)
+            return v->name;
+    }
+    return "UNKNOWN";
+}
+
+/* ---- time ----------------------------------------------------------------------------------- */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Wait until the socket has `events` ready or `deadline` (monotonic ms) passes. Returns 1 when
+ * ready, 0 on timeout, -1 on a ZeroMQ error (errno set). Retries after EINTR. */
+static int wait_socket(void *sock, short events, int64_t deadline)
+{
+    for (;;) {
+        int64_t left = deadline - now_ms();
+        if (left < 0)
+            left = 0;
+        zmq_pollitem_t item = {sock, 0, events, 0};
+        int rc = zmq_poll(&item, 1, (long)left);
+        if (rc > 0)
+            return 1;
+        if (rc == 0) {
+            if (left == 0)
+                return 0;
+            continue; /* woke up early: poll again with what is left */
+        }
+        if (errno != EINTR)
+            return -1;
+    }
+}
+
+/* ---- connection ----------------------------------------------------------------------------- */
+
+static int clamp_timeout(int timeout_ms)
+{
+    return timeout_ms > 0 ? timeout_ms : RSC_DEFAULT_TIMEOUT_MS;
+}
+
+rsc_client_t *rsc_connect_raw(const char *endpoint, int timeout_ms, rsc_error_t *err)
+{
+    clear_err(err);
+    if (!endpoint || !*endpoint) {
+        set_err(err, RSC_EARG, "no endpoint given (expected e.g. tcp://127.0.0.1:5555)");
+        return NULL;
+    }
+    rsc_client_t *c = calloc(1, sizeof *c);
+    if (!c || !(c->endpoint = strdup(endpoint))) {
+        free(c);
+        set_err(err, RSC_ENOMEM, "out of memory creating a client");
+        return NULL;
+    }
+    c->timeout_ms = clamp_timeout(timeout_ms);
+    c->next_id = 0;
+
+    c->ctx = zmq_ctx_new();
+    if (!c->ctx) {
+        set_err(err, RSC_ENOMEM, "cannot create a ZeroMQ context: %s", zmq_strerror(errno));
+        goto fail;
+    }
+    c->sock = zmq_socket(c->ctx, ZMQ_DEALER);
+    if (!c->sock) {
+        set_err(err, RSC_ENOMEM, "cannot create a ZeroMQ DEALER socket: %s",
+                zmq_strerror(errno));
+        goto fail;
+    }
+    int linger = 0;
+    zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (zmq_connect(c->sock, endpoint) != 0) {
+        int e = errno;
+        set_err(err, RSC_EARG,
+                "cannot connect to '%s': %s (an endpoint looks like tcp://127.0.0.1:5555)",
+                endpoint, zmq_strerror(e));
+        goto fail;
+    }
+    return c;
+
+fail:
+    rsc_close(&c);
+    return NULL;
+}
+
+rsc_client_t *rsc_connect(const char *endpoint, int timeout_ms, rsc_error_t *err)
+{
+    rsc_client_t *c = rsc_connect_raw(endpoint, timeout_ms, err);
+    if (!c)
+        return NULL;
+
+    Robosim__V1__HelloReply *hello = NULL;
+    int rc = rsc_hello(c, RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR, &hello, err);
+    if (rc == RSC_ETIMEOUT) {
+        set_err(err, RSC_EUNREACHABLE,
+                "no answer from %s within %d ms: is robosim-server running there? (start one "
+                "with: robosim-server --bind %s)",
+                c->endpoint, c->timeout_ms, c->endpoint);
+    } else if (rc == 0 && (!hello || hello->major != RSC_PROTOCOL_MAJOR)) {
+        rc = set_err(err, RSC_EVERSION,
+                     "the server at %s speaks protocol %u.%u, this client %d.%d: use a client "
+                     "of the server's major version",
+                     c->endpoint, hello ? hello->major : 0, hello ? hello->minor : 0,
+                     RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR);
+    }
+    rsc_free(hello);
+    if (rc != 0) {
+        rsc_close(&c);
+        return NULL;
+    }
+    return c;
+}
+
+void rsc_close(rsc_client_t **c)
+{
+    if (!c || !*c)
+        return;
+    rsc_client_t *p = *c;
+    if (p->sock)
+        zmq_close(p->sock);
+    if (p->ctx)
+        zmq_ctx_term(p->ctx);
+    free(p->endpoint);
+    free(p);
+    *c = NULL;
+}
+
+void rsc_set_timeout(rsc_client_t *c, int timeout_ms)
+{
+    if (c)
+        c->timeout_ms = clamp_timeout(timeout_ms);
+}
+
+const char *rsc_endpoint(const rsc_client_t *c)
+{
+    return c ? c->endpoint : NULL;
+}
+
+void rsc_free(void *protobuf_message)
+{
+    if (protobuf_message)
+        protobuf_c_message_free_unpacked((ProtobufCMessage *)protobuf_message, NULL);
+}
+
+/* ---- transport ------------------------------------------------------------------------------ */
+
+static void abandon_id(rsc_client_t *c, uint64_t id)
+{
+    c->abandoned[c->nabandoned % ABANDONED_MAX] = id;
+    c->nabandoned++;
+}
+
+/* If `id` is a timed-out call's, forget it and return 1. */
+static int take_abandoned(rsc_client_t *c, uint64_t id)
+{
+    unsigned n = c->nabandoned < ABANDONED_MAX ? c->nabandoned : ABANDONED_MAX;
+    for (unsigned i = 0; i < n; i++) {
+        if (c->abandoned[i] == id && id != 0) {
+            c->abandoned[i] = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Send one frame, waiting at most until `deadline` for room in the queue. */
+static int send_frame(rsc_client_t *c, const void *bytes, size_t len, int64_t deadline,
+                      rsc_error_t *err)
+{
+    for (;;) {
+        if (zmq_send(c->sock, bytes, len, ZMQ_DONTWAIT) >= 0)
+            return 0;
+        if (errno != EAGAIN && errno != EINTR)
+            return set_err(err, RSC_EPROTOCOL, "cannot send to %s: %s", c->endpoint,
+                           zmq_strerror(errno));
+        int w = wait_socket(c->sock, ZMQ_POLLOUT, deadline);
+        if (w == 0)
+            return set_err(err, RSC_ETIMEOUT,
+                           "could not send to %s within %d ms: the send queue is full (is the "
+                           "server running?)",
+                           c->endpoint, c->timeout_ms);
+        if (w < 0)
+            return set_err(err, RSC_EPROTOCOL, "cannot send to %s: %s", c->endpoint,
+                           zmq_strerror(errno));
+    }
+}
+
+/* Receive one message (waiting until `deadline`) and unpack it as a Response. A server sends
+ * one frame; leading empty frames (a REQ-style delimiter) are tolerated. Returns 0 with *out
+ * set, RSC_ETIMEOUT, or RSC_EPROTOCOL (not a Response; *out NULL). */
+static int recv_response(rsc_client_t *c, int64_t deadline, Robosim__V1__Response **out,
+                         rsc_error_t *err)
+{
+    *out = NULL;
+    int w = wait_socket(c->sock, ZMQ_POLLIN, deadline);
+    if (w == 0)
+        return RSC_ETIMEOUT; /* the caller words the message */
+    if (w < 0)
+        return set_err(err, RSC_EPROTOCOL, "cannot receive from %s: %s", c->endpoint,
+                       zmq_strerror(errno));
+
+    zmq_msg_t msg;
+    zmq_msg_init(&msg);
+    int nframes = 0, bad_framing = 0;
+    for (;;) {
+        zmq_msg_close(&msg);
+        zmq_msg_init(&msg);
+        if (zmq_msg_recv(&msg, c->sock, ZMQ_DONTWAIT) < 0) {
+            int e = errno;
+            zmq_msg_close(&msg);
+            return set_err(err, RSC_EPROTOCOL, "cannot receive from %s: %s", c->endpoint,
+                           zmq_strerror(e));
+        }
+        nframes++;
+        if (!zmq_msg_more(&msg))
+            break;
+        if (zmq_msg_size(&msg) != 0)
+            bad_framing = 1; /* a non-empty frame before the last: not our protocol */
+    }
+    if (bad_framing) {
+        zmq_msg_close(&msg);
+        return set_err(err, RSC_EPROTOCOL,
+                       "%s sent a %d-frame message; a robosim server sends one frame per reply "
+                       "(is this a robosim server?)",
+                       c->endpoint, nframes);
+    }
+    size_t len = zmq_msg_size(&msg);
+    *out = robosim__v1__response__unpack(NULL, len, zmq_msg_data(&msg));
+    zmq_msg_close(&msg);
+    if (!*out)
+        return set_err(err, RSC_EPROTOCOL,
+                       "%s sent %zu bytes that are not a robosim.v1.Response (is this a robosim "
+                       "server of protocol %d?)",
+                       c->endpoint, len, RSC_PROTOCOL_MAJOR);
+    return 0;
+}
+
+/* The result of a Response: 0, or its Error's code with err filled. */
+static int response_code(const Robosim__V1__Response *r, rsc_error_t *err)
+{
+    if (r->result_case != ROBOSIM__V1__RESPONSE__RESULT_ERROR) {
+        clear_err(err);
+        return 0;
+    }
+    const Robosim__V1__Error *e = r->error;
+    int code = e ? (int)e->code : 0;
+    if (code <= 0)
+        code = ROBOSIM__V1__ERROR_CODE__INTERNAL; /* an Error without a code is still an error */
+    return set_err(err, code, "%s", e && e->message ? e->message : "");
+}
+
+/* Wait for a reply accepted by `want_id` (0 = any id not abandoned) until `deadline`. */
+static int await_reply(rsc_client_t *c, uint64_t want_id, int64_t deadline,
+                       Robosim__V1__Response **resp, rsc_error_t *err)
+{
+    for (;;) {
+        Robosim__V1__Response *r = NULL;
+        int rc = recv_response(c, deadline, &r, err);
+        if (rc != 0)
+            return rc;
+        int accept;
+        if (want_id == 0) {
+            accept = !take_abandoned(c, r->id);
+        } else if (r->id == want_id) {
+            accept = 1;
+        } else if (r->id == 0 && r->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR) {
+            /* the server could not read a request: ours, unless a raw send is still pending */
+            if (c->raw_pending > 0) {
+                c->raw_pending--;
+                accept = 0;
+            } else {
+                accept = 1;
+            }
+        } else {
+            take_abandoned(c, r->id);
+            accept = 0;
+        }
+        if (accept) {
+            *resp = r;
+            return 0;
+        }
+        rsc_free(r); /* a stale reply */
+    }
+}
+
+static int call_bytes(rsc_client_t *c, const void *bytes, size_t len, uint64_t id,
+                      Robosim__V1__Response **resp, rsc_error_t *err)
+{
+    int64_t deadline = now_ms() + c->timeout_ms;
+    int rc = send_frame(c, bytes, len, deadline, err);
+    if (rc == 0)
+        rc = await_reply(c, id, deadline, resp, err);
+    if (rc == RSC_ETIMEOUT) {
+        if (id)
+            abandon_id(c, id);
+        else
+            c->raw_pending++;
+        set_err(err, RSC_ETIMEOUT,
+                "no reply from %s within %d ms (server busy, stopped or unreachable; a longer "
+                "timeout may help)",
+                c->endpoint, c->timeout_ms);
+    }
+    return rc;
+}
+
+int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response **resp,
+             rsc_error_t *err)
+{
+    Robosim__V1__Response *r = NULL;
+    if (resp)
+        *resp = NULL;
+    clear_err(err);
+    if (!c || !req)
+        return set_err(err, RSC_EARG, "rsc_call: %s is NULL", c ? "the request" : "the client");
+
+    req->id = ++c->next_id;
+    size_t len = protobuf_c_message_get_packed_size(&req->base);
+    uint8_t stackbuf[1024];
+    uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
+    if (!buf)
+        return set_err(err, RSC_ENOMEM, "out of memory packing a %zu-byte request", len);
+    protobuf_c_message_pack(&req->base, buf);
+    int rc = call_bytes(c, buf, len, req->id, &r, err);
+    if (buf != stackbuf)
+        free(buf);
+    if (rc != 0)
+        return rc;
+
+    rc = response_code(r, err);
+    if (resp)
+        *resp = r;
+    else
+        rsc_free(r);
+    return rc;
+}
+
+int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Response **resp,
+                 rsc_error_t *err)
+{
+    Robosim__V1__Response *r = NULL;
+    if (resp)
+        *resp = NULL;
+    clear_err(err);
+    if (!c || (!bytes && len > 0))
+        return set_err(err, RSC_EARG, "rsc_send_raw: %s is NULL", c ? "bytes" : "the client");
+    int rc = call_bytes(c, bytes ? bytes : "", len, 0, &r, err);
+    if (rc != 0)
+        return rc;
+    rc = response_code(r, err);
+    if (resp)
+        *resp = r;
+    else
+        rsc_free(r);
+    return rc;
+}
+
+/* ---- operations ----------------------------------------------------------------------------- */
+
+static const char *result_name(int result_case)
+{
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field(&robosim__v1__response__descriptor,
+                                                (unsigned)result_case);
+    return f ? f->name : "nothing";
+}
+
+/* Send `req` and check that the answer is `want` (a Response result case). On success returns
+ * 0 and the Response in *resp (caller frees). */
+static int call_expect(rsc_client_t *c, Robosim__V1__Request *req, int want,
+                       Robosim__V1__Response **resp, rsc_error_t *err)
+{
+    Robosim__V1__Response *r = NULL;
+    *resp = NULL;
+    int rc = rsc_call(c, req, &r, err);
+    if (rc != 0) {
+        rsc_free(r);
+        return rc;
+    }
+    if ((int)r->result_case != want) {
+        int got = (int)r->result_case;
+        rsc_free(r);
+        return set_err(err, RSC_EPROTOCOL, "%s answered a %s request with %s",
+                       c->endpoint, result_name(want), result_name(got));
+    }
+    *resp = r;
+    return 0;
+}
+
+/* Hand the result sub-message `field` of `r` to *out (the caller then owns it alone; it is a
+ * separate allocation in protobuf-c), or free it when out is NULL; free the envelope `r`. */
+#define GIVE(out, r, field)                                                                    \
+    do {                                                                                       \
+        void *sub_ = (r)->field;                                                               \
+        (r)->field = NULL;                                                                     \
+        (r)->result_case = ROBOSIM__V1__RESPONSE__RESULT__NOT_SET;                             \
+        rsc_free(r);                                                                           \
+        if (out)                                                                               \
+            *(out) = sub_;                                                                     \
+        else                                                                                   \
+            rsc_free(sub_);                                                                    \
+    } while (0)
+
+static char *str(const char *s)
+{
+    return (char *)(s ? s : "");
+}
+
+int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__HelloReply **out,
+              rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__Hello op = ROBOSIM__V1__HELLO__INIT;
+    op.major = major;
+    op.minor = minor;
+    op.client_name = (char *)"robosim_client (C)";
+    req.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
+    req.hello = &op;
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_HELLO, &r, err);
+    if (rc == 0)
+        GIVE(out, r, hello);
+    return rc;
+}
+
+int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__ListWorlds op = ROBOSIM__V1__LIST_WORLDS__INIT;
+    req.op_case = ROBOSIM__V1__REQUEST__OP_LIST_WORLDS;
+    req.list_worlds = &op;
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_LIST_WORLDS, &r, err);
+    if (rc == 0)
+        GIVE(out, r, list_worlds);
+    return rc;
+}
+
+/* Build protobuf Params from rsc_params; *msgs and *ptrs are freed by the caller. */
+static int build_params(const rsc_param_t *params, size_t n, Robosim__V1__Param **msgs,
+                        Robosim__V1__Param ***ptrs, rsc_error_t *err)
+{
+    *msgs = NULL;
+    *ptrs = NULL;
+    if (n == 0)
+        return 0;
+    if (!params)
+        return set_err(err, RSC_EARG, "%zu parameters announced but the array is NULL", n);
+    *msgs = calloc(n, sizeof **msgs);
+    *ptrs = calloc(n, sizeof **ptrs);
+    if (!*msgs || !*ptrs)
+        return set_err(err, RSC_ENOMEM, "out of memory building %zu parameters", n);
+    for (size_t i = 0; i < n; i++) {
+        if (!params[i].name || !*params[i].name)
+            return set_err(err, RSC_EARG, "parameter %zu has no name", i);
+        if (params[i].nvalues > 0 && !params[i].values)
+            return set_err(err, RSC_EARG, "parameter '%s' announces %zu values but has none",
+                           params[i].name, params[i].nvalues);
+        Robosim__V1__Param p = ROBOSIM__V1__PARAM__INIT;
+        p.entity = str(params[i].entity);
+        p.name = str(params[i].name);
+        p.n_values = params[i].nvalues;
+        p.values = (double *)params[i].values;
+        (*msgs)[i] = p;
+        (*ptrs)[i] = &(*msgs)[i];
+    }
+    return 0;
+}
+
+static int check_values(const char *what, const void *values, size_t n, rsc_error_t *err)
+{
+    if (n > 0 && !values)
+        return set_err(err, RSC_EARG, "%s: %zu values announced but the array is NULL", what, n);
+    return 0;
+}
+
+int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
+                     size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err)
+{
+    if (world_id)
+        *world_id = 0;
+    Robosim__V1__Param *msgs, **ptrs;
+    int rc = build_params(params, nparams, &msgs, &ptrs, err);
+    if (rc == 0) {
+        Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+        Robosim__V1__CreateWorld op = ROBOSIM__V1__CREATE_WORLD__INIT;
+        op.preset = str(preset);
+        op.n_params = nparams;
+        op.params = ptrs;
+        op.seed = seed;
+        req.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+        req.create_world = &op;
+        Robosim__V1__Response *r;
+        rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD, &r, err);
+        if (rc == 0) {
+            if (world_id && r->create_world)
+                *world_id = r->create_world->world_id;
+            rsc_free(r);
+        }
+    }
+    free(msgs);
+    free(ptrs);
+    return rc;
+}
+
+/* A world operation whose reply is an Ack or a message handed to the caller. */
+#define WORLD_REQ(req, wid, opcase, field, opval)                                              \
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;                                     \
+    req.world_id = (wid);                                                                      \
+    req.op_case = (opcase);                                                                    \
+    req.field = (opval)
+
+static int call_ack(rsc_client_t *c, Robosim__V1__Request *req, int want, rsc_error_t *err)
+{
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, req, want, &r, err);
+    rsc_free(r);
+    return rc;
+}
+
+int rsc_destroy_world(rsc_client_t *c, uint64_t world_id, rsc_error_t *err)
+{
+    Robosim__V1__DestroyWorld op = ROBOSIM__V1__DESTROY_WORLD__INIT;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD, destroy_world, &op);
+    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_DESTROY_WORLD, err);
+}
+
+int rsc_get_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__Spec **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__GetSpec op = ROBOSIM__V1__GET_SPEC__INIT;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_SPEC, get_spec, &op);
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_SPEC, &r, err);
+    if (rc == 0)
+        GIVE(out, r, get_spec);
+    return rc;
+}
+
+int rsc_reset(rsc_client_t *c, uint64_t world_id, int use_seed, uint64_t seed,
+              Robosim__V1__State **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__Reset op = ROBOSIM__V1__RESET__INIT;
+    op.use_seed = use_seed != 0;
+    op.seed = seed;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_RESET, reset, &op);
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_RESET, &r, err);
+    if (rc == 0)
+        GIVE(out, r, reset);
+    return rc;
+}
+
+int rsc_step(rsc_client_t *c, uint64_t world_id, uint32_t steps, double duration,
+             const rsc_command_t *cmds, size_t ncmds, Robosim__V1__State **out,
+             rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    if (ncmds > 0 && !cmds)
+        return set_err(err, RSC_EARG, "rsc_step: %zu commands announced but the array is NULL",
+                       ncmds);
+    Robosim__V1__ActuatorCommand *msgs = NULL, **ptrs = NULL;
+    if (ncmds > 0) {
+        msgs = calloc(ncmds, sizeof *msgs);
+        ptrs = calloc(ncmds, sizeof *ptrs);
+        if (!msgs || !ptrs) {
+            free(msgs);
+            free(ptrs);
+            return set_err(err, RSC_ENOMEM, "out of memory building %zu commands", ncmds);
+        }
+    }
+    int rc = 0;
+    for (size_t i = 0; i < ncmds && rc == 0; i++) {
+        rc = check_values("rsc_step command", cmds[i].values, cmds[i].nvalues, err);
+        Robosim__V1__ActuatorCommand a = ROBOSIM__V1__ACTUATOR_COMMAND__INIT;
+        a.entity = str(cmds[i].entity);
+        a.n_values = cmds[i].nvalues;
+        a.values = (double *)cmds[i].values;
+        msgs[i] = a;
+        ptrs[i] = &msgs[i];
+    }
+    if (rc == 0) {
+        Robosim__V1__Step op = ROBOSIM__V1__STEP__INIT;
+        op.steps = steps;
+        op.duration = duration;
+        op.n_commands = ncmds;
+        op.commands = ptrs;
+        WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_STEP, step, &op);
+        Robosim__V1__Response *r;
+        rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_STEP, &r, err);
+        if (rc == 0)
+            GIVE(out, r, step);
+    }
+    free(msgs);
+    free(ptrs);
+    return rc;
+}
+
+int rsc_get_state(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
+                  rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__GetState op = ROBOSIM__V1__GET_STATE__INIT;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_STATE, get_state, &op);
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, &r, err);
+    if (rc == 0)
+        GIVE(out, r, get_state);
+    return rc;
+}
+
+int rsc_set_force(rsc_client_t *c, uint64_t world_id, const char *entity, const double *values,
+                  size_t n, rsc_error_t *err)
+{
+    int rc = check_values("rsc_set_force", values, n, err);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__SetForce op = ROBOSIM__V1__SET_FORCE__INIT;
+    op.entity = str(entity);
+    op.n_values = n;
+    op.values = (double *)values;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_FORCE, set_force, &op);
+    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_FORCE, err);
+}
+
+int rsc_set_params(rsc_client_t *c, uint64_t world_id, const rsc_param_t *params, size_t n,
+                   rsc_error_t *err)
+{
+    Robosim__V1__Param *msgs, **ptrs;
+    int rc = build_params(params, n, &msgs, &ptrs, err);
+    if (rc == 0) {
+        Robosim__V1__SetParams op = ROBOSIM__V1__SET_PARAMS__INIT;
+        op.n_params = n;
+        op.params = ptrs;
+        WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_PARAMS, set_params, &op);
+        rc = call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_PARAMS, err);
+    }
+    free(msgs);
+    free(ptrs);
+    return rc;
+}
+
+int rsc_set_schedule(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t actuator,
+                     const double *times, const double *values, size_t n, rsc_error_t *err)
+{
+    int rc = check_values("rsc_set_schedule times", times, n, err);
+    if (rc == 0)
+        rc = check_values("rsc_set_schedule values", values, n, err);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__SetSchedule op = ROBOSIM__V1__SET_SCHEDULE__INIT;
+    op.entity = str(entity);
+    op.actuator = actuator;
+    op.n_times = n;
+    op.times = (double *)times;
+    op.n_values = n;
+    op.values = (double *)values;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_SCHEDULE, set_schedule, &op);
+    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_SCHEDULE, err);
+}
+
+int rsc_set_target(rsc_client_t *c, uint64_t world_id, const char *entity, const double *target,
+                   size_t n, rsc_error_t *err)
+{
+    int rc = check_values("rsc_set_target", target, n, err);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__SetTarget op = ROBOSIM__V1__SET_TARGET__INIT;
+    op.entity = str(entity);
+    op.n_target = n;
+    op.target = (double *)target;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_TARGET, set_target, &op);
+    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_TARGET, err);
+}
+
+int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t samples,
+                      const double *query_xy, size_t nquery, Robosim__V1__WorkspaceReply **out,
+                      rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    int rc = check_values("rsc_get_workspace query", query_xy, nquery, err);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__GetWorkspace op = ROBOSIM__V1__GET_WORKSPACE__INIT;
+    op.entity = str(entity);
+    op.samples = samples;
+    op.n_query = 2 * nquery;
+    op.query = (double *)query_xy;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_WORKSPACE, get_workspace, &op);
+    Robosim__V1__Response *r;
+    rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_WORKSPACE, &r, err);
+    if (rc == 0)
+        GIVE(out, r, get_workspace);
+    return rc;
+}

@@ -1,0 +1,183 @@
+/* robosim_client: the thin C client of the robosim server.
+ *
+ * One rsc_client_t is one ZeroMQ DEALER socket connected to a server's ROUTER socket. Every
+ * call is a blocking request/reply with a per-call timeout (zmq_poll): nothing blocks forever.
+ * Requests carry increasing ids; a reply whose id is not the one awaited (a late answer to an
+ * earlier call that timed out) is discarded, so the client stays usable after a timeout.
+ *
+ * Every function returns 0 on success or a code:
+ *   > 0  the server refused the request: a robosim.v1.ErrorCode (1 INVALID_ARGUMENT,
+ *        2 NOT_FOUND, ..., 9 VERSION_MISMATCH, ...), with the server's message in err->message;
+ *   < 0  a client-side failure, one of RSC_E* below, with a message saying what to do.
+ * `err` may be NULL everywhere; when given it is always filled (code 0 and "" on success).
+ *
+ * Replies are protobuf-c messages owned by the caller: free them with rsc_free(). Output
+ * pointers (`out`, `resp`) may be NULL when the caller does not want the reply.
+ *
+ * A client is not thread-safe: use one per thread. */
+#ifndef ROBOSIM_CLIENT_H
+#define ROBOSIM_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "robosim/v1/robosim.pb-c.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RSC_PROTOCOL_MAJOR 1
+#define RSC_PROTOCOL_MINOR 0
+#define RSC_DEFAULT_TIMEOUT_MS 5000 /* used when a timeout <= 0 is given */
+
+typedef struct rsc_client rsc_client_t;
+
+/* Client-side failures (negative; the server's codes are positive). */
+enum {
+    RSC_ETIMEOUT = -1,     /* no reply within the call's timeout */
+    RSC_EUNREACHABLE = -2, /* rsc_connect: nobody answered the Hello within the timeout */
+    RSC_EVERSION = -3,     /* the server accepted Hello but speaks another protocol major */
+    RSC_EPROTOCOL = -4,    /* the reply is not a valid Response, or not the one expected */
+    RSC_ENOMEM = -5,       /* out of memory */
+    RSC_EARG = -6          /* a bad argument to a client function (NULL client, bad endpoint) */
+};
+
+typedef struct rsc_error {
+    int code;          /* 0 ok; > 0: the server's robosim.v1.ErrorCode; < 0: RSC_E* client-side */
+    char message[512]; /* what went wrong, for a person to read; "" when code is 0 */
+} rsc_error_t;
+
+/* A parameter override: `entity` "" (or NULL) is the world itself. */
+typedef struct rsc_param {
+    const char *entity;
+    const char *name;
+    const double *values;
+    size_t nvalues;
+} rsc_param_t;
+
+/* Actuator commands for one entity, one value per actuator in spec order. */
+typedef struct rsc_command {
+    const char *entity;
+    const double *values;
+    size_t nvalues;
+} rsc_command_t;
+
+/* ---- connection --------------------------------------------------------------------------- */
+
+/* Connect a DEALER socket to `endpoint` (e.g. "tcp://127.0.0.1:5555") and say Hello with
+ * protocol major 1. `timeout_ms` (<= 0: RSC_DEFAULT_TIMEOUT_MS) bounds the Hello and becomes
+ * the per-call timeout. Returns the client (free with rsc_close), or NULL with `err` filled:
+ * RSC_EUNREACHABLE (no answer within the timeout; the message names endpoint and timeout),
+ * 9 VERSION_MISMATCH (the server refused our major; its message), RSC_EVERSION (the server
+ * answered with another major), RSC_EARG (malformed endpoint), or another server code. */
+rsc_client_t *rsc_connect(const char *endpoint, int timeout_ms, rsc_error_t *err);
+
+/* As rsc_connect, without the Hello (for tests that send their own). ZeroMQ connects in the
+ * background, so this succeeds whether or not a server listens; NULL only on RSC_EARG or
+ * RSC_ENOMEM. */
+rsc_client_t *rsc_connect_raw(const char *endpoint, int timeout_ms, rsc_error_t *err);
+
+/* Close the socket, free `*c` (NULL-safe: c or *c may be NULL) and set `*c` to NULL. Pending
+ * requests are dropped (linger 0). */
+void rsc_close(rsc_client_t **c);
+
+/* Set the per-call timeout of later calls (<= 0: RSC_DEFAULT_TIMEOUT_MS). */
+void rsc_set_timeout(rsc_client_t *c, int timeout_ms);
+
+/* The endpoint the client connected to; owned by the client, valid until rsc_close. */
+const char *rsc_endpoint(const rsc_client_t *c);
+
+/* ---- generic request/reply ---------------------------------------------------------------- */
+
+/* Set req->id to the client's next id, send `req`, and wait up to the timeout for the Response
+ * with that id (replies with other ids, e.g. late answers to an earlier timed-out call, are
+ * discarded). Returns 0 with *resp set; or, when the Response is an Error, its code (> 0) with
+ * err->message = the server's message and *resp still set; or RSC_ETIMEOUT / RSC_EPROTOCOL /
+ * RSC_ENOMEM / RSC_EARG with *resp = NULL. The caller owns *resp: free it with rsc_free. A
+ * Response with id 0 that is an Error (the server could not read our request) is taken as the
+ * answer too. `resp` may be NULL. */
+int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response **resp,
+             rsc_error_t *err);
+
+/* Send `len` arbitrary bytes as one frame and wait up to the timeout for one Response (any id,
+ * except late answers to this client's earlier timed-out calls). Returns as rsc_call: 0, the
+ * code of an Error response (> 0, *resp set), or RSC_ETIMEOUT / RSC_EPROTOCOL / ... The caller
+ * owns *resp (rsc_free). For tests that send garbage or hand-made requests. */
+int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Response **resp,
+                 rsc_error_t *err);
+
+/* Free any unpacked protobuf-c message this library returned (NULL-safe). */
+void rsc_free(void *protobuf_message);
+
+/* The name of a code: "OK", the robosim.v1.ErrorCode name for > 0 ("INVALID_ARGUMENT"),
+ * "TIMEOUT", "UNREACHABLE", "VERSION", "PROTOCOL", "NO_MEMORY", "BAD_ARGUMENT" for the RSC_E*
+ * codes, "UNKNOWN" otherwise. A static string. */
+const char *rsc_error_name(int code);
+
+/* ---- one function per operation -------------------------------------------------------------
+ * Each returns 0, the server's code (> 0) or an RSC_E* code (< 0), with `err` filled. Replies
+ * stored in `*out` are owned by the caller (rsc_free); *out is NULL on failure. */
+
+/* Hello with the given protocol version. The server's reply in *out. A major the server does
+ * not speak gives 9 VERSION_MISMATCH. */
+int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__HelloReply **out,
+              rsc_error_t *err);
+
+/* The worlds the server holds, in *out. */
+int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_error_t *err);
+
+/* Create a world from `preset` with `nparams` overrides, reset with `seed`; its id in
+ * *world_id (may be NULL). */
+int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
+                     size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err);
+
+/* Destroy a world. */
+int rsc_destroy_world(rsc_client_t *c, uint64_t world_id, rsc_error_t *err);
+
+/* The world's spec (entities, variables, actuators, sensors, parameters) in *out. */
+int rsc_get_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__Spec **out, rsc_error_t *err);
+
+/* Reset the world: with `use_seed` reseeded with `seed`, else with its last seed. The state
+ * after the reset in *out. */
+int rsc_reset(rsc_client_t *c, uint64_t world_id, int use_seed, uint64_t seed,
+              Robosim__V1__State **out, rsc_error_t *err);
+
+/* Apply `ncmds` commands, then advance by `steps` control steps or by `duration` seconds (set
+ * exactly one, the other 0). The state at the end and the Step's events in *out. */
+int rsc_step(rsc_client_t *c, uint64_t world_id, uint32_t steps, double duration,
+             const rsc_command_t *cmds, size_t ncmds, Robosim__V1__State **out,
+             rsc_error_t *err);
+
+/* The world's current state in *out. */
+int rsc_get_state(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
+                  rsc_error_t *err);
+
+/* Set the held actuator commands of one entity (n values, one per actuator). */
+int rsc_set_force(rsc_client_t *c, uint64_t world_id, const char *entity, const double *values,
+                  size_t n, rsc_error_t *err);
+
+/* Change parameters (all validated before any is applied). */
+int rsc_set_params(rsc_client_t *c, uint64_t world_id, const rsc_param_t *params, size_t n,
+                   rsc_error_t *err);
+
+/* Upload a piecewise-linear schedule of n (time, value) knots for one actuator; n = 0 removes
+ * it. */
+int rsc_set_schedule(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t actuator,
+                     const double *times, const double *values, size_t n, rsc_error_t *err);
+
+/* Set an entity's commands from a task-space target (inverse kinematics). */
+int rsc_set_target(rsc_client_t *c, uint64_t world_id, const char *entity, const double *target,
+                   size_t n, rsc_error_t *err);
+
+/* `samples` boundary points of an entity's workspace and the reachability of `nquery` (x, y)
+ * points (query_xy holds 2 * nquery doubles), in *out. */
+int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t samples,
+                      const double *query_xy, size_t nquery, Robosim__V1__WorkspaceReply **out,
+                      rsc_error_t *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,629 @@
+/* The 1D finger and object (seed 000, "1D Robot"), as a hybrid system (seed 004: flow, guards,
+ * jump maps, exact event times by root finding).
+ *
+ * A finger of mass m_f (tip at x_f, velocity v_f) is driven along a line by an applied force F_a
+ * (actuator 0) against its drag. An object of mass m_o (near face at x_o, velocity v_o) rests on
+ * a surface with Coulomb friction (static F_static, kinetic F_kinetic <= F_static) and has its
+ * own drag. The gap x_o - x_f never goes negative. Drag D(v) opposes a body's own velocity and
+ * is, per body, linear c v or quadratic c v |v| (signed: D has the sign of v).
+ *
+ * Modes (the seed's epochs):
+ *   separated          apart (gap >= 0), object sliding: m_o v_o' = -D_o - F_kinetic dir
+ *   separated_stuck    apart, object at rest held by static friction (nothing pushes it)
+ *   contact_sliding    touching (gap = 0, v_f = v_o = v), sliding together:
+ *                        (m_f + m_o) v' = F_a - D_f - D_o - F_kinetic dir
+ *   contact_stuck      touching, both at rest, the finger pressing: nothing moves
+ * dir (+1 or -1) is the object's direction of sliding, fixed when the slide starts.
+ *
+ * Contact force (issue 3; seed 000's "constant component"), from the two bodies' equations with
+ * a common acceleration:
+ *   sliding together   N = (m_o (F_a - D_f) + m_f (F_kinetic dir + D_o)) / (m_f + m_o)
+ *   object stuck       N = F_a - D_f
+ * Apart, the closing acceleration a_f - a_o equals N / mu (mu = m_f m_o / (m_f + m_o)) with N
+ * the sliding formula: contact holds exactly while N >= 0.
+ *
+ * Guards (fire when falling through 0; eps are tiny offsets, see below):
+ *   touch       separated*:      gap + eps_x
+ *   separate    contact*:        N + eps_F
+ *   stop        *sliding:        dir v_o + eps_v    (slide-to-stick: the object's velocity in its
+ *                                                   direction of motion reaches 0)
+ *   slip        contact_stuck:   F_static - N + eps_F   (stick-to-slide)
+ * A free object at rest has no push on it, so it can only start sliding by an impact.
+ *
+ * Jump maps:
+ *   touch   impact with restitution e on the relative velocity, momentum conserved:
+ *             v_cm = (m_f v_f + m_o v_o) / (m_f + m_o),  v' = (1 + e) v_cm - e v  (each body).
+ *           The impulse on the tip is J = (1 + e) m_f |v_f - v_cm| (seed 000, F_impulse dt).
+ *           If the separating speed e |v_f - v_o| is below the resting speed, the bodies merge
+ *           at v_cm instead (J = m_f |v_f - v_cm|, the finger's actual momentum change) and
+ *           the contact mode is chosen as below. Positions are set exactly equal.
+ *   stop    v_o (and v_f in contact) set to exactly 0; the object stays stuck unless the push
+ *           on it (F_a - D_f(0) through the finger in contact, 0 when free) exceeds F_static,
+ *           then it slides in the push's direction.
+ *   slip    contact_stuck -> contact_sliding in the push's direction.
+ *   separate contact -> separated (gap exactly 0, equal velocities; they drift apart).
+ *
+ * Tie-breaking and the eps offsets. ARKODE does not report a guard that is exactly 0 where an
+ * interval starts, and treats it as inactive until it leaves 0; a guard starting at 0 and going
+ * negative would be missed. So each decision at a jump or a settle picks the mode whose guards
+ * are then strictly positive: ties (N = 0, N = F_static, v = 0) go to "stay in contact", "stay
+ * stuck", "stopped", and every guard carries a tiny offset eps so it starts positive. eps_x is
+ * 16 ulps of the positions, 16 DBL_EPSILON (1 + |x_f| + |x_o|) m (the rounding of a gap just
+ * after a separation; below 1e-9 m while |x| < 1e5 m), eps_F = 1e-12 (1 + F_static) N, eps_v =
+ * 1e-13 m/s: a slip fires when the push exceeds F_static by eps_F, a touch when the gap reaches
+ * -eps_x (the finger is then put back exactly on the face), a stop when the velocity has just
+ * crossed 0 by eps_v (it is then set to exactly 0). After each jump any guard left <= 0 (two
+ * crossing at once) is handled too, so every interval starts with all guards positive.
+ *
+ * Events (kind: value): touch (closing speed, m/s), bounce (impulse J, N s), merge (impulse J,
+ * N s), separate (contact force N at that instant, N), stick (push held by static friction, N),
+ * slip (push that broke static friction, N; 0 when kicked by an impact). before/after hold
+ * x_f, v_f, x_o, v_o around the jump.
+ *
+ * Sensors: tip_force is the mean force on the tip over the last control step,
+ *   (integral of N dt + sum of impact impulses) / dt,
+ * differenced from the state variable contact_impulse (which accumulates both); contact_force is
+ * the instantaneous N; impact_impulse the sum of the impulses J of the last control step. After
+ * a reset (dt = 0) tip_force reads the instantaneous N. */
+#include "../rs_robot.h"
+
+#include <float.h>
+#include <math.h>
+
+enum { X_F, V_F, X_O, V_O, IMPULSE, WORK, NX };
+enum { U_FORCE, NU };
+enum { S_TIP_FORCE, S_CONTACT_FORCE, S_IMPACT_IMPULSE, NS };
+enum { MODE_SEPARATED, MODE_SEPARATED_STUCK, MODE_CONTACT_SLIDING, MODE_CONTACT_STUCK, NMODES };
+enum { EV_TOUCH, EV_BOUNCE, EV_MERGE, EV_SEPARATE, EV_STICK, EV_SLIP, NEVENTS };
+enum { G_TOUCH, G_SEPARATE, G_STOP, G_SLIP, NG };
+
+/* private run variables */
+enum {
+    AUX_DIR,       /* +1 / -1: direction of the object's slide (sliding modes) */
+    AUX_P0,        /* contact_impulse at the start of the control step */
+    AUX_JSUM,      /* impact impulses since reset, N s */
+    AUX_JSUM0,     /* AUX_JSUM at the start of the control step */
+    AUX_PENDING,   /* impulse applied by settle() just before the control step begins */
+    AUX_IN_SETTLE, /* 1 while settle() runs */
+};
+
+/* parameter slots in rs_entity_model_t.p (and their table indices, the same here) */
+enum {
+    P_M_F, P_M_O, P_DRAG_LAW_F, P_C_F, P_DRAG_LAW_O, P_C_O, P_F_STATIC, P_F_KINETIC,
+    P_RESTITUTION, P_V_REST, P_X_F0, P_X_O0, P_V_F0, P_V_O0, NP
+};
+
+enum { DRAG_LINEAR = 0, DRAG_QUADRATIC = 1 };
+
+#define VEL_EPS 1e-13 /* m/s */
+
+static const rs_var_desc_t finger_state[NX] = {
+    {"x_f", "m", -INFINITY, INFINITY, "finger tip position"},
+    {"v_f", "m/s", -INFINITY, INFINITY, "finger velocity"},
+    {"x_o", "m", -INFINITY, INFINITY, "object near-face position (x_o >= x_f)"},
+    {"v_o", "m/s", -INFINITY, INFINITY, "object velocity"},
+    {"contact_impulse", "N s", 0.0, INFINITY,
+     "momentum passed through the tip since reset: integral of the contact force N dt plus the "
+     "impact impulses J; tip_force differences it over a control step"},
+    {"applied_work", "J", -INFINITY, INFINITY,
+     "work of the applied force since reset, integral of F_a v_f dt (kinetic energy can grow "
+     "by at most this much)"},
+};
+
+static const rs_var_desc_t finger_actuators[NU] = {
+    {"force", "N", -1e6, 1e6, "F_a: applied force on the finger, + towards the object"},
+};
+
+static const rs_var_desc_t finger_sensors[NS] = {
+    {"tip_force", "N", -INFINITY, INFINITY,
+     "mean force on the tip over the last control step: (integral of N dt + sum of impact "
+     "impulses) / dt (seed 000's constant plus impulse components); the instantaneous N after "
+     "a reset"},
+    {"contact_force", "N", -INFINITY, INFINITY,
+     "instantaneous contact (compression) force N; 0 when apart"},
+    {"impact_impulse", "N s", 0.0, INFINITY,
+     "sum of the impact impulses J in the last control step (each also an event with its time)"},
+};
+
+static const rs_param_desc_t finger_params[NP] = {
+    {"finger_mass", "kg", 1e-9, 1e9, P_M_F, 1, 1, 1.0, "m_f: finger mass"},
+    {"object_mass", "kg", 1e-9, 1e9, P_M_O, 1, 1, 1.0, "m_o: object mass"},
+    {"finger_drag_law", "1", 0.0, 1.0, P_DRAG_LAW_F, 1, 1, DRAG_QUADRATIC,
+     "finger drag law: 0 linear D = c v, 1 quadratic D = c v |v|"},
+    {"finger_drag", "N s/m or N s^2/m^2", 0.0, 1e9, P_C_F, 1, 1, 1.0,
+     "c_f: finger drag coefficient (N s/m if linear, N s^2/m^2 if quadratic)"},
+    {"object_drag_law", "1", 0.0, 1.0, P_DRAG_LAW_O, 1, 1, DRAG_LINEAR,
+     "object drag law: 0 linear D = c v, 1 quadratic D = c v |v|"},
+    {"object_drag", "N s/m or N s^2/m^2", 0.0, 1e9, P_C_O, 1, 1, 0.02,
+     "c_o: object drag coefficient (N s/m if linear, N s^2/m^2 if quadratic)"},
+    {"static_friction", "N", 0.0, 1e9, P_F_STATIC, 1, 1, 1.0,
+     "F_static: largest push the object resists at rest"},
+    {"kinetic_friction", "N", 0.0, 1e9, P_F_KINETIC, 1, 1, 0.5,
+     "F_kinetic: friction opposing the sliding object (<= static_friction)"},
+    {"restitution", "1", 0.0, 1.0, P_RESTITUTION, 1, 1, 0.5,
+     "e: coefficient of restitution of the impact (1 elastic, 0 plastic)"},
+    {"resting_speed", "m/s", 0.0, 1e3, P_V_REST, 1, 1, 1e-3,
+     "below this separating speed after an impact the bodies merge instead of bouncing"},
+    {"finger_x0", "m", -1e6, 1e6, P_X_F0, 1, 1, 0.0, "initial finger tip position"},
+    {"object_x0", "m", -1e6, 1e6, P_X_O0, 1, 1, 1.5,
+     "initial object face position (>= finger_x0)"},
+    {"finger_v0", "m/s", -1e3, 1e3, P_V_F0, 1, 1, 0.0, "initial finger velocity"},
+    {"object_v0", "m/s", -1e3, 1e3, P_V_O0, 1, 1, 0.0, "initial object velocity"},
+};
+
+static const char *const finger_modes[NMODES] = {"separated", "separated_stuck", "contact_sliding",
+                                                 "contact_stuck"};
+static const char *const finger_events[NEVENTS] = {"touch", "bounce", "merge",
+                                                   "separate", "stick", "slip"};
+
+/* ---- forces --------------------------------------------------------------------------- */
+
+/* Drag with the sign of v: linear c v or quadratic c v |v|. */
+static inline double drag(double law, double c, double v)
+{
+    return law == DRAG_QUADRATIC ? c * v * fabs(v) : c * v;
+}
+
+static inline double drag_f(const rs_entity_model_t *em, double v)
+{
+    return drag(em->p[P_DRAG_LAW_F], em->p[P_C_F], v);
+}
+
+static inline double drag_o(const rs_entity_model_t *em, double v)
+{
+    return drag(em->p[P_DRAG_LAW_O], em->p[P_C_O], v);
+}
+
+/* N when both move at v and the object slides in direction dir (issue 3's formula). */
+static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa)
+{
+    double mf = em->p[P_M_F], mo = em->p[P_M_O];
+    return (mo * (fa - drag_f(em, v)) + mf * (em->p[P_F_KINETIC] * dir + drag_o(em, v))) /
+           (mf + mo);
+}
+
+/* N when the object is stuck and the finger (at v_f, 0 in contact) presses on it. */
+static double n_stuck(const rs_entity_model_t *em, double vf, double fa)
+{
+    return fa - drag_f(em, vf);
+}
+
+/* The contact force in the current mode; 0 when apart. */
+static double contact_force(const rs_entity_model_t *em, int mode, double dir, const double *x,
+                            double fa)
+{
+    if (mode == MODE_CONTACT_SLIDING)
+        return n_sliding(em, x[V_F], dir, fa);
+    if (mode == MODE_CONTACT_STUCK)
+        return n_stuck(em, x[V_F], fa);
+    return 0.0;
+}
+
+static inline double gap_eps(const double *x)
+{
+    return 16.0 * DBL_EPSILON * (1.0 + fabs(x[X_F]) + fabs(x[X_O]));
+}
+
+static inline double force_eps(const rs_entity_model_t *em)
+{
+    return 1e-12 * (1.0 + em->p[P_F_STATIC]);
+}
+
+static inline int is_contact(int mode)
+{
+    return mode == MODE_CONTACT_SLIDING || mode == MODE_CONTACT_STUCK;
+}
+
+static inline int is_sliding(int mode)
+{
+    return mode == MODE_SEPARATED || mode == MODE_CONTACT_SLIDING;
+}
+
+/* ---- the module's callbacks ------------------------------------------------------------ */
+
+static int finger_nguards(const rs_entity_model_t *em)
+{
+    (void)em;
+    return NG;
+}
+
+static int finger_validate(const rs_entity_model_t *em, rs_status_t *st)
+{
+    static const int laws[] = {P_DRAG_LAW_F, P_DRAG_LAW_O};
+    for (int i = 0; i < 2; i++) {
+        double law = em->p[laws[i]];
+        if (law != DRAG_LINEAR && law != DRAG_QUADRATIC)
+            return rs_fail(st, RS_EINVAL,
+                           "'%s.%s' = %g: the drag law is 0 (linear c v) or 1 (quadratic c v|v|)",
+                           em->name, finger_params[laws[i]].name, law);
+    }
+    if (em->p[P_F_KINETIC] > em->p[P_F_STATIC])
+        return rs_fail(st, RS_EINVAL,
+                       "'%s': kinetic_friction %g N exceeds static_friction %g N; Coulomb "
+                       "friction needs F_kinetic <= F_static",
+                       em->name, em->p[P_F_KINETIC], em->p[P_F_STATIC]);
+    if (em->p[P_X_O0] < em->p[P_X_F0])
+        return rs_fail(st, RS_EINVAL,
+                       "'%s': object_x0 %g m is behind finger_x0 %g m; the bodies may not "
+                       "overlap (gap = object_x0 - finger_x0 >= 0)",
+                       em->name, em->p[P_X_O0], em->p[P_X_F0]);
+    return 0;
+}
+
+static void finger_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
+{
+    x[X_F] = em->p[P_X_F0];
+    x[V_F] = em->p[P_V_F0];
+    x[X_O] = em->p[P_X_O0];
+    x[V_O] = em->p[P_V_O0];
+    x[IMPULSE] = 0.0;
+    x[WORK] = 0.0;
+    /* apart to start with; settle() puts touching bodies in contact at the first step */
+    ed->mode = x[V_O] != 0.0 ? MODE_SEPARATED : MODE_SEPARATED_STUCK;
+    ed->aux[AUX_DIR] = x[V_O] < 0.0 ? -1.0 : 1.0;
+}
+
+static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                          const double *x, const double *u, double *xdot)
+{
+    (void)t;
+    double fa = u[U_FORCE], dir = ed->aux[AUX_DIR];
+    double mf = em->p[P_M_F], mo = em->p[P_M_O];
+    switch (ed->mode) {
+    case MODE_CONTACT_SLIDING: {
+        /* one body of mass m_f + m_o; both positions and velocities get the same derivative,
+         * so they stay exactly equal */
+        double v = x[V_F];
+        double a = (fa - drag_f(em, v) - drag_o(em, v) - em->p[P_F_KINETIC] * dir) / (mf + mo);
+        xdot[X_F] = xdot[X_O] = v;
+        xdot[V_F] = xdot[V_O] = a;
+        xdot[IMPULSE] = n_sliding(em, v, dir, fa);
+        xdot[WORK] = fa * v;
+        break;
+    }
+    case MODE_CONTACT_STUCK:
+        xdot[X_F] = xdot[X_O] = xdot[V_F] = xdot[V_O] = 0.0;
+        xdot[IMPULSE] = n_stuck(em, x[V_F], fa);
+        xdot[WORK] = 0.0;
+        break;
+    default: /* apart */
+        xdot[X_F] = x[V_F];
+        xdot[V_F] = (fa - drag_f(em, x[V_F])) / mf;
+        if (ed->mode == MODE_SEPARATED) {
+            xdot[X_O] = x[V_O];
+            xdot[V_O] = -(drag_o(em, x[V_O]) + em->p[P_F_KINETIC] * dir) / mo;
+        } else {
+            xdot[X_O] = xdot[V_O] = 0.0;
+        }
+        xdot[IMPULSE] = 0.0;
+        xdot[WORK] = fa * x[V_F];
+        break;
+    }
+}
+
+static void finger_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                          const double *x, const double *u, double *g)
+{
+    (void)t;
+    double fa = u[U_FORCE], dir = ed->aux[AUX_DIR], feps = force_eps(em);
+    g[G_TOUCH] = g[G_SEPARATE] = g[G_STOP] = g[G_SLIP] = 1.0;
+    switch (ed->mode) {
+    case MODE_SEPARATED:
+        g[G_TOUCH] = x[X_O] - x[X_F] + gap_eps(x);
+        g[G_STOP] = dir * x[V_O] + VEL_EPS;
+        break;
+    case MODE_SEPARATED_STUCK:
+        g[G_TOUCH] = x[X_O] - x[X_F] + gap_eps(x);
+        break;
+    case MODE_CONTACT_SLIDING:
+        g[G_SEPARATE] = n_sliding(em, x[V_F], dir, fa) + feps;
+        g[G_STOP] = dir * x[V_F] + VEL_EPS;
+        break;
+    case MODE_CONTACT_STUCK: {
+        double n = n_stuck(em, x[V_F], fa);
+        g[G_SEPARATE] = n + feps;
+        g[G_SLIP] = em->p[P_F_STATIC] - n + feps;
+        break;
+    }
+    }
+}
+
+/* ---- jumps ----------------------------------------------------------------------------- */
+
+/* The state around one jump, for the events it logs. */
+typedef struct jump_ctx {
+    rs_entity_data_t *ed;
+    double t;
+    double before[4];
+    const double *x;
+} jump_ctx_t;
+
+static void emit(jump_ctx_t *j, int kind, double value)
+{
+    rs_emit_event(j->ed, kind, j->t, value, j->before, j->x, 4);
+}
+
+/* Switch to `mode` (sliding direction dir), logging separate / stick / slip as the contact and
+ * the object's sliding change. `push` is the value logged with stick and slip. */
+static void enter_mode(jump_ctx_t *j, int mode, double dir, double push)
+{
+    rs_entity_data_t *ed = j->ed;
+    int old = ed->mode;
+    double old_dir = ed->aux[AUX_DIR];
+    ed->mode = mode;
+    if (is_sliding(mode))
+        ed->aux[AUX_DIR] = dir;
+    if (is_contact(old) && !is_contact(mode))
+        emit(j, EV_SEPARATE, push);
+    if (is_sliding(old) && !is_sliding(mode)) {
+        emit(j, EV_STICK, push);
+    } else if (!is_sliding(old) && is_sliding(mode)) {
+        emit(j, EV_SLIP, push);
+    } else if (is_sliding(old) && is_sliding(mode) && dir != old_dir) {
+        /* reversal through rest */
+        emit(j, EV_STICK, push);
+        emit(j, EV_SLIP, push);
+    }
+}
+
+/* The bodies touch (gap 0) at a common velocity x[V_F] == x[V_O]: pick contact sliding, contact
+ * stuck, or apart, as the contact force says. */
+static void resolve_touching(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double fa)
+{
+    double v = x[V_F];
+    if (v != 0.0) {
+        double dir = v > 0 ? 1.0 : -1.0;
+        double n = n_sliding(em, v, dir, fa);
+        enter_mode(j, n >= 0.0 ? MODE_CONTACT_SLIDING : MODE_SEPARATED, dir, n);
+        return;
+    }
+    /* at rest: the finger pushes on the object with F_a - D_f(0) */
+    double push = n_stuck(em, 0.0, fa);
+    if (push > em->p[P_F_STATIC])
+        enter_mode(j, MODE_CONTACT_SLIDING, 1.0, push);
+    else if (push >= 0.0)
+        enter_mode(j, MODE_CONTACT_STUCK, 1.0, push);
+    else
+        enter_mode(j, MODE_SEPARATED_STUCK, 1.0, push);
+}
+
+/* Record an impact impulse on the tip. */
+static void add_impulse(rs_entity_data_t *ed, double *x, double J)
+{
+    x[IMPULSE] += J;
+    ed->aux[AUX_JSUM] += J;
+    if (ed->aux[AUX_IN_SETTLE] != 0.0)
+        ed->aux[AUX_PENDING] += J; /* belongs to the control step about to begin */
+}
+
+/* An impact that reverses a sliding object does not stop it: no stick/slip pair is logged. */
+static void keep_direction_through_impact(rs_entity_data_t *ed, const double *x)
+{
+    if (is_sliding(ed->mode) && x[V_O] != 0.0)
+        ed->aux[AUX_DIR] = x[V_O] > 0 ? 1.0 : -1.0;
+}
+
+/* The touch jump map: the finger (v_f) meets the object (v_o) at gap ~ 0. */
+static void impact(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double fa)
+{
+    rs_entity_data_t *ed = j->ed;
+    double closing = x[V_F] - x[V_O];
+    x[X_F] = x[X_O]; /* exactly on the face: the gap is 0, never negative */
+    if (closing < 0.0)
+        return; /* already opening (the guard fired within rounding): nothing happens */
+    double mf = em->p[P_M_F], mo = em->p[P_M_O], e = em->p[P_RESTITUTION];
+    double vcm = (mf * x[V_F] + mo * x[V_O]) / (mf + mo);
+    emit(j, EV_TOUCH, closing);
+    if (e * closing >= em->p[P_V_REST] && closing > 0.0) {
+        /* bounce: restitution on the relative velocity about the centre of momentum */
+        double J = (1.0 + e) * mf * fabs(x[V_F] - vcm);
+        x[V_F] = (1.0 + e) * vcm - e * x[V_F];
+        x[V_O] = (1.0 + e) * vcm - e * x[V_O];
+        add_impulse(ed, x, J);
+        emit(j, EV_BOUNCE, J);
+        keep_direction_through_impact(ed, x);
+        if (x[V_O] != 0.0)
+            enter_mode(j, MODE_SEPARATED, x[V_O] > 0 ? 1.0 : -1.0, 0.0);
+        else
+            enter_mode(j, MODE_SEPARATED_STUCK, 1.0, 0.0);
+        return;
+    }
+    /* merge: both at the centre-of-momentum velocity */
+    double J = mf * fabs(x[V_F] - vcm);
+    x[V_F] = x[V_O] = vcm;
+    add_impulse(ed, x, J);
+    emit(j, EV_MERGE, J);
+    keep_direction_through_impact(ed, x);
+    resolve_touching(em, j, x, fa);
+}
+
+/* The object's velocity reached 0 (in contact, the finger's too): stick, or slide the other way
+ * if the push exceeds F_static. */
+static void stop(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double fa)
+{
+    x[V_O] = 0.0;
+    if (is_contact(j->ed->mode)) {
+        x[V_F] = 0.0;
+        resolve_touching(em, j, x, fa);
+    } else {
+        enter_mode(j, MODE_SEPARATED_STUCK, 1.0, 0.0); /* nothing pushes a free object */
+    }
+}
+
+static void jump_begin(jump_ctx_t *j, rs_entity_data_t *ed, double t, const double *x)
+{
+    j->ed = ed;
+    j->t = t;
+    j->x = x;
+    for (int i = 0; i < 4; i++)
+        j->before[i] = x[i];
+}
+
+/* Apply the jump maps of the guards in `fired`. */
+static void handle_fired(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double fa,
+                         const int *fired)
+{
+    rs_entity_data_t *ed = j->ed;
+    switch (ed->mode) {
+    case MODE_SEPARATED:
+    case MODE_SEPARATED_STUCK:
+        if (fired[G_TOUCH])
+            impact(em, j, x, fa); /* the impact decides the object's motion too */
+        else if (fired[G_STOP] && ed->mode == MODE_SEPARATED)
+            stop(em, j, x, fa);
+        break;
+    case MODE_CONTACT_SLIDING:
+        if (fired[G_STOP]) {
+            stop(em, j, x, fa);
+        } else if (fired[G_SEPARATE]) {
+            double n = n_sliding(em, x[V_F], ed->aux[AUX_DIR], fa);
+            enter_mode(j, MODE_SEPARATED, ed->aux[AUX_DIR], n);
+        }
+        break;
+    case MODE_CONTACT_STUCK: {
+        double n = n_stuck(em, x[V_F], fa);
+        if (fired[G_SEPARATE])
+            enter_mode(j, MODE_SEPARATED_STUCK, 1.0, n);
+        else if (fired[G_SLIP])
+            enter_mode(j, MODE_CONTACT_SLIDING, 1.0, n);
+        break;
+    }
+    }
+}
+
+/* Handle the fired guards, then any guard of the new mode that is not strictly positive (two
+ * guards crossing at once, e.g. touch and stop): the integrator restarts here and would not see
+ * a guard that starts at or below 0. Each pass leaves the guards it handled at >= eps, so this
+ * ends in a few passes. */
+static void jump_to_consistent(const rs_entity_model_t *em, jump_ctx_t *j, double t, double *x,
+                               const double *u, const int *fired)
+{
+    int again[NG];
+    handle_fired(em, j, x, u[U_FORCE], fired);
+    for (int pass = 0; pass < 4; pass++) {
+        double g[NG];
+        int any = 0;
+        finger_guards(em, j->ed, t, x, u, g);
+        for (int i = 0; i < NG; i++)
+            any |= again[i] = g[i] <= 0.0;
+        if (!any)
+            return;
+        handle_fired(em, j, x, u[U_FORCE], again);
+    }
+}
+
+static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                        const double *u, const int *fired)
+{
+    jump_ctx_t j;
+    jump_begin(&j, ed, t, x);
+    jump_to_consistent(em, &j, t, x, u, fired);
+}
+
+/* After new commands, a reset or new parameters: the mode consistent with x and u. */
+static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                          const double *u)
+{
+    jump_ctx_t j;
+    jump_begin(&j, ed, t, x);
+    double fa = u[U_FORCE], dir = ed->aux[AUX_DIR];
+    ed->aux[AUX_IN_SETTLE] = 1.0;
+    switch (ed->mode) {
+    case MODE_SEPARATED:
+    case MODE_SEPARATED_STUCK: {
+        double closing = x[V_F] - x[V_O];
+        if (x[X_O] - x[X_F] <= gap_eps(x) && closing >= 0.0) {
+            /* touching: an impact if closing; at equal velocities, contact if the finger
+             * presses (else they stay apart and the touch guard watches) */
+            int press;
+            if (closing > 0.0)
+                press = 1;
+            else if (x[V_F] != 0.0)
+                press = n_sliding(em, x[V_F], x[V_F] > 0 ? 1.0 : -1.0, fa) >= 0.0;
+            else
+                press = n_stuck(em, 0.0, fa) >= 0.0;
+            if (press) {
+                impact(em, &j, x, fa);
+                break;
+            }
+        }
+        if (ed->mode == MODE_SEPARATED && dir * x[V_O] <= 0.0)
+            stop(em, &j, x, fa);
+        break;
+    }
+    case MODE_CONTACT_SLIDING:
+        if (dir * x[V_F] <= 0.0) {
+            stop(em, &j, x, fa);
+        } else {
+            double n = n_sliding(em, x[V_F], dir, fa);
+            if (n < 0.0)
+                enter_mode(&j, MODE_SEPARATED, dir, n);
+        }
+        break;
+    case MODE_CONTACT_STUCK: {
+        double n = n_stuck(em, x[V_F], fa);
+        if (n < 0.0)
+            enter_mode(&j, MODE_SEPARATED_STUCK, 1.0, n);
+        else if (n > em->p[P_F_STATIC])
+            enter_mode(&j, MODE_CONTACT_SLIDING, 1.0, n);
+        break;
+    }
+    }
+    static const int none[NG];
+    jump_to_consistent(em, &j, t, x, u, none);
+    ed->aux[AUX_IN_SETTLE] = 0.0;
+}
+
+/* ---- sensors --------------------------------------------------------------------------- */
+
+static void finger_step_begin(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                              const double *x, double dt)
+{
+    (void)em, (void)t, (void)dt;
+    /* impulses settle() applied at this instant belong to this control step */
+    ed->aux[AUX_P0] = x[IMPULSE] - ed->aux[AUX_PENDING];
+    ed->aux[AUX_JSUM0] = ed->aux[AUX_JSUM] - ed->aux[AUX_PENDING];
+    ed->aux[AUX_PENDING] = 0.0;
+}
+
+static void finger_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                         const double *x, const double *u, double dt)
+{
+    (void)t;
+    double n = contact_force(em, ed->mode, ed->aux[AUX_DIR], x, u[U_FORCE]);
+    ed->s[S_CONTACT_FORCE] = n;
+    if (dt > 0.0) {
+        ed->s[S_TIP_FORCE] = (x[IMPULSE] - ed->aux[AUX_P0]) / dt;
+        ed->s[S_IMPACT_IMPULSE] = ed->aux[AUX_JSUM] - ed->aux[AUX_JSUM0];
+    } else {
+        ed->s[S_TIP_FORCE] = n;
+        ed->s[S_IMPACT_IMPULSE] = 0.0;
+    }
+}
+
+const rs_robot_t rs_robot_finger = {
+    .kind = "finger",
+    .doc = "1D finger pushing an object with static/kinetic friction, impacts and a tip force "
+           "sensor (seed 000)",
+    .nx = NX,
+    .state = finger_state,
+    .nu = NU,
+    .actuators = finger_actuators,
+    .ns = NS,
+    .sensors = finger_sensors,
+    .np = NP,
+    .params = finger_params,
+    .nmodes = NMODES,
+    .mode_names = finger_modes,
+    .nevent_kinds = NEVENTS,
+    .event_names = finger_events,
+    .nguards = finger_nguards,
+    .validate = finger_validate,
+    .init = finger_init,
+    .derivs = finger_derivs,
+    .guards = finger_guards,
+    .jump = finger_jump,
+    .settle = finger_settle,
+    .step_begin = finger_step_begin,
+    .sense = finger_sense,
+};

@@ -1,0 +1,211 @@
+#include "rs_codec.h"
+
+#include "rs_robot.h"
+
+#include <string.h>
+
+#define NEW(a, type, init)                                                                     \
+    ({                                                                                         \
+        type *p_ = arena_alloc((a), sizeof(type));                                             \
+        if (p_)                                                                                \
+            init(p_);                                                                          \
+        p_;                                                                                    \
+    })
+
+/* A copy of n doubles in the arena. */
+static double *doubles(arena_t *a, const double *v, size_t n)
+{
+    double *p = arena_alloc(a, n ? n * sizeof(double) : 1);
+    if (p && n)
+        memcpy(p, v, n * sizeof(double));
+    return p;
+}
+
+Robosim__V1__WorldInfo *codec_world_info(arena_t *a, uint64_t id, const rs_world_t *w)
+{
+    const rs_model_t *m = &w->model;
+    Robosim__V1__WorldInfo *wi = NEW(a, Robosim__V1__WorldInfo, robosim__v1__world_info__init);
+    char **names = arena_alloc(a, (size_t)m->nentities * sizeof(char *) + 1);
+    if (!wi || !names)
+        return NULL;
+    wi->world_id = id;
+    wi->preset = (char *)m->preset;
+    wi->time = w->data->t;
+    wi->step_count = w->data->step_count;
+    wi->control_dt = m->control_dt;
+    for (int e = 0; e < m->nentities; e++)
+        names[e] = (char *)m->ent[e].name;
+    wi->n_entities = (size_t)m->nentities;
+    wi->entities = names;
+    return wi;
+}
+
+Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
+{
+    const rs_model_t *m = &w->model;
+    const rs_data_t *d = w->data;
+    Robosim__V1__State *s = NEW(a, Robosim__V1__State, robosim__v1__state__init);
+    Robosim__V1__EntityState **ents = arena_alloc(a, (size_t)m->nentities * sizeof(void *) + 1);
+    Robosim__V1__Event **evs = arena_alloc(a, (size_t)d->nevents * sizeof(void *) + 1);
+    Robosim__V1__IntegratorStats *stats =
+        NEW(a, Robosim__V1__IntegratorStats, robosim__v1__integrator_stats__init);
+    if (!s || !ents || !evs || !stats)
+        return NULL;
+    s->world_id = id;
+    s->time = d->t;
+    s->step_count = d->step_count;
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        Robosim__V1__EntityState *es = NEW(a, Robosim__V1__EntityState, robosim__v1__entity_state__init);
+        double *cmd = arena_alloc(a, (size_t)em->nu * sizeof(double) + 1);
+        if (!es || !cmd)
+            return NULL;
+        rs_current_commands(m, d, e, cmd);
+        es->name = (char *)em->name;
+        es->kind = (char *)em->robot->kind;
+        es->n_state = (size_t)em->nx;
+        es->state = doubles(a, d->x + em->x_off, (size_t)em->nx);
+        es->n_commands = (size_t)em->nu;
+        es->commands = cmd;
+        es->n_sensors = (size_t)em->ns;
+        es->sensors = doubles(a, d->sensors + em->s_off, (size_t)em->ns);
+        es->mode = (char *)rs_mode_name(m, d, e);
+        if (!es->state || !es->sensors)
+            return NULL;
+        ents[e] = es;
+    }
+    s->n_entities = (size_t)m->nentities;
+    s->entities = ents;
+    for (int i = 0; i < d->nevents; i++) {
+        const rs_event_t *ev = &d->events[i];
+        Robosim__V1__Event *pe = NEW(a, Robosim__V1__Event, robosim__v1__event__init);
+        if (!pe)
+            return NULL;
+        pe->entity = (char *)m->ent[ev->entity].name;
+        pe->kind = (char *)rs_event_kind_name(m, ev);
+        pe->time = ev->t;
+        pe->value = ev->value;
+        pe->n_before = pe->n_after = (size_t)ev->nvalues;
+        pe->before = (double *)ev->before;
+        pe->after = (double *)ev->after;
+        evs[i] = pe;
+    }
+    s->n_events = (size_t)d->nevents;
+    s->events = evs;
+    s->events_dropped = d->events_dropped;
+    rs_stats_t st;
+    rs_get_stats(d, &st);
+    stats->internal_steps = st.internal_steps;
+    stats->rhs_evals = st.rhs_evals;
+    stats->root_evals = st.root_evals;
+    stats->events = st.events;
+    s->stats = stats;
+    return s;
+}
+
+static Robosim__V1__VarSpec **var_specs(arena_t *a, const rs_var_desc_t *v, int n)
+{
+    Robosim__V1__VarSpec **out = arena_alloc(a, (size_t)n * sizeof(void *) + 1);
+    if (!out)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        Robosim__V1__VarSpec *vs = NEW(a, Robosim__V1__VarSpec, robosim__v1__var_spec__init);
+        if (!vs)
+            return NULL;
+        vs->name = (char *)v[i].name;
+        vs->unit = (char *)v[i].unit;
+        vs->lower = v[i].lower;
+        vs->upper = v[i].upper;
+        vs->size = 1;
+        vs->doc = (char *)(v[i].doc ? v[i].doc : "");
+        out[i] = vs;
+    }
+    return out;
+}
+
+static Robosim__V1__ParamSpec *param_spec(arena_t *a, const char *name, const char *unit,
+                                          double lower, double upper, int len_min, int len_max,
+                                          const double *values, int n, const char *doc)
+{
+    Robosim__V1__ParamSpec *ps = NEW(a, Robosim__V1__ParamSpec, robosim__v1__param_spec__init);
+    if (!ps)
+        return NULL;
+    ps->name = (char *)name;
+    ps->unit = (char *)unit;
+    ps->lower = lower;
+    ps->upper = upper;
+    ps->min_size = (uint32_t)len_min;
+    ps->max_size = (uint32_t)len_max;
+    ps->n_values = (size_t)n;
+    ps->values = doubles(a, values, (size_t)n);
+    ps->doc = (char *)(doc ? doc : "");
+    return ps->values ? ps : NULL;
+}
+
+Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w)
+{
+    const rs_model_t *m = &w->model;
+    Robosim__V1__Spec *sp = NEW(a, Robosim__V1__Spec, robosim__v1__spec__init);
+    Robosim__V1__EntitySpec **ents = arena_alloc(a, (size_t)m->nentities * sizeof(void *) + 1);
+    int nwp = rs_world_param_count();
+    Robosim__V1__ParamSpec **wps = arena_alloc(a, (size_t)nwp * sizeof(void *) + 1);
+    if (!sp || !ents || !wps || !(sp->world = codec_world_info(a, id, w)))
+        return NULL;
+    for (int i = 0; i < nwp; i++) {
+        const char *name, *unit, *doc;
+        double lo, hi, v = rs_world_param_value(m, i);
+        rs_world_param_info(i, &name, &unit, &lo, &hi, &doc);
+        if (!(wps[i] = param_spec(a, name, unit, lo, hi, 1, 1, &v, 1, doc)))
+            return NULL;
+    }
+    sp->n_world_params = (size_t)nwp;
+    sp->world_params = wps;
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        const rs_robot_t *r = em->robot;
+        Robosim__V1__EntitySpec *es = NEW(a, Robosim__V1__EntitySpec, robosim__v1__entity_spec__init);
+        Robosim__V1__ParamSpec **ps = arena_alloc(a, (size_t)r->np * sizeof(void *) + 1);
+        if (!es || !ps)
+            return NULL;
+        es->name = (char *)em->name;
+        es->kind = (char *)r->kind;
+        es->n_state = (size_t)r->nx;
+        es->state = var_specs(a, r->state, r->nx);
+        es->n_actuators = (size_t)r->nu;
+        es->actuators = var_specs(a, r->actuators, r->nu);
+        es->n_sensors = (size_t)r->ns;
+        es->sensors = var_specs(a, r->sensors, r->ns);
+        if (!es->state || !es->actuators || !es->sensors)
+            return NULL;
+        for (int i = 0; i < r->np; i++) {
+            const rs_param_desc_t *pd = &r->params[i];
+            if (!(ps[i] = param_spec(a, pd->name, pd->unit, pd->lower, pd->upper, pd->len_min,
+                                     pd->len_max, &em->p[pd->offset], em->plen[i], pd->doc)))
+                return NULL;
+        }
+        es->n_params = (size_t)r->np;
+        es->params = ps;
+        es->n_modes = (size_t)r->nmodes;
+        es->modes = (char **)r->mode_names;
+        es->n_event_kinds = (size_t)r->nevent_kinds;
+        es->event_kinds = (char **)r->event_names;
+        ents[e] = es;
+    }
+    sp->n_entities = (size_t)m->nentities;
+    sp->entities = ents;
+    return sp;
+}
+
+rs_param_t *codec_params(arena_t *a, Robosim__V1__Param *const *params, size_t n)
+{
+    rs_param_t *out = arena_alloc(a, n * sizeof(rs_param_t) + 1);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        out[i].entity = params[i]->entity;
+        out[i].name = params[i]->name;
+        out[i].values = params[i]->values;
+        out[i].nvalues = params[i]->n_values;
+    }
+    return out;
+}

@@ -1,0 +1,22 @@
+/* Between the core's structures and the protocol's messages. Everything returned is allocated in
+ * the arena and lives until it is reset. */
+#ifndef RS_CODEC_H
+#define RS_CODEC_H
+
+#include "arena.h"
+#include "robosim/v1/robosim.pb-c.h"
+#include "rs_core.h"
+
+/* WorldInfo for world `id`; NULL when out of memory. */
+Robosim__V1__WorldInfo *codec_world_info(arena_t *a, uint64_t id, const rs_world_t *w);
+
+/* The world's State (entities, events of the last step, stats). */
+Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w);
+
+/* The world's Spec (entities' variables, actuators, sensors, parameters, modes, events). */
+Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w);
+
+/* The request's parameters as core rs_param_t (pointing into the request). */
+rs_param_t *codec_params(arena_t *a, Robosim__V1__Param *const *params, size_t n);
+
+#endif

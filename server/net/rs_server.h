@@ -1,0 +1,45 @@
+/* The robosim server: a ZeroMQ ROUTER socket, a single-threaded poll loop, a dispatch table
+ * from request type to handler, and the worlds it owns. */
+#ifndef RS_SERVER_H
+#define RS_SERVER_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rs_core.h"
+
+#define RS_PROTOCOL_MAJOR 1
+#define RS_PROTOCOL_MINOR 0
+
+typedef struct rs_server_config {
+    const char *bind;               /* ROUTER endpoint, e.g. tcp://127.0.0.1:5555 */
+    int max_worlds;                 /* CreateWorld beyond this is RESOURCE_EXHAUSTED */
+    size_t max_message_size;        /* larger requests get RESOURCE_EXHAUSTED */
+    uint64_t max_steps_per_request; /* control steps one Step may ask for */
+    const char *default_preset;     /* world created at start-up (id 1), or NULL */
+} rs_server_config_t;
+
+/* The defaults every flag starts from. */
+void rs_server_config_defaults(rs_server_config_t *cfg);
+
+typedef struct rs_server rs_server_t;
+
+/* Create the server: bind the socket, create the default world. NULL on failure (reason in
+ * st). Free with rs_server_destroy. */
+rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st);
+
+/* Serve until *stop becomes non-zero (set it from a signal handler). Returns 0 on a clean stop,
+ * a negative code if the socket failed. */
+int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
+
+/* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. */
+void rs_server_destroy(rs_server_t **s);
+
+/* Handle one serialized Request and produce the serialized Response in a buffer owned by the
+ * server (valid until the next call). Never fails: errors become Error responses. This is the
+ * whole protocol without the transport, for the loop and for tests. */
+void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
+                      size_t *outlen);
+
+#endif

@@ -1,0 +1,88 @@
+/* Start the real robosim-server on a free loopback port for a test, and stop it. */
+#ifndef RS_SERVER_PROC_H
+#define RS_SERVER_PROC_H
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "robosim_client.h"
+
+typedef struct server_proc {
+    pid_t pid;
+    char endpoint[64];
+} server_proc_t;
+
+/* A loopback TCP port nobody listens on right now. */
+static int free_port(void)
+{
+    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REP);
+    char ep[64];
+    size_t len = sizeof ep;
+    int port = -1;
+    if (zmq_bind(s, "tcp://127.0.0.1:*") == 0 && zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &len) == 0)
+        port = atoi(strrchr(ep, ':') + 1);
+    zmq_close(s);
+    zmq_ctx_term(ctx);
+    return port;
+}
+
+/* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello.
+ * Returns 0, or -1 if it did not come up within 10 s. */
+static int server_start(server_proc_t *sp, const char *binary, const char *const *extra)
+{
+    snprintf(sp->endpoint, sizeof sp->endpoint, "tcp://127.0.0.1:%d", free_port());
+    const char *argv[32] = {binary, "--bind", sp->endpoint, "--log-level", "warn"};
+    int argc = 5;
+    for (int i = 0; extra && extra[i] && argc < 30; i++)
+        argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    sp->pid = fork();
+    if (sp->pid == 0) {
+        execv(binary, (char *const *)argv);
+        perror("execv");
+        _exit(127);
+    }
+    for (int i = 0; i < 100; i++) {
+        rsc_error_t err;
+        rsc_client_t *c = rsc_connect(sp->endpoint, 100, &err);
+        if (c) {
+            rsc_close(&c);
+            return 0;
+        }
+        int status;
+        if (waitpid(sp->pid, &status, WNOHANG) == sp->pid) {
+            sp->pid = -1;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+/* SIGTERM the server and wait; returns its exit status (or -1 if it had to be killed). */
+static int server_stop(server_proc_t *sp)
+{
+    if (sp->pid <= 0)
+        return -1;
+    kill(sp->pid, SIGTERM);
+    for (int i = 0; i < 500; i++) {
+        int status;
+        if (waitpid(sp->pid, &status, WNOHANG) == sp->pid) {
+            sp->pid = -1;
+            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    kill(sp->pid, SIGKILL);
+    waitpid(sp->pid, NULL, 0);
+    sp->pid = -1;
+    return -1;
+}
+
+#endif
