@@ -568,8 +568,8 @@ int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *par
         Robosim__V1__Response *r;
         rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD, &r, err);
         if (rc == 0) {
-            if (world_id && r->create_world)
-                *world_id = r->create_world->world_id;
+            if (world_id && r->create_world && r->create_world->world)
+                *world_id = r->create_world->world->world_id;
             rsc_free(r);
         }
     }

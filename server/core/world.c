@@ -658,10 +658,13 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                 ERKStepSetStopTime(in->mem, tstop);
                 continue;
             }
-            if (flag < 0)
-                return rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
-                               ERKStepGetReturnFlagName(flag),
-                               in->last_error[0] ? in->last_error : "no detail");
+            if (flag < 0) {
+                char *name = ERKStepGetReturnFlagName(flag); /* malloc'd by SUNDIALS */
+                rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
+                        name ? name : "?", in->last_error[0] ? in->last_error : "no detail");
+                free(name);
+                return RS_ESIMFAIL;
+            }
             d->t = tstop;
             remember_step_size(m, d);
             break;

@@ -107,10 +107,14 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
     we->world = world;
     rs_log(RS_LOG_INFO, "world %llu created from preset '%s'", (unsigned long long)we->id,
            world->model.preset);
-    Robosim__V1__WorldInfo *info = codec_world_info(&s->arena, we->id, world);
-    if (!info)
+    Robosim__V1__CreateWorldReply *cr = arena_alloc(&s->arena, sizeof *cr);
+    if (!cr)
         return OOM(st);
-    REPLY(rp, create_world, CREATE_WORLD, info);
+    robosim__v1__create_world_reply__init(cr);
+    if (!(cr->world = codec_world_info(&s->arena, we->id, world)))
+        return OOM(st);
+    cr->token = "";
+    REPLY(rp, create_world, CREATE_WORLD, cr);
     return 0;
 }
 

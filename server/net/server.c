@@ -18,7 +18,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->max_worlds = 64;
     cfg->max_message_size = 4u << 20;
     cfg->max_steps_per_request = 1000000;
-    cfg->default_preset = "diff_drive";
+    cfg->default_preset = "workshop";
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)

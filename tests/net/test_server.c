@@ -49,8 +49,8 @@ static void every_operation(void)
     Robosim__V1__ListWorldsReply *lw = NULL;
     rc = rsc_list_worlds(c, &lw, &err);
     CHECK(rc == 0 && lw && lw->n_worlds == 1 && lw->worlds[0]->world_id == 1 &&
-              strcmp(lw->worlds[0]->preset, "diff_drive") == 0,
-          "default world listed: %s", err.message);
+              strcmp(lw->worlds[0]->preset, "workshop") == 0 && lw->worlds[0]->n_entities == 4,
+          "default world 'workshop' listed: %s", err.message);
     rsc_free(lw);
 
     double obst[] = {300, 0, 10};
