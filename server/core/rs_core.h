@@ -31,6 +31,7 @@
 #define RS_EVENT_VALUES 12       /* state values an event records (before and after) */
 #define RS_EVENT_LOG 256         /* events kept per Step request */
 #define RS_MAX_SCHEDULE 4096     /* knots of one actuator schedule */
+#define RS_TASK_STATE 32         /* doubles of episode state a task keeps in rs_data_t */
 
 typedef struct rs_robot rs_robot_t;
 
@@ -140,6 +141,9 @@ typedef struct rs_data {
     double grid_t0;                   /* control steps end at grid_t0 + k * control_dt */
     uint64_t grid_k;
     double h_next;                    /* the integrator's step size to start the next interval */
+    double task[RS_TASK_STATE];       /* episode state of the world's task (targets sampled at
+                                         reset, last reward, ...); part of every snapshot */
+    uint64_t episode_steps;           /* control steps since the task's last reset */
     rs_integrator_t *integ;
     const rs_model_t *m;              /* the model of the last call, for the callbacks */
 } rs_data_t;
