@@ -27,6 +27,12 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static int free_port(void)
 {
     void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REP);
@@ -77,11 +83,11 @@ static pid_t spawn(const char *path, char *const argv[])
 
 int main(int argc, char **argv)
 {
-    int rounds = 10, per_block = 2000;
+    int rounds = 40, per_block = 500;
     char server_path[PATH_MAX];
     if (argc > 1 && strcmp(argv[1], "--help") == 0) {
         printf("usage: robosim-bench [ROUNDS [PER_BLOCK [PATH/TO/robosim-server]]]\n"
-               "  defaults: 10 rounds of 2000 round trips each way; the server next to this "
+               "  defaults: 40 rounds of 500 round trips each way; the server next to this "
                "binary\n");
         return 0;
     }
@@ -173,6 +179,7 @@ int main(int argc, char **argv)
 
     double t_raw = 0, t_step = 0;
     long n_raw = 0, n_step = 0, failures = 0;
+    double *ratios = calloc((size_t)rounds, sizeof(double));
     for (int r = 0; r < rounds; r++) {
         double t0 = now();
         for (int i = 0; i < per_block; i++) {
@@ -191,6 +198,7 @@ int main(int argc, char **argv)
         double t2 = now();
         t_raw += t1 - t0;
         t_step += t2 - t1;
+        ratios[r] = (t2 - t1) / (t1 - t0);
         n_raw += per_block;
         n_step += per_block;
     }
@@ -199,8 +207,9 @@ int main(int argc, char **argv)
            req_size, reply_size, rounds, per_block);
     printf("raw zmq round trip (tcp loopback): %8.2f us\n", raw_us);
     printf("step round trip (diff_drive, 10 ms step, commands + full state): %8.2f us\n", step_us);
-    printf("ratio step / raw: %.3f (goal <= 1.25)%s\n", step_us / raw_us,
-           failures ? " -- with failures!" : "");
+    qsort(ratios, (size_t)rounds, sizeof(double), cmp_double);
+    printf("ratio step / raw: %.3f overall, %.3f median of %d rounds (goal <= 1.25)%s\n",
+           step_us / raw_us, ratios[rounds / 2], rounds, failures ? " -- with failures!" : "");
 
     rsc_close(&c);
     zmq_close(dealer);
