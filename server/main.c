@@ -38,13 +38,68 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "  --max-message-size BYTES   largest request served (default %zu); larger ones get\n"
             "                             RESOURCE_EXHAUSTED\n"
             "  --max-steps-per-request N  control steps one Step may ask for (default %llu)\n"
+            "  --max-batch N              items one StepBatch may hold (default %d)\n"
+            "  --threads N                worker threads stepping a StepBatch's worlds in\n"
+            "                             parallel (default %d: the online CPUs)\n"
+            "  --stream ENDPOINT          observer stream: a PUB socket on which every world\n"
+            "                             publishes its state after each step, reset and\n"
+            "                             set_state, topic \"world/<id>/\" then a StreamFrame\n"
+            "                             (default %s; a port of * picks a free one;\n"
+            "                             Hello.stream_endpoint says where it is)\n"
+            "  --no-stream                no observer stream\n"
+            "  --stream-max-hz HZ         states a world publishes per second at most (default\n"
+            "                             %g; a world's stream_max_hz parameter overrides it);\n"
+            "                             the latest state is published when the limit allows\n"
+            "  --lease SECONDS            a world's controller lease (default %g): every accepted\n"
+            "                             change renews it; once it lapses another client may\n"
+            "                             Claim the world and the old token stops working\n"
+            "  --controller-token TOKEN   world 1's controller token (32 hex digits, e.g. from\n"
+            "                             'openssl rand -hex 16'); its lease runs from start-up.\n"
+            "                             Without it world 1 gets a random token, printed in the\n"
+            "                             log, and is claimable at once (robosim-cli claim)\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
             "  --help                     print this help and exit\n"
             "\n"
+            "Roles: CreateWorld, ForkWorld and Claim reply with a controller token; requests\n"
+            "that change a world (step, reset, set_force, set_params, set_schedule, set_target,\n"
+            "set_state, destroy_world) must carry it in Request.token, others get\n"
+            "PERMISSION_DENIED; each StepBatch item carries its world's token. Reading\n"
+            "(get_spec, get_state, list_worlds), forking and watching need no token.\n"
+            "\n"
             "SIGINT or SIGTERM stop the server cleanly.\n",
-            d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request);
+            d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
+            d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds);
+}
+
+/* A positive number of `unit` (at most `max`), or exit with a message. */
+static double parse_positive(const char *flag, const char *arg, double max, const char *unit)
+{
+    char *end;
+    double v = strtod(arg, &end);
+    if (!*arg || *end || !(v > 0) || v > max) {
+        fprintf(stderr, "robosim-server: %s wants a number of %s above 0 and at most %g, got '%s'\n",
+                flag, unit, max, arg);
+        exit(2);
+    }
+    return v;
+}
+
+/* A controller token as the server makes them: 32 hex digits. */
+static const char *parse_token(const char *flag, const char *arg)
+{
+    size_t n = strlen(arg);
+    int ok = n == 32;
+    for (size_t i = 0; ok && i < n; i++)
+        ok = (arg[i] >= '0' && arg[i] <= '9') || (arg[i] >= 'a' && arg[i] <= 'f');
+    if (!ok) {
+        fprintf(stderr, "robosim-server: %s wants 32 lowercase hex digits (e.g. from 'openssl "
+                        "rand -hex 16'), got %zu characters\n",
+                flag, n);
+        exit(2);
+    }
+    return arg;
 }
 
 /* A positive integer flag value, or exit with a message. */
@@ -73,12 +128,19 @@ int main(int argc, char **argv)
         {"max-message-size", required_argument, 0, 'M'},
         {"max-steps-per-request", required_argument, 0, 'S'},
         {"log-level", required_argument, 0, 'l'},
+        {"lease", required_argument, 0, 'L'},
+        {"controller-token", required_argument, 0, 'T'},
+        {"max-batch", required_argument, 0, 'B'},
+        {"stream", required_argument, 0, 'P'},
+        {"no-stream", no_argument, 0, 'N'},
+        {"stream-max-hz", required_argument, 0, 'H'},
+        {"threads", required_argument, 0, 'j'},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
         case 'w': cfg.default_preset = optarg; break;
@@ -86,6 +148,13 @@ int main(int argc, char **argv)
         case 'W': cfg.max_worlds = (int)parse_count("--max-worlds", optarg, 1000000); break;
         case 'M': cfg.max_message_size = parse_count("--max-message-size", optarg, 1ull << 30); break;
         case 'S': cfg.max_steps_per_request = parse_count("--max-steps-per-request", optarg, 1ull << 40); break;
+        case 'L': cfg.lease_seconds = parse_positive("--lease", optarg, 1e9, "seconds"); break;
+        case 'P': cfg.stream_endpoint = optarg; cfg.stream_explicit = 1; break;
+        case 'N': cfg.stream_endpoint = NULL; break;
+        case 'H': cfg.stream_max_hz = parse_positive("--stream-max-hz", optarg, 1e6, "states per second"); break;
+        case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
+        case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
+        case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
         case 'l':
             if (rs_log_parse_level(optarg, &level) < 0) {
                 fprintf(stderr, "robosim-server: --log-level wants error, warn, info or debug, got '%s'\n", optarg);

@@ -19,7 +19,8 @@
 #define EXIT_USAGE 2
 
 static const char *usage_text =
-    "usage: robosim-cli [--endpoint E] [--timeout MS] [--json] [--world ID] COMMAND [ARGS]\n"
+    "usage: robosim-cli [--endpoint E] [--timeout MS] [--json] [--world ID] [--token T] COMMAND\n"
+    "                   [ARGS]\n"
     "\n"
     "A command-line client of robosim-server: every protocol operation is a command.\n"
     "\n"
@@ -30,15 +31,24 @@ static const char *usage_text =
     "                 numbers as the strings \"inf\", \"-inf\", \"nan\")\n"
     "  --world ID     the world a world command acts on (default $ROBOSIM_WORLD, else the only\n"
     "                 world on the server when there is exactly one)\n"
+    "  --token T      the world's controller token, needed by commands that change it (default\n"
+    "                 $ROBOSIM_TOKEN); create and claim print it\n"
     "  -h, --help     this text\n"
     "\n"
     "Commands:\n"
     "  hello                          server version, protocol, capabilities, presets\n"
     "  list                           the worlds on the server\n"
-    "  create PRESET [--seed N] [--param P]...\n"
+    "  create PRESET [--seed N] [--param P]... [--show-token | --export]\n"
     "                                 create a world; prints its id (W=$(robosim-cli create\n"
-    "                                 diff_drive)); P is entity.name=v1,v2,... (world\n"
-    "                                 parameters: .name=v or name=v)\n"
+    "                                 diff_drive)), and on stderr the export line of its\n"
+    "                                 controller token; --show-token prints the token as a\n"
+    "                                 second line, --export prints 'export ROBOSIM_WORLD=ID\n"
+    "                                 ROBOSIM_TOKEN=T' instead (eval \"$(robosim-cli create\n"
+    "                                 diff_drive --export)\"). P is entity.name=v1,v2,...\n"
+    "                                 (world parameters: .name=v or name=v)\n"
+    "  claim [--export]               take control of the world once its controller's lease\n"
+    "                                 has lapsed (world 1 at start-up, or a silent one);\n"
+    "                                 prints the new token (--export: as for create)\n"
     "  destroy [ID]                   destroy the world (ID or --world)\n"
     "  spec                           entities, variables, actuators, sensors, parameters\n"
     "  reset [--seed N]               back to the initial state (reseeded with N if given)\n"
@@ -54,7 +64,15 @@ static const char *usage_text =
     "  target ENTITY v1 v2 ...        set commands from a task-space target (x y elbow)\n"
     "  workspace ENTITY [--samples N] [x,y ...]\n"
     "                                 workspace boundary points and reachability of points\n"
+    "  snapshot FILE                  save the world's snapshot (opaque, checksummed) to FILE\n"
+    "  restore FILE                   put the world back to a snapshot saved with snapshot\n"
+    "  fork [--from FILE] [--show-token | --export]\n"
+    "                                 a new world from the world now (or from FILE); prints\n"
+    "                                 its id and token as create does; you control it\n"
     "  help                           this text\n"
+    "\n"
+    "Commands that change a world (destroy, reset, step, set-force, set-params, schedule,\n"
+    "target, restore) need its controller token (--token or $ROBOSIM_TOKEN); reading needs none.\n"
     "\n"
     "Numbers accept inf and nan, so bad input can be sent on purpose.\n"
     "\n"
@@ -63,10 +81,10 @@ static const char *usage_text =
     "UNREACHABLE, PROTOCOL, ...); 2 usage error.\n"
     "\n"
     "Examples:\n"
-    "  W=$(robosim-cli create diff_drive --param robot.obstacles=150,60,20)\n"
-    "  robosim-cli --world $W step --duration 5 --cmd robot=3,3\n"
-    "  robosim-cli --world $W --json state | jq .entities[0].state\n"
-    "  robosim-cli --world $W destroy\n";
+    "  eval \"$(robosim-cli create diff_drive --param robot.obstacles=150,60,20 --export)\"\n"
+    "  robosim-cli step --duration 5 --cmd robot=3,3   # world and token from the environment\n"
+    "  robosim-cli --json state | jq .entities[0].state\n"
+    "  robosim-cli destroy\n";
 
 /* ---- the session: options, client, allocations ------------------------------------------- */
 
@@ -75,6 +93,7 @@ typedef struct cli {
     int timeout_ms;
     int json;
     const char *world_arg; /* --world, or NULL */
+    const char *token;     /* --token or $ROBOSIM_TOKEN, or NULL */
     uint64_t world;
     rsc_client_t *client;
     int argc; /* the command's arguments, after its name */
@@ -146,7 +165,14 @@ static char *xstrndup(const char *s, size_t n)
 /* A failed call: print the error and exit 1. */
 static void fail(const rsc_error_t *err)
 {
-    die(1, rsc_error_name(err->code), "%s", err->message[0] ? err->message : "(no message)");
+    const char *hint = "";
+    if (err->code == ROBOSIM__V1__ERROR_CODE__PERMISSION_DENIED)
+        hint = current && current->token
+                   ? " [robosim-cli sent the token of --token / $ROBOSIM_TOKEN]"
+                   : " [give the token with --token T or $ROBOSIM_TOKEN; robosim-cli claim takes "
+                     "over a world whose controller's lease has lapsed]";
+    die(1, rsc_error_name(err->code), "%s%s", err->message[0] ? err->message : "(no message)",
+        hint);
 }
 
 /* ---- argument parsing --------------------------------------------------------------------- */
@@ -267,12 +293,20 @@ static rsc_client_t *client(cli_t *cli)
     return cli->client;
 }
 
+/* Act on world `id`: the client sends --token / $ROBOSIM_TOKEN with its requests. */
+static uint64_t use_world(cli_t *cli, uint64_t id)
+{
+    if (cli->token && rsc_set_world_token(client(cli), id, cli->token) != 0)
+        usage_error("--token '%s' is too long for a controller token", cli->token);
+    return id;
+}
+
 /* The world a world command acts on: --world, $ROBOSIM_WORLD, or the only one. */
 static uint64_t world(cli_t *cli)
 {
     const char *w = cli->world_arg ? cli->world_arg : getenv("ROBOSIM_WORLD");
     if (w && *w)
-        return parse_u64(w, "--world");
+        return use_world(cli, parse_u64(w, "--world"));
     rsc_error_t err;
     Robosim__V1__ListWorldsReply *list = NULL;
     if (rsc_list_worlds(client(cli), &list, &err) != 0)
@@ -286,7 +320,21 @@ static uint64_t world(cli_t *cli)
             cli->endpoint);
     if (n > 1)
         usage_error("%zu worlds on the server; pick one with --world ID (see robosim-cli list)", n);
-    return id;
+    return use_world(cli, id);
+}
+
+/* Print a world's controller token as create and claim do: `mode` 0 the export line on stderr
+ * (stdout already has the id), 1 the token on stdout too, 2 the export line on stdout. */
+static void print_token(uint64_t id, const char *token, int mode)
+{
+    if (mode == 1)
+        printf("%s\n", token);
+    if (mode == 2)
+        printf("export ROBOSIM_WORLD=%" PRIu64 " ROBOSIM_TOKEN=%s\n", id, token);
+    else
+        fprintf(stderr, "# world %" PRIu64 " controller token; to use it from later commands:\n"
+                        "export ROBOSIM_WORLD=%" PRIu64 " ROBOSIM_TOKEN=%s\n",
+                id, id, token);
 }
 
 /* ---- text output ---------------------------------------------------------------------------- */
@@ -492,11 +540,17 @@ static void cmd_list(cli_t *cli)
     } else if (l->n_worlds == 0) {
         puts("no worlds (create one with: robosim-cli create diff_drive)");
     } else {
-        printf("%-6s %-16s %14s %10s  %s\n", "ID", "PRESET", "TIME", "STEPS", "ENTITIES");
+        printf("%-6s %-16s %14s %10s %10s  %s\n", "ID", "PRESET", "TIME", "STEPS", "LEASE",
+               "ENTITIES");
         for (size_t i = 0; i < l->n_worlds; i++) {
             const Robosim__V1__WorldInfo *w = l->worlds[i];
-            printf("%-6" PRIu64 " %-16s %14.10g %10" PRIu64 " ", w->world_id, w->preset, w->time,
-                   w->step_count);
+            char lease[32];
+            if (w->lease_remaining > 0)
+                snprintf(lease, sizeof lease, "%.1fs", w->lease_remaining);
+            else
+                snprintf(lease, sizeof lease, "claimable");
+            printf("%-6" PRIu64 " %-16s %14.10g %10" PRIu64 " %10s ", w->world_id, w->preset,
+                   w->time, w->step_count, lease);
             for (size_t k = 0; k < w->n_entities; k++)
                 printf(" %s", w->entities[k]);
             putchar('\n');
@@ -509,11 +563,16 @@ static void cmd_create(cli_t *cli)
 {
     const char *preset = NULL;
     uint64_t seed = 0;
+    int token_mode = 0;
     rsc_param_t *params = xcalloc((size_t)cli->argc, sizeof *params);
     size_t nparams = 0;
     for (int i = 0; i < cli->argc; i++) {
         const char *v;
-        if ((v = opt_value(cli->argc, cli->argv, &i, "--seed"))) {
+        if (strcmp(cli->argv[i], "--show-token") == 0) {
+            token_mode = 1;
+        } else if (strcmp(cli->argv[i], "--export") == 0) {
+            token_mode = 2;
+        } else if ((v = opt_value(cli->argc, cli->argv, &i, "--seed"))) {
             seed = parse_u64(v, "--seed");
         } else if ((v = opt_value(cli->argc, cli->argv, &i, "--param"))) {
             params[nparams++] = parse_param(v);
@@ -539,9 +598,39 @@ static void cmd_create(cli_t *cli)
             fail(&err);
         print_json(spec->world);
         rsc_free(spec);
+        if (token_mode != 2)
+            print_token(id, rsc_world_token(client(cli), id), 0);
     } else {
-        printf("%" PRIu64 "\n", id);
+        if (token_mode != 2)
+            printf("%" PRIu64 "\n", id);
+        print_token(id, rsc_world_token(client(cli), id), token_mode);
     }
+}
+
+static void cmd_claim(cli_t *cli)
+{
+    int token_mode = 1;
+    for (int i = 0; i < cli->argc; i++) {
+        if (strcmp(cli->argv[i], "--export") != 0)
+            usage_error("claim: unexpected '%s' (claim [--export])", cli->argv[i]);
+        token_mode = 2;
+    }
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__CreateWorldReply *r = NULL;
+    if (rsc_claim(client(cli), cli->world, &r, &err) != 0)
+        fail(&err);
+    if (cli->json) {
+        print_json(r);
+    } else {
+        if (token_mode == 1)
+            printf("%s\n", r->token);
+        else
+            print_token(cli->world, r->token, 2);
+    }
+    if (token_mode == 1 || cli->json)
+        print_token(cli->world, r->token, 0);
+    rsc_free(r);
 }
 
 static void cmd_destroy(cli_t *cli)
@@ -550,7 +639,7 @@ static void cmd_destroy(cli_t *cli)
         usage_error("destroy takes at most one world id");
     if (cli->argc == 1) {
         check_positional("destroy", cli->argv[0]);
-        cli->world = parse_u64(cli->argv[0], "world id");
+        cli->world = use_world(cli, parse_u64(cli->argv[0], "world id"));
     } else {
         cli->world = world(cli);
     }
@@ -812,6 +901,100 @@ static void cmd_workspace(cli_t *cli)
     rsc_free(w);
 }
 
+/* The whole of FILE in a tracked buffer. */
+static unsigned char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        die(1, "IO", "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        unsigned char *grown = realloc(buf, cap *= 2);
+        if (!grown)
+            free(buf);
+        buf = grown;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    track(buf);
+    if (bad)
+        die(1, "IO", "cannot read '%s'", path);
+    *len = n;
+    return buf;
+}
+
+static void cmd_snapshot(cli_t *cli)
+{
+    if (cli->argc != 1)
+        usage_error("snapshot takes one file name: snapshot FILE");
+    check_positional("snapshot", cli->argv[0]);
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__State *s = NULL;
+    if (rsc_get_snapshot(client(cli), cli->world, &s, &err) != 0)
+        fail(&err);
+    FILE *f = fopen(cli->argv[0], "wb");
+    int ok = f && fwrite(s->snapshot.data, 1, s->snapshot.len, f) == s->snapshot.len;
+    if (f && fclose(f) != 0)
+        ok = 0;
+    size_t len = s->snapshot.len;
+    double t = s->time;
+    rsc_free(s);
+    if (!ok)
+        die(1, "IO", "cannot write '%s': %s", cli->argv[0], strerror(errno));
+    if (!cli->json)
+        printf("world %" PRIu64 " at t = %.10g s: %zu bytes to %s\n", cli->world, t, len,
+               cli->argv[0]);
+}
+
+static void cmd_restore(cli_t *cli)
+{
+    if (cli->argc != 1)
+        usage_error("restore takes one file name: restore FILE");
+    check_positional("restore", cli->argv[0]);
+    size_t len;
+    unsigned char *b = read_file(cli->argv[0], &len);
+    cli->world = world(cli);
+    rsc_error_t err;
+    Robosim__V1__State *s = NULL;
+    if (rsc_set_state(client(cli), cli->world, b, len, &s, &err) != 0)
+        fail(&err);
+    show_state(cli, s);
+    rsc_free(s);
+}
+
+static void cmd_fork(cli_t *cli)
+{
+    const char *from = NULL;
+    int token_mode = 0;
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v;
+        if (strcmp(cli->argv[i], "--show-token") == 0)
+            token_mode = 1;
+        else if (strcmp(cli->argv[i], "--export") == 0)
+            token_mode = 2;
+        else if ((v = opt_value(cli->argc, cli->argv, &i, "--from")))
+            from = v;
+        else
+            usage_error("fork: unexpected '%s' (fork [--from FILE] [--show-token | --export])",
+                        cli->argv[i]);
+    }
+    size_t len = 0;
+    unsigned char *b = from ? read_file(from, &len) : NULL;
+    cli->world = world(cli);
+    rsc_error_t err;
+    uint64_t id;
+    if (rsc_fork_world(client(cli), cli->world, b, len, &id, &err) != 0)
+        fail(&err);
+    if (token_mode != 2)
+        printf("%" PRIu64 "\n", id);
+    print_token(id, rsc_world_token(client(cli), id), token_mode);
+}
+
 static void cmd_help(cli_t *cli)
 {
     (void)cli;
@@ -829,6 +1012,7 @@ static const command_t commands[] = {
     {"hello", cmd_hello},
     {"list", cmd_list},
     {"create", cmd_create},
+    {"claim", cmd_claim},
     {"destroy", cmd_destroy},
     {"spec", cmd_spec},
     {"reset", cmd_reset},
@@ -839,6 +1023,9 @@ static const command_t commands[] = {
     {"schedule", cmd_schedule},
     {"target", cmd_target},
     {"workspace", cmd_workspace},
+    {"snapshot", cmd_snapshot},
+    {"restore", cmd_restore},
+    {"fork", cmd_fork},
     {"help", cmd_help},
 };
 
@@ -850,6 +1037,9 @@ int main(int argc, char **argv)
     if (!cli.endpoint || !*cli.endpoint)
         cli.endpoint = DEFAULT_ENDPOINT;
     cli.timeout_ms = DEFAULT_TIMEOUT_MS;
+    cli.token = getenv("ROBOSIM_TOKEN");
+    if (cli.token && !*cli.token)
+        cli.token = NULL;
 
     /* global options anywhere; the rest is the command and its arguments */
     char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
@@ -870,6 +1060,8 @@ int main(int argc, char **argv)
             cli.endpoint = v;
         } else if ((v = opt_value(argc, argv, &i, "--world"))) {
             cli.world_arg = v;
+        } else if ((v = opt_value(argc, argv, &i, "--token"))) {
+            cli.token = *v ? v : NULL;
         } else if ((v = opt_value(argc, argv, &i, "--timeout"))) {
             uint64_t t = parse_u64(v, "--timeout");
             if (t == 0 || t > 24u * 3600 * 1000)

@@ -26,6 +26,13 @@ struct rsc_client {
     uint64_t abandoned[ABANDONED_MAX]; /* ring of ids whose reply may still come */
     unsigned nabandoned;               /* total ever recorded; the ring holds the last 64 */
     unsigned raw_pending;              /* rsc_send_raw calls that timed out (reply id unknown) */
+    struct world_token *tokens;        /* controller tokens of the worlds this client controls */
+    size_t ntokens, captokens;
+};
+
+struct world_token {
+    uint64_t world_id;
+    char token[RSC_TOKEN_MAX];
 };
 
 /* ---- errors ------------------------------------------------------------------------------- */
@@ -193,8 +200,60 @@ void rsc_close(rsc_client_t **c)
     if (p->ctx)
         zmq_ctx_term(p->ctx);
     free(p->endpoint);
+    free(p->tokens);
     free(p);
     *c = NULL;
+}
+
+/* ---- controller tokens ---------------------------------------------------------------------- */
+
+static struct world_token *find_token(const rsc_client_t *c, uint64_t world_id)
+{
+    for (size_t i = 0; c && i < c->ntokens; i++)
+        if (c->tokens[i].world_id == world_id)
+            return &c->tokens[i];
+    return NULL;
+}
+
+const char *rsc_world_token(rsc_client_t *c, uint64_t world_id)
+{
+    struct world_token *t = find_token(c, world_id);
+    return t ? t->token : NULL;
+}
+
+int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token)
+{
+    if (!c)
+        return RSC_EARG;
+    struct world_token *t = find_token(c, world_id);
+    if (!token || !*token) {
+        if (t)
+            *t = c->tokens[--c->ntokens];
+        return 0;
+    }
+    if (strlen(token) >= RSC_TOKEN_MAX)
+        return RSC_EARG;
+    if (!t) {
+        if (c->ntokens == c->captokens) {
+            size_t cap = c->captokens ? 2 * c->captokens : 8;
+            struct world_token *grown = realloc(c->tokens, cap * sizeof *grown);
+            if (!grown)
+                return RSC_ENOMEM;
+            c->tokens = grown;
+            c->captokens = cap;
+        }
+        t = &c->tokens[c->ntokens++];
+        t->world_id = world_id;
+    }
+    snprintf(t->token, sizeof t->token, "%s", token);
+    return 0;
+}
+
+/* The token to send with a request on world_id ("" when the client holds none). */
+static char *token_for(rsc_client_t *c, uint64_t world_id)
+{
+    struct world_token *t = find_token(c, world_id);
+    return t ? t->token : (char *)"";
 }
 
 void rsc_set_timeout(rsc_client_t *c, int timeout_ms)
@@ -549,6 +608,23 @@ static int check_values(const char *what, const void *values, size_t n, rsc_erro
     return 0;
 }
 
+/* Keep the token of a CreateWorldReply (CreateWorld, ForkWorld, Claim); its world id in *id. */
+static int remember_controller(rsc_client_t *c, const Robosim__V1__CreateWorldReply *cr,
+                               uint64_t *id, rsc_error_t *err)
+{
+    if (!cr || !cr->world)
+        return set_err(err, RSC_EPROTOCOL, "%s sent a reply without the world", c->endpoint);
+    if (id)
+        *id = cr->world->world_id;
+    if (cr->token && cr->token[0]) {
+        int rc = rsc_set_world_token(c, cr->world->world_id, cr->token);
+        if (rc != 0)
+            return set_err(err, rc, "cannot keep the controller token of world %llu",
+                           (unsigned long long)cr->world->world_id);
+    }
+    return 0;
+}
+
 int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
                      size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err)
 {
@@ -568,8 +644,7 @@ int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *par
         Robosim__V1__Response *r;
         rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD, &r, err);
         if (rc == 0) {
-            if (world_id && r->create_world && r->create_world->world)
-                *world_id = r->create_world->world->world_id;
+            rc = remember_controller(c, r->create_world, world_id, err);
             rsc_free(r);
         }
     }
@@ -582,6 +657,7 @@ int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *par
 #define WORLD_REQ(req, wid, opcase, field, opval)                                              \
     Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;                                     \
     req.world_id = (wid);                                                                      \
+    req.token = token_for(c, (wid));                                                           \
     req.op_case = (opcase);                                                                    \
     req.field = (opval)
 
@@ -597,7 +673,10 @@ int rsc_destroy_world(rsc_client_t *c, uint64_t world_id, rsc_error_t *err)
 {
     Robosim__V1__DestroyWorld op = ROBOSIM__V1__DESTROY_WORLD__INIT;
     WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD, destroy_world, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_DESTROY_WORLD, err);
+    int rc = call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_DESTROY_WORLD, err);
+    if (rc == 0)
+        rsc_set_world_token(c, world_id, NULL);
+    return rc;
 }
 
 int rsc_get_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__Spec **out, rsc_error_t *err)
@@ -772,5 +851,145 @@ int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, ui
     rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_WORKSPACE, &r, err);
     if (rc == 0)
         GIVE(out, r, get_workspace);
+    return rc;
+}
+
+int rsc_claim(rsc_client_t *c, uint64_t world_id, Robosim__V1__CreateWorldReply **out,
+              rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__Claim op = ROBOSIM__V1__CLAIM__INIT;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_CLAIM, claim, &op);
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CLAIM, &r, err);
+    if (rc == 0 && (rc = remember_controller(c, r->claim, NULL, err)) != 0) {
+        rsc_free(r);
+        return rc;
+    }
+    if (rc == 0)
+        GIVE(out, r, claim);
+    return rc;
+}
+
+int rsc_get_snapshot(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
+                     rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    Robosim__V1__GetState op = ROBOSIM__V1__GET_STATE__INIT;
+    op.snapshot = 1;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_STATE, get_state, &op);
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, &r, err);
+    if (rc == 0)
+        GIVE(out, r, get_state);
+    return rc;
+}
+
+int rsc_set_state(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
+                  Robosim__V1__State **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    int rc = check_values("rsc_set_state snapshot", snapshot, len, err);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__SetState op = ROBOSIM__V1__SET_STATE__INIT;
+    op.snapshot.data = (uint8_t *)snapshot;
+    op.snapshot.len = len;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_STATE, set_state, &op);
+    Robosim__V1__Response *r;
+    rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, &r, err);
+    if (rc == 0)
+        GIVE(out, r, set_state);
+    return rc;
+}
+
+int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
+                   uint64_t *new_world_id, rsc_error_t *err)
+{
+    if (new_world_id)
+        *new_world_id = 0;
+    int rc = check_values("rsc_fork_world snapshot", snapshot, len, err);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__ForkWorld op = ROBOSIM__V1__FORK_WORLD__INIT;
+    op.snapshot.data = (uint8_t *)snapshot;
+    op.snapshot.len = snapshot ? len : 0;
+    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_FORK_WORLD, fork_world, &op);
+    Robosim__V1__Response *r;
+    rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_FORK_WORLD, &r, err);
+    if (rc == 0) {
+        rc = remember_controller(c, r->fork_world, new_world_id, err);
+        rsc_free(r);
+    }
+    return rc;
+}
+
+int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
+                   Robosim__V1__StepBatchReply **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    if (n > 0 && !items)
+        return set_err(err, RSC_EARG, "rsc_step_batch: %zu items announced but the array is NULL",
+                       n);
+    size_t ncmds = 0;
+    for (size_t i = 0; i < n; i++) {
+        if ((items[i].ncmds && !items[i].cmds) || (items[i].naction && !items[i].action))
+            return set_err(err, RSC_EARG, "rsc_step_batch: item %zu announces values it lacks", i);
+        ncmds += items[i].ncmds;
+    }
+    Robosim__V1__BatchItem *bi = calloc(n ? n : 1, sizeof *bi);
+    Robosim__V1__BatchItem **bp = calloc(n ? n : 1, sizeof *bp);
+    Robosim__V1__Step *steps = calloc(n ? n : 1, sizeof *steps);
+    Robosim__V1__ActuatorCommand *ac = calloc(ncmds ? ncmds : 1, sizeof *ac);
+    Robosim__V1__ActuatorCommand **ap = calloc(ncmds ? ncmds : 1, sizeof *ap);
+    int rc = 0;
+    if (!bi || !bp || !steps || !ac || !ap) {
+        rc = set_err(err, RSC_ENOMEM, "out of memory building a batch of %zu items", n);
+    } else {
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++) {
+            Robosim__V1__Step sp = ROBOSIM__V1__STEP__INIT;
+            sp.steps = items[i].steps;
+            sp.duration = items[i].duration;
+            sp.n_action = items[i].naction;
+            sp.action = (double *)items[i].action;
+            sp.n_commands = items[i].ncmds;
+            sp.commands = ap + k;
+            for (size_t j = 0; j < items[i].ncmds; j++, k++) {
+                Robosim__V1__ActuatorCommand a = ROBOSIM__V1__ACTUATOR_COMMAND__INIT;
+                a.entity = str(items[i].cmds[j].entity);
+                a.n_values = items[i].cmds[j].nvalues;
+                a.values = (double *)items[i].cmds[j].values;
+                ac[k] = a;
+                ap[k] = &ac[k];
+            }
+            steps[i] = sp;
+            Robosim__V1__BatchItem it = ROBOSIM__V1__BATCH_ITEM__INIT;
+            it.world_id = items[i].world_id;
+            it.token = token_for(c, items[i].world_id);
+            it.step = &steps[i];
+            bi[i] = it;
+            bp[i] = &bi[i];
+        }
+        Robosim__V1__StepBatch op = ROBOSIM__V1__STEP_BATCH__INIT;
+        op.n_items = n;
+        op.items = bp;
+        Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+        req.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
+        req.step_batch = &op;
+        Robosim__V1__Response *r;
+        rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH, &r, err);
+        if (rc == 0)
+            GIVE(out, r, step_batch);
+    }
+    free(bi);
+    free(bp);
+    free(steps);
+    free(ac);
+    free(ap);
     return rc;
 }

@@ -30,6 +30,7 @@ extern "C" {
 #define RSC_PROTOCOL_MAJOR 1
 #define RSC_PROTOCOL_MINOR 0
 #define RSC_DEFAULT_TIMEOUT_MS 5000 /* used when a timeout <= 0 is given */
+#define RSC_TOKEN_MAX 64            /* a controller token, with its NUL, fits in this */
 
 typedef struct rsc_client rsc_client_t;
 
@@ -88,6 +89,28 @@ void rsc_set_timeout(rsc_client_t *c, int timeout_ms);
 /* The endpoint the client connected to; owned by the client, valid until rsc_close. */
 const char *rsc_endpoint(const rsc_client_t *c);
 
+/* ---- controller tokens ---------------------------------------------------------------------
+ * The server gives a controller token to the client that creates, forks or claims a world;
+ * requests that change the world must carry it. The client remembers the token of every world
+ * it created, forked or claimed and sends it with every request on that world, so a program
+ * that creates its worlds never sees tokens. A program that reconnects (a new process, a new
+ * client) hands its saved token back with rsc_set_world_token. */
+
+/* The token this client holds for world_id, or NULL. Owned by the client; valid until the
+ * next call that changes the client's tokens. */
+const char *rsc_world_token(rsc_client_t *c, uint64_t world_id);
+
+/* Hold `token` for world_id from now on (NULL or "" forgets it). 0, RSC_EARG (NULL client or
+ * a token of RSC_TOKEN_MAX characters or more) or RSC_ENOMEM. */
+int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token);
+
+/* Take control of world_id when its controller's lease has lapsed: the new token is kept (and
+ * in (*out)->token; the old one stops working). A world whose lease still runs gives
+ * 3 FAILED_PRECONDITION saying how long; a client that holds the current token gets it back
+ * with the lease renewed. The reply (the world and token) in *out. */
+int rsc_claim(rsc_client_t *c, uint64_t world_id, Robosim__V1__CreateWorldReply **out,
+              rsc_error_t *err);
+
 /* ---- generic request/reply ---------------------------------------------------------------- */
 
 /* Set req->id to the client's next id, send `req`, and wait up to the timeout for the Response
@@ -99,6 +122,9 @@ const char *rsc_endpoint(const rsc_client_t *c);
  * answer too. `resp` may be NULL. */
 int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response **resp,
              rsc_error_t *err);
+
+/* Note: rsc_call sends `req` as given; it does not attach controller tokens (the per-operation
+ * functions below do). */
 
 /* Send `len` arbitrary bytes as one frame and wait up to the timeout for one Response (any id,
  * except late answers to this client's earlier timed-out calls). Returns as rsc_call: 0, the
@@ -128,7 +154,7 @@ int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__Hell
 int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_error_t *err);
 
 /* Create a world from `preset` with `nparams` overrides, reset with `seed`; its id in
- * *world_id (may be NULL). */
+ * *world_id (may be NULL). The client keeps its controller token (rsc_world_token). */
 int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
                      size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err);
 
@@ -175,6 +201,46 @@ int rsc_set_target(rsc_client_t *c, uint64_t world_id, const char *entity, const
 int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t samples,
                       const double *query_xy, size_t nquery, Robosim__V1__WorkspaceReply **out,
                       rsc_error_t *err);
+
+/* ---- snapshots and forks ------------------------------------------------------------------ */
+
+/* The world's state with a snapshot: (*out)->snapshot.data / .len hold an opaque, versioned,
+ * checksummed blob that rsc_set_state and rsc_fork_world accept. */
+int rsc_get_snapshot(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
+                     rsc_error_t *err);
+
+/* Restore the world from a snapshot (len bytes). The world is unchanged on error: 1
+ * INVALID_ARGUMENT (truncated, corrupted, contents that do not fit), 3 FAILED_PRECONDITION
+ * (another preset, task or format version). The restored state in *out. */
+int rsc_set_state(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
+                  Robosim__V1__State **out, rsc_error_t *err);
+
+/* A new world from world_id's state now (snapshot NULL) or from `snapshot` (of a world like
+ * world_id); this client becomes its controller (the token is kept). Its id in *new_world_id. */
+int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
+                   uint64_t *new_world_id, rsc_error_t *err);
+
+/* ---- batched stepping ---------------------------------------------------------------------- */
+
+/* One world's part of a StepBatch: as rsc_step (exactly one of steps and duration; commands,
+ * or a task world's action vector). The client attaches the world's token itself. */
+typedef struct rsc_batch_item {
+    uint64_t world_id;
+    uint32_t steps;
+    double duration;
+    const rsc_command_t *cmds;
+    size_t ncmds;
+    const double *action;
+    size_t naction;
+} rsc_batch_item_t;
+
+/* Step n worlds in one request. Returns 0 when the server took the batch: then (*out)->results
+ * holds one BatchResult per item in item order, each a State or that item's own Error (an
+ * unknown world, a wrong token, a bad command, ...). The batch as a whole is refused with
+ * 1 INVALID_ARGUMENT (empty, or a world named twice) or 5 RESOURCE_EXHAUSTED (more items than
+ * the server's --max-batch). */
+int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
+                   Robosim__V1__StepBatchReply **out, rsc_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,9 @@ static const world_param_t world_params[] = {
     {"atol", "1", 1e-16, 1.0, 1e-10, offsetof(rs_model_t, atol), "integrator absolute tolerance"},
     {"max_internal_steps", "1", 10, 1e7, 20000, offsetof(rs_model_t, max_internal_steps),
      "integrator steps allowed in one control step before it is declared failed"},
+    {"stream_max_hz", "Hz", 0, 1e6, 0, offsetof(rs_model_t, stream_max_hz),
+     "most states per second published for this world on the observer stream; 0: the "
+     "server's --stream-max-hz"},
 };
 #define NWORLD_PARAMS (sizeof world_params / sizeof world_params[0])
 
@@ -114,7 +117,8 @@ static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
         }
         return rs_fail(st, RS_ENOTFOUND,
                        "unknown world parameter '%s' (world parameters: control_dt, rtol, atol, "
-                       "max_internal_steps; entity parameters need the entity name)",
+                       "max_internal_steps, stream_max_hz; entity parameters need the entity "
+                       "name)",
                        p->name);
     }
 

@@ -34,6 +34,7 @@
 #define RS_TASK_STATE 32         /* doubles of episode state a task keeps in rs_data_t */
 
 typedef struct rs_robot rs_robot_t;
+typedef struct rs_task rs_task_t; /* rs_task.h */
 
 /* ---- model ---------------------------------------------------------------------------- */
 
@@ -53,6 +54,8 @@ typedef struct rs_model {
     double control_dt;         /* s, the zero-order-hold period */
     double rtol, atol;         /* integrator tolerances */
     double max_internal_steps; /* per control step, before the step is declared failed */
+    double stream_max_hz;      /* most states per second the server publishes for this world
+                                  on its observer stream; 0: the server's --stream-max-hz */
     int nentities;
     rs_entity_model_t ent[RS_MAX_ENTITIES];
     int nx, nu, ns, ng;        /* totals over entities */
@@ -187,9 +190,31 @@ int rs_workspace(const rs_model_t *m, int e, double *xy, int max_points, rs_stat
  * events. On an integrator failure returns RS_ESIMFAIL with the state at the last good point. */
 int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st);
 
+/* rs_step without clearing the event log first: more control steps within the same request (a
+ * task evaluates its reward after each control step and keeps the whole request's events). */
+int rs_step_continue(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st);
+
+/* A uniform double in [0, 1) from the world's rng (deterministic given the reset seed). */
+double rs_data_uniform(rs_data_t *d);
+
+/* Re-initialise the state of a just-reset world as if some initial-condition parameters of the
+ * model (finger_x0, theta0, x0, ...) had the values in `init`; the model itself is unchanged.
+ * A task samples its episode's start this way and the robots' own init and validation apply
+ * (an initial pose inside an obstacle is refused as the parameter would be). Each entity named
+ * in `init` is re-initialised; sensors are read again. The rng is not reseeded. Returns 0 or
+ * the parameter's error (the data is then as rs_reset left it). */
+int rs_reset_initial(const rs_model_t *m, rs_data_t *d, const rs_param_t *init, size_t n,
+                     rs_status_t *st);
+
 /* Tell `d` that its model changed (SetParams): modes are settled and the integrator restarted
  * at the current state. */
 int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st);
+
+struct rs_stats;
+/* Tell `d` that all its fields were just restored (snapshot.c): guards registered for `m`,
+ * the integrator restarted at (t, x) with step h_next, statistics set to `stats`. */
+int rs_data_restored(const rs_model_t *m, rs_data_t *d, const struct rs_stats *stats,
+                     rs_status_t *st);
 
 /* Effective commands of entity e at the current time (held values, or schedules evaluated). */
 void rs_current_commands(const rs_model_t *m, const rs_data_t *d, int e, double *u_out);
@@ -209,6 +234,7 @@ const char *rs_event_kind_name(const rs_model_t *m, const rs_event_t *ev);
 typedef struct rs_world {
     rs_model_t model;
     rs_data_t *data;
+    const rs_task_t *task; /* the task the world runs as an episode (rs_task.h), or NULL */
 } rs_world_t;
 
 /* Create a world from a preset with overrides, reset with `seed`. NULL on failure. */

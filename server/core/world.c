@@ -5,6 +5,7 @@
  * with. The integrator so carries no hidden history across intervals: the data alone (state,
  * modes, commands, h_next) decide the future, which makes resets and snapshots exact. */
 #include "rs_robot.h"
+#include "rs_task.h"
 
 #include <arkode/arkode_erkstep.h>
 #include <nvector/nvector_serial.h>
@@ -56,7 +57,12 @@ static uint64_t rng_next(uint64_t s[4])
 
 double rs_rand_uniform(rs_entity_data_t *ed)
 {
-    return (double)(rng_next(ed->data->rng) >> 11) * 0x1.0p-53;
+    return rs_data_uniform(ed->data);
+}
+
+double rs_data_uniform(rs_data_t *d)
+{
+    return (double)(rng_next(d->rng) >> 11) * 0x1.0p-53;
 }
 
 /* ---- events -------------------------------------------------------------------------- */
@@ -461,6 +467,44 @@ int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st)
     return 0;
 }
 
+int rs_reset_initial(const rs_model_t *m, rs_data_t *d, const rs_param_t *init, size_t n,
+                     rs_status_t *st)
+{
+    rs_model_t tmp = *m; /* validated as SetParams would, then used for init only */
+    int rc = rs_model_set_params(&tmp, init, n, st);
+    if (rc < 0)
+        return rc;
+    for (int e = 0; e < m->nentities; e++) {
+        int named = 0;
+        for (size_t i = 0; i < n; i++)
+            named |= init[i].entity && strcmp(init[i].entity, m->ent[e].name) == 0;
+        if (!named)
+            continue;
+        rs_entity_data_t *ed = &d->ent[e];
+        ed->mode = 0;
+        memset(ed->aux, 0, sizeof ed->aux);
+        tmp.ent[e].robot->init(&tmp.ent[e], ed, d->x + m->ent[e].x_off);
+    }
+    d->dirty = 1;
+    read_sensors(m, d, 0.0);
+    return 0;
+}
+
+int rs_data_restored(const rs_model_t *m, rs_data_t *d, const rs_stats_t *stats,
+                     rs_status_t *st)
+{
+    d->m = m;
+    int rc = integrator_roots(m, d, st);
+    if (rc == 0)
+        rc = integrator_restart(m, d, st); /* ReInit: ARKODE's own step count starts at 0 */
+    if (rc < 0)
+        return rc;
+    d->integ->steps = stats->internal_steps;
+    d->integ->rhs = stats->rhs_evals;
+    d->integ->gevals = stats->root_evals;
+    return 0;
+}
+
 int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
 {
     d->m = m;
@@ -675,9 +719,14 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
 
 int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st)
 {
-    d->m = m;
     d->nevents = 0;
     d->events_dropped = 0;
+    return rs_step_continue(m, d, nsteps, st);
+}
+
+int rs_step_continue(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st)
+{
+    d->m = m;
     for (uint64_t k = 0; k < nsteps; k++) {
         double t1 = d->grid_t0 + (double)(d->grid_k + 1) * m->control_dt;
         double dt = t1 - d->t;
@@ -734,6 +783,8 @@ int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams,
     int rc = rs_model_set_params(&next, params, nparams, st);
     if (rc < 0)
         return rc;
+    if (w->task && (rc = rs_task_check_model(w->task, &next, st)) < 0)
+        return rc; /* e.g. the reach tasks' PID mode */
     w->model = next;
     return rs_data_model_changed(&w->model, w->data, st);
 }

@@ -1,6 +1,7 @@
 #include "rs_codec.h"
 
 #include "rs_robot.h"
+#include "rs_task.h"
 
 #include <string.h>
 
@@ -37,7 +38,26 @@ Robosim__V1__WorldInfo *codec_world_info(arena_t *a, uint64_t id, const rs_world
         names[e] = (char *)m->ent[e].name;
     wi->n_entities = (size_t)m->nentities;
     wi->entities = names;
+    wi->task = (char *)(w->task ? w->task->name : "");
     return wi;
+}
+
+/* The agent's view of a task world: observation, reward, flags, info figures. */
+static Robosim__V1__TaskStep *task_step(arena_t *a, const rs_world_t *w)
+{
+    rs_task_view_t v;
+    Robosim__V1__TaskStep *ts = NEW(a, Robosim__V1__TaskStep, robosim__v1__task_step__init);
+    if (!ts || rs_world_task_view(w, &v, NULL) < 0)
+        return NULL;
+    ts->n_observation = (size_t)v.nobs;
+    ts->observation = doubles(a, v.obs, (size_t)v.nobs);
+    ts->reward = v.reward;
+    ts->terminated = v.terminated;
+    ts->truncated = v.truncated;
+    ts->n_info_keys = ts->n_info_values = (size_t)v.ninfo;
+    ts->info_keys = (char **)v.info_names;
+    ts->info_values = doubles(a, v.info, (size_t)v.ninfo);
+    return ts->observation && ts->info_values ? ts : NULL;
 }
 
 Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
@@ -100,6 +120,8 @@ Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
     stats->root_evals = st.root_evals;
     stats->events = st.events;
     s->stats = stats;
+    if (w->task && !(s->task = task_step(a, w)))
+        return NULL;
     return s;
 }
 
@@ -193,6 +215,23 @@ Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w)
     }
     sp->n_entities = (size_t)m->nentities;
     sp->entities = ents;
+    if (w->task) {
+        const rs_task_t *t = w->task;
+        Robosim__V1__TaskSpec *ts = NEW(a, Robosim__V1__TaskSpec, robosim__v1__task_spec__init);
+        if (!ts)
+            return NULL;
+        ts->name = (char *)t->name;
+        ts->n_observation = (size_t)t->nobs;
+        ts->observation = var_specs(a, t->obs, t->nobs);
+        ts->n_action = (size_t)t->nact;
+        ts->action = var_specs(a, t->act, t->nact);
+        ts->max_episode_steps = t->max_episode_steps;
+        ts->reward = (char *)t->reward;
+        ts->doc = (char *)t->doc;
+        if (!ts->observation || !ts->action)
+            return NULL;
+        sp->task = ts;
+    }
     return sp;
 }
 

@@ -2,10 +2,13 @@
  * everything before it changes anything, so a refused request leaves the world as it was. */
 #include "rs_codec.h"
 #include "rs_log.h"
+#include "rs_snapshot.h"
+#include "rs_task.h"
 #include "server_internal.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define REPLY(rp, field, CASE, value)                                                          \
@@ -32,6 +35,43 @@ static int find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
                                  w->model.ent[i].name);
     return rs_fail(st, RS_ENOTFOUND, "no entity '%s' in world (entities: %s)", name ? name : "",
                    names);
+}
+
+/* WorldInfo of an entry, with its lease. */
+static Robosim__V1__WorldInfo *world_info(rs_server_t *s, const world_entry_t *we)
+{
+    Robosim__V1__WorldInfo *wi = codec_world_info(&s->arena, we->id, we->world);
+    if (wi)
+        wi->lease_remaining = rs_lease_remaining(s, we);
+    return wi;
+}
+
+/* A CreateWorldReply (CreateWorld, ForkWorld, Claim): the world and its controller token. */
+static Robosim__V1__CreateWorldReply *controller_reply(rs_server_t *s, const world_entry_t *we)
+{
+    Robosim__V1__CreateWorldReply *cr = arena_alloc(&s->arena, sizeof *cr);
+    if (!cr)
+        return NULL;
+    robosim__v1__create_world_reply__init(cr);
+    if (!(cr->world = world_info(s, we)) || !(cr->token = arena_strdup(&s->arena, we->token)))
+        return NULL;
+    return cr;
+}
+
+/* Add `world` to the server's table with a fresh controller token (the caller checked the
+ * world limit). On failure the world is destroyed and NULL returned (reason in st). */
+static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *st)
+{
+    world_entry_t *we = &s->worlds[s->nworlds];
+    memset(we, 0, sizeof *we);
+    if (rs_auth_grant(s, we, st) < 0) {
+        rs_world_destroy(&world);
+        return NULL;
+    }
+    s->nworlds++;
+    we->id = s->next_world_id++;
+    we->world = world;
+    return we;
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
@@ -65,6 +105,11 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     r->capabilities = caps;
     r->n_presets = npresets;
     r->presets = (char **)presets;
+    const char *const *tasks = rs_task_names();
+    while (tasks[r->n_tasks])
+        r->n_tasks++;
+    r->tasks = (char **)tasks;
+    r->stream_endpoint = s->stream_endpoint;
     if (h->client_name && h->client_name[0])
         rs_log(RS_LOG_DEBUG, "hello from '%s' (protocol %u.%u)", h->client_name, h->major, h->minor);
     REPLY(rp, hello, HELLO, r);
@@ -80,7 +125,7 @@ static int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_
         return OOM(st);
     robosim__v1__list_worlds_reply__init(r);
     for (int i = 0; i < s->nworlds; i++)
-        if (!(infos[i] = codec_world_info(&s->arena, s->worlds[i].id, s->worlds[i].world)))
+        if (!(infos[i] = world_info(s, &s->worlds[i])))
             return OOM(st);
     r->n_worlds = (size_t)s->nworlds;
     r->worlds = infos;
@@ -99,21 +144,20 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
     rs_param_t *params = codec_params(&s->arena, c->params, c->n_params);
     if (!params)
         return OOM(st);
-    rs_world_t *world = rs_world_new(c->preset, params, c->n_params, c->seed, st);
+    rs_world_t *world =
+        c->task && c->task[0]
+            ? rs_world_new_task(c->task, c->preset, params, c->n_params, c->seed, st)
+            : rs_world_new(c->preset, params, c->n_params, c->seed, st);
     if (!world)
         return st->code;
-    world_entry_t *we = &s->worlds[s->nworlds++];
-    we->id = s->next_world_id++;
-    we->world = world;
+    world_entry_t *we = add_world(s, world, st);
+    if (!we)
+        return st->code;
     rs_log(RS_LOG_INFO, "world %llu created from preset '%s'", (unsigned long long)we->id,
            world->model.preset);
-    Robosim__V1__CreateWorldReply *cr = arena_alloc(&s->arena, sizeof *cr);
+    Robosim__V1__CreateWorldReply *cr = controller_reply(s, we);
     if (!cr)
         return OOM(st);
-    robosim__v1__create_world_reply__init(cr);
-    if (!(cr->world = codec_world_info(&s->arena, we->id, world)))
-        return OOM(st);
-    cr->token = "";
     REPLY(rp, create_world, CREATE_WORLD, cr);
     return 0;
 }
@@ -123,8 +167,10 @@ static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, worl
 {
     uint64_t id = w->id;
     rs_world_destroy(&w->world);
-    /* keep the table dense: move the last entry into the hole */
-    *w = s->worlds[--s->nworlds];
+    /* keep the table dense and sorted by id */
+    size_t at = (size_t)(w - s->worlds);
+    memmove(w, w + 1, ((size_t)s->nworlds - at - 1) * sizeof *w);
+    s->nworlds--;
     rs_log(RS_LOG_INFO, "world %llu destroyed", (unsigned long long)id);
     REPLY(rp, destroy_world, DESTROY_WORLD, &ack);
     return 0;
@@ -136,6 +182,7 @@ static int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_ent
     Robosim__V1__Spec *spec = codec_spec(&s->arena, w->id, w->world);
     if (!spec)
         return OOM(st);
+    spec->world->lease_remaining = rs_lease_remaining(s, w);
     REPLY(rp, get_spec, GET_SPEC, spec);
     return 0;
 }
@@ -146,10 +193,15 @@ static int reply_state(rs_server_t *s, world_entry_t *w, Robosim__V1__Response *
     Robosim__V1__State *state = codec_state(&s->arena, w->id, w->world);
     if (!state)
         return OOM(st);
+    state->seq = w->stream_seq;
+    /* a Reset or SetState jumps the world: watchers see it like a Step */
+    if (which == ROBOSIM__V1__RESPONSE__RESULT_RESET || which == ROBOSIM__V1__RESPONSE__RESULT_SET_STATE)
+        rs_stream_offer(s, w, state);
     rp->result_case = which;
     switch (which) {
     case ROBOSIM__V1__RESPONSE__RESULT_RESET: rp->reset = state; break;
     case ROBOSIM__V1__RESPONSE__RESULT_STEP: rp->step = state; break;
+    case ROBOSIM__V1__RESPONSE__RESULT_SET_STATE: rp->set_state = state; break;
     default: rp->get_state = state; break;
     }
     return 0;
@@ -161,7 +213,7 @@ static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     const Robosim__V1__Reset *r = rq->reset;
     rs_world_t *world = w->world;
     uint64_t seed = r->use_seed ? r->seed : world->data->seed;
-    int rc = rs_reset(&world->model, world->data, seed, st);
+    int rc = rs_world_reset(world, seed, st); /* a task world starts a new episode */
     if (rc < 0)
         return rc;
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_RESET, st);
@@ -205,15 +257,40 @@ static int step_count(const rs_server_t *s, const Robosim__V1__Step *sp, double 
     return 0;
 }
 
-static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
-                   Robosim__V1__Response *rp, rs_status_t *st)
+/* The State of w after a Step, in arena a; its seq is the stream's so far (rs_stream_offer
+ * moves it on when the state is published). */
+static int step_state(world_entry_t *w, arena_t *a, Robosim__V1__State **out, rs_status_t *st)
 {
-    const Robosim__V1__Step *sp = rq->step;
+    if (!(*out = codec_state(a, w->id, w->world)))
+        return OOM(st);
+    (*out)->seq = w->stream_seq;
+    return 0;
+}
+
+/* One Step of one world, the State after it built in arena `a` (*out). Shared by Step and
+ * StepBatch: StepBatch calls it on worker threads, so it touches nothing but world w and
+ * arena a (and reads s->cfg). */
+static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, arena_t *a,
+                    Robosim__V1__State **out, rs_status_t *st)
+{
     rs_world_t *world = w->world;
     uint64_t n = 0;
     int rc = step_count(s, sp, world->model.control_dt, &n, st);
     if (rc < 0)
         return rc;
+    /* a task world is driven by its action vector: reward and episode end (rs_task.h) */
+    if (sp->n_action && sp->n_commands)
+        return rs_fail(st, RS_EINVAL, "set either action or commands in a Step, not both");
+    if (world->task && sp->n_commands)
+        return rs_fail(st, RS_EINVAL,
+                       "world %llu runs task '%s': drive it with Step.action (TaskSpec.action), "
+                       "not commands",
+                       (unsigned long long)w->id, world->task->name);
+    if (world->task || sp->n_action) {
+        if ((rc = rs_world_task_step(world, sp->action, sp->n_action, n, st)) < 0)
+            return rc;
+        return step_state(w, a, out, st);
+    }
     /* check every command before applying any */
     int ents[RS_MAX_ENTITIES * 4];
     if (sp->n_commands > sizeof ents / sizeof ents[0])
@@ -237,13 +314,228 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
         rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
         return rc;
     }
-    return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_STEP, st);
+    return step_state(w, a, out, st);
+}
+
+static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+                   Robosim__V1__Response *rp, rs_status_t *st)
+{
+    Robosim__V1__State *state = NULL;
+    int rc = step_one(s, w, rq->step, &s->arena, &state, st);
+    if (rc < 0)
+        return rc;
+    rs_stream_offer(s, w, state);
+    REPLY(rp, step, STEP, state);
+    return 0;
+}
+
+/* ---- StepBatch ---- */
+
+/* One item of a batch: the world it steps (NULL when the item was refused up front) and
+ * where its result goes. */
+typedef struct batch_job {
+    world_entry_t *w;
+    const Robosim__V1__Step *step;
+    Robosim__V1__BatchResult *result;
+} batch_job_t;
+
+typedef struct batch_run {
+    rs_server_t *s;
+    batch_job_t *jobs;
+} batch_run_t;
+
+/* An Error result built in arena a. */
+static int batch_error(arena_t *a, Robosim__V1__BatchResult *r, int code, const char *message)
+{
+    Robosim__V1__Error *e = arena_alloc(a, sizeof *e);
+    char *msg = arena_strdup(a, message);
+    if (!e || !msg)
+        return -1;
+    robosim__v1__error__init(e);
+    e->code = (Robosim__V1__ErrorCode)(-code);
+    e->message = msg;
+    r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR;
+    r->error = e;
+    return 0;
+}
+
+/* A worker steps one item into its own arena. */
+static void batch_step(void *ctx, size_t i, int worker)
+{
+    batch_run_t *run = ctx;
+    batch_job_t *job = &run->jobs[i];
+    arena_t *a = rs_pool_arena(run->s->pool, worker);
+    rs_status_t st;
+    rs_status_clear(&st);
+    Robosim__V1__State *state = NULL;
+    int rc = step_one(run->s, job->w, job->step, a, &state, &st);
+    if (rc == 0) {
+        job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+        job->result->state = state;
+    } else if (batch_error(a, job->result, rc, st.message[0] ? st.message : rs_strerror(rc)) < 0) {
+        job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET; /* out of memory */
+    }
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Step many worlds in one request: the batch is checked as a whole (empty, too large, a world
+ * twice), each item on its own (its world exists, its token is the controller's), then the
+ * items run on the worker pool; every item gets its State or its Error, in item order. */
+static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *unused,
+                         Robosim__V1__Response *rp, rs_status_t *st)
+{
+    const Robosim__V1__StepBatch *b = rq->step_batch;
+    size_t n = b->n_items;
+    if (n == 0)
+        return rs_fail(st, RS_EINVAL, "StepBatch carries no items; add one BatchItem per world");
+    if (n > (size_t)s->cfg.max_batch)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "StepBatch of %zu items is over this server's limit of %d (--max-batch); "
+                       "split it",
+                       n, s->cfg.max_batch);
+    batch_job_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
+    world_entry_t **where = arena_alloc(&s->arena, n * sizeof *where);
+    uint64_t *unknown = arena_alloc(&s->arena, n * sizeof *unknown);
+    Robosim__V1__BatchResult **results = arena_alloc(&s->arena, n * sizeof *results);
+    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
+    if (!jobs || !where || !unknown || !results || !reply)
+        return OOM(st);
+
+    /* the same world twice refuses the whole batch, before anything changes: each world found
+     * is marked with this batch's number; unknown ids are sorted to compare them */
+    uint64_t mark = ++s->batches;
+    size_t nunknown = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = b->items[i]->world_id;
+        world_entry_t *w = where[i] = rs_server_world(s, id);
+        if (!w) {
+            unknown[nunknown++] = id;
+            continue;
+        }
+        if (w->batch_mark == mark)
+            return rs_fail(st, RS_EINVAL,
+                           "world %llu appears twice in the batch (items %zu and %zu); a batch "
+                           "steps each world at most once",
+                           (unsigned long long)id, w->batch_item, i);
+        w->batch_mark = mark;
+        w->batch_item = i;
+    }
+    qsort(unknown, nunknown, sizeof *unknown, by_id);
+    for (size_t i = 1; i < nunknown; i++)
+        if (unknown[i] == unknown[i - 1])
+            return rs_fail(st, RS_EINVAL,
+                           "world %llu appears twice in the batch; a batch steps each world at "
+                           "most once (and there is no world %llu on this server)",
+                           (unsigned long long)unknown[i], (unsigned long long)unknown[i]);
+
+    /* per item: its world and its token; refused items get their error now */
+    size_t nrun = 0;
+    for (size_t i = 0; i < n; i++) {
+        const Robosim__V1__BatchItem *it = b->items[i];
+        Robosim__V1__BatchResult *r = arena_alloc(&s->arena, sizeof *r);
+        if (!r)
+            return OOM(st);
+        robosim__v1__batch_result__init(r);
+        r->world_id = it->world_id;
+        results[i] = r;
+        rs_status_t ist;
+        rs_status_clear(&ist);
+        world_entry_t *w = where[i];
+        int rc = 0;
+        if (!w)
+            rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
+                         (unsigned long long)it->world_id);
+        else if (!it->step)
+            rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
+                         (unsigned long long)it->world_id);
+        else
+            rc = rs_auth_check(s, w, it->token, "step", &ist);
+        if (rc < 0) {
+            if (batch_error(&s->arena, r, rc, ist.message) < 0)
+                return OOM(st);
+            continue;
+        }
+        jobs[nrun++] = (batch_job_t){w, it->step, r};
+    }
+
+    batch_run_t run = {s, jobs};
+    rs_pool_run(s->pool, nrun, batch_step, &run);
+    for (size_t i = 0; i < nrun; i++) {
+        if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+            return OOM(st);
+        if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
+            rs_stream_offer(s, jobs[i].w, jobs[i].result->state); /* the loop's thread only */
+    }
+
+    robosim__v1__step_batch_reply__init(reply);
+    reply->n_results = n;
+    reply->results = results;
+    REPLY(rp, step_batch, STEP_BATCH, reply);
+    return 0;
 }
 
 static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
-    return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, st);
+    int rc = reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, st);
+    if (rc < 0 || !rq->get_state->snapshot)
+        return rc;
+    size_t n = 0;
+    rs_snapshot_size(w->world, &n);
+    uint8_t *buf = arena_alloc(&s->arena, n);
+    if (!buf)
+        return OOM(st);
+    if ((rc = rs_snapshot_write(w->world, buf, n, &n, st)) < 0)
+        return rc;
+    rp->get_state->snapshot.data = buf;
+    rp->get_state->snapshot.len = n;
+    return 0;
+}
+
+/* Restore a world from a snapshot (GetState.snapshot); the world is unchanged on error. */
+static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+                        Robosim__V1__Response *rp, rs_status_t *st)
+{
+    const ProtobufCBinaryData *b = &rq->set_state->snapshot;
+    if (!b->len)
+        return rs_fail(st, RS_EINVAL,
+                       "SetState carries no snapshot; send State.snapshot from "
+                       "GetState{snapshot: true}");
+    int rc = rs_snapshot_read(w->world, b->data, b->len, st);
+    if (rc < 0)
+        return rc;
+    return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, st);
+}
+
+/* A new world from a snapshot of world w (its state now, or ForkWorld.snapshot); anyone who
+ * may read w may fork it, and becomes the fork's controller. */
+static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+                         Robosim__V1__Response *rp, rs_status_t *st)
+{
+    const ProtobufCBinaryData *b = &rq->fork_world->snapshot;
+    if (s->nworlds >= s->cfg.max_worlds)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "this server holds at most %d worlds (--max-worlds); destroy one first",
+                       s->cfg.max_worlds);
+    uint64_t from = w->id;
+    rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, b->len, st);
+    if (!world)
+        return st->code;
+    world_entry_t *we = add_world(s, world, st);
+    if (!we)
+        return st->code;
+    rs_log(RS_LOG_INFO, "world %llu forked from world %llu%s", (unsigned long long)we->id,
+           (unsigned long long)from, b->len ? " (from a snapshot)" : "");
+    Robosim__V1__CreateWorldReply *cr = controller_reply(s, we);
+    if (!cr)
+        return OOM(st);
+    REPLY(rp, fork_world, FORK_WORLD, cr);
+    return 0;
 }
 
 static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
@@ -346,6 +638,33 @@ static int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, worl
     return 0;
 }
 
+/* Take control of a world whose controller's lease has lapsed. Presenting the current token
+ * renews the lease and returns the same token (a controller checking in after a reconnect). */
+static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+                    Robosim__V1__Response *rp, rs_status_t *st)
+{
+    int rc = 0;
+    if (rq->token && rq->token[0] && rs_auth_check(s, w, rq->token, "claim", NULL) == 0) {
+        /* already the controller: the lease was renewed by the check */
+    } else {
+        double left = rs_lease_remaining(s, w);
+        if (left > 0)
+            return rs_fail(st, RS_EPRECOND,
+                           "world %llu has a controller whose lease runs for another %.1f s; "
+                           "Claim again after it lapses (the lease is %g s, renewed by every "
+                           "change the controller makes)",
+                           (unsigned long long)w->id, left, s->cfg.lease_seconds);
+        if ((rc = rs_auth_grant(s, w, st)) < 0)
+            return rc;
+        rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
+    }
+    Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);
+    if (!cr)
+        return OOM(st);
+    REPLY(rp, claim, CLAIM, cr);
+    return 0;
+}
+
 /* ---- the table --------------------------------------------------------------------------- */
 
 #define OP(CASE, name, fn, needs_world, mutates) {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates}
@@ -364,6 +683,10 @@ static const rs_op_t ops[] = {
     OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1),
     OP(SET_TARGET, "set_target", op_set_target, 1, 1),
     OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0),
+    OP(CLAIM, "claim", op_claim, 1, 0),
+    OP(SET_STATE, "set_state", op_set_state, 1, 1),
+    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0),
+    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1), /* tokens per item */
 };
 
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op)

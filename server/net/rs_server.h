@@ -18,6 +18,14 @@ typedef struct rs_server_config {
     size_t max_message_size;        /* larger requests get RESOURCE_EXHAUSTED */
     uint64_t max_steps_per_request; /* control steps one Step may ask for */
     const char *default_preset;     /* world created at start-up (id 1), or NULL */
+    double lease_seconds;           /* a controller silent this long can be replaced (Claim) */
+    const char *controller_token;   /* world 1's token (32 hex digits), or NULL: a random one,
+                                       logged, with the lease already lapsed (claimable) */
+    int max_batch;                  /* StepBatch items at most (more: RESOURCE_EXHAUSTED) */
+    int threads;                    /* workers stepping a batch (the loop's thread included) */
+    const char *stream_endpoint;    /* observer stream PUB endpoint, or NULL for none */
+    int stream_explicit;            /* the endpoint was asked for: failing to bind it is fatal */
+    double stream_max_hz;           /* states per second a world publishes at most (default) */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
@@ -19,14 +20,28 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->max_message_size = 4u << 20;
     cfg->max_steps_per_request = 1000000;
     cfg->default_preset = "workshop";
+    cfg->lease_seconds = 30.0;
+    cfg->controller_token = NULL;
+    cfg->max_batch = 4096;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    cfg->threads = ncpu > 0 ? (int)ncpu : 1;
+    cfg->stream_endpoint = "tcp://127.0.0.1:5556";
+    cfg->stream_explicit = 0;
+    cfg->stream_max_hz = 60.0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
 {
-    for (int i = 0; i < s->nworlds; i++)
-        if (s->worlds[i].id == id)
-            return &s->worlds[i];
-    return NULL;
+    /* the table is sorted by id: ids only grow and new worlds go at the end */
+    int lo = 0, hi = s->nworlds;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (s->worlds[mid].id < id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < s->nworlds && s->worlds[lo].id == id ? &s->worlds[lo] : NULL;
 }
 
 /* Wire code of a core code: the same number, positive. */
@@ -81,9 +96,15 @@ static void unknown_ops(const Robosim__V1__Request *rq, char *buf, size_t len)
                                  rq->base.unknown_fields[i].tag);
 }
 
+/* protobuf-c allocates the unpacked request in the reply arena: no malloc per field (a batch
+ * of 1024 items is thousands of them), and everything goes at the next arena_reset. */
+static void *arena_pb_alloc(void *arena, size_t size) { return arena_alloc(arena, size); }
+static void arena_pb_free(void *arena, void *p) {} /* everything goes at arena_reset */
+
 void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
                       size_t *outlen)
 {
+    ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &s->arena};
     rs_status_t st;
     rs_status_clear(&st);
     arena_reset(&s->arena);
@@ -96,7 +117,7 @@ void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint
         error_reply(s, 0, RS_EEXHAUSTED, st.message, out, outlen);
         return;
     }
-    Robosim__V1__Request *rq = robosim__v1__request__unpack(NULL, len, req);
+    Robosim__V1__Request *rq = robosim__v1__request__unpack(&in_arena, len, req);
     if (!rq) {
         snprintf(st.message, sizeof st.message,
                  "the %zu bytes received are not a valid robosim.v1.Request; serialize a Request "
@@ -124,7 +145,9 @@ void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
                          (unsigned long long)rq->world_id, s->nworlds);
-        else
+        else if (op->needs_world && op->mutates)
+            rc = rs_auth_check(s, w, rq->token, op->name, &st);
+        if (rc == 0)
             rc = op->fn(s, rq, w, &rp, &st);
         if (rs_log_enabled(RS_LOG_DEBUG))
             rs_log(RS_LOG_DEBUG, "request %llu %s world %llu -> %s", (unsigned long long)rq->id,
@@ -134,7 +157,8 @@ void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint
         error_reply(s, rq->id, rc, st.message[0] ? st.message : rs_strerror(rc), out, outlen);
     else
         pack(s, &rp, out, outlen);
-    robosim__v1__request__free_unpacked(rq, NULL);
+    /* no robosim__v1__request__free_unpacked: the request lives in the arena (in_arena), which
+     * the next request resets; walking it only to call a no-op free costs a batch's time */
 }
 
 rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
@@ -147,6 +171,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     s->cfg = *cfg;
     s->next_world_id = 1;
     arena_init(&s->arena, 64 << 10);
+    if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
+        rs_server_destroy(&s);
+        return NULL;
+    }
     s->worlds = calloc((size_t)(cfg->max_worlds > 0 ? cfg->max_worlds : 1), sizeof *s->worlds);
     if (!s->worlds) {
         rs_fail(st, RS_EEXHAUSTED, "out of memory for %d worlds", cfg->max_worlds);
@@ -159,9 +187,27 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
             rs_server_destroy(&s);
             return NULL;
         }
-        s->worlds[0].id = s->next_world_id++;
-        s->worlds[0].world = w;
+        world_entry_t *we = &s->worlds[0];
+        we->id = s->next_world_id++;
+        we->world = w;
         s->nworlds = 1;
+        /* world 1's controller: the token given on the command line, its lease running from
+         * now; or a random token (logged) with the lease already lapsed, so the first client
+         * to Claim the world controls it */
+        if (cfg->controller_token) {
+            snprintf(we->token, sizeof we->token, "%s", cfg->controller_token);
+            we->lease_until = rs_monotonic() + cfg->lease_seconds;
+        } else {
+            if (rs_token_generate(we->token, st) < 0) {
+                rs_server_destroy(&s);
+                return NULL;
+            }
+            we->lease_until = rs_monotonic();
+            rs_log(RS_LOG_INFO,
+                   "world 1 (%s): controller token %s (claimable now: Claim it, or present this "
+                   "token)",
+                   cfg->default_preset, we->token);
+        }
     }
     if (cfg->bind) {
         s->zctx = zmq_ctx_new();
@@ -176,6 +222,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
             rs_server_destroy(&s);
             return NULL;
         }
+        if (rs_stream_open(s, st) < 0) {
+            rs_server_destroy(&s);
+            return NULL;
+        }
     }
     return s;
 }
@@ -187,6 +237,7 @@ void rs_server_destroy(rs_server_t **ps)
         return;
     if (s->router)
         zmq_close(s->router);
+    rs_stream_close(s);
     if (s->zctx)
         zmq_ctx_term(s->zctx);
     for (int i = 0; i < s->nworlds; i++)
@@ -194,6 +245,7 @@ void rs_server_destroy(rs_server_t **ps)
     free(s->worlds);
     free(s->out);
     arena_free(&s->arena);
+    rs_pool_destroy(&s->pool);
     free(s);
     *ps = NULL;
 }
@@ -226,11 +278,17 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
     /* A blocking receive with a timeout rather than zmq_poll: one socket to read, and one wait
      * per request fewer (measured by bench/robosim_bench.c). The timeout bounds how long a stop
      * request waits when signals are not delivered to this thread. */
-    int timeout_ms = 200;
+    int timeout_ms = 200, idle_ms = 200;
     zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s (%d world%s)", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, s->cfg.bind, s->nworlds, s->nworlds == 1 ? "" : "s");
     while (!*stop) {
+        /* wake up in time for a state the stream's rate limit held back */
+        int due = rs_stream_flush(s), want = due < 0 || due > idle_ms ? idle_ms : due;
+        if (want != timeout_ms) {
+            timeout_ms = want;
+            zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
+        }
         zmq_msg_t frames[MAX_ENVELOPE + 1];
         int n = 0;
         if (recv_request(s->router, frames, &n) < 0) {
@@ -260,7 +318,9 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
             rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
         zmq_msg_close(payload);
     }
-    rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors)",
-           (unsigned long long)s->requests, (unsigned long long)s->errors);
+    rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors); %llu stream frames sent, %llu "
+           "not sent",
+           (unsigned long long)s->requests, (unsigned long long)s->errors,
+           (unsigned long long)s->frames_sent, (unsigned long long)s->frames_dropped);
     return 0;
 }

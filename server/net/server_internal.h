@@ -3,22 +3,48 @@
 #define RS_SERVER_INTERNAL_H
 
 #include "arena.h"
+#include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
+
+#define RS_TOKEN_LEN 32 /* hex digits of a controller token (128 random bits) */
 
 typedef struct world_entry {
     uint64_t id;
     rs_world_t *world;
+    char token[RS_TOKEN_LEN + 1];      /* the controller's token */
+    char prev_token[RS_TOKEN_LEN + 1]; /* the token a Claim replaced ("" if none): refused as
+                                          expired rather than wrong */
+    double lease_until;                /* rs_monotonic() time the controller's lease lapses */
+    /* observer stream (stream.c) */
+    uint64_t stream_seq;               /* frames published for this world (State.seq) */
+    double stream_last;                /* rs_monotonic() time of the last one */
+    int stream_pending;                /* a state was held back by the rate limit */
+    int watched;                       /* someone subscribes to the world's topic ... */
+    uint64_t watched_gen;              /* ... as of this subscription generation */
+    uint64_t batch_mark;               /* the StepBatch that last named this world */
+    size_t batch_item;                 /* ... as its item number */
 } world_entry_t;
 
 struct rs_server {
     rs_server_config_t cfg;
     void *zctx;
     void *router;
-    world_entry_t *worlds; /* cfg.max_worlds slots, the first nworlds used */
+    world_entry_t *worlds; /* cfg.max_worlds slots, the first nworlds used, sorted by id */
     int nworlds;
     uint64_t next_world_id;
     arena_t arena;         /* the reply being built */
+    rs_pool_t *pool;       /* StepBatch workers, each with its arena for the States it builds */
+    /* observer stream (stream.c) */
+    void *xpub;            /* the PUB side (an XPUB, to see subscriptions), or NULL */
+    char stream_endpoint[256]; /* as bound ("" when off) */
+    char **subs;           /* topic prefixes someone subscribes to */
+    int nsubs, capsubs;
+    int subs_overflow;     /* too many prefixes to track: every world counts as watched */
+    uint64_t sub_gen;      /* bumped when the prefixes change */
+    double stream_next_due; /* earliest time a held-back state is due, or INFINITY */
+    uint64_t frames_sent, frames_dropped;
+    uint64_t batches;      /* StepBatch requests seen, for world_entry_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
     uint64_t requests, errors;
@@ -34,7 +60,8 @@ typedef struct rs_op {
     const char *name;   /* as in capabilities and logs */
     rs_handler_fn fn;
     int needs_world;    /* the request's world_id must name an existing world */
-    int mutates;        /* changes a world (controllers only, once roles exist) */
+    int mutates;        /* changes a world: with needs_world, Request.token must be the world's
+                           controller token (auth.c) */
 } rs_op_t;
 
 /* The dispatch table row for a request type, or NULL. */
@@ -45,5 +72,44 @@ const rs_op_t *rs_ops(size_t *n);
 
 /* The entry of world `id`, or NULL. */
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id);
+
+/* ---- auth.c: controller tokens and leases ---- */
+
+/* Seconds on a monotonic clock. */
+double rs_monotonic(void);
+
+/* A fresh random token (RS_TOKEN_LEN hex digits and a NUL). 0 or RS_EINTERNAL. */
+int rs_token_generate(char out[RS_TOKEN_LEN + 1], rs_status_t *st);
+
+/* Make the caller w's controller: a new token (the old one is kept as prev_token, refused as
+ * expired), the lease running from now. 0 or RS_EINTERNAL. */
+int rs_auth_grant(rs_server_t *s, world_entry_t *w, rs_status_t *st);
+
+/* Whether `token` is w's controller token: 0 (and the lease renewed), else RS_EPERM with a
+ * message naming the world and saying whether the token is missing, wrong or expired. */
+int rs_auth_check(rs_server_t *s, world_entry_t *w, const char *token, const char *opname,
+                  rs_status_t *st);
+
+/* Seconds until w's lease lapses (negative: lapsed, the world can be claimed). */
+double rs_lease_remaining(const rs_server_t *s, const world_entry_t *w);
+
+/* ---- stream.c: the observer stream ---- */
+
+/* Bind the stream socket (cfg.stream_endpoint; nothing when NULL). 0, or RS_EPRECOND when it
+ * cannot be bound and the endpoint was asked for explicitly; the default endpoint failing only
+ * logs a warning and leaves the stream off. */
+int rs_stream_open(rs_server_t *s, rs_status_t *st);
+
+/* Close the stream socket and free the subscription list. */
+void rs_stream_close(rs_server_t *s);
+
+/* Offer world w's new `state` (after a Step, Reset, SetState) to the stream: published now
+ * (state->seq set to the new sequence number) unless the world's rate limit holds it back,
+ * in which case the world's state is published when the limit allows (rs_stream_flush). */
+void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state);
+
+/* Publish the held-back states that are due (uses s->arena: call between requests). Returns
+ * the milliseconds until the next one is due, or -1 when none waits. */
+int rs_stream_flush(rs_server_t *s);
 
 #endif

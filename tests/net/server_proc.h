@@ -32,15 +32,22 @@ static int free_port(void)
     return port;
 }
 
-/* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello.
+/* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello. The
+ * observer stream binds a free loopback port unless `extra` says --stream or --no-stream.
  * Returns 0, or -1 if it did not come up within 10 s. */
 static int server_start(server_proc_t *sp, const char *binary, const char *const *extra)
 {
     snprintf(sp->endpoint, sizeof sp->endpoint, "tcp://127.0.0.1:%d", free_port());
     const char *argv[32] = {binary, "--bind", sp->endpoint, "--log-level", "warn"};
-    int argc = 5;
-    for (int i = 0; extra && extra[i] && argc < 30; i++)
+    int argc = 5, stream_given = 0;
+    for (int i = 0; extra && extra[i] && argc < 28; i++) {
+        stream_given |= !strcmp(extra[i], "--stream") || !strcmp(extra[i], "--no-stream");
         argv[argc++] = extra[i];
+    }
+    if (!stream_given) { /* each test server its own stream port (Hello says which) */
+        argv[argc++] = "--stream";
+        argv[argc++] = "tcp://127.0.0.1:*";
+    }
     argv[argc] = NULL;
     sp->pid = fork();
     if (sp->pid == 0) {

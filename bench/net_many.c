@@ -1,0 +1,312 @@
+/* Many clients on one server (issue 5), two figures:
+ *
+ *  (a) observers: a controller's Step round trips per second (diff-drive world, new commands
+ *      every step, full state back) with 0 and with 16 subscribers connected to the observer
+ *      stream and reading every frame. The subscribers run in a separate process, 16 threads
+ *      with a SUB socket each. Blocks with and without them alternate so drift hits both. Run at
+ *      the default rate limit (60 states per second per world) and with the limit lifted
+ *      (every step published to all 16). Goal: less than 10% apart.
+ *  (b) batches: world-steps per second of finger worlds with StepBatch of 1, 16, 256 and 1024
+ *      items (one 10 ms control step each, a new force per world per request), on servers with
+ *      --threads 1 and --threads 2. Goal: 1e6 world-steps per second at 1024.
+ *
+ * usage: bench_net_many [a|b|ab [SECONDS_PER_FIGURE [PATH/TO/robosim-server]]]
+ *        (default ab, 2 s, the server next to this binary) */
+#include "server_proc.h"
+
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define NSUBS 16
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- the subscriber process: commands on a pipe -------------------------------------------
+ * "connect ENDPOINT\n": 16 SUB threads subscribe to everything and read; answers "ok\n" once
+ *                       connected. "close\n": they stop; answers "frames N\n". "quit\n". */
+
+typedef struct sub_thread {
+    pthread_t tid;
+    void *ctx;
+    char endpoint[256];
+    atomic_int *stop;
+    long frames;
+} sub_thread_t;
+
+static void *sub_main(void *arg)
+{
+    sub_thread_t *t = arg;
+    void *s = zmq_socket(t->ctx, ZMQ_SUB);
+    int linger = 0;
+    zmq_setsockopt(s, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(s, ZMQ_SUBSCRIBE, "", 0);
+    zmq_connect(s, t->endpoint);
+    zmq_msg_t m;
+    while (!atomic_load(t->stop)) {
+        zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
+        if (zmq_poll(&it, 1, 50) <= 0)
+            continue;
+        int more = 1;
+        while (more) {
+            zmq_msg_init(&m);
+            if (zmq_msg_recv(&m, s, 0) < 0) {
+                zmq_msg_close(&m);
+                break;
+            }
+            more = zmq_msg_more(&m);
+            zmq_msg_close(&m);
+        }
+        t->frames++;
+    }
+    zmq_close(s);
+    return NULL;
+}
+
+static void subscriber_process(int in, int out)
+{
+    FILE *cmd = fdopen(in, "r"), *rep = fdopen(out, "w");
+    void *ctx = zmq_ctx_new();
+    sub_thread_t threads[NSUBS];
+    atomic_int stop;
+    char line[512];
+    while (fgets(line, sizeof line, cmd)) {
+        if (!strncmp(line, "connect ", 8)) {
+            atomic_store(&stop, 0);
+            line[strcspn(line, "\n")] = '\0';
+            for (int i = 0; i < NSUBS; i++) {
+                threads[i] = (sub_thread_t){0, ctx, "", &stop, 0};
+                snprintf(threads[i].endpoint, sizeof threads[i].endpoint, "%s", line + 8);
+                pthread_create(&threads[i].tid, NULL, sub_main, &threads[i]);
+            }
+            struct timespec ts = {0, 300 * 1000 * 1000}; /* let the subscriptions arrive */
+            nanosleep(&ts, NULL);
+            fprintf(rep, "ok\n");
+            fflush(rep);
+        } else if (!strncmp(line, "close", 5)) {
+            atomic_store(&stop, 1);
+            long frames = 0;
+            for (int i = 0; i < NSUBS; i++) {
+                pthread_join(threads[i].tid, NULL);
+                frames += threads[i].frames;
+            }
+            fprintf(rep, "frames %ld\n", frames);
+            fflush(rep);
+        } else {
+            break;
+        }
+    }
+    zmq_ctx_term(ctx);
+    _exit(0);
+}
+
+typedef struct subs {
+    pid_t pid;
+    FILE *cmd, *rep;
+} subs_t;
+
+static int subs_start(subs_t *s)
+{
+    int to[2], from[2];
+    if (pipe(to) || pipe(from))
+        return -1;
+    s->pid = fork();
+    if (s->pid == 0) {
+        close(to[1]);
+        close(from[0]);
+        subscriber_process(to[0], from[1]);
+    }
+    close(to[0]);
+    close(from[1]);
+    s->cmd = fdopen(to[1], "w");
+    s->rep = fdopen(from[0], "r");
+    return 0;
+}
+
+static long subs_say(subs_t *s, const char *what, const char *arg)
+{
+    char line[128];
+    fprintf(s->cmd, "%s%s%s\n", what, arg ? " " : "", arg ? arg : "");
+    fflush(s->cmd);
+    if (!fgets(line, sizeof line, s->rep))
+        return -1;
+    long n = 0;
+    sscanf(line, "frames %ld", &n);
+    return n;
+}
+
+/* ---- (a) observers ------------------------------------------------------------------------- */
+
+static double step_block(rsc_client_t *c, uint64_t world, int n, long *failures)
+{
+    double u[2] = {3.0, 2.5};
+    rsc_command_t cmd = {"robot", u, 2};
+    rsc_error_t err;
+    double t0 = now();
+    for (int i = 0; i < n; i++) {
+        u[0] = 3.0 + 0.001 * (i % 7);
+        Robosim__V1__State *s = NULL;
+        if (rsc_step(c, world, 1, 0, &cmd, 1, &s, &err) != 0)
+            (*failures)++;
+        rsc_free(s);
+    }
+    return now() - t0;
+}
+
+static void figure_observers(const char *server, subs_t *subs, double seconds, const char *hz)
+{
+    const char *extra[] = {"--stream-max-hz", hz, NULL};
+    server_proc_t sp;
+    if (server_start(&sp, server, extra) != 0) {
+        fprintf(stderr, "bench_net_many: cannot start %s\n", server);
+        return;
+    }
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(sp.endpoint, 5000, &err);
+    Robosim__V1__HelloReply *h = NULL;
+    uint64_t world = 0;
+    if (!c || rsc_hello(c, 1, 0, &h, &err) != 0 || !h->stream_endpoint[0] ||
+        rsc_create_world(c, "diff_drive", NULL, 0, 0, &world, &err) != 0) {
+        fprintf(stderr, "bench_net_many: %s\n", err.message);
+        server_stop(&sp);
+        return;
+    }
+    char ep[256];
+    snprintf(ep, sizeof ep, "%s", h->stream_endpoint);
+    rsc_free(h);
+    long failures = 0;
+    double warm = step_block(c, world, 500, &failures);
+    int per_block = (int)fmax(200.0, seconds / 8.0 / (warm / 500.0));
+    const int rounds = 8;
+    double t0 = 0, t16 = 0;
+    long frames = 0;
+    for (int r = 0; r < rounds; r++) {
+        /* alternate which comes first */
+        for (int k = 0; k < 2; k++) {
+            int with = (r + k) % 2;
+            if (with)
+                subs_say(subs, "connect", ep);
+            double t = step_block(c, world, per_block, &failures);
+            if (with) {
+                t16 += t;
+                frames += subs_say(subs, "close", NULL);
+            } else {
+                t0 += t;
+            }
+        }
+    }
+    long n = (long)rounds * per_block;
+    double r0 = (double)n / t0, r16 = (double)n / t16;
+    printf("  stream-max-hz %-8s  0 subscribers: %8.0f steps/s (%6.1f us)   16 subscribers: %8.0f "
+           "steps/s (%6.1f us)   %+5.1f%%   frames read: %ld (%.1f per step per subscriber)%s\n",
+           hz, r0, 1e6 / r0, r16, 1e6 / r16, 100.0 * (r16 - r0) / r0, frames,
+           (double)frames / (double)n / NSUBS, failures ? "  FAILURES" : "");
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+/* ---- (b) batches --------------------------------------------------------------------------- */
+
+static void figure_batches(const char *server, double seconds, const char *threads)
+{
+    const int max_b = 1024;
+    const char *extra[] = {"--threads", threads, "--max-worlds", "1100", "--no-world", NULL};
+    server_proc_t sp;
+    if (server_start(&sp, server, extra) != 0) {
+        fprintf(stderr, "bench_net_many: cannot start %s\n", server);
+        return;
+    }
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(sp.endpoint, 30000, &err);
+    uint64_t *ids = calloc(max_b, sizeof *ids);
+    for (int i = 0; i < max_b; i++)
+        if (!c || rsc_create_world(c, "finger", NULL, 0, (uint64_t)i, &ids[i], &err) != 0) {
+            fprintf(stderr, "bench_net_many: create: %s\n", err.message);
+            server_stop(&sp);
+            return;
+        }
+    rsc_batch_item_t *items = calloc(max_b, sizeof *items);
+    rsc_command_t *cmds = calloc(max_b, sizeof *cmds);
+    double *f = calloc(max_b, sizeof *f);
+    static const int sizes[] = {1, 16, 256, 1024};
+    for (int si = 0; si < 4; si++) {
+        int b = sizes[si];
+        long requests = 0, failures = 0;
+        double t0 = now(), t = 0;
+        do {
+            for (int i = 0; i < b; i++) {
+                f[i] = 0.5 + 0.5 * sin(0.1 * (double)requests + i); /* a new force each step */
+                cmds[i] = (rsc_command_t){"finger", &f[i], 1};
+                items[i] = (rsc_batch_item_t){ids[i], 1, 0, &cmds[i], 1, NULL, 0};
+            }
+            Robosim__V1__StepBatchReply *r = NULL;
+            if (rsc_step_batch(c, items, (size_t)b, &r, &err) != 0)
+                failures++;
+            for (size_t i = 0; r && i < r->n_results; i++)
+                failures += r->results[i]->result_case != ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+            rsc_free(r);
+            requests++;
+            t = now() - t0;
+        } while (t < seconds || requests < 3);
+        double ws = (double)requests * b / t;
+        printf("  --threads %s  batch %5d: %9.0f world-steps/s  (%7.0f requests/s, %6.2f us per "
+               "world-step)%s\n",
+               threads, b, ws, (double)requests / t, 1e6 / ws, failures ? "  FAILURES" : "");
+        fflush(stdout);
+    }
+    free(items);
+    free(cmds);
+    free(f);
+    free(ids);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+int main(int argc, char **argv)
+{
+    const char *which = argc > 1 ? argv[1] : "ab";
+    double seconds = argc > 2 ? atof(argv[2]) : 2.0;
+    char path[PATH_MAX];
+    if (argc > 3) {
+        snprintf(path, sizeof path, "%s", argv[3]);
+    } else {
+        char self[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        self[n > 0 ? n : 0] = '\0';
+        snprintf(path, sizeof path, "%s/robosim-server", dirname(self));
+    }
+    if (!strcmp(which, "--help") || seconds <= 0) {
+        printf("usage: bench_net_many [a|b|ab [SECONDS_PER_FIGURE [PATH/TO/robosim-server]]]\n");
+        return 0;
+    }
+    subs_t subs = {0};
+    if (strchr(which, 'a') && subs_start(&subs) != 0) /* before this process starts ZeroMQ */
+        return 1;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("bench_net_many: %ld online CPUs, server %s\n", ncpu, path);
+    if (strchr(which, 'a')) {
+        printf("(a) controller Step round trips (diff_drive, commands + full state) with 0 and %d "
+               "stream subscribers reading:\n",
+               NSUBS);
+        figure_observers(path, &subs, seconds, "60");
+        figure_observers(path, &subs, seconds, "1000000");
+        fprintf(subs.cmd, "quit\n");
+        fflush(subs.cmd);
+        waitpid(subs.pid, NULL, 0);
+    }
+    if (strchr(which, 'b')) {
+        printf("(b) StepBatch of finger worlds, one 10 ms control step each (goal 1e6 "
+               "world-steps/s at 1024):\n");
+        figure_batches(path, seconds, "1");
+        figure_batches(path, seconds, "2");
+    }
+    return 0;
+}

@@ -1,0 +1,28 @@
+"""Build hook: generate robosim/_pb/robosim_pb2.py from the repository's proto/ with the protoc
+bundled in grpcio-tools (a build requirement, see pyproject.toml). The generated module is
+written into the source tree (so editable installs see it too) and never committed."""
+import os
+import sys
+
+from setuptools import setup
+from setuptools.command.build_py import build_py
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "src", "robosim"))
+import _protogen  # noqa: E402  (the same code regenerates at import time when the proto changed)
+
+
+class build_py_with_proto(build_py):
+    def run(self):
+        proto = _protogen.find_proto()
+        out = os.path.join(HERE, "src", "robosim", "_pb")
+        if proto:
+            _protogen.generate(proto, out)
+        elif not os.path.exists(os.path.join(out, "robosim_pb2.py")):
+            raise SystemExit(
+                "robosim: proto/robosim/v1/robosim.proto not found (set ROBOSIM_PROTO_DIR to "
+                "the repository's proto/ folder) and no generated robosim_pb2.py present")
+        super().run()
+
+
+setup(cmdclass={"build_py": build_py_with_proto})

@@ -1,0 +1,22 @@
+"""robosim: the Python client of the robosim simulation server.
+
+    robosim.Client            one method per protocol operation (client.py)
+    robosim.RobosimError      the server's error code and message; robosim.TimeoutError
+    gymnasium.make("robosim/FingerPush-v0")   Gymnasium environments for the server's tasks
+    robosim.vector.make(id, num_envs=N)      a VectorEnv stepped by one batched request
+    robosim.Observer(endpoint, world_id)     the live stream of one world
+    robosim.LocalServer()     a robosim-server child process on a free loopback port
+"""
+from .client import Client
+from .errors import ProtocolError, RobosimError, TimeoutError
+from .envs import TASKS, RobosimEnv, register_envs
+from .observer import Observer
+from .server import LocalServer, find_server_binary
+from . import baselines, vector  # noqa: F401
+
+__version__ = "0.1.0"
+
+register_envs()
+
+__all__ = ["Client", "RobosimError", "TimeoutError", "ProtocolError", "RobosimEnv", "TASKS",
+           "Observer", "LocalServer", "find_server_binary", "vector", "baselines", "register_envs"]

@@ -1,0 +1,90 @@
+"""Generate the Python message code (robosim_pb2.py) from proto/robosim/v1/robosim.proto with the
+protoc bundled in grpcio-tools. Standard library only: setup.py imports this file directly.
+
+Next to the generated module a stamp records the proto's SHA-256 and the protoc version, so the
+package can tell at import time that the proto changed (a checkout with new fields) and
+regenerate (robosim/_proto.py)."""
+import hashlib
+import os
+import shutil
+import tempfile
+
+PROTO_REL = os.path.join("robosim", "v1", "robosim.proto")
+MODULE = "robosim_pb2.py"
+STAMP = "robosim_pb2.stamp"
+
+
+def find_proto():
+    """The path of robosim.proto: $ROBOSIM_PROTO_DIR/robosim/v1/robosim.proto, else the first
+    proto/robosim/v1/robosim.proto in a parent folder of this file (a repository checkout);
+    None when there is none."""
+    env = os.environ.get("ROBOSIM_PROTO_DIR")
+    if env:
+        path = os.path.join(env, PROTO_REL)
+        return path if os.path.isfile(path) else None
+    d = os.path.dirname(os.path.abspath(__file__))
+    for _ in range(8):
+        path = os.path.join(d, "proto", PROTO_REL)
+        if os.path.isfile(path):
+            return path
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+    return None
+
+
+def proto_digest(proto_file):
+    with open(proto_file, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def read_stamp(out_dir):
+    """(proto sha256, protoc version) recorded with the generated module, or (None, None)."""
+    try:
+        with open(os.path.join(out_dir, STAMP)) as f:
+            digest, version = (f.read().split() + [None, None])[:2]
+            return digest, version
+    except OSError:
+        return None, None
+
+
+def is_current(proto_file, out_dir):
+    return (os.path.isfile(os.path.join(out_dir, MODULE))
+            and read_stamp(out_dir)[0] == proto_digest(proto_file))
+
+
+def protoc_version():
+    """The version of grpc_tools' protoc ("35.1"), or "unknown"."""
+    import subprocess
+    import sys
+    try:
+        out = subprocess.run([sys.executable, "-m", "grpc_tools.protoc", "--version"],
+                             capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.strip().replace("libprotoc ", "") or "unknown"
+
+
+def generate(proto_file, out_dir):
+    """Run grpc_tools' protoc on proto_file into out_dir/robosim_pb2.py (atomically) and write
+    the stamp. Raises ImportError without grpcio-tools, RuntimeError when protoc fails."""
+    from grpc_tools import protoc  # noqa: F401  (ImportError says what is missing)
+    proto_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(proto_file))))
+    os.makedirs(out_dir, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        rc = protoc.main(["protoc", "--proto_path=" + proto_dir, "--python_out=" + tmp,
+                          os.path.abspath(proto_file)])
+        produced = os.path.join(tmp, "robosim", "v1", MODULE)
+        if rc != 0 or not os.path.isfile(produced):
+            raise RuntimeError("protoc failed (exit %s) on %s" % (rc, proto_file))
+        fd, partial = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
+        os.close(fd)
+        shutil.copyfile(produced, partial)
+        os.replace(partial, os.path.join(out_dir, MODULE))
+    init = os.path.join(out_dir, "__init__.py")
+    if not os.path.exists(init):
+        with open(init, "w") as f:
+            f.write('"""Generated protocol code (robosim_pb2.py, not committed)."""\n')
+    with open(os.path.join(out_dir, STAMP), "w") as f:
+        f.write("%s %s\n" % (proto_digest(proto_file), protoc_version()))

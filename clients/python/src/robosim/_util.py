@@ -1,0 +1,21 @@
+"""Small helpers shared by the commands."""
+import importlib
+
+from .errors import RobosimError
+
+
+def load_object(spec):
+    """'module:attr' (attr may be dotted) -> the object; RobosimError INVALID_ARGUMENT else."""
+    if ":" not in spec:
+        raise RobosimError.from_name("INVALID_ARGUMENT",
+                                     "expected module:callable, got %r" % spec)
+    mod_name, attr = spec.split(":", 1)
+    try:
+        obj = importlib.import_module(mod_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise RobosimError.from_name("NOT_FOUND", "cannot load %r: %s" % (spec, exc))
+    if not callable(obj):
+        raise RobosimError.from_name("INVALID_ARGUMENT", "%r is not callable" % spec)
+    return obj

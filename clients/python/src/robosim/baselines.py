@@ -1,0 +1,136 @@
+"""Scripted baseline policies, one per task, for robosim-eval and as examples:
+
+    robosim-eval --env robosim/FingerPush-v0 --policy robosim.baselines:finger_push ...
+    robosim-eval --env robosim/SerialArmReach-v0 --policy robosim.baselines:auto ...
+
+A policy maps an observation to an action. A *policy factory* (marked with @policy_factory) is
+called once with the environment and returns the policy; robosim-eval knows the difference.
+`auto` is a factory that picks the baseline of the environment's task."""
+import math
+
+import numpy as np
+
+
+def policy_factory(fn):
+    """Mark fn(env) -> policy as a factory."""
+    fn.robosim_policy_factory = True
+    return fn
+
+
+def _wrap(a):
+    return math.atan2(math.sin(a), math.cos(a))
+
+
+def _clip(v, lo, hi):
+    return lo if v < lo else hi if v > hi else v
+
+
+def finger_push(obs):
+    """Push until the object, released, would coast to the target (kinetic friction stops a free
+    object at >= 0.5 m/s^2), then pull back and let it slide to rest."""
+    x_f, v_f, x_o, v_o, target, _tip = obs
+    dist = target - x_o
+    if dist <= 0.0 or (v_o > 0 and v_o * v_o / (2 * 0.5) >= dist - 0.01):
+        return np.array([-5.0])
+    return np.array([_clip(8.0 * (min(0.8, math.sqrt(dist)) - v_f), -5.0, 5.0)])
+
+
+def finger_touch(obs):
+    """Approach slowly (an impact kicks the object), let a sliding object stop, then press
+    with the target force (below static friction the object stays put)."""
+    gap, v_f, _disp, v_o, _tip, target = obs
+    if gap > 1e-9:
+        v = max(0.02, min(0.3, 2.0 * gap))
+        return np.array([_clip(6.0 * (v - v_f) + v_f * abs(v_f), -2.0, 2.0)])
+    return np.array([0.0 if abs(v_o) > 0 else target])
+
+
+def _params(env):
+    spec = env.unwrapped.world_spec
+    (ent,) = spec["entities"].values()
+    return {k: p["values"] for k, p in ent["params"].items()}
+
+
+@policy_factory
+def serial_arm_reach(env):
+    """Setpoints from the closed-form inverse kinematics (elbow up) of the target point."""
+    p = _params(env)
+    a1, a2 = p["a1"][0], p["a2"][0]
+
+    def policy(obs):
+        x, y = obs[6], obs[7]
+        D = (x * x + y * y - a1 * a1 - a2 * a2) / (2 * a1 * a2)
+        D = _clip(D, -1.0, 1.0)
+        q2 = math.atan2(-math.sqrt(1 - D * D), D)
+        q1 = math.atan2(y, x) - math.atan2(a2 * math.sin(q2), a1 + a2 * math.cos(q2))
+        return np.array([_wrap(q1), _wrap(q2)])
+    return policy
+
+
+@policy_factory
+def parallel_arm_reach(env):
+    """Servo setpoints from the parallel arm's inverse kinematics (seed 002's formulas)."""
+    p = _params(env)
+    L0, L1, L2 = p["L0"][0], p["L1"][0], p["L2"][0]
+    lo, hi = p["theta_min"], p["theta_max"]
+
+    def policy(obs):
+        x, y = obs[6], obs[7]
+        G = math.hypot(x - L0 / 2, y)
+        H = math.hypot(x + L0 / 2, y)
+        ca = _clip((G * G + L0 * L0 - H * H) / (2 * G * L0), -1, 1)
+        cb = _clip((H * H + L0 * L0 - G * G) / (2 * H * L0), -1, 1)
+        cg = _clip((G * G + L1 * L1 - L2 * L2) / (2 * G * L1), -1, 1)
+        ce = _clip((H * H + L1 * L1 - L2 * L2) / (2 * H * L1), -1, 1)
+        q1 = math.pi - math.acos(cb) - math.acos(ce)
+        q2 = math.pi - math.acos(ca) - math.acos(cg)
+        return np.array([_clip(q1, max(lo[0], 0.0), min(hi[0], math.pi / 2)),
+                         _clip(q2, max(lo[1], 0.0), min(hi[1], math.pi / 2))])
+    return policy
+
+
+def diff_drive_goal(obs):
+    """Head for the goal, pushed sideways by the nearest obstacle when it is close: a
+    potential field in the robot's observation, then a turn-and-drive wheel law."""
+    _x, _y, c, s, gdx, gdy, odx, ody, clearance, bumper = obs
+    dist = math.hypot(gdx, gdy)
+    want_x, want_y = gdx / max(dist, 1e-9), gdy / max(dist, 1e-9)
+    od = math.hypot(odx, ody)
+    if od > 0 and clearance < 60.0:
+        push = (60.0 - clearance) / 30.0
+        ax, ay = -odx / od, -ody / od  # away from the obstacle
+        # slide around it: add the tangent closer to the goal direction
+        tx, ty = -ay, ax
+        if tx * want_x + ty * want_y < 0:
+            tx, ty = -tx, -ty
+        want_x += push * (0.6 * ax + tx)
+        want_y += push * (0.6 * ay + ty)
+    err = _wrap(math.atan2(want_y, want_x) - math.atan2(s, c))
+    fwd = _clip(0.15 * dist, 1.0, 8.0) if abs(err) < 0.6 and bumper < 0.5 else 0.0
+    turn = _clip(4.0 * err, -4.0, 4.0)
+    return np.array([_clip(fwd + turn, -10, 10), _clip(fwd - turn, -10, 10)])
+
+
+BASELINES = {
+    "FingerPush-v0": finger_push,
+    "FingerTouch-v0": finger_touch,
+    "SerialArmReach-v0": serial_arm_reach,
+    "ParallelArmReach-v0": parallel_arm_reach,
+    "DiffDriveGoal-v0": diff_drive_goal,
+}
+
+
+def make_policy(obj, env):
+    """A policy (obs -> action) from a policy or a policy factory."""
+    if getattr(obj, "robosim_policy_factory", False):
+        return obj(env)
+    return obj
+
+
+@policy_factory
+def auto(env):
+    """The baseline of env's task."""
+    task = env.unwrapped.task
+    if task not in BASELINES:
+        raise ValueError("no baseline for task %r" % task)
+    return make_policy(BASELINES[task], env)

@@ -1,0 +1,146 @@
+"""The `robosim` command:
+
+    robosim tasks [--endpoint E]            the server's tasks with their rewards
+    robosim watch WORLD [--endpoint E]      print a world's states live from the stream
+    robosim plot [--out figure1.png] [--gif finger.gif] [--endpoint E]
+                 [--env robosim/FingerPush-v0 --policy robosim.baselines:auto --seed S]
+
+Without --endpoint, `tasks` and `plot` start a local robosim-server. `plot` draws seed 000's
+Figure 1 scenario on a finger world, or with --env one episode of a finger task."""
+import argparse
+import sys
+
+from .errors import RobosimError
+
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+
+
+def _client(endpoint, timeout):
+    from .client import Client
+    from .server import LocalServer
+    server = None
+    if endpoint is None:
+        server = LocalServer()
+        endpoint = server.endpoint
+    return Client(endpoint, timeout=timeout), server
+
+
+def cmd_tasks(args):
+    client, server = _client(args.endpoint, args.timeout)
+    try:
+        for name in client.server["tasks"]:
+            wid = client.create_world(task=name)
+            t = client.get_spec(wid)["task"]
+            client.destroy_world(wid)
+            print("%s\n  observation: %s\n  action: %s\n  reward: %s\n" % (
+                name, ", ".join(v["name"] for v in t["observation"]),
+                ", ".join("%s [%g, %g] %s" % (v["name"], v["lower"], v["upper"], v["unit"])
+                          for v in t["action"]), t["reward"]))
+    finally:
+        client.close()
+        if server:
+            server.close()
+    return 0
+
+
+def cmd_watch(args):
+    from .observer import Observer
+    obs = Observer(args.endpoint, args.world, stream_endpoint=args.stream, timeout=args.timeout)
+    n = 0
+    try:
+        while args.count is None or n < args.count:
+            try:
+                s = obs.next()
+            except RobosimError as exc:
+                if exc.code_name == "TIMEOUT" and args.count is None:
+                    continue
+                raise
+            n += 1
+            parts = ["seq %d" % s["seq"], "t %.4f s" % s["time"], "step %d" % s["step_count"]]
+            for name, e in s["entities"].items():
+                parts.append("%s[%s] x=%s" % (name, e["mode"], " ".join(
+                    "%.4g" % v for v in e["state"][:4])))
+            if s["task"]:
+                parts.append("reward %.4g" % s["task"]["reward"])
+            for ev in s["events"]:
+                parts.append("EVENT %s.%s@%.4f" % (ev["entity"], ev["kind"], ev["time"]))
+            print("  ".join(parts), flush=True)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        obs.close()
+    if obs.missed:
+        print("(missed %d states)" % obs.missed, file=sys.stderr)
+    return 0
+
+
+def cmd_plot(args):
+    from . import plot
+    if args.env:
+        import gymnasium as gym
+        from .baselines import make_policy
+        from ._util import load_object
+        from .envs import register_envs
+        register_envs()
+        kwargs = {"endpoint": args.endpoint} if args.endpoint else {}
+        env = gym.make(args.env, **kwargs)
+        try:
+            policy = make_policy(load_object(args.policy), env)
+            states, ret = plot.episode_run(env, policy, seed=args.seed)
+            spec = env.unwrapped.world_spec
+            task = env.unwrapped.task
+            target = states[0]["task"]["observation"][4] if task.startswith("FingerPush") else None
+            plot.plot_finger_run(states, args.out, target=target,
+                                 title="%s, seed %d: return %.2f in %d steps"
+                                 % (task, args.seed, ret, len(states) - 1))
+            if args.gif:
+                plot.write_gif(spec, states, args.gif, task=task, every=1, fps=10)
+        finally:
+            env.close()
+    else:
+        client, server = _client(args.endpoint, args.timeout)
+        try:
+            states, spec = plot.figure1_run(client)
+            plot.plot_finger_run(states, args.out)
+            if args.gif:
+                plot.write_gif(spec, states, args.gif, every=5, fps=20)
+        finally:
+            client.close()
+            if server:
+                server.close()
+    print("wrote %s%s" % (args.out, (" and " + args.gif) if args.gif else ""))
+    return 0
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="robosim", description="robosim Python tools")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("tasks", help="list the server's tasks and their rewards")
+    t.add_argument("--endpoint", help="server (default: start a local one)")
+    t.set_defaults(fn=cmd_tasks)
+    w = sub.add_parser("watch", help="print a world's states live")
+    w.add_argument("world", type=int, help="world id")
+    w.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help="server request endpoint")
+    w.add_argument("--stream", help="stream endpoint (default: from Hello)")
+    w.add_argument("--count", type=int, help="stop after this many states")
+    w.set_defaults(fn=cmd_watch)
+    pl = sub.add_parser("plot", help="draw a finger run like seed 000's Figure 1")
+    pl.add_argument("--endpoint", help="server (default: start a local one)")
+    pl.add_argument("--out", default="figure1.png", help="PNG to write")
+    pl.add_argument("--gif", help="also write an animated GIF of the robots here")
+    pl.add_argument("--env", help="plot an episode of this environment instead "
+                                  "(robosim/FingerPush-v0 or robosim/FingerTouch-v0)")
+    pl.add_argument("--policy", default="robosim.baselines:auto", help="module:callable")
+    pl.add_argument("--seed", type=int, default=0)
+    pl.set_defaults(fn=cmd_plot)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except RobosimError as exc:
+        print("robosim %s: %s" % (args.cmd, exc), file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""robosim.Client: one method per protocol operation, plain Python / numpy values back.
+
+    import robosim
+    with robosim.Client("tcp://127.0.0.1:5555", timeout=5.0) as c:
+        wid = c.create_world("finger", seed=1)
+        c.set_force(wid, "finger", [0.5])
+        state = c.step(wid, steps=100)
+        print(state["entities"]["finger"]["state"])
+
+Every server error raises robosim.RobosimError (code, code_name, message); no answer within
+`timeout` raises robosim.TimeoutError naming the endpoint. The client keeps the controller
+token of every world it creates, forks or claims and sends it with every request on that world
+(tokens are "" on servers without roles, which works the same).
+"""
+import itertools
+import math
+import time
+
+import numpy as np
+import zmq
+
+from ._proto import pb
+from .errors import ProtocolError, RobosimError, TimeoutError
+
+PROTOCOL_MAJOR = 1
+PROTOCOL_MINOR = 0
+DEFAULT_TIMEOUT = 10.0
+
+
+# ---- messages -> plain values -------------------------------------------------------------
+
+def _var(v):
+    return {"name": v.name, "unit": v.unit, "lower": v.lower, "upper": v.upper,
+            "size": v.size or 1, "doc": v.doc}
+
+
+def _param_spec(p):
+    return {"name": p.name, "unit": p.unit, "lower": p.lower, "upper": p.upper,
+            "min_size": p.min_size, "max_size": p.max_size, "values": list(p.values),
+            "doc": p.doc}
+
+
+def world_info_dict(wi):
+    return {"world_id": wi.world_id, "preset": wi.preset, "time": wi.time,
+            "step_count": wi.step_count, "entities": list(wi.entities),
+            "control_dt": wi.control_dt, "task": wi.task,
+            "lease_remaining": wi.lease_remaining}
+
+
+def task_step_dict(ts):
+    return {"observation": np.array(ts.observation, dtype=np.float64),
+            "reward": float(ts.reward), "terminated": bool(ts.terminated),
+            "truncated": bool(ts.truncated),
+            "info": dict(zip(ts.info_keys, (float(v) for v in ts.info_values)))}
+
+
+def event_dict(e):
+    return {"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
+            "before": list(e.before), "after": list(e.after)}
+
+
+def state_dict(s):
+    """A State message as a dict: world_id, time, step_count, entities {name: {kind, state,
+    commands, sensors (numpy arrays), mode}}, events [dict], events_dropped, stats, seq,
+    snapshot (bytes or None), task (dict or None: observation, reward, terminated, truncated,
+    info)."""
+    return {
+        "world_id": s.world_id,
+        "time": s.time,
+        "step_count": s.step_count,
+        "entities": {e.name: {"kind": e.kind,
+                              "state": np.array(e.state, dtype=np.float64),
+                              "commands": np.array(e.commands, dtype=np.float64),
+                              "sensors": np.array(e.sensors, dtype=np.float64),
+                              "mode": e.mode} for e in s.entities},
+        "events": [event_dict(e) for e in s.events],
+        "events_dropped": s.events_dropped,
+        "stats": {"internal_steps": s.stats.internal_steps, "rhs_evals": s.stats.rhs_evals,
+                  "root_evals": s.stats.root_evals, "events": s.stats.events},
+        "seq": s.seq,
+        "snapshot": bytes(s.snapshot) if s.snapshot else None,
+        "task": task_step_dict(s.task) if s.HasField("task") else None,
+    }
+
+
+def spec_dict(sp):
+    """A Spec message as a dict: world (WorldInfo), entities {name: {kind, state, actuators,
+    sensors (lists of var dicts: name, unit, lower, upper, size, doc), params {name: dict},
+    modes, event_kinds}}, world_params {name: dict}, task (dict or None: name, observation,
+    action, max_episode_steps, reward, doc)."""
+    out = {
+        "world": world_info_dict(sp.world),
+        "entities": {e.name: {"kind": e.kind,
+                              "state": [_var(v) for v in e.state],
+                              "actuators": [_var(v) for v in e.actuators],
+                              "sensors": [_var(v) for v in e.sensors],
+                              "params": {p.name: _param_spec(p) for p in e.params},
+                              "modes": list(e.modes),
+                              "event_kinds": list(e.event_kinds)} for e in sp.entities},
+        "world_params": {p.name: _param_spec(p) for p in sp.world_params},
+        "task": None,
+    }
+    if sp.HasField("task"):
+        t = sp.task
+        out["task"] = {"name": t.name, "observation": [_var(v) for v in t.observation],
+                       "action": [_var(v) for v in t.action],
+                       "max_episode_steps": t.max_episode_steps, "reward": t.reward,
+                       "doc": t.doc}
+    return out
+
+
+def _params(params):
+    """Parameters as Param messages. Accepts a dict {"entity.name": values} ("name" alone for
+    world parameters such as control_dt) or a list of (entity, name, values)."""
+    if not params:
+        return []
+    items = params.items() if isinstance(params, dict) else [((e, n), v) for e, n, v in params]
+    out = []
+    for key, values in items:
+        if isinstance(key, tuple):
+            entity, name = key
+        elif "." in key:
+            entity, name = key.split(".", 1)
+        else:
+            entity, name = "", key
+        vals = [float(v) for v in np.atleast_1d(np.asarray(values, dtype=np.float64))]
+        out.append(pb.Param(entity=entity, name=name, values=vals))
+    return out
+
+
+def _floats(values):
+    return [float(v) for v in np.asarray(values, dtype=np.float64).reshape(-1)]
+
+
+def _commands(commands):
+    """{entity: values} or [(entity, values)] -> [ActuatorCommand]."""
+    if not commands:
+        return []
+    items = commands.items() if isinstance(commands, dict) else commands
+    return [pb.ActuatorCommand(entity=e, values=_floats(v)) for e, v in items]
+
+
+def _step_msg(steps=None, duration=None, commands=None, action=None):
+    if steps is None and duration is None:
+        steps = 1
+    msg = pb.Step(commands=_commands(commands))
+    if steps is not None:
+        msg.steps = int(steps)
+    if duration is not None:
+        msg.duration = float(duration)
+    if action is not None:
+        msg.action.extend(_floats(action))
+    return msg
+
+
+# ---- the client ---------------------------------------------------------------------------
+
+class Client:
+    """A connection to one robosim-server (a ZeroMQ DEALER socket).
+
+    endpoint: "tcp://host:port". timeout: seconds each call waits for its reply. hello: say
+    Hello first (refused servers raise RobosimError VERSION_MISMATCH at once)."""
+
+    def __init__(self, endpoint="tcp://127.0.0.1:5555", timeout=DEFAULT_TIMEOUT, hello=True,
+                 client_name="robosim-python", context=None):
+        self.endpoint = endpoint
+        self.timeout = float(timeout)
+        self.client_name = client_name
+        self._ctx = context or zmq.Context.instance()
+        self._sock = self._ctx.socket(zmq.DEALER)
+        self._sock.setsockopt(zmq.LINGER, 0)
+        try:
+            self._sock.connect(endpoint)
+        except zmq.ZMQError as exc:
+            self._sock.close()
+            raise RobosimError.from_name("INVALID_ARGUMENT",
+                                         "cannot connect to %r: %s" % (endpoint, exc), endpoint)
+        self._ids = itertools.count(1)
+        self._tokens = {}
+        self.server = None
+        if hello:
+            self.server = self.hello()
+
+    # -- plumbing
+
+    def close(self):
+        if self._sock is not None:
+            self._sock.close(0)
+            self._sock = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _request(self, op, msg, world_id=0, token=None):
+        req = pb.Request(id=next(self._ids), world_id=int(world_id))
+        if token is None and world_id:
+            token = self._tokens.get(int(world_id), "")
+        req.token = token or ""
+        getattr(req, op).CopyFrom(msg)
+        return req
+
+    def call(self, req, timeout=None):
+        """Send a Request (its id set already) and return the Response's result message;
+        raise RobosimError for an Error reply, TimeoutError when none comes in time."""
+        if self._sock is None:
+            raise RobosimError.from_name("FAILED_PRECONDITION", "the client is closed",
+                                         self.endpoint)
+        timeout = self.timeout if timeout is None else float(timeout)
+        self._sock.send(req.SerializeToString())
+        deadline = _now() + timeout
+        while True:
+            left = deadline - _now()
+            if left <= 0 or not self._sock.poll(int(math.ceil(left * 1000)), zmq.POLLIN):
+                raise TimeoutError(self.endpoint, timeout, req.WhichOneof("op") or "request")
+            data = self._sock.recv()
+            try:
+                resp = pb.Response.FromString(data)
+            except Exception as exc:  # DecodeError
+                raise ProtocolError("%s answered with bytes that are not a robosim.v1 Response "
+                                    "(%s)" % (self.endpoint, exc), self.endpoint)
+            if resp.id != req.id and resp.id != 0:
+                continue  # a late answer to an earlier call that timed out
+            which = resp.WhichOneof("result")
+            if which == "error":
+                raise RobosimError(resp.error.code, resp.error.message, self.endpoint)
+            if resp.id == 0 or which is None:
+                raise ProtocolError("%s answered with an empty Response" % self.endpoint,
+                                    self.endpoint)
+            return getattr(resp, which)
+
+    def _call(self, op, msg, world_id=0, token=None, timeout=None):
+        return self.call(self._request(op, msg, world_id, token), timeout)
+
+    # -- tokens
+
+    def token(self, world_id):
+        """The controller token this client holds for world_id ("" if none)."""
+        return self._tokens.get(int(world_id), "")
+
+    def set_token(self, world_id, token):
+        """Hold `token` for world_id (a token saved by another process)."""
+        if token:
+            self._tokens[int(world_id)] = token
+        else:
+            self._tokens.pop(int(world_id), None)
+
+    def _keep(self, reply):
+        wid = reply.world.world_id
+        self._tokens[wid] = reply.token
+        return wid
+
+    # -- operations
+
+    def hello(self, major=PROTOCOL_MAJOR, minor=PROTOCOL_MINOR):
+        """Hello: the server's protocol version, release, capabilities, presets, tasks and
+        stream endpoint, as a dict. A server of another major refuses (VERSION_MISMATCH)."""
+        r = self._call("hello", pb.Hello(major=major, minor=minor, client_name=self.client_name))
+        if r.major != PROTOCOL_MAJOR:
+            raise RobosimError.from_name(
+                "VERSION_MISMATCH", "%s speaks protocol %d.%d; this client speaks %d.%d"
+                % (self.endpoint, r.major, r.minor, PROTOCOL_MAJOR, PROTOCOL_MINOR),
+                self.endpoint)
+        return {"major": r.major, "minor": r.minor, "server_version": r.server_version,
+                "capabilities": list(r.capabilities), "presets": list(r.presets),
+                "tasks": list(r.tasks), "stream_endpoint": r.stream_endpoint}
+
+    def list_worlds(self):
+        """The worlds on the server, as WorldInfo dicts."""
+        return [world_info_dict(w) for w in self._call("list_worlds", pb.ListWorlds()).worlds]
+
+    def create_world(self, preset="", params=None, seed=0, task=""):
+        """Create a world (from a preset, or a task's own preset) and return its id; the
+        controller token is kept. params: {"entity.name": values} or [(entity, name, values)]."""
+        r = self._call("create_world", pb.CreateWorld(preset=preset, params=_params(params),
+                                                      seed=int(seed), task=task))
+        return self._keep(r)
+
+    def destroy_world(self, world_id):
+        self._call("destroy_world", pb.DestroyWorld(), world_id)
+        self._tokens.pop(int(world_id), None)
+
+    def get_spec(self, world_id):
+        """The world's Spec as a dict (see spec_dict)."""
+        return spec_dict(self._call("get_spec", pb.GetSpec(), world_id))
+
+    def reset(self, world_id, seed=None):
+        """Reset (reseeded when seed is given, else with the world's last seed); the State."""
+        msg = pb.Reset() if seed is None else pb.Reset(seed=int(seed), use_seed=True)
+        return state_dict(self._call("reset", msg, world_id))
+
+    def step(self, world_id, steps=None, duration=None, commands=None, action=None):
+        """Advance `steps` control steps (default 1) or `duration` seconds, after applying
+        `commands` ({entity: values}) or, for a task world, `action`; the State."""
+        msg = _step_msg(steps, duration, commands, action)
+        return state_dict(self._call("step", msg, world_id))
+
+    def get_state(self, world_id, snapshot=False):
+        """The State (with State["snapshot"] bytes when snapshot=True)."""
+        return state_dict(self._call("get_state", pb.GetState(snapshot=bool(snapshot)),
+                                     world_id))
+
+    def set_force(self, world_id, entity, values):
+        self._call("set_force", pb.SetForce(entity=entity, values=_floats(values)), world_id)
+
+    def set_params(self, world_id, params):
+        self._call("set_params", pb.SetParams(params=_params(params)), world_id)
+
+    def set_schedule(self, world_id, entity, actuator, times, values):
+        self._call("set_schedule", pb.SetSchedule(entity=entity, actuator=int(actuator),
+                                                  times=_floats(times), values=_floats(values)),
+                   world_id)
+
+    def set_target(self, world_id, entity, target):
+        self._call("set_target", pb.SetTarget(entity=entity, target=_floats(target)), world_id)
+
+    def get_workspace(self, world_id, entity, samples=0, query=None):
+        """{"boundary": (n, 2) array, "reachable": bool array, one per query point}."""
+        q = [] if query is None else _floats(query)
+        r = self._call("get_workspace", pb.GetWorkspace(entity=entity, samples=int(samples),
+                                                        query=q), world_id)
+        return {"boundary": np.array(r.boundary, dtype=np.float64).reshape(-1, 2),
+                "reachable": np.array(r.reachable, dtype=bool)}
+
+    def set_state(self, world_id, snapshot):
+        """Restore a snapshot (bytes from get_state(snapshot=True)); the State."""
+        return state_dict(self._call("set_state", pb.SetState(snapshot=snapshot), world_id))
+
+    def fork_world(self, world_id, snapshot=None):
+        """A new world from world_id's state (or `snapshot`); returns its id, token kept."""
+        r = self._call("fork_world", pb.ForkWorld(snapshot=snapshot or b""), world_id)
+        return self._keep(r)
+
+    def claim(self, world_id):
+        """Take control of a world whose controller's lease lapsed; the new token is kept."""
+        r = self._call("claim", pb.Claim(), world_id)
+        self._keep(r)
+        return r.token
+
+    def step_batch(self, items, timeout=None, raw=False):
+        """Step many worlds in one request. items: dicts with world_id and optionally action,
+        commands, steps, duration. Returns one entry per item, in order: the State dict, or a
+        RobosimError instance for an item the server refused (the others still ran). With
+        raw=True the BatchResult messages are returned as they are."""
+        msg = pb.StepBatch()
+        for it in items:
+            wid = int(it["world_id"])
+            msg.items.add(world_id=wid, token=self._tokens.get(wid, ""),
+                          step=_step_msg(it.get("steps"), it.get("duration"),
+                                         it.get("commands"), it.get("action")))
+        r = self._call("step_batch", msg, timeout=timeout)
+        if raw:
+            return list(r.results)
+        out = []
+        for res in r.results:
+            if res.WhichOneof("result") == "error":
+                out.append(RobosimError(res.error.code, res.error.message, self.endpoint))
+            else:
+                out.append(state_dict(res.state))
+        return out
+
+    def step_pipelined(self, items, timeout=None):
+        """As step_batch, for servers without StepBatch: one Step request per item, all sent
+        before the first reply is read (replies come back in request order)."""
+        timeout = self.timeout if timeout is None else float(timeout)
+        reqs = [self._request("step", _step_msg(it.get("steps"), it.get("duration"),
+                                                it.get("commands"), it.get("action")),
+                              it["world_id"]) for it in items]
+        for rq in reqs:
+            self._sock.send(rq.SerializeToString())
+        pending = {rq.id: i for i, rq in enumerate(reqs)}
+        out = [None] * len(reqs)
+        deadline = _now() + timeout
+        while pending:
+            left = deadline - _now()
+            if left <= 0 or not self._sock.poll(int(math.ceil(left * 1000)), zmq.POLLIN):
+                raise TimeoutError(self.endpoint, timeout, "step")
+            try:
+                resp = pb.Response.FromString(self._sock.recv())
+            except Exception as exc:
+                raise ProtocolError("%s answered with bytes that are not a robosim.v1 Response "
+                                    "(%s)" % (self.endpoint, exc), self.endpoint)
+            i = pending.pop(resp.id, None)
+            if i is None:
+                continue
+            if resp.WhichOneof("result") == "error":
+                out[i] = RobosimError(resp.error.code, resp.error.message, self.endpoint)
+            else:
+                out[i] = state_dict(resp.step)
+        return out
+
+
+_now = time.monotonic

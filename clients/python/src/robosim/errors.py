@@ -1,0 +1,64 @@
+"""The exceptions the package raises.
+
+RobosimError carries the server's error: `code` (the number of robosim.v1.ErrorCode, the
+negated C return code), `code_name` ("INVALID_ARGUMENT", ...) and `message` (the server's
+explanation). TimeoutError is a RobosimError (and a builtins.TimeoutError) naming the endpoint
+that did not answer and how long the client waited."""
+import builtins
+
+# robosim.v1.ErrorCode, kept here so the exceptions need no generated code
+ERROR_CODES = {
+    0: "OK",
+    1: "INVALID_ARGUMENT",
+    2: "NOT_FOUND",
+    3: "FAILED_PRECONDITION",
+    4: "PERMISSION_DENIED",
+    5: "RESOURCE_EXHAUSTED",
+    6: "INTERNAL",
+    7: "UNIMPLEMENTED",
+    8: "MALFORMED",
+    9: "VERSION_MISMATCH",
+    10: "OUT_OF_RANGE",
+    11: "SIMULATION_FAILED",
+}
+CODE_BY_NAME = {name: code for code, name in ERROR_CODES.items()}
+
+# codes of failures the client itself detects (no server code applies)
+TIMEOUT = -1
+PROTOCOL = -2
+CLIENT_CODES = {TIMEOUT: "TIMEOUT", PROTOCOL: "PROTOCOL_ERROR"}
+
+
+class RobosimError(Exception):
+    """An error from the server (or the client's own protocol checks).
+
+    Attributes: code (int), code_name (str), message (str), endpoint (str or None)."""
+
+    def __init__(self, code, message, endpoint=None):
+        self.code = int(code)
+        self.code_name = ERROR_CODES.get(self.code) or CLIENT_CODES.get(self.code, "UNKNOWN")
+        self.message = message
+        self.endpoint = endpoint
+        super().__init__("%s (%d): %s" % (self.code_name, self.code, message))
+
+    @classmethod
+    def from_name(cls, name, message, endpoint=None):
+        return cls(CODE_BY_NAME[name], message, endpoint)
+
+
+class TimeoutError(RobosimError, builtins.TimeoutError):  # noqa: A001 (robosim.TimeoutError)
+    """No answer from `endpoint` within `timeout` seconds."""
+
+    def __init__(self, endpoint, timeout, what="request"):
+        self.timeout = timeout
+        RobosimError.__init__(
+            self, TIMEOUT,
+            "no answer from %s within %.3g s to a %s (is a robosim-server running there?)"
+            % (endpoint, timeout, what), endpoint)
+
+
+class ProtocolError(RobosimError):
+    """The peer answered with something that is not a robosim.v1 Response."""
+
+    def __init__(self, message, endpoint=None):
+        RobosimError.__init__(self, PROTOCOL, message, endpoint)

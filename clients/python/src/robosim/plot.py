@@ -1,0 +1,127 @@
+"""Plots of finger runs like seed 000's Figure 1: finger and object positions against time, and
+the tip force sensor with the applied force against time, the events (touch, bounce, slip, ...)
+marked at their exact times; and an animated GIF of the robots.
+
+    states = robosim.plot.figure1_run(client)            # the seed's scenario on a finger world
+    robosim.plot.plot_finger_run(states, "figure1.png")
+    robosim.plot.write_gif(spec, states, "finger.gif")
+"""
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .render import draw_world, task_targets  # noqa: E402
+
+EVENT_COLORS = {"touch": "tab:red", "bounce": "tab:purple", "merge": "tab:brown",
+                "separate": "tab:gray", "stick": "tab:olive", "slip": "tab:cyan"}
+
+# the seed's Figure 1 story on the finger preset: push gently, coast into the object (a touch),
+# push hard enough to break static friction (1 N) and move it, then let go: the finger, with the
+# larger drag, falls behind
+FIGURE1_SCHEDULE = ([0.0, 1.0, 1.01, 2.8, 2.81, 4.3, 4.31, 7.0],
+                    [0.6, 0.6, 0.0, 0.0, 2.5, 2.5, 0.0, 0.0])
+FIGURE1_PARAMS = {"finger.object_x0": 0.7}
+
+
+def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0):
+    """Run the Figure 1 scenario on a new finger world (destroyed afterwards); the list of
+    State dicts, one per control step, starting with the reset state."""
+    params = dict(FIGURE1_PARAMS)
+    params["control_dt"] = control_dt
+    wid = client.create_world("finger", params=params, seed=seed)
+    try:
+        times, values = FIGURE1_SCHEDULE
+        client.set_schedule(wid, "finger", 0, times, values)
+        states = [client.get_state(wid)]
+        for _ in range(int(round(seconds / control_dt))):
+            states.append(client.step(wid, steps=1))
+        return states, client.get_spec(wid)
+    finally:
+        client.destroy_world(wid)
+
+
+def episode_run(env, policy, seed=0, max_steps=None):
+    """Run one episode of a robosim environment with `policy` (obs -> action); the list of
+    State dicts (the reset state first) and the episode return."""
+    obs, _ = env.reset(seed=seed)
+    states = [env.unwrapped.state]
+    ret, n = 0.0, 0
+    while True:
+        obs, r, term, trunc, _ = env.step(policy(obs))
+        states.append(env.unwrapped.state)
+        ret += r
+        n += 1
+        if term or trunc or (max_steps and n >= max_steps):
+            return states, ret
+
+
+def _series(states, entity, group, index):
+    return np.array([s["entities"][entity][group][index] for s in states])
+
+
+def plot_finger_run(states, out, entity="finger", title=None, target=None):
+    """Draw the Figure 1 plot of a finger run (State dicts) to `out` (PNG). Returns out."""
+    t = np.array([s["time"] for s in states])
+    x_f = _series(states, entity, "state", 0)
+    x_o = _series(states, entity, "state", 2)
+    tip = _series(states, entity, "sensors", 0)
+    applied = _series(states, entity, "commands", 0)
+    events = [e for s in states for e in s["events"] if e["entity"] == entity]
+
+    fig, (ax1, ax2) = plt.subplots(2, 1, sharex=True, figsize=(11, 6.5), dpi=100)
+    ax1.plot(t, x_f, color="tab:blue", lw=2, label="finger tip $x_f$")
+    ax1.plot(t, x_o, color="tab:orange", lw=2, label="object face $x_o$")
+    if target is not None:
+        ax1.axhline(target, color="tab:red", ls="--", lw=1, label="target $x^*$")
+    ax1.set_ylabel("position (m)")
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    ax1.grid(alpha=0.3)
+    ax2.step(t, tip, where="pre", color="tab:green", lw=1.8, label="tip force sensor")
+    # the commands are held over each control step (zero-order hold): a step plot
+    ax2.step(t, applied, where="pre", color="tab:blue", lw=1.2, alpha=0.8,
+             label="applied force $F_a$")
+    # impacts show as spikes (impulse / control step): keep the steady forces readable and
+    # write the spikes' heights at the top instead
+    steady = max(1.0, float(np.max(np.abs(applied))) * 1.6)
+    ax2.set_ylim(min(-0.2, float(np.min(applied)) * 1.2), steady)
+    for i in np.nonzero(tip > steady)[0]:
+        ax2.annotate("%.3g N" % tip[i], (t[i], steady), xytext=(3, -12),
+                     textcoords="offset points", fontsize="x-small", color="tab:green")
+    ax2.set_ylabel("force (N)")
+    ax2.set_xlabel("time (s)")
+    ax2.grid(alpha=0.3)
+    seen = set()
+    for e in events:
+        color = EVENT_COLORS.get(e["kind"], "k")
+        label = e["kind"] if e["kind"] not in seen else None
+        seen.add(e["kind"])
+        for ax in (ax1, ax2):
+            ax.axvline(e["time"], color=color, ls=":", lw=1.2, label=label if ax is ax2 else None)
+    ax2.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.suptitle(title or "1D finger and object: positions, tip force sensor and applied force")
+    fig.tight_layout()
+    fig.savefig(out)
+    plt.close(fig)
+    return out
+
+
+def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=240):
+    """An animated GIF of the robots over the run (every `every`-th state). Returns out."""
+    from PIL import Image
+    # one view for the whole run: the finger's x range over all states (and the target)
+    xs = [v for s in states for e in s["entities"].values() if e["kind"] == "finger"
+          for v in (e["state"][0], e["state"][2])]
+    if states[0].get("task") is not None and task and task.startswith("FingerPush"):
+        xs.append(states[0]["task"]["observation"][4])
+    xlim = (min(xs) - 0.6, max(xs) + 0.6) if xs else None
+    frames = []
+    for s in states[::max(1, every)] + ([states[-1]] if (len(states) - 1) % every else []):
+        obs = s["task"]["observation"] if s.get("task") else None
+        img = draw_world(spec, s, task_targets(task, obs), width=width, height=height,
+                         finger_xlim=xlim)
+        frames.append(Image.fromarray(img))
+    frames[0].save(out, save_all=True, append_images=frames[1:], duration=int(1000 / fps),
+                   loop=0)
+    return out

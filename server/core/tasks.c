@@ -1,0 +1,795 @@
+/* The task table and the episode loop (rs_task.h). Every reward is written once, in its row's
+ * `reward` string, and computed once, in the row's evaluate(); the tests check the two agree on
+ * hand-computed cases.
+ *
+ * Common shape of the rewards, per control step: a distance term (what the task is about), a
+ * small effort penalty (commands or applied torques, normalised by their bounds, squared), and a
+ * success bonus of +10 on the step that terminates the episode. No task terminates on failure:
+ * with negative per-step rewards an early end would be a way out, so a bad state just keeps
+ * costing until the time limit truncates the episode. */
+#include "rs_task.h"
+
+#include "robots/arm_common.h" /* the arms' closed-form kinematics, for sampling targets */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUCCESS_BONUS 10.0
+#define EFFORT_WEIGHT 0.01
+#define SAMPLE_TRIES 1000
+
+/* ---- helpers ------------------------------------------------------------------------------ */
+
+static int var_index(const rs_var_desc_t *v, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* State variable / sensor `name` of entity e (by the robot's own names); NAN if unknown. */
+static double state_of(const rs_model_t *m, const rs_data_t *d, int e, const char *name)
+{
+    const rs_entity_model_t *em = &m->ent[e];
+    int i = var_index(em->robot->state, em->nx, name);
+    return i < 0 ? NAN : d->x[em->x_off + i];
+}
+
+static double sensor_of(const rs_model_t *m, const rs_data_t *d, int e, const char *name)
+{
+    const rs_entity_model_t *em = &m->ent[e];
+    int i = var_index(em->robot->sensors, em->ns, name);
+    return i < 0 ? NAN : d->sensors[em->s_off + i];
+}
+
+/* Held command of actuator a of entity e. */
+static double command_of(const rs_model_t *m, const rs_data_t *d, int e, int a)
+{
+    return d->u[m->ent[e].u_off + a];
+}
+
+static double uniform(rs_data_t *d, double lo, double hi)
+{
+    return lo + (hi - lo) * rs_data_uniform(d);
+}
+
+static double sq(double v) { return v * v; }
+
+/* ---- FingerPush-v0 ------------------------------------------------------------------------ */
+
+#define PUSH_F_MAX 5.0    /* N */
+#define PUSH_TOL 0.05     /* m */
+#define REST_SPEED 1e-3   /* m/s: the object is at rest below this */
+enum { PUSH_TARGET = RS_TASK_PRIVATE };
+
+static const double dt_005[] = {0.05};
+static const double dt_01[] = {0.1};
+
+static const rs_task_param_t finger_params[] = {{"", "control_dt", 1, dt_005}};
+
+static const rs_var_desc_t push_obs[] = {
+    {"x_f", "m", -INFINITY, INFINITY, "finger tip position"},
+    {"v_f", "m/s", -INFINITY, INFINITY, "finger velocity"},
+    {"x_o", "m", -INFINITY, INFINITY, "object near-face position"},
+    {"v_o", "m/s", -INFINITY, INFINITY, "object velocity"},
+    {"target", "m", -INFINITY, INFINITY, "where the object's face is to come to rest, x*"},
+    {"tip_force", "N", -INFINITY, INFINITY, "the finger's tip force sensor (mean over the step)"},
+};
+
+static const rs_var_desc_t push_act[] = {
+    {"force", "N", -PUSH_F_MAX, PUSH_F_MAX, "F: force applied on the finger, + towards the object"},
+};
+
+static const char *const push_info[] = {"distance", "gap", "effort", "success"};
+
+static int push_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+{
+    double xf = 0.0, xo = uniform(d, 0.2, 0.6);
+    d->task[PUSH_TARGET] = xo + uniform(d, 0.5, 1.5);
+    const char *ent = m->ent[e].name;
+    rs_param_t init[] = {{ent, "finger_x0", &xf, 1}, {ent, "object_x0", &xo, 1}};
+    return rs_reset_initial(m, d, init, 2, st);
+}
+
+static void push_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+{
+    obs[0] = state_of(m, d, e, "x_f");
+    obs[1] = state_of(m, d, e, "v_f");
+    obs[2] = state_of(m, d, e, "x_o");
+    obs[3] = state_of(m, d, e, "v_o");
+    obs[4] = d->task[PUSH_TARGET];
+    obs[5] = sensor_of(m, d, e, "tip_force");
+}
+
+static double push_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
+                            int *terminated, double *info)
+{
+    double xf = state_of(m, d, e, "x_f"), xo = state_of(m, d, e, "x_o");
+    double vo = state_of(m, d, e, "v_o");
+    double dist = fabs(xo - d->task[PUSH_TARGET]), gap = fmax(0.0, xo - xf);
+    double effort = sq(command_of(m, d, e, 0) / PUSH_F_MAX);
+    int success = dist < PUSH_TOL && fabs(vo) < REST_SPEED;
+    info[0] = dist, info[1] = gap, info[2] = effort, info[3] = success;
+    *terminated = success;
+    return -dist - 0.1 * gap - EFFORT_WEIGHT * effort + SUCCESS_BONUS * success;
+}
+
+/* ---- FingerTouch-v0 ----------------------------------------------------------------------- */
+
+#define TOUCH_F_MAX 2.0     /* N */
+#define TOUCH_FORCE_TOL 0.05 /* N */
+#define TOUCH_MOVE_TOL 0.005 /* m */
+#define TOUCH_HOLD 10       /* control steps on target for success */
+enum { TOUCH_FORCE = RS_TASK_PRIVATE, TOUCH_X_O0, TOUCH_HELD };
+
+static const rs_var_desc_t touch_obs[] = {
+    {"gap", "m", -INFINITY, INFINITY, "x_o - x_f, 0 in contact"},
+    {"v_f", "m/s", -INFINITY, INFINITY, "finger velocity"},
+    {"displacement", "m", -INFINITY, INFINITY, "x_o - x_o(0): how far the object has moved"},
+    {"v_o", "m/s", -INFINITY, INFINITY, "object velocity"},
+    {"tip_force", "N", -INFINITY, INFINITY, "the tip force sensor (mean over the step)"},
+    {"target_force", "N", 0.0, INFINITY, "F*: the tip force to hold"},
+};
+
+static const rs_var_desc_t touch_act[] = {
+    {"force", "N", -TOUCH_F_MAX, TOUCH_F_MAX, "F: force applied on the finger, + towards the object"},
+};
+
+static const char *const touch_info[] = {"force_error", "displacement", "effort", "held_steps",
+                                         "success"};
+
+static int touch_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+{
+    double xf = 0.0, xo = uniform(d, 0.1, 0.5);
+    d->task[TOUCH_FORCE] = uniform(d, 0.2, 0.8);
+    d->task[TOUCH_X_O0] = xo;
+    d->task[TOUCH_HELD] = 0.0;
+    const char *ent = m->ent[e].name;
+    rs_param_t init[] = {{ent, "finger_x0", &xf, 1}, {ent, "object_x0", &xo, 1}};
+    return rs_reset_initial(m, d, init, 2, st);
+}
+
+static void touch_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+{
+    double xo = state_of(m, d, e, "x_o");
+    obs[0] = xo - state_of(m, d, e, "x_f");
+    obs[1] = state_of(m, d, e, "v_f");
+    obs[2] = xo - d->task[TOUCH_X_O0];
+    obs[3] = state_of(m, d, e, "v_o");
+    obs[4] = sensor_of(m, d, e, "tip_force");
+    obs[5] = d->task[TOUCH_FORCE];
+}
+
+static double touch_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
+                             int *terminated, double *info)
+{
+    double err = fabs(sensor_of(m, d, e, "tip_force") - d->task[TOUCH_FORCE]);
+    double disp = fabs(state_of(m, d, e, "x_o") - d->task[TOUCH_X_O0]);
+    double vo = state_of(m, d, e, "v_o");
+    double effort = sq(command_of(m, d, e, 0) / TOUCH_F_MAX);
+    int on = err < TOUCH_FORCE_TOL && disp < TOUCH_MOVE_TOL && fabs(vo) < REST_SPEED;
+    d->task[TOUCH_HELD] = on ? d->task[TOUCH_HELD] + 1.0 : 0.0;
+    int success = d->task[TOUCH_HELD] >= TOUCH_HOLD;
+    info[0] = err, info[1] = disp, info[2] = effort, info[3] = d->task[TOUCH_HELD];
+    info[4] = success;
+    *terminated = success;
+    return -err - 10.0 * disp - EFFORT_WEIGHT * effort + SUCCESS_BONUS * success;
+}
+
+/* ---- the arms: SerialArmReach-v0, ParallelArmReach-v0 ------------------------------------- */
+
+#define REACH_SPEED 0.05 /* m/s: the end effector counts as stopped below this */
+enum { REACH_X = RS_TASK_PRIVATE, REACH_Y };
+
+static const rs_var_desc_t reach_obs[] = {
+    {"theta1", "rad", -INFINITY, INFINITY, "joint 1 angle"},
+    {"theta2", "rad", -INFINITY, INFINITY, "joint 2 angle"},
+    {"theta1_dot", "rad/s", -INFINITY, INFINITY, "joint 1 rate"},
+    {"theta2_dot", "rad/s", -INFINITY, INFINITY, "joint 2 rate"},
+    {"x", "m", -INFINITY, INFINITY, "end effector x"},
+    {"y", "m", -INFINITY, INFINITY, "end effector y"},
+    {"target_x", "m", -INFINITY, INFINITY, "target point x"},
+    {"target_y", "m", -INFINITY, INFINITY, "target point y"},
+};
+
+static const char *const reach_info[] = {"distance", "speed", "effort", "success"};
+
+static const rs_var_desc_t serial_act[] = {
+    {"joint1", "rad", -M_PI, M_PI, "joint 1 PID setpoint angle"},
+    {"joint2", "rad", -M_PI, M_PI, "joint 2 PID setpoint angle"},
+};
+
+static const rs_var_desc_t parallel_act[] = {
+    {"servo1", "rad", 0.0, M_PI / 2, "left servo PID setpoint angle"},
+    {"servo2", "rad", 0.0, M_PI / 2, "right servo PID setpoint angle"},
+};
+
+static const double pid_modes[] = {1, 1};
+static const double serial_kp[] = {4, 2}, serial_ki[] = {4, 2}, serial_kd[] = {0.2, 0.08};
+static const rs_task_param_t serial_params[] = {
+    {"", "control_dt", 1, dt_005},
+    {"arm", "actuator_mode", 2, pid_modes},
+    {"arm", "kP", 2, serial_kp},
+    {"arm", "kI", 2, serial_ki},
+    {"arm", "kD", 2, serial_kd},
+};
+static const rs_task_param_t parallel_params[] = {
+    {"", "control_dt", 1, dt_005},
+    {"delta", "actuator_mode", 2, pid_modes},
+};
+
+/* The arms' actions are PID setpoints: both joints must be in PID mode. */
+static int reach_validate(const rs_model_t *m, int e, rs_status_t *st)
+{
+    for (int j = 0; j < 2; j++)
+        if (rs_model_param(m, e, "actuator_mode", j) != 1.0)
+            return rs_fail(st, RS_EINVAL,
+                           "the reach tasks drive the joints by PID setpoints; '%s.actuator_mode' "
+                           "must stay 1, 1 (PID)",
+                           m->ent[e].name);
+    return 0;
+}
+
+static void reach_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+{
+    obs[0] = state_of(m, d, e, "theta1");
+    obs[1] = state_of(m, d, e, "theta2");
+    obs[2] = state_of(m, d, e, "theta1_dot");
+    obs[3] = state_of(m, d, e, "theta2_dot");
+    obs[4] = sensor_of(m, d, e, "x");
+    obs[5] = sensor_of(m, d, e, "y");
+    obs[6] = d->task[REACH_X];
+    obs[7] = d->task[REACH_Y];
+}
+
+/* -scale d - 0.01 effort + 10 [success]; success: d < tol and the end effector stopped. */
+static double reach_evaluate(const rs_model_t *m, rs_data_t *d, int e, double scale, double tol,
+                             int *terminated, double *info)
+{
+    double dist = hypot(sensor_of(m, d, e, "x") - d->task[REACH_X],
+                        sensor_of(m, d, e, "y") - d->task[REACH_Y]);
+    double speed = hypot(sensor_of(m, d, e, "vx"), sensor_of(m, d, e, "vy"));
+    double effort = 0.5 * (sq(sensor_of(m, d, e, "tau1") / rs_model_param(m, e, "tau_max", 0)) +
+                           sq(sensor_of(m, d, e, "tau2") / rs_model_param(m, e, "tau_max", 1)));
+    int success = dist < tol && speed < REACH_SPEED;
+    info[0] = dist, info[1] = speed, info[2] = effort, info[3] = success;
+    *terminated = success;
+    return -scale * dist - EFFORT_WEIGHT * effort + SUCCESS_BONUS * success;
+}
+
+#define SERIAL_TOL 0.01  /* m */
+#define PARALLEL_TOL 0.005
+
+static int serial_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+{
+    double a1 = rs_model_param(m, e, "a1", 0), a2 = rs_model_param(m, e, "a2", 0);
+    double q0[2], p0[2], q[2], p[2];
+    q0[0] = uniform(d, -M_PI, M_PI);
+    q0[1] = uniform(d, -M_PI, M_PI);
+    serial_fk(a1, a2, q0, p0);
+    /* a target point at least 3 tolerances away, as the image of random joint angles */
+    for (int k = 0;; k++) {
+        q[0] = uniform(d, -M_PI, M_PI);
+        q[1] = uniform(d, -M_PI, M_PI);
+        serial_fk(a1, a2, q, p);
+        if (hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * SERIAL_TOL || k == SAMPLE_TRIES)
+            break;
+    }
+    d->task[REACH_X] = p[0];
+    d->task[REACH_Y] = p[1];
+    rs_param_t init[] = {{m->ent[e].name, "theta0", q0, 2}};
+    return rs_reset_initial(m, d, init, 1, st);
+}
+
+static double serial_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
+                              int *terminated, double *info)
+{
+    return reach_evaluate(m, d, e, 10.0, SERIAL_TOL, terminated, info);
+}
+
+/* Joint angles inside the servo range with a margin, where the linkage assembles. */
+static int parallel_sample(const rs_model_t *m, rs_data_t *d, int e, double q[2], double p[2])
+{
+    double L0 = rs_model_param(m, e, "L0", 0), L1 = rs_model_param(m, e, "L1", 0);
+    double L2 = rs_model_param(m, e, "L2", 0);
+    double lo[2], hi[2];
+    for (int j = 0; j < 2; j++) {
+        lo[j] = rs_model_param(m, e, "theta_min", j);
+        hi[j] = rs_model_param(m, e, "theta_max", j);
+        double margin = 0.1 * (hi[j] - lo[j]);
+        lo[j] += margin, hi[j] -= margin;
+    }
+    for (int k = 0; k < SAMPLE_TRIES; k++) {
+        q[0] = uniform(d, lo[0], hi[0]);
+        q[1] = uniform(d, lo[1], hi[1]);
+        if (parallel_fk(L0, L1, L2, q, NULL, p, NULL) == 0 &&
+            parallel_u(L0, L1, q, NULL) < 2.0 * L2 * 0.98)
+            return 0;
+    }
+    return -1;
+}
+
+static int parallel_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+{
+    double q0[2], p0[2], q[2], p[2];
+    if (parallel_sample(m, d, e, q0, p0) < 0)
+        return rs_fail(st, RS_EINVAL,
+                       "no joint angles inside the servo range of '%s' assemble the linkage; "
+                       "check L0, L1, L2, theta_min and theta_max",
+                       m->ent[e].name);
+    for (int k = 0;; k++) {
+        if (parallel_sample(m, d, e, q, p) < 0)
+            p[0] = p0[0], p[1] = p0[1];
+        if (hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * PARALLEL_TOL || k == SAMPLE_TRIES)
+            break;
+    }
+    d->task[REACH_X] = p[0];
+    d->task[REACH_Y] = p[1];
+    rs_param_t init[] = {{m->ent[e].name, "theta0", q0, 2}};
+    return rs_reset_initial(m, d, init, 1, st);
+}
+
+static double parallel_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
+                                int *terminated, double *info)
+{
+    return reach_evaluate(m, d, e, 20.0, PARALLEL_TOL, terminated, info);
+}
+
+/* ---- DiffDriveGoal-v0 --------------------------------------------------------------------- */
+
+#define DD_ARENA 180.0    /* cm: start and goal lie in [-180, 180]^2 */
+#define DD_CLEAR 10.0     /* cm: free margin of start and goal around the inflated obstacles */
+#define DD_MIN_START 100.0 /* cm: the goal is at least this far from the start */
+#define DD_GOAL_TOL 10.0  /* cm */
+#define DD_W_MAX 10.0     /* rad/s */
+#define DD_NO_OBSTACLE 1e3 /* cm: the clearance reported when there is no obstacle */
+enum { DD_GOAL_X = RS_TASK_PRIVATE, DD_GOAL_Y };
+
+static const double dd_obstacles[] = {
+    0, 0, 30,  -100, 80, 25,  100, -80, 25,  90, 110, 20,  -110, -100, 20,
+};
+static const double dd_x0[] = {-170}, dd_y0[] = {170}; /* clear of the obstacles (reset samples) */
+static const rs_task_param_t dd_params[] = {
+    {"", "control_dt", 1, dt_01},
+    {"robot", "x0", 1, dd_x0},
+    {"robot", "y0", 1, dd_y0},
+    {"robot", "obstacles", sizeof dd_obstacles / sizeof dd_obstacles[0], dd_obstacles},
+};
+
+static const rs_var_desc_t dd_obs[] = {
+    {"x", "cm", -INFINITY, INFINITY, "robot centre x"},
+    {"y", "cm", -INFINITY, INFINITY, "robot centre y"},
+    {"cos_theta", "1", -1.0, 1.0, "cosine of the heading"},
+    {"sin_theta", "1", -1.0, 1.0, "sine of the heading"},
+    {"goal_dx", "cm", -INFINITY, INFINITY, "goal x minus robot x"},
+    {"goal_dy", "cm", -INFINITY, INFINITY, "goal y minus robot y"},
+    {"obstacle_dx", "cm", -INFINITY, INFINITY,
+     "nearest obstacle's centre x minus robot x (0 without obstacles)"},
+    {"obstacle_dy", "cm", -INFINITY, INFINITY, "nearest obstacle's centre y minus robot y"},
+    {"clearance", "cm", -INFINITY, INFINITY,
+     "distance from the robot's rim to the nearest obstacle's rim (1000 without obstacles)"},
+    {"bumper", "1", 0.0, 1.0, "1 while the robot is held at an obstacle"},
+};
+
+static const rs_var_desc_t dd_act[] = {
+    {"phi1_dot", "rad/s", -DD_W_MAX, DD_W_MAX, "right wheel speed"},
+    {"phi2_dot", "rad/s", -DD_W_MAX, DD_W_MAX, "left wheel speed"},
+};
+
+static const char *const dd_info[] = {"distance", "effort", "collision", "success"};
+
+/* The obstacle nearest (x, y) by rim-to-rim clearance; -1 when there are none. */
+static int dd_nearest(const rs_model_t *m, int e, double x, double y, double *clearance)
+{
+    double R = rs_model_param(m, e, "robot_radius", 0);
+    int best = -1;
+    *clearance = DD_NO_OBSTACLE;
+    for (int i = 0;; i++) {
+        double ox = rs_model_param(m, e, "obstacles", 3 * i);
+        if (isnan(ox))
+            break;
+        double oy = rs_model_param(m, e, "obstacles", 3 * i + 1);
+        double orad = rs_model_param(m, e, "obstacles", 3 * i + 2);
+        double c = hypot(x - ox, y - oy) - R - orad;
+        if (best < 0 || c < *clearance)
+            best = i, *clearance = c;
+    }
+    return best;
+}
+
+static int dd_free_point(const rs_model_t *m, rs_data_t *d, int e, double *x, double *y)
+{
+    for (int k = 0; k < SAMPLE_TRIES; k++) {
+        double c;
+        *x = uniform(d, -DD_ARENA, DD_ARENA);
+        *y = uniform(d, -DD_ARENA, DD_ARENA);
+        if (dd_nearest(m, e, *x, *y, &c) < 0 || c >= DD_CLEAR)
+            return 0;
+    }
+    return -1;
+}
+
+static int dd_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+{
+    double x0 = 0, y0 = 0, th0 = uniform(d, -M_PI, M_PI), gx = 0, gy = 0;
+    int found = 0;
+    if (dd_free_point(m, d, e, &x0, &y0) == 0)
+        for (int k = 0; k < SAMPLE_TRIES && !found; k++)
+            found = dd_free_point(m, d, e, &gx, &gy) == 0 &&
+                    hypot(gx - x0, gy - y0) >= DD_MIN_START;
+    if (!found)
+        return rs_fail(st, RS_EINVAL,
+                       "the obstacles of '%s' leave no room in the %g cm arena for a start and a "
+                       "goal %g cm apart",
+                       m->ent[e].name, 2 * DD_ARENA, DD_MIN_START);
+    d->task[DD_GOAL_X] = gx;
+    d->task[DD_GOAL_Y] = gy;
+    const char *ent = m->ent[e].name;
+    rs_param_t init[] = {{ent, "x0", &x0, 1}, {ent, "y0", &y0, 1}, {ent, "theta0", &th0, 1}};
+    return rs_reset_initial(m, d, init, 3, st);
+}
+
+static void dd_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+{
+    double x = state_of(m, d, e, "x"), y = state_of(m, d, e, "y");
+    double th = state_of(m, d, e, "theta"), c;
+    int i = dd_nearest(m, e, x, y, &c);
+    obs[0] = x;
+    obs[1] = y;
+    obs[2] = cos(th);
+    obs[3] = sin(th);
+    obs[4] = d->task[DD_GOAL_X] - x;
+    obs[5] = d->task[DD_GOAL_Y] - y;
+    obs[6] = i < 0 ? 0.0 : rs_model_param(m, e, "obstacles", 3 * i) - x;
+    obs[7] = i < 0 ? 0.0 : rs_model_param(m, e, "obstacles", 3 * i + 1) - y;
+    obs[8] = c;
+    obs[9] = sensor_of(m, d, e, "bumper");
+}
+
+static double dd_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
+                          int *terminated, double *info)
+{
+    double x = state_of(m, d, e, "x"), y = state_of(m, d, e, "y");
+    double dist = hypot(d->task[DD_GOAL_X] - x, d->task[DD_GOAL_Y] - y);
+    double effort = 0.5 * (sq(command_of(m, d, e, 0) / DD_W_MAX) +
+                           sq(command_of(m, d, e, 1) / DD_W_MAX));
+    /* a collision: a contact event in this control step, or still held at an obstacle */
+    int collision = sensor_of(m, d, e, "bumper") > 0.5;
+    for (int i = first_event; i < d->nevents; i++)
+        collision |= d->events[i].entity == e &&
+                     strcmp(rs_event_kind_name(m, &d->events[i]), "contact") == 0;
+    int success = dist < DD_GOAL_TOL;
+    info[0] = dist, info[1] = effort, info[2] = collision, info[3] = success;
+    *terminated = success;
+    return -dist / 100.0 - EFFORT_WEIGHT * effort - 1.0 * collision + SUCCESS_BONUS * success;
+}
+
+/* ---- the table ---------------------------------------------------------------------------- */
+
+#define N(a) (int)(sizeof(a) / sizeof((a)[0]))
+
+static const rs_task_t tasks[] = {
+    {
+        .name = "FingerPush-v0",
+        .preset = "finger",
+        .entity = "finger",
+        .doc = "Push the object with the 1D finger so that its face comes to rest at the target "
+               "x*. The finger can only push: an object pushed past the target stays there. "
+               "Start: finger at 0, object face at U(0.2, 0.6) m, x* = object + U(0.5, 1.5) m, "
+               "both at rest; control step 0.05 s.",
+        .reward = "per control step: r = -|x_o - x*| - 0.1 max(0, x_o - x_f) - 0.01 (F / 5 N)^2 "
+                  "+ 10 [success] (lengths in m, F the applied force). Success, which "
+                  "terminates the episode: |x_o - x*| < 0.05 m with the object at rest "
+                  "(|v_o| < 1e-3 m/s). Truncated after 200 steps (10 s).",
+        .nobs = N(push_obs),
+        .obs = push_obs,
+        .nact = N(push_act),
+        .act = push_act,
+        .ninfo = N(push_info),
+        .info = push_info,
+        .max_episode_steps = 200,
+        .nparams = N(finger_params),
+        .params = finger_params,
+        .reset = push_reset,
+        .observe = push_observe,
+        .evaluate = push_evaluate,
+    },
+    {
+        .name = "FingerTouch-v0",
+        .preset = "finger",
+        .entity = "finger",
+        .doc = "Press on the object with the target tip force F* without moving it: approach "
+               "gently (an impact kicks the object) and hold the force, below static friction "
+               "(1 N). Start: finger at 0, object face at U(0.1, 0.5) m, F* = U(0.2, 0.8) N; "
+               "control step 0.05 s.",
+        .reward = "per control step: r = -|s - F*| - 10 |x_o - x_o(0)| - 0.01 (F / 2 N)^2 + 10 "
+                  "[success] (s the tip_force sensor in N, lengths in m). On target: |s - F*| "
+                  "< 0.05 N, |x_o - x_o(0)| < 0.005 m and the object at rest; success, which "
+                  "terminates the episode: on target for 10 control steps in a row (0.5 s). "
+                  "Truncated after 200 steps (10 s).",
+        .nobs = N(touch_obs),
+        .obs = touch_obs,
+        .nact = N(touch_act),
+        .act = touch_act,
+        .ninfo = N(touch_info),
+        .info = touch_info,
+        .max_episode_steps = 200,
+        .nparams = N(finger_params),
+        .params = finger_params,
+        .reset = touch_reset,
+        .observe = touch_observe,
+        .evaluate = touch_evaluate,
+    },
+    {
+        .name = "SerialArmReach-v0",
+        .preset = "serial_arm",
+        .entity = "arm",
+        .doc = "Bring the end effector of the vertical two-link arm (gravity on) to the target "
+               "point and stop there. The action is the two joints' PID setpoint angles. Start: "
+               "joint angles U(-pi, pi); the target is the end effector's position for other "
+               "random angles, at least 3 cm away; control step 0.05 s; PID gains kP = 4, 2, "
+               "kI = 4, 2, kD = 0.2, 0.08.",
+        .reward = "per control step: r = -10 d - 0.01 (tau1^2 / tau_max1^2 + tau2^2 / "
+                  "tau_max2^2) / 2 + 10 [success] (d the end effector's distance to the target "
+                  "in m, tau the applied joint torques). Success, which terminates the episode: "
+                  "d < 0.01 m with the end effector slower than 0.05 m/s. Truncated after 200 "
+                  "steps (10 s).",
+        .nobs = N(reach_obs),
+        .obs = reach_obs,
+        .nact = N(serial_act),
+        .act = serial_act,
+        .ninfo = N(reach_info),
+        .info = reach_info,
+        .max_episode_steps = 200,
+        .nparams = N(serial_params),
+        .params = serial_params,
+        .validate = reach_validate,
+        .reset = serial_reset,
+        .observe = reach_observe,
+        .evaluate = serial_evaluate,
+    },
+    {
+        .name = "ParallelArmReach-v0",
+        .preset = "parallel_arm",
+        .entity = "delta",
+        .doc = "Bring the end effector of the parallel (2D delta) arm to the target point and "
+               "stop there (y points down). The action is the two servos' PID setpoint angles. "
+               "Start: servo angles uniform in the middle 80 % of their range; the target is the "
+               "end effector's position for other such angles, at least 1.5 cm away; control "
+               "step 0.05 s.",
+        .reward = "per control step: r = -20 d - 0.01 (tau1^2 / tau_max1^2 + tau2^2 / "
+                  "tau_max2^2) / 2 + 10 [success] (d the end effector's distance to the target "
+                  "in m, tau the applied servo torques). Success, which terminates the episode: "
+                  "d < 0.005 m with the end effector slower than 0.05 m/s. Truncated after 200 "
+                  "steps (10 s).",
+        .nobs = N(reach_obs),
+        .obs = reach_obs,
+        .nact = N(parallel_act),
+        .act = parallel_act,
+        .ninfo = N(reach_info),
+        .info = reach_info,
+        .max_episode_steps = 200,
+        .nparams = N(parallel_params),
+        .params = parallel_params,
+        .validate = reach_validate,
+        .reset = parallel_reset,
+        .observe = reach_observe,
+        .evaluate = parallel_evaluate,
+    },
+    {
+        .name = "DiffDriveGoal-v0",
+        .preset = "diff_drive",
+        .entity = "robot",
+        .doc = "Drive the differential-drive robot (cm) to the goal among five disk obstacles "
+               "(centres and radii: (0, 0, 30), (-100, 80, 25), (100, -80, 25), (90, 110, 20), "
+               "(-110, -100, 20) cm). Start and goal: uniform in [-180, 180]^2 cm, 10 cm clear "
+               "of the inflated obstacles, at least 100 cm apart; heading U(-pi, pi); control "
+               "step 0.1 s.",
+        .reward = "per control step: r = -d / 100 - 0.01 ((w1 / 10)^2 + (w2 / 10)^2) / 2 - 1 "
+                  "[collision] + 10 [success] (d the distance to the goal in cm, w the wheel "
+                  "speeds in rad/s). A collision: a contact event with an obstacle in this step, "
+                  "or the bumper still pressed at its end. Success, which terminates the "
+                  "episode: d < 10 cm. Truncated after 300 steps (30 s).",
+        .nobs = N(dd_obs),
+        .obs = dd_obs,
+        .nact = N(dd_act),
+        .act = dd_act,
+        .ninfo = N(dd_info),
+        .info = dd_info,
+        .max_episode_steps = 300,
+        .nparams = N(dd_params),
+        .params = dd_params,
+        .reset = dd_reset,
+        .observe = dd_observe,
+        .evaluate = dd_evaluate,
+    },
+};
+
+#define NTASKS N(tasks)
+
+const rs_task_t *rs_task_find(const char *name)
+{
+    for (int i = 0; name && i < NTASKS; i++)
+        if (strcmp(tasks[i].name, name) == 0)
+            return &tasks[i];
+    return NULL;
+}
+
+const char *const *rs_task_names(void)
+{
+    static const char *names[NTASKS + 1];
+    for (int i = 0; i < NTASKS; i++)
+        names[i] = tasks[i].name;
+    names[NTASKS] = NULL;
+    return names;
+}
+
+/* ---- episodes ----------------------------------------------------------------------------- */
+
+static int task_entity(const rs_world_t *w, rs_status_t *st)
+{
+    int e = rs_model_entity(&w->model, w->task->entity);
+    if (e < 0)
+        return rs_fail(st, RS_EINTERNAL, "task '%s' drives entity '%s', which world lacks",
+                       w->task->name, w->task->entity);
+    return e;
+}
+
+int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st)
+{
+    int e = rs_model_entity(m, t->entity);
+    if (e < 0)
+        return rs_fail(st, RS_EINTERNAL, "task '%s' drives entity '%s', which the world lacks",
+                       t->name, t->entity);
+    return t->validate ? t->validate(m, e, st) : 0;
+}
+
+rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_param_t *params,
+                              size_t nparams, uint64_t seed, rs_status_t *st)
+{
+    const rs_task_t *t = rs_task_find(task);
+    if (!t) {
+        char names[200];
+        size_t used = 0;
+        names[0] = '\0';
+        for (int i = 0; i < NTASKS && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                                     tasks[i].name);
+        rs_fail(st, RS_ENOTFOUND, "unknown task '%s' (tasks: %s)", task ? task : "", names);
+        return NULL;
+    }
+    if (preset && preset[0] && strcmp(preset, t->preset) != 0) {
+        rs_fail(st, RS_EINVAL,
+                "task '%s' runs on preset '%s', not '%s'; leave the preset empty or name '%s'",
+                t->name, t->preset, preset, t->preset);
+        return NULL;
+    }
+    /* the task's defaults first, the client's overrides after them (the last value wins) */
+    size_t n = (size_t)t->nparams + nparams;
+    rs_param_t *all = calloc(n ? n : 1, sizeof *all);
+    if (!all) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for the parameters of a task world");
+        return NULL;
+    }
+    for (int i = 0; i < t->nparams; i++)
+        all[i] = (rs_param_t){t->params[i].entity, t->params[i].name, t->params[i].values,
+                              (size_t)t->params[i].n};
+    for (size_t i = 0; i < nparams; i++)
+        all[t->nparams + i] = params[i];
+    rs_world_t *w = rs_world_new(t->preset, all, n, seed, st);
+    free(all);
+    if (!w)
+        return NULL;
+    w->task = t;
+    if (rs_task_check_model(t, &w->model, st) < 0 || rs_world_reset(w, seed, st) < 0)
+        rs_world_destroy(&w);
+    return w;
+}
+
+int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
+{
+    int rc = rs_reset(&w->model, w->data, seed, st);
+    if (rc < 0 || !w->task)
+        return rc;
+    rs_data_t *d = w->data;
+    memset(d->task, 0, sizeof d->task);
+    d->episode_steps = 0;
+    int e = task_entity(w, st);
+    if (e < 0)
+        return e;
+    return w->task->reset(&w->model, d, e, st);
+}
+
+int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st)
+{
+    if (n != (size_t)t->nact)
+        return rs_fail(st, RS_EINVAL, "task '%s' takes an action of %d value%s, got %zu", t->name,
+                       t->nact, t->nact == 1 ? "" : "s", n);
+    for (int i = 0; i < t->nact; i++) {
+        const rs_var_desc_t *v = &t->act[i];
+        if (!isfinite(action[i]))
+            return rs_fail(st, RS_EINVAL, "action[%d] (%s) of task '%s' is not finite", i, v->name,
+                           t->name);
+        if (action[i] < v->lower || action[i] > v->upper)
+            return rs_fail(st, RS_ERANGE, "action[%d] (%s) = %g is outside [%g, %g] %s", i,
+                           v->name, action[i], v->lower, v->upper, v->unit);
+    }
+    return 0;
+}
+
+int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t nsteps,
+                       rs_status_t *st)
+{
+    const rs_task_t *t = w->task;
+    rs_data_t *d = w->data;
+    const rs_model_t *m = &w->model;
+    if (!t)
+        return rs_fail(st, RS_EPRECOND,
+                       "this world runs no task, so a Step takes commands, not an action; create "
+                       "the world with CreateWorld.task to use actions");
+    if (d->task[RS_TASK_TERMINATED] != 0.0 || d->task[RS_TASK_TRUNCATED] != 0.0)
+        return rs_fail(st, RS_EPRECOND,
+                       "the episode of task '%s' ended (%s) after %llu steps; Reset starts a new "
+                       "one",
+                       t->name, d->task[RS_TASK_TERMINATED] != 0.0 ? "terminated" : "truncated",
+                       (unsigned long long)d->episode_steps);
+    int e = task_entity(w, st);
+    if (e < 0)
+        return e;
+    if (n) {
+        int rc = rs_task_check_action(t, action, n, st);
+        if (rc < 0)
+            return rc;
+        if ((rc = rs_set_commands(m, d, e, action, n, st)) < 0)
+            return rc;
+    }
+    d->nevents = 0;
+    d->events_dropped = 0;
+    double reward = 0.0;
+    for (uint64_t k = 0; k < nsteps; k++) {
+        int first = d->nevents, terminated = 0;
+        double info[RS_TASK_MAX_INFO] = {0};
+        int rc = rs_step_continue(m, d, 1, st);
+        if (rc < 0) {
+            d->task[RS_TASK_REWARD] = reward;
+            return rc;
+        }
+        d->episode_steps++;
+        reward += t->evaluate(m, d, e, first, &terminated, info);
+        memcpy(d->task + RS_TASK_INFO, info, sizeof info);
+        if (terminated)
+            d->task[RS_TASK_TERMINATED] = 1.0;
+        else if (d->episode_steps >= t->max_episode_steps)
+            d->task[RS_TASK_TRUNCATED] = 1.0;
+        if (terminated || d->task[RS_TASK_TRUNCATED] != 0.0)
+            break;
+    }
+    d->task[RS_TASK_REWARD] = reward;
+    d->task[RS_TASK_RETURN] += reward;
+    return 0;
+}
+
+int rs_world_task_view(const rs_world_t *w, rs_task_view_t *out, rs_status_t *st)
+{
+    const rs_task_t *t = w->task;
+    if (!t)
+        return rs_fail(st, RS_EPRECOND, "this world runs no task");
+    int e = task_entity(w, st);
+    if (e < 0)
+        return e;
+    const rs_data_t *d = w->data;
+    memset(out, 0, sizeof *out);
+    out->nobs = t->nobs;
+    t->observe(&w->model, d, e, out->obs);
+    out->reward = d->task[RS_TASK_REWARD];
+    out->terminated = d->task[RS_TASK_TERMINATED] != 0.0;
+    out->truncated = d->task[RS_TASK_TRUNCATED] != 0.0;
+    out->episode_return = d->task[RS_TASK_RETURN];
+    out->ninfo = t->ninfo;
+    out->info_names = t->info;
+    memcpy(out->info, d->task + RS_TASK_INFO, sizeof out->info);
+    return 0;
+}

@@ -1,0 +1,248 @@
+/* The observer stream: every world publishes its state after each Step, Reset and SetState on
+ * one PUB socket, as two frames: the topic "world/<id>/" and a StreamFrame {world_id, seq,
+ * state}. Subscribers filter by topic prefix ("world/7/" for one world, "world/" for all).
+ *
+ * seq counts the frames published for a world: 1, 2, 3, ... A subscriber that sees a gap
+ * missed frames (it joined late, or its queue overflowed). A late watcher subscribes, asks
+ * GetState once (State.seq is the world's last published seq) and then follows the frames with
+ * a larger seq.
+ *
+ * Rate limit: a world publishes at most stream_max_hz frames per second (its world parameter,
+ * else the server's --stream-max-hz). A state that comes sooner is not published then; the
+ * world is marked pending and its state at the time the limit allows is published instead
+ * (the loop wakes up for it), so a watcher always ends up with a world's latest state. Events
+ * of held-back steps are not resent.
+ *
+ * Slow subscribers cannot hurt the server: the socket's send high-water mark bounds each
+ * subscriber's queue and PUB drops frames for a subscriber that is full; sends never block.
+ *
+ * The socket is an XPUB so the server sees subscriptions: a frame is serialized only when
+ * someone subscribes to its world's topic (its seq advances either way), which makes the
+ * stream free when nobody watches. */
+#include "rs_codec.h"
+#include "rs_log.h"
+#include "server_internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zmq.h>
+
+#define STREAM_SNDHWM 1000  /* frames queued per subscriber before PUB drops for it */
+#define MAX_PREFIXES 4096   /* subscriptions tracked; beyond, every world counts as watched */
+#define MAX_PREFIX_LEN 64
+
+int rs_stream_open(rs_server_t *s, rs_status_t *st)
+{
+    s->stream_next_due = INFINITY;
+    s->stream_endpoint[0] = '\0';
+    const char *ep = s->cfg.stream_endpoint;
+    if (!ep || !ep[0])
+        return 0;
+    s->xpub = zmq_socket(s->zctx, ZMQ_XPUB);
+    int linger = 0, hwm = STREAM_SNDHWM;
+    char bound[sizeof s->stream_endpoint];
+    size_t blen = sizeof bound;
+    if (!s->xpub || zmq_setsockopt(s->xpub, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(s->xpub, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_bind(s->xpub, ep) != 0 ||
+        zmq_getsockopt(s->xpub, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+        const char *why = zmq_strerror(zmq_errno());
+        if (s->xpub)
+            zmq_close(s->xpub);
+        s->xpub = NULL;
+        if (s->cfg.stream_explicit)
+            return rs_fail(st, RS_EPRECOND, "cannot bind the observer stream on %s: %s", ep, why);
+        rs_log(RS_LOG_WARN,
+               "observer stream off: cannot bind %s: %s (choose one with --stream ENDPOINT)", ep,
+               why);
+        return 0;
+    }
+    snprintf(s->stream_endpoint, sizeof s->stream_endpoint, "%s", bound);
+    rs_log(RS_LOG_INFO, "observer stream on %s (at most %g states per second per world)",
+           s->stream_endpoint, s->cfg.stream_max_hz);
+    return 0;
+}
+
+void rs_stream_close(rs_server_t *s)
+{
+    if (s->xpub)
+        zmq_close(s->xpub);
+    s->xpub = NULL;
+    for (int i = 0; i < s->nsubs; i++)
+        free(s->subs[i]);
+    free(s->subs);
+    s->subs = NULL;
+    s->nsubs = s->capsubs = 0;
+}
+
+/* Track one (un)subscription message: byte 1 subscribe, 0 unsubscribe, then the prefix. The
+ * XPUB passes on only the first subscription to a prefix and the last unsubscription, so a
+ * set is enough. */
+static void track_subscription(rs_server_t *s, const unsigned char *m, size_t n)
+{
+    if (n < 1 || (m[0] != 0 && m[0] != 1))
+        return; /* not a subscription message */
+    size_t plen = n - 1;
+    if (plen > MAX_PREFIX_LEN) {
+        s->subs_overflow |= m[0] == 1; /* cannot match a topic prefix-wise anyway: be safe */
+        s->sub_gen++;
+        return;
+    }
+    int found = -1;
+    for (int i = 0; i < s->nsubs && found < 0; i++)
+        if (strlen(s->subs[i]) == plen && memcmp(s->subs[i], m + 1, plen) == 0)
+            found = i;
+    if (m[0] == 1 && found < 0) {
+        if (s->nsubs >= MAX_PREFIXES) {
+            s->subs_overflow = 1;
+        } else {
+            if (s->nsubs == s->capsubs) {
+                int cap = s->capsubs ? 2 * s->capsubs : 16;
+                char **grown = realloc(s->subs, (size_t)cap * sizeof *grown);
+                if (!grown) {
+                    s->subs_overflow = 1;
+                    s->sub_gen++;
+                    return;
+                }
+                s->subs = grown;
+                s->capsubs = cap;
+            }
+            char *p = malloc(plen + 1);
+            if (!p) {
+                s->subs_overflow = 1;
+                s->sub_gen++;
+                return;
+            }
+            memcpy(p, m + 1, plen);
+            p[plen] = '\0';
+            s->subs[s->nsubs++] = p;
+        }
+    } else if (m[0] == 0 && found >= 0) {
+        free(s->subs[found]);
+        s->subs[found] = s->subs[--s->nsubs];
+    }
+    s->sub_gen++;
+}
+
+/* Read the subscription messages waiting on the socket. */
+static void poll_subscriptions(rs_server_t *s)
+{
+    for (;;) {
+        zmq_msg_t m;
+        zmq_msg_init(&m);
+        if (zmq_msg_recv(&m, s->xpub, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(&m);
+            return;
+        }
+        track_subscription(s, zmq_msg_data(&m), zmq_msg_size(&m));
+        zmq_msg_close(&m);
+    }
+}
+
+static int topic(char *buf, size_t n, uint64_t id)
+{
+    return snprintf(buf, n, "world/%llu/", (unsigned long long)id);
+}
+
+/* Whether anyone subscribes to a prefix of w's topic. */
+static int watched(rs_server_t *s, world_entry_t *w)
+{
+    if (w->watched_gen == s->sub_gen && s->sub_gen)
+        return w->watched;
+    char t[48];
+    size_t tl = (size_t)topic(t, sizeof t, w->id);
+    int yes = s->subs_overflow;
+    for (int i = 0; i < s->nsubs && !yes; i++) {
+        size_t pl = strlen(s->subs[i]);
+        yes = pl <= tl && memcmp(s->subs[i], t, pl) == 0;
+    }
+    w->watched = yes;
+    w->watched_gen = s->sub_gen;
+    return yes;
+}
+
+static double min_interval(const rs_server_t *s, const world_entry_t *w)
+{
+    double hz = w->world->model.stream_max_hz > 0 ? w->world->model.stream_max_hz
+                                                  : s->cfg.stream_max_hz;
+    return hz > 0 ? 1.0 / hz : 0.0;
+}
+
+/* Publish `state` as w's next frame. */
+static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state, double now)
+{
+    w->stream_seq++;
+    w->stream_last = now;
+    w->stream_pending = 0;
+    state->seq = w->stream_seq;
+    poll_subscriptions(s);
+    if (!watched(s, w))
+        return;
+    Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
+    f.world_id = w->id;
+    f.seq = w->stream_seq;
+    f.state = state;
+    size_t n = robosim__v1__stream_frame__get_packed_size(&f);
+    zmq_msg_t body;
+    if (zmq_msg_init_size(&body, n) != 0) {
+        s->frames_dropped++;
+        return;
+    }
+    robosim__v1__stream_frame__pack(&f, zmq_msg_data(&body));
+    char t[48];
+    int tl = topic(t, sizeof t, w->id);
+    /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
+    if (zmq_send(s->xpub, t, (size_t)tl, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_msg_send(&body, s->xpub, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&body);
+        s->frames_dropped++;
+        return;
+    }
+    s->frames_sent++;
+}
+
+void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state)
+{
+    state->seq = w->stream_seq;
+    if (!s->xpub)
+        return;
+    double now = rs_monotonic(), due = w->stream_last + min_interval(s, w);
+    if (w->stream_seq == 0 || now >= due) {
+        publish(s, w, state, now);
+        return;
+    }
+    w->stream_pending = 1;
+    if (due < s->stream_next_due)
+        s->stream_next_due = due;
+}
+
+int rs_stream_flush(rs_server_t *s)
+{
+    if (!s->xpub || s->stream_next_due == INFINITY)
+        return -1;
+    double now = rs_monotonic();
+    if (now < s->stream_next_due)
+        return (int)ceil((s->stream_next_due - now) * 1000.0);
+    double next = INFINITY;
+    for (int i = 0; i < s->nworlds; i++) {
+        world_entry_t *w = &s->worlds[i];
+        if (!w->stream_pending)
+            continue;
+        double due = w->stream_last + min_interval(s, w);
+        if (now < due) {
+            next = fmin(next, due);
+            continue;
+        }
+        arena_reset(&s->arena);
+        Robosim__V1__State *state = codec_state(&s->arena, w->id, w->world);
+        if (state)
+            publish(s, w, state, now);
+        else
+            next = fmin(next, now + 0.001); /* out of memory: try again shortly */
+    }
+    s->stream_next_due = next;
+    return next == INFINITY ? -1 : (int)ceil((next - now) * 1000.0);
+}

@@ -1,0 +1,248 @@
+/* StepBatch through the real server, and determinism: a batch gives bit-identical states to
+ * stepping the same worlds one by one, for batch sizes 1, 16 and 256, on servers with 1 and 2
+ * worker threads; and the same world (preset, seed, commands) follows the same trajectory
+ * across batch sizes, thread counts and server processes. Errors stay with their item; bad
+ * batches (empty, too large, a world twice) are refused as a whole. */
+#include "rs_test.h"
+#include "server_proc.h"
+
+#define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
+#define ROUNDS 6
+#define MAX_B 256
+
+/* The fingerprint of world i (by creation order within a set) after ROUNDS rounds, per run:
+ * [server][batch size index] */
+static unsigned char *finals[2][3][MAX_B];
+static size_t final_len[2][3][MAX_B];
+
+static void state_bytes(Robosim__V1__State *s, unsigned char **out, size_t *n)
+{
+    uint64_t id = s->world_id, seq = s->seq;
+    s->world_id = 0;
+    s->seq = 0;
+    *n = robosim__v1__state__get_packed_size(s);
+    *out = malloc(*n);
+    robosim__v1__state__pack(s, *out);
+    s->world_id = id;
+    s->seq = seq;
+}
+
+static int same_state(Robosim__V1__State *a, Robosim__V1__State *b)
+{
+    unsigned char *x, *y;
+    size_t nx, ny;
+    state_bytes(a, &x, &nx);
+    state_bytes(b, &y, &ny);
+    int same = nx == ny && memcmp(x, y, nx) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+/* The finger's force for world i in round r: pushes of varied strength, some pulls. */
+static double force(int i, int r)
+{
+    return (r + i) % 5 == 4 ? -8.0 : 15.0 + 3.0 * (double)((i * 7 + r * 3) % 11);
+}
+
+static void batch_equals_one_by_one(const char *endpoint, int server, int bi, int nb)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
+    CHECK(c != NULL, "connect: %s", err.message);
+    if (!c)
+        return;
+    uint64_t *a = calloc((size_t)nb, sizeof *a), *b = calloc((size_t)nb, sizeof *b);
+    for (int i = 0; i < nb; i++) {
+        int rc = rsc_create_world(c, "finger", NULL, 0, (uint64_t)(1000 + i), &a[i], &err);
+        rc |= rsc_create_world(c, "finger", NULL, 0, (uint64_t)(1000 + i), &b[i], &err);
+        CHECK(rc == 0, "create pair %d: %s", i, err.message);
+    }
+    rsc_batch_item_t *items = calloc((size_t)nb, sizeof *items);
+    rsc_command_t *cmds = calloc((size_t)nb, sizeof *cmds);
+    double *f = calloc((size_t)nb, sizeof *f);
+    int mismatches = 0, item_errors = 0;
+    Robosim__V1__State **last = calloc((size_t)nb, sizeof *last);
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < nb; i++) {
+            f[i] = force(i, r);
+            cmds[i] = (rsc_command_t){"finger", &f[i], 1};
+            items[i] = (rsc_batch_item_t){a[i], (uint32_t)(1 + (i + r) % 4), 0, &cmds[i], 1, NULL, 0};
+        }
+        Robosim__V1__StepBatchReply *br = NULL;
+        int rc = rsc_step_batch(c, items, (size_t)nb, &br, &err);
+        CHECK(rc == 0 && br && br->n_results == (size_t)nb, "batch of %d: %d %s", nb, rc,
+              err.message);
+        if (!br)
+            break;
+        for (int i = 0; i < nb; i++) {
+            Robosim__V1__BatchResult *res = br->results[i];
+            if (res->world_id != a[i] || res->result_case != ROBOSIM__V1__BATCH_RESULT__RESULT_STATE) {
+                item_errors++;
+                continue;
+            }
+            Robosim__V1__State *one = NULL;
+            rc = rsc_step(c, b[i], items[i].steps, 0, &cmds[i], 1, &one, &err);
+            if (rc != 0 || !same_state(res->state, one))
+                mismatches++;
+            rsc_free(one);
+        }
+        if (r == ROUNDS - 1)
+            for (int i = 0; i < nb; i++)
+                if (br->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
+                    state_bytes(br->results[i]->state, &finals[server][bi][i],
+                                &final_len[server][bi][i]);
+        rsc_free(br);
+    }
+    CHECK(item_errors == 0 && mismatches == 0,
+          "server %d, batch %d: %d item errors, %d states differ from one-by-one stepping", server,
+          nb, item_errors, mismatches);
+    for (int i = 0; i < nb; i++) {
+        rsc_destroy_world(c, a[i], &err);
+        rsc_destroy_world(c, b[i], &err);
+    }
+    free(a);
+    free(b);
+    free(items);
+    free(cmds);
+    free(f);
+    free(last);
+    rsc_close(&c);
+}
+
+/* Per-item errors: each bad item gets its own error, the good ones are stepped. */
+static void errors_per_item(const char *endpoint)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, 5000, &err), *other = rsc_connect(endpoint, 5000, &err);
+    uint64_t good1, good2, foreign, badcmd, baddur;
+    rsc_create_world(c, "finger", NULL, 0, 1, &good1, &err);
+    rsc_create_world(c, "diff_drive", NULL, 0, 1, &good2, &err);
+    rsc_create_world(other, "finger", NULL, 0, 1, &foreign, &err); /* c has no token for it */
+    rsc_create_world(c, "finger", NULL, 0, 1, &badcmd, &err);
+    rsc_create_world(c, "finger", NULL, 0, 1, &baddur, &err);
+    double nan1[] = {NAN}, ok1[] = {5}, wheels[] = {2, 2};
+    rsc_command_t cnan = {"finger", nan1, 1}, cok = {"finger", ok1, 1}, cw = {"robot", wheels, 2};
+    rsc_batch_item_t items[] = {
+        {good1, 2, 0, &cok, 1, NULL, 0},
+        {987654, 1, 0, NULL, 0, NULL, 0},
+        {foreign, 1, 0, NULL, 0, NULL, 0},
+        {badcmd, 1, 0, &cnan, 1, NULL, 0},
+        {good2, 0, 0.05, &cw, 1, NULL, 0},
+        {baddur, 0, 0.015, NULL, 0, NULL, 0},
+    };
+    int want[] = {0, CODE(NOT_FOUND), CODE(PERMISSION_DENIED), CODE(INVALID_ARGUMENT), 0,
+                  CODE(INVALID_ARGUMENT)};
+    const char *word[] = {"", "987654", "missing", "not finite", "", "whole number"};
+    Robosim__V1__StepBatchReply *br = NULL;
+    int rc = rsc_step_batch(c, items, 6, &br, &err);
+    CHECK(rc == 0 && br && br->n_results == 6, "mixed batch accepted: %d %s", rc, err.message);
+    for (size_t i = 0; br && i < 6; i++) {
+        Robosim__V1__BatchResult *r = br->results[i];
+        CHECK(r->world_id == items[i].world_id, "result %zu names its world", i);
+        if (want[i] == 0) {
+            CHECK(r->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE && r->state &&
+                      r->state->world_id == items[i].world_id && r->state->step_count > 0,
+                  "item %zu stepped", i);
+        } else {
+            CHECK(r->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR && r->error &&
+                      (int)r->error->code == want[i] && strstr(r->error->message, word[i]),
+                  "item %zu: want error %d with '%s', got %s", i, want[i], word[i],
+                  r->error ? r->error->message : "a state");
+        }
+    }
+    rsc_free(br);
+    /* the refused items' worlds did not move */
+    uint64_t unmoved[] = {foreign, badcmd, baddur};
+    for (int i = 0; i < 3; i++) {
+        Robosim__V1__State *s = NULL;
+        rsc_get_state(c, unmoved[i], &s, &err);
+        CHECK(s && s->step_count == 0, "world %llu unchanged", (unsigned long long)unmoved[i]);
+        rsc_free(s);
+    }
+
+    /* refused as a whole */
+    rc = rsc_step_batch(c, items, 0, &br, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "no items"), "empty batch: %d %s", rc,
+          err.message);
+    rsc_batch_item_t twice[] = {{good1, 1, 0, NULL, 0, NULL, 0},
+                                {good2, 1, 0, NULL, 0, NULL, 0},
+                                {good1, 1, 0, NULL, 0, NULL, 0}};
+    rc = rsc_step_batch(c, twice, 3, &br, &err);
+    char idw[64];
+    snprintf(idw, sizeof idw, "world %llu appears twice", (unsigned long long)good1);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, idw), "a world twice: %d %s", rc,
+          err.message);
+    rsc_batch_item_t many[9];
+    for (int i = 0; i < 9; i++)
+        many[i] = (rsc_batch_item_t){(uint64_t)(100 + i), 1, 0, NULL, 0, NULL, 0};
+    rc = rsc_step_batch(c, many, 9, &br, &err);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "limit of 8") &&
+              strstr(err.message, "--max-batch"),
+          "9 items over --max-batch 8: %d %s", rc, err.message);
+    Robosim__V1__State *s = NULL;
+    rsc_get_state(c, good1, &s, &err);
+    CHECK(s && s->step_count == 2, "refused batches step nothing: %llu",
+          s ? (unsigned long long)s->step_count : 0ULL);
+    rsc_free(s);
+
+    /* a batch step is a mutation: it renews the lease, and the old token is refused after a
+     * claim (covered in test_roles); a reader may not batch-step a world */
+    rsc_batch_item_t foreign_only = {good1, 1, 0, NULL, 0, NULL, 0};
+    rc = rsc_step_batch(other, &foreign_only, 1, &br, &err);
+    CHECK(rc == 0 && br && br->results[0]->error &&
+              br->results[0]->error->code == CODE(PERMISSION_DENIED),
+          "another client's batch item is refused: %d", rc);
+    rsc_free(br);
+    rsc_close(&c);
+    rsc_close(&other);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
+        return 2;
+    }
+    static const int sizes[] = {1, 16, MAX_B};
+    for (int server = 0; server < 2; server++) {
+        const char *threads = server ? "2" : "1";
+        const char *extra[] = {"--threads", threads, "--max-worlds", "600", "--no-world", NULL};
+        server_proc_t sp;
+        CHECK(server_start(&sp, argv[1], extra) == 0, "server with --threads %s", threads);
+        if (sp.pid <= 0)
+            return rs_test_done("test_batch");
+        for (int bi = 0; bi < 3; bi++)
+            batch_equals_one_by_one(sp.endpoint, server, bi, sizes[bi]);
+        CHECK(server_stop(&sp) == 0, "server exits 0");
+    }
+    /* determinism: world i ends in the same state whatever the batch size, thread count and
+     * server process */
+    int differ = 0, compared = 0;
+    for (int server = 0; server < 2; server++)
+        for (int bi = 0; bi < 3; bi++)
+            for (int i = 0; i < sizes[bi]; i++) {
+                compared++;
+                const unsigned char *ref = finals[0][2][i];
+                if (!ref || !finals[server][bi][i] || final_len[server][bi][i] != final_len[0][2][i] ||
+                    memcmp(ref, finals[server][bi][i], final_len[0][2][i]) != 0)
+                    differ++;
+            }
+    CHECK(differ == 0 && compared == 2 * (1 + 16 + MAX_B),
+          "the same world is bit-identical across batch sizes, thread counts and processes "
+          "(%d of %d differ)",
+          differ, compared);
+    for (int server = 0; server < 2; server++)
+        for (int bi = 0; bi < 3; bi++)
+            for (int i = 0; i < MAX_B; i++)
+                free(finals[server][bi][i]);
+
+    const char *extra[] = {"--max-batch", "8", NULL};
+    server_proc_t sp;
+    CHECK(server_start(&sp, argv[1], extra) == 0, "server with --max-batch 8");
+    if (sp.pid > 0) {
+        errors_per_item(sp.endpoint);
+        CHECK(server_stop(&sp) == 0, "server exits 0");
+    }
+    return rs_test_done("test_batch");
+}

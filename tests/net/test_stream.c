@@ -1,0 +1,366 @@
+/* The observer stream through the real server: a subscriber sees every step of a slow run in
+ * order with consecutive sequence numbers and the states the controller got; the rate limit
+ * (a world parameter) thins a fast run but the last state always arrives; a late watcher lines
+ * up with GetState's seq; Reset and SetState publish too; a subscriber that never reads does
+ * not stop the server from serving others or grow it without bound; --no-stream turns it off. */
+#include "rs_test.h"
+#include "server_proc.h"
+
+#define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
+
+static server_proc_t server;
+static char stream_ep[256];
+static void *zctx;
+
+static rsc_client_t *connect_to(const char *ep)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(ep, 5000, &err);
+    CHECK(c != NULL, "connect: %s", err.message);
+    if (!c)
+        exit(1);
+    return c;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+static void *subscriber(const char *prefix)
+{
+    void *sub = zmq_socket(zctx, ZMQ_SUB);
+    int linger = 0;
+    zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, prefix, strlen(prefix));
+    CHECK(zmq_connect(sub, stream_ep) == 0, "connect SUB to %s", stream_ep);
+    return sub;
+}
+
+/* The next frame within timeout_ms, or NULL; the topic is checked against the frame. */
+static Robosim__V1__StreamFrame *next_frame(void *sub, int timeout_ms)
+{
+    zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+    if (zmq_poll(&it, 1, timeout_ms) <= 0)
+        return NULL;
+    char topic[64];
+    int tn = zmq_recv(sub, topic, sizeof topic - 1, 0);
+    int more = 0;
+    size_t ms = sizeof more;
+    zmq_getsockopt(sub, ZMQ_RCVMORE, &more, &ms);
+    CHECK(tn > 0 && more, "a frame starts with its topic");
+    if (tn <= 0 || !more)
+        return NULL;
+    topic[tn] = '\0';
+    zmq_msg_t body;
+    zmq_msg_init(&body);
+    zmq_msg_recv(&body, sub, 0);
+    Robosim__V1__StreamFrame *f =
+        robosim__v1__stream_frame__unpack(NULL, zmq_msg_size(&body), zmq_msg_data(&body));
+    zmq_msg_close(&body);
+    CHECK(f && f->state, "the body is a StreamFrame");
+    if (f) {
+        char want[64];
+        snprintf(want, sizeof want, "world/%llu/", (unsigned long long)f->world_id);
+        CHECK(!strcmp(topic, want) && f->state->world_id == f->world_id &&
+                  f->state->seq == f->seq,
+              "topic '%s' for world %llu, seq %llu", topic, (unsigned long long)f->world_id,
+              (unsigned long long)f->seq);
+    }
+    return f;
+}
+
+/* Step until the subscription is in effect (a frame arrives); drain; return the last frame's
+ * seq. */
+static uint64_t wait_subscribed(rsc_client_t *c, uint64_t id, void *sub)
+{
+    rsc_error_t err;
+    for (int i = 0; i < 100; i++) {
+        rsc_step(c, id, 1, 0, NULL, 0, NULL, &err);
+        Robosim__V1__StreamFrame *f = next_frame(sub, 50);
+        if (f) {
+            uint64_t seq = f->seq;
+            robosim__v1__stream_frame__free_unpacked(f, NULL);
+            while ((f = next_frame(sub, 50))) {
+                seq = f->seq;
+                robosim__v1__stream_frame__free_unpacked(f, NULL);
+            }
+            return seq;
+        }
+    }
+    CHECK(0, "the subscription never took effect");
+    return 0;
+}
+
+static int same_state(Robosim__V1__State *a, Robosim__V1__State *b)
+{
+    size_t na = robosim__v1__state__get_packed_size(a), nb = robosim__v1__state__get_packed_size(b);
+    unsigned char *x = malloc(na), *y = malloc(nb);
+    robosim__v1__state__pack(a, x);
+    robosim__v1__state__pack(b, y);
+    int same = na == nb && memcmp(x, y, na) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+static void every_step_in_order(rsc_client_t *c, uint64_t id)
+{
+    rsc_error_t err;
+    char prefix[48];
+    snprintf(prefix, sizeof prefix, "world/%llu/", (unsigned long long)id);
+    void *sub = subscriber(prefix);
+    uint64_t seq = wait_subscribed(c, id, sub);
+    CHECK(seq > 0, "frames flow (last seq %llu)", (unsigned long long)seq);
+
+    /* a slow run: 5 ms between steps, the limit (1000 per second) lets every state through */
+    double u[] = {3, 2};
+    rsc_command_t cmd = {"robot", u, 2};
+    int in_order = 0, same = 0;
+    for (int k = 0; k < 40; k++) {
+        Robosim__V1__State *s = NULL;
+        u[0] = 2 + k % 3;
+        rsc_step(c, id, 1, 0, &cmd, 1, &s, &err);
+        Robosim__V1__StreamFrame *f = next_frame(sub, 1000);
+        if (s && f && f->seq == seq + 1 && s->seq == f->seq && f->world_id == id) {
+            in_order++;
+            same += same_state(s, f->state);
+        }
+        seq = f ? f->seq : seq;
+        if (f)
+            robosim__v1__stream_frame__free_unpacked(f, NULL);
+        rsc_free(s);
+        sleep_ms(5);
+    }
+    CHECK(in_order == 40 && same == 40,
+          "every step of a slow run arrives in order with consecutive seq (%d of 40) and the "
+          "controller's state (%d of 40)",
+          in_order, same);
+
+    /* Reset and SetState publish too */
+    Robosim__V1__State *snap = NULL, *s = NULL;
+    rsc_get_snapshot(c, id, &snap, &err);
+    CHECK(snap && snap->seq == seq, "GetState's seq is the last published: %llu vs %llu",
+          snap ? (unsigned long long)snap->seq : 0ULL, (unsigned long long)seq);
+    sleep_ms(5);
+    rsc_reset(c, id, 0, 0, &s, &err);
+    Robosim__V1__StreamFrame *f = next_frame(sub, 1000);
+    CHECK(f && f->seq == seq + 1 && f->state->step_count == 0 && s && s->seq == f->seq,
+          "a Reset is published");
+    if (f)
+        seq = f->seq, robosim__v1__stream_frame__free_unpacked(f, NULL);
+    rsc_free(s);
+    sleep_ms(5);
+    s = NULL;
+    rsc_set_state(c, id, snap->snapshot.data, snap->snapshot.len, &s, &err);
+    f = next_frame(sub, 1000);
+    CHECK(f && f->seq == seq + 1 && s && f->state->step_count == snap->step_count,
+          "a SetState is published");
+    if (f)
+        seq = f->seq, robosim__v1__stream_frame__free_unpacked(f, NULL);
+    rsc_free(s);
+    rsc_free(snap);
+
+    /* the rate limit as a world parameter: 20 states per second; a burst of steps is thinned,
+     * seq stays consecutive, and the last state arrives once the limit allows */
+    double hz[] = {20};
+    rsc_param_t p = {"", "stream_max_hz", hz, 1};
+    int rc = rsc_set_params(c, id, &p, 1, &err);
+    CHECK(rc == 0, "set stream_max_hz: %s", err.message);
+    sleep_ms(60);
+    Robosim__V1__State *last = NULL;
+    for (int k = 0; k < 60; k++) {
+        rsc_free(last);
+        last = NULL;
+        rsc_step(c, id, 1, 0, NULL, 0, &last, &err);
+    }
+    int frames = 0, consecutive = 1;
+    Robosim__V1__StreamFrame *latest = NULL;
+    while ((f = next_frame(sub, 300))) {
+        frames++;
+        consecutive &= f->seq == seq + 1;
+        seq = f->seq;
+        if (latest)
+            robosim__v1__stream_frame__free_unpacked(latest, NULL);
+        latest = f;
+    }
+    CHECK(frames >= 1 && frames < 30 && consecutive,
+          "60 fast steps at 20 per second: %d frames, consecutive seq %d", frames, consecutive);
+    int eq = 0;
+    if (latest && last) { /* the reply went out before the state was published: its seq is older */
+        uint64_t keep = last->seq;
+        last->seq = latest->state->seq;
+        eq = same_state(latest->state, last);
+        last->seq = keep;
+    }
+    CHECK(eq && latest->state->step_count == last->step_count,
+          "the last state arrives after the limit's wait (frame step %llu, reply step %llu)",
+          latest ? (unsigned long long)latest->state->step_count : 0ULL,
+          last ? (unsigned long long)last->step_count : 0ULL);
+    if (latest)
+        robosim__v1__stream_frame__free_unpacked(latest, NULL);
+    rsc_free(last);
+    hz[0] = 1000;
+    rsc_set_params(c, id, &p, 1, &err);
+    zmq_close(sub);
+}
+
+/* A watcher joining late: subscribe, GetState once, then frames with seq > State.seq. */
+static void late_joiner(rsc_client_t *c, uint64_t id)
+{
+    rsc_error_t err;
+    /* the world has been running (every_step_in_order); a watcher of all worlds joins */
+    void *sub = subscriber("world/");
+    wait_subscribed(c, id, sub);
+    rsc_client_t *watcher = connect_to(server.endpoint);
+    Robosim__V1__State *now = NULL;
+    rsc_get_state(watcher, id, &now, &err);
+    CHECK(now && now->seq > 0, "GetState carries the stream seq");
+    sleep_ms(5);
+    Robosim__V1__State *s = NULL;
+    rsc_step(c, id, 1, 0, NULL, 0, &s, &err);
+    /* frames up to now->seq are history for the watcher; the next is seq + 1 */
+    Robosim__V1__StreamFrame *f;
+    int old = 0, lined_up = 0;
+    while ((f = next_frame(sub, 500))) {
+        if (f->world_id == id && f->seq <= now->seq)
+            old++;
+        else if (f->world_id == id && f->seq == now->seq + 1 && s &&
+                 f->state->step_count == now->step_count + 1 && same_state(f->state, s))
+            lined_up = 1;
+        robosim__v1__stream_frame__free_unpacked(f, NULL);
+        if (lined_up)
+            break;
+    }
+    CHECK(lined_up, "the late watcher lines up: the frame after GetState's seq %llu is the next "
+                    "step (%d older frames skipped)",
+          now ? (unsigned long long)now->seq : 0ULL, old);
+    rsc_free(now);
+    rsc_free(s);
+    rsc_close(&watcher);
+    zmq_close(sub);
+}
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* A subscriber that never reads cannot stop the server or grow it without bound. */
+static void subscriber_never_reads(void)
+{
+    rsc_error_t err;
+    rsc_client_t *c = connect_to(server.endpoint);
+    uint64_t id;
+    rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err);
+    double hz[] = {1e6};
+    rsc_param_t p = {"", "stream_max_hz", hz, 1};
+    rsc_set_params(c, id, &p, 1, &err);
+    void *deaf = zmq_socket(zctx, ZMQ_SUB);
+    int hwm = 10, rcvbuf = 4096, linger = 0;
+    zmq_setsockopt(deaf, ZMQ_RCVHWM, &hwm, sizeof hwm);
+    zmq_setsockopt(deaf, ZMQ_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    zmq_setsockopt(deaf, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(deaf, ZMQ_SUBSCRIBE, "", 0);
+    zmq_connect(deaf, stream_ep);
+    wait_subscribed(c, id, deaf); /* it read these; from now on it never reads again */
+    long before = rss_kb(server.pid);
+
+    /* another client keeps being served while the stream floods the deaf subscriber */
+    rsc_client_t *other = connect_to(server.endpoint);
+    uint64_t mine;
+    rsc_create_world(other, "diff_drive", NULL, 0, 1, &mine, &err);
+    int ok = 0, other_ok = 0;
+    double t0 = 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    t0 = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    for (int k = 0; k < 3000; k++) {
+        ok += rsc_step(c, id, 1, 0, NULL, 0, NULL, &err) == 0;
+        if (k % 100 == 0)
+            other_ok += rsc_step(other, mine, 1, 0, NULL, 0, NULL, &err) == 0;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    double secs = (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec - t0;
+    long after = rss_kb(server.pid);
+    CHECK(ok == 3000 && other_ok == 30,
+          "with a subscriber that never reads, 3000 published steps and another client's 30 "
+          "steps are all served (%d, %d) in %.2f s",
+          ok, other_ok, secs);
+    CHECK(before > 0 && after - before < 64 * 1024,
+          "the server's memory stays bounded: %ld kB before, %ld kB after", before, after);
+    rsc_destroy_world(c, id, &err);
+    rsc_destroy_world(other, mine, &err);
+    rsc_close(&other);
+    rsc_close(&c);
+    zmq_close(deaf);
+}
+
+static void no_stream(const char *binary)
+{
+    const char *extra[] = {"--no-stream", NULL};
+    server_proc_t sp;
+    CHECK(server_start(&sp, binary, extra) == 0, "server with --no-stream");
+    rsc_client_t *c = connect_to(sp.endpoint);
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    rsc_hello(c, 1, 0, &h, &err);
+    CHECK(h && h->stream_endpoint && h->stream_endpoint[0] == '\0',
+          "--no-stream: Hello.stream_endpoint is empty");
+    rsc_free(h);
+    uint64_t id;
+    rsc_create_world(c, "finger", NULL, 0, 1, &id, &err);
+    Robosim__V1__State *s = NULL;
+    rsc_step(c, id, 3, 0, NULL, 0, &s, &err);
+    CHECK(s && s->seq == 0, "no stream: seq stays 0");
+    rsc_free(s);
+    rsc_close(&c);
+    server_stop(&sp);
+
+    /* an explicit endpoint that cannot be bound stops the start-up with a message */
+    const char *bad[] = {"--stream", "tcp://256.0.0.1:1", NULL};
+    CHECK(server_start(&sp, binary, bad) != 0, "--stream on an address that does not exist fails");
+    server_stop(&sp);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
+        return 2;
+    }
+    const char *extra[] = {"--stream-max-hz", "1000", NULL};
+    CHECK(server_start(&server, argv[1], extra) == 0, "server did not start on %s",
+          server.endpoint);
+    if (server.pid <= 0)
+        return rs_test_done("test_stream");
+    zctx = zmq_ctx_new();
+    rsc_client_t *c = connect_to(server.endpoint);
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    rsc_hello(c, 1, 0, &h, &err);
+    CHECK(h && h->stream_endpoint && !strncmp(h->stream_endpoint, "tcp://127.0.0.1:", 16),
+          "Hello advertises the stream: '%s'", h ? h->stream_endpoint : "");
+    snprintf(stream_ep, sizeof stream_ep, "%s", h ? h->stream_endpoint : "");
+    rsc_free(h);
+    uint64_t id;
+    rsc_create_world(c, "diff_drive", NULL, 0, 1, &id, &err);
+    every_step_in_order(c, id);
+    late_joiner(c, id);
+    rsc_close(&c);
+    subscriber_never_reads();
+    CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
+    zmq_ctx_term(zctx);
+    no_stream(argv[1]);
+    return rs_test_done("test_stream");
+}

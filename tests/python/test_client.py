@@ -1,0 +1,211 @@
+"""robosim.Client: every operation, and every way a call can fail raising the documented
+exception within the timeout (server down, wrong endpoint, version refused, server error,
+garbage replies)."""
+import socket
+import threading
+import time
+
+import numpy as np
+import pytest
+import zmq
+
+import robosim
+from robosim._proto import pb
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class FakeServer:
+    """A ROUTER socket in a thread that answers every request with reply(request) (or not at
+    all when reply returns None)."""
+
+    def __init__(self, reply):
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+        self.sock.bind(self.endpoint)
+        self.reply = reply
+        self.stop = False
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        while not self.stop:
+            if not self.sock.poll(50):
+                continue
+            ident, data = self.sock.recv_multipart()
+            out = self.reply(pb.Request.FromString(data))
+            if out is not None:
+                self.sock.send_multipart([ident, out if isinstance(out, bytes)
+                                          else out.SerializeToString()])
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+        self.ctx.term()
+
+
+def test_every_operation(client):
+    hello = client.server
+    assert hello["major"] == 1 and "step" in hello["capabilities"]
+    assert set(robosim.TASKS) <= set(hello["tasks"]) and "finger" in hello["presets"]
+    wid = client.create_world("diff_drive", params={"robot.obstacles": [300, 0, 10]}, seed=3)
+    try:
+        assert any(w["world_id"] == wid for w in client.list_worlds())
+        spec = client.get_spec(wid)
+        robot = spec["entities"]["robot"]
+        assert robot["kind"] == "diff_drive" and robot["params"]["obstacles"]["values"] == [300, 0, 10]
+        assert [v["name"] for v in robot["state"]] == ["x", "y", "theta"]
+        assert spec["task"] is None
+        client.set_force(wid, "robot", [3, 3])
+        s = client.step(wid, steps=100)
+        assert s["step_count"] == 100 and abs(s["entities"]["robot"]["state"][0] - 27.0) < 1e-6
+        assert isinstance(s["entities"]["robot"]["state"], np.ndarray)
+        s = client.step(wid, duration=0.5, commands={"robot": [2, -2]})
+        assert abs(s["entities"]["robot"]["state"][2] - 0.75) < 1e-9
+        client.set_params(wid, {"robot.wheel_radius": 10})
+        client.set_schedule(wid, "robot", 0, [1.5, 2.5], [0, 4])
+        s = client.get_state(wid)
+        assert s["time"] == pytest.approx(1.5)
+        s = client.reset(wid, seed=9)
+        assert s["time"] == 0 and s["step_count"] == 0
+    finally:
+        client.destroy_world(wid)
+    arm = client.create_world("serial_arm")
+    client.set_target(arm, "arm", [0.1, 0.1])
+    ws = client.get_workspace(arm, "arm", samples=16, query=[0.1, 0.1, 1.0, 1.0])
+    assert ws["boundary"].shape == (16, 2) and list(ws["reachable"]) == [True, False]
+    client.destroy_world(arm)
+
+
+def test_server_error_raises_robosim_error(client):
+    with pytest.raises(robosim.RobosimError) as e:
+        client.get_state(987654)
+    assert e.value.code == 2 and e.value.code_name == "NOT_FOUND"
+    assert "987654" in e.value.message and e.value.endpoint == client.endpoint
+    with pytest.raises(robosim.RobosimError) as e:
+        client.create_world("no_such_preset")
+    assert e.value.code_name == "NOT_FOUND" and "workshop" in e.value.message
+    with pytest.raises(robosim.RobosimError) as e:
+        client.create_world(task="FingerPush-v0", preset="serial_arm")
+    assert e.value.code_name == "INVALID_ARGUMENT"
+    wid = client.create_world("finger")
+    with pytest.raises(robosim.RobosimError) as e:
+        client.step(wid, action=[1.0])
+    assert e.value.code_name == "FAILED_PRECONDITION" and "no task" in e.value.message
+    client.destroy_world(wid)
+    assert client.list_worlds() is not None  # still serving
+
+
+def test_version_refused(client, endpoint):
+    with pytest.raises(robosim.RobosimError) as e:
+        client.hello(major=2)
+    assert e.value.code == 9 and e.value.code_name == "VERSION_MISMATCH"
+    # a server that answers with another major is refused by the client
+    fake = FakeServer(lambda rq: pb.Response(id=rq.id, hello=pb.HelloReply(major=2, minor=0)))
+    try:
+        with pytest.raises(robosim.RobosimError) as e:
+            robosim.Client(fake.endpoint, timeout=2)
+        assert e.value.code_name == "VERSION_MISMATCH" and fake.endpoint in e.value.message
+    finally:
+        fake.close()
+
+
+def test_server_down_times_out_naming_the_endpoint():
+    endpoint = "tcp://127.0.0.1:%d" % free_port()  # nobody listens
+    t0 = time.monotonic()
+    with pytest.raises(robosim.TimeoutError) as e:
+        robosim.Client(endpoint, timeout=0.5)
+    elapsed = time.monotonic() - t0
+    assert 0.45 <= elapsed < 2.0
+    assert endpoint in str(e.value) and e.value.code_name == "TIMEOUT"
+    assert isinstance(e.value, robosim.RobosimError) and isinstance(e.value, TimeoutError)
+
+
+def test_silent_server_times_out():
+    fake = FakeServer(lambda rq: None)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(robosim.TimeoutError) as e:
+            robosim.Client(fake.endpoint, timeout=0.4)
+        assert time.monotonic() - t0 < 2.0 and fake.endpoint in e.value.message
+    finally:
+        fake.close()
+
+
+def test_wrong_endpoint():
+    t0 = time.monotonic()
+    with pytest.raises(robosim.RobosimError) as e:
+        robosim.Client("tcp://no-such-host-name.invalid", timeout=1)
+    assert e.value.code_name == "INVALID_ARGUMENT" and "no-such-host" in e.value.message
+    with pytest.raises(robosim.RobosimError) as e:
+        robosim.Client("http://127.0.0.1:5555", timeout=1)
+    assert e.value.code_name == "INVALID_ARGUMENT"
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_garbage_and_stale_replies():
+    fake = FakeServer(lambda rq: b"\xff\xfe not a protobuf")
+    try:
+        with pytest.raises(robosim.ProtocolError) as e:
+            robosim.Client(fake.endpoint, timeout=2)
+        assert isinstance(e.value, robosim.RobosimError) and fake.endpoint in e.value.message
+    finally:
+        fake.close()
+    # a stale reply (another id) is skipped, the right one taken
+    def reply(rq):
+        stale = pb.Response(id=rq.id + 1000, error=pb.Error(code=2, message="stale"))
+        fresh = pb.Response(id=rq.id, hello=pb.HelloReply(major=1, tasks=["X-v0"]))
+        return stale.SerializeToString() if rq.id < 0 else fresh
+    fake = FakeServer(reply)
+    try:
+        with robosim.Client(fake.endpoint, timeout=2) as c:
+            assert c.server["tasks"] == ["X-v0"]
+    finally:
+        fake.close()
+
+
+def test_tokens_are_kept_and_sent(client, endpoint):
+    wid = client.create_world(task="FingerTouch-v0", seed=1)
+    token = client.token(wid)
+    client.step(wid, action=[0.1])  # our own token goes with it
+    other = robosim.Client(endpoint)
+    try:
+        if token:
+            with pytest.raises(robosim.RobosimError) as e:
+                other.step(wid, action=[0.1])
+            assert e.value.code_name == "PERMISSION_DENIED"
+            other.set_token(wid, token)
+            other.step(wid, action=[0.1])
+        else:
+            other.step(wid, action=[0.1])  # a server without roles: anyone may step
+        assert other.get_state(wid)["task"] is not None  # reading needs no token
+    finally:
+        other.close()
+        client.destroy_world(wid)
+
+
+def test_task_world_through_the_client(client):
+    wid = client.create_world(task="SerialArmReach-v0", seed=4)
+    try:
+        spec = client.get_spec(wid)
+        t = spec["task"]
+        assert t["name"] == "SerialArmReach-v0" and len(t["observation"]) == 8
+        assert [v["name"] for v in t["action"]] == ["joint1", "joint2"]
+        assert spec["world"]["task"] == "SerialArmReach-v0"
+        s = client.reset(wid, seed=4)
+        assert s["task"]["reward"] == 0 and s["task"]["observation"].shape == (8,)
+        s = client.step(wid, action=[0.5, -0.5], steps=3)
+        assert s["step_count"] == 3 and set(s["task"]["info"]) == {"distance", "speed",
+                                                                   "effort", "success"}
+        with pytest.raises(robosim.RobosimError) as e:
+            client.step(wid, commands={"arm": [0, 0]})
+        assert e.value.code_name == "INVALID_ARGUMENT" and "action" in e.value.message
+    finally:
+        client.destroy_world(wid)

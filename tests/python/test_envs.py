@@ -1,0 +1,142 @@
+"""The Gymnasium environments: check_env for every task, seeding, action checks, rendering, and
+the local server they start themselves."""
+import os
+import time
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import robosim
+from robosim.baselines import auto
+
+TASK_IDS = ["robosim/" + t for t in robosim.TASKS]
+
+
+@pytest.mark.parametrize("env_id", TASK_IDS)
+def test_check_env(env_id, endpoint):
+    env = gym.make(env_id, endpoint=endpoint, render_mode="rgb_array")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the recommendations on Box bounds
+            check_env(env.unwrapped)
+        assert env.observation_space.dtype == np.float64
+        spec = env.unwrapped.task_spec
+        assert env.action_space.shape == (len(spec["action"]),)
+        assert np.all(env.action_space.low == [v["lower"] for v in spec["action"]])
+        assert "r = " in spec["reward"]
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", TASK_IDS)
+def test_seeding_is_deterministic(env_id, endpoint):
+    a = gym.make(env_id, endpoint=endpoint)
+    b = gym.make(env_id, endpoint=endpoint)
+    try:
+        oa, _ = a.reset(seed=123)
+        ob, _ = b.reset(seed=123)
+        np.testing.assert_array_equal(oa, ob)
+        oc, _ = b.reset(seed=124)
+        assert not np.array_equal(oa, oc), "another seed starts elsewhere"
+        ob, _ = b.reset(seed=123)
+        rng = np.random.default_rng(7)
+        for _ in range(30):
+            act = rng.uniform(a.action_space.low, a.action_space.high)
+            ra = a.step(act)
+            rb = b.step(act)
+            np.testing.assert_array_equal(ra[0], rb[0])
+            assert ra[1:4] == rb[1:4]
+            if ra[2] or ra[3]:
+                break
+        # resets without a seed follow the env's generator: the same after the same seed
+        a.reset(seed=5)
+        b.reset(seed=5)
+        np.testing.assert_array_equal(a.reset()[0], b.reset()[0])
+    finally:
+        a.close()
+        b.close()
+
+
+def test_bad_actions_are_refused_clearly(endpoint):
+    env = gym.make("robosim/DiffDriveGoal-v0", endpoint=endpoint)
+    try:
+        obs, _ = env.reset(seed=1)
+        with pytest.raises(robosim.RobosimError) as e:
+            env.step(np.zeros(3))
+        assert e.value.code_name == "INVALID_ARGUMENT" and "shape (2,)" in e.value.message
+        with pytest.raises(robosim.RobosimError) as e:
+            env.step(np.zeros((1, 2)))
+        assert e.value.code_name == "INVALID_ARGUMENT"
+        with pytest.raises(robosim.RobosimError) as e:
+            env.step(np.array([0.0, 10.5]))
+        assert e.value.code_name == "OUT_OF_RANGE" and e.value.code == 10
+        assert "phi2_dot" in e.value.message and "[-10, 10]" in e.value.message
+        with pytest.raises(robosim.RobosimError) as e:
+            env.step(np.array([np.nan, 0.0]))
+        assert e.value.code_name == "INVALID_ARGUMENT" and "not finite" in e.value.message
+        # nothing moved; a good action still works
+        o2, *_ = env.step(np.array([0.0, 0.0]))
+        np.testing.assert_array_equal(o2[:4], obs[:4])
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", TASK_IDS)
+def test_render_and_baseline(env_id, endpoint):
+    env = gym.make(env_id, endpoint=endpoint, render_mode="rgb_array")
+    try:
+        policy = auto(env.unwrapped)
+        obs, _ = env.reset(seed=2)
+        frame = env.render()
+        assert frame.dtype == np.uint8 and frame.ndim == 3 and frame.shape[2] == 3
+        assert frame.std() > 0, "something is drawn"
+        ret, done, info = 0.0, False, {}
+        while not done:
+            obs, r, term, trunc, info = env.step(policy(obs))
+            ret += r
+            done = term or trunc
+        assert term and info["is_success"], "the scripted baseline solves %s" % env_id
+        assert env.render().shape == frame.shape
+    finally:
+        env.close()
+
+
+def test_record_video_headless(endpoint, tmp_path):
+    pytest.importorskip("moviepy")
+    env = gym.wrappers.RecordVideo(
+        gym.make("robosim/FingerPush-v0", endpoint=endpoint, render_mode="rgb_array"),
+        str(tmp_path / "videos"), episode_trigger=lambda i: True, disable_logger=True)
+    env.reset(seed=0)
+    for _ in range(10):
+        env.step(env.action_space.sample())
+    env.close()
+    assert list((tmp_path / "videos").glob("*.mp4"))
+
+
+def test_local_server_started_and_stopped():
+    env = gym.make("robosim/FingerTouch-v0")  # no endpoint: a server of its own
+    server = env.unwrapped._server
+    assert server is not None and server.endpoint.startswith("tcp://127.0.0.1:")
+    proc = server.proc
+    try:
+        env.reset(seed=0)
+        env.step(np.array([0.1]))
+    finally:
+        env.close()
+    assert proc.poll() is not None, "close() stops the server"
+    env.close()  # twice is fine
+
+
+def test_unknown_task_and_params(endpoint):
+    with pytest.raises(robosim.RobosimError) as e:
+        robosim.RobosimEnv("NoSuchTask-v0", endpoint=endpoint)
+    assert e.value.code_name == "NOT_FOUND" and "FingerPush-v0" in e.value.message
+    env = robosim.RobosimEnv("FingerPush-v0", endpoint=endpoint, params={"control_dt": 0.02})
+    try:
+        assert env.world_spec["world"]["control_dt"] == 0.02
+        assert env.metadata["render_fps"] == 50
+    finally:
+        env.close()

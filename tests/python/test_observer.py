@@ -1,0 +1,71 @@
+"""robosim.Observer follows the PUB stream of one world: every step of a slow run, in order."""
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import robosim
+
+
+def _stream_or_skip(capabilities):
+    if not capabilities.get("stream_endpoint"):
+        pytest.skip("this server publishes no observer stream yet")
+
+
+def test_observer_sees_every_step_in_order(endpoint, capabilities):
+    _stream_or_skip(capabilities)
+    with robosim.Client(endpoint) as c:
+        wid = c.create_world(task="FingerPush-v0", seed=3)
+        with robosim.Observer(endpoint, wid, timeout=5.0) as obs:
+            # the subscription takes a moment to reach the server: step until a frame arrives
+            first = None
+            for _ in range(50):
+                c.step(wid, action=[0.5])
+                try:
+                    first = obs.next(timeout=0.1)
+                    break
+                except robosim.TimeoutError:
+                    continue
+            assert first is not None, "no frame within 50 steps"
+            # drain what was published meanwhile
+            while True:
+                try:
+                    first = obs.next(timeout=0.2)
+                except robosim.TimeoutError:
+                    break
+            steps = 25
+            for _ in range(steps):
+                c.step(wid, action=[1.0])
+                time.sleep(0.03)  # a slow run, below the stream rate limit (60 Hz default)
+            got = [obs.next(timeout=2.0) for _ in range(steps)]
+            seqs = [s["seq"] for s in got]
+            assert seqs == list(range(first["seq"] + 1, first["seq"] + 1 + steps))
+            counts = [s["step_count"] for s in got]
+            assert counts == list(range(first["step_count"] + 1, first["step_count"] + 1 + steps))
+            assert all(s["world_id"] == wid and s["task"] is not None for s in got)
+            assert obs.missed == 0
+        c.destroy_world(wid)
+
+
+def test_watch_command_prints_states(endpoint, capabilities):
+    _stream_or_skip(capabilities)
+    with robosim.Client(endpoint) as c:
+        wid = c.create_world("finger")
+        proc = subprocess.Popen([sys.executable, "-m", "robosim.cli", "watch", str(wid),
+                                 "--endpoint", endpoint, "--count", "3"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 20
+            while proc.poll() is None and time.monotonic() < deadline:
+                c.step(wid, steps=1)
+                time.sleep(0.05)
+            out, err = proc.communicate(timeout=5)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        assert proc.returncode == 0, err
+        lines = [l for l in out.splitlines() if l.startswith("seq ")]
+        assert len(lines) == 3 and "finger[" in lines[0]
+        c.destroy_world(wid)

@@ -1,0 +1,103 @@
+"""The commands: robosim plot (PNG like seed 000's Figure 1, GIF), robosim-eval (JSON, exit
+codes), robosim tasks; and the generated protocol code matching the protobuf runtime."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from google.protobuf import __version__ as protobuf_version
+
+import robosim
+from robosim import _protogen
+
+
+def run(args, **kw):
+    return subprocess.run([sys.executable, "-m"] + args, capture_output=True, text=True,
+                          timeout=120, **kw)
+
+
+def test_generated_code_matches_the_runtime():
+    out = os.path.join(os.path.dirname(robosim.__file__), "_pb")
+    digest, protoc = _protogen.read_stamp(out)
+    proto = _protogen.find_proto()
+    if proto:
+        assert digest == _protogen.proto_digest(proto), "generated from the current proto"
+    # protoc 35.1 generates for the protobuf 7.35 runtime (pinned in pyproject.toml)
+    assert protoc and protobuf_version.split(".")[1:3] == protoc.split(".")[:2]
+
+
+def test_plot_writes_figure1_png_and_gif(endpoint, tmp_path):
+    png, gif = tmp_path / "figure1.png", tmp_path / "finger.gif"
+    r = run(["robosim.cli", "plot", "--endpoint", endpoint, "--out", str(png),
+             "--gif", str(gif)])
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
+    from PIL import Image
+    with Image.open(gif) as im:
+        assert im.format == "GIF" and im.n_frames > 20
+
+
+def test_plot_of_a_fingerpush_episode(endpoint, tmp_path):
+    png = tmp_path / "push.png"
+    r = run(["robosim.cli", "plot", "--endpoint", endpoint, "--env", "robosim/FingerPush-v0",
+             "--seed", "3", "--out", str(png)])
+    assert r.returncode == 0, r.stderr
+    assert png.stat().st_size > 20000
+
+
+def test_eval_writes_results(endpoint, tmp_path):
+    out = tmp_path / "results.json"
+    r = run(["robosim.evaluate", "--env", "robosim/FingerPush-v0", "--policy",
+             "robosim.baselines:auto", "--episodes", "3", "--seed", "7", "--out", str(out),
+             "--endpoint", endpoint])
+    assert r.returncode == 0, r.stderr
+    res = json.loads(out.read_text())
+    assert res["ok"] and len(res["per_episode"]) == 3
+    assert [e["seed"] for e in res["per_episode"]] == [7, 8, 9]
+    assert res["summary"]["success_rate"] == 1.0
+    assert res["summary"]["return"]["mean"] == pytest.approx(
+        sum(e["return"] for e in res["per_episode"]) / 3)
+    assert "ep" in r.stderr  # the progress bar
+
+
+def test_eval_fails_loudly(endpoint, tmp_path):
+    out = tmp_path / "bad.json"
+    r = run(["robosim.evaluate", "--env", "robosim/FingerPush-v0", "--policy",
+             "no_such_module:policy", "--episodes", "1", "--out", str(out),
+             "--endpoint", endpoint])
+    assert r.returncode == 1 and "no_such_module" in r.stderr
+    assert not json.loads(out.read_text())["ok"]
+    # a policy whose actions are out of bounds: the server's OUT_OF_RANGE, exit 1
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    r = run(["robosim.evaluate", "--env", "robosim/FingerTouch-v0", "--policy",
+             "policies:too_strong", "--episodes", "1", "--out", str(out), "--endpoint",
+             endpoint, "--no-progress"], env=env)
+    assert r.returncode == 1 and "OUT_OF_RANGE" in r.stderr, r.stderr
+    assert "OUT_OF_RANGE" in json.loads(out.read_text())["error"]
+    # a policy that raises
+    r = run(["robosim.evaluate", "--env", "robosim/FingerTouch-v0", "--policy",
+             "policies:broken", "--episodes", "1", "--out", str(out), "--endpoint",
+             endpoint, "--no-progress"], env=env)
+    assert r.returncode == 1 and "policy bug" in r.stderr
+
+
+def test_tasks_command(endpoint):
+    r = run(["robosim.cli", "tasks", "--endpoint", endpoint])
+    assert r.returncode == 0, r.stderr
+    for t in robosim.TASKS:
+        assert t in r.stdout
+    assert "reward: per control step" in r.stdout
+
+
+def test_readme_carries_the_servers_reward_text(client):
+    """The rewards are documented once, in the server's task table; the README quotes it."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
+                          "python", "README.md")
+    text = open(readme).read()
+    for task in robosim.TASKS:
+        wid = client.create_world(task=task)
+        reward = client.get_spec(wid)["task"]["reward"]
+        client.destroy_world(wid)
+        assert "- reward: " + reward in text, task
