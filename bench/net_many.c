@@ -23,6 +23,12 @@
 
 #define NSUBS 16
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -53,7 +59,7 @@ static void *sub_main(void *arg)
     zmq_msg_t m;
     while (!atomic_load(t->stop)) {
         zmq_pollitem_t it = {s, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&it, 1, 50) <= 0)
+        if (zmq_poll(&it, 1, 200) <= 0)
             continue;
         int more = 1;
         while (more) {
@@ -84,7 +90,7 @@ static void subscriber_process(int in, int out)
             line[strcspn(line, "\n")] = '\0';
             for (int i = 0; i < NSUBS; i++) {
                 threads[i] = (sub_thread_t){0, ctx, "", &stop, 0};
-                snprintf(threads[i].endpoint, sizeof threads[i].endpoint, "%s", line + 8);
+                snprintf(threads[i].endpoint, sizeof threads[i].endpoint, "%.255s", line + 8);
                 pthread_create(&threads[i].tid, NULL, sub_main, &threads[i]);
             }
             struct timespec ts = {0, 300 * 1000 * 1000}; /* let the subscriptions arrive */
@@ -145,6 +151,28 @@ static long subs_say(subs_t *s, const char *what, const char *arg)
 
 /* ---- (a) observers ------------------------------------------------------------------------- */
 
+/* CPU seconds (user + system, all threads) process pid has used. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    unsigned long ut = 0, stt = 0;
+    if (f) {
+        /* fields 14 and 15, after the command name in parentheses */
+        int c, field = 1;
+        while ((c = fgetc(f)) != EOF && c != ')')
+            ;
+        field = 2;
+        while (field < 13 && (c = fgetc(f)) != EOF)
+            field += c == ' ';
+        if (fscanf(f, "%lu %lu", &ut, &stt) != 2)
+            ut = stt = 0;
+        fclose(f);
+    }
+    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static double step_block(rsc_client_t *c, uint64_t world, int n, long *failures)
 {
     double u[2] = {3.0, 2.5};
@@ -184,31 +212,44 @@ static void figure_observers(const char *server, subs_t *subs, double seconds, c
     rsc_free(h);
     long failures = 0;
     double warm = step_block(c, world, 500, &failures);
-    int per_block = (int)fmax(200.0, seconds / 8.0 / (warm / 500.0));
-    const int rounds = 8;
-    double t0 = 0, t16 = 0;
+    const int rounds = 16;
+    int per_block = (int)fmax(200.0, seconds / (2.0 * rounds) / (warm / 500.0));
+    double ratio[16];
+    double t0 = 0, t16 = 0, cpu0 = 0, cpu16 = 0;
     long frames = 0;
     for (int r = 0; r < rounds; r++) {
         /* alternate which comes first */
+        double tr[2] = {0, 0};
         for (int k = 0; k < 2; k++) {
             int with = (r + k) % 2;
             if (with)
                 subs_say(subs, "connect", ep);
+            double c0 = cpu_seconds(sp.pid);
             double t = step_block(c, world, per_block, &failures);
+            double cpu = cpu_seconds(sp.pid) - c0;
+            tr[with] = t;
             if (with) {
+                cpu16 += cpu;
                 t16 += t;
                 frames += subs_say(subs, "close", NULL);
             } else {
+                cpu0 += cpu;
                 t0 += t;
             }
         }
+        ratio[r] = tr[0] / tr[1]; /* steps/s with 16 over steps/s with 0 */
     }
+    qsort(ratio, rounds, sizeof ratio[0], cmp_double);
     long n = (long)rounds * per_block;
     double r0 = (double)n / t0, r16 = (double)n / t16;
     printf("  stream-max-hz %-8s  0 subscribers: %8.0f steps/s (%6.1f us)   16 subscribers: %8.0f "
            "steps/s (%6.1f us)   %+5.1f%%   frames read: %ld (%.1f per step per subscriber)%s\n",
            hz, r0, 1e6 / r0, r16, 1e6 / r16, 100.0 * (r16 - r0) / r0, frames,
            (double)frames / (double)n / NSUBS, failures ? "  FAILURES" : "");
+    printf("  %22s median of %d rounds: %+5.1f%%; server CPU per step: %.1f us with 0, %.1f us "
+           "with 16 subscribers\n",
+           "", rounds, 100.0 * (ratio[rounds / 2] - 1.0), 1e6 * cpu0 / (double)n,
+           1e6 * cpu16 / (double)n);
     rsc_close(&c);
     server_stop(&sp);
 }

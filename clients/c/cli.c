@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <time.h>
+#include <zmq.h>
+
 #include "json.h"
 #include "robosim_client.h"
 
@@ -69,6 +72,10 @@ static const char *usage_text =
     "  fork [--from FILE] [--show-token | --export]\n"
     "                                 a new world from the world now (or from FILE); prints\n"
     "                                 its id and token as create does; you control it\n"
+    "  watch [--all] [--count N] [--seconds S]\n"
+    "                                 follow the world on the observer stream (--all: every\n"
+    "                                 world): one line per frame (--json: the StreamFrame),\n"
+    "                                 until N frames or S seconds (default: until killed)\n"
     "  help                           this text\n"
     "\n"
     "Commands that change a world (destroy, reset, step, set-force, set-params, schedule,\n"
@@ -524,6 +531,7 @@ static void cmd_hello(cli_t *cli)
                RSC_PROTOCOL_MINOR);
         print_list("capabilities", h->capabilities, h->n_capabilities);
         print_list("presets", h->presets, h->n_presets);
+        printf("observer stream: %s\n", h->stream_endpoint[0] ? h->stream_endpoint : "off");
     }
     rsc_free(h);
 }
@@ -995,6 +1003,111 @@ static void cmd_fork(cli_t *cli)
     print_token(id, rsc_world_token(client(cli), id), token_mode);
 }
 
+/* A stream endpoint the CLI can connect to: a wildcard host becomes the server's host. */
+static void stream_target(const char *advertised, const char *server, char *out, size_t n)
+{
+    const char *host = strstr(advertised, "://");
+    const char *port = strrchr(advertised, ':');
+    int wildcard = host && port && (!strncmp(host + 3, "0.0.0.0:", 8) || !strncmp(host + 3, "*:", 2) ||
+                                     !strncmp(host + 3, "[::]:", 5));
+    const char *shost = strstr(server, "://"), *sport = strrchr(server, ':');
+    if (wildcard && shost && sport && sport > shost + 3)
+        snprintf(out, n, "%.*s%s", (int)(sport - server), server, port);
+    else
+        snprintf(out, n, "%s", advertised);
+}
+
+static void cmd_watch(cli_t *cli)
+{
+    int all = 0;
+    uint64_t count = 0;
+    double seconds = 0;
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v;
+        if (strcmp(cli->argv[i], "--all") == 0)
+            all = 1;
+        else if ((v = opt_value(cli->argc, cli->argv, &i, "--count")))
+            count = parse_u64(v, "--count");
+        else if ((v = opt_value(cli->argc, cli->argv, &i, "--seconds")))
+            seconds = parse_double(v, "--seconds");
+        else
+            usage_error("watch: unexpected '%s' (watch [--all] [--count N] [--seconds S])",
+                        cli->argv[i]);
+    }
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    if (rsc_hello(client(cli), RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR, &h, &err) != 0)
+        fail(&err);
+    char ep[300];
+    stream_target(h->stream_endpoint, cli->endpoint, ep, sizeof ep);
+    int off = !h->stream_endpoint[0];
+    rsc_free(h);
+    if (off)
+        die(1, "FAILED_PRECONDITION", "the server at %s runs without an observer stream "
+                                      "(started with --no-stream)",
+            cli->endpoint);
+    char topic[48] = "world/";
+    if (!all) {
+        cli->world = world(cli);
+        snprintf(topic, sizeof topic, "world/%" PRIu64 "/", cli->world);
+    }
+    void *ctx = zmq_ctx_new(), *sub = zmq_socket(ctx, ZMQ_SUB);
+    int linger = 0;
+    zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, strlen(topic));
+    if (zmq_connect(sub, ep) != 0) {
+        zmq_close(sub);
+        zmq_ctx_term(ctx);
+        die(1, "UNREACHABLE", "cannot connect to the observer stream %s", ep);
+    }
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t seen = 0, last_seq = 0;
+    while (!count || seen < count) {
+        struct timespec t1;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double el = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (seconds > 0 && el >= seconds)
+            break;
+        zmq_pollitem_t it = {sub, 0, ZMQ_POLLIN, 0};
+        long wait = seconds > 0 ? (long)((seconds - el) * 1000) + 1 : 1000;
+        if (zmq_poll(&it, 1, wait) <= 0)
+            continue;
+        zmq_msg_t part;
+        zmq_msg_init(&part);
+        zmq_msg_recv(&part, sub, 0); /* the topic */
+        int more = zmq_msg_more(&part);
+        zmq_msg_close(&part);
+        if (!more)
+            continue;
+        zmq_msg_init(&part);
+        zmq_msg_recv(&part, sub, 0);
+        Robosim__V1__StreamFrame *f =
+            robosim__v1__stream_frame__unpack(NULL, zmq_msg_size(&part), zmq_msg_data(&part));
+        zmq_msg_close(&part);
+        if (!f || !f->state) {
+            robosim__v1__stream_frame__free_unpacked(f, NULL);
+            continue;
+        }
+        seen++;
+        if (cli->json) {
+            print_json(f);
+        } else {
+            printf("world %" PRIu64 "  seq %" PRIu64 "%s  t = %.10g s  step %" PRIu64 "  events %zu",
+                   f->world_id, f->seq, !all && last_seq && f->seq != last_seq + 1 ? " (gap)" : "",
+                   f->state->time, f->state->step_count, f->state->n_events);
+            for (size_t e = 0; e < f->state->n_entities; e++)
+                printf("  %s:%s", f->state->entities[e]->name, f->state->entities[e]->mode);
+            putchar('\n');
+        }
+        fflush(stdout);
+        last_seq = f->seq;
+        robosim__v1__stream_frame__free_unpacked(f, NULL);
+    }
+    zmq_close(sub);
+    zmq_ctx_term(ctx);
+}
+
 static void cmd_help(cli_t *cli)
 {
     (void)cli;
@@ -1026,6 +1139,7 @@ static const command_t commands[] = {
     {"snapshot", cmd_snapshot},
     {"restore", cmd_restore},
     {"fork", cmd_fork},
+    {"watch", cmd_watch},
     {"help", cmd_help},
 };
 

@@ -60,6 +60,14 @@ void arena_reset(arena_t *a)
     a->head = a->first;
 }
 
+size_t arena_capacity(const arena_t *a)
+{
+    size_t n = 0;
+    for (const arena_chunk_t *c = a->first; c; c = c->next)
+        n += c->size;
+    return n;
+}
+
 void arena_free(arena_t *a)
 {
     arena_chunk_t *c = a->first;

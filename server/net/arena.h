@@ -25,6 +25,9 @@ char *arena_strdup(arena_t *a, const char *s);
 /* Forget everything allocated; keep the chunks. */
 void arena_reset(arena_t *a);
 
+/* Bytes held in chunks (used or not). */
+size_t arena_capacity(const arena_t *a);
+
 /* Free every chunk. */
 void arena_free(arena_t *a);
 

@@ -331,8 +331,8 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
 
 /* ---- StepBatch ---- */
 
-/* One item of a batch: the world it steps (NULL when the item was refused up front) and
- * where its result goes. */
+/* One item of a batch that passed the checks: the world it steps, its Step, and where its
+ * result goes. */
 typedef struct batch_job {
     world_entry_t *w;
     const Robosim__V1__Step *step;
@@ -408,7 +408,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
 
     /* the same world twice refuses the whole batch, before anything changes: each world found
      * is marked with this batch's number; unknown ids are sorted to compare them */
-    uint64_t mark = ++s->batches;
+    uint64_t mark = ++s->batches, total = 0;
     size_t nunknown = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t id = b->items[i]->world_id;
@@ -424,7 +424,18 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
                            (unsigned long long)id, w->batch_item, i);
         w->batch_mark = mark;
         w->batch_item = i;
+        /* the whole batch may ask for as many control steps as one Step may: a request must
+         * not hold the server for hours (a bad count is the item's error, later) */
+        uint64_t k = 0;
+        if (b->items[i]->step &&
+            step_count(s, b->items[i]->step, w->world->model.control_dt, &k, NULL) == 0)
+            total += k;
     }
+    if (total > s->cfg.max_steps_per_request)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "the batch asks for %llu control steps in all, over this server's limit of "
+                       "%llu per request (--max-steps-per-request); split it",
+                       (unsigned long long)total, (unsigned long long)s->cfg.max_steps_per_request);
     qsort(unknown, nunknown, sizeof *unknown, by_id);
     for (size_t i = 1; i < nunknown; i++)
         if (unknown[i] == unknown[i - 1])

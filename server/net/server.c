@@ -12,6 +12,7 @@
 #include <zmq.h>
 
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
+#define ARENA_KEEP (32u << 20) /* reply/request arena bytes kept between requests */
 
 void rs_server_config_defaults(rs_server_config_t *cfg)
 {
@@ -107,6 +108,11 @@ void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint
     ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &s->arena};
     rs_status_t st;
     rs_status_clear(&st);
+    /* keep chunks between requests, but give back what one huge request grew */
+    if (s->requests % 64 == 0 && arena_capacity(&s->arena) > ARENA_KEEP) {
+        arena_free(&s->arena);
+        arena_init(&s->arena, 64 << 10);
+    }
     arena_reset(&s->arena);
     s->requests++;
 

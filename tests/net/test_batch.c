@@ -180,6 +180,13 @@ static void errors_per_item(const char *endpoint)
     CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "limit of 8") &&
               strstr(err.message, "--max-batch"),
           "9 items over --max-batch 8: %d %s", rc, err.message);
+    rsc_batch_item_t long_run[] = {{good1, 600000, 0, NULL, 0, NULL, 0},
+                                   {badcmd, 600000, 0, NULL, 0, NULL, 0}};
+    rc = rsc_step_batch(c, long_run, 2, &br, &err);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "1200000") &&
+              strstr(err.message, "--max-steps-per-request"),
+          "a batch asking for more control steps in all than one request may: %d %s", rc,
+          err.message);
     Robosim__V1__State *s = NULL;
     rsc_get_state(c, good1, &s, &err);
     CHECK(s && s->step_count == 2, "refused batches step nothing: %llu",
