@@ -6,7 +6,7 @@
  *   step  a gym-style Step (set both wheel speeds, advance one 10 ms control step, get the whole
  *         state back) of the diff-drive world through robosim-server.
  * Prints both mean round trips and their ratio (goal: at most 1.25). */
-#include "robosim_client.h"
+#include "server_proc.h" /* free_port, server_start, server_stop (tests/net) */
 
 #include <libgen.h>
 #include <limits.h>
@@ -33,19 +33,6 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int free_port(void)
-{
-    void *ctx = zmq_ctx_new(), *s = zmq_socket(ctx, ZMQ_REP);
-    char ep[64];
-    size_t len = sizeof ep;
-    int port = -1;
-    if (zmq_bind(s, "tcp://127.0.0.1:*") == 0 && zmq_getsockopt(s, ZMQ_LAST_ENDPOINT, ep, &len) == 0)
-        port = atoi(strrchr(ep, ':') + 1);
-    zmq_close(s);
-    zmq_ctx_term(ctx);
-    return port;
-}
-
 /* The echo server: answers every message with as many bytes as its first four bytes say (so
  * the reply is as large as a Step's). Runs until killed. */
 static void echo_server(const char *endpoint)
@@ -69,16 +56,6 @@ static void echo_server(const char *endpoint)
         zmq_send(router, reply, want < sizeof reply ? want : sizeof reply, 0);
         zmq_msg_close(&body);
     }
-}
-
-static pid_t spawn(const char *path, char *const argv[])
-{
-    pid_t pid = fork();
-    if (pid == 0) {
-        execv(path, argv);
-        _exit(127);
-    }
-    return pid;
 }
 
 int main(int argc, char **argv)
@@ -109,22 +86,18 @@ int main(int argc, char **argv)
     }
 
     /* fork the echo server before this process starts any ZeroMQ threads */
-    char server_ep[64], echo_ep[64];
+    char echo_ep[64];
     snprintf(echo_ep, sizeof echo_ep, "tcp://127.0.0.1:%d", free_port());
     pid_t echo = fork();
     if (echo == 0)
         echo_server(echo_ep);
-    snprintf(server_ep, sizeof server_ep, "tcp://127.0.0.1:%d", free_port());
-    char *sargv[] = {server_path, "--bind", server_ep, "--log-level", "warn", NULL};
-    pid_t server = spawn(server_path, sargv);
-
+    server_proc_t server;
     rsc_error_t err;
     rsc_client_t *c = NULL;
-    for (int i = 0; i < 100 && !c; i++)
-        c = rsc_connect(server_ep, 100, &err);
-    if (!c) {
-        fprintf(stderr, "robosim-bench: server %s did not come up: %s\n", server_path, err.message);
-        kill(server, SIGTERM);
+    if (server_start(&server, server_path, NULL) != 0 ||
+        !(c = rsc_connect(server.endpoint, 2000, &err))) {
+        fprintf(stderr, "robosim-bench: server %s did not come up\n", server_path);
+        server_stop(&server);
         kill(echo, SIGTERM);
         return 1;
     }
@@ -171,7 +144,7 @@ int main(int argc, char **argv)
         if (zmq_recv(dealer, back, reply_size + 64, 0) < 0) {
             fprintf(stderr, "robosim-bench: the echo server does not answer\n");
             kill(echo, SIGTERM);
-            kill(server, SIGTERM);
+            server_stop(&server);
             return 1;
         }
         rsc_step(c, world, 1, 0, &cmd, 1, NULL, &err);
@@ -215,8 +188,7 @@ int main(int argc, char **argv)
     zmq_close(dealer);
     zmq_ctx_term(ctx);
     kill(echo, SIGTERM);
-    kill(server, SIGTERM);
+    server_stop(&server);
     waitpid(echo, NULL, 0);
-    waitpid(server, NULL, 0);
     return failures ? 1 : 0;
 }
