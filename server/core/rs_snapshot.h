@@ -41,4 +41,8 @@ int rs_snapshot_read(rs_world_t *w, const uint8_t *buf, size_t len, rs_status_t 
 rs_world_t *rs_world_fork(const rs_world_t *src, const uint8_t *snap, size_t len,
                           rs_status_t *st);
 
+/* The checksum a snapshot ends with (64-bit FNV-1a, stored little-endian) over its first n
+ * bytes: everything before the checksum. */
+uint64_t rs_snapshot_checksum(const uint8_t *p, size_t n);
+
 #endif

@@ -21,7 +21,7 @@ static const char magic[8] = {'R', 'S', 'I', 'M', 'S', 'N', 'A', 'P'};
 
 /* ---- checksum: 64-bit FNV-1a ----------------------------------------------------------- */
 
-static uint64_t fnv1a64(const uint8_t *p, size_t n)
+uint64_t rs_snapshot_checksum(const uint8_t *p, size_t n)
 {
     uint64_t h = 0xcbf29ce484222325ULL;
     for (size_t i = 0; i < n; i++) {
@@ -198,7 +198,7 @@ static size_t encode(const rs_world_t *w, uint8_t *buf, size_t cap)
     if (buf && total <= cap) {
         writer_t lw = {buf + len_at, 0, 8};
         put_u64(&lw, total);
-        put_u64(&wr, fnv1a64(buf, wr.len));
+        put_u64(&wr, rs_snapshot_checksum(buf, wr.len));
     } else {
         wr.len += CHECKSUM_SIZE;
     }
@@ -682,7 +682,7 @@ int rs_snapshot_read(rs_world_t *w, const uint8_t *buf, size_t len, rs_status_t 
         return rs_fail(st, RS_EINVAL, "snapshot has %llu bytes after its end (it is %llu bytes)",
                        (unsigned long long)(len - total), (unsigned long long)total);
     reader_t cr = {buf + len - CHECKSUM_SIZE, buf + len, "checksum", 0};
-    uint64_t stored = get_u64(&cr), computed = fnv1a64(buf, len - CHECKSUM_SIZE);
+    uint64_t stored = get_u64(&cr), computed = rs_snapshot_checksum(buf, len - CHECKSUM_SIZE);
     if (stored != computed)
         return rs_fail(st, RS_EINVAL,
                        "snapshot checksum mismatch (stored %016llx, computed %016llx): the bytes "

@@ -297,10 +297,15 @@ static void integrator_free(rs_integrator_t **pi)
     *pi = NULL;
 }
 
-/* Register the model's guards with ARKODE (again, when their number changed). */
-static int integrator_roots(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+/* Apply the model's integrator options (tolerances, step limit) and register its guards with
+ * ARKODE. Called whenever the model may have changed; ERKStepReInit keeps all of it, so the
+ * per-interval restart does not repeat it. */
+static int integrator_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
 {
     rs_integrator_t *in = d->integ;
+    if (ERKStepSStolerances(in->mem, m->rtol, m->atol) != ARK_SUCCESS ||
+        ERKStepSetMaxNumSteps(in->mem, (long)m->max_internal_steps) != ARK_SUCCESS)
+        return rs_fail(st, RS_EINTERNAL, "cannot set the integrator options: %s", in->last_error);
     if (m->ng != in->ng) {
         free(in->fired);
         free(in->rootdir);
@@ -340,20 +345,18 @@ static int integrator_new(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
         return rs_fail(st, RS_EEXHAUSTED, "ERKStepCreate failed");
     ERKStepSetUserData(in->mem, d);
     ERKStepSetErrHandlerFn(in->mem, arkode_error, d);
-    return integrator_roots(m, d, st);
+    return integrator_configure(m, d, st);
 }
 
 /* Start a fresh integration interval at (d->t, d->x). */
-static int integrator_restart(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+static int integrator_restart(rs_data_t *d, rs_status_t *st)
 {
     rs_integrator_t *in = d->integ;
     long nst = 0;
     if (ERKStepGetNumSteps(in->mem, &nst) == ARK_SUCCESS && nst > 0)
         in->steps += (uint64_t)nst;
-    if (ERKStepReInit(in->mem, world_rhs, d->t, in->y) != ARK_SUCCESS ||
-        ERKStepSStolerances(in->mem, m->rtol, m->atol) != ARK_SUCCESS)
+    if (ERKStepReInit(in->mem, world_rhs, d->t, in->y) != ARK_SUCCESS)
         return rs_fail(st, RS_EINTERNAL, "cannot restart the integrator: %s", in->last_error);
-    ERKStepSetMaxNumSteps(in->mem, (long)m->max_internal_steps);
     ERKStepSetInitStep(in->mem, d->h_next);
     return 0;
 }
@@ -460,7 +463,7 @@ int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st)
         em->robot->init(em, ed, d->x + em->x_off);
     }
     d->dirty = 1;
-    int rc = integrator_roots(m, d, st);
+    int rc = integrator_configure(m, d, st);
     if (rc < 0)
         return rc;
     read_sensors(m, d, 0.0);
@@ -494,9 +497,9 @@ int rs_data_restored(const rs_model_t *m, rs_data_t *d, const rs_stats_t *stats,
                      rs_status_t *st)
 {
     d->m = m;
-    int rc = integrator_roots(m, d, st);
+    int rc = integrator_configure(m, d, st);
     if (rc == 0)
-        rc = integrator_restart(m, d, st); /* ReInit: ARKODE's own step count starts at 0 */
+        rc = integrator_restart(d, st); /* ReInit: ARKODE's own step count starts at 0 */
     if (rc < 0)
         return rc;
     d->integ->steps = stats->internal_steps;
@@ -512,7 +515,7 @@ int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     d->grid_t0 = d->t;
     d->grid_k = 0;
     d->dirty = 1;
-    return integrator_roots(m, d, st);
+    return integrator_configure(m, d, st);
 }
 
 int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_status_t *st)
@@ -676,7 +679,7 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
     rs_integrator_t *in = d->integ;
     while (d->t < t_end) {
         double tstop = next_knot(m, d, d->t, t_end);
-        int rc = integrator_restart(m, d, st);
+        int rc = integrator_restart(d, st);
         if (rc < 0)
             return rc;
         ERKStepSetStopTime(in->mem, tstop);
@@ -696,7 +699,7 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                 if (d->t >= tstop)
                     break; /* a guard exactly 0 at the stop time: this interval is done (a
                               restart with tstop == t is refused by ARKODE) */
-                rc = integrator_restart(m, d, st);
+                rc = integrator_restart(d, st);
                 if (rc < 0)
                     return rc;
                 ERKStepSetStopTime(in->mem, tstop);

@@ -253,19 +253,9 @@ static void preset_roundtrip(const char *preset)
 
 /* ---- bad snapshots ------------------------------------------------------------------------- */
 
-static uint64_t fnv1a64(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (size_t i = 0; i < n; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 static void reseal(uint8_t *b, size_t n)
 {
-    uint64_t h = fnv1a64(b, n - 8);
+    uint64_t h = rs_snapshot_checksum(b, n - 8);
     for (int i = 0; i < 8; i++)
         b[n - 8 + i] = (uint8_t)(h >> (8 * i));
 }
