@@ -10,10 +10,11 @@
  *             to <= 0 (ARKODE root finding, direction -1, exact time). A guard not armed in the
  *             current mode returns a positive constant (1.0);
  *   - jump:   at the root, jump() applies the jump map (impact law, mode switch) and logs events;
- *   - settle: after any discontinuity the world does not find by root finding (new commands at a
- *             control-step boundary, a reset, new parameters, a schedule knot), settle() picks the
- *             mode consistent with the state and the new inputs (e.g. stuck or sliding), logging
- *             the switch if it changes. */
+ *   - settle: after any discontinuity the world does not find by root finding (new commands or a
+ *             new schedule, applied at a control-step boundary; a reset; new parameters), settle()
+ *             picks the mode consistent with the state and the new inputs (e.g. stuck or sliding),
+ *             logging the switch if it changes. A schedule is continuous at its knots, so a
+ *             threshold crossed there is found by the guards, not by settle(). */
 #ifndef RS_ROBOT_H
 #define RS_ROBOT_H
 
