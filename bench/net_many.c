@@ -7,11 +7,16 @@
  *      the default rate limit (60 states per second per world) and with the limit lifted
  *      (every step published to all 16). Goal: less than 10% apart.
  *  (b) batches: world-steps per second of finger worlds with StepBatch of 1, 16, 256 and 1024
- *      items (one 10 ms control step each, a new force per world per request), on servers with
- *      --threads 1 and --threads 2. Goal: 1e6 world-steps per second at 1024.
+ *      worlds (one 10 ms control step each, a new force per world per request), on servers with
+ *      --threads 1 and --threads 2, in both forms: items (a BatchItem and a full State per
+ *      world) and arrays (StepBatch.arrays: one array of forces in, arrays of states out).
+ *      Goal: 1e6 world-steps per second at 1024.
  *
  * usage: bench_net_many [a|b|ab [SECONDS_PER_FIGURE [PATH/TO/robosim-server]]]
- *        (default ab, 2 s, the server next to this binary) */
+ *        (default ab, 2 s, the server next to this binary)
+ * environment, for (b) only: BENCH_BATCH_SIZES=1024 (a comma-separated list, default
+ *        1,16,256,1024), BENCH_BATCH_THREADS=2 (one server thread count, default 1 then 2),
+ *        BENCH_BATCH_FORM=arrays (or items; default both) */
 #include "server_proc.h"
 
 #include <errno.h>
@@ -256,6 +261,36 @@ static void figure_observers(const char *server, subs_t *subs, double seconds, c
 
 /* ---- (b) batches --------------------------------------------------------------------------- */
 
+/* One StepBatch of the first b worlds, a new force for each: as items (a State per world) or
+ * in the columnar form (arrays). Returns the failed worlds (or the whole batch's failure). */
+static long batch_once(rsc_client_t *c, const uint64_t *ids, int b, int arrays, long request,
+                       rsc_batch_item_t *items, rsc_command_t *cmds, double *f)
+{
+    rsc_error_t err;
+    long failures = 0;
+    for (int i = 0; i < b; i++)
+        f[i] = 0.5 + 0.5 * sin(0.1 * (double)request + i); /* a new force each step */
+    if (arrays) {
+        Robosim__V1__BatchArraysReply *r = NULL;
+        if (rsc_step_arrays(c, ids, (size_t)b, 1, f, (size_t)b, NULL, 0, &r, &err) != 0)
+            return b;
+        failures += (long)r->n_errors;
+        rsc_free(r);
+        return failures;
+    }
+    for (int i = 0; i < b; i++) {
+        cmds[i] = (rsc_command_t){"finger", &f[i], 1};
+        items[i] = (rsc_batch_item_t){ids[i], 1, 0, &cmds[i], 1, NULL, 0};
+    }
+    Robosim__V1__StepBatchReply *r = NULL;
+    if (rsc_step_batch(c, items, (size_t)b, &r, &err) != 0)
+        return b;
+    for (size_t i = 0; i < r->n_results; i++)
+        failures += r->results[i]->result_case != ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+    rsc_free(r);
+    return failures;
+}
+
 static void figure_batches(const char *server, double seconds, const char *threads)
 {
     const int max_b = 1024;
@@ -277,31 +312,38 @@ static void figure_batches(const char *server, double seconds, const char *threa
     rsc_batch_item_t *items = calloc(max_b, sizeof *items);
     rsc_command_t *cmds = calloc(max_b, sizeof *cmds);
     double *f = calloc(max_b, sizeof *f);
-    static const int sizes[] = {1, 16, 256, 1024};
-    for (int si = 0; si < 4; si++) {
-        int b = sizes[si];
-        long requests = 0, failures = 0;
-        double t0 = now(), t = 0;
-        do {
-            for (int i = 0; i < b; i++) {
-                f[i] = 0.5 + 0.5 * sin(0.1 * (double)requests + i); /* a new force each step */
-                cmds[i] = (rsc_command_t){"finger", &f[i], 1};
-                items[i] = (rsc_batch_item_t){ids[i], 1, 0, &cmds[i], 1, NULL, 0};
-            }
-            Robosim__V1__StepBatchReply *r = NULL;
-            if (rsc_step_batch(c, items, (size_t)b, &r, &err) != 0)
-                failures++;
-            for (size_t i = 0; r && i < r->n_results; i++)
-                failures += r->results[i]->result_case != ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
-            rsc_free(r);
-            requests++;
-            t = now() - t0;
-        } while (t < seconds || requests < 3);
-        double ws = (double)requests * b / t;
-        printf("  --threads %s  batch %5d: %9.0f world-steps/s  (%7.0f requests/s, %6.2f us per "
-               "world-step)%s\n",
-               threads, b, ws, (double)requests / t, 1e6 / ws, failures ? "  FAILURES" : "");
-        fflush(stdout);
+    int sizes[8] = {1, 16, 256, 1024}, nsizes = 4;
+    const char *only = getenv("BENCH_BATCH_SIZES"); /* e.g. "1024" or "16,256" */
+    if (only && *only) {
+        nsizes = 0;
+        for (char *end; nsizes < 8 && *only; only = *end ? end + 1 : end) {
+            long v = strtol(only, &end, 10);
+            if (end == only)
+                break;
+            if (v >= 1 && v <= max_b)
+                sizes[nsizes++] = (int)v;
+        }
+    }
+    const char *form = getenv("BENCH_BATCH_FORM"); /* "items" or "arrays": that form only */
+    for (int arrays = 0; arrays < 2; arrays++) {
+        if (form && *form && strcmp(form, arrays ? "arrays" : "items"))
+            continue;
+        for (int si = 0; si < nsizes; si++) {
+            int b = sizes[si];
+            long requests = 0, failures = 0;
+            double t0 = now(), t = 0;
+            do {
+                failures += batch_once(c, ids, b, arrays, requests, items, cmds, f);
+                requests++;
+                t = now() - t0;
+            } while (t < seconds || requests < 3);
+            double ws = (double)requests * b / t;
+            printf("  --threads %s  %-6s batch %5d: %9.0f world-steps/s  (%7.0f requests/s, "
+                   "%6.2f us per world-step)%s\n",
+                   threads, arrays ? "arrays" : "items", b, ws, (double)requests / t, 1e6 / ws,
+                   failures ? "  FAILURES" : "");
+            fflush(stdout);
+        }
     }
     free(items);
     free(cmds);
@@ -346,8 +388,11 @@ int main(int argc, char **argv)
     if (strchr(which, 'b')) {
         printf("(b) StepBatch of finger worlds, one 10 ms control step each (goal 1e6 "
                "world-steps/s at 1024):\n");
-        figure_batches(path, seconds, "1");
-        figure_batches(path, seconds, "2");
+        const char *threads = getenv("BENCH_BATCH_THREADS"); /* e.g. "2": that count only */
+        if (!threads || !*threads || !strcmp(threads, "1"))
+            figure_batches(path, seconds, "1");
+        if (!threads || !*threads || strcmp(threads, "1"))
+            figure_batches(path, seconds, threads && *threads ? threads : "2");
     }
     return 0;
 }

@@ -207,12 +207,26 @@ void rsc_close(rsc_client_t **c)
 
 /* ---- controller tokens ---------------------------------------------------------------------- */
 
+/* The tokens are kept sorted by world id: a batch of a thousand worlds looks each one up. */
+static size_t token_slot(const rsc_client_t *c, uint64_t world_id)
+{
+    size_t lo = 0, hi = c->ntokens;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (c->tokens[mid].world_id < world_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
 static struct world_token *find_token(const rsc_client_t *c, uint64_t world_id)
 {
-    for (size_t i = 0; c && i < c->ntokens; i++)
-        if (c->tokens[i].world_id == world_id)
-            return &c->tokens[i];
-    return NULL;
+    if (!c)
+        return NULL;
+    size_t i = token_slot(c, world_id);
+    return i < c->ntokens && c->tokens[i].world_id == world_id ? &c->tokens[i] : NULL;
 }
 
 const char *rsc_world_token(rsc_client_t *c, uint64_t world_id)
@@ -225,15 +239,18 @@ int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token)
 {
     if (!c)
         return RSC_EARG;
-    struct world_token *t = find_token(c, world_id);
+    size_t i = token_slot(c, world_id);
+    int have = i < c->ntokens && c->tokens[i].world_id == world_id;
     if (!token || !*token) {
-        if (t)
-            *t = c->tokens[--c->ntokens];
+        if (have) {
+            memmove(&c->tokens[i], &c->tokens[i + 1], (c->ntokens - i - 1) * sizeof *c->tokens);
+            c->ntokens--;
+        }
         return 0;
     }
     if (strlen(token) >= RSC_TOKEN_MAX)
         return RSC_EARG;
-    if (!t) {
+    if (!have) {
         if (c->ntokens == c->captokens) {
             size_t cap = c->captokens ? 2 * c->captokens : 8;
             struct world_token *grown = realloc(c->tokens, cap * sizeof *grown);
@@ -242,10 +259,11 @@ int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token)
             c->tokens = grown;
             c->captokens = cap;
         }
-        t = &c->tokens[c->ntokens++];
-        t->world_id = world_id;
+        memmove(&c->tokens[i + 1], &c->tokens[i], (c->ntokens - i) * sizeof *c->tokens);
+        c->ntokens++;
+        c->tokens[i].world_id = world_id;
     }
-    snprintf(t->token, sizeof t->token, "%s", token);
+    snprintf(c->tokens[i].token, sizeof c->tokens[i].token, "%s", token);
     return 0;
 }
 
@@ -630,6 +648,13 @@ static int remember_controller(rsc_client_t *c, const Robosim__V1__CreateWorldRe
 int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
                      size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err)
 {
+    return rsc_create_task_world(c, NULL, preset, params, nparams, seed, world_id, err);
+}
+
+int rsc_create_task_world(rsc_client_t *c, const char *task, const char *preset,
+                          const rsc_param_t *params, size_t nparams, uint64_t seed,
+                          uint64_t *world_id, rsc_error_t *err)
+{
     if (world_id)
         *world_id = 0;
     Robosim__V1__Param *msgs, **ptrs;
@@ -638,6 +663,7 @@ int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *par
         Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
         Robosim__V1__CreateWorld op = ROBOSIM__V1__CREATE_WORLD__INIT;
         op.preset = str(preset);
+        op.task = str(task);
         op.n_params = nparams;
         op.params = ptrs;
         op.seed = seed;
@@ -994,4 +1020,53 @@ int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
     free(ac);
     free(ap);
     return rc;
+}
+
+int rsc_step_arrays(rsc_client_t *c, const uint64_t *world_ids, size_t n, uint32_t steps,
+                    const double *commands, size_t ncommands, const double *actions,
+                    size_t nactions, Robosim__V1__BatchArraysReply **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    if ((n && !world_ids) || (ncommands && !commands) || (nactions && !actions))
+        return set_err(err, RSC_EARG, "rsc_step_arrays: values announced but the array is NULL");
+    char **tokens = calloc(n ? n : 1, sizeof *tokens);
+    if (!tokens)
+        return set_err(err, RSC_ENOMEM, "out of memory building a batch of %zu worlds", n);
+    for (size_t i = 0; i < n; i++)
+        tokens[i] = token_for(c, world_ids[i]);
+    Robosim__V1__BatchArrays arr = ROBOSIM__V1__BATCH_ARRAYS__INIT;
+    arr.n_world_ids = n;
+    arr.world_ids = (uint64_t *)world_ids;
+    arr.n_tokens = n;
+    arr.tokens = tokens;
+    arr.steps = steps;
+    arr.n_commands = ncommands;
+    arr.commands = (double *)commands;
+    arr.n_actions = nactions;
+    arr.actions = (double *)actions;
+    Robosim__V1__StepBatch op = ROBOSIM__V1__STEP_BATCH__INIT;
+    op.arrays = &arr;
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    req.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
+    req.step_batch = &op;
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH, &r, err);
+    free(tokens);
+    if (rc != 0)
+        return rc;
+    Robosim__V1__StepBatchReply *b = r->step_batch;
+    if (!b || !b->arrays) {
+        rsc_free(r);
+        return set_err(err, RSC_EPROTOCOL, "%s answered StepBatch.arrays without arrays",
+                       c->endpoint);
+    }
+    Robosim__V1__BatchArraysReply *a = b->arrays;
+    b->arrays = NULL;
+    rsc_free(r);
+    if (out)
+        *out = a;
+    else
+        rsc_free(a);
+    return 0;
 }

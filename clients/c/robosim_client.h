@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 #define RSC_PROTOCOL_MAJOR 1
-#define RSC_PROTOCOL_MINOR 0
+#define RSC_PROTOCOL_MINOR 1
 #define RSC_DEFAULT_TIMEOUT_MS 5000 /* used when a timeout <= 0 is given */
 #define RSC_TOKEN_MAX 64            /* a controller token, with its NUL, fits in this */
 
@@ -158,6 +158,13 @@ int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_err
 int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
                      size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err);
 
+/* Create a world that runs `task` (e.g. "FingerPush-v0", HelloReply.tasks) as a Gym-style
+ * episode started with `seed`; preset NULL or "" means the task's own. Drive it with actions
+ * (rsc_step's action, rsc_batch_item_t.action, rsc_step_arrays' actions). */
+int rsc_create_task_world(rsc_client_t *c, const char *task, const char *preset,
+                          const rsc_param_t *params, size_t nparams, uint64_t seed,
+                          uint64_t *world_id, rsc_error_t *err);
+
 /* Destroy a world. */
 int rsc_destroy_world(rsc_client_t *c, uint64_t world_id, rsc_error_t *err);
 
@@ -241,6 +248,20 @@ typedef struct rsc_batch_item {
  * the server's --max-batch). */
 int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
                    Robosim__V1__StepBatchReply **out, rsc_error_t *err);
+
+/* The columnar StepBatch (capability "step_batch.arrays", protocol 1.1): n worlds of one shape
+ * (the same preset and task) each take `steps` control steps (0 means 1). `commands`: world
+ * after world, each world's actuator commands in spec order (all entities), n x actuators
+ * values, or NULL (ncommands 0) to hold those in force; `actions`: likewise for task worlds,
+ * n x action size. The client attaches each world's token itself. Returns 0 when the server
+ * took the batch: then, for world i, (*out)->codes[i] is 0 (OK) or its error code (the message
+ * in (*out)->errors), and its rows are state[i * state_size ...], sensors[i * sensor_size ...]
+ * and, for task worlds, observation[i * observation_size ...], reward[i], terminated[i],
+ * truncated[i] (NaN rows for a world that failed). Refused as a whole as StepBatch, and when
+ * commands or actions are not n times a world's count (1 INVALID_ARGUMENT). Free with rsc_free. */
+int rsc_step_arrays(rsc_client_t *c, const uint64_t *world_ids, size_t n, uint32_t steps,
+                    const double *commands, size_t ncommands, const double *actions,
+                    size_t nactions, Robosim__V1__BatchArraysReply **out, rsc_error_t *err);
 
 #ifdef __cplusplus
 }

@@ -88,7 +88,9 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     Robosim__V1__HelloReply *r = arena_alloc(&s->arena, sizeof *r);
     size_t nops;
     const rs_op_t *ops = rs_ops(&nops);
-    char **caps = arena_alloc(&s->arena, nops * sizeof(char *));
+    static const char *const features[] = {"step_batch.arrays"}; /* parts of operations */
+    size_t nfeatures = sizeof features / sizeof features[0];
+    char **caps = arena_alloc(&s->arena, (nops + nfeatures) * sizeof(char *));
     const char *const *presets = rs_preset_names();
     size_t npresets = 0;
     while (presets[npresets])
@@ -101,7 +103,9 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     r->server_version = RS_VERSION;
     for (size_t i = 0; i < nops; i++)
         caps[i] = (char *)ops[i].name;
-    r->n_capabilities = nops;
+    for (size_t i = 0; i < nfeatures; i++)
+        caps[nops + i] = (char *)features[i];
+    r->n_capabilities = nops + nfeatures;
     r->capabilities = caps;
     r->n_presets = npresets;
     r->presets = (char **)presets;
@@ -267,6 +271,34 @@ static int step_state(world_entry_t *w, arena_t *a, Robosim__V1__State **out, rs
     return 0;
 }
 
+/* How a Step may drive world w: a task world by its action vector only, other worlds by
+ * commands (or an action, refused by the task step as "runs no task"); never both. */
+static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, rs_status_t *st)
+{
+    if (naction && ncommands)
+        return rs_fail(st, RS_EINVAL, "set either action or commands in a Step, not both");
+    if (w->world->task && ncommands)
+        return rs_fail(st, RS_EINVAL,
+                       "world %llu runs task '%s': drive it with Step.action (TaskSpec.action), "
+                       "not commands",
+                       (unsigned long long)w->id, w->world->task->name);
+    return 0;
+}
+
+/* Advance world w n control steps once its commands are in place: through its task (reward,
+ * episode end: rs_task.h) when it runs one or an action was given, else plainly. */
+static int advance(world_entry_t *w, const double *action, size_t naction, uint64_t n,
+                   rs_status_t *st)
+{
+    rs_world_t *world = w->world;
+    if (world->task || naction)
+        return rs_world_task_step(world, action, naction, n, st);
+    int rc = rs_step(&world->model, world->data, n, st);
+    if (rc < 0)
+        rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
+    return rc;
+}
+
 /* One Step of one world, the State after it built in arena `a` (*out). Shared by Step and
  * StepBatch: StepBatch calls it on worker threads, so it touches nothing but world w and
  * arena a (and reads s->cfg). */
@@ -276,44 +308,31 @@ static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *s
     rs_world_t *world = w->world;
     uint64_t n = 0;
     int rc = step_count(s, sp, world->model.control_dt, &n, st);
-    if (rc < 0)
+    if (rc < 0 || (rc = drive_rule(w, sp->n_commands, sp->n_action, st)) < 0)
         return rc;
-    /* a task world is driven by its action vector: reward and episode end (rs_task.h) */
-    if (sp->n_action && sp->n_commands)
-        return rs_fail(st, RS_EINVAL, "set either action or commands in a Step, not both");
-    if (world->task && sp->n_commands)
-        return rs_fail(st, RS_EINVAL,
-                       "world %llu runs task '%s': drive it with Step.action (TaskSpec.action), "
-                       "not commands",
-                       (unsigned long long)w->id, world->task->name);
-    if (world->task || sp->n_action) {
-        if ((rc = rs_world_task_step(world, sp->action, sp->n_action, n, st)) < 0)
-            return rc;
-        return step_state(w, a, out, st);
+    if (!world->task && !sp->n_action) {
+        /* check every command before applying any */
+        int ents[RS_MAX_ENTITIES * 4];
+        if (sp->n_commands > sizeof ents / sizeof ents[0])
+            return rs_fail(st, RS_EINVAL, "%zu commands in one Step; at most one per entity",
+                           sp->n_commands);
+        for (size_t i = 0; i < sp->n_commands; i++) {
+            const Robosim__V1__ActuatorCommand *c = sp->commands[i];
+            if ((ents[i] = find_entity(world, c->entity, st)) < 0)
+                return ents[i];
+            for (size_t j = 0; j < i; j++)
+                if (ents[j] == ents[i])
+                    return rs_fail(st, RS_EINVAL, "entity '%s' is commanded twice in one Step",
+                                   c->entity);
+            if ((rc = rs_check_commands(&world->model, ents[i], c->values, c->n_values, st)) < 0)
+                return rc;
+        }
+        for (size_t i = 0; i < sp->n_commands; i++)
+            rs_set_commands(&world->model, world->data, ents[i], sp->commands[i]->values,
+                            sp->commands[i]->n_values, NULL);
     }
-    /* check every command before applying any */
-    int ents[RS_MAX_ENTITIES * 4];
-    if (sp->n_commands > sizeof ents / sizeof ents[0])
-        return rs_fail(st, RS_EINVAL, "%zu commands in one Step; at most one per entity",
-                       sp->n_commands);
-    for (size_t i = 0; i < sp->n_commands; i++) {
-        const Robosim__V1__ActuatorCommand *c = sp->commands[i];
-        if ((ents[i] = find_entity(world, c->entity, st)) < 0)
-            return ents[i];
-        for (size_t j = 0; j < i; j++)
-            if (ents[j] == ents[i])
-                return rs_fail(st, RS_EINVAL, "entity '%s' is commanded twice in one Step",
-                               c->entity);
-        if ((rc = rs_check_commands(&world->model, ents[i], c->values, c->n_values, st)) < 0)
-            return rc;
-    }
-    for (size_t i = 0; i < sp->n_commands; i++)
-        rs_set_commands(&world->model, world->data, ents[i], sp->commands[i]->values,
-                        sp->commands[i]->n_values, NULL);
-    if ((rc = rs_step(&world->model, world->data, n, st)) < 0) {
-        rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
+    if ((rc = advance(w, sp->action, sp->n_action, n, st)) < 0)
         return rc;
-    }
     return step_state(w, a, out, st);
 }
 
@@ -383,59 +402,44 @@ static int by_id(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Step many worlds in one request: the batch is checked as a whole (empty, too large, a world
- * twice), each item on its own (its world exists, its token is the controller's), then the
- * items run on the worker pool; every item gets its State or its Error, in item order. */
-static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *unused,
-                         Robosim__V1__Response *rp, rs_status_t *st)
+/* The batch's size within limits: not empty, not over --max-batch. `what` names the part. */
+static int batch_size_ok(const rs_server_t *s, size_t n, const char *what, rs_status_t *st)
 {
-    const Robosim__V1__StepBatch *b = rq->step_batch;
-    size_t n = b->n_items;
     if (n == 0)
-        return rs_fail(st, RS_EINVAL, "StepBatch carries no items; add one BatchItem per world");
+        return rs_fail(st, RS_EINVAL, "StepBatch carries no %s; add one per world", what);
     if (n > (size_t)s->cfg.max_batch)
         return rs_fail(st, RS_EEXHAUSTED,
-                       "StepBatch of %zu items is over this server's limit of %d (--max-batch); "
+                       "StepBatch of %zu %s is over this server's limit of %d (--max-batch); "
                        "split it",
-                       n, s->cfg.max_batch);
-    batch_job_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
-    world_entry_t **where = arena_alloc(&s->arena, n * sizeof *where);
-    uint64_t *unknown = arena_alloc(&s->arena, n * sizeof *unknown);
-    Robosim__V1__BatchResult **results = arena_alloc(&s->arena, n * sizeof *results);
-    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
-    if (!jobs || !where || !unknown || !results || !reply)
-        return OOM(st);
+                       n, what, s->cfg.max_batch);
+    return 0;
+}
 
-    /* the same world twice refuses the whole batch, before anything changes: each world found
-     * is marked with this batch's number; unknown ids are sorted to compare them */
-    uint64_t mark = ++s->batches, total = 0;
+/* Find the worlds of a batch: where[i] is the entry of ids[i], NULL when there is none. The
+ * same world twice refuses the whole batch, before anything changes: each world found is
+ * marked with this batch's number; unknown ids are sorted to compare them. */
+static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_entry_t **where,
+                        rs_status_t *st)
+{
+    uint64_t *unknown = arena_alloc(&s->arena, n * sizeof *unknown);
+    if (!unknown)
+        return OOM(st);
+    uint64_t mark = ++s->batches;
     size_t nunknown = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t id = b->items[i]->world_id;
-        world_entry_t *w = where[i] = rs_server_world(s, id);
+        world_entry_t *w = where[i] = rs_server_world(s, ids[i]);
         if (!w) {
-            unknown[nunknown++] = id;
+            unknown[nunknown++] = ids[i];
             continue;
         }
         if (w->batch_mark == mark)
             return rs_fail(st, RS_EINVAL,
-                           "world %llu appears twice in the batch (items %zu and %zu); a batch "
+                           "world %llu appears twice in the batch (at %zu and %zu); a batch "
                            "steps each world at most once",
-                           (unsigned long long)id, w->batch_item, i);
+                           (unsigned long long)ids[i], w->batch_item, i);
         w->batch_mark = mark;
         w->batch_item = i;
-        /* the whole batch may ask for as many control steps as one Step may: a request must
-         * not hold the server for hours (a bad count is the item's error, later) */
-        uint64_t k = 0;
-        if (b->items[i]->step &&
-            step_count(s, b->items[i]->step, w->world->model.control_dt, &k, NULL) == 0)
-            total += k;
     }
-    if (total > s->cfg.max_steps_per_request)
-        return rs_fail(st, RS_EEXHAUSTED,
-                       "the batch asks for %llu control steps in all, over this server's limit of "
-                       "%llu per request (--max-steps-per-request); split it",
-                       (unsigned long long)total, (unsigned long long)s->cfg.max_steps_per_request);
     qsort(unknown, nunknown, sizeof *unknown, by_id);
     for (size_t i = 1; i < nunknown; i++)
         if (unknown[i] == unknown[i - 1])
@@ -443,6 +447,60 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
                            "world %llu appears twice in the batch; a batch steps each world at "
                            "most once (and there is no world %llu on this server)",
                            (unsigned long long)unknown[i], (unsigned long long)unknown[i]);
+    return 0;
+}
+
+/* The whole batch may ask for as many control steps as one Step may: a request must not hold
+ * the server for hours. */
+static int batch_total_ok(const rs_server_t *s, uint64_t total, rs_status_t *st)
+{
+    if (total <= s->cfg.max_steps_per_request)
+        return 0;
+    return rs_fail(st, RS_EEXHAUSTED,
+                   "the batch asks for %llu control steps in all, over this server's limit of "
+                   "%llu per request (--max-steps-per-request); split it",
+                   (unsigned long long)total, (unsigned long long)s->cfg.max_steps_per_request);
+}
+
+static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
+                       Robosim__V1__Response *rp, rs_status_t *st);
+
+/* Step many worlds in one request: the batch is checked as a whole (empty, too large, a world
+ * twice), each item on its own (its world exists, its token is the controller's), then the
+ * items run on the worker pool; every item gets its State or its Error, in item order. The
+ * columnar form (StepBatch.arrays) is step_arrays. */
+static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *unused,
+                         Robosim__V1__Response *rp, rs_status_t *st)
+{
+    const Robosim__V1__StepBatch *b = rq->step_batch;
+    if (b->arrays && b->n_items)
+        return rs_fail(st, RS_EINVAL, "StepBatch carries both items and arrays; set one of them");
+    if (b->arrays)
+        return step_arrays(s, b->arrays, rp, st);
+    size_t n = b->n_items;
+    int rc = batch_size_ok(s, n, "items", st);
+    if (rc < 0)
+        return rc;
+    batch_job_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
+    world_entry_t **where = arena_alloc(&s->arena, n * sizeof *where);
+    uint64_t *ids = arena_alloc(&s->arena, n * sizeof *ids);
+    Robosim__V1__BatchResult **results = arena_alloc(&s->arena, n * sizeof *results);
+    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
+    if (!jobs || !where || !ids || !results || !reply)
+        return OOM(st);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = b->items[i]->world_id;
+    if ((rc = batch_worlds(s, ids, n, where, st)) < 0)
+        return rc;
+    uint64_t total = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = 0; /* a bad count is the item's error, later */
+        if (where[i] && b->items[i]->step &&
+            step_count(s, b->items[i]->step, where[i]->world->model.control_dt, &k, NULL) == 0)
+            total += k;
+    }
+    if ((rc = batch_total_ok(s, total, st)) < 0)
+        return rc;
 
     /* per item: its world and its token; refused items get their error now */
     size_t nrun = 0;
@@ -457,7 +515,6 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         rs_status_t ist;
         rs_status_clear(&ist);
         world_entry_t *w = where[i];
-        int rc = 0;
         if (!w)
             rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
                          (unsigned long long)it->world_id);
@@ -486,6 +543,243 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     robosim__v1__step_batch_reply__init(reply);
     reply->n_results = n;
     reply->results = results;
+    REPLY(rp, step_batch, STEP_BATCH, reply);
+    return 0;
+}
+
+/* ---- StepBatch.arrays: the columnar batch ---- */
+
+typedef struct arrays_run {
+    rs_server_t *s;
+    const Robosim__V1__BatchArrays *in;
+    Robosim__V1__BatchArraysReply *out;
+    world_entry_t **where;  /* per world */
+    size_t *jobs;           /* the worlds to step (indices into world_ids) */
+    char **messages;        /* per world: why it failed (in a worker's arena) */
+    uint64_t steps;         /* control steps for each world */
+    size_t nu, na;          /* commands and actions per world */
+} arrays_run_t;
+
+/* World i's rows are NaN (it was not stepped, or its step failed). */
+static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
+{
+    out->time[i] = NAN;
+    out->reward[i] = NAN;
+    for (size_t k = 0; k < out->state_size; k++)
+        out->state[i * out->state_size + k] = NAN;
+    for (size_t k = 0; k < out->sensor_size; k++)
+        out->sensors[i * out->sensor_size + k] = NAN;
+    for (size_t k = 0; k < out->observation_size; k++)
+        out->observation[i * out->observation_size + k] = NAN;
+}
+
+/* A worker steps world jobs[j] and writes its rows (each world its own rows: no sharing). */
+static void arrays_step(void *ctx, size_t j, int worker)
+{
+    arrays_run_t *run = ctx;
+    const Robosim__V1__BatchArrays *in = run->in;
+    Robosim__V1__BatchArraysReply *out = run->out;
+    size_t i = run->jobs[j];
+    world_entry_t *w = run->where[i];
+    rs_world_t *world = w->world;
+    const rs_model_t *m = &world->model;
+    const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
+    const double *act = in->n_actions ? in->actions + i * run->na : NULL;
+    rs_status_t st;
+    rs_status_clear(&st);
+    int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
+    for (int e = 0; rc == 0 && u && e < m->nentities; e++)
+        rc = rs_check_commands(m, e, u + m->ent[e].u_off, (size_t)m->ent[e].nu, &st);
+    for (int e = 0; rc == 0 && u && e < m->nentities; e++)
+        rs_set_commands(m, world->data, e, u + m->ent[e].u_off, (size_t)m->ent[e].nu, NULL);
+    if (rc == 0)
+        rc = advance(w, act, act ? run->na : 0, run->steps, &st);
+    if (rc < 0) {
+        out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
+        run->messages[i] = arena_strdup(rs_pool_arena(run->s->pool, worker),
+                                        st.message[0] ? st.message : rs_strerror(rc));
+        arrays_nan_rows(out, i);
+        return;
+    }
+    const rs_data_t *d = world->data;
+    out->time[i] = d->t;
+    out->step_count[i] = d->step_count;
+    out->events[i] = (uint32_t)(d->nevents + d->events_dropped);
+    memcpy(out->state + i * out->state_size, d->x, out->state_size * sizeof(double));
+    memcpy(out->sensors + i * out->sensor_size, d->sensors, out->sensor_size * sizeof(double));
+    rs_task_view_t view;
+    if (out->observation_size && rs_world_task_view(world, &view, NULL) == 0) {
+        memcpy(out->observation + i * out->observation_size, view.obs,
+               out->observation_size * sizeof(double));
+        out->reward[i] = view.reward;
+        out->terminated[i] = view.terminated;
+        out->truncated[i] = view.truncated;
+    }
+}
+
+/* Whether world w is of the batch's shape, that of world `like`. */
+static int same_shape(const world_entry_t *w, const world_entry_t *like)
+{
+    const rs_model_t *a = &w->world->model, *b = &like->world->model;
+    return w->world->task == like->world->task && strcmp(a->preset, b->preset) == 0 &&
+           a->nx == b->nx && a->nu == b->nu && a->ns == b->ns;
+}
+
+/* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
+ * pass run on the worker pool, each writing its own rows of the reply's arrays. */
+static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
+                       Robosim__V1__Response *rp, rs_status_t *st)
+{
+    size_t n = in->n_world_ids;
+    int rc = batch_size_ok(s, n, "world_ids", st);
+    if (rc < 0)
+        return rc;
+    if (in->n_tokens != n && in->n_tokens != 0)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays has %zu tokens for %zu worlds; give one per world, in "
+                       "world_ids order",
+                       in->n_tokens, n);
+    if (in->n_commands && in->n_actions)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays sets both commands and actions; set commands for plain "
+                       "worlds or actions for task worlds");
+    uint64_t steps = in->steps ? in->steps : 1;
+    if ((rc = batch_total_ok(s, steps * n, st)) < 0)
+        return rc;
+    arrays_run_t run = {.s = s, .in = in, .steps = steps};
+    run.where = arena_alloc(&s->arena, n * sizeof *run.where);
+    run.jobs = arena_alloc(&s->arena, n * sizeof *run.jobs);
+    run.messages = arena_alloc(&s->arena, n * sizeof *run.messages);
+    if (!run.where || !run.jobs || !run.messages)
+        return OOM(st);
+    if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0)
+        return rc;
+
+    /* the shape is the first world's; the inputs must fit it */
+    const world_entry_t *like = NULL;
+    for (size_t i = 0; i < n && !like; i++)
+        like = run.where[i];
+    size_t nx = 0, ns = 0, nobs = 0;
+    if (like) {
+        const rs_world_t *lw = like->world;
+        nx = (size_t)lw->model.nx;
+        ns = (size_t)lw->model.ns;
+        run.nu = (size_t)lw->model.nu;
+        run.na = lw->task ? (size_t)lw->task->nact : 0;
+        nobs = lw->task ? (size_t)lw->task->nobs : 0;
+        if (in->n_commands && in->n_commands != n * run.nu)
+            return rs_fail(st, RS_EINVAL,
+                           "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
+                           "%zu actuators each take %zu (or none, to hold the commands)",
+                           in->n_commands, n, lw->model.preset, run.nu, n * run.nu);
+        if (in->n_actions && !lw->task)
+            return rs_fail(st, RS_EINVAL,
+                           "BatchArrays.actions is set, but the batch's worlds (preset '%s') run "
+                           "no task; drive them with commands",
+                           lw->model.preset);
+        if (in->n_actions && in->n_actions != n * run.na)
+            return rs_fail(st, RS_EINVAL,
+                           "BatchArrays.actions holds %zu values; %zu worlds of task '%s' with "
+                           "%zu action values each take %zu (or none, to hold the commands)",
+                           in->n_actions, n, lw->task->name, run.na, n * run.na);
+    }
+
+    Robosim__V1__BatchArraysReply *out = arena_alloc(&s->arena, sizeof *out);
+    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
+    if (!out || !reply)
+        return OOM(st);
+    robosim__v1__batch_arrays_reply__init(out);
+    out->state_size = (uint32_t)nx;
+    out->sensor_size = (uint32_t)ns;
+    out->observation_size = (uint32_t)nobs;
+    out->n_codes = out->n_time = out->n_step_count = out->n_events = n;
+    out->n_state = n * nx;
+    out->n_sensors = n * ns;
+    if (nobs) {
+        out->n_observation = n * nobs;
+        out->n_reward = out->n_terminated = out->n_truncated = n;
+    }
+    out->codes = arena_alloc(&s->arena, n * sizeof *out->codes);
+    out->time = arena_alloc(&s->arena, n * sizeof *out->time);
+    out->step_count = arena_alloc(&s->arena, n * sizeof *out->step_count);
+    out->events = arena_alloc(&s->arena, n * sizeof *out->events);
+    out->state = arena_alloc(&s->arena, (n * nx + 1) * sizeof *out->state);
+    out->sensors = arena_alloc(&s->arena, (n * ns + 1) * sizeof *out->sensors);
+    out->observation = arena_alloc(&s->arena, (n * nobs + 1) * sizeof *out->observation);
+    out->reward = arena_alloc(&s->arena, n * sizeof *out->reward);
+    out->terminated = arena_alloc(&s->arena, n * sizeof *out->terminated);
+    out->truncated = arena_alloc(&s->arena, n * sizeof *out->truncated);
+    if (!out->codes || !out->time || !out->step_count || !out->events || !out->state ||
+        !out->sensors || !out->observation || !out->reward || !out->terminated ||
+        !out->truncated)
+        return OOM(st);
+    run.out = out;
+
+    /* world by world: it exists, its token, its shape; refused worlds get their error now */
+    size_t nrun = 0;
+    for (size_t i = 0; i < n; i++) {
+        world_entry_t *w = run.where[i];
+        rs_status_t ist;
+        rs_status_clear(&ist);
+        out->codes[i] = ROBOSIM__V1__ERROR_CODE__OK;
+        out->step_count[i] = 0;
+        out->events[i] = 0;
+        out->terminated[i] = out->truncated[i] = 0;
+        run.messages[i] = NULL;
+        if (!w)
+            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
+                         (unsigned long long)in->world_ids[i]);
+        else if (!same_shape(w, like))
+            rc = rs_fail(&ist, RS_EINVAL,
+                         "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the batch's "
+                         "first world %llu (preset '%s'%s%s); one BatchArrays takes worlds of "
+                         "one shape",
+                         i, (unsigned long long)w->id, w->world->model.preset,
+                         w->world->task ? ", task " : "", w->world->task ? w->world->task->name : "",
+                         (unsigned long long)like->id, like->world->model.preset,
+                         like->world->task ? ", task " : "",
+                         like->world->task ? like->world->task->name : "");
+        else
+            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
+        if (rc < 0) {
+            out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
+            if (!(run.messages[i] = arena_strdup(&s->arena, ist.message)))
+                return OOM(st);
+            arrays_nan_rows(out, i);
+            continue;
+        }
+        run.jobs[nrun++] = i;
+    }
+
+    rs_pool_run(s->pool, nrun, arrays_step, &run);
+
+    size_t nerr = 0;
+    for (size_t i = 0; i < n; i++)
+        nerr += out->codes[i] != ROBOSIM__V1__ERROR_CODE__OK;
+    out->n_errors = nerr;
+    out->errors = arena_alloc(&s->arena, (nerr + 1) * sizeof *out->errors);
+    if (!out->errors)
+        return OOM(st);
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
+            rs_stream_offer_world(s, run.where[i]); /* the loop's thread only */
+            continue;
+        }
+        Robosim__V1__BatchError *be = arena_alloc(&s->arena, sizeof *be);
+        Robosim__V1__Error *e = arena_alloc(&s->arena, sizeof *e);
+        if (!be || !e || !run.messages[i])
+            return OOM(st);
+        robosim__v1__batch_error__init(be);
+        robosim__v1__error__init(e);
+        e->code = out->codes[i];
+        e->message = run.messages[i];
+        be->index = (uint32_t)i;
+        be->world_id = in->world_ids[i];
+        be->error = e;
+        out->errors[k++] = be;
+    }
+    robosim__v1__step_batch_reply__init(reply);
+    reply->arrays = out;
     REPLY(rp, step_batch, STEP_BATCH, reply);
     return 0;
 }

@@ -41,7 +41,8 @@ struct rs_server {
     char **subs;           /* topic prefixes someone subscribes to */
     int nsubs, capsubs;
     int subs_overflow;     /* too many prefixes to track: every world counts as watched */
-    uint64_t sub_gen;      /* bumped when the prefixes change */
+    uint64_t sub_gen;      /* bumped when the prefixes change (starts at 1) */
+    uint64_t subs_read_at; /* s->requests when the subscription messages were last read */
     double stream_next_due; /* earliest time a held-back state is due, or INFINITY */
     uint64_t frames_sent, frames_dropped;
     uint64_t batches;      /* StepBatch requests seen, for world_entry_t.batch_mark */
@@ -107,6 +108,10 @@ void rs_stream_close(rs_server_t *s);
  * (state->seq set to the new sequence number) unless the world's rate limit holds it back,
  * in which case the world's state is published when the limit allows (rs_stream_flush). */
 void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state);
+
+/* As rs_stream_offer for a world stepped without a State at hand (StepBatch.arrays): the state
+ * is built (in the server's arena) only when it is published and someone watches the world. */
+void rs_stream_offer_world(rs_server_t *s, world_entry_t *w);
 
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */

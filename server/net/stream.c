@@ -37,6 +37,8 @@
 int rs_stream_open(rs_server_t *s, rs_status_t *st)
 {
     s->stream_next_due = INFINITY;
+    s->sub_gen = 1; /* a new world's watched_gen (0) is stale from the start */
+    s->subs_read_at = UINT64_MAX;
     s->stream_endpoint[0] = '\0';
     const char *ep = s->cfg.stream_endpoint;
     if (!ep || !ep[0])
@@ -147,10 +149,19 @@ static int topic(char *buf, size_t n, uint64_t id)
     return snprintf(buf, n, "world/%llu/", (unsigned long long)id);
 }
 
+/* Read the subscription messages once per request: a batch publishes many worlds. */
+static void poll_subscriptions_once(rs_server_t *s)
+{
+    if (s->subs_read_at == s->requests)
+        return;
+    poll_subscriptions(s);
+    s->subs_read_at = s->requests;
+}
+
 /* Whether anyone subscribes to a prefix of w's topic. */
 static int watched(rs_server_t *s, world_entry_t *w)
 {
-    if (w->watched_gen == s->sub_gen && s->sub_gen)
+    if (w->watched_gen == s->sub_gen)
         return w->watched;
     char t[48];
     size_t tl = (size_t)topic(t, sizeof t, w->id);
@@ -171,16 +182,22 @@ static double min_interval(const rs_server_t *s, const world_entry_t *w)
     return hz > 0 ? 1.0 / hz : 0.0;
 }
 
-/* Publish `state` as w's next frame. */
+/* Publish w's state as its next frame: `state`, or (NULL) built now if anyone watches. */
 static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state, double now)
 {
     w->stream_seq++;
     w->stream_last = now;
     w->stream_pending = 0;
-    state->seq = w->stream_seq;
-    poll_subscriptions(s);
+    if (state)
+        state->seq = w->stream_seq;
+    poll_subscriptions_once(s);
     if (!watched(s, w))
         return;
+    if (!state && !(state = codec_state(&s->arena, w->id, w->world))) {
+        s->frames_dropped++; /* out of memory: the next state goes out as usual */
+        return;
+    }
+    state->seq = w->stream_seq;
     Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
     f.world_id = w->id;
     f.seq = w->stream_seq;
@@ -206,7 +223,8 @@ static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state,
 
 void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state)
 {
-    state->seq = w->stream_seq;
+    if (state)
+        state->seq = w->stream_seq;
     if (!s->xpub)
         return;
     double now = rs_monotonic(), due = w->stream_last + min_interval(s, w);
@@ -219,6 +237,11 @@ void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state
         s->stream_next_due = due;
 }
 
+void rs_stream_offer_world(rs_server_t *s, world_entry_t *w)
+{
+    rs_stream_offer(s, w, NULL);
+}
+
 int rs_stream_flush(rs_server_t *s)
 {
     if (!s->xpub || s->stream_next_due == INFINITY)
@@ -226,6 +249,8 @@ int rs_stream_flush(rs_server_t *s)
     double now = rs_monotonic();
     if (now < s->stream_next_due)
         return (int)ceil((s->stream_next_due - now) * 1000.0);
+    poll_subscriptions(s); /* between requests: whoever subscribed since */
+    s->subs_read_at = s->requests;
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
         world_entry_t *w = &s->worlds[i];

@@ -1,8 +1,9 @@
 /* StepBatch through the real server, and determinism: a batch gives bit-identical states to
  * stepping the same worlds one by one, for batch sizes 1, 16 and 256, on servers with 1 and 2
- * worker threads; and the same world (preset, seed, commands) follows the same trajectory
- * across batch sizes, thread counts and server processes. Errors stay with their item; bad
- * batches (empty, too large, a world twice) are refused as a whole. */
+ * worker threads, in both forms (items, and the columnar arrays, for plain and task worlds);
+ * and the same world (preset, seed, commands) follows the same trajectory across batch sizes,
+ * thread counts and server processes. Errors stay with their item or world; bad batches
+ * (empty, too large, a world twice, inputs of the wrong length) are refused as a whole. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -205,6 +206,292 @@ static void errors_per_item(const char *endpoint)
     rsc_close(&other);
 }
 
+/* ---- StepBatch.arrays ---------------------------------------------------------------------- */
+
+/* Whether n doubles are the same bits. */
+static int same_bits(const double *a, const double *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof(double)) == 0;
+}
+
+/* The rows of world i of an arrays reply equal State s bit for bit: time, step count, every
+ * entity's state and sensors in spec order. */
+static int row_is_state(const Robosim__V1__BatchArraysReply *a, size_t i,
+                        const Robosim__V1__State *s)
+{
+    if (!s || a->time[i] != s->time || a->step_count[i] != s->step_count ||
+        a->events[i] != s->n_events + s->events_dropped)
+        return 0;
+    size_t xo = 0, so = 0;
+    for (size_t e = 0; e < s->n_entities; e++) {
+        const Robosim__V1__EntityState *es = s->entities[e];
+        if (xo + es->n_state > a->state_size || so + es->n_sensors > a->sensor_size ||
+            !same_bits(a->state + i * a->state_size + xo, es->state, es->n_state) ||
+            !same_bits(a->sensors + i * a->sensor_size + so, es->sensors, es->n_sensors))
+            return 0;
+        xo += es->n_state;
+        so += es->n_sensors;
+    }
+    return xo == a->state_size && so == a->sensor_size;
+}
+
+/* The columnar batch gives, bit for bit, the states of stepping the same worlds one by one
+ * (with contacts: the forces push and pull the object). */
+static void arrays_equal_one_by_one(const char *endpoint, int nb)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
+    CHECK(c != NULL, "connect: %s", err.message);
+    if (!c)
+        return;
+    uint64_t *a = calloc((size_t)nb, sizeof *a), *b = calloc((size_t)nb, sizeof *b);
+    double *f = calloc((size_t)nb, sizeof *f);
+    for (int i = 0; i < nb; i++) {
+        int rc = rsc_create_world(c, "finger", NULL, 0, (uint64_t)(7000 + i), &a[i], &err);
+        rc |= rsc_create_world(c, "finger", NULL, 0, (uint64_t)(7000 + i), &b[i], &err);
+        CHECK(rc == 0, "create pair %d: %s", i, err.message);
+    }
+    int mismatches = 0, failed = 0, events = 0;
+    for (int r = 0; r < ROUNDS; r++) {
+        uint32_t steps = (uint32_t)(10 * (1 + r % 3)); /* long enough to touch */
+        for (int i = 0; i < nb; i++)
+            f[i] = force(i, r);
+        Robosim__V1__BatchArraysReply *ar = NULL;
+        int rc = rsc_step_arrays(c, a, (size_t)nb, steps, f, (size_t)nb, NULL, 0, &ar, &err);
+        CHECK(rc == 0 && ar && ar->n_codes == (size_t)nb && ar->n_errors == 0 &&
+                  ar->n_state == (size_t)nb * ar->state_size && ar->state_size > 0 &&
+                  ar->n_sensors == (size_t)nb * ar->sensor_size && ar->observation_size == 0,
+              "arrays batch of %d: %d %s", nb, rc, err.message);
+        if (!ar)
+            break;
+        for (int i = 0; i < nb; i++) {
+            if (ar->codes[i] != ROBOSIM__V1__ERROR_CODE__OK) {
+                failed++;
+                continue;
+            }
+            rsc_command_t cmd = {"finger", &f[i], 1};
+            Robosim__V1__State *one = NULL;
+            rc = rsc_step(c, b[i], steps, 0, &cmd, 1, &one, &err);
+            if (rc != 0 || !row_is_state(ar, (size_t)i, one))
+                mismatches++;
+            events += ar->events[i] > 0;
+            rsc_free(one);
+        }
+        rsc_free(ar);
+    }
+    CHECK(failed == 0 && mismatches == 0,
+          "arrays batch of %d: %d worlds failed, %d rows differ from one-by-one stepping", nb,
+          failed, mismatches);
+    if (nb >= 16)
+        CHECK(events > 0, "the arrays batch of %d saw contact events (%d)", nb, events);
+    for (int i = 0; i < nb; i++) {
+        rsc_destroy_world(c, a[i], &err);
+        rsc_destroy_world(c, b[i], &err);
+    }
+    free(a);
+    free(b);
+    free(f);
+    rsc_close(&c);
+}
+
+/* Task worlds through arrays: observation, reward and episode flags as a one-item batch with
+ * the same action gives them. */
+static void arrays_tasks(const char *endpoint)
+{
+    enum { NT = 6 };
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
+    uint64_t a[NT], b[NT];
+    for (int i = 0; i < NT; i++) {
+        int rc = rsc_create_task_world(c, "FingerPush-v0", NULL, NULL, 0, (uint64_t)(40 + i),
+                                       &a[i], &err);
+        rc |= rsc_create_task_world(c, "FingerPush-v0", "", NULL, 0, (uint64_t)(40 + i), &b[i],
+                                    &err);
+        CHECK(rc == 0, "create FingerPush-v0 pair %d: %s", i, err.message);
+    }
+    int mismatches = 0, failed = 0, rewarded = 0;
+    for (int r = 0; r < 12; r++) {
+        double act[NT];
+        for (int i = 0; i < NT; i++)
+            act[i] = 2.0 + 0.5 * (double)((i + r) % 4);
+        Robosim__V1__BatchArraysReply *ar = NULL;
+        int rc = rsc_step_arrays(c, a, NT, 2, NULL, 0, act, NT, &ar, &err);
+        CHECK(rc == 0 && ar && ar->observation_size > 0 && ar->n_reward == NT &&
+                  ar->n_observation == NT * ar->observation_size && ar->n_terminated == NT,
+              "task arrays batch: %d %s (obs %u x %zu, %zu rewards, %zu flags)", rc, err.message,
+              ar ? ar->observation_size : 0, ar ? ar->n_observation : 0, ar ? ar->n_reward : 0,
+              ar ? ar->n_terminated : 0);
+        if (!ar)
+            break;
+        for (int i = 0; i < NT; i++) {
+            if (ar->codes[i] != ROBOSIM__V1__ERROR_CODE__OK) {
+                failed++;
+                continue;
+            }
+            rsc_batch_item_t it = {b[i], 2, 0, NULL, 0, &act[i], 1};
+            Robosim__V1__StepBatchReply *br = NULL;
+            rc = rsc_step_batch(c, &it, 1, &br, &err);
+            const Robosim__V1__State *s =
+                rc == 0 && br->results[0]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE
+                    ? br->results[0]->state
+                    : NULL;
+            const Robosim__V1__TaskStep *ts = s ? s->task : NULL;
+            if (!ts || !row_is_state(ar, (size_t)i, s) ||
+                ts->n_observation != ar->observation_size ||
+                !same_bits(ar->observation + (size_t)i * ar->observation_size, ts->observation,
+                           ts->n_observation) ||
+                !same_bits(&ar->reward[i], &ts->reward, 1) ||
+                ar->terminated[i] != ts->terminated || ar->truncated[i] != ts->truncated)
+                mismatches++;
+            rewarded += ar->reward[i] != 0.0;
+            rsc_free(br);
+        }
+        rsc_free(ar);
+    }
+    CHECK(failed == 0 && mismatches == 0 && rewarded > 0,
+          "task worlds by arrays = one by one: %d failed, %d differ, %d nonzero rewards", failed,
+          mismatches, rewarded);
+    /* commands for task worlds are that world's error; actions for plain worlds refuse the
+     * batch */
+    double f[NT] = {1, 1, 1, 1, 1, 1};
+    Robosim__V1__BatchArraysReply *ar = NULL;
+    int rc = rsc_step_arrays(c, a, NT, 1, f, NT, NULL, 0, &ar, &err);
+    CHECK(rc == 0 && ar && ar->n_errors == NT && ar->codes[0] == ROBOSIM__V1__ERROR_CODE__INVALID_ARGUMENT &&
+              strstr(ar->errors[0]->error->message, "Step.action"),
+          "commands for a task world: that world's INVALID_ARGUMENT: %d", rc);
+    rsc_free(ar);
+    uint64_t plain;
+    rsc_create_world(c, "finger", NULL, 0, 1, &plain, &err);
+    rc = rsc_step_arrays(c, &plain, 1, 1, NULL, 0, f, 1, &ar, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "no task"),
+          "actions for plain worlds refused: %d %s", rc, err.message);
+    rsc_close(&c);
+}
+
+/* Raw StepBatch.arrays requests the C wrapper would not send. */
+static int raw_arrays(rsc_client_t *c, Robosim__V1__BatchArrays *arr, int with_item,
+                      rsc_error_t *err)
+{
+    Robosim__V1__StepBatch op = ROBOSIM__V1__STEP_BATCH__INIT;
+    Robosim__V1__BatchItem item = ROBOSIM__V1__BATCH_ITEM__INIT;
+    Robosim__V1__BatchItem *items[] = {&item};
+    Robosim__V1__Step step = ROBOSIM__V1__STEP__INIT;
+    step.steps = 1;
+    item.step = &step;
+    item.world_id = arr->n_world_ids ? arr->world_ids[0] : 0;
+    op.arrays = arr;
+    if (with_item) {
+        op.n_items = 1;
+        op.items = items;
+    }
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    req.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
+    req.step_batch = &op;
+    Robosim__V1__Response *r = NULL;
+    int rc = rsc_call(c, &req, &r, err);
+    if (rc == 0 && r->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR)
+        rc = -1;
+    rsc_free(r);
+    return rc;
+}
+
+static void arrays_errors(const char *endpoint)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, 5000, &err), *other = rsc_connect(endpoint, 5000, &err);
+    uint64_t good1, good2, foreign, badcmd, drive;
+    rsc_create_world(c, "finger", NULL, 0, 1, &good1, &err);
+    rsc_create_world(c, "finger", NULL, 0, 2, &good2, &err);
+    rsc_create_world(other, "finger", NULL, 0, 1, &foreign, &err);
+    rsc_create_world(c, "finger", NULL, 0, 1, &badcmd, &err);
+    rsc_create_world(c, "diff_drive", NULL, 0, 1, &drive, &err);
+    uint64_t ids[] = {good1, 987654, foreign, badcmd, drive, good2};
+    double f[] = {5, 5, 5, NAN, 5, 1e9};
+    int want[] = {0, CODE(NOT_FOUND), CODE(PERMISSION_DENIED), CODE(INVALID_ARGUMENT),
+                  CODE(INVALID_ARGUMENT), CODE(OUT_OF_RANGE)};
+    const char *word[] = {"", "987654", "missing", "not finite", "not like", "outside"};
+    Robosim__V1__BatchArraysReply *ar = NULL;
+    int rc = rsc_step_arrays(c, ids, 6, 1, f, 6, NULL, 0, &ar, &err);
+    CHECK(rc == 0 && ar && ar->n_codes == 6 && ar->n_errors == 5, "mixed arrays batch: %d %s",
+          rc, err.message);
+    for (size_t i = 0, k = 0; ar && i < 6; i++) {
+        CHECK((int)ar->codes[i] == want[i], "world_ids[%zu]: code %d, want %d", i,
+              (int)ar->codes[i], want[i]);
+        if (want[i] == 0) {
+            CHECK(ar->step_count[i] == 1 && !isnan(ar->state[i * ar->state_size]),
+                  "world_ids[%zu] stepped", i);
+            continue;
+        }
+        CHECK(isnan(ar->time[i]) && isnan(ar->state[i * ar->state_size]) &&
+                  isnan(ar->sensors[i * ar->sensor_size]),
+              "world_ids[%zu]: NaN rows", i);
+        const Robosim__V1__BatchError *be = k < ar->n_errors ? ar->errors[k++] : NULL;
+        CHECK(be && be->index == i && be->world_id == ids[i] && be->error &&
+                  (int)be->error->code == want[i] && strstr(be->error->message, word[i]),
+              "world_ids[%zu]: error '%s' with '%s'", i,
+              be && be->error ? be->error->message : "none", word[i]);
+    }
+    rsc_free(ar);
+    uint64_t unmoved[] = {foreign, badcmd, drive, good2};
+    for (int i = 0; i < 4; i++) {
+        Robosim__V1__State *s = NULL;
+        rsc_get_state(c, unmoved[i], &s, &err);
+        CHECK(s && s->step_count == 0, "world %llu unchanged", (unsigned long long)unmoved[i]);
+        rsc_free(s);
+    }
+
+    /* refused as a whole, nothing stepped */
+    rc = rsc_step_arrays(c, ids, 0, 1, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "no world_ids"),
+          "empty arrays batch: %d %s", rc, err.message);
+    uint64_t twice[] = {good1, good2, good1};
+    rc = rsc_step_arrays(c, twice, 3, 1, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "appears twice"),
+          "a world twice: %d %s", rc, err.message);
+    uint64_t pair[] = {good1, good2};
+    rc = rsc_step_arrays(c, pair, 2, 1, f, 3, NULL, 0, &ar, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "holds 3 values") &&
+              strstr(err.message, "take 2"),
+          "commands of the wrong length: %d %s", rc, err.message);
+    rc = rsc_step_arrays(c, pair, 2, 1, f, 2, f, 2, &ar, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "both"),
+          "commands and actions: %d %s", rc, err.message);
+    rc = rsc_step_arrays(c, pair, 2, 600000, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "1200000"),
+          "more control steps in all than a request may: %d %s", rc, err.message);
+    uint64_t many[9];
+    for (int i = 0; i < 9; i++)
+        many[i] = (uint64_t)(100 + i);
+    rc = rsc_step_arrays(c, many, 9, 1, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "--max-batch"),
+          "9 worlds over --max-batch 8: %d %s", rc, err.message);
+    char *tok[] = {(char *)rsc_world_token(c, good1)};
+    Robosim__V1__BatchArrays arr = ROBOSIM__V1__BATCH_ARRAYS__INIT;
+    arr.n_world_ids = 2;
+    arr.world_ids = pair;
+    arr.n_tokens = 1;
+    arr.tokens = tok;
+    rc = raw_arrays(c, &arr, 0, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "1 tokens for 2 worlds"), "tokens not one per world: %s",
+          err.message);
+    arr.n_tokens = 0;
+    rc = raw_arrays(c, &arr, 1, &err);
+    CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "both items and arrays"), "items and arrays: %s",
+          err.message);
+    Robosim__V1__State *s = NULL;
+    rsc_get_state(c, good1, &s, &err);
+    CHECK(s && s->step_count == 1, "refused arrays batches step nothing: %llu",
+          s ? (unsigned long long)s->step_count : 0ULL);
+    rsc_free(s);
+    /* the server goes on serving */
+    rc = rsc_step_arrays(c, pair, 2, 1, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == 0 && ar && ar->n_errors == 0 && ar->step_count[0] == 2,
+          "after the refusals the server steps the batch: %d %s", rc, err.message);
+    rsc_free(ar);
+    rsc_close(&c);
+    rsc_close(&other);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -219,8 +506,12 @@ int main(int argc, char **argv)
         CHECK(server_start(&sp, argv[1], extra) == 0, "server with --threads %s", threads);
         if (sp.pid <= 0)
             return rs_test_done("test_batch");
-        for (int bi = 0; bi < 3; bi++)
+        for (int bi = 0; bi < 3; bi++) {
             batch_equals_one_by_one(sp.endpoint, server, bi, sizes[bi]);
+            arrays_equal_one_by_one(sp.endpoint, sizes[bi]);
+        }
+        if (server == 1)
+            arrays_tasks(sp.endpoint);
         CHECK(server_stop(&sp) == 0, "server exits 0");
     }
     /* determinism: world i ends in the same state whatever the batch size, thread count and
@@ -249,6 +540,7 @@ int main(int argc, char **argv)
     CHECK(server_start(&sp, argv[1], extra) == 0, "server with --max-batch 8");
     if (sp.pid > 0) {
         errors_per_item(sp.endpoint);
+        arrays_errors(sp.endpoint);
         CHECK(server_stop(&sp) == 0, "server exits 0");
     }
     return rs_test_done("test_batch");

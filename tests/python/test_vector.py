@@ -65,3 +65,39 @@ def test_step_batch_is_one_request(endpoint, capabilities):
         assert res[0]["task"]["observation"].shape == (6,)
         assert isinstance(res[1], robosim.RobosimError) and res[1].code_name == "OUT_OF_RANGE"
         assert res[2]["step_count"] == 3 and res[2]["task"] is None
+
+
+def test_step_arrays_equals_step_batch(endpoint, capabilities):
+    """The columnar batch gives the rows a batch of items gives, bit for bit, for task worlds
+    and plain ones; a bad world is its own error, the others are stepped."""
+    assert "step_batch.arrays" in capabilities["capabilities"]
+    with robosim.Client(endpoint) as c:
+        a = [c.create_world(task="FingerPush-v0", seed=s) for s in range(4)]
+        b = [c.create_world(task="FingerPush-v0", seed=s) for s in range(4)]
+        rng = np.random.default_rng(3)
+        for _ in range(5):
+            acts = rng.uniform(-5, 5, size=(4, 1))
+            arr = c.step_arrays(a, actions=acts, steps=2)
+            res = c.step_batch([{"world_id": w, "action": acts[i].tolist(), "steps": 2}
+                                for i, w in enumerate(b)])
+            assert (arr["code"] == 0).all() and not arr["errors"]
+            for i, st in enumerate(res):
+                np.testing.assert_array_equal(arr["observation"][i], st["task"]["observation"])
+                assert arr["reward"][i] == st["task"]["reward"]
+                assert arr["terminated"][i] == st["task"]["terminated"]
+                assert arr["time"][i] == st["time"] and arr["step_count"][i] == st["step_count"]
+                np.testing.assert_array_equal(
+                    arr["state"][i], np.concatenate([e["state"] for e in st["entities"].values()]))
+        plain = [c.create_world("finger", seed=1), c.create_world("finger", seed=1)]
+        arr = c.step_arrays(plain + [123456789], commands=[[0.5], [np.nan], [0.5]])
+        assert list(arr["code"]) == [0, 1, 2]
+        assert arr["errors"][1].code_name == "INVALID_ARGUMENT"
+        assert arr["errors"][2].code_name == "NOT_FOUND"
+        assert np.isnan(arr["state"][1]).all() and not np.isnan(arr["state"][0]).any()
+        assert c.get_state(plain[1])["step_count"] == 0
+        try:
+            c.step_arrays(plain, commands=[0.5, 0.5, 0.5])
+        except robosim.RobosimError as e:
+            assert e.code_name == "INVALID_ARGUMENT" and "holds 3 values" in str(e)
+        else:
+            raise AssertionError("commands of the wrong length were accepted")

@@ -23,7 +23,7 @@ from ._proto import pb
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1
-PROTOCOL_MINOR = 0
+PROTOCOL_MINOR = 1  # 1.1: StepBatch.arrays
 DEFAULT_TIMEOUT = 10.0
 
 
@@ -365,6 +365,43 @@ class Client:
                 out.append(RobosimError(res.error.code, res.error.message, self.endpoint))
             else:
                 out.append(state_dict(res.state))
+        return out
+
+    def step_arrays(self, world_ids, commands=None, actions=None, steps=1, timeout=None):
+        """Step many worlds of one shape (the same preset and task) in the columnar form
+        (StepBatch.arrays, capability "step_batch.arrays"): no message per world either way.
+        commands: array (n_worlds, n_actuators), each row a world's actuator commands in spec
+        order (all entities), or None to hold them; actions: (n_worlds, action size) for task
+        worlds. Returns a dict of numpy arrays, row i for world_ids[i]: code (0 = OK), time,
+        step_count, events, state, sensors and, for task worlds, observation, reward,
+        terminated, truncated; rows of a world whose code is not 0 are NaN and errors maps its
+        index to a RobosimError. A batch refused as a whole raises RobosimError."""
+        ids = [int(w) for w in world_ids]
+        arr = pb.BatchArrays(world_ids=ids, tokens=[self._tokens.get(w, "") for w in ids],
+                             steps=int(steps))
+        if commands is not None:
+            arr.commands.extend(np.asarray(commands, dtype=np.float64).ravel().tolist())
+        if actions is not None:
+            arr.actions.extend(np.asarray(actions, dtype=np.float64).ravel().tolist())
+        r = self._call("step_batch", pb.StepBatch(arrays=arr), timeout=timeout).arrays
+        n = len(ids)
+
+        def rows(values, width):
+            return np.array(values, dtype=np.float64).reshape(n, width)
+
+        out = {"code": np.array(r.codes, dtype=np.int64),
+               "time": np.array(r.time, dtype=np.float64),
+               "step_count": np.array(r.step_count, dtype=np.uint64),
+               "events": np.array(r.events, dtype=np.int64),
+               "state": rows(r.state, r.state_size),
+               "sensors": rows(r.sensors, r.sensor_size),
+               "errors": {e.index: RobosimError(e.error.code, e.error.message, self.endpoint)
+                          for e in r.errors}}
+        if r.observation_size:
+            out.update(observation=rows(r.observation, r.observation_size),
+                       reward=np.array(r.reward, dtype=np.float64),
+                       terminated=np.array(r.terminated, dtype=bool),
+                       truncated=np.array(r.truncated, dtype=bool))
         return out
 
     def step_pipelined(self, items, timeout=None):
