@@ -220,65 +220,6 @@ static void arkode_error(int code, const char *module, const char *function, cha
 
 /* ---- integrator lifecycle ------------------------------------------------------------ */
 
-/* The hot serial vector kernels, compiled with the project's flags. Debian's SUNDIALS 6.4.1
- * libraries are built without optimisation (-O0); these five were about half the instructions
- * of a control step. The same arithmetic as NVECTOR_SERIAL's, up to rounding where that
- * special-cases coefficients (c (x + y) for a = b = c). ARKODE clones y for its work vectors,
- * and the clones inherit these ops. */
-static void fast_linear_sum(sunrealtype a, N_Vector x, sunrealtype b, N_Vector y, N_Vector z)
-{
-    const sunrealtype *xd = NV_DATA_S(x), *yd = NV_DATA_S(y);
-    sunrealtype *zd = NV_DATA_S(z);
-    for (sunindextype i = 0, n = NV_LENGTH_S(x); i < n; i++)
-        zd[i] = a * xd[i] + b * yd[i];
-}
-
-static void fast_scale(sunrealtype c, N_Vector x, N_Vector z)
-{
-    const sunrealtype *xd = NV_DATA_S(x);
-    sunrealtype *zd = NV_DATA_S(z);
-    for (sunindextype i = 0, n = NV_LENGTH_S(x); i < n; i++)
-        zd[i] = c * xd[i];
-}
-
-static sunrealtype fast_wsqrsum(N_Vector x, N_Vector w)
-{
-    const sunrealtype *xd = NV_DATA_S(x), *wd = NV_DATA_S(w);
-    sunrealtype sum = 0.0;
-    for (sunindextype i = 0, n = NV_LENGTH_S(x); i < n; i++)
-        sum += (xd[i] * wd[i]) * (xd[i] * wd[i]);
-    return sum;
-}
-
-static sunrealtype fast_wrmsnorm(N_Vector x, N_Vector w)
-{
-    return sqrt(fast_wsqrsum(x, w) / (sunrealtype)NV_LENGTH_S(x));
-}
-
-/* z = sum c[k] X[k]; z may be one of the X[k] (each element is read before it is written) */
-static int fast_linear_combination(int nvec, sunrealtype *c, N_Vector *X, N_Vector z)
-{
-    if (nvec < 1)
-        return -1;
-    sunrealtype *zd = NV_DATA_S(z);
-    for (sunindextype i = 0, n = NV_LENGTH_S(z); i < n; i++) {
-        sunrealtype sum = c[0] * NV_DATA_S(X[0])[i];
-        for (int k = 1; k < nvec; k++)
-            sum += c[k] * NV_DATA_S(X[k])[i];
-        zd[i] = sum;
-    }
-    return 0;
-}
-
-static void use_fast_vector_ops(N_Vector y)
-{
-    y->ops->nvlinearsum = fast_linear_sum;
-    y->ops->nvscale = fast_scale;
-    y->ops->nvwsqrsumlocal = fast_wsqrsum;
-    y->ops->nvwrmsnorm = fast_wrmsnorm;
-    y->ops->nvlinearcombination = fast_linear_combination;
-}
-
 static void integrator_free(rs_integrator_t **pi)
 {
     rs_integrator_t *in = *pi;
@@ -339,7 +280,11 @@ static int integrator_new(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     in->y = N_VMake_Serial(m->nx, d->x, in->ctx);
     if (!in->y)
         return rs_fail(st, RS_EEXHAUSTED, "cannot create the state vector");
-    use_fast_vector_ops(in->y);
+    /* ERKStep forms each stage and each solution with N_VLinearCombination; NVECTOR_SERIAL
+     * ships its fused kernel switched off, and the fallback chains N_VScale and N_VLinearSum
+     * calls. Switched on: 6-8% fewer instructions per control step (finger 11.7k -> 11.0k) and
+     * about 8% more steps/s. ARKODE's clones of y (its work vectors) inherit it. */
+    N_VEnableLinearCombination_Serial(in->y, SUNTRUE);
     in->mem = ERKStepCreate(world_rhs, 0.0, in->y, in->ctx);
     if (!in->mem)
         return rs_fail(st, RS_EEXHAUSTED, "ERKStepCreate failed");
