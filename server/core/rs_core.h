@@ -246,6 +246,10 @@ rs_world_t *rs_world_new(const char *preset, const rs_param_t *params, size_t np
 /* Free `*w` (NULL-safe) and set it to NULL. */
 void rs_world_destroy(rs_world_t **w);
 
+/* A hint, changing nothing: start loading the memory a control step of w will read, so that
+ * stepping many worlds in turn can fetch the next world's while stepping this one. */
+void rs_world_prefetch(const rs_world_t *w);
+
 /* Validate and apply parameter changes, then restart the integrator; unchanged on error. */
 int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, rs_status_t *st);
 

@@ -18,8 +18,13 @@
 
 #define MAX_EVENTS_PER_CONTROL_STEP 1000
 
+#define MAX_TRACKED_VECTORS 48 /* ERKStep with root finding clones about twenty */
+
 struct rs_integrator {
-    struct _generic_N_Vector_Ops ops; /* the one ops table of all this world's vectors */
+    struct _generic_N_Vector_Ops ops; /* the one ops table of all this world's vectors; first,
+                                         so a vector's ops pointer finds its integrator */
+    void *vectors[MAX_TRACKED_VECTORS]; /* the vector blocks, for rs_world_prefetch */
+    int nvectors;
     SUNContext ctx;
     N_Vector y;        /* wraps rs_data_t.x */
     void *mem;         /* ERKStep memory */
@@ -242,6 +247,9 @@ static N_Vector packed_new(N_Vector_Ops ops, SUNContext ctx, sunindextype n, sun
     packed_vector_t *p = malloc(sizeof *p + extra);
     if (!p)
         return NULL;
+    rs_integrator_t *in = (rs_integrator_t *)(void *)ops;
+    if (in->nvectors < MAX_TRACKED_VECTORS)
+        in->vectors[in->nvectors++] = p;
     p->v.content = &p->content;
     p->v.ops = ops;
     p->v.sunctx = ctx;
@@ -263,7 +271,37 @@ static N_Vector packed_clone_empty(N_Vector w)
 
 static void packed_destroy(N_Vector v)
 {
+    rs_integrator_t *in = (rs_integrator_t *)(void *)v->ops;
+    for (int i = 0; i < in->nvectors; i++)
+        if (in->vectors[i] == v) {
+            in->vectors[i] = in->vectors[--in->nvectors];
+            break;
+        }
     free(v); /* the header starts the block; the ops table belongs to the integrator */
+}
+
+/* Ask the caches for the memory a control step of w reads: the data's head, the model's
+ * head and entities, the integrator, ARKODE's memory (its first lines) and the vectors. */
+void rs_world_prefetch(const rs_world_t *w)
+{
+    const rs_data_t *d = w->data;
+    const rs_integrator_t *in = d->integ;
+    const char *p;
+    for (p = (const char *)d; p < (const char *)&d->events[0]; p += 64)
+        __builtin_prefetch(p);
+    for (p = (const char *)&w->model; p < (const char *)&w->model.ent[w->model.nentities]; p += 256)
+        __builtin_prefetch(p);
+    for (p = (const char *)in; p < (const char *)(in + 1); p += 64)
+        __builtin_prefetch(p);
+    for (p = in->mem; p < (const char *)in->mem + 2048; p += 64)
+        __builtin_prefetch(p);
+    for (int i = 0; i < in->nvectors; i++) {
+        __builtin_prefetch(in->vectors[i]);
+        __builtin_prefetch((const char *)in->vectors[i] + 64);
+    }
+    __builtin_prefetch(d->x);
+    __builtin_prefetch(d->u);
+    __builtin_prefetch(d->sensors);
 }
 
 static void integrator_free(rs_integrator_t **pi)

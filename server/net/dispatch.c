@@ -361,6 +361,7 @@ typedef struct batch_job {
 typedef struct batch_run {
     rs_server_t *s;
     batch_job_t *jobs;
+    size_t n;
 } batch_run_t;
 
 /* An Error result built in arena a. */
@@ -383,6 +384,8 @@ static void batch_step(void *ctx, size_t i, int worker)
 {
     batch_run_t *run = ctx;
     batch_job_t *job = &run->jobs[i];
+    if (rs_pool_next_is_mine(i, run->n))
+        rs_world_prefetch(run->jobs[i + 1].w->world);
     arena_t *a = rs_pool_arena(run->s->pool, worker);
     rs_status_t st;
     rs_status_clear(&st);
@@ -531,7 +534,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         jobs[nrun++] = (batch_job_t){w, it->step, r};
     }
 
-    batch_run_t run = {s, jobs};
+    batch_run_t run = {s, jobs, nrun};
     rs_pool_run(s->pool, nrun, batch_step, &run);
     for (size_t i = 0; i < nrun; i++) {
         if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
@@ -555,6 +558,7 @@ typedef struct arrays_run {
     Robosim__V1__BatchArraysReply *out;
     world_entry_t **where;  /* per world */
     size_t *jobs;           /* the worlds to step (indices into world_ids) */
+    size_t njobs;
     char **messages;        /* per world: why it failed (in a worker's arena) */
     uint64_t steps;         /* control steps for each world */
     size_t nu, na;          /* commands and actions per world */
@@ -581,6 +585,8 @@ static void arrays_step(void *ctx, size_t j, int worker)
     Robosim__V1__BatchArraysReply *out = run->out;
     size_t i = run->jobs[j];
     world_entry_t *w = run->where[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
     rs_world_t *world = w->world;
     const rs_model_t *m = &world->model;
     const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
@@ -751,6 +757,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         run.jobs[nrun++] = i;
     }
 
+    run.njobs = nrun;
     rs_pool_run(s->pool, nrun, arrays_step, &run);
 
     size_t nerr = 0;

@@ -1,7 +1,8 @@
 /* A fixed pool of worker threads for StepBatch: a parallel for-loop over the items of one
  * request at a time. The calling thread (the server loop) works as worker 0 and returns when
- * every item is done; items are handed out one at a time from an atomic counter, so a slow
- * world does not hold up the others. Each worker has its own arena for what it builds. */
+ * every item is done; items are handed out RS_POOL_CHUNK at a time from an atomic counter, so
+ * a slow world does not hold up the others and a worker knows its next item (to prefetch it).
+ * Each worker has its own arena for what it builds. */
 #include "pool.h"
 
 #include <pthread.h>
@@ -34,10 +35,11 @@ typedef struct helper_arg {
 static void work_share(rs_pool_t *p, int worker)
 {
     for (;;) {
-        size_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
+        size_t i = atomic_fetch_add_explicit(&p->next, RS_POOL_CHUNK, memory_order_relaxed);
         if (i >= p->n)
             return;
-        p->fn(p->ctx, i, worker);
+        for (size_t end = i + RS_POOL_CHUNK < p->n ? i + RS_POOL_CHUNK : p->n; i < end; i++)
+            p->fn(p->ctx, i, worker);
     }
 }
 
