@@ -169,6 +169,10 @@ int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st);
 int rs_set_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u, size_t n,
                     rs_status_t *st);
 
+/* Set the held commands of every entity from u (model->nu values, entity by entity in spec
+ * order): all checked as rs_set_commands checks them before any is applied. */
+int rs_set_all_commands(const rs_model_t *m, rs_data_t *d, const double *u, rs_status_t *st);
+
 /* The checks rs_set_commands makes, without applying anything. */
 int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_status_t *st);
 

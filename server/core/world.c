@@ -289,10 +289,13 @@ void rs_world_prefetch(const rs_world_t *w)
     const char *p;
     for (p = (const char *)d; p < (const char *)&d->events[0]; p += 64)
         __builtin_prefetch(p);
+    /* one line in four of the entities' models: their parameter storage is large and a robot
+     * reads a few values of it */
     for (p = (const char *)&w->model; p < (const char *)&w->model.ent[w->model.nentities]; p += 256)
         __builtin_prefetch(p);
     for (p = (const char *)in; p < (const char *)(in + 1); p += 64)
         __builtin_prefetch(p);
+    /* ARKODE's memory is opaque: its first 2 KiB (prefetching never faults) */
     for (p = in->mem; p < (const char *)in->mem + 2048; p += 64)
         __builtin_prefetch(p);
     for (int i = 0; i < in->nvectors; i++) {
@@ -576,18 +579,36 @@ int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_
     return 0;
 }
 
+/* Entity e's held commands become u (checked), its schedules go. */
+static void apply_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u)
+{
+    const rs_entity_model_t *em = &m->ent[e];
+    memcpy(d->u + em->u_off, u, (size_t)em->nu * sizeof(double));
+    for (int a = 0; a < em->nu; a++)
+        schedule_clear(&d->sched[em->u_off + a]);
+    d->nsched[e] = 0;
+    d->dirty = 1;
+}
+
 int rs_set_commands(const rs_model_t *m, rs_data_t *d, int e, const double *u, size_t n,
                     rs_status_t *st)
 {
     int rc = rs_check_commands(m, e, u, n, st);
     if (rc < 0)
         return rc;
-    const rs_entity_model_t *em = &m->ent[e];
-    memcpy(d->u + em->u_off, u, n * sizeof(double));
-    for (int a = 0; a < em->nu; a++)
-        schedule_clear(&d->sched[em->u_off + a]);
-    d->nsched[e] = 0;
-    d->dirty = 1;
+    apply_commands(m, d, e, u);
+    return 0;
+}
+
+int rs_set_all_commands(const rs_model_t *m, rs_data_t *d, const double *u, rs_status_t *st)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        int rc = rs_check_commands(m, e, u + m->ent[e].u_off, (size_t)m->ent[e].nu, st);
+        if (rc < 0)
+            return rc;
+    }
+    for (int e = 0; e < m->nentities; e++)
+        apply_commands(m, d, e, u + m->ent[e].u_off);
     return 0;
 }
 

@@ -594,10 +594,8 @@ static void arrays_step(void *ctx, size_t j, int worker)
     rs_status_t st;
     rs_status_clear(&st);
     int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
-    for (int e = 0; rc == 0 && u && e < m->nentities; e++)
-        rc = rs_check_commands(m, e, u + m->ent[e].u_off, (size_t)m->ent[e].nu, &st);
-    for (int e = 0; rc == 0 && u && e < m->nentities; e++)
-        rs_set_commands(m, world->data, e, u + m->ent[e].u_off, (size_t)m->ent[e].nu, NULL);
+    if (rc == 0 && u)
+        rc = rs_set_all_commands(m, world->data, u, &st);
     if (rc == 0)
         rc = advance(w, act, act ? run->na : 0, run->steps, &st);
     if (rc < 0) {
@@ -623,12 +621,12 @@ static void arrays_step(void *ctx, size_t j, int worker)
     }
 }
 
-/* Whether world w is of the batch's shape, that of world `like`. */
+/* Whether world w is of the batch's shape, that of world `like`: the same preset (SetParams
+ * never changes a model's state, actuator or sensor counts) and the same task. */
 static int same_shape(const world_entry_t *w, const world_entry_t *like)
 {
-    const rs_model_t *a = &w->world->model, *b = &like->world->model;
-    return w->world->task == like->world->task && strcmp(a->preset, b->preset) == 0 &&
-           a->nx == b->nx && a->nu == b->nu && a->ns == b->ns;
+    return w->world->task == like->world->task &&
+           strcmp(w->world->model.preset, like->world->model.preset) == 0;
 }
 
 /* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
@@ -769,7 +767,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         return OOM(st);
     for (size_t i = 0, k = 0; i < n; i++) {
         if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
-            rs_stream_offer_world(s, run.where[i]); /* the loop's thread only */
+            rs_stream_offer(s, run.where[i], NULL); /* the loop's thread only */
             continue;
         }
         Robosim__V1__BatchError *be = arena_alloc(&s->arena, sizeof *be);

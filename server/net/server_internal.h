@@ -106,12 +106,10 @@ void rs_stream_close(rs_server_t *s);
 
 /* Offer world w's new `state` (after a Step, Reset, SetState) to the stream: published now
  * (state->seq set to the new sequence number) unless the world's rate limit holds it back,
- * in which case the world's state is published when the limit allows (rs_stream_flush). */
+ * in which case the world's state is published when the limit allows (rs_stream_flush).
+ * `state` NULL (StepBatch.arrays builds none): the state is built in the server's arena only
+ * when it is published and someone watches the world. */
 void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state);
-
-/* As rs_stream_offer for a world stepped without a State at hand (StepBatch.arrays): the state
- * is built (in the server's arena) only when it is published and someone watches the world. */
-void rs_stream_offer_world(rs_server_t *s, world_entry_t *w);
 
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */

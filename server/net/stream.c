@@ -182,22 +182,25 @@ static double min_interval(const rs_server_t *s, const world_entry_t *w)
     return hz > 0 ? 1.0 / hz : 0.0;
 }
 
-/* Publish w's state as its next frame: `state`, or (NULL) built now if anyone watches. */
+/* Publish w's state as its next frame: `state`, or (NULL) the world's state built here, and
+ * only if anyone watches. */
 static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state, double now)
 {
     w->stream_seq++;
     w->stream_last = now;
     w->stream_pending = 0;
     if (state)
-        state->seq = w->stream_seq;
+        state->seq = w->stream_seq; /* the caller's reply carries it, watched or not */
     poll_subscriptions_once(s);
     if (!watched(s, w))
         return;
-    if (!state && !(state = codec_state(&s->arena, w->id, w->world))) {
-        s->frames_dropped++; /* out of memory: the next state goes out as usual */
-        return;
+    if (!state) {
+        if (!(state = codec_state(&s->arena, w->id, w->world))) {
+            s->frames_dropped++; /* out of memory: the next state goes out as usual */
+            return;
+        }
+        state->seq = w->stream_seq;
     }
-    state->seq = w->stream_seq;
     Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
     f.world_id = w->id;
     f.seq = w->stream_seq;
@@ -237,11 +240,6 @@ void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state
         s->stream_next_due = due;
 }
 
-void rs_stream_offer_world(rs_server_t *s, world_entry_t *w)
-{
-    rs_stream_offer(s, w, NULL);
-}
-
 int rs_stream_flush(rs_server_t *s)
 {
     if (!s->xpub || s->stream_next_due == INFINITY)
@@ -262,11 +260,7 @@ int rs_stream_flush(rs_server_t *s)
             continue;
         }
         arena_reset(&s->arena);
-        Robosim__V1__State *state = codec_state(&s->arena, w->id, w->world);
-        if (state)
-            publish(s, w, state, now);
-        else
-            next = fmin(next, now + 0.001); /* out of memory: try again shortly */
+        publish(s, w, NULL, now);
     }
     s->stream_next_due = next;
     return next == INFINITY ? -1 : (int)ceil((next - now) * 1000.0);
