@@ -19,7 +19,10 @@
     X(EMALFORMED, 8, "malformed message")                                                  \
     X(EVERSION, 9, "protocol version mismatch")                                            \
     X(ERANGE, 10, "out of range")                                                          \
-    X(ESIMFAIL, 11, "simulation failed")
+    X(ESIMFAIL, 11, "simulation failed")                                                   \
+    X(EDEADLINE, 12, "compute budget exceeded")                                            \
+    X(EUNAUTH, 13, "not authenticated")                                                    \
+    X(EUNAVAIL, 14, "server unavailable")
 
 enum {
 #define RS_ERR_ENUM(name, num, msg) RS_##name = -(num),

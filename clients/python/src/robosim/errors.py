@@ -20,6 +20,9 @@ ERROR_CODES = {
     9: "VERSION_MISMATCH",
     10: "OUT_OF_RANGE",
     11: "SIMULATION_FAILED",
+    12: "DEADLINE_EXCEEDED",
+    13: "UNAUTHENTICATED",
+    14: "UNAVAILABLE",
 }
 CODE_BY_NAME = {name: code for code, name in ERROR_CODES.items()}
 
