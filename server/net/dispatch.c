@@ -977,26 +977,29 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
 
 /* ---- the table --------------------------------------------------------------------------- */
 
-#define OP(CASE, name, fn, needs_world, mutates) {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates}
+/* columns: request case, name, handler, needs a world, changes it (token), makes a world or a
+ * controller (refused to observer-only clients; counted by quotas) */
+#define OP(CASE, name, fn, needs_world, mutates, creates)                                      \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates}
 
 static const rs_op_t ops[] = {
-    OP(HELLO, "hello", op_hello, 0, 0),
-    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0),
-    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1),
-    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1),
-    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0),
-    OP(RESET, "reset", op_reset, 1, 1),
-    OP(STEP, "step", op_step, 1, 1),
-    OP(GET_STATE, "get_state", op_get_state, 1, 0),
-    OP(SET_FORCE, "set_force", op_set_force, 1, 1),
-    OP(SET_PARAMS, "set_params", op_set_params, 1, 1),
-    OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1),
-    OP(SET_TARGET, "set_target", op_set_target, 1, 1),
-    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0),
-    OP(CLAIM, "claim", op_claim, 1, 0),
-    OP(SET_STATE, "set_state", op_set_state, 1, 1),
-    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0),
-    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1), /* tokens per item */
+    OP(HELLO, "hello", op_hello, 0, 0, 0),
+    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0),
+    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1),
+    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0),
+    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0),
+    OP(RESET, "reset", op_reset, 1, 1, 0),
+    OP(STEP, "step", op_step, 1, 1, 0),
+    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0),
+    OP(SET_FORCE, "set_force", op_set_force, 1, 1, 0),
+    OP(SET_PARAMS, "set_params", op_set_params, 1, 1, 0),
+    OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0),
+    OP(SET_TARGET, "set_target", op_set_target, 1, 1, 0),
+    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0),
+    OP(CLAIM, "claim", op_claim, 1, 0, 1),
+    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0),
+    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1),
+    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0), /* tokens per item */
 };
 
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op)

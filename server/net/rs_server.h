@@ -44,10 +44,24 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
 /* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. */
 void rs_server_destroy(rs_server_t **s);
 
+/* Who sent a request, as the transport knows it: the key per-client quotas are counted under,
+ * and the role the ZAP handler gave the client's CURVE key. */
+typedef struct rs_caller {
+    char id[80];       /* "curve:<Z85 public key>" when the socket runs CURVE, else
+                          "conn:<hex ZeroMQ routing id>"; "" for an in-process caller */
+    int observer_only; /* the client's key is listed as an observer: it may read and watch but
+                          not create, fork, claim or change a world */
+} rs_caller_t;
+
 /* Handle one serialized Request and produce the serialized Response in a buffer owned by the
  * server (valid until the next call). Never fails: errors become Error responses. This is the
- * whole protocol without the transport, for the loop and for tests. */
+ * whole protocol without the transport, for the loop and for tests. The caller is in-process:
+ * no quota key, every role. */
 void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
                       size_t *outlen);
+
+/* rs_server_handle for a request from `caller` (NULL: in-process). */
+void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req,
+                           size_t len, const uint8_t **out, size_t *outlen);
 
 #endif

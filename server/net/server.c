@@ -105,6 +105,14 @@ static void arena_pb_free(void *arena, void *p) {} /* everything goes at arena_r
 void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
                       size_t *outlen)
 {
+    rs_server_handle_from(s, NULL, req, len, out, outlen);
+}
+
+void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req,
+                           size_t len, const uint8_t **out, size_t *outlen)
+{
+    static const rs_caller_t in_process = {"", 0};
+    s->caller = caller ? caller : &in_process;
     ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &s->arena};
     rs_status_t st;
     rs_status_clear(&st);
@@ -151,6 +159,11 @@ void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
                          (unsigned long long)rq->world_id, s->nworlds);
+        else if (s->caller->observer_only && (op->mutates || op->creates))
+            rc = rs_fail(&st, RS_EPERM,
+                         "%s needs a controller: this client's key is listed as observer-only "
+                         "in the server's --authorized-keys",
+                         op->name);
         else if (op->needs_world && op->mutates)
             rc = rs_auth_check(s, w, rq->token, op->name, &st);
         if (rc == 0)
@@ -256,6 +269,24 @@ void rs_server_destroy(rs_server_t **ps)
     *ps = NULL;
 }
 
+/* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
+ * CURVE, else the connection's routing id (the envelope's first frame). */
+static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
+{
+    const char *uid = zmq_msg_gets(payload, "User-Id");
+    const char *colon = uid ? strchr(uid, ':') : NULL;
+    c->observer_only = 0;
+    if (colon) {
+        c->observer_only = strncmp(uid, "observer:", 9) == 0;
+        snprintf(c->id, sizeof c->id, "curve:%s", colon + 1);
+        return;
+    }
+    const uint8_t *r = zmq_msg_data(routing);
+    size_t n = zmq_msg_size(routing), used = (size_t)snprintf(c->id, sizeof c->id, "conn:");
+    for (size_t i = 0; i < n && used + 2 < sizeof c->id; i++)
+        used += (size_t)snprintf(c->id + used, sizeof c->id - used, "%02x", r[i]);
+}
+
 /* Receive one multipart message: envelope frames, then the payload (the last frame). */
 static int recv_request(void *sock, zmq_msg_t *frames, int *nframes)
 {
@@ -315,7 +346,10 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
             continue;
         }
         zmq_msg_t *payload = &frames[n - 1];
-        rs_server_handle(s, zmq_msg_data(payload), zmq_msg_size(payload), &out, &outlen);
+        rs_caller_t caller;
+        caller_of(&frames[0], payload, &caller);
+        rs_server_handle_from(s, &caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
+                              &outlen);
         /* route back: the envelope as received, then the reply */
         for (int i = 0; i < n - 1; i++)
             if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)

@@ -49,6 +49,8 @@ struct rs_server {
     uint8_t *out;          /* packed reply */
     size_t out_cap;
     uint64_t requests, errors;
+    const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
+                                  a handler; an in-process caller has id "") */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -63,6 +65,8 @@ typedef struct rs_op {
     int needs_world;    /* the request's world_id must name an existing world */
     int mutates;        /* changes a world: with needs_world, Request.token must be the world's
                            controller token (auth.c) */
+    int creates;        /* makes a world or a controller (create, fork, claim): refused to
+                           observer-only clients, counted by per-client quotas */
 } rs_op_t;
 
 /* The dispatch table row for a request type, or NULL. */
