@@ -16,7 +16,7 @@
 
 #include "rs_core.h"
 
-#define RS_SNAPSHOT_VERSION 1
+#define RS_SNAPSHOT_VERSION 2
 
 /* The size in bytes of w's snapshot now, in *size. Returns 0. */
 int rs_snapshot_size(const rs_world_t *w, size_t *size);
