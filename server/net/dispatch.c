@@ -797,13 +797,14 @@ static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
         return rc;
     size_t n = 0;
     rs_snapshot_size(w->world, &n);
-    uint8_t *buf = arena_alloc(&s->arena, n);
+    uint8_t *buf = arena_alloc(&s->arena, n + RS_SNAPSHOT_MAC_BYTES);
     if (!buf)
         return OOM(st);
     if ((rc = rs_snapshot_write(w->world, buf, n, &n, st)) < 0)
         return rc;
+    rs_snapmac_sign(s, buf, n); /* the core's bytes, then their MAC */
     rp->get_state->snapshot.data = buf;
-    rp->get_state->snapshot.len = n;
+    rp->get_state->snapshot.len = n + RS_SNAPSHOT_MAC_BYTES;
     return 0;
 }
 
@@ -816,8 +817,9 @@ static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
         return rs_fail(st, RS_EINVAL,
                        "SetState carries no snapshot; send State.snapshot from "
                        "GetState{snapshot: true}");
-    int rc = rs_snapshot_read(w->world, b->data, b->len, st);
-    if (rc < 0)
+    size_t n = 0;
+    int rc = rs_snapmac_verify(s, b->data, b->len, &n, st);
+    if (rc < 0 || (rc = rs_snapshot_read(w->world, b->data, n, st)) < 0)
         return rc;
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, st);
 }
@@ -833,7 +835,10 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_e
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
     uint64_t from = w->id;
-    rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, b->len, st);
+    size_t n = 0;
+    if (b->len && rs_snapmac_verify(s, b->data, b->len, &n, st) < 0)
+        return st->code;
+    rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, n, st);
     if (!world)
         return st->code;
     world_entry_t *we = add_world(s, world, st);

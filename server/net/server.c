@@ -29,6 +29,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->stream_endpoint = "tcp://127.0.0.1:5556";
     cfg->stream_explicit = 0;
     cfg->stream_max_hz = 60.0;
+    cfg->snapshot_key_file = NULL;
+    cfg->snapshot_key_set = 0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -189,6 +191,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     s->cfg = *cfg;
     s->next_world_id = 1;
+    if (rs_snapmac_init(s, st) < 0) {
+        free(s);
+        return NULL;
+    }
     arena_init(&s->arena, 64 << 10);
     if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
         rs_server_destroy(&s);
