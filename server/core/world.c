@@ -599,6 +599,8 @@ int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     d->grid_t0 = d->t;
     d->grid_k = 0;
     d->dirty = 1;
+    if (d->h_next > m->control_dt)
+        d->h_next = m->control_dt; /* as remember_step_size keeps it */
     return integrator_configure(m, d, st);
 }
 
@@ -891,6 +893,15 @@ int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams,
         return rc;
     if (w->task && (rc = rs_task_check_model(w->task, &next, st)) < 0)
         return rc; /* e.g. the reach tasks' PID mode */
+    /* the robots' run variables must still fit the new parameters (a diff-drive robot blocked
+     * by obstacle 3 keeps it), or the world's state would be one no snapshot may hold */
+    for (int e = 0; e < next.nentities; e++) {
+        rs_status_t why;
+        rs_status_clear(&why);
+        if (rs_robot_check_data(&next.ent[e], &w->data->ent[e], &why) < 0)
+            return rs_fail(st, RS_EPRECOND, "the new parameters do not fit the world's state: %s",
+                           why.message);
+    }
     w->model = next;
     return rs_data_model_changed(&w->model, w->data, st);
 }

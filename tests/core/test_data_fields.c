@@ -383,6 +383,61 @@ static void forged_snapshots(void)
     rs_world_destroy(&tw);
 }
 
+/* ---- states a world reaches by itself always restore ---------------------------------------- */
+
+static int restores(rs_world_t *w, const char *what)
+{
+    size_t n;
+    uint8_t *b = snapshot(w, &n);
+    rs_status_t st;
+    rs_status_clear(&st);
+    int rc = rs_snapshot_read(w, b, n, &st);
+    CHECK(rc == 0, "%s: the world's own snapshot restores: %s", what, st.message);
+    free(b);
+    return rc == 0;
+}
+
+static void reachable_states_restore(void)
+{
+    rs_status_t st;
+    rs_status_clear(&st);
+    /* a diff-drive robot blocked by obstacle 1; SetParams leaving only one obstacle would strand
+     * its index: refused, nothing changes; a list that keeps obstacle 1 is taken */
+    double two[] = {200, 80, 5, 100, 0, 10};
+    rs_param_t p = {"robot", "obstacles", two, 6};
+    rs_world_t *dd = rs_world_new("diff_drive", &p, 1, 1, &st);
+    double wheels[] = {3, 3};
+    rs_set_commands(&dd->model, dd->data, 0, wheels, 2, &st);
+    rs_step(&dd->model, dd->data, 400, &st);
+    CHECK(dd->data->ent[0].mode == 1 && dd->data->ent[0].aux[0] == 1.0,
+          "the robot is blocked by obstacle 1 (mode %d, obstacle %g)", dd->data->ent[0].mode,
+          dd->data->ent[0].aux[0]);
+    restores(dd, "blocked");
+    double one[] = {100, 0, 10};
+    rs_param_t q = {"robot", "obstacles", one, 3};
+    CHECK(rs_world_set_params(dd, &q, 1, &st) == RS_EPRECOND && strstr(st.message, "obstacle"),
+          "SetParams stranding the blocking obstacle is refused: %s", st.message);
+    CHECK(dd->model.ent[0].plen[6] == 6, "and changes nothing");
+    double moved[] = {210, 80, 5, 100, 0, 10};
+    rs_param_t r = {"robot", "obstacles", moved, 6};
+    CHECK(rs_world_set_params(dd, &r, 1, &st) == 0, "keeping it is fine: %s", st.message);
+    rs_step(&dd->model, dd->data, 3, &st);
+    restores(dd, "after SetParams");
+    rs_world_destroy(&dd);
+
+    /* a shorter control step after long integrator steps: h_next follows it */
+    rs_world_t *fw = rs_world_new("finger", NULL, 0, 1, &st);
+    rs_step(&fw->model, fw->data, 20, &st);
+    double dt = 1e-4;
+    rs_param_t cd = {"", "control_dt", &dt, 1};
+    CHECK(rs_world_set_params(fw, &cd, 1, &st) == 0, "control_dt 1e-4: %s", st.message);
+    CHECK(fw->data->h_next <= dt, "h_next %g is within the new control step", fw->data->h_next);
+    restores(fw, "shorter control step");
+    rs_step(&fw->model, fw->data, 3, &st);
+    restores(fw, "shorter control step, stepped");
+    rs_world_destroy(&fw);
+}
+
 /* ---- registration ------------------------------------------------------------------------ */
 
 static void registration(void)
@@ -413,6 +468,7 @@ int main(void)
 {
     roundtrip_every_field();
     forged_snapshots();
+    reachable_states_restore();
     registration();
     return rs_test_done("test_data_fields");
 }
