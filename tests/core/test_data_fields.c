@@ -383,6 +383,70 @@ static void forged_snapshots(void)
     rs_world_destroy(&tw);
 }
 
+/* ---- every byte mutated ------------------------------------------------------------------- */
+
+/* Each byte of a workshop snapshot (every robot kind, with events, a schedule, a blocked
+ * diff-drive robot) XORed with two masks, the checksum recomputed: each read is refused with
+ * RS_EINVAL / RS_EPRECOND, or is accepted, and then the world steps on (or reports a
+ * simulation failure) without a crash under ASan/UBSan. The world allows 200 integrator steps
+ * per control step (max_internal_steps), so that accepted states with huge values (a
+ * velocity's exponent flipped) fail fast instead of integrating for long. */
+static void every_byte_mutated(void)
+{
+    rs_status_t st;
+    rs_status_clear(&st);
+    double obst[] = {200, 80, 5, 60, 0, 10}, cap = 200;
+    rs_param_t p[] = {{"robot", "obstacles", obst, 6}, {"", "max_internal_steps", &cap, 1}};
+    rs_world_t *w = rs_world_new("workshop", p, 2, 5, &st);
+    const rs_model_t *m = &w->model;
+    for (int e = 0; e < m->nentities; e++) {
+        double u[2] = {3, 3};
+        if (!strcmp(m->ent[e].robot->kind, "finger"))
+            u[0] = 30;
+        rs_set_commands(m, w->data, e, u, (size_t)m->ent[e].nu, &st);
+    }
+    double kt[] = {0.9, 1.2}, kv[] = {2, 4};
+    rs_set_schedule(m, w->data, 0, 0, kt, kv, 2, &st);
+    rs_step(m, w->data, 150, &st);
+    CHECK(w->data->nevents > 0 && w->data->ent[3].mode == 1, "the world has events (%d) and a "
+          "blocked robot", w->data->nevents);
+    size_t n;
+    uint8_t *good = snapshot(w, &n), *b = malloc(n);
+    static const uint8_t masks[] = {0x01, 0x80};
+    int accepted = 0, refused = 0, other = 0, stepped = 0;
+    for (size_t i = 24; i + 8 < n; i++)
+        for (int k = 0; k < 2; k++) {
+            memcpy(b, good, n);
+            b[i] ^= masks[k];
+            reseal(b, n);
+            int rc = rs_snapshot_read(w, b, n, &st);
+            if (rc == RS_EINVAL || rc == RS_EPRECOND) {
+                refused++;
+                continue;
+            }
+            if (rc != 0) {
+                other++;
+                continue;
+            }
+            accepted++;
+            rc = rs_step(&w->model, w->data, 1, &st);
+            stepped += rc == 0 || rc == RS_ESIMFAIL;
+            rs_snapshot_read(w, good, n, &st);
+        }
+    printf("%zu bytes x 2 masks: %d refused, %d accepted (%d of them stepped on or reported a "
+           "simulation failure), %d other\n",
+           n - 32, refused, accepted, stepped, other);
+    CHECK(other == 0 && stepped == accepted && refused > 0,
+          "every mutation is refused or restores and steps (%d other codes)", other);
+    size_t l2;
+    uint8_t *back = snapshot(w, &l2);
+    CHECK(l2 == n && memcmp(back, good, n) == 0, "the world is the good snapshot's at the end");
+    free(back);
+    free(b);
+    free(good);
+    rs_world_destroy(&w);
+}
+
 /* ---- states a world reaches by itself always restore ---------------------------------------- */
 
 static int restores(rs_world_t *w, const char *what)
@@ -469,6 +533,7 @@ int main(void)
     roundtrip_every_field();
     forged_snapshots();
     reachable_states_restore();
+    every_byte_mutated();
     registration();
     return rs_test_done("test_data_fields");
 }
