@@ -7,6 +7,8 @@
 
 #include "rs_core.h"
 
+#include <string.h>
+
 typedef enum rs_field_shape {
     RS_SHAPE_VALUE,     /* values inside rs_data_t */
     RS_SHAPE_VECTOR,    /* a pointer in rs_data_t to `length` values the data owns */
@@ -85,17 +87,97 @@ typedef struct rs_reader {
     int overrun;
 } rs_reader_t;
 
-void rs_put_bytes(rs_writer_t *w, const void *p, size_t n);
-void rs_put_u64(rs_writer_t *w, uint64_t v);
-void rs_put_u32(rs_writer_t *w, uint32_t v);
-void rs_put_f64(rs_writer_t *w, double v);
-void rs_put_str(rs_writer_t *w, const char *s);
-const uint8_t *rs_take(rs_reader_t *r, size_t n);
-uint64_t rs_get_u64(rs_reader_t *r);
-uint32_t rs_get_u32(rs_reader_t *r);
-double rs_get_f64(rs_reader_t *r);
-/* A string into buf (cap bytes with the NUL); -1 when it is too long, holds a NUL or overruns. */
-int rs_get_str(rs_reader_t *r, char *buf, size_t cap);
+/* A string into buf (cap bytes with the NUL) by rs_get_str: -1 when it is too long, holds a
+ * NUL or overruns. The primitives are inline: a snapshot is some thousand of them. */
+static inline void rs_put_bytes(rs_writer_t *w, const void *p, size_t n)
+{
+    if (w->buf && w->len + n <= w->cap)
+        memcpy(w->buf + w->len, p, n);
+    w->len += n;
+}
+
+static inline void rs_put_u64(rs_writer_t *w, uint64_t v)
+{
+    uint8_t b[8];
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    rs_put_bytes(w, b, 8);
+}
+
+static inline void rs_put_u32(rs_writer_t *w, uint32_t v)
+{
+    uint8_t b[4];
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+    rs_put_bytes(w, b, 4);
+}
+
+static inline void rs_put_f64(rs_writer_t *w, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    rs_put_u64(w, bits);
+}
+
+static inline void rs_put_str(rs_writer_t *w, const char *s)
+{
+    size_t n = strlen(s);
+    rs_put_u32(w, (uint32_t)n);
+    rs_put_bytes(w, s, n);
+}
+
+static inline const uint8_t *rs_take(rs_reader_t *r, size_t n)
+{
+    if (r->overrun || (size_t)(r->end - r->p) < n) {
+        r->overrun = 1;
+        return NULL;
+    }
+    const uint8_t *at = r->p;
+    r->p += n;
+    return at;
+}
+
+static inline uint64_t rs_get_u64(rs_reader_t *r)
+{
+    const uint8_t *b = rs_take(r, 8);
+    uint64_t v = 0;
+    for (int i = 0; b && i < 8; i++)
+        v |= (uint64_t)b[i] << (8 * i);
+    return v;
+}
+
+static inline uint32_t rs_get_u32(rs_reader_t *r)
+{
+    const uint8_t *b = rs_take(r, 4);
+    uint32_t v = 0;
+    for (int i = 0; b && i < 4; i++)
+        v |= (uint32_t)b[i] << (8 * i);
+    return v;
+}
+
+static inline double rs_get_f64(rs_reader_t *r)
+{
+    uint64_t bits = rs_get_u64(r);
+    double v;
+    memcpy(&v, &bits, 8);
+    return v;
+}
+
+static inline int rs_get_str(rs_reader_t *r, char *buf, size_t cap)
+{
+    uint32_t n = rs_get_u32(r);
+    buf[0] = '\0';
+    if (n >= cap) {
+        r->overrun |= n > (size_t)(r->end - r->p);
+        return -1;
+    }
+    const uint8_t *b = rs_take(r, n);
+    if (!b || memchr(b, 0, n))
+        return -1;
+    memcpy(buf, b, n);
+    buf[n] = '\0';
+    return 0;
+}
 
 /* Write field f of d. */
 void rs_field_write(rs_writer_t *w, const rs_field_t *f, const rs_model_t *m, const rs_data_t *d);
