@@ -444,12 +444,6 @@ void rs_data_destroy(rs_data_t **pd)
     *pd = NULL;
 }
 
-/* The length in values of a VECTOR field for model m. */
-static size_t vector_length(const rs_model_t *m, rs_field_length_t len)
-{
-    return (size_t)(len == RS_LEN_NX ? m->nx : len == RS_LEN_NU ? m->nu : m->ns);
-}
-
 rs_data_t *rs_data_scratch(const rs_model_t *m)
 {
     /* the event log (56 KiB, the struct's end) is only ever read up to nevents: zeroing the
@@ -463,7 +457,7 @@ rs_data_t *rs_data_scratch(const rs_model_t *m)
     const rs_field_t *f = rs_data_fields(&nf);
     for (int i = 0; i < nf; i++)
         if (f[i].shape == RS_SHAPE_VECTOR) {
-            size_t n = vector_length(m, f[i].length);
+            size_t n = rs_field_count(&f[i], m, d);
             void **at = (void **)((char *)d + f[i].offset);
             ok &= (*at = calloc(n ? n : 1, rs_field_type_size(f[i].type))) != NULL;
         }

@@ -113,6 +113,46 @@ static void strings_with_nul(void)
     rs_server_destroy(&s);
 }
 
+/* The leanest legitimate large request: a StepBatch of 4096 items (--max-batch) carrying only
+ * a world id, a token and a step count decodes to some 40 times its size; the 1 MiB of slack
+ * lets it through (each item is then refused for its unknown world, not for its size). */
+static void lean_batch_fits(void)
+{
+    rs_server_config_t cfg;
+    rs_server_config_defaults(&cfg);
+    cfg.bind = NULL;
+    cfg.default_preset = NULL;
+    cfg.threads = 1;
+    rs_status_t st;
+    rs_server_t *s = rs_server_new(&cfg, &st);
+    CHECK(s != NULL, "in-process server: %s", st.message);
+    if (!s)
+        return;
+    enum { N = 4096 };
+    static Robosim__V1__BatchItem items[N];
+    static Robosim__V1__BatchItem *ptrs[N];
+    Robosim__V1__Step step = ROBOSIM__V1__STEP__INIT;
+    step.steps = 1;
+    for (int i = 0; i < N; i++) {
+        robosim__v1__batch_item__init(&items[i]);
+        items[i].world_id = 1000 + (uint64_t)i;
+        items[i].token = "0123456789abcdef0123456789abcdef";
+        items[i].step = &step;
+        ptrs[i] = &items[i];
+    }
+    Robosim__V1__StepBatch sb = ROBOSIM__V1__STEP_BATCH__INIT;
+    sb.n_items = N;
+    sb.items = ptrs;
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
+    rq.step_batch = &sb;
+    char msg[512];
+    int code = handle_patched(s, &rq, "", 0, 0, msg, sizeof msg);
+    CHECK(code == 0, "a StepBatch of %d lean items is decoded and answered item by item: %d %s", N,
+          code, msg);
+    rs_server_destroy(&s);
+}
+
 /* VmRSS of process pid, in KiB (0 when unreadable). */
 static long rss_kib(pid_t pid)
 {
@@ -199,6 +239,7 @@ int main(int argc, char **argv)
         return 2;
     }
     strings_with_nul();
+    lean_batch_fits();
     decode_budget(argv[1]);
     return rs_test_done("test_request_limits");
 }
