@@ -57,6 +57,12 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             'openssl rand -hex 16'); its lease runs from start-up.\n"
             "                             Without it world 1 gets a random token, printed in the\n"
             "                             log, and is claimable at once (robosim-cli claim)\n"
+            "  --snapshot-key-file FILE   the key snapshots are authenticated with (HMAC-SHA512-\n"
+            "                             256): 32 random bytes or 64 hex digits, mode 600\n"
+            "                             (head -c 32 /dev/urandom > FILE; chmod 600 FILE).\n"
+            "                             Servers given the same file restore each other's\n"
+            "                             snapshots; without it the key is random per process\n"
+            "                             and a snapshot restores only on the server that made it\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
@@ -135,12 +141,13 @@ int main(int argc, char **argv)
         {"no-stream", no_argument, 0, 'N'},
         {"stream-max-hz", required_argument, 0, 'H'},
         {"threads", required_argument, 0, 'j'},
+        {"snapshot-key-file", required_argument, 0, 'K'},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
         case 'w': cfg.default_preset = optarg; break;
@@ -155,6 +162,7 @@ int main(int argc, char **argv)
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
+        case 'K': cfg.snapshot_key_file = optarg; break;
         case 'l':
             if (rs_log_parse_level(optarg, &level) < 0) {
                 fprintf(stderr, "robosim-server: --log-level wants error, warn, info or debug, got '%s'\n", optarg);

@@ -223,6 +223,9 @@ int rs_model_build(rs_model_t *m, const char *preset, const rs_param_t *params, 
         if (!r)
             return rs_fail(st, RS_EINTERNAL, "preset '%s' names unknown robot kind '%s'", ps->name,
                            ps->entities[e].kind);
+        int rc = rs_robot_check(r, st);
+        if (rc < 0)
+            return rc;
         em->robot = r;
         snprintf(em->name, sizeof em->name, "%s", ps->entities[e].name);
         for (int i = 0; i < r->np; i++) {

@@ -111,43 +111,83 @@ typedef struct rs_schedule {
     int cursor;       /* the last segment used, a search hint */
 } rs_schedule_t;
 
-/* What a robot module sees of one entity while it runs. */
+/* ---- rs_data_t's run variables, declared once -----------------------------------------
+ * Each line below is one member of rs_data_t (or, ENTITY, of every rs_entity_data_t) and one
+ * row of the field table (rs_data.h) through which reset, rs_data_copy (ForkWorld), snapshot
+ * write and read, snapshot validation and prefetch all go: adding a run variable is adding
+ * its line here (and, only for a new kind of check, teaching rs_data.h's check to it).
+ *
+ *   X(shape, type, name, dims, length, reset, check)
+ *     shape   VALUE   `type name dims` in rs_data_t (dims empty, or [N] for N values);
+ *             VECTOR  `type *name` in rs_data_t: `length` values owned by the data;
+ *             ENTITY  `type name dims` in each entity's rs_entity_data_t;
+ *     type    F64 (double), U64 (uint64_t), I32 (int), U32 (unsigned);
+ *     length  VECTOR: NX, NU or NS (the model's sizes); FIXED for the others;
+ *     reset   what rs_reset leaves: ZERO, ONE, INIT (zeroed, then set by rs_reset from the
+ *             seed or the robots' init), KEEP (untouched: counts since creation, and the
+ *             task's episode state, which rs_world_reset starts);
+ *     check   what a restored value must satisfy (rs_field_check_t in rs_data.h).
+ * The schedules and the event log, structured, are declared by hand below with their own
+ * rows in the table. */
+#define RS_DATA_FIELDS(X)                                                                     \
+    X(VALUE,  F64, t,              ,                FIXED, ZERO, TIME)     /* s */             \
+    X(VALUE,  U64, step_count,     ,                FIXED, ZERO, STEPS)    /* since reset */   \
+    X(VALUE,  F64, grid_t0,        ,                FIXED, ZERO, TIME)     /* control steps */ \
+    X(VALUE,  U64, grid_k,         ,                FIXED, ZERO, GRID)     /* end at t0+k dt */\
+    X(VALUE,  F64, h_next,         ,                FIXED, ZERO, STEP_SIZE) /* next interval */\
+    X(VALUE,  U64, seed,           ,                FIXED, INIT, ANY)      /* of last reset */ \
+    X(VALUE,  U64, rng,            [4],             FIXED, INIT, RNG)      /* xoshiro256** */  \
+    X(VECTOR, F64, x,              ,                NX,    INIT, FINITE)   /* state */         \
+    X(VECTOR, F64, u,              ,                NU,    ZERO, COMMAND)  /* held commands */ \
+    X(VECTOR, F64, u_eff,          ,                NU,    ZERO, COMMAND)  /* in force */      \
+    X(VECTOR, F64, sensors,        ,                NS,    INIT, FINITE)                       \
+    X(ENTITY, I32, mode,           ,                FIXED, INIT, MODE)     /* robot's mode */  \
+    X(ENTITY, F64, aux,            [RS_AUX_MAX],    FIXED, INIT, AUX)      /* robot's own */   \
+    X(VALUE,  I32, dirty,          ,                FIXED, ONE,  BOOL)     /* settle first */  \
+    X(VALUE,  I32, step_events,    ,                FIXED, ZERO, COUNT)    /* Zeno guard */    \
+    X(VALUE,  U32, events_dropped, ,                FIXED, ZERO, ANY)                          \
+    X(VALUE,  U64, events_total,   ,                FIXED, KEEP, ANY)                          \
+    X(VALUE,  F64, task,           [RS_TASK_STATE], FIXED, KEEP, FINITE)   /* episode */       \
+    X(VALUE,  U64, episode_steps,  ,                FIXED, KEEP, ANY)                          \
+    X(VALUE,  U64, internal_steps, ,                FIXED, KEEP, ANY)      /* statistics */    \
+    X(VALUE,  U64, rhs_evals,      ,                FIXED, KEEP, ANY)                          \
+    X(VALUE,  U64, root_evals,     ,                FIXED, KEEP, ANY)
+
+#define RS_CTYPE_F64 double
+#define RS_CTYPE_U64 uint64_t
+#define RS_CTYPE_I32 int
+#define RS_CTYPE_U32 unsigned
+#define RS_MEMBER_VALUE(type, name, dims) RS_CTYPE_##type name dims;
+#define RS_MEMBER_VECTOR(type, name, dims) RS_CTYPE_##type *name;
+#define RS_MEMBER_ENTITY(type, name, dims)
+#define RS_DATA_MEMBER(shape, type, name, dims, length, reset, check)                          \
+    RS_MEMBER_##shape(type, name, dims)
+#define RS_ENTITY_MEMBER_VALUE(type, name, dims)
+#define RS_ENTITY_MEMBER_VECTOR(type, name, dims)
+#define RS_ENTITY_MEMBER_ENTITY(type, name, dims) RS_CTYPE_##type name dims;
+#define RS_ENTITY_MEMBER(shape, type, name, dims, length, reset, check)                        \
+    RS_ENTITY_MEMBER_##shape(type, name, dims)
+
+/* What a robot module sees of one entity while it runs: its mode and private run variables
+ * (aux, declared by the robot's aux table, rs_robot.h), from RS_DATA_FIELDS. */
 typedef struct rs_entity_data {
     int index;                   /* entity index in the model */
-    int mode;                    /* robot-defined hybrid mode */
     double *u;                   /* held commands (nu), points into rs_data_t.u */
     double *s;                   /* sensors (ns), points into rs_data_t.sensors */
-    double aux[RS_AUX_MAX];      /* the robot's private run variables (accumulators) */
     struct rs_data *data;        /* back pointer, for rs_emit_event */
+    RS_DATA_FIELDS(RS_ENTITY_MEMBER)
 } rs_entity_data_t;
 
 typedef struct rs_integrator rs_integrator_t; /* opaque: ARKODE memory lives in world.c */
 
 typedef struct rs_data {
-    double t;                         /* simulated time, s */
-    uint64_t step_count;              /* control steps since reset */
-    uint64_t seed;                    /* seed of the last reset */
-    uint64_t rng[4];                  /* xoshiro256** state, seeded at reset */
-    double *x;                        /* state vector (model->nx) */
-    double *u;                        /* held commands (model->nu) */
-    double *u_eff;                    /* commands in force at the last evaluation (schedules) */
-    double *sensors;                  /* model->ns */
+    RS_DATA_FIELDS(RS_DATA_MEMBER)    /* time, grid, rng, x, u, u_eff, sensors, ... (above) */
     rs_entity_data_t ent[RS_MAX_ENTITIES];
-    rs_schedule_t *sched;             /* model->nu schedules */
-    int nsched[RS_MAX_ENTITIES];      /* scheduled actuators per entity */
-    int dirty;                        /* inputs changed: settle modes before integrating */
-    int nevents;                      /* entries in events[] (at the end of the struct) */
-    unsigned events_dropped;
-    uint64_t events_total;
-    int step_events;                  /* events in the current control step (Zeno guard) */
-    double grid_t0;                   /* control steps end at grid_t0 + k * control_dt */
-    uint64_t grid_k;
-    double h_next;                    /* the integrator's step size to start the next interval */
-    double task[RS_TASK_STATE];       /* episode state of the world's task (targets sampled at
-                                         reset, last reward, ...); part of every snapshot */
-    uint64_t episode_steps;           /* control steps since the task's last reset */
+    rs_schedule_t *sched;             /* model->nu schedules (field "schedules") */
+    int nsched[RS_MAX_ENTITIES];      /* scheduled actuators per entity (derived) */
     rs_integrator_t *integ;
     const rs_model_t *m;              /* the model of the last call, for the callbacks */
+    int nevents;                      /* entries in events[] (field "events", with it) */
     /* Last, being large (about 56 KiB) and rarely written: the fields above, which every step
      * reads, then share a few cache lines and pages (a batch steps a thousand worlds in turn) */
     rs_event_t events[RS_EVENT_LOG];  /* events of the current Step request */
@@ -159,6 +199,12 @@ rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st);
 
 /* Free `*d` (NULL-safe) and set it to NULL. */
 void rs_data_destroy(rs_data_t **d);
+
+/* Make dst (allocated for the same model m) an exact copy of src: every field of the table
+ * (rs_data.h), schedules and event log included; the integrator is restarted from the copied
+ * state, so stepping dst is bit-identical to stepping src. Returns 0, or RS_EEXHAUSTED (out
+ * of memory for the schedules) with dst unchanged. */
+int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_status_t *st);
 
 /* Initial state from the model's parameters, time 0, commands 0, schedules cleared, events
  * cleared, rng seeded from `seed`. Re-initialises the integrator. */
@@ -217,8 +263,9 @@ int rs_reset_initial(const rs_model_t *m, rs_data_t *d, const rs_param_t *init, 
 int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st);
 
 struct rs_stats;
-/* Tell `d` that all its fields were just restored (snapshot.c): guards registered for `m`,
- * the integrator restarted at (t, x) with step h_next, statistics set to `stats`. */
+/* Tell `d` that all its fields were just restored (a snapshot, a copy): guards registered
+ * for `m`, the integrator restarted at (t, x) with step h_next, statistics set to `stats`
+ * (NULL: those the data's fields hold). */
 int rs_data_restored(const rs_model_t *m, rs_data_t *d, const struct rs_stats *stats,
                      rs_status_t *st);
 

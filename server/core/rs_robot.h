@@ -42,6 +42,27 @@ typedef struct rs_param_desc {
     const char *doc;
 } rs_param_desc_t;
 
+/* How a robot's private run variable (a slot of rs_entity_data_t.aux) is validated when a
+ * snapshot restores it. Every robot declares its slots (rs_robot_t.aux_vars, beside the enum
+ * that names them); slots it does not declare must hold 0. A robot without a declaration
+ * cannot be registered (rs_robot_check). */
+typedef enum rs_aux_kind {
+    RS_AUX_REAL,    /* a finite real in [lower, upper] */
+    RS_AUX_INTEGER, /* an integer in [lower, upper] */
+    RS_AUX_SIGN,    /* -1 or +1 */
+    RS_AUX_INDEX,   /* -1 (none) or an element of a vector parameter: an integer below the
+                       parameter's value count / per (an obstacle of `obstacles`, ...) */
+} rs_aux_kind_t;
+
+typedef struct rs_aux_desc {
+    const char *name;
+    rs_aux_kind_t kind;
+    double lower, upper; /* REAL, INTEGER */
+    int param, per;      /* INDEX: row of the parameter in the robot's table, values per element */
+    unsigned needed_in;  /* INDEX: bit m set: in mode m the index may not be -1 */
+    const char *doc;
+} rs_aux_desc_t;
+
 struct rs_robot {
     const char *kind; /* "diff_drive" */
     const char *doc;  /* one line */
@@ -58,6 +79,8 @@ struct rs_robot {
     const char *const *mode_names;
     int nevent_kinds;
     const char *const *event_names;
+    int naux;                       /* private run variables (aux slots 0 .. naux-1) */
+    const rs_aux_desc_t *aux_vars;  /* their declaration; required, even when naux is 0 */
 
     /* Number of guard functions for this entity (may depend on parameters, e.g. obstacles). */
     int (*nguards)(const rs_entity_model_t *em);
@@ -124,6 +147,15 @@ static inline double rs_p(const rs_entity_model_t *em, int offset) { return em->
 
 /* The registry. */
 const rs_robot_t *rs_robot_find(const char *kind);
+
+/* Whether robot r may be registered: its tables and callbacks are there and consistent, and it
+ * declares its private run variables (aux_vars). 0, or RS_EINTERNAL saying what is missing. */
+int rs_robot_check(const rs_robot_t *r, rs_status_t *st);
+
+/* Validate entity ed's mode and private run variables against its robot's declarations and
+ * model em: 0, or RS_EINVAL naming the variable and its value. */
+int rs_robot_check_data(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                        rs_status_t *st);
 extern const rs_robot_t rs_robot_diff_drive;
 extern const rs_robot_t rs_robot_serial_arm;
 extern const rs_robot_t rs_robot_parallel_arm;

@@ -4,6 +4,7 @@
  * knot or an event) starts from ERKStepReInit with the step size the previous interval ended
  * with. The integrator so carries no hidden history across intervals: the data alone (state,
  * modes, commands, h_next) decide the future, which makes resets and snapshots exact. */
+#include "rs_data.h"
 #include "rs_robot.h"
 #include "rs_task.h"
 
@@ -32,8 +33,8 @@ struct rs_integrator {
     int *fired;        /* root info, ng */
     int *rootdir;      /* all -1: guards fire when they fall through zero */
     double *xbefore;   /* scratch copy of the state before a jump */
-    uint64_t steps;    /* ARKODE steps, accumulated over re-initialisations */
-    uint64_t rhs, gevals; /* counted in our own callbacks */
+    long folded;       /* ARKODE's steps since its last ReInit already added to
+                          rs_data_t.internal_steps */
     char last_error[200];
 };
 
@@ -188,7 +189,7 @@ static int world_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
     const rs_model_t *m = d->m;
     const double *x = N_VGetArrayPointer(y);
     double *xd = N_VGetArrayPointer(ydot);
-    d->integ->rhs++;
+    d->rhs_evals++;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         em->robot->derivs(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
@@ -205,7 +206,7 @@ static int world_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_da
     rs_data_t *d = user_data;
     const rs_model_t *m = d->m;
     const double *x = N_VGetArrayPointer(y);
-    d->integ->gevals++;
+    d->root_evals++;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         if (em->ng)
@@ -302,9 +303,11 @@ void rs_world_prefetch(const rs_world_t *w)
         __builtin_prefetch(in->vectors[i]);
         __builtin_prefetch((const char *)in->vectors[i] + 64);
     }
-    __builtin_prefetch(d->x);
-    __builtin_prefetch(d->u);
-    __builtin_prefetch(d->sensors);
+    int nf;
+    const rs_field_t *f = rs_data_fields(&nf);
+    for (int i = 0; i < nf; i++)
+        if (f[i].shape == RS_SHAPE_VECTOR)
+            __builtin_prefetch(*(void *const *)((const char *)d + f[i].offset));
 }
 
 static void integrator_free(rs_integrator_t **pi)
@@ -388,28 +391,35 @@ static int integrator_new(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     return integrator_configure(m, d, st);
 }
 
+/* Add ARKODE's steps not yet counted to d->internal_steps, so that the data alone holds the
+ * statistics (a snapshot or a copy carries them). */
+static void fold_steps(rs_data_t *d)
+{
+    rs_integrator_t *in = d->integ;
+    long nst = 0;
+    if (ERKStepGetNumSteps(in->mem, &nst) == ARK_SUCCESS && nst > in->folded) {
+        d->internal_steps += (uint64_t)(nst - in->folded);
+        in->folded = nst;
+    }
+}
+
 /* Start a fresh integration interval at (d->t, d->x). */
 static int integrator_restart(rs_data_t *d, rs_status_t *st)
 {
     rs_integrator_t *in = d->integ;
-    long nst = 0;
-    if (ERKStepGetNumSteps(in->mem, &nst) == ARK_SUCCESS && nst > 0)
-        in->steps += (uint64_t)nst;
+    fold_steps(d);
     if (ERKStepReInit(in->mem, world_rhs, d->t, in->y) != ARK_SUCCESS)
         return rs_fail(st, RS_EINTERNAL, "cannot restart the integrator: %s", in->last_error);
+    in->folded = 0;
     ERKStepSetInitStep(in->mem, d->h_next);
     return 0;
 }
 
 void rs_get_stats(const rs_data_t *d, rs_stats_t *out)
 {
-    const rs_integrator_t *in = d->integ;
-    long nst = 0;
-    if (ERKStepGetNumSteps(in->mem, &nst) != ARK_SUCCESS || nst < 0)
-        nst = 0;
-    out->internal_steps = in->steps + (uint64_t)nst;
-    out->rhs_evals = in->rhs;
-    out->root_evals = in->gevals;
+    out->internal_steps = d->internal_steps;
+    out->rhs_evals = d->rhs_evals;
+    out->root_evals = d->root_evals;
     out->events = d->events_total;
 }
 
@@ -425,29 +435,34 @@ void rs_data_destroy(rs_data_t **pd)
         for (int i = 0; i < d->m->nu; i++)
             schedule_clear(&d->sched[i]);
     free(d->sched);
-    free(d->x);
-    free(d->u);
-    free(d->u_eff);
-    free(d->sensors);
+    int nf;
+    const rs_field_t *f = rs_data_fields(&nf);
+    for (int i = 0; i < nf; i++)
+        if (f[i].shape == RS_SHAPE_VECTOR)
+            free(*(void **)((char *)d + f[i].offset));
     free(d);
     *pd = NULL;
 }
 
-rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st)
+rs_data_t *rs_data_scratch(const rs_model_t *m)
 {
-    rs_data_t *d = calloc(1, sizeof *d);
-    if (!d) {
-        rs_fail(st, RS_EEXHAUSTED, "out of memory for world data");
+    /* the event log (56 KiB, the struct's end) is only ever read up to nevents: zeroing the
+     * rest is enough, and a snapshot read allocates one of these each time */
+    rs_data_t *d = malloc(sizeof *d);
+    if (!d)
         return NULL;
-    }
+    memset(d, 0, offsetof(rs_data_t, events));
     d->m = m;
-    d->x = calloc((size_t)(m->nx ? m->nx : 1), sizeof(double));
-    d->u = calloc((size_t)(m->nu ? m->nu : 1), sizeof(double));
-    d->u_eff = calloc((size_t)(m->nu ? m->nu : 1), sizeof(double));
-    d->sensors = calloc((size_t)(m->ns ? m->ns : 1), sizeof(double));
+    int nf, ok = 1;
+    const rs_field_t *f = rs_data_fields(&nf);
+    for (int i = 0; i < nf; i++)
+        if (f[i].shape == RS_SHAPE_VECTOR) {
+            size_t n = rs_field_count(&f[i], m, d);
+            void **at = (void **)((char *)d + f[i].offset);
+            ok &= (*at = calloc(n ? n : 1, rs_field_type_size(f[i].type))) != NULL;
+        }
     d->sched = calloc((size_t)(m->nu ? m->nu : 1), sizeof(rs_schedule_t));
-    if (!d->x || !d->u || !d->u_eff || !d->sensors || !d->sched) {
-        rs_fail(st, RS_EEXHAUSTED, "out of memory for world data");
+    if (!ok || !d->sched) {
         rs_data_destroy(&d);
         return NULL;
     }
@@ -456,6 +471,16 @@ rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st)
         d->ent[e].data = d;
         d->ent[e].u = d->u + m->ent[e].u_off;
         d->ent[e].s = d->sensors + m->ent[e].s_off;
+    }
+    return d;
+}
+
+rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st)
+{
+    rs_data_t *d = rs_data_scratch(m);
+    if (!d) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for world data");
+        return NULL;
     }
     if (integrator_new(m, d, st) < 0 || rs_reset(m, d, seed, st) < 0) {
         rs_data_destroy(&d);
@@ -478,31 +503,45 @@ static void read_sensors(const rs_model_t *m, rs_data_t *d, double dt)
 int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st)
 {
     d->m = m;
-    d->t = 0.0;
-    d->step_count = 0;
-    d->grid_t0 = 0.0;
-    d->grid_k = 0;
-    d->h_next = 0.0; /* let ARKODE estimate the first step */
+    /* every field to its declared reset value (time 0, h_next 0: ARKODE estimates the first
+     * step; commands 0, schedules and events cleared, dirty 1), then the INIT fields */
+    int nf;
+    const rs_field_t *f = rs_data_fields(&nf);
+    for (int i = 0; i < nf; i++) {
+        if (f[i].reset == RS_RESET_KEEP)
+            continue;
+        if (f[i].shape == RS_SHAPE_SCHEDULES) {
+            for (int a = 0; a < m->nu; a++)
+                schedule_clear(&d->sched[a]);
+            memset(d->nsched, 0, sizeof d->nsched);
+            continue;
+        }
+        if (f[i].shape == RS_SHAPE_EVENTS) {
+            d->nevents = 0;
+            continue;
+        }
+        for (int e = 0; e < (f[i].shape == RS_SHAPE_ENTITY ? m->nentities : 1); e++) {
+            void *v = rs_field_values(&f[i], d, e);
+            size_t n = rs_field_count(&f[i], m, d), size = rs_field_type_size(f[i].type);
+            memset(v, 0, n * size);
+            for (size_t k = 0; f[i].reset == RS_RESET_ONE && k < n; k++) {
+                if (f[i].type == RS_TYPE_F64)
+                    ((double *)v)[k] = 1.0;
+                else if (f[i].type == RS_TYPE_U64)
+                    ((uint64_t *)v)[k] = 1;
+                else
+                    ((int *)v)[k] = 1; /* I32, U32: the same bits */
+            }
+        }
+    }
     d->seed = seed;
     uint64_t sm = seed;
     for (int i = 0; i < 4; i++)
         d->rng[i] = splitmix64(&sm);
-    memset(d->u, 0, (size_t)m->nu * sizeof(double));
-    memset(d->u_eff, 0, (size_t)m->nu * sizeof(double));
-    memset(d->sensors, 0, (size_t)m->ns * sizeof(double));
-    for (int i = 0; i < m->nu; i++)
-        schedule_clear(&d->sched[i]);
-    memset(d->nsched, 0, sizeof d->nsched);
-    d->nevents = 0;
-    d->events_dropped = 0;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
-        rs_entity_data_t *ed = &d->ent[e];
-        ed->mode = 0;
-        memset(ed->aux, 0, sizeof ed->aux);
-        em->robot->init(em, ed, d->x + em->x_off);
+        em->robot->init(em, &d->ent[e], d->x + em->x_off);
     }
-    d->dirty = 1;
     int rc = integrator_configure(m, d, st);
     if (rc < 0)
         return rc;
@@ -542,9 +581,11 @@ int rs_data_restored(const rs_model_t *m, rs_data_t *d, const rs_stats_t *stats,
         rc = integrator_restart(d, st); /* ReInit: ARKODE's own step count starts at 0 */
     if (rc < 0)
         return rc;
-    d->integ->steps = stats->internal_steps;
-    d->integ->rhs = stats->rhs_evals;
-    d->integ->gevals = stats->root_evals;
+    if (stats) {
+        d->internal_steps = stats->internal_steps;
+        d->rhs_evals = stats->rhs_evals;
+        d->root_evals = stats->root_evals;
+    }
     return 0;
 }
 
@@ -555,6 +596,8 @@ int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     d->grid_t0 = d->t;
     d->grid_k = 0;
     d->dirty = 1;
+    if (d->h_next > m->control_dt)
+        d->h_next = m->control_dt; /* as remember_step_size keeps it */
     return integrator_configure(m, d, st);
 }
 
@@ -745,6 +788,7 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
             double tret = d->t;
             in->last_error[0] = '\0';
             int flag = ERKStepEvolve(in->mem, tstop, in->y, &tret, ARK_NORMAL);
+            fold_steps(d);
             if (flag == ARK_ROOT_RETURN) {
                 d->t = tret;
                 remember_step_size(m, d);
@@ -846,6 +890,15 @@ int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams,
         return rc;
     if (w->task && (rc = rs_task_check_model(w->task, &next, st)) < 0)
         return rc; /* e.g. the reach tasks' PID mode */
+    /* the robots' run variables must still fit the new parameters (a diff-drive robot blocked
+     * by obstacle 3 keeps it), or the world's state would be one no snapshot may hold */
+    for (int e = 0; e < next.nentities; e++) {
+        rs_status_t why;
+        rs_status_clear(&why);
+        if (rs_robot_check_data(&next.ent[e], &w->data->ent[e], &why) < 0)
+            return rs_fail(st, RS_EPRECOND, "the new parameters do not fit the world's state: %s",
+                           why.message);
+    }
     w->model = next;
     return rs_data_model_changed(&w->model, w->data, st);
 }

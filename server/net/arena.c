@@ -3,12 +3,44 @@
 #include <stdalign.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+
+#define MAP_AT (1u << 20) /* chunks this large are mapped: freeing them unmaps at once */
 
 struct arena_chunk {
     arena_chunk_t *next;
     size_t size, used;
+    int mapped;
     alignas(max_align_t) unsigned char mem[];
 };
+
+static arena_chunk_t *chunk_new(size_t cap)
+{
+    size_t bytes = sizeof(arena_chunk_t) + cap;
+    arena_chunk_t *c;
+    int mapped = bytes >= MAP_AT;
+    if (mapped) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        c = p == MAP_FAILED ? NULL : p;
+    } else {
+        c = malloc(bytes);
+    }
+    if (c) {
+        c->size = cap;
+        c->used = 0;
+        c->next = NULL;
+        c->mapped = mapped;
+    }
+    return c;
+}
+
+static void chunk_free(arena_chunk_t *c)
+{
+    if (c->mapped)
+        munmap(c, sizeof *c + c->size);
+    else
+        free(c);
+}
 
 void arena_init(arena_t *a, size_t chunk_size)
 {
@@ -23,13 +55,12 @@ void *arena_alloc(arena_t *a, size_t size)
     while (c && c->used + size > c->size)
         c = c->next; /* a later, already allocated chunk may be free */
     if (!c) {
-        size_t cap = size > a->chunk_size ? size : a->chunk_size;
-        c = malloc(sizeof *c + cap);
-        if (!c)
+        /* as large as the arena so far: a request that needs much takes few chunks */
+        size_t cap = size > a->chunk_size ? size : a->chunk_size, held = arena_capacity(a);
+        if (held > cap)
+            cap = held;
+        if (!(c = chunk_new(cap)))
             return NULL;
-        c->size = cap;
-        c->used = 0;
-        c->next = NULL;
         if (a->head) {
             c->next = a->head->next;
             a->head->next = c;
@@ -73,7 +104,7 @@ void arena_free(arena_t *a)
     arena_chunk_t *c = a->first;
     while (c) {
         arena_chunk_t *next = c->next;
-        free(c);
+        chunk_free(c);
         c = next;
     }
     a->head = a->first = NULL;

@@ -74,6 +74,24 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
     return we;
 }
 
+/* Task worlds are evaluation worlds: only Step.action, held to the task's action bounds,
+ * moves their robots. Commands, schedules, targets and parameters set from outside would
+ * bypass those bounds (a policy under evaluation pushing the finger with any force) or change
+ * the task being evaluated, so the operations that set them are refused (not clamped: a
+ * clamped command would silently do something else than asked). */
+static int refuse_on_task(const world_entry_t *w, const char *op, rs_status_t *st)
+{
+    const rs_task_t *t = w->world->task;
+    if (!t)
+        return 0;
+    return rs_fail(st, RS_EPRECOND,
+                   "world %llu runs task '%s', an evaluation world: %s is refused there; drive "
+                   "it with Step.action (TaskSpec.action gives its bounds), or create a world "
+                   "without a task to %s freely",
+                   (unsigned long long)w->id, t->name, op,
+                   !strcmp(op, "set_params") ? "change its parameters" : "command its robots");
+}
+
 /* ---- handlers -------------------------------------------------------------------------- */
 
 static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
@@ -797,13 +815,14 @@ static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
         return rc;
     size_t n = 0;
     rs_snapshot_size(w->world, &n);
-    uint8_t *buf = arena_alloc(&s->arena, n);
+    uint8_t *buf = arena_alloc(&s->arena, n + RS_SNAPSHOT_MAC_BYTES);
     if (!buf)
         return OOM(st);
     if ((rc = rs_snapshot_write(w->world, buf, n, &n, st)) < 0)
         return rc;
+    rs_snapmac_sign(s, buf, n); /* the core's bytes, then their MAC */
     rp->get_state->snapshot.data = buf;
-    rp->get_state->snapshot.len = n;
+    rp->get_state->snapshot.len = n + RS_SNAPSHOT_MAC_BYTES;
     return 0;
 }
 
@@ -816,8 +835,9 @@ static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
         return rs_fail(st, RS_EINVAL,
                        "SetState carries no snapshot; send State.snapshot from "
                        "GetState{snapshot: true}");
-    int rc = rs_snapshot_read(w->world, b->data, b->len, st);
-    if (rc < 0)
+    size_t n = 0;
+    int rc = rs_snapmac_verify(s, b->data, b->len, &n, st);
+    if (rc < 0 || (rc = rs_snapshot_read(w->world, b->data, n, st)) < 0)
         return rc;
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, st);
 }
@@ -833,7 +853,10 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_e
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
     uint64_t from = w->id;
-    rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, b->len, st);
+    size_t n = 0;
+    if (b->len && rs_snapmac_verify(s, b->data, b->len, &n, st) < 0)
+        return st->code;
+    rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, n, st);
     if (!world)
         return st->code;
     world_entry_t *we = add_world(s, world, st);
@@ -852,6 +875,8 @@ static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_en
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetForce *f = rq->set_force;
+    if (refuse_on_task(w, "set_force", st) < 0)
+        return st->code;
     int e = find_entity(w->world, f->entity, st);
     if (e < 0)
         return e;
@@ -866,6 +891,8 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetParams *p = rq->set_params;
+    if (refuse_on_task(w, "set_params", st) < 0)
+        return st->code;
     if (!p->n_params)
         return rs_fail(st, RS_EINVAL, "SetParams carries no parameters");
     rs_param_t *params = codec_params(&s->arena, p->params, p->n_params);
@@ -882,6 +909,8 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetSchedule *sc = rq->set_schedule;
+    if (refuse_on_task(w, "set_schedule", st) < 0)
+        return st->code;
     int e = find_entity(w->world, sc->entity, st);
     if (e < 0)
         return e;
@@ -902,6 +931,8 @@ static int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_e
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetTarget *t = rq->set_target;
+    if (refuse_on_task(w, "set_target", st) < 0)
+        return st->code;
     int e = find_entity(w->world, t->entity, st);
     if (e < 0)
         return e;

@@ -26,6 +26,12 @@ typedef struct rs_server_config {
     const char *stream_endpoint;    /* observer stream PUB endpoint, or NULL for none */
     int stream_explicit;            /* the endpoint was asked for: failing to bind it is fatal */
     double stream_max_hz;           /* states per second a world publishes at most (default) */
+    const char *snapshot_key_file;  /* key that authenticates snapshots (32 bytes or 64 hex
+                                       digits, mode 600), shared by servers that restore each
+                                       other's snapshots; NULL: a random key per process */
+    unsigned char snapshot_key[32]; /* the key itself, used when snapshot_key_set (tests,
+                                       fuzzers: a fixed key) */
+    int snapshot_key_set;
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */

@@ -2,6 +2,7 @@
  * one reply frame, routed back to its sender (so any number of clients, REQ or DEALER, share the
  * socket and each sees only its own replies). */
 #include "rs_log.h"
+#include "rs_wire.h"
 #include "server_internal.h"
 
 #include <errno.h>
@@ -12,7 +13,12 @@
 #include <zmq.h>
 
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
-#define ARENA_KEEP (32u << 20) /* reply/request arena bytes kept between requests */
+#define ARENA_KEEP (8u << 20) /* reply/request arena bytes kept between requests */
+/* A request may decode to at most DECODE_FACTOR times its size plus DECODE_SLACK bytes (the
+ * unpacked messages in the arena): a 4 MiB request of 2M empty Params decoded to 272 MiB
+ * before; 1 MiB of slack covers a StepBatch of 4096 small items. */
+#define DECODE_FACTOR 16
+#define DECODE_SLACK (1u << 20)
 
 void rs_server_config_defaults(rs_server_config_t *cfg)
 {
@@ -29,6 +35,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->stream_endpoint = "tcp://127.0.0.1:5556";
     cfg->stream_explicit = 0;
     cfg->stream_max_hz = 60.0;
+    cfg->snapshot_key_file = NULL;
+    cfg->snapshot_key_set = 0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -98,8 +106,24 @@ static void unknown_ops(const Robosim__V1__Request *rq, char *buf, size_t len)
 }
 
 /* protobuf-c allocates the unpacked request in the reply arena: no malloc per field (a batch
- * of 1024 items is thousands of them), and everything goes at the next arena_reset. */
-static void *arena_pb_alloc(void *arena, size_t size) { return arena_alloc(arena, size); }
+ * of 1024 items is thousands of them), and everything goes at the next arena_reset. What one
+ * request may take is budgeted: past it the allocation fails, and so does the unpack. */
+typedef struct decode_budget {
+    arena_t *arena;
+    size_t left;
+    int over;
+} decode_budget_t;
+
+static void *arena_pb_alloc(void *ctx, size_t size)
+{
+    decode_budget_t *b = ctx;
+    if (size > b->left) {
+        b->over = 1;
+        return NULL;
+    }
+    b->left -= size;
+    return arena_alloc(b->arena, size);
+}
 static void arena_pb_free(void *arena, void *p) {} /* everything goes at arena_reset */
 
 void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
@@ -108,19 +132,36 @@ void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint
     rs_server_handle_from(s, NULL, req, len, out, outlen);
 }
 
+static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
+                   const uint8_t **out, size_t *outlen);
+
 void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req,
                            size_t len, const uint8_t **out, size_t *outlen)
 {
-    static const rs_caller_t in_process = {"", 0};
-    s->caller = caller ? caller : &in_process;
-    ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &s->arena};
-    rs_status_t st;
-    rs_status_clear(&st);
-    /* keep chunks between requests, but give back what one huge request grew */
-    if (s->requests % 64 == 0 && arena_capacity(&s->arena) > ARENA_KEEP) {
+    /* the reply buffer of an earlier huge reply goes once that reply was sent */
+    if (s->out_cap > ARENA_KEEP) {
+        free(s->out);
+        s->out = NULL;
+        s->out_cap = 0;
+    }
+    handle(s, caller, req, len, out, outlen);
+    /* keep the arena's chunks between requests, but give back at once what one huge request
+     * grew (its large chunks are mapped: unmapping returns them to the system) */
+    if (arena_capacity(&s->arena) > ARENA_KEEP) {
         arena_free(&s->arena);
         arena_init(&s->arena, 64 << 10);
     }
+}
+
+static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
+                   const uint8_t **out, size_t *outlen)
+{
+    static const rs_caller_t in_process = {"", 0};
+    s->caller = caller ? caller : &in_process;
+    decode_budget_t budget = {&s->arena, DECODE_FACTOR * len + DECODE_SLACK, 0};
+    ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &budget};
+    rs_status_t st;
+    rs_status_clear(&st);
     arena_reset(&s->arena);
     s->requests++;
 
@@ -132,12 +173,26 @@ void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint
         return;
     }
     Robosim__V1__Request *rq = robosim__v1__request__unpack(&in_arena, len, req);
+    if (!rq && budget.over) {
+        snprintf(st.message, sizeof st.message,
+                 "the request of %zu bytes decodes to more than this server allows one request "
+                 "(%d times its size plus %u KiB): send fewer repeated fields per request, e.g. "
+                 "split the batch",
+                 len, DECODE_FACTOR, DECODE_SLACK >> 10);
+        error_reply(s, 0, RS_EEXHAUSTED, st.message, out, outlen);
+        return;
+    }
     if (!rq) {
         snprintf(st.message, sizeof st.message,
                  "the %zu bytes received are not a valid robosim.v1.Request; serialize a Request "
                  "message from proto/robosim/v1/robosim.proto",
                  len);
         error_reply(s, 0, RS_EMALFORMED, st.message, out, outlen);
+        return;
+    }
+
+    if (rs_wire_check_strings(&robosim__v1__request__descriptor, req, len, &st) < 0) {
+        error_reply(s, rq->id, st.code, st.message, out, outlen);
         return;
     }
 
@@ -189,6 +244,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     s->cfg = *cfg;
     s->next_world_id = 1;
+    if (rs_snapmac_init(s, st) < 0) {
+        free(s);
+        return NULL;
+    }
     arena_init(&s->arena, 64 << 10);
     if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
         rs_server_destroy(&s);

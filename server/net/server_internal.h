@@ -8,6 +8,8 @@
 #include "rs_server.h"
 
 #define RS_TOKEN_LEN 32 /* hex digits of a controller token (128 random bits) */
+#define RS_SNAPSHOT_KEY_BYTES 32 /* snapshot MAC key (snapmac.c) */
+#define RS_SNAPSHOT_MAC_BYTES 32 /* the MAC a snapshot on the wire ends with */
 
 typedef struct world_entry {
     uint64_t id;
@@ -51,6 +53,7 @@ struct rs_server {
     uint64_t requests, errors;
     const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
                                   a handler; an in-process caller has id "") */
+    unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -97,6 +100,20 @@ int rs_auth_check(rs_server_t *s, world_entry_t *w, const char *token, const cha
 
 /* Seconds until w's lease lapses (negative: lapsed, the world can be claimed). */
 double rs_lease_remaining(const rs_server_t *s, const world_entry_t *w);
+
+/* ---- snapmac.c: snapshot authentication ---- */
+
+/* The snapshot key: cfg.snapshot_key if set, else read from cfg.snapshot_key_file, else
+ * random. 0, or RS_EPRECOND (a key file that cannot be used, and why). */
+int rs_snapmac_init(rs_server_t *s, rs_status_t *st);
+
+/* Append the MAC of buf's first len bytes at buf + len (RS_SNAPSHOT_MAC_BYTES more). */
+void rs_snapmac_sign(const rs_server_t *s, uint8_t *buf, size_t len);
+
+/* Check the MAC a snapshot of len bytes ends with: 0 and the core's bytes' length in
+ * *core_len, or RS_EUNAUTH saying what to do. */
+int rs_snapmac_verify(const rs_server_t *s, const uint8_t *buf, size_t len, size_t *core_len,
+                      rs_status_t *st);
 
 /* ---- stream.c: the observer stream ---- */
 

@@ -1,9 +1,17 @@
 /* Snapshots and forks through the real server: GetState{snapshot}, SetState and ForkWorld give
  * bit-identical continuations for every preset; truncated, corrupted, empty and other-preset
  * snapshots are refused with their codes and leave the world unchanged; SetState needs the
- * controller token, ForkWorld makes the asker the fork's controller. */
+ * controller token, ForkWorld makes the asker the fork's controller. Snapshots carry the
+ * server's MAC: any change, a forged snapshot with a recomputed checksum, or one from a server
+ * with another key is UNAUTHENTICATED; servers sharing --snapshot-key-file restore each
+ * other's. */
+#include "rs_snapshot.h"
 #include "rs_test.h"
 #include "server_proc.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 
@@ -204,13 +212,15 @@ static void bad_snapshots(void)
         int code;
         const char *word;
     } cases[] = {
-        {"truncated to half", n / 2, -1, CODE(INVALID_ARGUMENT), "truncated"},
-        {"one byte short", n - 1, -1, CODE(INVALID_ARGUMENT), "truncated"},
-        {"ten bytes", 10, -1, CODE(INVALID_ARGUMENT), "too short"},
-        {"a flipped bit in the middle", n, (int)(n / 2), CODE(INVALID_ARGUMENT), "checksum"},
-        {"a flipped bit in the checksum", n, (int)n - 3, CODE(INVALID_ARGUMENT), "checksum"},
-        {"another format version", n, 8, CODE(FAILED_PRECONDITION), "version"},
-        {"not a snapshot", n, 0, CODE(INVALID_ARGUMENT), "not a robosim snapshot"},
+        /* the server's MAC covers every byte: any change is a snapshot it did not make */
+        {"truncated to half", n / 2, -1, CODE(UNAUTHENTICATED), "not authenticated"},
+        {"one byte short", n - 1, -1, CODE(UNAUTHENTICATED), "not authenticated"},
+        {"ten bytes", 10, -1, CODE(UNAUTHENTICATED), "not authenticated"},
+        {"a flipped bit in the middle", n, (int)(n / 2), CODE(UNAUTHENTICATED), "--snapshot-key-file"},
+        {"a flipped bit in the checksum", n, (int)n - 40, CODE(UNAUTHENTICATED), "not authenticated"},
+        {"a flipped bit in the MAC", n, (int)n - 3, CODE(UNAUTHENTICATED), "not authenticated"},
+        {"another format version", n, 8, CODE(UNAUTHENTICATED), "not authenticated"},
+        {"not a snapshot", n, 0, CODE(UNAUTHENTICATED), "not authenticated"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         memcpy(b, good->snapshot.data, n);
@@ -223,6 +233,21 @@ static void bad_snapshots(void)
         uint64_t fork_id = 0;
         rc = rsc_fork_world(c, id, b, cases[i].len, &fork_id, &err);
         CHECK(rc == cases[i].code && fork_id == 0, "fork with %s: %d %s", cases[i].what, rc,
+              err.message);
+    }
+    /* forged: a state value changed and the core's checksum recomputed, the MAC kept */
+    {
+        size_t core = n - 32;
+        memcpy(b, good->snapshot.data, n);
+        b[core / 2] ^= 0x01;
+        uint64_t h = rs_snapshot_checksum(b, core - 8);
+        for (int k = 0; k < 8; k++)
+            b[core - 8 + k] = (uint8_t)(h >> (8 * k));
+        int rc = rsc_set_state(c, id, b, n, NULL, &err);
+        CHECK(rc == CODE(UNAUTHENTICATED), "forged bytes with a recomputed checksum: %d %s", rc,
+              err.message);
+        rc = rsc_set_state(c, id, b, core, NULL, &err);
+        CHECK(rc == CODE(UNAUTHENTICATED), "the core's bytes without the MAC: %d %s", rc,
               err.message);
     }
     int rc = rsc_set_state(c, id, NULL, 0, NULL, &err);
@@ -265,6 +290,102 @@ static void bad_snapshots(void)
     rsc_close(&c);
 }
 
+/* A key file with `n` bytes of `fill` (or random bytes when fill < 0) and mode `mode`. */
+static void key_file(char *path, size_t cap, int n, int fill, mode_t mode)
+{
+    snprintf(path, cap, "/tmp/robosim-key-XXXXXX");
+    int fd = mkstemp(path);
+    unsigned char k[64];
+    FILE *r = fopen("/dev/urandom", "rb");
+    CHECK(r && fread(k, 1, sizeof k, r) == sizeof k, "random key bytes");
+    if (r)
+        fclose(r);
+    if (fill >= 0)
+        memset(k, fill, sizeof k);
+    CHECK(fd >= 0 && write(fd, k, (size_t)n) == n && fchmod(fd, mode) == 0, "key file %s", path);
+    close(fd);
+}
+
+/* Servers sharing --snapshot-key-file restore each other's snapshots and step on bit for bit;
+ * a server with another key refuses them; unusable key files stop the server at start. */
+static void shared_keys(const char *binary)
+{
+    char key[64], other[64], open_key[64], short_key[64];
+    key_file(key, sizeof key, 32, -1, 0600);
+    key_file(other, sizeof other, 32, -1, 0600);
+    key_file(open_key, sizeof open_key, 32, -1, 0644);
+    key_file(short_key, sizeof short_key, 20, -1, 0600);
+    const char *with_key[] = {"--snapshot-key-file", key, "--no-world", NULL};
+    const char *with_other[] = {"--snapshot-key-file", other, "--no-world", NULL};
+    server_proc_t a, b, c;
+    CHECK(server_start(&a, binary, with_key) == 0, "server A with the key file");
+    CHECK(server_start(&b, binary, with_key) == 0, "server B with the same key file");
+    CHECK(server_start(&c, binary, with_other) == 0, "server C with another key file");
+    rsc_error_t err;
+    rsc_client_t *ca = rsc_connect(a.endpoint, 3000, &err), *cb = rsc_connect(b.endpoint, 3000, &err),
+                 *cc = rsc_connect(c.endpoint, 3000, &err);
+    uint64_t wa = 0, wb = 0, wc = 0;
+    rsc_create_world(ca, "finger", NULL, 0, 1, &wa, &err);
+    rsc_create_world(cb, "finger", NULL, 0, 2, &wb, &err);
+    rsc_create_world(cc, "finger", NULL, 0, 2, &wc, &err);
+    double f = 30;
+    rsc_set_force(ca, wa, "finger", &f, 1, &err);
+    rsc_step(ca, wa, 17, 0, NULL, 0, NULL, &err);
+    Robosim__V1__State *sa = snapshot_of(ca, wa);
+    int rc = rsc_set_state(cb, wb, sa->snapshot.data, sa->snapshot.len, NULL, &err);
+    CHECK(rc == 0, "B restores A's snapshot (same key file): %d %s", rc, err.message);
+    uint64_t fb = 0;
+    rc = rsc_fork_world(cb, wb, sa->snapshot.data, sa->snapshot.len, &fb, &err);
+    CHECK(rc == 0 && fb > 0, "and forks from it: %d %s", rc, err.message);
+    rc = rsc_set_state(cc, wc, sa->snapshot.data, sa->snapshot.len, NULL, &err);
+    CHECK(rc == CODE(UNAUTHENTICATED) && strstr(err.message, "--snapshot-key-file"),
+          "C (another key) refuses it: %d %s", rc, err.message);
+    uint64_t fc = 0;
+    rc = rsc_fork_world(cc, wc, sa->snapshot.data, sa->snapshot.len, &fc, &err);
+    CHECK(rc == CODE(UNAUTHENTICATED) && fc == 0, "and makes no fork from it: %d %s", rc,
+          err.message);
+    /* stepping on: A's world and B's restored one and B's fork agree bit for bit (their
+     * snapshots, MACs included, are the same bytes) */
+    for (int k = 0; k < 3; k++) {
+        double g = k == 1 ? -5 : 12;
+        rsc_set_force(ca, wa, "finger", &g, 1, &err);
+        rsc_set_force(cb, wb, "finger", &g, 1, &err);
+        rsc_set_force(cb, fb, "finger", &g, 1, &err);
+        rsc_step(ca, wa, 9, 0, NULL, 0, NULL, &err);
+        rsc_step(cb, wb, 9, 0, NULL, 0, NULL, &err);
+        rsc_step(cb, fb, 9, 0, NULL, 0, NULL, &err);
+    }
+    Robosim__V1__State *ea = snapshot_of(ca, wa), *eb = snapshot_of(cb, wb),
+                       *ef = snapshot_of(cb, fb);
+    CHECK(ea && eb && ef && ea->snapshot.len == eb->snapshot.len &&
+              memcmp(ea->snapshot.data, eb->snapshot.data, ea->snapshot.len) == 0 &&
+              ea->snapshot.len == ef->snapshot.len &&
+              memcmp(ea->snapshot.data, ef->snapshot.data, ea->snapshot.len) == 0,
+          "A's world and B's restore and fork step on bit-identically");
+    rsc_free(ea);
+    rsc_free(eb);
+    rsc_free(ef);
+    rsc_free(sa);
+    rsc_close(&ca);
+    rsc_close(&cb);
+    rsc_close(&cc);
+    server_stop(&a);
+    server_stop(&b);
+    server_stop(&c);
+
+    server_proc_t bad;
+    const char *open_args[] = {"--snapshot-key-file", open_key, NULL};
+    CHECK(server_start(&bad, binary, open_args) < 0, "a key file others can read is refused");
+    server_stop(&bad);
+    const char *short_args[] = {"--snapshot-key-file", short_key, NULL};
+    CHECK(server_start(&bad, binary, short_args) < 0, "a key file of 20 bytes is refused");
+    server_stop(&bad);
+    unlink(key);
+    unlink(other);
+    unlink(open_key);
+    unlink(short_key);
+}
+
 static void fork_limit(const char *binary)
 {
     const char *extra[] = {"--max-worlds", "2", NULL};
@@ -305,5 +426,6 @@ int main(int argc, char **argv)
     bad_snapshots();
     CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
     fork_limit(argv[1]);
+    shared_keys(argv[1]);
     return rs_test_done("test_snapshot_net");
 }

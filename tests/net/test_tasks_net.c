@@ -218,6 +218,62 @@ static void episode_over_protocol(void)
     rsc_free(rp);
 }
 
+/* Task worlds are evaluation worlds: SetForce, SetSchedule, SetTarget and SetParams are refused
+ * with FAILED_PRECONDITION saying to use Step.action, and change nothing; the same operations
+ * on a plain world of the preset work. */
+static void task_world_refuses_commands(void)
+{
+    static const char *const tasks[] = {"FingerPush-v0", "SerialArmReach-v0"};
+    for (int i = 0; i < 2; i++) {
+        uint64_t id = 0;
+        rsc_error_t err;
+        int rc = rsc_create_task_world(client, tasks[i], NULL, NULL, 0, 3, &id, &err);
+        CHECK(rc == 0, "%s: %s", tasks[i], err.message);
+        int arm = i == 1;
+        const char *ent = arm ? "arm" : "finger";
+        Robosim__V1__State *before = NULL, *after = NULL;
+        rsc_get_snapshot(client, id, &before, &err);
+
+        double big[2] = {1e5, 1e5}, t[2] = {0.1, 0.2}, v[2] = {1, 2}, target[2] = {0.1, 0.1};
+        double dt = 0.5;
+        rsc_param_t p = {"", "control_dt", &dt, 1};
+        struct {
+            const char *op;
+            int rc;
+            rsc_error_t err;
+        } r[4];
+        r[0].op = "set_force";
+        r[0].rc = rsc_set_force(client, id, ent, big, arm ? 2 : 1, &r[0].err);
+        r[1].op = "set_schedule";
+        r[1].rc = rsc_set_schedule(client, id, ent, 0, t, v, 2, &r[1].err);
+        r[2].op = "set_params";
+        r[2].rc = rsc_set_params(client, id, &p, 1, &r[2].err);
+        r[3].op = "set_target";
+        r[3].rc = arm ? rsc_set_target(client, id, ent, target, 2, &r[3].err) : 0;
+        for (int k = 0; k < (arm ? 4 : 3); k++)
+            CHECK(r[k].rc == CODE(FAILED_PRECONDITION) && strstr(r[k].err.message, r[k].op) &&
+                      strstr(r[k].err.message, "Step.action"),
+                  "%s: %s refused: %d %s", tasks[i], r[k].op, r[k].rc, r[k].err.message);
+        rsc_get_snapshot(client, id, &after, &err);
+        CHECK(before && after && before->snapshot.len == after->snapshot.len &&
+                  memcmp(before->snapshot.data, after->snapshot.data, after->snapshot.len) == 0,
+              "%s: the refused operations changed nothing", tasks[i]);
+        rsc_free(before);
+        rsc_free(after);
+        rsc_destroy_world(client, id, &err);
+
+        /* a world of the same preset without a task takes them */
+        rc = rsc_create_world(client, arm ? "serial_arm" : "finger", NULL, 0, 3, &id, &err);
+        double ok[2] = {0.5, 0.5};
+        CHECK(rc == 0 && rsc_set_force(client, id, ent, ok, arm ? 2 : 1, &err) == 0 &&
+                  rsc_set_schedule(client, id, ent, 0, t, v, 2, &err) == 0 &&
+                  rsc_set_params(client, id, &p, 1, &err) == 0 &&
+                  (!arm || rsc_set_target(client, id, ent, target, 2, &err) == 0),
+              "%s's preset without a task takes them: %s", tasks[i], err.message);
+        rsc_destroy_world(client, id, &err);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -236,6 +292,7 @@ int main(int argc, char **argv)
         hello_lists_tasks();
         create_refusals();
         episode_over_protocol();
+        task_world_refuses_commands();
         rsc_close(&client);
     }
     CHECK(server_stop(&server) == 0, "clean stop");

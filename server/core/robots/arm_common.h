@@ -35,7 +35,17 @@ enum { ARM_SLIP, ARM_STICK, ARM_MIN, ARM_MAX };       /* joint status; mode = s1
 enum { ARM_EV_STICK, ARM_EV_SLIP, ARM_EV_STOP, ARM_EV_RELEASE };
 /* aux: slip directions (+-1, 0 without dry friction); the actuator mode the integrals belong to;
  * the torque saturation state (+1 at +tau_max, -1 at -tau_max, 0 within the cap) */
-enum { ARM_AUX_DIR1, ARM_AUX_DIR2, ARM_AUX_ACT1, ARM_AUX_ACT2, ARM_AUX_SAT1, ARM_AUX_SAT2 };
+enum { ARM_AUX_DIR1, ARM_AUX_DIR2, ARM_AUX_ACT1, ARM_AUX_ACT2, ARM_AUX_SAT1, ARM_AUX_SAT2, ARM_NAUX };
+
+/* the private run variables, as a snapshot restore validates them */
+static const rs_aux_desc_t arm_aux_vars[ARM_NAUX] = {
+    {"dir1", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 1 slip direction (0: no dry friction)"},
+    {"dir2", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 2 slip direction"},
+    {"act1", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "actuator mode joint 1's integral belongs to"},
+    {"act2", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "actuator mode joint 2's integral belongs to"},
+    {"sat1", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 1 torque saturation: -1, 0, +1"},
+    {"sat2", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 2 torque saturation"},
+};
 #define ARM_JOINT_MODES 16
 #define ARM_NGUARDS 14 /* five per joint for friction and stops, then two per joint for the cap */
 #define ARM_G_SAT 10

@@ -23,7 +23,7 @@ enum { PHI1_DOT, PHI2_DOT, NU };
 enum { S_BUMPER, S_OBSTACLE, NS };
 enum { MODE_FREE, MODE_BLOCKED };
 enum { EV_CONTACT, EV_RELEASE };
-enum { AUX_OBSTACLE }; /* index of the obstacle the robot is blocked by */
+enum { AUX_OBSTACLE, NAUX }; /* index of the obstacle the robot is blocked by */
 
 #define MAX_OBSTACLES 16
 
@@ -56,6 +56,12 @@ static const rs_param_desc_t dd_params[] = {
     {"theta0", "rad", -1e3, 1e3, P_THETA0, 1, 1, 0.0, "initial heading"},
     {"obstacles", "cm", -1e9, 1e9, P_OBSTACLES, 0, 3 * MAX_OBSTACLES, 0.0,
      "disk obstacles as x, y, radius triples (radius >= 0), at most 16"},
+};
+
+/* the private run variables, as a snapshot restore validates them */
+static const rs_aux_desc_t dd_aux[NAUX] = {
+    {"obstacle", RS_AUX_INDEX, 0, 0, PI_OBSTACLES, 3, 1u << MODE_BLOCKED,
+     "the obstacle the robot is blocked by (a triple of 'obstacles'); -1 when free"},
 };
 
 static const char *const dd_modes[] = {"free", "blocked"};
@@ -226,6 +232,8 @@ const rs_robot_t rs_robot_diff_drive = {
     .mode_names = dd_modes,
     .nevent_kinds = 2,
     .event_names = dd_events,
+    .naux = NAUX,
+    .aux_vars = dd_aux,
     .nguards = dd_nguards,
     .validate = dd_validate,
     .init = dd_init,

@@ -85,6 +85,17 @@ enum {
     AUX_JSUM0,     /* AUX_JSUM at the start of the control step */
     AUX_PENDING,   /* impulse applied by settle() just before the control step begins */
     AUX_IN_SETTLE, /* 1 while settle() runs */
+    NAUX
+};
+
+/* the private run variables, as a snapshot restore validates them */
+static const rs_aux_desc_t finger_aux[NAUX] = {
+    {"dir", RS_AUX_SIGN, 0, 0, 0, 0, 0, "direction of the object's slide"},
+    {"impulse0", RS_AUX_REAL, -INFINITY, INFINITY, 0, 0, 0, "contact_impulse at the step's start, N s"},
+    {"jsum", RS_AUX_REAL, 0.0, INFINITY, 0, 0, 0, "impact impulses since reset, N s"},
+    {"jsum0", RS_AUX_REAL, 0.0, INFINITY, 0, 0, 0, "jsum at the step's start, N s"},
+    {"pending", RS_AUX_REAL, 0.0, INFINITY, 0, 0, 0, "impulse settle() applied before the step"},
+    {"in_settle", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "1 while settle() runs"},
 };
 
 /* parameter slots in rs_entity_model_t.p (and their table indices, the same here) */
@@ -617,6 +628,8 @@ const rs_robot_t rs_robot_finger = {
     .mode_names = finger_modes,
     .nevent_kinds = NEVENTS,
     .event_names = finger_events,
+    .naux = NAUX,
+    .aux_vars = finger_aux,
     .nguards = finger_nguards,
     .validate = finger_validate,
     .init = finger_init,

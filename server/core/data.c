@@ -1,0 +1,489 @@
+/* The field table of rs_data_t (rs_data.h), generated from RS_DATA_FIELDS (rs_core.h), and the
+ * code that walks it: counts and addresses, validation, serialization and copy. Reset and
+ * prefetch (world.c) and snapshots (snapshot.c) use it too; nothing else lists the fields. */
+#include "rs_data.h"
+
+#include "rs_robot.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ROW_VALUE(type, name, dims, length, reset, check)                                      \
+    {#name, RS_SHAPE_VALUE, RS_TYPE_##type, offsetof(rs_data_t, name),                         \
+     (int)(sizeof(((rs_data_t *)0)->name) / sizeof(RS_CTYPE_##type)), RS_LEN_##length,        \
+     RS_RESET_##reset, RS_CHECK_##check},
+#define ROW_VECTOR(type, name, dims, length, reset, check)                                     \
+    {#name, RS_SHAPE_VECTOR, RS_TYPE_##type, offsetof(rs_data_t, name), 0, RS_LEN_##length,   \
+     RS_RESET_##reset, RS_CHECK_##check},
+#define ROW_ENTITY(type, name, dims, length, reset, check)                                     \
+    {#name, RS_SHAPE_ENTITY, RS_TYPE_##type, offsetof(rs_entity_data_t, name),                 \
+     (int)(sizeof(((rs_entity_data_t *)0)->name) / sizeof(RS_CTYPE_##type)), RS_LEN_##length, \
+     RS_RESET_##reset, RS_CHECK_##check},
+#define ROW(shape, type, name, dims, length, reset, check)                                     \
+    ROW_##shape(type, name, dims, length, reset, check)
+
+static const rs_field_t fields[] = {
+    RS_DATA_FIELDS(ROW)
+    {"schedules", RS_SHAPE_SCHEDULES, RS_TYPE_F64, offsetof(rs_data_t, sched), 0, RS_LEN_NU,
+     RS_RESET_ZERO, RS_CHECK_SCHEDULES},
+    {"events", RS_SHAPE_EVENTS, RS_TYPE_F64, offsetof(rs_data_t, events), 0, RS_LEN_FIXED,
+     RS_RESET_ZERO, RS_CHECK_EVENTS},
+};
+#define NFIELDS (int)(sizeof fields / sizeof fields[0])
+
+const rs_field_t *rs_data_fields(int *n)
+{
+    *n = NFIELDS;
+    return fields;
+}
+
+size_t rs_field_type_size(rs_field_type_t t)
+{
+    return t == RS_TYPE_F64 || t == RS_TYPE_U64 ? 8 : 4;
+}
+
+size_t rs_field_count(const rs_field_t *f, const rs_model_t *m, const rs_data_t *d)
+{
+    switch (f->shape) {
+    case RS_SHAPE_VALUE:
+    case RS_SHAPE_ENTITY: return (size_t)f->count;
+    case RS_SHAPE_VECTOR:
+        return (size_t)(f->length == RS_LEN_NX ? m->nx : f->length == RS_LEN_NU ? m->nu : m->ns);
+    case RS_SHAPE_SCHEDULES: return (size_t)m->nu;
+    case RS_SHAPE_EVENTS: return (size_t)d->nevents;
+    }
+    return 0;
+}
+
+void *rs_field_values(const rs_field_t *f, rs_data_t *d, int e)
+{
+    switch (f->shape) {
+    case RS_SHAPE_VALUE: return (char *)d + f->offset;
+    case RS_SHAPE_VECTOR: return *(void **)((char *)d + f->offset);
+    case RS_SHAPE_ENTITY: return (char *)&d->ent[e] + f->offset;
+    default: return NULL;
+    }
+}
+
+static const void *values_of(const rs_field_t *f, const rs_data_t *d, int e)
+{
+    return rs_field_values(f, (rs_data_t *)d, e);
+}
+
+/* Places a field's values are in: one, or one per entity. */
+static int places(const rs_field_t *f, const rs_model_t *m)
+{
+    return f->shape == RS_SHAPE_ENTITY ? m->nentities : 1;
+}
+
+/* ---- validation ------------------------------------------------------------------------ */
+
+#define BAD(st, ...) rs_fail((st), RS_EINVAL, __VA_ARGS__)
+
+/* Entity owning value k of a VECTOR of the given length, and the variable's name. */
+static const char *vector_var(const rs_model_t *m, rs_field_length_t len, size_t k, int *ent)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        int off = len == RS_LEN_NX ? em->x_off : len == RS_LEN_NU ? em->u_off : em->s_off;
+        int n = len == RS_LEN_NX ? em->nx : len == RS_LEN_NU ? em->nu : em->ns;
+        const rs_var_desc_t *v = len == RS_LEN_NX   ? em->robot->state
+                                 : len == RS_LEN_NU ? em->robot->actuators
+                                                    : em->robot->sensors;
+        if ((int)k >= off && (int)k < off + n) {
+            *ent = e;
+            return v[k - (size_t)off].name;
+        }
+    }
+    *ent = -1;
+    return "?";
+}
+
+static int check_finite(const rs_field_t *f, const rs_model_t *m, const rs_data_t *d,
+                        rs_status_t *st)
+{
+    for (int e = 0; e < places(f, m); e++) {
+        const double *v = values_of(f, d, e);
+        size_t n = rs_field_count(f, m, d);
+        for (size_t k = 0; k < n; k++) {
+            if (isfinite(v[k]))
+                continue;
+            if (f->shape == RS_SHAPE_VECTOR) {
+                int ent;
+                const char *var = vector_var(m, f->length, k, &ent);
+                return BAD(st, "%s[%zu] (%s.%s) is %g; it must be finite", f->name, k,
+                           ent >= 0 ? m->ent[ent].name : "?", var, v[k]);
+            }
+            return BAD(st, "%s[%zu] is %g; it must be finite", f->name, k, v[k]);
+        }
+    }
+    return 0;
+}
+
+static int check_schedules(const rs_model_t *m, const rs_data_t *d, rs_status_t *st)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        for (int a = 0; a < em->nu; a++) {
+            const rs_schedule_t *s = &d->sched[em->u_off + a];
+            const rs_var_desc_t *ad = &em->robot->actuators[a];
+            if (s->n < 0 || s->n > RS_MAX_SCHEDULE)
+                return BAD(st, "the schedule of '%s.%s' has %d knots (at most %d)", em->name,
+                           ad->name, s->n, RS_MAX_SCHEDULE);
+            if (s->cursor < 0 || (s->n && s->cursor >= s->n) || (!s->n && s->cursor))
+                return BAD(st, "the schedule of '%s.%s' has its cursor at %d of %d knots",
+                           em->name, ad->name, s->cursor, s->n);
+            for (int k = 0; k < s->n; k++)
+                if (!isfinite(s->t[k]) || !isfinite(s->v[k]) || (k && !(s->t[k] > s->t[k - 1])) ||
+                    s->v[k] < ad->lower || s->v[k] > ad->upper)
+                    return BAD(st,
+                               "schedule knot %d of '%s.%s' (t = %g s, value %g): knots are "
+                               "finite, their times strictly increasing, their values within "
+                               "[%g, %g]",
+                               k, em->name, ad->name, s->t[k], s->v[k], ad->lower, ad->upper);
+        }
+    }
+    return 0;
+}
+
+static int check_events(const rs_model_t *m, const rs_data_t *d, rs_status_t *st)
+{
+    if (d->nevents < 0 || d->nevents > RS_EVENT_LOG)
+        return BAD(st, "%d events in the log (at most %d)", d->nevents, RS_EVENT_LOG);
+    if ((uint64_t)d->nevents + d->events_dropped > d->events_total)
+        return BAD(st, "%d events logged and %u dropped, but %llu in all", d->nevents,
+                   d->events_dropped, (unsigned long long)d->events_total);
+    for (int i = 0; i < d->nevents; i++) {
+        const rs_event_t *ev = &d->events[i];
+        if (ev->entity < 0 || ev->entity >= m->nentities || ev->kind < 0 ||
+            ev->kind >= m->ent[ev->entity].robot->nevent_kinds || ev->nvalues < 0 ||
+            ev->nvalues > RS_EVENT_VALUES || !isfinite(ev->t))
+            return BAD(st, "event %d (entity %d, kind %d, %d values, t = %g s) is not one this "
+                           "world can log",
+                       i, ev->entity, ev->kind, ev->nvalues, ev->t);
+    }
+    return 0;
+}
+
+#define MAX_EXACT_STEPS 9007199254740992.0 /* 2^53: counts a double holds exactly */
+
+static int check_field(const rs_field_t *f, const rs_model_t *m, const rs_data_t *d,
+                       rs_status_t *st)
+{
+    const void *v = values_of(f, d, 0);
+    switch (f->check) {
+    case RS_CHECK_ANY: return 0;
+    case RS_CHECK_FINITE: return check_finite(f, m, d, st);
+    case RS_CHECK_TIME: {
+        double t = *(const double *)v;
+        if (!isfinite(t) || t < 0 || t > MAX_EXACT_STEPS * m->control_dt)
+            return BAD(st, "%s is %g s; it must be finite, >= 0 and below 2^53 control steps",
+                       f->name, t);
+        return 0;
+    }
+    case RS_CHECK_STEPS:
+        if ((double)*(const uint64_t *)v > MAX_EXACT_STEPS)
+            return BAD(st, "%s is %llu; at most 2^53", f->name,
+                       (unsigned long long)*(const uint64_t *)v);
+        return 0;
+    case RS_CHECK_GRID: {
+        /* the control step the world is in: control steps end at grid_t0 + k control_dt, and
+         * t lies in [grid_t0 + k dt, grid_t0 + (k + 1) dt) (at its start between Steps, inside
+         * it only after an integrator failure); k counts steps since reset at most */
+        double dt = m->control_dt, tk = d->grid_t0 + (double)d->grid_k * dt;
+        if (d->grid_k > d->step_count)
+            return BAD(st, "grid_k %llu exceeds step_count %llu", (unsigned long long)d->grid_k,
+                       (unsigned long long)d->step_count);
+        if (!(d->t >= tk && d->t < tk + dt))
+            return BAD(st,
+                       "time %.17g s is not in the control step the grid says (grid_t0 %.17g s, "
+                       "grid_k %llu, control_dt %g s: [%.17g, %.17g))",
+                       d->t, d->grid_t0, (unsigned long long)d->grid_k, dt, tk, tk + dt);
+        return 0;
+    }
+    case RS_CHECK_STEP_SIZE: {
+        double h = *(const double *)v;
+        if (!isfinite(h) || h < 0 || h > m->control_dt)
+            return BAD(st, "%s is %g s; it must lie in [0, control_dt = %g s]", f->name, h,
+                       m->control_dt);
+        return 0;
+    }
+    case RS_CHECK_RNG: {
+        const uint64_t *s = v;
+        uint64_t any = 0;
+        for (int i = 0; i < f->count; i++)
+            any |= s[i];
+        return any ? 0 : BAD(st, "the random generator state %s is all zero", f->name);
+    }
+    case RS_CHECK_COMMAND: {
+        const double *u = v;
+        for (int e = 0; e < m->nentities; e++) {
+            rs_status_t why;
+            rs_status_clear(&why);
+            if (rs_check_commands(m, e, u + m->ent[e].u_off, (size_t)m->ent[e].nu, &why) < 0)
+                return BAD(st, "%s: %s", f->name, why.message);
+        }
+        return 0;
+    }
+    case RS_CHECK_MODE:
+    case RS_CHECK_AUX:
+        for (int e = 0; e < m->nentities; e++) {
+            int rc = rs_robot_check_data(&m->ent[e], &d->ent[e], st);
+            if (rc < 0)
+                return rc;
+        }
+        return 0;
+    case RS_CHECK_BOOL:
+        if (*(const int *)v != 0 && *(const int *)v != 1)
+            return BAD(st, "%s is %d; it must be 0 or 1", f->name, *(const int *)v);
+        return 0;
+    case RS_CHECK_COUNT:
+        if (*(const int *)v < 0)
+            return BAD(st, "%s is %d; it must be >= 0", f->name, *(const int *)v);
+        return 0;
+    case RS_CHECK_SCHEDULES: return check_schedules(m, d, st);
+    case RS_CHECK_EVENTS: return check_events(m, d, st);
+    }
+    return BAD(st, "field %s has no check", f->name);
+}
+
+int rs_data_check(const rs_model_t *m, const rs_data_t *d, rs_status_t *st)
+{
+    for (int i = 0; i < NFIELDS; i++) {
+        int rc = check_field(&fields[i], m, d, st);
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+/* ---- serialization ---------------------------------------------------------------------- */
+
+static void put_value(rs_writer_t *w, rs_field_type_t t, const void *p, size_t k)
+{
+    switch (t) {
+    case RS_TYPE_F64: rs_put_f64(w, ((const double *)p)[k]); break;
+    case RS_TYPE_U64: rs_put_u64(w, ((const uint64_t *)p)[k]); break;
+    case RS_TYPE_I32:
+    case RS_TYPE_U32: rs_put_u32(w, ((const uint32_t *)p)[k]); break;
+    }
+}
+
+static void get_value(rs_reader_t *r, rs_field_type_t t, void *p, size_t k)
+{
+    switch (t) {
+    case RS_TYPE_F64: ((double *)p)[k] = rs_get_f64(r); break;
+    case RS_TYPE_U64: ((uint64_t *)p)[k] = rs_get_u64(r); break;
+    case RS_TYPE_I32:
+    case RS_TYPE_U32: ((uint32_t *)p)[k] = rs_get_u32(r); break;
+    }
+}
+
+void rs_field_write(rs_writer_t *w, const rs_field_t *f, const rs_model_t *m, const rs_data_t *d)
+{
+    rs_put_str(w, f->name);
+    if (f->shape == RS_SHAPE_SCHEDULES) {
+        rs_put_u32(w, (uint32_t)m->nu);
+        for (int a = 0; a < m->nu; a++) {
+            const rs_schedule_t *s = &d->sched[a];
+            rs_put_u32(w, (uint32_t)s->n);
+            rs_put_u32(w, (uint32_t)s->cursor);
+            for (int k = 0; k < s->n; k++)
+                rs_put_f64(w, s->t[k]);
+            for (int k = 0; k < s->n; k++)
+                rs_put_f64(w, s->v[k]);
+        }
+        return;
+    }
+    if (f->shape == RS_SHAPE_EVENTS) {
+        rs_put_u32(w, (uint32_t)d->nevents);
+        for (int i = 0; i < d->nevents; i++) {
+            const rs_event_t *ev = &d->events[i];
+            rs_put_u32(w, (uint32_t)ev->entity);
+            rs_put_u32(w, (uint32_t)ev->kind);
+            rs_put_f64(w, ev->t);
+            rs_put_f64(w, ev->value);
+            rs_put_u32(w, (uint32_t)ev->nvalues);
+            for (int k = 0; k < ev->nvalues; k++)
+                rs_put_f64(w, ev->before[k]);
+            for (int k = 0; k < ev->nvalues; k++)
+                rs_put_f64(w, ev->after[k]);
+        }
+        return;
+    }
+    size_t n = rs_field_count(f, m, d);
+    rs_put_u32(w, (uint32_t)(n * (size_t)places(f, m)));
+    for (int e = 0; e < places(f, m); e++) {
+        const void *v = values_of(f, d, e);
+        for (size_t k = 0; k < n; k++)
+            put_value(w, f->type, v, k);
+    }
+}
+
+void rs_data_write(rs_writer_t *w, const rs_model_t *m, const rs_data_t *d)
+{
+    for (int i = 0; i < NFIELDS; i++)
+        rs_field_write(w, &fields[i], m, d);
+}
+
+#define MALFORMED(st, f)                                                                       \
+    rs_fail((st), RS_EINVAL, "snapshot is malformed: its field '%s' runs past its end", (f)->name)
+
+/* The schedules: counts first, then fresh knots for each (freed with d). */
+static int read_schedules(rs_reader_t *r, const rs_field_t *f, const rs_model_t *m, rs_data_t *d,
+                          rs_status_t *st)
+{
+    for (int a = 0; a < m->nu; a++) {
+        uint32_t n = rs_get_u32(r);
+        int cursor = (int)rs_get_u32(r);
+        if (r->overrun)
+            return MALFORMED(st, f);
+        if (n > RS_MAX_SCHEDULE)
+            return BAD(st, "a schedule of %u knots (at most %d)", n, RS_MAX_SCHEDULE);
+        if ((size_t)(r->end - r->p) / 16 < n)
+            return MALFORMED(st, f);
+        rs_schedule_t *s = &d->sched[a];
+        s->cursor = cursor;
+        if (!n)
+            continue;
+        s->t = malloc(n * sizeof(double));
+        s->v = malloc(n * sizeof(double));
+        if (!s->t || !s->v)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for a schedule of %u knots", n);
+        s->n = (int)n;
+        for (uint32_t k = 0; k < n; k++)
+            s->t[k] = rs_get_f64(r);
+        for (uint32_t k = 0; k < n; k++)
+            s->v[k] = rs_get_f64(r);
+    }
+    return 0;
+}
+
+static int read_events(rs_reader_t *r, const rs_field_t *f, rs_data_t *d, rs_status_t *st)
+{
+    uint32_t n = rs_get_u32(r);
+    if (r->overrun)
+        return MALFORMED(st, f);
+    if (n > RS_EVENT_LOG)
+        return BAD(st, "%u events in the log (at most %d)", n, RS_EVENT_LOG);
+    d->nevents = (int)n;
+    for (uint32_t i = 0; i < n; i++) {
+        rs_event_t *ev = &d->events[i];
+        memset(ev, 0, sizeof *ev);
+        ev->entity = (int)rs_get_u32(r);
+        ev->kind = (int)rs_get_u32(r);
+        ev->t = rs_get_f64(r);
+        ev->value = rs_get_f64(r);
+        uint32_t nv = rs_get_u32(r);
+        if (r->overrun)
+            return MALFORMED(st, f);
+        if (nv > RS_EVENT_VALUES)
+            return BAD(st, "event %u records %u values (at most %d)", i, nv, RS_EVENT_VALUES);
+        ev->nvalues = (int)nv;
+        for (uint32_t k = 0; k < nv; k++)
+            ev->before[k] = rs_get_f64(r);
+        for (uint32_t k = 0; k < nv; k++)
+            ev->after[k] = rs_get_f64(r);
+    }
+    return r->overrun ? MALFORMED(st, f) : 0;
+}
+
+int rs_data_read(rs_reader_t *r, const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    for (int i = 0; i < NFIELDS; i++) {
+        const rs_field_t *f = &fields[i];
+        char name[RS_NAME_MAX];
+        r->field = f->name;
+        if (rs_get_str(r, name, sizeof name) < 0 || strcmp(name, f->name) != 0) {
+            if (r->overrun)
+                return MALFORMED(st, f);
+            return BAD(st,
+                       "snapshot field %d is '%s' where this server (robosim %s) keeps '%s': "
+                       "take the snapshot with a server of the same version",
+                       i, name, RS_VERSION, f->name);
+        }
+        int rc = 0;
+        if (f->shape == RS_SHAPE_SCHEDULES) {
+            uint32_t n = rs_get_u32(r);
+            if (!r->overrun && (int)n != m->nu)
+                return BAD(st, "%u schedules, the world has %d actuators", n, m->nu);
+            rc = read_schedules(r, f, m, d, st);
+        } else if (f->shape == RS_SHAPE_EVENTS) {
+            rc = read_events(r, f, d, st);
+        } else {
+            size_t n = rs_field_count(f, m, d), want = n * (size_t)places(f, m);
+            uint32_t got = rs_get_u32(r);
+            if (r->overrun)
+                return MALFORMED(st, f);
+            if (got != want)
+                return BAD(st, "field '%s' holds %u values, this world keeps %zu", f->name, got,
+                           want);
+            if ((size_t)(r->end - r->p) / rs_field_type_size(f->type) < want)
+                return MALFORMED(st, f);
+            for (int e = 0; e < places(f, m); e++) {
+                void *v = rs_field_values(f, d, e);
+                for (size_t k = 0; k < n; k++)
+                    get_value(r, f->type, v, k);
+            }
+        }
+        if (rc < 0)
+            return rc;
+        if (r->overrun)
+            return MALFORMED(st, f);
+    }
+    return 0;
+}
+
+/* ---- copy ------------------------------------------------------------------------------ */
+
+int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_status_t *st)
+{
+    /* the schedules' knots first: the only allocation, so a failure changes nothing */
+    rs_schedule_t *fresh = calloc((size_t)(m->nu ? m->nu : 1), sizeof *fresh);
+    int ok = fresh != NULL;
+    for (int a = 0; ok && a < m->nu; a++) {
+        const rs_schedule_t *s = &src->sched[a];
+        fresh[a].cursor = s->cursor;
+        if (!s->n)
+            continue;
+        fresh[a].t = malloc((size_t)s->n * sizeof(double));
+        fresh[a].v = malloc((size_t)s->n * sizeof(double));
+        if (!(ok = fresh[a].t && fresh[a].v))
+            break;
+        fresh[a].n = s->n;
+        memcpy(fresh[a].t, s->t, (size_t)s->n * sizeof(double));
+        memcpy(fresh[a].v, s->v, (size_t)s->n * sizeof(double));
+    }
+    if (!ok) {
+        for (int a = 0; fresh && a < m->nu; a++) {
+            free(fresh[a].t);
+            free(fresh[a].v);
+        }
+        free(fresh);
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory copying a world's schedules");
+    }
+    for (int i = 0; i < NFIELDS; i++) {
+        const rs_field_t *f = &fields[i];
+        if (f->shape == RS_SHAPE_SCHEDULES) {
+            memset(dst->nsched, 0, sizeof dst->nsched);
+            for (int e = 0; e < m->nentities; e++)
+                for (int a = m->ent[e].u_off; a < m->ent[e].u_off + m->ent[e].nu; a++) {
+                    free(dst->sched[a].t);
+                    free(dst->sched[a].v);
+                    dst->sched[a] = fresh[a];
+                    dst->nsched[e] += fresh[a].n > 0;
+                }
+        } else if (f->shape == RS_SHAPE_EVENTS) {
+            dst->nevents = src->nevents;
+            memcpy(dst->events, src->events, (size_t)src->nevents * sizeof src->events[0]);
+        } else {
+            size_t bytes = rs_field_count(f, m, src) * rs_field_type_size(f->type);
+            for (int e = 0; e < places(f, m); e++)
+                memcpy(rs_field_values(f, dst, e), values_of(f, src, e), bytes);
+        }
+    }
+    free(fresh);
+    return rs_data_restored(m, dst, NULL, st);
+}

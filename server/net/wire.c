@@ -1,0 +1,128 @@
+/* String fields on the wire. protobuf-c hands a string field to the handlers as a C string
+ * without its length, so "finger\0junk" would arrive as "finger": a request quietly read as
+ * another. rs_wire_check_strings walks the serialized request with the descriptors protobuf-c
+ * generates and refuses any string field holding a NUL or invalid UTF-8, naming the field. */
+#include "rs_wire.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_DEPTH 32 /* robosim's messages nest 4 deep */
+
+typedef struct walk {
+    const uint8_t *p, *end;
+} walk_t;
+
+static int varint(walk_t *w, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; shift < 64 && w->p < w->end; shift += 7) {
+        uint8_t b = *w->p++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+/* Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF). */
+static int utf8_ok(const uint8_t *s, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        size_t len;
+        uint32_t cp, min;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xe0) == 0xc0) {
+            len = 2, cp = c & 0x1f, min = 0x80;
+        } else if ((c & 0xf0) == 0xe0) {
+            len = 3, cp = c & 0x0f, min = 0x800;
+        } else if ((c & 0xf8) == 0xf0) {
+            len = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return 0;
+        }
+        if (n - i < len)
+            return 0;
+        for (size_t k = 1; k < len; k++) {
+            if ((s[i + k] & 0xc0) != 0x80)
+                return 0;
+            cp = cp << 6 | (s[i + k] & 0x3f);
+        }
+        if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        i += len;
+    }
+    return 1;
+}
+
+static int walk_message(const ProtobufCMessageDescriptor *d, walk_t w, char *path, size_t used,
+                        size_t cap, int depth, rs_status_t *st)
+{
+    if (depth > MAX_DEPTH)
+        return rs_fail(st, RS_EMALFORMED, "the request nests messages more than %d deep",
+                       MAX_DEPTH);
+    unsigned seen[64] = {0}; /* occurrences of each field, for the index in the path */
+    while (w.p < w.end) {
+        uint64_t tag, len;
+        if (varint(&w, &tag) < 0)
+            return 0; /* protobuf-c accepted the bytes; nothing here is a string */
+        const ProtobufCFieldDescriptor *f =
+            tag >> 3 <= UINT32_MAX ? protobuf_c_message_descriptor_get_field(d, (unsigned)(tag >> 3))
+                                   : NULL;
+        switch (tag & 7) {
+        case PROTOBUF_C_WIRE_TYPE_VARINT:
+            if (varint(&w, &len) < 0)
+                return 0;
+            continue;
+        case PROTOBUF_C_WIRE_TYPE_64BIT: w.p += (size_t)(w.end - w.p) < 8 ? (size_t)(w.end - w.p) : 8; continue;
+        case PROTOBUF_C_WIRE_TYPE_32BIT: w.p += (size_t)(w.end - w.p) < 4 ? (size_t)(w.end - w.p) : 4; continue;
+        case PROTOBUF_C_WIRE_TYPE_LENGTH_PREFIXED: break;
+        default: return 0;
+        }
+        if (varint(&w, &len) < 0 || len > (uint64_t)(w.end - w.p))
+            return 0;
+        walk_t sub = {w.p, w.p + len};
+        w.p += len;
+        if (!f || (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE))
+            continue;
+        size_t at = used;
+        unsigned k = (unsigned)(f - d->fields);
+        if (at < cap)
+            at += (size_t)snprintf(path + at, cap - at, "%s%s", at ? "." : "", f->name);
+        if (f->label == PROTOBUF_C_LABEL_REPEATED && at < cap)
+            at += (size_t)snprintf(path + at, cap - at, "[%u]", k < 64 ? seen[k] : 0);
+        if (k < 64)
+            seen[k]++;
+        if (at >= cap)
+            at = cap - 1;
+        if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+            int rc = walk_message(f->descriptor, sub, path, at, cap, depth + 1, st);
+            if (rc < 0)
+                return rc;
+            path[used] = '\0';
+            continue;
+        }
+        const void *nul = memchr(sub.p, 0, (size_t)(sub.end - sub.p));
+        if (nul)
+            return rs_fail(st, RS_EINVAL,
+                           "string field %s holds a NUL byte at offset %zu; strings may not "
+                           "contain NUL (it would cut the string short)",
+                           path, (size_t)((const uint8_t *)nul - sub.p));
+        if (!utf8_ok(sub.p, (size_t)(sub.end - sub.p)))
+            return rs_fail(st, RS_EINVAL, "string field %s is not valid UTF-8", path);
+        path[used] = '\0';
+    }
+    return 0;
+}
+
+int rs_wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
+                          rs_status_t *st)
+{
+    char path[200] = "";
+    walk_t w = {buf, buf + len};
+    return walk_message(d, w, path, 0, sizeof path, 0, st);
+}
