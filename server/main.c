@@ -28,7 +28,8 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "\n"
             "options:\n"
             "  --bind ENDPOINT            ZeroMQ endpoint to serve on (default %s;\n"
-            "                             loopback only unless you name another address)\n"
+            "                             loopback only unless you name another address,\n"
+            "                             which needs CURVE keys or --insecure)\n"
             "  --world PRESET             world created at start-up as world 1 (default %s;\n"
             "                             presets:",
             d->bind, d->default_preset);
@@ -68,7 +69,8 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             public key (40 Z85 characters, the public-key of its\n"
             "                             .key file) and its role, 'controller' (may create,\n"
             "                             fork, claim and change worlds) or 'observer' (may\n"
-            "                             read and watch only); '#' starts a comment. Any other\n"
+            "                             read and watch only); a comment starts with '#' at\n"
+            "                             the start of a line or after the role. Any other\n"
             "                             key, and any plaintext client, gets no answer\n"
             "  --insecure                 allow --bind or --stream on a non-loopback address\n"
             "                             without CURVE (refused otherwise: anyone on the\n"

@@ -9,8 +9,8 @@
  * are ignored:
  *
  *     # alice trains policies
- *     rq:rt8:9gT7f]!Xr5Yx)ru.Y3>ZsF6u+/#tU1-W  controller
- *     Yne@$w-vo<fVvi]a<NY6T1ed:M$fCG*[IaLV{hID observer
+ *     6PF*I+#iWfjO)/HLR^JVC^{Fx:4npIphWRX5cj1x  controller   # alice
+ *     8A?u26AWvUNCwZ87iv?a2gYpM9O(roA[[(.uQs(<  observer     # the dashboard
  *
  * The handler answers 200 for a listed key with User-Id "<role>:<Z85 key>" (server.c's
  * caller_of turns it into the request's rs_caller_t: quotas are keyed on the key, observers may
@@ -45,6 +45,8 @@ struct rs_curve {
     authorized_key_t *keys;
     int nkeys;
     void *zap;          /* the handler's REP socket, owned by its thread once it runs */
+    double logged_at;   /* when the handler last logged a refusal (its thread only) ... */
+    unsigned quiet;     /* ... and the refusals it did not log since */
     pthread_t thread;
     int thread_started;
 };
@@ -163,7 +165,7 @@ static int send_str(void *sock, const char *s, int more)
 }
 
 /* Answer one ZAP request (its frames in f[0..n)). */
-static void zap_answer(const rs_curve_t *c, void *sock, zmq_msg_t *f, int n)
+static void zap_answer(rs_curve_t *c, void *sock, zmq_msg_t *f, int n)
 {
     const char *status = "500", *text = "malformed ZAP request";
     char user[16 + KEY_Z85_LEN + 1] = "";
@@ -184,9 +186,18 @@ static void zap_answer(const rs_curve_t *c, void *sock, zmq_msg_t *f, int n)
             status = "400";
             text = curve ? "client key not in the server's --authorized-keys"
                          : "this server admits CURVE clients only";
-            rs_log(RS_LOG_INFO, "refused a connection from %.*s: %s %s",
-                   (int)zmq_msg_size(&f[3]), (const char *)zmq_msg_data(&f[3]),
-                   curve ? "unlisted CURVE key" : "mechanism", z85);
+            /* a refused client reconnects every 100 ms or so: one line a second at most */
+            double now = rs_monotonic();
+            if (now - c->logged_at >= 1.0) {
+                rs_log(RS_LOG_INFO, "refused a connection from %.*s: %s %s (and %u more since "
+                                    "the last such line)",
+                       (int)zmq_msg_size(&f[3]), (const char *)zmq_msg_data(&f[3]),
+                       curve ? "unlisted CURVE key" : "mechanism", z85, c->quiet);
+                c->logged_at = now;
+                c->quiet = 0;
+            } else {
+                c->quiet++;
+            }
         }
     }
     /* the reply: version, request id (echoed), status code, text, user id, metadata */
@@ -269,6 +280,7 @@ int rs_curve_open(rs_server_t *s, rs_status_t *st)
     if (!c)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     s->curve = c;
+    c->logged_at = -1e9; /* the first refusal is logged */
     if (z85_key(cfg->curve_secret_key, strlen(cfg->curve_secret_key), c->secret) < 0)
         return rs_fail(st, RS_EINVAL, "the server's CURVE secret key is not 40 Z85 characters");
     int rc = load_authorized_keys(c, cfg->authorized_keys, st);

@@ -265,6 +265,87 @@ static void roles_and_stream(const char *server_pub)
     rsc_close(&ctl);
 }
 
+/* robosim-cli with keys from flags and from the environment: a controller creates, an observer
+ * lists but cannot create, no keys gets no answer, and watch follows the stream with keys. */
+static void cli_with_keys(const char *server_pub)
+{
+    char server_pubfile[160], ctl_sec[160], obs_sec[160], out[4096];
+    path_of(server_pubfile, sizeof server_pubfile, "server.key");
+    path_of(ctl_sec, sizeof ctl_sec, "ctl.key_secret");
+    path_of(obs_sec, sizeof obs_sec, "obs.key_secret");
+    const char *create[] = {cli_bin, "--endpoint", server.endpoint, "--server-key", server_pubfile,
+                            "--client-key-file", ctl_sec, "create", "finger", "--show-token",
+                            NULL};
+    int rc = run_capture(create, out, sizeof out, 0);
+    char *end, token[RSC_TOKEN_MAX] = "";
+    unsigned long long id = strtoull(out, &end, 10);
+    if (*end == '\n')
+        sscanf(end + 1, "%63s", token);
+    CHECK(rc == 0 && id > 0 && strlen(token) == 32,
+          "cli create with --server-key and --client-key-file: exit %d, '%s'", rc, out);
+
+    const char *plain[] = {cli_bin, "--endpoint", server.endpoint, "--timeout", "500", "hello",
+                           NULL};
+    rc = run(plain, out, sizeof out);
+    CHECK(rc == 1 && strstr(out, "UNREACHABLE") && strstr(out, "--server-key"),
+          "cli without keys gets no answer and is told about keys: exit %d, '%s'", rc, out);
+
+    setenv("ROBOSIM_SERVER_KEY", server_pub, 1);
+    setenv("ROBOSIM_CLIENT_KEY_FILE", obs_sec, 1);
+    const char *list[] = {cli_bin, "--endpoint", server.endpoint, "list", NULL};
+    rc = run(list, out, sizeof out);
+    char idword[32];
+    snprintf(idword, sizeof idword, "%llu", id);
+    CHECK(rc == 0 && strstr(out, idword) && strstr(out, "finger"),
+          "cli list as the observer, keys from the environment: exit %d, '%s'", rc, out);
+    const char *obs_create[] = {cli_bin, "--endpoint", server.endpoint, "create", "finger", NULL};
+    rc = run(obs_create, out, sizeof out);
+    CHECK(rc == 1 && strstr(out, "PERMISSION_DENIED") && strstr(out, "observer"),
+          "cli create as the observer is refused: exit %d, '%s'", rc, out);
+
+    /* watch with the observer's keys (from the environment) while the controller steps */
+    int fd[2];
+    if (pipe(fd) != 0)
+        return;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        close(fd[0]);
+        execl(cli_bin, cli_bin, "--endpoint", server.endpoint, "--world", idword, "watch",
+              "--count", "3", "--seconds", "8", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[1]);
+    unsetenv("ROBOSIM_SERVER_KEY");
+    unsetenv("ROBOSIM_CLIENT_KEY_FILE");
+    rsc_options_t o = curve_options(server_pub, "ctl");
+    rsc_error_t err;
+    rsc_client_t *ctl = rsc_connect_with(server.endpoint, &o, &err);
+    CHECK(ctl != NULL, "controller connects: %s", err.message);
+    int status = -1, exited = 0;
+    rsc_set_world_token(ctl, id, token);
+    for (int i = 0; i < 250 && ctl && !exited; i++) { /* up to ~8 s */
+        exited = waitpid(pid, &status, WNOHANG) == pid;
+        rc = rsc_step(ctl, id, 1, 0, NULL, 0, NULL, &err);
+        CHECK(rc == 0, "controller steps the CLI's world with its token: %s", err.message);
+        struct timespec ts = {0, 30 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    if (!exited) {
+        kill(pid, SIGKILL);
+        waitpid(pid, &status, 0);
+    }
+    ssize_t got = read(fd[0], out, sizeof out - 1);
+    out[got > 0 ? got : 0] = '\0';
+    close(fd[0]);
+    int lines = 0;
+    for (char *p = out; (p = strstr(p, "seq ")); p++)
+        lines++;
+    CHECK(exited && WIFEXITED(status) && WEXITSTATUS(status) == 0 && lines == 3,
+          "cli watch with keys prints 3 frames and exits 0: '%s'", out);
+    rsc_close(&ctl);
+}
+
 /* A start-up that must fail: exit status 2 or 1 and every word of `want` in its output. */
 static void start_refused(const char *what, const char *const *args, const char *const *want)
 {
@@ -412,6 +493,7 @@ int main(int argc, char **argv)
           "a CURVE server starts with keygen's keys and admits the listed controller");
     if (server.pid > 0) {
         roles_and_stream(server_pub);
+        cli_with_keys(server_pub);
         CHECK(server_stop(&server) == 0, "the CURVE server stops cleanly");
     }
 

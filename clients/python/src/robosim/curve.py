@@ -30,7 +30,7 @@ def _bad(message):
 def _is_key(text):
     try:
         return len(text) == KEY_LEN and len(zmq.utils.z85.decode(text)) == 32
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError):
         return False
 
 
