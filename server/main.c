@@ -2,11 +2,14 @@
 #include "rs_log.h"
 #include "rs_server.h"
 
+#include "robosim_client.h" /* rsc_load_certificate: the key files robosim-cli keygen writes */
+
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static volatile sig_atomic_t stop_requested;
 
@@ -25,7 +28,8 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "\n"
             "options:\n"
             "  --bind ENDPOINT            ZeroMQ endpoint to serve on (default %s;\n"
-            "                             loopback only unless you name another address)\n"
+            "                             loopback only unless you name another address,\n"
+            "                             which needs CURVE keys or --insecure)\n"
             "  --world PRESET             world created at start-up as world 1 (default %s;\n"
             "                             presets:",
             d->bind, d->default_preset);
@@ -63,6 +67,20 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             Servers given the same file restore each other's\n"
             "                             snapshots; without it the key is random per process\n"
             "                             and a snapshot restores only on the server that made it\n"
+            "  --curve-secret-file FILE   run CurveZMQ on both sockets with the server's key\n"
+            "                             pair from FILE (PREFIX.key_secret from 'robosim-cli\n"
+            "                             keygen --out PREFIX'; give clients PREFIX.key or the\n"
+            "                             public key the log prints). Needs --authorized-keys\n"
+            "  --authorized-keys FILE     the clients admitted with CURVE, one per line: its\n"
+            "                             public key (40 Z85 characters, the public-key of its\n"
+            "                             .key file) and its role, 'controller' (may create,\n"
+            "                             fork, claim and change worlds) or 'observer' (may\n"
+            "                             read and watch only); a comment starts with '#' at\n"
+            "                             the start of a line or after the role. Any other\n"
+            "                             key, and any plaintext client, gets no answer\n"
+            "  --insecure                 allow --bind or --stream on a non-loopback address\n"
+            "                             without CURVE (refused otherwise: anyone on the\n"
+            "                             network could read and forge requests and tokens)\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
@@ -73,6 +91,8 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "set_state, destroy_world) must carry it in Request.token, others get\n"
             "PERMISSION_DENIED; each StepBatch item carries its world's token. Reading\n"
             "(get_spec, get_state, list_worlds), forking and watching need no token.\n"
+            "With CURVE, only admitted keys get in, and 'observer' keys are refused\n"
+            "(PERMISSION_DENIED) every create, fork, claim and change whatever token they show.\n"
             "\n"
             "SIGINT or SIGTERM stop the server cleanly.\n",
             d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
@@ -126,6 +146,8 @@ int main(int argc, char **argv)
     rs_server_config_t cfg;
     rs_server_config_defaults(&cfg);
     enum rs_log_level level = RS_LOG_INFO;
+    const char *curve_secret_file = NULL;
+    char curve_public[RSC_KEY_LEN + 1], curve_secret[RSC_KEY_LEN + 1] = "";
     static const struct option opts[] = {
         {"bind", required_argument, 0, 'b'},
         {"world", required_argument, 0, 'w'},
@@ -142,12 +164,15 @@ int main(int argc, char **argv)
         {"stream-max-hz", required_argument, 0, 'H'},
         {"threads", required_argument, 0, 'j'},
         {"snapshot-key-file", required_argument, 0, 'K'},
+        {"curve-secret-file", required_argument, 0, 'C'},
+        {"authorized-keys", required_argument, 0, 'A'},
+        {"insecure", no_argument, 0, 'I'},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:Ivh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
         case 'w': cfg.default_preset = optarg; break;
@@ -163,6 +188,9 @@ int main(int argc, char **argv)
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
         case 'K': cfg.snapshot_key_file = optarg; break;
+        case 'C': curve_secret_file = optarg; break;
+        case 'A': cfg.authorized_keys = optarg; break;
+        case 'I': cfg.insecure = 1; break;
         case 'l':
             if (rs_log_parse_level(optarg, &level) < 0) {
                 fprintf(stderr, "robosim-server: --log-level wants error, warn, info or debug, got '%s'\n", optarg);
@@ -179,6 +207,19 @@ int main(int argc, char **argv)
         return 2;
     }
     rs_log_set_level(level);
+    if (curve_secret_file) {
+        rsc_error_t err;
+        if (rsc_load_certificate(curve_secret_file, curve_public, curve_secret, &err) != 0) {
+            fprintf(stderr, "robosim-server: --curve-secret-file: %s\n", err.message);
+            return 2;
+        }
+        struct stat sb;
+        if (stat(curve_secret_file, &sb) == 0 && (sb.st_mode & 077))
+            rs_log(RS_LOG_WARN, "%s holds the server's secret key but other users may read it "
+                                "(mode %03o): chmod 600 it",
+                   curve_secret_file, (unsigned)(sb.st_mode & 0777));
+        cfg.curve_secret_key = curve_secret;
+    }
 
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
@@ -190,6 +231,7 @@ int main(int argc, char **argv)
     rs_status_t st;
     rs_status_clear(&st);
     rs_server_t *s = rs_server_new(&cfg, &st);
+    memset(curve_secret, 0, sizeof curve_secret); /* the server keeps its own copy */
     if (!s) {
         rs_log(RS_LOG_ERROR, "cannot start: %s", st.message);
         return 1;

@@ -4,12 +4,15 @@
  *
  * One table lists the commands (name, handler, whether a world is needed, synopsis). */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <time.h>
 #include <zmq.h>
@@ -36,6 +39,13 @@ static const char *usage_text =
     "                 world on the server when there is exactly one)\n"
     "  --token T      the world's controller token, needed by commands that change it (default\n"
     "                 $ROBOSIM_TOKEN); create and claim print it\n"
+    "  --server-key K the server's CURVE public key, for a server run with --curve-secret-file:\n"
+    "                 40 Z85 characters or a file holding it (its .key file); default\n"
+    "                 $ROBOSIM_SERVER_KEY\n"
+    "  --client-key-file F\n"
+    "                 this client's key pair (PREFIX.key_secret from keygen; the server's\n"
+    "                 --authorized-keys must list its public key); default\n"
+    "                 $ROBOSIM_CLIENT_KEY_FILE\n"
     "  -h, --help     this text\n"
     "\n"
     "Commands:\n"
@@ -78,6 +88,13 @@ static const char *usage_text =
     "                                 follow the world on the observer stream (--all: every\n"
     "                                 world): one line per frame (--json: the StreamFrame),\n"
     "                                 until N frames or S seconds (default: until killed)\n"
+    "  keygen [--out PREFIX]          make a CURVE key pair (no server needed): writes\n"
+    "                                 PREFIX.key (the public key, to give away) and\n"
+    "                                 PREFIX.key_secret (both keys, mode 0600; never\n"
+    "                                 overwritten), default PREFIX robosim; prints the\n"
+    "                                 public key. ZeroMQ certificate format (CZMQ zcert,\n"
+    "                                 pyzmq zmq.auth): lines public-key = \"<40 Z85>\" and\n"
+    "                                 secret-key = \"<40 Z85>\"\n"
     "  help                           this text\n"
     "\n"
     "Commands that change a world (destroy, reset, step, set-force, set-params, schedule,\n"
@@ -103,6 +120,8 @@ typedef struct cli {
     int json;
     const char *world_arg; /* --world, or NULL */
     const char *token;     /* --token or $ROBOSIM_TOKEN, or NULL */
+    const char *server_key;      /* --server-key or $ROBOSIM_SERVER_KEY, or NULL */
+    const char *client_key_file; /* --client-key-file or $ROBOSIM_CLIENT_KEY_FILE, or NULL */
     uint64_t world;
     rsc_client_t *client;
     int argc; /* the command's arguments, after its name */
@@ -291,11 +310,23 @@ static void check_positional(const char *cmd, const char *a)
 
 /* ---- connection and world ------------------------------------------------------------------ */
 
+/* How to connect: the timeout and the CURVE keys of --server-key / --client-key-file. */
+static rsc_options_t connect_options(const cli_t *cli)
+{
+    rsc_options_t o = {.timeout_ms = cli->timeout_ms};
+    rsc_error_t err;
+    if (rsc_options_set_curve(&o, cli->server_key, cli->client_key_file, &err) != 0)
+        usage_error("%s", err.message);
+    return o;
+}
+
 static rsc_client_t *client(cli_t *cli)
 {
     if (!cli->client) {
         rsc_error_t err;
-        cli->client = rsc_connect(cli->endpoint, cli->timeout_ms, &err);
+        rsc_options_t o = connect_options(cli);
+        cli->client = rsc_connect_with(cli->endpoint, &o, &err);
+        memset(&o, 0, sizeof o);
         if (!cli->client)
             fail(&err);
     }
@@ -1057,6 +1088,14 @@ static void cmd_watch(cli_t *cli)
     int linger = 0;
     zmq_setsockopt(sub, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(sub, ZMQ_SUBSCRIBE, topic, strlen(topic));
+    rsc_options_t o = connect_options(cli); /* the stream runs CURVE when the server does */
+    int curve_rc = rsc_apply_curve(sub, &o, &err);
+    memset(&o, 0, sizeof o);
+    if (curve_rc != 0) {
+        zmq_close(sub);
+        zmq_ctx_term(ctx);
+        fail(&err);
+    }
     if (zmq_connect(sub, ep) != 0) {
         zmq_close(sub);
         zmq_ctx_term(ctx);
@@ -1110,6 +1149,85 @@ static void cmd_watch(cli_t *cli)
     zmq_ctx_term(ctx);
 }
 
+/* Create PREFIX.key and PREFIX.key_secret (never overwriting either) and write them. */
+static FILE *create_exclusive(const char *path, mode_t mode)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+    if (fd < 0)
+        return NULL;
+    if (fchmod(fd, mode) != 0) { /* the umask may have taken bits; 0600 keeps only ours */
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "w");
+    if (!f)
+        close(fd);
+    return f;
+}
+
+static void cmd_keygen(cli_t *cli)
+{
+    const char *prefix = "robosim";
+    for (int i = 0; i < cli->argc; i++) {
+        const char *v;
+        if ((v = opt_value(cli->argc, cli->argv, &i, "--out")) && *v)
+            prefix = v;
+        else
+            usage_error("keygen: unexpected '%s' (keygen [--out PREFIX])", cli->argv[i]);
+    }
+    char pub[RSC_KEY_LEN + 1], sec[RSC_KEY_LEN + 1];
+    if (!zmq_has("curve") || zmq_curve_keypair(pub, sec) != 0)
+        die(1, "UNIMPLEMENTED", "this libzmq cannot make CURVE keys (built without libsodium?)");
+    size_t n = strlen(prefix) + sizeof ".key_secret";
+    char *pub_path = xcalloc(n, 1), *sec_path = xcalloc(n, 1);
+    snprintf(pub_path, n, "%s.key", prefix);
+    snprintf(sec_path, n, "%s.key_secret", prefix);
+    FILE *fs = create_exclusive(sec_path, 0600);
+    if (!fs)
+        die(1, "IO", "cannot create %s: %s (keygen never overwrites a key; pick another --out)",
+            sec_path, strerror(errno));
+    FILE *fp = create_exclusive(pub_path, 0644);
+    if (!fp) {
+        int e = errno;
+        fclose(fs);
+        unlink(sec_path);
+        die(1, "IO", "cannot create %s: %s (keygen never overwrites a key; pick another --out)",
+            pub_path, strerror(e));
+    }
+    int bad = fprintf(fs,
+                      "#   ZeroMQ CURVE **Secret** Certificate, made by robosim-cli keygen\n"
+                      "#   DO NOT PROVIDE THIS FILE TO OTHER USERS nor change its permissions.\n"
+                      "#   For robosim-server --curve-secret-file or a client's --client-key-file;\n"
+                      "#   the public key alone is in %s.\n"
+                      "\n"
+                      "metadata\n"
+                      "curve\n"
+                      "    public-key = \"%s\"\n"
+                      "    secret-key = \"%s\"\n",
+                      pub_path, pub, sec) < 0;
+    bad |= fclose(fs) != 0;
+    memset(sec, 0, sizeof sec);
+    bad |= fprintf(fp,
+                   "#   ZeroMQ CURVE Public Certificate, made by robosim-cli keygen\n"
+                   "#   A client's: its public-key goes into the server's --authorized-keys with\n"
+                   "#   a role. A server's: its clients pass this file as --server-key.\n"
+                   "\n"
+                   "metadata\n"
+                   "curve\n"
+                   "    public-key = \"%s\"\n",
+                   pub) < 0;
+    bad |= fclose(fp) != 0;
+    if (bad) {
+        unlink(sec_path);
+        unlink(pub_path);
+        die(1, "IO", "cannot write %s and %s", sec_path, pub_path);
+    }
+    printf("%s\n", pub);
+    fprintf(stderr,
+            "robosim-cli: wrote %s (public key, printed above) and %s (key pair, mode 0600)\n",
+            pub_path, sec_path);
+}
+
 static void cmd_help(cli_t *cli)
 {
     (void)cli;
@@ -1142,6 +1260,7 @@ static const command_t commands[] = {
     {"restore", cmd_restore},
     {"fork", cmd_fork},
     {"watch", cmd_watch},
+    {"keygen", cmd_keygen},
     {"help", cmd_help},
 };
 
@@ -1156,6 +1275,8 @@ int main(int argc, char **argv)
     cli.token = getenv("ROBOSIM_TOKEN");
     if (cli.token && !*cli.token)
         cli.token = NULL;
+    cli.server_key = getenv("ROBOSIM_SERVER_KEY");
+    cli.client_key_file = getenv("ROBOSIM_CLIENT_KEY_FILE");
 
     /* global options anywhere; the rest is the command and its arguments */
     char **rest = xcalloc((size_t)argc + 1, sizeof *rest);
@@ -1176,6 +1297,10 @@ int main(int argc, char **argv)
             cli.endpoint = v;
         } else if ((v = opt_value(argc, argv, &i, "--world"))) {
             cli.world_arg = v;
+        } else if ((v = opt_value(argc, argv, &i, "--server-key"))) {
+            cli.server_key = v;
+        } else if ((v = opt_value(argc, argv, &i, "--client-key-file"))) {
+            cli.client_key_file = v;
         } else if ((v = opt_value(argc, argv, &i, "--token"))) {
             cli.token = *v ? v : NULL;
         } else if ((v = opt_value(argc, argv, &i, "--timeout"))) {

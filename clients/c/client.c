@@ -22,6 +22,7 @@ struct rsc_client {
     void *sock;
     char *endpoint;
     int timeout_ms;
+    int curve;                         /* connected with CURVE keys */
     uint64_t next_id;
     uint64_t abandoned[ABANDONED_MAX]; /* ring of ids whose reply may still come */
     unsigned nabandoned;               /* total ever recorded; the ring holds the last 64 */
@@ -121,7 +122,15 @@ static int clamp_timeout(int timeout_ms)
 
 rsc_client_t *rsc_connect_raw(const char *endpoint, int timeout_ms, rsc_error_t *err)
 {
+    rsc_options_t o = {.timeout_ms = timeout_ms};
+    return rsc_connect_raw_with(endpoint, &o, err);
+}
+
+rsc_client_t *rsc_connect_raw_with(const char *endpoint, const rsc_options_t *o,
+                                   rsc_error_t *err)
+{
     clear_err(err);
+    int timeout_ms = o ? o->timeout_ms : 0;
     if (!endpoint || !*endpoint) {
         set_err(err, RSC_EARG, "no endpoint given (expected e.g. tcp://127.0.0.1:5555)");
         return NULL;
@@ -148,6 +157,9 @@ rsc_client_t *rsc_connect_raw(const char *endpoint, int timeout_ms, rsc_error_t 
     }
     int linger = 0;
     zmq_setsockopt(c->sock, ZMQ_LINGER, &linger, sizeof linger);
+    if (rsc_apply_curve(c->sock, o, err) != 0)
+        goto fail;
+    c->curve = o && o->server_key[0];
     if (zmq_connect(c->sock, endpoint) != 0) {
         int e = errno;
         set_err(err, RSC_EARG,
@@ -164,17 +176,28 @@ fail:
 
 rsc_client_t *rsc_connect(const char *endpoint, int timeout_ms, rsc_error_t *err)
 {
-    rsc_client_t *c = rsc_connect_raw(endpoint, timeout_ms, err);
+    rsc_options_t o = {.timeout_ms = timeout_ms};
+    return rsc_connect_with(endpoint, &o, err);
+}
+
+rsc_client_t *rsc_connect_with(const char *endpoint, const rsc_options_t *o, rsc_error_t *err)
+{
+    rsc_client_t *c = rsc_connect_raw_with(endpoint, o, err);
     if (!c)
         return NULL;
 
     Robosim__V1__HelloReply *hello = NULL;
     int rc = rsc_hello(c, RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR, &hello, err);
     if (rc == RSC_ETIMEOUT) {
+        /* a CURVE server answers nothing to a client it does not admit: say what to check */
         set_err(err, RSC_EUNREACHABLE,
                 "no answer from %s within %d ms: is robosim-server running there? (start one "
-                "with: robosim-server --bind %s)",
-                c->endpoint, c->timeout_ms, c->endpoint);
+                "with: robosim-server --bind %s)%s",
+                c->endpoint, c->timeout_ms, c->endpoint,
+                c->curve ? "; with CURVE, check that the server key is the server's public key "
+                           "and that the server's --authorized-keys lists this client's key"
+                         : "; a server run with CURVE answers only clients with keys "
+                           "(--server-key and --client-key-file)");
     } else if (rc == 0 && (!hello || hello->major != RSC_PROTOCOL_MAJOR)) {
         rc = set_err(err, RSC_EVERSION,
                      "the server at %s speaks protocol %u.%u, this client %d.%d: use a client "

@@ -66,6 +66,54 @@ typedef struct rsc_command {
 
 /* ---- connection --------------------------------------------------------------------------- */
 
+/* CurveZMQ. A server started with --curve-secret-file and --authorized-keys talks only to
+ * clients that know its public key and hold a key pair it lists: the connection is encrypted
+ * and authenticated, and everything else gets no reply at all (rsc_connect: RSC_EUNREACHABLE).
+ * Keys are 32 bytes written as 40 Z85 characters. Key files are ZeroMQ certificates (the format
+ * of CZMQ's zcert and pyzmq's zmq.auth), as robosim-cli keygen writes them:
+ *
+ *     PREFIX.key          public-key = "<40 Z85 characters>"          (give it away)
+ *     PREFIX.key_secret   public-key = "..." and secret-key = "..."   (mode 0600, keep it)
+ *
+ * ('#' comments; other lines, e.g. zcert's "metadata" and "curve" sections, are ignored.) */
+#define RSC_KEY_LEN 40 /* Z85 characters of a CURVE key */
+
+/* How to connect. Zero-initialise (rsc_options_t o = {0}) for a plaintext connection with the
+ * default timeout; fill the keys (rsc_options_set_curve reads them from the usual places) for
+ * CURVE. server_key and the client's pair go together: all three or none. */
+typedef struct rsc_options {
+    int timeout_ms;                     /* per-call timeout; <= 0: RSC_DEFAULT_TIMEOUT_MS */
+    char server_key[RSC_KEY_LEN + 1];   /* the server's public key (Z85), "" for plaintext */
+    char public_key[RSC_KEY_LEN + 1];   /* this client's key pair (Z85) */
+    char secret_key[RSC_KEY_LEN + 1];
+} rsc_options_t;
+
+/* Read a key file: its public key into `public_key` and, when `secret_key` is not NULL, its
+ * secret key (the file must then hold one, and it must belong to the public key). 0, or
+ * RSC_EARG with a message naming the file (missing, unreadable, no or malformed key). */
+int rsc_load_certificate(const char *path, char public_key[RSC_KEY_LEN + 1],
+                         char secret_key[RSC_KEY_LEN + 1], rsc_error_t *err);
+
+/* Fill o's keys: `server_key` is the server's public key, either 40 Z85 characters or the path
+ * of a file holding it (its .key file, or the server's log line copied into one); and
+ * `client_key_file` this client's secret key file. Both NULL or "": plaintext (o's keys
+ * cleared), 0. One without the other, or a file that cannot be read: RSC_EARG saying which.
+ * `o` NULL: RSC_EARG. */
+int rsc_options_set_curve(rsc_options_t *o, const char *server_key, const char *client_key_file,
+                          rsc_error_t *err);
+
+/* Make a ZeroMQ socket (before its connect) a CURVE client as `o` says; nothing when o is NULL
+ * or has no server_key. For sockets of your own, e.g. a SUB on the observer stream. 0, or
+ * RSC_EARG (bad keys, or a libzmq without CURVE). */
+int rsc_apply_curve(void *zmq_socket, const rsc_options_t *o, rsc_error_t *err);
+
+/* rsc_connect with options (NULL: as rsc_connect with the default timeout). */
+rsc_client_t *rsc_connect_with(const char *endpoint, const rsc_options_t *o, rsc_error_t *err);
+
+/* rsc_connect_raw with options (NULL: the defaults). */
+rsc_client_t *rsc_connect_raw_with(const char *endpoint, const rsc_options_t *o,
+                                   rsc_error_t *err);
+
 /* Connect a DEALER socket to `endpoint` (e.g. "tcp://127.0.0.1:5555") and say Hello with
  * protocol major 1. `timeout_ms` (<= 0: RSC_DEFAULT_TIMEOUT_MS) bounds the Hello and becomes
  * the per-call timeout. Returns the client (free with rsc_close), or NULL with `err` filled:

@@ -32,6 +32,11 @@ typedef struct rs_server_config {
     unsigned char snapshot_key[32]; /* the key itself, used when snapshot_key_set (tests,
                                        fuzzers: a fixed key) */
     int snapshot_key_set;
+    const char *curve_secret_key;   /* the server's CURVE secret key (40 Z85 characters), or
+                                       NULL: plaintext. With it both sockets run CURVE ... */
+    const char *authorized_keys;    /* ... admitting the client keys this file lists, each with
+                                       its role (curve.c); set both or neither */
+    int insecure;                   /* serve a non-loopback endpoint without CURVE anyway */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */
@@ -40,7 +45,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg);
 typedef struct rs_server rs_server_t;
 
 /* Create the server: bind the socket, create the default world. NULL on failure (reason in
- * st). Free with rs_server_destroy. */
+ * st). Free with rs_server_destroy. A non-loopback endpoint (rs_endpoint_is_loopback) without
+ * curve_secret_key is refused (FAILED_PRECONDITION, saying how to make keys) unless insecure. */
 rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st);
 
 /* Serve until *stop becomes non-zero (set it from a signal handler). Returns 0 on a clean stop,
@@ -49,6 +55,10 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
 
 /* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. */
 void rs_server_destroy(rs_server_t **s);
+
+/* Whether a ZeroMQ endpoint is reachable from this machine only: tcp:// on 127.x.x.x,
+ * localhost or [::1], and every ipc:// and inproc:// endpoint. */
+int rs_endpoint_is_loopback(const char *endpoint);
 
 /* Who sent a request, as the transport knows it: the key per-client quotas are counted under,
  * and the role the ZAP handler gave the client's CURVE key. */

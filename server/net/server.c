@@ -37,6 +37,9 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->stream_max_hz = 60.0;
     cfg->snapshot_key_file = NULL;
     cfg->snapshot_key_set = 0;
+    cfg->curve_secret_key = NULL;
+    cfg->authorized_keys = NULL;
+    cfg->insecure = 0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -248,6 +251,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         free(s);
         return NULL;
     }
+    if (rs_curve_check_bind(cfg, st) < 0) {
+        rs_server_destroy(&s);
+        return NULL;
+    }
     arena_init(&s->arena, 64 << 10);
     if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
         rs_server_destroy(&s);
@@ -289,13 +296,19 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     if (cfg->bind) {
         s->zctx = zmq_ctx_new();
-        s->router = s->zctx ? zmq_socket(s->zctx, ZMQ_ROUTER) : NULL;
+        if (!s->zctx || rs_curve_open(s, st) < 0) {
+            if (!s->zctx)
+                rs_fail(st, RS_EINTERNAL, "cannot create a ZeroMQ context");
+            rs_server_destroy(&s);
+            return NULL;
+        }
+        s->router = zmq_socket(s->zctx, ZMQ_ROUTER);
         int linger = 0;
         /* a guard well above the reply-with-error limit, so a huge frame cannot exhaust memory */
         int64_t maxmsg = (int64_t)cfg->max_message_size * 4 + 4096;
         if (!s->router || zmq_setsockopt(s->router, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
             zmq_setsockopt(s->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
-            zmq_bind(s->router, cfg->bind) != 0) {
+            rs_curve_secure(s, s->router) != 0 || zmq_bind(s->router, cfg->bind) != 0) {
             rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", cfg->bind, zmq_strerror(zmq_errno()));
             rs_server_destroy(&s);
             return NULL;
@@ -318,6 +331,7 @@ void rs_server_destroy(rs_server_t **ps)
     rs_stream_close(s);
     if (s->zctx)
         zmq_ctx_term(s->zctx);
+    rs_curve_close(s); /* its handler thread ends with the context */
     for (int i = 0; i < s->nworlds; i++)
         rs_world_destroy(&s->worlds[i].world);
     free(s->worlds);

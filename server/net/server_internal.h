@@ -28,10 +28,13 @@ typedef struct world_entry {
     size_t batch_item;                 /* ... as its item number */
 } world_entry_t;
 
+typedef struct rs_curve rs_curve_t;
+
 struct rs_server {
     rs_server_config_t cfg;
     void *zctx;
     void *router;
+    rs_curve_t *curve;     /* CURVE keys and the ZAP handler (curve.c), or NULL: plaintext */
     world_entry_t *worlds; /* cfg.max_worlds slots, the first nworlds used, sorted by id */
     int nworlds;
     uint64_t next_world_id;
@@ -114,6 +117,24 @@ void rs_snapmac_sign(const rs_server_t *s, uint8_t *buf, size_t len);
  * *core_len, or RS_EUNAUTH saying what to do. */
 int rs_snapmac_verify(const rs_server_t *s, const uint8_t *buf, size_t len, size_t *core_len,
                       rs_status_t *st);
+/* ---- curve.c: CurveZMQ and the ZAP handler ---- */
+
+/* Check the configuration's endpoints and keys before anything is bound: both or neither of
+ * curve_secret_key and authorized_keys (RS_EINVAL), and no non-loopback endpoint in plaintext
+ * unless cfg->insecure (RS_EPRECOND, saying how to make keys). */
+int rs_curve_check_bind(const rs_server_config_t *cfg, rs_status_t *st);
+
+/* With cfg.curve_secret_key: read the allow-list and start the ZAP handler in s->zctx (call
+ * before binding any socket). Without: nothing (a warning when --insecure serves the network).
+ * 0 or a negative code. rs_curve_close undoes it after zmq_ctx_term. */
+int rs_curve_open(rs_server_t *s, rs_status_t *st);
+
+/* Make `sock` a CURVE server authenticated by the ZAP handler (before its bind); nothing
+ * without CURVE. 0 or -1 (zmq_errno). */
+int rs_curve_secure(rs_server_t *s, void *sock);
+
+/* Join the ZAP handler (it ends when zmq_ctx_term runs), wipe the keys. NULL-safe. */
+void rs_curve_close(rs_server_t *s);
 
 /* ---- stream.c: the observer stream ---- */
 

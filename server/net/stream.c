@@ -18,7 +18,10 @@
  *
  * The socket is an XPUB so the server sees subscriptions: a frame is serialized only when
  * someone subscribes to its world's topic (its seq advances either way), which makes the
- * stream free when nobody watches. */
+ * stream free when nobody watches.
+ *
+ * With CURVE (curve.c) the stream is a CURVE server like the request socket: only the keys the
+ * allow-list names, of either role, can subscribe; anyone else gets no frame. */
 #include "rs_codec.h"
 #include "rs_log.h"
 #include "server_internal.h"
@@ -49,7 +52,7 @@ int rs_stream_open(rs_server_t *s, rs_status_t *st)
     size_t blen = sizeof bound;
     if (!s->xpub || zmq_setsockopt(s->xpub, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
         zmq_setsockopt(s->xpub, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
-        zmq_bind(s->xpub, ep) != 0 ||
+        rs_curve_secure(s, s->xpub) != 0 || zmq_bind(s->xpub, ep) != 0 ||
         zmq_getsockopt(s->xpub, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
         const char *why = zmq_strerror(zmq_errno());
         if (s->xpub)

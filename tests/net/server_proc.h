@@ -32,10 +32,12 @@ static int free_port(void)
     return port;
 }
 
-/* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello. The
- * observer stream binds a free loopback port unless `extra` says --stream or --no-stream.
- * Returns 0, or -1 if it did not come up within 10 s. */
-static int server_start(server_proc_t *sp, const char *binary, const char *const *extra)
+/* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello (a
+ * client connecting with `o`, e.g. CURVE keys; NULL: plaintext). The observer stream binds a
+ * free loopback port unless `extra` says --stream or --no-stream. Returns 0, or -1 if it did not
+ * come up within 10 s. */
+static int server_start_with(server_proc_t *sp, const char *binary, const char *const *extra,
+                             const rsc_options_t *o)
 {
     snprintf(sp->endpoint, sizeof sp->endpoint, "tcp://127.0.0.1:%d", free_port());
     const char *argv[32] = {binary, "--bind", sp->endpoint, "--log-level", "warn"};
@@ -57,7 +59,9 @@ static int server_start(server_proc_t *sp, const char *binary, const char *const
     }
     for (int i = 0; i < 100; i++) {
         rsc_error_t err;
-        rsc_client_t *c = rsc_connect(sp->endpoint, 100, &err);
+        rsc_options_t wait = o ? *o : (rsc_options_t){0};
+        wait.timeout_ms = 100;
+        rsc_client_t *c = rsc_connect_with(sp->endpoint, &wait, &err);
         if (c) {
             rsc_close(&c);
             return 0;
@@ -69,6 +73,12 @@ static int server_start(server_proc_t *sp, const char *binary, const char *const
         }
     }
     return -1;
+}
+
+/* server_start_with a plaintext client. */
+static inline int server_start(server_proc_t *sp, const char *binary, const char *const *extra)
+{
+    return server_start_with(sp, binary, extra, NULL);
 }
 
 /* SIGTERM the server and wait; returns its exit status (or -1 if it had to be killed). */

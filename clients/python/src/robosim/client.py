@@ -19,6 +19,7 @@ import time
 import numpy as np
 import zmq
 
+from . import curve
 from ._proto import pb
 from .errors import ProtocolError, RobosimError, TimeoutError
 
@@ -159,17 +160,24 @@ class Client:
     """A connection to one robosim-server (a ZeroMQ DEALER socket).
 
     endpoint: "tcp://host:port". timeout: seconds each call waits for its reply. hello: say
-    Hello first (refused servers raise RobosimError VERSION_MISMATCH at once)."""
+    Hello first (refused servers raise RobosimError VERSION_MISMATCH at once).
+    server_key, client_key_file: CurveZMQ keys for a server run with --curve-secret-file
+    (robosim.curve: the server's public key or its .key file, and this client's .key_secret
+    file; default $ROBOSIM_SERVER_KEY and $ROBOSIM_CLIENT_KEY_FILE, "" for none). A CURVE
+    server answers nothing to a client it does not admit: that is a TimeoutError."""
 
     def __init__(self, endpoint="tcp://127.0.0.1:5555", timeout=DEFAULT_TIMEOUT, hello=True,
-                 client_name="robosim-python", context=None):
+                 client_name="robosim-python", context=None, server_key=None,
+                 client_key_file=None):
         self.endpoint = endpoint
         self.timeout = float(timeout)
         self.client_name = client_name
+        keys = curve.resolve(server_key, client_key_file)
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
         try:
+            curve.apply(self._sock, keys)
             self._sock.connect(endpoint)
         except zmq.ZMQError as exc:
             self._sock.close()

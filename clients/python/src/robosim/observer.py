@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import zmq
 
+from . import curve
 from ._proto import pb
 from .client import Client, state_dict
 from .errors import RobosimError, TimeoutError
@@ -29,16 +30,20 @@ def _reachable(stream, endpoint):
 
 class Observer:
     """Subscribe to world `world_id` on the server at `endpoint` (its request endpoint; the
-    stream endpoint is asked with Hello) or directly at `stream_endpoint`."""
+    stream endpoint is asked with Hello) or directly at `stream_endpoint`. server_key and
+    client_key_file: CurveZMQ keys as for Client (the stream of a CURVE server sends frames
+    only to the keys it admits)."""
 
     def __init__(self, endpoint=None, world_id=1, stream_endpoint=None, timeout=10.0,
-                 context=None):
+                 context=None, server_key=None, client_key_file=None):
         self.world_id = int(world_id)
         self.timeout = timeout
+        keys = curve.resolve(server_key, client_key_file)
         if stream_endpoint is None:
             if endpoint is None:
                 raise ValueError("give the server's endpoint or its stream_endpoint")
-            with Client(endpoint, timeout=timeout) as c:
+            with Client(endpoint, timeout=timeout, server_key=server_key,
+                        client_key_file=client_key_file) as c:
                 stream_endpoint = c.server["stream_endpoint"]
             if not stream_endpoint:
                 raise RobosimError.from_name(
@@ -51,6 +56,7 @@ class Observer:
         self._sock = self._ctx.socket(zmq.SUB)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.setsockopt(zmq.SUBSCRIBE, self.topic)
+        curve.apply(self._sock, keys)
         self._sock.connect(stream_endpoint)
         self.last_seq = None
         self.missed = 0

@@ -58,8 +58,11 @@ class LocalServer:
         last = None
         for _ in range(3):  # a port taken between free_port() and the bind: try another
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
+            # the stream on a free port too, unless args choose (Hello says where it is)
+            stream = [] if {"--stream", "--no-stream"} & set(args) else [
+                "--stream", "tcp://127.0.0.1:*"]
             cmd = [self.binary, "--bind", self.endpoint, "--no-world", "--log-level",
-                   log_level, *args]
+                   log_level, *stream, *args]
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=self._log)
             try:
