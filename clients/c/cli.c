@@ -36,6 +36,7 @@ static const char *usage_text =
     "                 world on the server when there is exactly one)\n"
     "  --token T      the world's controller token, needed by commands that change it (default\n"
     "                 $ROBOSIM_TOKEN); create and claim print it\n"
+    "  --version      print the version and exit\n"
     "  -h, --help     this text\n"
     "\n"
     "Commands:\n"
@@ -1166,6 +1167,11 @@ int main(int argc, char **argv)
             options_done = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
+            free_all();
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("robosim-cli %s (protocol %d.%d)\n", ROBOSIM_VERSION, RSC_PROTOCOL_MAJOR,
+                   RSC_PROTOCOL_MINOR);
             free_all();
             return 0;
         } else if (strcmp(a, "--json") == 0) {
