@@ -25,10 +25,10 @@ FIGURE1_SCHEDULE = ([0.0, 1.0, 1.01, 2.8, 2.81, 4.3, 4.31, 7.0],
 FIGURE1_PARAMS = {"finger.object_x0": 0.7}
 
 
-def _progress(total, desc, enabled):
+def _progress(total, desc, unit, enabled):
     """A tqdm bar on stderr (hidden when stderr is not a terminal), or a no-op one."""
     from tqdm import tqdm
-    return tqdm(total=total, desc=desc, unit="step", disable=not enabled or None, leave=False)
+    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled or None, leave=False)
 
 
 def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False):
@@ -43,7 +43,7 @@ def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False):
         client.set_schedule(wid, "finger", 0, times, values)
         states = [client.get_state(wid)]
         n = int(round(seconds / control_dt))
-        with _progress(n, "simulating", progress) as bar:
+        with _progress(n, "simulating", "step", progress) as bar:
             for _ in range(n):
                 states.append(client.step(wid, steps=1))
                 bar.update(1)
@@ -130,7 +130,7 @@ def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=2
     xlim = (min(xs) - 0.6, max(xs) + 0.6) if xs else None
     frames = []
     chosen = states[::max(1, every)] + ([states[-1]] if (len(states) - 1) % every else [])
-    with _progress(len(chosen), "drawing %s" % out, progress) as bar:
+    with _progress(len(chosen), "drawing %s" % out, "frame", progress) as bar:
         for s in chosen:
             obs = s["task"]["observation"] if s.get("task") else None
             img = draw_world(spec, s, task_targets(task, obs), width=width, height=height,
