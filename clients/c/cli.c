@@ -46,6 +46,7 @@ static const char *usage_text =
     "                 this client's key pair (PREFIX.key_secret from keygen; the server's\n"
     "                 --authorized-keys must list its public key); default\n"
     "                 $ROBOSIM_CLIENT_KEY_FILE\n"
+    "  --version      print the version and exit\n"
     "  -h, --help     this text\n"
     "\n"
     "Commands:\n"
@@ -1289,6 +1290,11 @@ int main(int argc, char **argv)
             options_done = 1;
         } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
             fputs(usage_text, stdout);
+            free_all();
+            return 0;
+        } else if (strcmp(a, "--version") == 0) {
+            printf("robosim-cli %s (protocol %d.%d)\n", ROBOSIM_VERSION, RSC_PROTOCOL_MAJOR,
+                   RSC_PROTOCOL_MINOR);
             free_all();
             return 0;
         } else if (strcmp(a, "--json") == 0) {

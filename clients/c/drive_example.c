@@ -34,6 +34,7 @@ static void usage(FILE *f)
                "t x y theta mode after every 0.5 s Step and each event with its exact time.\n"
                "\n"
                "  --endpoint E  server endpoint (default $ROBOSIM_ENDPOINT, else %s)\n"
+               "  --version     print the version and exit\n"
                "  -h, --help    this text\n",
             "tcp://127.0.0.1:5555");
 }
@@ -94,6 +95,10 @@ int main(int argc, char **argv)
             endpoint = argv[i] + 11;
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("robosim-drive-example %s (protocol %d.%d)\n", ROBOSIM_VERSION,
+                   RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR);
             return 0;
         } else {
             fprintf(stderr, "robosim-drive-example: unexpected argument '%s'\n", argv[i]);

@@ -418,11 +418,74 @@ static void test_arguments(void)
     fake_stop(&f);
 }
 
+/* What a program that does not check rsc_connect's NULL goes on to do (the README's example
+ * before it checked): every call on a NULL client returns RSC_EARG with a message, clears its
+ * outputs and crashes nothing. */
+static void test_null_client(void)
+{
+    rsc_error_t err;
+    uint64_t id = 7;
+    double v[2] = {1, 2}, xy[2] = {0, 0};
+    rsc_command_t cmd = {"robot", v, 2};
+    rsc_param_t param = {"robot", "wheel_radius", v, 1};
+    rsc_batch_item_t item = {1, 1, 0, &cmd, 1, NULL, 0};
+    uint64_t ids[1] = {1};
+    Robosim__V1__State *st = (Robosim__V1__State *)&err; /* must come back NULL */
+    Robosim__V1__Spec *spec = (Robosim__V1__Spec *)&err;
+    Robosim__V1__HelloReply *hello = (Robosim__V1__HelloReply *)&err;
+    Robosim__V1__ListWorldsReply *list = (Robosim__V1__ListWorldsReply *)&err;
+    Robosim__V1__CreateWorldReply *cw = (Robosim__V1__CreateWorldReply *)&err;
+    Robosim__V1__WorkspaceReply *ws = (Robosim__V1__WorkspaceReply *)&err;
+    Robosim__V1__StepBatchReply *batch = (Robosim__V1__StepBatchReply *)&err;
+    Robosim__V1__BatchArraysReply *arrays = (Robosim__V1__BatchArraysReply *)&err;
+    Robosim__V1__Response *resp = (Robosim__V1__Response *)&err;
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    int rcs[] = {
+        rsc_hello(NULL, 1, 0, &hello, &err),
+        rsc_list_worlds(NULL, &list, &err),
+        rsc_create_world(NULL, "diff_drive", &param, 1, 1, &id, &err),
+        rsc_create_task_world(NULL, "FingerPush-v0", NULL, NULL, 0, 1, &id, &err),
+        rsc_destroy_world(NULL, 1, &err),
+        rsc_get_spec(NULL, 1, &spec, &err),
+        rsc_reset(NULL, 1, 1, 3, &st, &err),
+        rsc_step(NULL, 1, 100, 0, &cmd, 1, &st, &err),
+        rsc_get_state(NULL, 1, &st, &err),
+        rsc_set_force(NULL, 1, "robot", v, 2, &err),
+        rsc_set_params(NULL, 1, &param, 1, &err),
+        rsc_set_schedule(NULL, 1, "robot", 0, v, v, 2, &err),
+        rsc_set_target(NULL, 1, "arm", xy, 2, &err),
+        rsc_get_workspace(NULL, 1, "arm", 16, xy, 1, &ws, &err),
+        rsc_get_snapshot(NULL, 1, &st, &err),
+        rsc_set_state(NULL, 1, v, sizeof v, &st, &err),
+        rsc_fork_world(NULL, 1, NULL, 0, &id, &err),
+        rsc_claim(NULL, 1, &cw, &err),
+        rsc_step_batch(NULL, &item, 1, &batch, &err),
+        rsc_step_arrays(NULL, ids, 1, 1, v, 2, NULL, 0, &arrays, &err),
+        rsc_call(NULL, &req, &resp, &err),
+        rsc_send_raw(NULL, "x", 1, &resp, &err),
+        rsc_set_world_token(NULL, 1, "token"),
+    };
+    for (size_t i = 0; i < sizeof rcs / sizeof rcs[0]; i++)
+        CHECK(rcs[i] == RSC_EARG, "call %zu on a NULL client returned %d, not RSC_EARG", i,
+              rcs[i]);
+    CHECK(err.code == RSC_EARG && strstr(err.message, "client") != NULL,
+          "err after a NULL-client call: %d '%s'", err.code, err.message);
+    CHECK(!st && !spec && !hello && !list && !cw && !ws && !batch && !arrays && !resp,
+          "an output was not cleared: %p %p %p %p %p %p %p %p %p", (void *)st, (void *)spec,
+          (void *)hello, (void *)list, (void *)cw, (void *)ws, (void *)batch, (void *)arrays,
+          (void *)resp);
+    CHECK(id == 0, "world id %llu left from before a failed create/fork", (unsigned long long)id);
+    CHECK(rsc_world_token(NULL, 1) == NULL, "token of a NULL client");
+    rsc_set_timeout(NULL, 100);
+    rsc_close(NULL);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
     (void)argv; /* the server binary: not needed here */
     test_arguments();
+    test_null_client();
     test_unreachable();
     test_timeout_then_usable();
     test_stale_reply_discarded();

@@ -88,3 +88,8 @@ def generate(proto_file, out_dir):
             f.write('"""Generated protocol code (robosim_pb2.py, not committed)."""\n')
     with open(os.path.join(out_dir, STAMP), "w") as f:
         f.write("%s %s\n" % (proto_digest(proto_file), protoc_version()))
+
+
+if __name__ == "__main__":  # python _protogen.py PROTO OUT_DIR: the wheel's build step
+    import sys
+    generate(sys.argv[1], sys.argv[2])

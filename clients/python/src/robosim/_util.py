@@ -19,3 +19,11 @@ def load_object(spec):
     if not callable(obj):
         raise RobosimError.from_name("INVALID_ARGUMENT", "%r is not callable" % spec)
     return obj
+
+
+def version_text(prog):
+    """What `prog --version` prints, as robosim-server and robosim-cli do:
+    "robosim 0.1.0 (protocol 1.1)"."""
+    from . import __version__
+    from .client import PROTOCOL_MAJOR, PROTOCOL_MINOR
+    return "%s %s (protocol %d.%d)" % (prog, __version__, PROTOCOL_MAJOR, PROTOCOL_MINOR)

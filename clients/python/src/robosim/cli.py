@@ -94,16 +94,17 @@ def cmd_plot(args):
                                  title="%s, seed %d: return %.2f in %d steps"
                                  % (task, args.seed, ret, len(states) - 1))
             if args.gif:
-                plot.write_gif(spec, states, args.gif, task=task, every=1, fps=10)
+                plot.write_gif(spec, states, args.gif, task=task, every=1, fps=10,
+                               progress=True)
         finally:
             env.close()
     else:
         client, server = _client(args.endpoint, args.timeout)
         try:
-            states, spec = plot.figure1_run(client)
+            states, spec = plot.figure1_run(client, progress=True)
             plot.plot_finger_run(states, args.out)
             if args.gif:
-                plot.write_gif(spec, states, args.gif, every=5, fps=20)
+                plot.write_gif(spec, states, args.gif, every=5, fps=20, progress=True)
         finally:
             client.close()
             if server:
@@ -114,6 +115,8 @@ def cmd_plot(args):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="robosim", description="robosim Python tools")
+    from ._util import version_text
+    p.add_argument("--version", action="version", version=version_text("robosim"))
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     sub = p.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("tasks", help="list the server's tasks and their rewards")

@@ -49,6 +49,8 @@ def evaluate(env, policy, episodes, seed, progress=None):
 
 def main(argv=None):
     p = argparse.ArgumentParser(prog="robosim-eval", description=__doc__.split("\n\n")[0])
+    from ._util import version_text
+    p.add_argument("--version", action="version", version=version_text("robosim-eval"))
     p.add_argument("--env", required=True, help="environment id, e.g. robosim/FingerPush-v0")
     p.add_argument("--policy", required=True, help="module:callable")
     p.add_argument("--episodes", type=int, default=10)

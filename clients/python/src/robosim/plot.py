@@ -25,9 +25,16 @@ FIGURE1_SCHEDULE = ([0.0, 1.0, 1.01, 2.8, 2.81, 4.3, 4.31, 7.0],
 FIGURE1_PARAMS = {"finger.object_x0": 0.7}
 
 
-def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0):
+def _progress(total, desc, unit, enabled):
+    """A tqdm bar on stderr (hidden when stderr is not a terminal), or a no-op one."""
+    from tqdm import tqdm
+    return tqdm(total=total, desc=desc, unit=unit, disable=not enabled or None, leave=False)
+
+
+def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False):
     """Run the Figure 1 scenario on a new finger world (destroyed afterwards); the list of
-    State dicts, one per control step, starting with the reset state."""
+    State dicts, one per control step, starting with the reset state. progress: a bar on a
+    terminal's stderr."""
     params = dict(FIGURE1_PARAMS)
     params["control_dt"] = control_dt
     wid = client.create_world("finger", params=params, seed=seed)
@@ -35,8 +42,11 @@ def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0):
         times, values = FIGURE1_SCHEDULE
         client.set_schedule(wid, "finger", 0, times, values)
         states = [client.get_state(wid)]
-        for _ in range(int(round(seconds / control_dt))):
-            states.append(client.step(wid, steps=1))
+        n = int(round(seconds / control_dt))
+        with _progress(n, "simulating", "step", progress) as bar:
+            for _ in range(n):
+                states.append(client.step(wid, steps=1))
+                bar.update(1)
         return states, client.get_spec(wid)
     finally:
         client.destroy_world(wid)
@@ -107,8 +117,10 @@ def plot_finger_run(states, out, entity="finger", title=None, target=None):
     return out
 
 
-def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=240):
-    """An animated GIF of the robots over the run (every `every`-th state). Returns out."""
+def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=240,
+              progress=False):
+    """An animated GIF of the robots over the run (every `every`-th state). Returns out.
+    progress: a bar of the frames drawn on a terminal's stderr."""
     from PIL import Image
     # one view for the whole run: the finger's x range over all states (and the target)
     xs = [v for s in states for e in s["entities"].values() if e["kind"] == "finger"
@@ -117,11 +129,14 @@ def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=2
         xs.append(states[0]["task"]["observation"][4])
     xlim = (min(xs) - 0.6, max(xs) + 0.6) if xs else None
     frames = []
-    for s in states[::max(1, every)] + ([states[-1]] if (len(states) - 1) % every else []):
-        obs = s["task"]["observation"] if s.get("task") else None
-        img = draw_world(spec, s, task_targets(task, obs), width=width, height=height,
-                         finger_xlim=xlim)
-        frames.append(Image.fromarray(img))
+    chosen = states[::max(1, every)] + ([states[-1]] if (len(states) - 1) % every else [])
+    with _progress(len(chosen), "drawing %s" % out, "frame", progress) as bar:
+        for s in chosen:
+            obs = s["task"]["observation"] if s.get("task") else None
+            img = draw_world(spec, s, task_targets(task, obs), width=width, height=height,
+                             finger_xlim=xlim)
+            frames.append(Image.fromarray(img))
+            bar.update(1)
     frames[0].save(out, save_all=True, append_images=frames[1:], duration=int(1000 / fps),
                    loop=0)
     return out

@@ -1,6 +1,6 @@
 """Start and stop a local robosim-server process (what the environments do when no endpoint is
-given). The binary is found through $ROBOSIM_BIN_DIR, else build/release/bin of the repository
-this package sits in, else PATH. The server binds a free loopback port and starts without a
+given). The binary is found through $ROBOSIM_BIN_DIR, else in the package (the wheel carries it
+in robosim/bin/), else build/release/bin of the repository this package sits in, else PATH. The server binds a free loopback port and starts without a
 world (--no-world)."""
 import os
 import shutil
@@ -14,6 +14,13 @@ from .errors import RobosimError
 BINARY = "robosim-server"
 
 
+def packaged_server_binary():
+    """The robosim-server the wheel installed beside this module (robosim/bin/), or None (a
+    developer install from clients/python has none)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", BINARY)
+    return path if os.access(path, os.X_OK) else None
+
+
 def find_server_binary():
     """Path of robosim-server, or raise RobosimError NOT_FOUND saying where it looked."""
     tried = []
@@ -23,6 +30,9 @@ def find_server_binary():
         if os.access(path, os.X_OK):
             return path
         tried.append(path)
+    path = packaged_server_binary()
+    if path:
+        return path
     d = os.path.dirname(os.path.abspath(__file__))
     for _ in range(8):
         path = os.path.join(d, "build", "release", "bin", BINARY)
