@@ -86,6 +86,10 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
  * reason (SetParams on a task world is refused with it). */
 int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st);
 
+/* The control steps after which task t's episodes on model m are truncated: the world
+ * parameter max_episode_steps when set (> 0), else the task's own limit. */
+uint64_t rs_task_episode_limit(const rs_task_t *t, const rs_model_t *m);
+
 /* Reset a world with `seed`: rs_reset, and for a task world a new episode (start and targets
  * sampled, reward 0, flags cleared, episode_steps 0). */
 int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st);

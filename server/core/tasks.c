@@ -638,6 +638,11 @@ static int task_entity(const rs_world_t *w, rs_status_t *st)
     return e;
 }
 
+uint64_t rs_task_episode_limit(const rs_task_t *t, const rs_model_t *m)
+{
+    return m->max_episode_steps > 0 ? (uint64_t)m->max_episode_steps : t->max_episode_steps;
+}
+
 int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st)
 {
     int e = rs_model_entity(m, t->entity);
@@ -748,6 +753,7 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
     }
     d->nevents = 0;
     d->events_dropped = 0;
+    uint64_t limit = rs_task_episode_limit(t, m);
     double reward = 0.0;
     for (uint64_t k = 0; k < nsteps; k++) {
         int first = d->nevents, terminated = 0;
@@ -762,7 +768,7 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
         memcpy(d->task + RS_TASK_INFO, info, sizeof info);
         if (terminated)
             d->task[RS_TASK_TERMINATED] = 1.0;
-        else if (d->episode_steps >= t->max_episode_steps)
+        else if (d->episode_steps >= limit)
             d->task[RS_TASK_TRUNCATED] = 1.0;
         if (terminated || d->task[RS_TASK_TRUNCATED] != 0.0)
             break;

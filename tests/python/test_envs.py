@@ -61,7 +61,7 @@ def test_seeding_is_deterministic(env_id, endpoint):
 
 
 def test_bad_actions_are_refused_clearly(endpoint):
-    env = gym.make("robosim/DiffDriveGoal-v0", endpoint=endpoint)
+    env = gym.make("robosim/DiffDriveGoal-v0", endpoint=endpoint, clip_actions=False)
     try:
         obs, _ = env.reset(seed=1)
         with pytest.raises(robosim.RobosimError) as e:
@@ -140,3 +140,118 @@ def test_unknown_task_and_params(endpoint):
         assert env.metadata["render_fps"] == 50
     finally:
         env.close()
+
+
+def test_actions_clipped_and_normalized(endpoint):
+    """A float32 policy output at a bound (float32 pi > pi) and one beyond the bounds are
+    clipped, stepping exactly as the bound itself does; normalize_actions maps [-1, 1] onto the
+    bounds linearly."""
+    kw = dict(endpoint=endpoint)
+    a, b = gym.make("robosim/SerialArmReach-v0", **kw), gym.make("robosim/SerialArmReach-v0", **kw)
+    n = gym.make("robosim/SerialArmReach-v0", normalize_actions=True, **kw)
+    try:
+        assert float(np.float32(np.pi)) > np.pi
+        assert n.action_space.low.tolist() == [-1, -1] and n.action_space.high.tolist() == [1, 1]
+        for e in (a, b, n):
+            e.reset(seed=3)
+        ra = a.step(np.array([np.float32(np.pi), -7.0], dtype=np.float32))
+        rb = b.step(np.array([np.pi, -np.pi]))
+        rn = n.step(np.array([1.0, -1.0]))
+        np.testing.assert_array_equal(ra[0], rb[0])
+        np.testing.assert_array_equal(rn[0], rb[0])
+        ra = a.step(np.array([0.0, np.pi / 2]))
+        rn = n.step(np.array([0.0, 0.5]))  # the middle of [-pi, pi]; three quarters up
+        np.testing.assert_array_equal(ra[0], rn[0])
+    finally:
+        for e in (a, b, n):
+            e.close()
+
+
+def test_env_order_errors_and_close_twice(endpoint):
+    env = robosim.RobosimEnv("FingerTouch-v0", endpoint=endpoint)
+    with pytest.raises(robosim.RobosimError) as e:
+        env.step(np.array([0.1]))
+    assert e.value.code_name == "FAILED_PRECONDITION" and "reset() before step()" in e.value.message
+    env.reset(seed=0)
+    env.step(np.array([0.1]))
+    env.close()
+    env.close()
+    with pytest.raises(robosim.RobosimError) as e:
+        env.reset()
+    assert e.value.code_name == "FAILED_PRECONDITION" and "after close()" in e.value.message
+    with pytest.raises(robosim.RobosimError) as e:
+        env.step(np.array([0.1]))
+    assert e.value.code_name == "FAILED_PRECONDITION"
+
+
+@pytest.mark.parametrize("task", robosim.TASKS)
+def test_registered_episode_limit(task, endpoint):
+    """The registration carries the server task's own limit (what RobosimEnv made directly
+    truncates at)."""
+    env = robosim.RobosimEnv(task, endpoint=endpoint)
+    try:
+        assert gym.spec("robosim/" + task).max_episode_steps == env.max_episode_steps
+        assert env.task_spec["max_episode_steps"] == robosim.envs.TASK_LIMITS[task]
+    finally:
+        env.close()
+
+
+def _steps_to_truncation(env):
+    env.reset(seed=0)
+    n, trunc = 0, False
+    while not trunc:
+        _, _, term, trunc, _ = env.step(np.array([0.0]))  # the object never moves: no success
+        assert not term
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("limit", [7, 230])
+def test_max_episode_steps_longer_or_shorter(limit, endpoint):
+    """gym.make(..., max_episode_steps=N) truncates at N, beyond the server task's 200 too (the
+    server's limit is lifted); RobosimEnv(max_episode_steps=N) has the server truncate at N."""
+    env = gym.make("robosim/FingerPush-v0", endpoint=endpoint, max_episode_steps=limit)
+    try:
+        assert _steps_to_truncation(env) == limit
+        assert _steps_to_truncation(env) == limit  # and again after a reset
+    finally:
+        env.close()
+    env = robosim.RobosimEnv("FingerPush-v0", endpoint=endpoint, max_episode_steps=limit)
+    try:
+        assert env.task_spec["max_episode_steps"] == limit
+        assert _steps_to_truncation(env) == limit
+        assert env.state["task"]["truncated"]
+        with pytest.raises(robosim.RobosimError) as e:  # the server's episode ended there
+            env.step(np.array([0.0]))
+        assert e.value.code_name == "FAILED_PRECONDITION" and "truncated" in e.value.message
+    finally:
+        env.close()
+
+
+def test_env_pickles_by_reconnecting(endpoint):
+    import cloudpickle  # a dependency of gymnasium
+    env = gym.make("robosim/FingerPush-v0", endpoint=endpoint)
+    try:
+        o1, _ = env.reset(seed=9)
+        copy = cloudpickle.loads(cloudpickle.dumps(env))
+        try:
+            assert copy.unwrapped.world_id != env.unwrapped.world_id
+            assert copy.unwrapped.endpoint == endpoint
+            o2, _ = copy.reset(seed=9)
+            np.testing.assert_array_equal(o1, o2)
+            np.testing.assert_array_equal(env.step(np.array([1.0]))[0],
+                                          copy.step(np.array([1.0]))[0])
+        finally:
+            copy.close()
+    finally:
+        env.close()
+    own = robosim.RobosimEnv("FingerTouch-v0")  # a server of its own: the copy gets another
+    try:
+        copy = cloudpickle.loads(cloudpickle.dumps(own))
+        try:
+            assert copy._server is not None and copy.endpoint != own.endpoint
+            copy.reset(seed=1)
+        finally:
+            copy.close()
+    finally:
+        own.close()

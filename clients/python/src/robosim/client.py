@@ -13,8 +13,10 @@ token of every world it creates, forks or claims and sends it with every request
 (tokens are "" on servers without roles, which works the same).
 """
 import itertools
-import math
+import os
+import socket
 import time
+from urllib.parse import urlsplit
 
 import numpy as np
 import zmq
@@ -25,6 +27,35 @@ from .errors import ProtocolError, RobosimError, TimeoutError
 PROTOCOL_MAJOR = 1
 PROTOCOL_MINOR = 1  # 1.1: StepBatch.arrays
 DEFAULT_TIMEOUT = 10.0
+DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def env_endpoint():
+    """$ROBOSIM_ENDPOINT (as the C tools read it), or None when unset or empty."""
+    return os.environ.get("ROBOSIM_ENDPOINT") or None
+
+
+def check_listening(endpoint, timeout=1.0):
+    """For a tcp endpoint on this machine: raise RobosimError UNAVAILABLE at once when nothing
+    listens there (the connection is refused), rather than letting the first request wait its
+    whole timeout. Other endpoints are left to ZeroMQ."""
+    try:
+        u = urlsplit(endpoint)
+        host, port = u.hostname, u.port
+    except ValueError:
+        return
+    if u.scheme != "tcp" or host not in LOOPBACK or not port:
+        return
+    try:
+        socket.create_connection((host, port), timeout=timeout).close()
+    except ConnectionRefusedError:
+        raise RobosimError.from_name(
+            "UNAVAILABLE", "nothing listens on %s (connection refused): is a robosim-server "
+            "running there? Start one (robosim-server --bind %s), or leave the endpoint and "
+            "$ROBOSIM_ENDPOINT unset to start a local one" % (endpoint, endpoint), endpoint)
+    except OSError:
+        pass  # slow or filtered: the request's own timeout decides
 
 
 # ---- messages -> plain values -------------------------------------------------------------
@@ -158,17 +189,23 @@ def _step_msg(steps=None, duration=None, commands=None, action=None):
 class Client:
     """A connection to one robosim-server (a ZeroMQ DEALER socket).
 
-    endpoint: "tcp://host:port". timeout: seconds each call waits for its reply. hello: say
-    Hello first (refused servers raise RobosimError VERSION_MISMATCH at once)."""
+    endpoint: "tcp://host:port" (None: $ROBOSIM_ENDPOINT, else tcp://127.0.0.1:5555). timeout:
+    seconds each call waits for its reply. hello: say Hello first (refused servers raise
+    RobosimError VERSION_MISMATCH at once; nothing listening on a local port raises
+    UNAVAILABLE at once)."""
 
-    def __init__(self, endpoint="tcp://127.0.0.1:5555", timeout=DEFAULT_TIMEOUT, hello=True,
+    def __init__(self, endpoint=None, timeout=DEFAULT_TIMEOUT, hello=True,
                  client_name="robosim-python", context=None):
+        endpoint = endpoint or env_endpoint() or DEFAULT_ENDPOINT
+        if hello:
+            check_listening(endpoint)
         self.endpoint = endpoint
         self.timeout = float(timeout)
         self.client_name = client_name
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
+        self._rcvtimeo = None
         try:
             self._sock.connect(endpoint)
         except zmq.ZMQError as exc:
@@ -218,10 +255,7 @@ class Client:
         self._sock.send(req.SerializeToString())
         deadline = _now() + timeout
         while True:
-            left = deadline - _now()
-            if left <= 0 or not self._sock.poll(int(math.ceil(left * 1000)), zmq.POLLIN):
-                raise TimeoutError(self.endpoint, timeout, req.WhichOneof("op") or "request")
-            data = self._sock.recv()
+            data = self._recv(deadline, timeout, req)
             try:
                 resp = pb.Response.FromString(data)
             except Exception as exc:  # DecodeError
@@ -236,6 +270,21 @@ class Client:
                 raise ProtocolError("%s answered with an empty Response" % self.endpoint,
                                     self.endpoint)
             return getattr(resp, which)
+
+    def _recv(self, deadline, timeout, req=None):
+        """The next frame before `deadline`, by a blocking recv with RCVTIMEO (no poller: one
+        system call fewer per request than poll then recv)."""
+        left = deadline - _now()
+        # the whole timeout on a first wait (the same value every call: no setsockopt)
+        left_ms = int(timeout * 1000) if left >= timeout - 0.001 else max(1, int(left * 1000))
+        if left_ms != self._rcvtimeo:
+            self._sock.setsockopt(zmq.RCVTIMEO, left_ms)
+            self._rcvtimeo = left_ms
+        try:
+            return self._sock.recv()
+        except zmq.Again:
+            what = req.WhichOneof("op") if req is not None else "request"
+            raise TimeoutError(self.endpoint, timeout, what or "request") from None
 
     def _call(self, op, msg, world_id=0, token=None, timeout=None):
         return self.call(self._request(op, msg, world_id, token), timeout)
@@ -303,6 +352,18 @@ class Client:
         msg = _step_msg(steps, duration, commands, action)
         return state_dict(self._call("step", msg, world_id))
 
+    def step_msg(self, world_id, action):
+        """One control step of a task world with `action` (a float64 array); the State
+        *message* (robosim.v1.State), undecoded: the environments read only what they need."""
+        wid = int(world_id)
+        req = pb.Request(id=next(self._ids), world_id=wid, token=self._tokens.get(wid, ""),
+                         step=pb.Step(steps=1, action=action.tolist()))
+        return self.call(req)
+
+    def reset_msg(self, world_id, seed):
+        """Reset reseeded with `seed`; the State message, undecoded."""
+        return self._call("reset", pb.Reset(seed=int(seed), use_seed=True), world_id)
+
     def get_state(self, world_id, snapshot=False):
         """The State (with State["snapshot"] bytes when snapshot=True)."""
         return state_dict(self._call("get_state", pb.GetState(snapshot=bool(snapshot)),
@@ -367,22 +428,30 @@ class Client:
                 out.append(state_dict(res.state))
         return out
 
-    def step_arrays(self, world_ids, commands=None, actions=None, steps=1, timeout=None):
+    def step_arrays(self, world_ids, commands=None, actions=None, steps=1, timeout=None,
+                    reset=None, reset_seeds=None):
         """Step many worlds of one shape (the same preset and task) in the columnar form
         (StepBatch.arrays, capability "step_batch.arrays"): no message per world either way.
         commands: array (n_worlds, n_actuators), each row a world's actuator commands in spec
         order (all entities), or None to hold them; actions: (n_worlds, action size) for task
         worlds. Returns a dict of numpy arrays, row i for world_ids[i]: code (0 = OK), time,
         step_count, events, state, sensors and, for task worlds, observation, reward,
-        terminated, truncated; rows of a world whose code is not 0 are NaN and errors maps its
-        index to a RobosimError. A batch refused as a whole raises RobosimError."""
-        ids = [int(w) for w in world_ids]
+        terminated, truncated, info (n_worlds, len(info_keys)) and info_keys (the task's info
+        figures); rows of a world whose code is not 0 are NaN and errors maps its index to a
+        RobosimError. reset: booleans, one per world (capability "step_batch.arrays.reset"):
+        those worlds start a new episode instead of stepping, reseeded with reset_seeds[i] when
+        given. A batch refused as a whole raises RobosimError."""
+        ids = world_ids.tolist() if isinstance(world_ids, np.ndarray) else [int(w) for w in world_ids]
         arr = pb.BatchArrays(world_ids=ids, tokens=[self._tokens.get(w, "") for w in ids],
                              steps=int(steps))
         if commands is not None:
             arr.commands.extend(np.asarray(commands, dtype=np.float64).ravel().tolist())
         if actions is not None:
             arr.actions.extend(np.asarray(actions, dtype=np.float64).ravel().tolist())
+        if reset is not None:
+            arr.reset.extend(np.asarray(reset, dtype=bool).tolist())
+        if reset_seeds is not None:
+            arr.reset_seeds.extend(int(s) for s in reset_seeds)
         r = self._call("step_batch", pb.StepBatch(arrays=arr), timeout=timeout).arrays
         n = len(ids)
 
@@ -401,7 +470,8 @@ class Client:
             out.update(observation=rows(r.observation, r.observation_size),
                        reward=np.array(r.reward, dtype=np.float64),
                        terminated=np.array(r.terminated, dtype=bool),
-                       truncated=np.array(r.truncated, dtype=bool))
+                       truncated=np.array(r.truncated, dtype=bool),
+                       info_keys=list(r.info_keys), info=rows(r.info, r.info_size))
         return out
 
     def step_pipelined(self, items, timeout=None):
@@ -417,11 +487,9 @@ class Client:
         out = [None] * len(reqs)
         deadline = _now() + timeout
         while pending:
-            left = deadline - _now()
-            if left <= 0 or not self._sock.poll(int(math.ceil(left * 1000)), zmq.POLLIN):
-                raise TimeoutError(self.endpoint, timeout, "step")
+            data = self._recv(deadline, timeout, reqs[0])
             try:
-                resp = pb.Response.FromString(self._sock.recv())
+                resp = pb.Response.FromString(data)
             except Exception as exc:
                 raise ProtocolError("%s answered with bytes that are not a robosim.v1 Response "
                                     "(%s)" % (self.endpoint, exc), self.endpoint)

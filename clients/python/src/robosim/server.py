@@ -1,7 +1,11 @@
 """Start and stop a local robosim-server process (what the environments do when no endpoint is
 given). The binary is found through $ROBOSIM_BIN_DIR, else build/release/bin of the repository
-this package sits in, else PATH. The server binds a free loopback port and starts without a
-world (--no-world)."""
+this package sits in, else PATH. The server binds a free loopback port, publishes its observer
+stream on another free one and starts without a world (--no-world).
+
+The server ends with the process that started it, however that process dies (SIGKILL
+included): it runs with --exit-with-stdin and its stdin is a pipe whose only write end this
+process holds, so the kernel closes it when this process goes and the server stops at EOF."""
 import os
 import shutil
 import socket
@@ -51,16 +55,23 @@ def free_port(host="127.0.0.1"):
 class LocalServer:
     """A robosim-server child process on 127.0.0.1. Use as a context manager or call stop()."""
 
-    def __init__(self, binary=None, args=(), startup_timeout=10.0, log_level="warn"):
+    def __init__(self, binary=None, args=(), startup_timeout=10.0, log_level="warn",
+                 max_worlds=None):
+        """args: more robosim-server flags. max_worlds: --max-worlds (and --max-batch), for a
+        server sized for what it will serve (None: the server's defaults)."""
         self.binary = binary or find_server_binary()
+        sizing = []
+        if max_worlds is not None and int(max_worlds) > 64:  # the server's default holds 64
+            n = str(int(max_worlds))
+            sizing = ["--max-worlds", n] + (["--max-batch", n] if int(n) > 4096 else [])
         self.proc = None
         self._log = tempfile.TemporaryFile()
         last = None
         for _ in range(3):  # a port taken between free_port() and the bind: try another
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
-            cmd = [self.binary, "--bind", self.endpoint, "--no-world", "--log-level",
-                   log_level, *args]
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+            cmd = [self.binary, "--bind", self.endpoint, "--stream", "tcp://127.0.0.1:*",
+                   "--no-world", "--exit-with-stdin", "--log-level", log_level, *sizing, *args]
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                          stdout=subprocess.DEVNULL, stderr=self._log)
             try:
                 self._wait_ready(startup_timeout)
@@ -98,6 +109,11 @@ class LocalServer:
         p, self.proc = self.proc, None
         if p is None:
             return
+        if p.stdin is not None:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
         if p.poll() is None:
             p.terminate()
             try:
