@@ -117,15 +117,35 @@ def test_version_refused(client, endpoint):
         fake.close()
 
 
-def test_server_down_times_out_naming_the_endpoint():
+def test_server_down_fails_at_once_naming_the_endpoint():
+    """Nothing listens on a local port: refused within a second, whatever the timeout, with a
+    message saying what to do (Client, gym.make)."""
+    import gymnasium as gym
     endpoint = "tcp://127.0.0.1:%d" % free_port()  # nobody listens
-    t0 = time.monotonic()
-    with pytest.raises(robosim.TimeoutError) as e:
-        robosim.Client(endpoint, timeout=0.5)
-    elapsed = time.monotonic() - t0
-    assert 0.45 <= elapsed < 2.0
-    assert endpoint in str(e.value) and e.value.code_name == "TIMEOUT"
-    assert isinstance(e.value, robosim.RobosimError) and isinstance(e.value, TimeoutError)
+    for make in (lambda: robosim.Client(endpoint, timeout=10.0),
+                 lambda: gym.make("robosim/FingerPush-v0", endpoint=endpoint)):
+        t0 = time.monotonic()
+        with pytest.raises(robosim.RobosimError) as e:
+            make()
+        assert time.monotonic() - t0 < 1.0
+        assert e.value.code_name == "UNAVAILABLE" and endpoint in str(e.value)
+        assert "is a robosim-server running there?" in e.value.message
+
+
+def test_endpoint_from_environment(endpoint, monkeypatch):
+    """$ROBOSIM_ENDPOINT is the default endpoint of Client, gym.make and robosim.vector."""
+    import gymnasium as gym
+    monkeypatch.setenv("ROBOSIM_ENDPOINT", endpoint)
+    with robosim.Client() as c:
+        assert c.endpoint == endpoint
+    env = gym.make("robosim/FingerPush-v0")
+    venv = robosim.vector.make("robosim/FingerPush-v0", num_envs=2)
+    try:
+        assert env.unwrapped._server is None and env.unwrapped.endpoint == endpoint
+        assert venv._server is None and venv.endpoint == endpoint
+    finally:
+        env.close()
+        venv.close()
 
 
 def test_silent_server_times_out():
