@@ -229,3 +229,17 @@ def test_task_world_through_the_client(client):
         assert e.value.code_name == "INVALID_ARGUMENT" and "action" in e.value.message
     finally:
         client.destroy_world(wid)
+
+
+def test_step_request_bytes_match_protobuf():
+    """The single env's hand-built Step request parses to exactly the Request protobuf builds
+    (ids and action lengths across varint widths)."""
+    from robosim._proto import pb
+    from robosim.client import step_request_tail
+    for rid, wid, n in [(1, 1, 1), (127, 300, 2), (128, 2 ** 40, 8), (2 ** 63 + 5, 7, 20)]:
+        action = np.random.default_rng(rid % 1000).normal(size=n)
+        head = pb.Request(world_id=wid, token="0123456789abcdef0123456789abcdef")
+        data = head.SerializeToString() + step_request_tail(rid, action)
+        want = pb.Request(id=rid, world_id=wid, token=head.token,
+                          step=pb.Step(steps=1, action=action.tolist()))
+        assert pb.Request.FromString(data) == want

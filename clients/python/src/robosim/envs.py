@@ -71,13 +71,19 @@ def _msg_info(s, sensor_names):
     t = s.task
     info = dict(zip(t.info_keys, t.info_values))
     if "success" in info:
-        info["is_success"] = bool(info["success"])
+        info["is_success"] = info["success"] != 0.0
     info["events"] = [{"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
-                       "before": list(e.before), "after": list(e.after)} for e in s.events]
-    info["sensors"] = {e.name: dict(zip(sensor_names[e.name], e.sensors))
-                       for e in s.entities if e.name in sensor_names}
+                       "before": list(e.before), "after": list(e.after)}
+                      for e in s.events] if s.events else []
+    info["sensors"] = {e.name: dict(zip(sensor_names[e.name], e.sensors)) for e in s.entities}
     info["time"] = s.time
     return info
+
+
+def _obs(s, n):
+    """The observation of a State message as a float64 array (fromiter: a third of np.array's
+    time on a protobuf repeated field)."""
+    return np.fromiter(s.task.observation, np.float64, n)
 
 
 class ActionMap:
@@ -91,6 +97,7 @@ class ActionMap:
         self.normalize = bool(normalize)
         self.clip = bool(clip)
         self.low, self.high = self.bounds.low, self.bounds.high
+        self.half_range = 0.5 * (self.high - self.low)
         self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=np.float64)
                       if self.normalize else self.bounds)
 
@@ -102,8 +109,9 @@ class ActionMap:
                 "INVALID_ARGUMENT", "%s takes an action of shape %s (%s), got shape %s"
                 % (self.task, shape, self.names, a.shape), endpoint)
         if self.normalize:
-            return self.low + (np.clip(a, -1.0, 1.0) + 1.0) * (0.5 * (self.high - self.low))
-        return np.clip(a, self.low, self.high) if self.clip else a
+            return self.low + (np.minimum(np.maximum(a, -1.0), 1.0) + 1.0) * self.half_range
+        # minimum(maximum()) rather than np.clip: the same values, a third of the time
+        return np.minimum(np.maximum(a, self.low), self.high) if self.clip else a
 
 
 class RobosimEnv(gym.Env):
@@ -163,6 +171,7 @@ class RobosimEnv(gym.Env):
         self.task_spec = tspec
         self.max_episode_steps = tspec["max_episode_steps"]
         self.observation_space = box(tspec["observation"])
+        self._nobs = self.observation_space.shape[0]
         self._actions = ActionMap(task, tspec, normalize_actions, clip_actions)
         self.action_space = self._actions.space
         self.metadata = dict(self.metadata)
@@ -181,7 +190,7 @@ class RobosimEnv(gym.Env):
         self._msg = self.client.reset_msg(self.world_id, seed=server_seed)
         info = _msg_info(self._msg, self._sensor_names)
         info["seed"] = server_seed
-        return np.array(self._msg.task.observation, dtype=np.float64), info
+        return _obs(self._msg, self._nobs), info
 
     def step(self, action):
         self._check_open("step")
@@ -191,7 +200,7 @@ class RobosimEnv(gym.Env):
         a = self._actions(action, self.endpoint)
         self._msg = s = self.client.step_msg(self.world_id, a)
         t = s.task
-        return (np.array(t.observation, dtype=np.float64), t.reward, t.terminated, t.truncated,
+        return (_obs(s, self._nobs), t.reward, t.terminated, t.truncated,
                 _msg_info(s, self._sensor_names))
 
     def render(self):
