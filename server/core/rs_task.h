@@ -52,6 +52,14 @@ struct rs_task {
     int nparams;
     const rs_task_param_t *params;
 
+    /* Optional, for normalized task versions (-v1). cmd: the action is normalized, action i in
+     * act[i]'s bounds ([-1, 1]) commands cmd[i].lower ... cmd[i].upper linearly. obs_scale:
+     * observation i is observe()'s value divided by obs_scale[i], clipped to obs[i]'s bounds.
+     * reward_scale: evaluate()'s reward times this (0: 1). */
+    const rs_var_desc_t *cmd;
+    const double *obs_scale;
+    double reward_scale;
+
     /* Optional: refuse a model the task cannot run on (a parameter override that breaks it). */
     int (*validate)(const rs_model_t *m, int e, rs_status_t *st);
 

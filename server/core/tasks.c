@@ -338,6 +338,55 @@ static double parallel_evaluate(const rs_model_t *m, rs_data_t *d, int e, int fi
     return reach_evaluate(m, d, e, 20.0, PARALLEL_TOL, terminated, info);
 }
 
+/* ---- ParallelArmReach-v1: the servos driven by torque ------------------------------------ */
+
+/* v0's setpoints let the servos' PID do all the work (the scripted baseline solves it in two
+ * steps). Here the action is each servo's torque as a fraction of +-0.5 N*m (tau_max), so a
+ * policy has to accelerate, brake and hold the arm itself. Heavier servos than the preset's
+ * (J = 0.01 kg m^2, mu_V = 0.02 N m s/rad: at most 50 rad/s^2, a 0.5 s damping time, 25 rad/s
+ * at full torque) keep one 0.05 s control step from moving a joint more than ~0.06 rad from
+ * rest, so the task is controllable at 20 Hz. Observations scaled to order 1 and bounded. */
+static const double torque_modes[] = {0, 0}, heavy_J[] = {0.01, 0.01}, heavy_muV[] = {0.02, 0.02};
+static const rs_task_param_t parallel_v1_params[] = {
+    {"", "control_dt", 1, dt_005},
+    {"delta", "actuator_mode", 2, torque_modes},
+    {"delta", "J", 2, heavy_J},
+    {"delta", "mu_V", 2, heavy_muV},
+};
+
+static const rs_var_desc_t parallel_v1_act[] = {
+    {"servo1", "1", -1.0, 1.0, "left servo torque as a fraction of 0.5 N*m"},
+    {"servo2", "1", -1.0, 1.0, "right servo torque as a fraction of 0.5 N*m"},
+};
+static const rs_var_desc_t parallel_v1_cmd[] = {
+    {"servo1", "N*m", -0.5, 0.5, "left servo torque"},
+    {"servo2", "N*m", -0.5, 0.5, "right servo torque"},
+};
+
+static const rs_var_desc_t reach_v1_obs[] = {
+    {"theta1", "rad", -2.0, 2.0, "joint 1 angle"},
+    {"theta2", "rad", -2.0, 2.0, "joint 2 angle"},
+    {"theta1_dot", "10 rad/s", -5.0, 5.0, "joint 1 rate / (10 rad/s)"},
+    {"theta2_dot", "10 rad/s", -5.0, 5.0, "joint 2 rate / (10 rad/s)"},
+    {"x", "0.1 m", -3.0, 3.0, "end effector x / (0.1 m)"},
+    {"y", "0.1 m", -3.0, 3.0, "end effector y / (0.1 m)"},
+    {"target_x", "0.1 m", -3.0, 3.0, "target point x / (0.1 m)"},
+    {"target_y", "0.1 m", -3.0, 3.0, "target point y / (0.1 m)"},
+};
+static const double reach_v1_scale[] = {1, 1, 10, 10, 0.1, 0.1, 0.1, 0.1};
+
+/* The servos run in torque mode here. */
+static int torque_validate(const rs_model_t *m, int e, rs_status_t *st)
+{
+    for (int j = 0; j < 2; j++)
+        if (rs_model_param(m, e, "actuator_mode", j) != 0.0)
+            return rs_fail(st, RS_EINVAL,
+                           "this task drives the servos by torque; '%s.actuator_mode' must stay "
+                           "0, 0 (torque)",
+                           m->ent[e].name);
+    return 0;
+}
+
 /* ---- DiffDriveGoal-v0 --------------------------------------------------------------------- */
 
 #define DD_ARENA 180.0    /* cm: start and goal lie in [-180, 180]^2 */
@@ -580,6 +629,38 @@ static const rs_task_t tasks[] = {
         .evaluate = parallel_evaluate,
     },
     {
+        .name = "ParallelArmReach-v1",
+        .preset = "parallel_arm",
+        .entity = "delta",
+        .doc = "ParallelArmReach-v0 driven by torque: bring the end effector of the parallel "
+               "(2D delta) arm to the target point and stop there, the action being the two "
+               "servos' torques as fractions of 0.5 N*m in [-1, 1] (heavier servos than the "
+               "preset's: J = 0.01 kg m^2, mu_V = 0.02 N m s/rad). Start and target as in v0; "
+               "control step 0.05 s. Observations as v0's, scaled: rates in 10 rad/s, "
+               "positions in 0.1 m, each bounded.",
+        .reward = "per control step: r = 0.1 (-20 d - 0.01 (tau1^2 / tau_max1^2 + tau2^2 / "
+                  "tau_max2^2) / 2 + 10 [success]) (d the end effector's distance to the target "
+                  "in m, tau the applied servo torques). Success, which terminates the episode: "
+                  "d < 0.005 m with the end effector slower than 0.05 m/s. Truncated after 200 "
+                  "steps (10 s).",
+        .nobs = N(reach_v1_obs),
+        .obs = reach_v1_obs,
+        .nact = N(parallel_v1_act),
+        .act = parallel_v1_act,
+        .ninfo = N(reach_info),
+        .info = reach_info,
+        .max_episode_steps = 200,
+        .nparams = N(parallel_v1_params),
+        .params = parallel_v1_params,
+        .validate = torque_validate,
+        .reset = parallel_reset,
+        .observe = reach_observe,
+        .evaluate = parallel_evaluate,
+        .cmd = parallel_v1_cmd,
+        .obs_scale = reach_v1_scale,
+        .reward_scale = 0.1,
+    },
+    {
         .name = "DiffDriveGoal-v0",
         .preset = "diff_drive",
         .entity = "robot",
@@ -748,6 +829,14 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
         int rc = rs_task_check_action(t, action, n, st);
         if (rc < 0)
             return rc;
+        double u[RS_TASK_MAX_ACT];
+        if (t->cmd) { /* normalized: [lower, upper] of act onto cmd's range */
+            for (size_t i = 0; i < n; i++)
+                u[i] = t->cmd[i].lower + (action[i] - t->act[i].lower) /
+                                             (t->act[i].upper - t->act[i].lower) *
+                                             (t->cmd[i].upper - t->cmd[i].lower);
+            action = u;
+        }
         if ((rc = rs_set_commands(m, d, e, action, n, st)) < 0)
             return rc;
     }
@@ -764,7 +853,8 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
             return rc;
         }
         d->episode_steps++;
-        reward += t->evaluate(m, d, e, first, &terminated, info);
+        double r = t->evaluate(m, d, e, first, &terminated, info);
+        reward += t->reward_scale > 0.0 ? t->reward_scale * r : r;
         memcpy(d->task + RS_TASK_INFO, info, sizeof info);
         if (terminated)
             d->task[RS_TASK_TERMINATED] = 1.0;
@@ -790,6 +880,8 @@ int rs_world_task_view(const rs_world_t *w, rs_task_view_t *out, rs_status_t *st
     memset(out, 0, sizeof *out);
     out->nobs = t->nobs;
     t->observe(&w->model, d, e, out->obs);
+    for (int i = 0; t->obs_scale && i < t->nobs; i++)
+        out->obs[i] = fmin(fmax(out->obs[i] / t->obs_scale[i], t->obs[i].lower), t->obs[i].upper);
     out->reward = d->task[RS_TASK_REWARD];
     out->terminated = d->task[RS_TASK_TERMINATED] != 0.0;
     out->truncated = d->task[RS_TASK_TRUNCATED] != 0.0;

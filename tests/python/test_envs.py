@@ -255,3 +255,39 @@ def test_env_pickles_by_reconnecting(endpoint):
             copy.close()
     finally:
         own.close()
+
+
+def test_parallel_arm_v1_needs_control(endpoint):
+    """ParallelArmReach-v1: the action is the servo torque as a fraction of 0.5 N*m; the
+    observation is v0's scaled (rates / 10 rad/s, positions / 0.1 m); the reward a tenth of
+    v0's formula. Holding still never succeeds; the PD baseline succeeds, over several steps."""
+    env = gym.make("robosim/ParallelArmReach-v1", endpoint=endpoint)
+    u = env.unwrapped
+    try:
+        assert env.action_space.low.tolist() == [-1, -1] and env.action_space.high.tolist() == [1, 1]
+        assert np.isfinite(env.observation_space.high).all()
+        obs, _ = env.reset(seed=4)
+        obs, r, term, trunc, info = env.step(np.array([1.0, -0.5]))
+        s = u.state["entities"]["delta"]
+        sensors = dict(zip(u._sensor_names["delta"], s["sensors"]))
+        assert sensors["tau1"] == pytest.approx(0.5) and sensors["tau2"] == pytest.approx(-0.25)
+        np.testing.assert_allclose(obs[2:4], s["state"][2:4] / 10.0)
+        np.testing.assert_allclose(obs[4:6], [sensors["x"] / 0.1, sensors["y"] / 0.1])
+        assert r == pytest.approx(0.1 * (-20 * info["distance"] - 0.01 * info["effort"]))
+        env.reset(seed=5)
+        for _ in range(200):
+            _, _, term, trunc, _ = env.step(np.zeros(2))
+            assert not term, "holding still reached the target"
+            if trunc:
+                break
+        assert trunc
+        policy = auto(u)
+        for seed in range(5):
+            obs, _ = env.reset(seed=seed)
+            n, term, trunc = 0, False, False
+            while not (term or trunc):
+                obs, r, term, trunc, info = env.step(policy(obs))
+                n += 1
+            assert term and info["is_success"] and n >= 4, (seed, n)
+    finally:
+        env.close()

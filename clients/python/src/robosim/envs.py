@@ -33,7 +33,7 @@ from .server import LocalServer
 # each task's episode limit, as the server's task table has it (registered as Gymnasium's
 # max_episode_steps; tests/python/test_envs.py checks they agree with the TaskSpec)
 TASK_LIMITS = {"FingerPush-v0": 200, "FingerTouch-v0": 200, "SerialArmReach-v0": 200,
-               "ParallelArmReach-v0": 200, "DiffDriveGoal-v0": 300}
+               "ParallelArmReach-v0": 200, "ParallelArmReach-v1": 200, "DiffDriveGoal-v0": 300}
 TASKS = tuple(TASK_LIMITS)
 
 SEED_RANGE = 2 ** 63 - 1
