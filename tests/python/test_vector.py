@@ -197,3 +197,26 @@ def test_step_arrays_equals_step_batch(endpoint, capabilities):
             assert e.code_name == "INVALID_ARGUMENT" and "holds 3 values" in str(e)
         else:
             raise AssertionError("commands of the wrong length were accepted")
+
+
+def test_step_arrays_reset_flags_and_info(endpoint, capabilities):
+    """BatchArrays.reset: the flagged worlds start a new episode (reseeded) instead of stepping,
+    the others step; the reply's info rows are each world's task info figures."""
+    assert {"step_batch.arrays.reset", "step_batch.arrays.info"} <= set(
+        capabilities["capabilities"])
+    with robosim.Client(endpoint) as c:
+        ids = [c.create_world(task="FingerPush-v0", seed=s) for s in (1, 2)]
+        ref = c.create_world(task="FingerPush-v0", seed=3)
+        c.step_arrays(ids, actions=[[2.0], [2.0]])
+        arr = c.step_arrays(ids, actions=[[1.0], [1.0]], reset=[True, False],
+                            reset_seeds=[77, 0])
+        fresh = c.reset(ref, seed=77)
+        np.testing.assert_array_equal(arr["observation"][0], fresh["task"]["observation"])
+        assert arr["reward"][0] == 0 and arr["step_count"][0] == 0
+        st = c.get_state(ids[1])
+        assert st["step_count"] == 2 and arr["step_count"][1] == 2
+        assert arr["info_keys"] == list(st["task"]["info"])
+        np.testing.assert_array_equal(arr["info"][1], list(st["task"]["info"].values()))
+        with pytest.raises(robosim.RobosimError) as e:
+            c.step_arrays(ids, reset=[True])
+        assert e.value.code_name == "INVALID_ARGUMENT" and "reset flags" in e.value.message
