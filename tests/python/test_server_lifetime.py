@@ -13,11 +13,14 @@ import pytest
 import robosim
 
 CHILD = """
-import sys, time
+import os, sys, time
 import gymnasium as gym
 import robosim
 env = gym.make("robosim/FingerPush-v0")
 env.reset(seed=0)
+if sys.argv[1] == "fork" and os.fork() == 0:  # a forked child outliving its parent
+    time.sleep(30)
+    os._exit(0)
 print(env.unwrapped._server.proc.pid, flush=True)
 time.sleep(120)
 """
@@ -57,9 +60,13 @@ def _children(ppids, comm="robosim-server"):
     return out
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
-def test_server_exits_when_its_parent_is_killed(sig):
-    parent = subprocess.Popen([sys.executable, "-c", CHILD], stdout=subprocess.PIPE, text=True)
+@pytest.mark.parametrize("sig,fork", [(signal.SIGKILL, ""), (signal.SIGTERM, ""),
+                                      (signal.SIGKILL, "fork")])
+def test_server_exits_when_its_parent_is_killed(sig, fork):
+    """The parent killed (SIGKILL, SIGTERM): its server stops within 5 s, also while a child
+    the parent forked (as multiprocessing does) lives on."""
+    parent = subprocess.Popen([sys.executable, "-c", CHILD, fork or "-"], stdout=subprocess.PIPE,
+                              text=True)
     try:
         server_pid = int(parent.stdout.readline())
         assert not _gone(server_pid)

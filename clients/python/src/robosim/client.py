@@ -381,12 +381,14 @@ class Client:
     def step(self, world_id, steps=None, duration=None, commands=None, action=None):
         """Advance `steps` control steps (default 1) or `duration` seconds, after applying
         `commands` ({entity: values}) or, for a task world, `action`; the State."""
+        if action is not None and commands is None and duration is None and steps in (None, 1):
+            return state_dict(self.step_msg(world_id, action))  # the common case, fast
         msg = _step_msg(steps, duration, commands, action)
         return state_dict(self._call("step", msg, world_id))
 
     def step_msg(self, world_id, action):
-        """One control step of a task world with `action` (a float64 array); the State
-        *message* (robosim.v1.State), undecoded: the environments read only what they need."""
+        """One control step of a task world with `action` (values); the State *message*
+        (robosim.v1.State), undecoded: the environments read only what they need."""
         wid = int(world_id)
         token = self._tokens.get(wid, "")
         head = self._heads.get(wid)

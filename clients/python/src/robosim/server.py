@@ -12,10 +12,30 @@ import socket
 import subprocess
 import tempfile
 import time
+import weakref
 
 from .errors import RobosimError
 
 BINARY = "robosim-server"
+
+_LIVE = weakref.WeakSet()  # the LocalServers this process started
+
+
+def _after_fork_in_child():
+    """A forked child (multiprocessing, AsyncVectorEnv) drops its copies of the parent's
+    servers: it closes its copy of their stdin pipes, so that the servers still end with the
+    parent, and it never stops them (stop() acts only in the process that started them)."""
+    for server in list(_LIVE):
+        p = server.proc
+        if p is not None and p.stdin is not None:
+            try:
+                p.stdin.close()
+            except (OSError, ValueError):
+                pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def find_server_binary():
@@ -60,6 +80,7 @@ class LocalServer:
         """args: more robosim-server flags. max_worlds: --max-worlds (and --max-batch), for a
         server sized for what it will serve (None: the server's defaults)."""
         self.binary = binary or find_server_binary()
+        self._pid = os.getpid()
         sizing = []
         if max_worlds is not None and int(max_worlds) > 64:  # the server's default holds 64
             n = str(int(max_worlds))
@@ -75,6 +96,7 @@ class LocalServer:
                                          stdout=subprocess.DEVNULL, stderr=self._log)
             try:
                 self._wait_ready(startup_timeout)
+                _LIVE.add(self)
                 return
             except RobosimError as exc:
                 last = exc
@@ -107,8 +129,8 @@ class LocalServer:
     def stop(self, timeout=5.0):
         """SIGTERM, wait, SIGKILL if it hangs. Idempotent."""
         p, self.proc = self.proc, None
-        if p is None:
-            return
+        if p is None or os.getpid() != self._pid:
+            return  # not started here (a forked child's copy): the parent's to stop
         if p.stdin is not None:
             try:
                 p.stdin.close()
