@@ -516,6 +516,77 @@ static double dd_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_ev
     return -dist / 100.0 - EFFORT_WEIGHT * effort - 1.0 * collision + SUCCESS_BONUS * success;
 }
 
+/* ---- the normalized versions (-v1) of the other tasks --------------------------------------- */
+
+/* The same episodes as v0 (resets, rewards' terms, success), for learners: the action is
+ * [-1, 1] per value, mapped linearly onto v0's bounds (cmd); the observation is v0's divided
+ * by a scale of its typical magnitude and clipped to finite bounds; the reward is a tenth of
+ * v0's, so that returns stay within tens. */
+static const rs_var_desc_t unit_act1[] = {
+    {"force", "1", -1.0, 1.0, "the force as a fraction of its bound, + towards the object"},
+};
+static const rs_var_desc_t push_obs_v1[] = {
+    {"x_f", "m", -5.0, 5.0, "finger tip position"},
+    {"v_f", "m/s", -5.0, 5.0, "finger velocity"},
+    {"x_o", "m", -5.0, 5.0, "object near-face position"},
+    {"v_o", "m/s", -5.0, 5.0, "object velocity"},
+    {"target", "m", -5.0, 5.0, "where the object's face is to come to rest, x*"},
+    {"tip_force", "5 N", -10.0, 10.0, "tip force sensor / (5 N)"},
+};
+static const double push_scale_v1[] = {1, 1, 1, 1, 1, 5};
+static const rs_var_desc_t touch_obs_v1[] = {
+    {"gap", "m", -5.0, 5.0, "x_o - x_f, 0 in contact"},
+    {"v_f", "m/s", -5.0, 5.0, "finger velocity"},
+    {"displacement", "cm", -100.0, 100.0, "x_o - x_o(0) / (0.01 m)"},
+    {"v_o", "m/s", -5.0, 5.0, "object velocity"},
+    {"tip_force", "N", -10.0, 10.0, "the tip force sensor (mean over the step)"},
+    {"target_force", "N", 0.0, 10.0, "F*: the tip force to hold"},
+};
+static const double touch_scale_v1[] = {1, 1, 0.01, 1, 1, 1};
+
+static const rs_var_desc_t serial_act_v1[] = {
+    {"joint1", "pi rad", -1.0, 1.0, "joint 1 PID setpoint angle / pi"},
+    {"joint2", "pi rad", -1.0, 1.0, "joint 2 PID setpoint angle / pi"},
+};
+static const rs_var_desc_t serial_obs_v1[] = {
+    {"theta1", "rad", -M_PI, M_PI, "joint 1 angle, wrapped to [-pi, pi]"},
+    {"theta2", "rad", -M_PI, M_PI, "joint 2 angle, wrapped to [-pi, pi]"},
+    {"theta1_dot", "10 rad/s", -10.0, 10.0, "joint 1 rate / (10 rad/s)"},
+    {"theta2_dot", "10 rad/s", -10.0, 10.0, "joint 2 rate / (10 rad/s)"},
+    {"x", "m", -5.0, 5.0, "end effector x"},
+    {"y", "m", -5.0, 5.0, "end effector y"},
+    {"target_x", "m", -5.0, 5.0, "target point x"},
+    {"target_y", "m", -5.0, 5.0, "target point y"},
+};
+static const double serial_scale_v1[] = {1, 1, 10, 10, 1, 1, 1, 1};
+
+/* v0's observation with the joint angles wrapped to [-pi, pi] (the serial arm's joints turn
+ * freely, so v0's angles are unbounded). */
+static void serial_observe_v1(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+{
+    reach_observe(m, d, e, obs);
+    obs[0] = atan2(sin(obs[0]), cos(obs[0]));
+    obs[1] = atan2(sin(obs[1]), cos(obs[1]));
+}
+
+static const rs_var_desc_t dd_act_v1[] = {
+    {"phi1_dot", "10 rad/s", -1.0, 1.0, "right wheel speed / (10 rad/s)"},
+    {"phi2_dot", "10 rad/s", -1.0, 1.0, "left wheel speed / (10 rad/s)"},
+};
+static const rs_var_desc_t dd_obs_v1[] = {
+    {"x", "m", -3.0, 3.0, "robot centre x"},
+    {"y", "m", -3.0, 3.0, "robot centre y"},
+    {"cos_theta", "1", -1.0, 1.0, "cosine of the heading"},
+    {"sin_theta", "1", -1.0, 1.0, "sine of the heading"},
+    {"goal_dx", "m", -6.0, 6.0, "goal x minus robot x"},
+    {"goal_dy", "m", -6.0, 6.0, "goal y minus robot y"},
+    {"obstacle_dx", "m", -6.0, 6.0, "nearest obstacle's centre x minus robot x (0 without)"},
+    {"obstacle_dy", "m", -6.0, 6.0, "nearest obstacle's centre y minus robot y"},
+    {"clearance", "m", -1.0, 10.0, "robot rim to nearest obstacle rim (10 without obstacles)"},
+    {"bumper", "1", 0.0, 1.0, "1 while the robot is held at an obstacle"},
+};
+static const double dd_scale_v1[] = {100, 100, 1, 1, 100, 100, 100, 100, 100, 1};
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -547,6 +618,33 @@ static const rs_task_t tasks[] = {
         .evaluate = push_evaluate,
     },
     {
+        .name = "FingerPush-v1",
+        .preset = "finger",
+        .entity = "finger",
+        .doc = "FingerPush-v0 normalized: the action is the force as a fraction of 5 N in "
+               "[-1, 1]; the observation is v0's with the tip force in units of 5 N, each "
+               "bounded; the reward a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-|x_o - x*| - 0.1 max(0, x_o - x_f) - 0.01 (F / 5 "
+                  "N)^2 + 10 [success]) (lengths in m, F the applied force). Success, which "
+                  "terminates the episode: |x_o - x*| < 0.05 m with the object at rest "
+                  "(|v_o| < 1e-3 m/s). Truncated after 200 steps (10 s).",
+        .nobs = N(push_obs_v1),
+        .obs = push_obs_v1,
+        .nact = N(unit_act1),
+        .act = unit_act1,
+        .ninfo = N(push_info),
+        .info = push_info,
+        .max_episode_steps = 200,
+        .nparams = N(finger_params),
+        .params = finger_params,
+        .reset = push_reset,
+        .observe = push_observe,
+        .evaluate = push_evaluate,
+        .cmd = push_act,
+        .obs_scale = push_scale_v1,
+        .reward_scale = 0.1,
+    },
+    {
         .name = "FingerTouch-v0",
         .preset = "finger",
         .entity = "finger",
@@ -571,6 +669,34 @@ static const rs_task_t tasks[] = {
         .reset = touch_reset,
         .observe = touch_observe,
         .evaluate = touch_evaluate,
+    },
+    {
+        .name = "FingerTouch-v1",
+        .preset = "finger",
+        .entity = "finger",
+        .doc = "FingerTouch-v0 normalized: the action is the force as a fraction of 2 N in "
+               "[-1, 1]; the observation is v0's with the displacement in cm, each bounded; "
+               "the reward a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-|s - F*| - 10 |x_o - x_o(0)| - 0.01 (F / 2 N)^2 "
+                  "+ 10 [success]) (s the tip_force sensor in N, lengths in m). On target: "
+                  "|s - F*| < 0.05 N, |x_o - x_o(0)| < 0.005 m and the object at rest; success, "
+                  "which terminates the episode: on target for 10 control steps in a row "
+                  "(0.5 s). Truncated after 200 steps (10 s).",
+        .nobs = N(touch_obs_v1),
+        .obs = touch_obs_v1,
+        .nact = N(unit_act1),
+        .act = unit_act1,
+        .ninfo = N(touch_info),
+        .info = touch_info,
+        .max_episode_steps = 200,
+        .nparams = N(finger_params),
+        .params = finger_params,
+        .reset = touch_reset,
+        .observe = touch_observe,
+        .evaluate = touch_evaluate,
+        .cmd = touch_act,
+        .obs_scale = touch_scale_v1,
+        .reward_scale = 0.1,
     },
     {
         .name = "SerialArmReach-v0",
@@ -599,6 +725,36 @@ static const rs_task_t tasks[] = {
         .reset = serial_reset,
         .observe = reach_observe,
         .evaluate = serial_evaluate,
+    },
+    {
+        .name = "SerialArmReach-v1",
+        .preset = "serial_arm",
+        .entity = "arm",
+        .doc = "SerialArmReach-v0 normalized: the action is the two joints' PID setpoint "
+               "angles as fractions of pi in [-1, 1]; the observation is v0's with the joint "
+               "angles wrapped to [-pi, pi] and the rates in 10 rad/s, each bounded; the reward "
+               "a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-10 d - 0.01 (tau1^2 / tau_max1^2 + tau2^2 / "
+                  "tau_max2^2) / 2 + 10 [success]) (d the end effector's distance to the target "
+                  "in m, tau the applied joint torques). Success, which terminates the episode: "
+                  "d < 0.01 m with the end effector slower than 0.05 m/s. Truncated after 200 "
+                  "steps (10 s).",
+        .nobs = N(serial_obs_v1),
+        .obs = serial_obs_v1,
+        .nact = N(serial_act_v1),
+        .act = serial_act_v1,
+        .ninfo = N(reach_info),
+        .info = reach_info,
+        .max_episode_steps = 200,
+        .nparams = N(serial_params),
+        .params = serial_params,
+        .validate = reach_validate,
+        .reset = serial_reset,
+        .observe = serial_observe_v1,
+        .evaluate = serial_evaluate,
+        .cmd = serial_act,
+        .obs_scale = serial_scale_v1,
+        .reward_scale = 0.1,
     },
     {
         .name = "ParallelArmReach-v0",
@@ -687,6 +843,34 @@ static const rs_task_t tasks[] = {
         .observe = dd_observe,
         .evaluate = dd_evaluate,
     },
+    {
+        .name = "DiffDriveGoal-v1",
+        .preset = "diff_drive",
+        .entity = "robot",
+        .doc = "DiffDriveGoal-v0 normalized: the action is the wheel speeds as fractions of "
+               "10 rad/s in [-1, 1]; the observation is v0's in metres instead of cm, each "
+               "bounded; the reward a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-d / 100 - 0.01 ((w1 / 10)^2 + (w2 / 10)^2) / 2 - "
+                  "1 [collision] + 10 [success]) (d the distance to the goal in cm, w the wheel "
+                  "speeds in rad/s). A collision: a contact event with an obstacle in this "
+                  "step, or the bumper still pressed at its end. Success, which terminates the "
+                  "episode: d < 10 cm. Truncated after 300 steps (30 s).",
+        .nobs = N(dd_obs_v1),
+        .obs = dd_obs_v1,
+        .nact = N(dd_act_v1),
+        .act = dd_act_v1,
+        .ninfo = N(dd_info),
+        .info = dd_info,
+        .max_episode_steps = 300,
+        .nparams = N(dd_params),
+        .params = dd_params,
+        .reset = dd_reset,
+        .observe = dd_observe,
+        .evaluate = dd_evaluate,
+        .cmd = dd_act,
+        .obs_scale = dd_scale_v1,
+        .reward_scale = 0.1,
+    },
 };
 
 #define NTASKS N(tasks)
@@ -738,7 +922,7 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 {
     const rs_task_t *t = rs_task_find(task);
     if (!t) {
-        char names[200];
+        char names[400];
         size_t used = 0;
         names[0] = '\0';
         for (int i = 0; i < NTASKS && used < sizeof names; i++)

@@ -291,3 +291,42 @@ def test_parallel_arm_v1_needs_control(endpoint):
             assert term and info["is_success"] and n >= 4, (seed, n)
     finally:
         env.close()
+
+
+V1_SCALES = {"FingerPush-v1": [1, 1, 1, 1, 1, 5], "FingerTouch-v1": [1, 1, 0.01, 1, 1, 1],
+             "SerialArmReach-v1": [1, 1, 10, 10, 1, 1, 1, 1],
+             "DiffDriveGoal-v1": [100, 100, 1, 1, 100, 100, 100, 100, 100, 1]}
+
+
+@pytest.mark.parametrize("v1", sorted(V1_SCALES))
+def test_v1_is_v0_normalized(v1, endpoint):
+    """A -v1 task steps as its v0 does: action a in [-1, 1] is v0's low + (a + 1)/2 (high -
+    low); the observation is v0's divided by its scale (angles wrapped for the serial arm),
+    within the finite bounds; the reward a tenth of v0's."""
+    v0 = v1[:-1] + "0"
+    e0, e1 = gym.make("robosim/" + v0, endpoint=endpoint), gym.make("robosim/" + v1,
+                                                                    endpoint=endpoint)
+    try:
+        low, high = e0.action_space.low, e0.action_space.high
+        assert (e1.action_space.low == -1).all() and (e1.action_space.high == 1).all()
+        assert np.isfinite(e1.observation_space.low).all()
+        assert np.isfinite(e1.observation_space.high).all()
+        scale = np.array(V1_SCALES[v1], dtype=np.float64)
+        o0, _ = e0.reset(seed=8)
+        o1, _ = e1.reset(seed=8)
+        rng = np.random.default_rng(1)
+        for _ in range(20):
+            a = rng.uniform(-1, 1, size=e1.action_space.shape)
+            o0, r0, t0, tr0, _ = e0.step(low + (a + 1) / 2 * (high - low))
+            o1, r1, t1, tr1, _ = e1.step(a)
+            want = o0 / scale
+            if v1.startswith("SerialArm"):
+                want[:2] = np.arctan2(np.sin(o0[:2]), np.cos(o0[:2]))
+            want = np.clip(want, e1.observation_space.low, e1.observation_space.high)
+            np.testing.assert_allclose(o1, want, rtol=1e-12, atol=1e-12)
+            assert r1 == pytest.approx(0.1 * r0, rel=1e-12, abs=1e-15)
+            assert (t1, tr1) == (t0, tr0)
+            assert e1.observation_space.contains(o1)
+    finally:
+        e0.close()
+        e1.close()

@@ -130,6 +130,19 @@ def diff_drive_goal(obs):
     return np.array([_clip(fwd + turn, -10, 10), _clip(fwd - turn, -10, 10)])
 
 
+def _normalized(v0_policy, obs_scale, low, high):
+    """A -v1 task's baseline from its v0 one: the observation back to v0's units (times the
+    task's scale, as in its TaskSpec doc), v0's action mapped onto [-1, 1]."""
+    obs_scale, low, high = (np.asarray(v, dtype=np.float64) for v in (obs_scale, low, high))
+
+    @policy_factory
+    def factory(env):
+        policy = make_policy(v0_policy, env)
+        return lambda obs: np.clip(2.0 * (policy(np.asarray(obs) * obs_scale) - low) /
+                                   (high - low) - 1.0, -1.0, 1.0)
+    return factory
+
+
 BASELINES = {
     "FingerPush-v0": finger_push,
     "FingerTouch-v0": finger_touch,
@@ -137,6 +150,13 @@ BASELINES = {
     "ParallelArmReach-v0": parallel_arm_reach,
     "ParallelArmReach-v1": parallel_arm_reach_torque,
     "DiffDriveGoal-v0": diff_drive_goal,
+    # the v1 scales and bounds as in server/core/tasks.c's v1 rows
+    "FingerPush-v1": _normalized(finger_push, [1, 1, 1, 1, 1, 5], [-5], [5]),
+    "FingerTouch-v1": _normalized(finger_touch, [1, 1, 0.01, 1, 1, 1], [-2], [2]),
+    "SerialArmReach-v1": _normalized(serial_arm_reach, [1, 1, 10, 10, 1, 1, 1, 1],
+                                     [-math.pi] * 2, [math.pi] * 2),
+    "DiffDriveGoal-v1": _normalized(diff_drive_goal, [100, 100, 1, 1, 100, 100, 100, 100, 100, 1],
+                                    [-10, -10], [10, 10]),
 }
 
 

@@ -32,8 +32,10 @@ from .server import LocalServer
 
 # each task's episode limit, as the server's task table has it (registered as Gymnasium's
 # max_episode_steps; tests/python/test_envs.py checks they agree with the TaskSpec)
-TASK_LIMITS = {"FingerPush-v0": 200, "FingerTouch-v0": 200, "SerialArmReach-v0": 200,
-               "ParallelArmReach-v0": 200, "ParallelArmReach-v1": 200, "DiffDriveGoal-v0": 300}
+TASK_LIMITS = {"FingerPush-v0": 200, "FingerPush-v1": 200, "FingerTouch-v0": 200,
+               "FingerTouch-v1": 200, "SerialArmReach-v0": 200, "SerialArmReach-v1": 200,
+               "ParallelArmReach-v0": 200, "ParallelArmReach-v1": 200, "DiffDriveGoal-v0": 300,
+               "DiffDriveGoal-v1": 300}
 TASKS = tuple(TASK_LIMITS)
 
 SEED_RANGE = 2 ** 63 - 1
@@ -52,22 +54,9 @@ def box(vars_):
     return gym.spaces.Box(low=low, high=high, dtype=np.float64)
 
 
-def step_info(state, sensor_names):
-    """The info dict of a step from a State dict: the task's info figures, is_success, the
-    step's events and each entity's sensor readings by name."""
-    task = state["task"]
-    info = dict(task["info"])
-    if "success" in info:
-        info["is_success"] = bool(info["success"])
-    info["events"] = state["events"]
-    info["sensors"] = {name: {n: float(v) for n, v in zip(sensor_names[name], ent["sensors"])}
-                       for name, ent in state["entities"].items() if name in sensor_names}
-    info["time"] = state["time"]
-    return info
-
-
 def _msg_info(s, sensor_names):
-    """step_info from a State message, reading only what the info holds."""
+    """The info dict of a step, from its State message: the task's info figures, is_success,
+    the step's events and each entity's sensor readings by name."""
     t = s.task
     info = dict(zip(t.info_keys, t.info_values))
     if "success" in info:
