@@ -54,11 +54,12 @@ def box(vars_):
     return gym.spaces.Box(low=low, high=high, dtype=np.float64)
 
 
-def _msg_info(s, sensor_names):
+def _msg_info(s, sensor_names, info_keys=None):
     """The info dict of a step, from its State message: the task's info figures, is_success,
-    the step's events and each entity's sensor readings by name."""
+    the step's events and each entity's sensor readings by name. info_keys: the task's info
+    names when known (half the time of reading them from every reply)."""
     t = s.task
-    info = dict(zip(t.info_keys, t.info_values))
+    info = dict(zip(info_keys or t.info_keys, t.info_values))
     if "success" in info:
         info["is_success"] = info["success"] != 0.0
     info["events"] = [{"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
@@ -169,6 +170,7 @@ class RobosimEnv(gym.Env):
         self._sensor_names = {name: [v["name"] for v in e["sensors"]]
                               for name, e in self.world_spec["entities"].items()}
         self._msg = None  # the last State message (decoded on demand: see `state`)
+        self._info_keys = None  # the task's info names, read from the first reset
 
     # -- gymnasium API
 
@@ -177,7 +179,9 @@ class RobosimEnv(gym.Env):
         super().reset(seed=seed)
         server_seed = seed if seed is not None else next_seed(self.np_random)
         self._msg = self.client.reset_msg(self.world_id, seed=server_seed)
-        info = _msg_info(self._msg, self._sensor_names)
+        if self._info_keys is None:
+            self._info_keys = list(self._msg.task.info_keys)
+        info = _msg_info(self._msg, self._sensor_names, self._info_keys)
         info["seed"] = server_seed
         return _obs(self._msg, self._nobs), info
 
@@ -190,7 +194,7 @@ class RobosimEnv(gym.Env):
         self._msg = s = self.client.step_msg(self.world_id, a)
         t = s.task
         return (_obs(s, self._nobs), t.reward, t.terminated, t.truncated,
-                _msg_info(s, self._sensor_names))
+                _msg_info(s, self._sensor_names, self._info_keys))
 
     def render(self):
         if self.render_mode != "rgb_array":
