@@ -186,6 +186,7 @@ def _varint(n):
 _STEP_FIELD = b"\x82\x01"   # Request.step: field 16, length-delimited
 _ONE_STEP = b"\x10\x01"     # Step.steps = 1
 _ACTION_FIELD = b"\x22"      # Step.action: field 4, packed doubles
+_STEP_HEADS = {}             # action bytes -> the bytes before them (step_request_tail)
 
 
 def step_request_tail(rid, action):
@@ -195,8 +196,11 @@ def step_request_tail(rid, action):
     is the client's hottest path (tests/python/test_client.py checks it parses to the Request
     protobuf builds)."""
     packed = np.ascontiguousarray(action, dtype="<f8").tobytes()
-    body = _ONE_STEP + _ACTION_FIELD + _varint(len(packed)) + packed
-    return b"\x08" + _varint(rid) + _STEP_FIELD + _varint(len(body)) + body
+    head = _STEP_HEADS.get(len(packed))
+    if head is None:  # Request.step's tag and length, Step.steps, Step.action's tag and length
+        body = _ONE_STEP + _ACTION_FIELD + _varint(len(packed))
+        head = _STEP_HEADS[len(packed)] = _STEP_FIELD + _varint(len(body) + len(packed)) + body
+    return b"\x08" + _varint(rid) + head + packed
 
 
 def _step_msg(steps=None, duration=None, commands=None, action=None):

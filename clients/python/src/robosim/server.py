@@ -115,7 +115,7 @@ class LocalServer:
                 Client(self.endpoint, timeout=0.25).close()
                 return
             except RobosimError:
-                continue
+                time.sleep(0.01)  # refused at once while the server starts: do not spin
         raise RobosimError.from_name("INTERNAL", "%s did not answer on %s within %g s: %s"
                                      % (self.binary, self.endpoint, timeout, self.log_tail()))
 
