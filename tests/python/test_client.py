@@ -211,6 +211,25 @@ def test_tokens_are_kept_and_sent(client, endpoint):
         client.destroy_world(wid)
 
 
+def test_token_from_environment(client, endpoint, monkeypatch):
+    """$ROBOSIM_WORLD and $ROBOSIM_TOKEN (robosim-cli create's exports): a new client holds that
+    token and may change the world."""
+    wid = client.create_world(task="FingerTouch-v0", seed=1)
+    try:
+        assert client.token(wid), "the server gives controller tokens"
+        with robosim.Client(endpoint) as stranger:
+            with pytest.raises(robosim.RobosimError) as e:
+                stranger.step(wid, action=[0.1])
+            assert e.value.code_name == "PERMISSION_DENIED"
+        monkeypatch.setenv("ROBOSIM_WORLD", str(wid))
+        monkeypatch.setenv("ROBOSIM_TOKEN", client.token(wid))
+        with robosim.Client(endpoint) as other:
+            assert other.token(wid) == client.token(wid)
+            other.step(wid, action=[0.1])
+    finally:
+        client.destroy_world(wid)
+
+
 def test_task_world_through_the_client(client):
     wid = client.create_world(task="SerialArmReach-v0", seed=4)
     try:

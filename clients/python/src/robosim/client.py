@@ -221,7 +221,9 @@ def _step_msg(steps=None, duration=None, commands=None, action=None):
 class Client:
     """A connection to one robosim-server (a ZeroMQ DEALER socket).
 
-    endpoint: "tcp://host:port" (None: $ROBOSIM_ENDPOINT, else tcp://127.0.0.1:5555). timeout:
+    endpoint: "tcp://host:port" (None: $ROBOSIM_ENDPOINT, else tcp://127.0.0.1:5555); with
+    $ROBOSIM_WORLD and $ROBOSIM_TOKEN set (as robosim-cli create prints them), the client holds
+    that world's controller token. timeout:
     seconds each call waits for its reply. hello: say Hello first (refused servers raise
     RobosimError VERSION_MISMATCH at once; nothing listening on a local port raises
     UNAVAILABLE at once)."""
@@ -246,6 +248,10 @@ class Client:
                                          "cannot connect to %r: %s" % (endpoint, exc), endpoint)
         self._ids = itertools.count(1)
         self._tokens = {}
+        # `eval "$(robosim-cli create ...)"` exports ROBOSIM_WORLD and ROBOSIM_TOKEN: hold it
+        world, token = os.environ.get("ROBOSIM_WORLD"), os.environ.get("ROBOSIM_TOKEN")
+        if world and token and world.isdigit():
+            self._tokens[int(world)] = token
         self._heads = {}  # world id -> (token, its serialized Request head): step_msg
         self.server = None
         if hello:
