@@ -4,12 +4,15 @@
 
 #include "robosim_client.h" /* rsc_load_certificate: the key files robosim-cli keygen writes */
 
+#include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static volatile sig_atomic_t stop_requested;
 
@@ -81,6 +84,8 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "  --insecure                 allow --bind or --stream on a non-loopback address\n"
             "                             without CURVE (refused otherwise: anyone on the\n"
             "                             network could read and forge requests and tokens)\n"
+            "  --exit-with-stdin          stop when stdin reaches end of file: a parent that\n"
+            "                             passes a pipe takes the server down when it dies\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
@@ -97,6 +102,22 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "SIGINT or SIGTERM stop the server cleanly.\n",
             d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
             d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds);
+}
+
+/* --exit-with-stdin: read stdin until EOF (the process holding its write end died, however it
+ * died, or closed it), then stop as SIGTERM does. A pipe rather than PR_SET_PDEATHSIG, which
+ * fires when the parent *thread* exits. */
+static void *watch_stdin(void *arg)
+{
+    (void)arg;
+    char buf[256];
+    ssize_t n;
+    while ((n = read(0, buf, sizeof buf)) != 0)
+        if (n < 0 && errno != EINTR)
+            break;
+    rs_log(RS_LOG_INFO, "stdin closed: stopping (--exit-with-stdin)");
+    kill(getpid(), SIGTERM);
+    return NULL;
 }
 
 /* A positive number of `unit` (at most `max`), or exit with a message. */
@@ -148,6 +169,7 @@ int main(int argc, char **argv)
     enum rs_log_level level = RS_LOG_INFO;
     const char *curve_secret_file = NULL;
     char curve_public[RSC_KEY_LEN + 1], curve_secret[RSC_KEY_LEN + 1] = "";
+    int exit_with_stdin = 0;
     static const struct option opts[] = {
         {"bind", required_argument, 0, 'b'},
         {"world", required_argument, 0, 'w'},
@@ -167,12 +189,13 @@ int main(int argc, char **argv)
         {"curve-secret-file", required_argument, 0, 'C'},
         {"authorized-keys", required_argument, 0, 'A'},
         {"insecure", no_argument, 0, 'I'},
+        {"exit-with-stdin", no_argument, 0, 'E'},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:Ivh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:IEvh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
         case 'w': cfg.default_preset = optarg; break;
@@ -186,6 +209,7 @@ int main(int argc, char **argv)
         case 'H': cfg.stream_max_hz = parse_positive("--stream-max-hz", optarg, 1e6, "states per second"); break;
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
+        case 'E': exit_with_stdin = 1; break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
         case 'K': cfg.snapshot_key_file = optarg; break;
         case 'C': curve_secret_file = optarg; break;
@@ -227,6 +251,14 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    pthread_t stdin_watcher;
+    if (exit_with_stdin) {
+        if (pthread_create(&stdin_watcher, NULL, watch_stdin, NULL) != 0) {
+            rs_log(RS_LOG_ERROR, "cannot start: no thread to watch stdin (--exit-with-stdin)");
+            return 1;
+        }
+        pthread_detach(stdin_watcher);
+    }
 
     rs_status_t st;
     rs_status_clear(&st);

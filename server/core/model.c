@@ -23,6 +23,8 @@ static const world_param_t world_params[] = {
     {"stream_max_hz", "Hz", 0, 1e6, 0, offsetof(rs_model_t, stream_max_hz),
      "most states per second published for this world on the observer stream; 0: the "
      "server's --stream-max-hz"},
+    {"max_episode_steps", "1", 0, 1e9, 0, offsetof(rs_model_t, max_episode_steps),
+     "control steps after which a task world's episode is truncated; 0: the task's own limit"},
 };
 #define NWORLD_PARAMS (sizeof world_params / sizeof world_params[0])
 
@@ -117,7 +119,7 @@ static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
         }
         return rs_fail(st, RS_ENOTFOUND,
                        "unknown world parameter '%s' (world parameters: control_dt, rtol, atol, "
-                       "max_internal_steps, stream_max_hz; entity parameters need the entity "
+                       "max_internal_steps, stream_max_hz, max_episode_steps; entity parameters need the entity "
                        "name)",
                        p->name);
     }

@@ -52,6 +52,14 @@ struct rs_task {
     int nparams;
     const rs_task_param_t *params;
 
+    /* Optional, for normalized task versions (-v1). cmd: the action is normalized, action i in
+     * act[i]'s bounds ([-1, 1]) commands cmd[i].lower ... cmd[i].upper linearly. obs_scale:
+     * observation i is observe()'s value divided by obs_scale[i], clipped to obs[i]'s bounds.
+     * reward_scale: evaluate()'s reward times this (0: 1). */
+    const rs_var_desc_t *cmd;
+    const double *obs_scale;
+    double reward_scale;
+
     /* Optional: refuse a model the task cannot run on (a parameter override that breaks it). */
     int (*validate)(const rs_model_t *m, int e, rs_status_t *st);
 
@@ -85,6 +93,10 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 /* Whether task t can run on model m (its entity is there, its validate accepts it): 0, or the
  * reason (SetParams on a task world is refused with it). */
 int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st);
+
+/* The control steps after which task t's episodes on model m are truncated: the world
+ * parameter max_episode_steps when set (> 0), else the task's own limit. */
+uint64_t rs_task_episode_limit(const rs_task_t *t, const rs_model_t *m);
 
 /* Reset a world with `seed`: rs_reset, and for a task world a new episode (start and targets
  * sampled, reward 0, flags cleared, episode_steps 0). */

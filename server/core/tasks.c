@@ -338,6 +338,55 @@ static double parallel_evaluate(const rs_model_t *m, rs_data_t *d, int e, int fi
     return reach_evaluate(m, d, e, 20.0, PARALLEL_TOL, terminated, info);
 }
 
+/* ---- ParallelArmReach-v1: the servos driven by torque ------------------------------------ */
+
+/* v0's setpoints let the servos' PID do all the work (the scripted baseline solves it in two
+ * steps). Here the action is each servo's torque as a fraction of +-0.5 N*m (tau_max), so a
+ * policy has to accelerate, brake and hold the arm itself. Heavier servos than the preset's
+ * (J = 0.01 kg m^2, mu_V = 0.02 N m s/rad: at most 50 rad/s^2, a 0.5 s damping time, 25 rad/s
+ * at full torque) keep one 0.05 s control step from moving a joint more than ~0.06 rad from
+ * rest, so the task is controllable at 20 Hz. Observations scaled to order 1 and bounded. */
+static const double torque_modes[] = {0, 0}, heavy_J[] = {0.01, 0.01}, heavy_muV[] = {0.02, 0.02};
+static const rs_task_param_t parallel_v1_params[] = {
+    {"", "control_dt", 1, dt_005},
+    {"delta", "actuator_mode", 2, torque_modes},
+    {"delta", "J", 2, heavy_J},
+    {"delta", "mu_V", 2, heavy_muV},
+};
+
+static const rs_var_desc_t parallel_v1_act[] = {
+    {"servo1", "1", -1.0, 1.0, "left servo torque as a fraction of 0.5 N*m"},
+    {"servo2", "1", -1.0, 1.0, "right servo torque as a fraction of 0.5 N*m"},
+};
+static const rs_var_desc_t parallel_v1_cmd[] = {
+    {"servo1", "N*m", -0.5, 0.5, "left servo torque"},
+    {"servo2", "N*m", -0.5, 0.5, "right servo torque"},
+};
+
+static const rs_var_desc_t reach_v1_obs[] = {
+    {"theta1", "rad", -2.0, 2.0, "joint 1 angle"},
+    {"theta2", "rad", -2.0, 2.0, "joint 2 angle"},
+    {"theta1_dot", "10 rad/s", -5.0, 5.0, "joint 1 rate / (10 rad/s)"},
+    {"theta2_dot", "10 rad/s", -5.0, 5.0, "joint 2 rate / (10 rad/s)"},
+    {"x", "0.1 m", -3.0, 3.0, "end effector x / (0.1 m)"},
+    {"y", "0.1 m", -3.0, 3.0, "end effector y / (0.1 m)"},
+    {"target_x", "0.1 m", -3.0, 3.0, "target point x / (0.1 m)"},
+    {"target_y", "0.1 m", -3.0, 3.0, "target point y / (0.1 m)"},
+};
+static const double reach_v1_scale[] = {1, 1, 10, 10, 0.1, 0.1, 0.1, 0.1};
+
+/* The servos run in torque mode here. */
+static int torque_validate(const rs_model_t *m, int e, rs_status_t *st)
+{
+    for (int j = 0; j < 2; j++)
+        if (rs_model_param(m, e, "actuator_mode", j) != 0.0)
+            return rs_fail(st, RS_EINVAL,
+                           "this task drives the servos by torque; '%s.actuator_mode' must stay "
+                           "0, 0 (torque)",
+                           m->ent[e].name);
+    return 0;
+}
+
 /* ---- DiffDriveGoal-v0 --------------------------------------------------------------------- */
 
 #define DD_ARENA 180.0    /* cm: start and goal lie in [-180, 180]^2 */
@@ -467,6 +516,77 @@ static double dd_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_ev
     return -dist / 100.0 - EFFORT_WEIGHT * effort - 1.0 * collision + SUCCESS_BONUS * success;
 }
 
+/* ---- the normalized versions (-v1) of the other tasks --------------------------------------- */
+
+/* The same episodes as v0 (resets, rewards' terms, success), for learners: the action is
+ * [-1, 1] per value, mapped linearly onto v0's bounds (cmd); the observation is v0's divided
+ * by a scale of its typical magnitude and clipped to finite bounds; the reward is a tenth of
+ * v0's, so that returns stay within tens. */
+static const rs_var_desc_t unit_act1[] = {
+    {"force", "1", -1.0, 1.0, "the force as a fraction of its bound, + towards the object"},
+};
+static const rs_var_desc_t push_obs_v1[] = {
+    {"x_f", "m", -5.0, 5.0, "finger tip position"},
+    {"v_f", "m/s", -5.0, 5.0, "finger velocity"},
+    {"x_o", "m", -5.0, 5.0, "object near-face position"},
+    {"v_o", "m/s", -5.0, 5.0, "object velocity"},
+    {"target", "m", -5.0, 5.0, "where the object's face is to come to rest, x*"},
+    {"tip_force", "5 N", -10.0, 10.0, "tip force sensor / (5 N)"},
+};
+static const double push_scale_v1[] = {1, 1, 1, 1, 1, 5};
+static const rs_var_desc_t touch_obs_v1[] = {
+    {"gap", "m", -5.0, 5.0, "x_o - x_f, 0 in contact"},
+    {"v_f", "m/s", -5.0, 5.0, "finger velocity"},
+    {"displacement", "cm", -100.0, 100.0, "x_o - x_o(0) / (0.01 m)"},
+    {"v_o", "m/s", -5.0, 5.0, "object velocity"},
+    {"tip_force", "N", -10.0, 10.0, "the tip force sensor (mean over the step)"},
+    {"target_force", "N", 0.0, 10.0, "F*: the tip force to hold"},
+};
+static const double touch_scale_v1[] = {1, 1, 0.01, 1, 1, 1};
+
+static const rs_var_desc_t serial_act_v1[] = {
+    {"joint1", "pi rad", -1.0, 1.0, "joint 1 PID setpoint angle / pi"},
+    {"joint2", "pi rad", -1.0, 1.0, "joint 2 PID setpoint angle / pi"},
+};
+static const rs_var_desc_t serial_obs_v1[] = {
+    {"theta1", "rad", -M_PI, M_PI, "joint 1 angle, wrapped to [-pi, pi]"},
+    {"theta2", "rad", -M_PI, M_PI, "joint 2 angle, wrapped to [-pi, pi]"},
+    {"theta1_dot", "10 rad/s", -10.0, 10.0, "joint 1 rate / (10 rad/s)"},
+    {"theta2_dot", "10 rad/s", -10.0, 10.0, "joint 2 rate / (10 rad/s)"},
+    {"x", "m", -5.0, 5.0, "end effector x"},
+    {"y", "m", -5.0, 5.0, "end effector y"},
+    {"target_x", "m", -5.0, 5.0, "target point x"},
+    {"target_y", "m", -5.0, 5.0, "target point y"},
+};
+static const double serial_scale_v1[] = {1, 1, 10, 10, 1, 1, 1, 1};
+
+/* v0's observation with the joint angles wrapped to [-pi, pi] (the serial arm's joints turn
+ * freely, so v0's angles are unbounded). */
+static void serial_observe_v1(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+{
+    reach_observe(m, d, e, obs);
+    obs[0] = atan2(sin(obs[0]), cos(obs[0]));
+    obs[1] = atan2(sin(obs[1]), cos(obs[1]));
+}
+
+static const rs_var_desc_t dd_act_v1[] = {
+    {"phi1_dot", "10 rad/s", -1.0, 1.0, "right wheel speed / (10 rad/s)"},
+    {"phi2_dot", "10 rad/s", -1.0, 1.0, "left wheel speed / (10 rad/s)"},
+};
+static const rs_var_desc_t dd_obs_v1[] = {
+    {"x", "m", -3.0, 3.0, "robot centre x"},
+    {"y", "m", -3.0, 3.0, "robot centre y"},
+    {"cos_theta", "1", -1.0, 1.0, "cosine of the heading"},
+    {"sin_theta", "1", -1.0, 1.0, "sine of the heading"},
+    {"goal_dx", "m", -6.0, 6.0, "goal x minus robot x"},
+    {"goal_dy", "m", -6.0, 6.0, "goal y minus robot y"},
+    {"obstacle_dx", "m", -6.0, 6.0, "nearest obstacle's centre x minus robot x (0 without)"},
+    {"obstacle_dy", "m", -6.0, 6.0, "nearest obstacle's centre y minus robot y"},
+    {"clearance", "m", -1.0, 10.0, "robot rim to nearest obstacle rim (10 without obstacles)"},
+    {"bumper", "1", 0.0, 1.0, "1 while the robot is held at an obstacle"},
+};
+static const double dd_scale_v1[] = {100, 100, 1, 1, 100, 100, 100, 100, 100, 1};
+
 /* ---- the table ---------------------------------------------------------------------------- */
 
 #define N(a) (int)(sizeof(a) / sizeof((a)[0]))
@@ -498,6 +618,33 @@ static const rs_task_t tasks[] = {
         .evaluate = push_evaluate,
     },
     {
+        .name = "FingerPush-v1",
+        .preset = "finger",
+        .entity = "finger",
+        .doc = "FingerPush-v0 normalized: the action is the force as a fraction of 5 N in "
+               "[-1, 1]; the observation is v0's with the tip force in units of 5 N, each "
+               "bounded; the reward a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-|x_o - x*| - 0.1 max(0, x_o - x_f) - 0.01 (F / 5 "
+                  "N)^2 + 10 [success]) (lengths in m, F the applied force). Success, which "
+                  "terminates the episode: |x_o - x*| < 0.05 m with the object at rest "
+                  "(|v_o| < 1e-3 m/s). Truncated after 200 steps (10 s).",
+        .nobs = N(push_obs_v1),
+        .obs = push_obs_v1,
+        .nact = N(unit_act1),
+        .act = unit_act1,
+        .ninfo = N(push_info),
+        .info = push_info,
+        .max_episode_steps = 200,
+        .nparams = N(finger_params),
+        .params = finger_params,
+        .reset = push_reset,
+        .observe = push_observe,
+        .evaluate = push_evaluate,
+        .cmd = push_act,
+        .obs_scale = push_scale_v1,
+        .reward_scale = 0.1,
+    },
+    {
         .name = "FingerTouch-v0",
         .preset = "finger",
         .entity = "finger",
@@ -522,6 +669,34 @@ static const rs_task_t tasks[] = {
         .reset = touch_reset,
         .observe = touch_observe,
         .evaluate = touch_evaluate,
+    },
+    {
+        .name = "FingerTouch-v1",
+        .preset = "finger",
+        .entity = "finger",
+        .doc = "FingerTouch-v0 normalized: the action is the force as a fraction of 2 N in "
+               "[-1, 1]; the observation is v0's with the displacement in cm, each bounded; "
+               "the reward a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-|s - F*| - 10 |x_o - x_o(0)| - 0.01 (F / 2 N)^2 "
+                  "+ 10 [success]) (s the tip_force sensor in N, lengths in m). On target: "
+                  "|s - F*| < 0.05 N, |x_o - x_o(0)| < 0.005 m and the object at rest; success, "
+                  "which terminates the episode: on target for 10 control steps in a row "
+                  "(0.5 s). Truncated after 200 steps (10 s).",
+        .nobs = N(touch_obs_v1),
+        .obs = touch_obs_v1,
+        .nact = N(unit_act1),
+        .act = unit_act1,
+        .ninfo = N(touch_info),
+        .info = touch_info,
+        .max_episode_steps = 200,
+        .nparams = N(finger_params),
+        .params = finger_params,
+        .reset = touch_reset,
+        .observe = touch_observe,
+        .evaluate = touch_evaluate,
+        .cmd = touch_act,
+        .obs_scale = touch_scale_v1,
+        .reward_scale = 0.1,
     },
     {
         .name = "SerialArmReach-v0",
@@ -552,6 +727,36 @@ static const rs_task_t tasks[] = {
         .evaluate = serial_evaluate,
     },
     {
+        .name = "SerialArmReach-v1",
+        .preset = "serial_arm",
+        .entity = "arm",
+        .doc = "SerialArmReach-v0 normalized: the action is the two joints' PID setpoint "
+               "angles as fractions of pi in [-1, 1]; the observation is v0's with the joint "
+               "angles wrapped to [-pi, pi] and the rates in 10 rad/s, each bounded; the reward "
+               "a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-10 d - 0.01 (tau1^2 / tau_max1^2 + tau2^2 / "
+                  "tau_max2^2) / 2 + 10 [success]) (d the end effector's distance to the target "
+                  "in m, tau the applied joint torques). Success, which terminates the episode: "
+                  "d < 0.01 m with the end effector slower than 0.05 m/s. Truncated after 200 "
+                  "steps (10 s).",
+        .nobs = N(serial_obs_v1),
+        .obs = serial_obs_v1,
+        .nact = N(serial_act_v1),
+        .act = serial_act_v1,
+        .ninfo = N(reach_info),
+        .info = reach_info,
+        .max_episode_steps = 200,
+        .nparams = N(serial_params),
+        .params = serial_params,
+        .validate = reach_validate,
+        .reset = serial_reset,
+        .observe = serial_observe_v1,
+        .evaluate = serial_evaluate,
+        .cmd = serial_act,
+        .obs_scale = serial_scale_v1,
+        .reward_scale = 0.1,
+    },
+    {
         .name = "ParallelArmReach-v0",
         .preset = "parallel_arm",
         .entity = "delta",
@@ -580,6 +785,38 @@ static const rs_task_t tasks[] = {
         .evaluate = parallel_evaluate,
     },
     {
+        .name = "ParallelArmReach-v1",
+        .preset = "parallel_arm",
+        .entity = "delta",
+        .doc = "ParallelArmReach-v0 driven by torque: bring the end effector of the parallel "
+               "(2D delta) arm to the target point and stop there, the action being the two "
+               "servos' torques as fractions of 0.5 N*m in [-1, 1] (heavier servos than the "
+               "preset's: J = 0.01 kg m^2, mu_V = 0.02 N m s/rad). Start and target as in v0; "
+               "control step 0.05 s. Observations as v0's, scaled: rates in 10 rad/s, "
+               "positions in 0.1 m, each bounded.",
+        .reward = "per control step: r = 0.1 (-20 d - 0.01 (tau1^2 / tau_max1^2 + tau2^2 / "
+                  "tau_max2^2) / 2 + 10 [success]) (d the end effector's distance to the target "
+                  "in m, tau the applied servo torques). Success, which terminates the episode: "
+                  "d < 0.005 m with the end effector slower than 0.05 m/s. Truncated after 200 "
+                  "steps (10 s).",
+        .nobs = N(reach_v1_obs),
+        .obs = reach_v1_obs,
+        .nact = N(parallel_v1_act),
+        .act = parallel_v1_act,
+        .ninfo = N(reach_info),
+        .info = reach_info,
+        .max_episode_steps = 200,
+        .nparams = N(parallel_v1_params),
+        .params = parallel_v1_params,
+        .validate = torque_validate,
+        .reset = parallel_reset,
+        .observe = reach_observe,
+        .evaluate = parallel_evaluate,
+        .cmd = parallel_v1_cmd,
+        .obs_scale = reach_v1_scale,
+        .reward_scale = 0.1,
+    },
+    {
         .name = "DiffDriveGoal-v0",
         .preset = "diff_drive",
         .entity = "robot",
@@ -605,6 +842,34 @@ static const rs_task_t tasks[] = {
         .reset = dd_reset,
         .observe = dd_observe,
         .evaluate = dd_evaluate,
+    },
+    {
+        .name = "DiffDriveGoal-v1",
+        .preset = "diff_drive",
+        .entity = "robot",
+        .doc = "DiffDriveGoal-v0 normalized: the action is the wheel speeds as fractions of "
+               "10 rad/s in [-1, 1]; the observation is v0's in metres instead of cm, each "
+               "bounded; the reward a tenth of v0's.",
+        .reward = "per control step: r = 0.1 (-d / 100 - 0.01 ((w1 / 10)^2 + (w2 / 10)^2) / 2 - "
+                  "1 [collision] + 10 [success]) (d the distance to the goal in cm, w the wheel "
+                  "speeds in rad/s). A collision: a contact event with an obstacle in this "
+                  "step, or the bumper still pressed at its end. Success, which terminates the "
+                  "episode: d < 10 cm. Truncated after 300 steps (30 s).",
+        .nobs = N(dd_obs_v1),
+        .obs = dd_obs_v1,
+        .nact = N(dd_act_v1),
+        .act = dd_act_v1,
+        .ninfo = N(dd_info),
+        .info = dd_info,
+        .max_episode_steps = 300,
+        .nparams = N(dd_params),
+        .params = dd_params,
+        .reset = dd_reset,
+        .observe = dd_observe,
+        .evaluate = dd_evaluate,
+        .cmd = dd_act,
+        .obs_scale = dd_scale_v1,
+        .reward_scale = 0.1,
     },
 };
 
@@ -638,6 +903,11 @@ static int task_entity(const rs_world_t *w, rs_status_t *st)
     return e;
 }
 
+uint64_t rs_task_episode_limit(const rs_task_t *t, const rs_model_t *m)
+{
+    return m->max_episode_steps > 0 ? (uint64_t)m->max_episode_steps : t->max_episode_steps;
+}
+
 int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st)
 {
     int e = rs_model_entity(m, t->entity);
@@ -652,7 +922,7 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 {
     const rs_task_t *t = rs_task_find(task);
     if (!t) {
-        char names[200];
+        char names[400];
         size_t used = 0;
         names[0] = '\0';
         for (int i = 0; i < NTASKS && used < sizeof names; i++)
@@ -743,11 +1013,20 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
         int rc = rs_task_check_action(t, action, n, st);
         if (rc < 0)
             return rc;
+        double u[RS_TASK_MAX_ACT];
+        if (t->cmd) { /* normalized: [lower, upper] of act onto cmd's range */
+            for (size_t i = 0; i < n; i++)
+                u[i] = t->cmd[i].lower + (action[i] - t->act[i].lower) /
+                                             (t->act[i].upper - t->act[i].lower) *
+                                             (t->cmd[i].upper - t->cmd[i].lower);
+            action = u;
+        }
         if ((rc = rs_set_commands(m, d, e, action, n, st)) < 0)
             return rc;
     }
     d->nevents = 0;
     d->events_dropped = 0;
+    uint64_t limit = rs_task_episode_limit(t, m);
     double reward = 0.0;
     for (uint64_t k = 0; k < nsteps; k++) {
         int first = d->nevents, terminated = 0;
@@ -758,11 +1037,12 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
             return rc;
         }
         d->episode_steps++;
-        reward += t->evaluate(m, d, e, first, &terminated, info);
+        double r = t->evaluate(m, d, e, first, &terminated, info);
+        reward += t->reward_scale > 0.0 ? t->reward_scale * r : r;
         memcpy(d->task + RS_TASK_INFO, info, sizeof info);
         if (terminated)
             d->task[RS_TASK_TERMINATED] = 1.0;
-        else if (d->episode_steps >= t->max_episode_steps)
+        else if (d->episode_steps >= limit)
             d->task[RS_TASK_TRUNCATED] = 1.0;
         if (terminated || d->task[RS_TASK_TRUNCATED] != 0.0)
             break;
@@ -784,6 +1064,8 @@ int rs_world_task_view(const rs_world_t *w, rs_task_view_t *out, rs_status_t *st
     memset(out, 0, sizeof *out);
     out->nobs = t->nobs;
     t->observe(&w->model, d, e, out->obs);
+    for (int i = 0; t->obs_scale && i < t->nobs; i++)
+        out->obs[i] = fmin(fmax(out->obs[i] / t->obs_scale[i], t->obs[i].lower), t->obs[i].upper);
     out->reward = d->task[RS_TASK_REWARD];
     out->terminated = d->task[RS_TASK_TERMINATED] != 0.0;
     out->truncated = d->task[RS_TASK_TRUNCATED] != 0.0;

@@ -225,7 +225,7 @@ Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w)
         ts->observation = var_specs(a, t->obs, t->nobs);
         ts->n_action = (size_t)t->nact;
         ts->action = var_specs(a, t->act, t->nact);
-        ts->max_episode_steps = t->max_episode_steps;
+        ts->max_episode_steps = (uint32_t)rs_task_episode_limit(t, m);
         ts->reward = (char *)t->reward;
         ts->doc = (char *)t->doc;
         if (!ts->observation || !ts->action)

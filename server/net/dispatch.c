@@ -106,7 +106,8 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     Robosim__V1__HelloReply *r = arena_alloc(&s->arena, sizeof *r);
     size_t nops;
     const rs_op_t *ops = rs_ops(&nops);
-    static const char *const features[] = {"step_batch.arrays"}; /* parts of operations */
+    static const char *const features[] = {"step_batch.arrays", "step_batch.arrays.reset",
+                                           "step_batch.arrays.info"}; /* parts of operations */
     size_t nfeatures = sizeof features / sizeof features[0];
     char **caps = arena_alloc(&s->arena, (nops + nfeatures) * sizeof(char *));
     const char *const *presets = rs_preset_names();
@@ -587,6 +588,8 @@ static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
 {
     out->time[i] = NAN;
     out->reward[i] = NAN;
+    for (size_t k = 0; k < out->info_size; k++)
+        out->info[i * out->info_size + k] = NAN;
     for (size_t k = 0; k < out->state_size; k++)
         out->state[i * out->state_size + k] = NAN;
     for (size_t k = 0; k < out->sensor_size; k++)
@@ -611,11 +614,16 @@ static void arrays_step(void *ctx, size_t j, int worker)
     const double *act = in->n_actions ? in->actions + i * run->na : NULL;
     rs_status_t st;
     rs_status_clear(&st);
-    int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
-    if (rc == 0 && u)
-        rc = rs_set_all_commands(m, world->data, u, &st);
-    if (rc == 0)
-        rc = advance(w, act, act ? run->na : 0, run->steps, &st);
+    int rc;
+    if (in->n_reset && in->reset[i]) /* autoreset: a new episode instead of a step */
+        rc = rs_world_reset(world, in->n_reset_seeds ? in->reset_seeds[i] : world->data->seed,
+                            &st);
+    else if ((rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st)) == 0) {
+        if (u)
+            rc = rs_set_all_commands(m, world->data, u, &st);
+        if (rc == 0)
+            rc = advance(w, act, act ? run->na : 0, run->steps, &st);
+    }
     if (rc < 0) {
         out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
         run->messages[i] = arena_strdup(rs_pool_arena(run->s->pool, worker),
@@ -636,6 +644,7 @@ static void arrays_step(void *ctx, size_t j, int worker)
         out->reward[i] = view.reward;
         out->terminated[i] = view.terminated;
         out->truncated[i] = view.truncated;
+        memcpy(out->info + i * out->info_size, view.info, out->info_size * sizeof(double));
     }
 }
 
@@ -665,6 +674,11 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         return rs_fail(st, RS_EINVAL,
                        "BatchArrays sets both commands and actions; set commands for plain "
                        "worlds or actions for task worlds");
+    if ((in->n_reset && in->n_reset != n) || (in->n_reset_seeds && in->n_reset_seeds != n))
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays has %zu reset flags and %zu reset seeds for %zu worlds; give "
+                       "one per world, in world_ids order, or none",
+                       in->n_reset, in->n_reset_seeds, n);
     uint64_t steps = in->steps ? in->steps : 1;
     if ((rc = batch_total_ok(s, steps * n, st)) < 0)
         return rc;
@@ -681,7 +695,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     const world_entry_t *like = NULL;
     for (size_t i = 0; i < n && !like; i++)
         like = run.where[i];
-    size_t nx = 0, ns = 0, nobs = 0;
+    size_t nx = 0, ns = 0, nobs = 0, ninfo = 0;
     if (like) {
         const rs_world_t *lw = like->world;
         nx = (size_t)lw->model.nx;
@@ -689,6 +703,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         run.nu = (size_t)lw->model.nu;
         run.na = lw->task ? (size_t)lw->task->nact : 0;
         nobs = lw->task ? (size_t)lw->task->nobs : 0;
+        ninfo = lw->task ? (size_t)lw->task->ninfo : 0;
         if (in->n_commands && in->n_commands != n * run.nu)
             return rs_fail(st, RS_EINVAL,
                            "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
@@ -720,6 +735,10 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     if (nobs) {
         out->n_observation = n * nobs;
         out->n_reward = out->n_terminated = out->n_truncated = n;
+        out->info_size = (uint32_t)ninfo;
+        out->n_info_keys = ninfo;
+        out->info_keys = (char **)like->world->task->info;
+        out->n_info = n * ninfo;
     }
     out->codes = arena_alloc(&s->arena, n * sizeof *out->codes);
     out->time = arena_alloc(&s->arena, n * sizeof *out->time);
@@ -731,7 +750,8 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     out->reward = arena_alloc(&s->arena, n * sizeof *out->reward);
     out->terminated = arena_alloc(&s->arena, n * sizeof *out->terminated);
     out->truncated = arena_alloc(&s->arena, n * sizeof *out->truncated);
-    if (!out->codes || !out->time || !out->step_count || !out->events || !out->state ||
+    out->info = arena_alloc(&s->arena, (n * ninfo + 1) * sizeof *out->info);
+    if (!out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
         !out->sensors || !out->observation || !out->reward || !out->terminated ||
         !out->truncated)
         return OOM(st);

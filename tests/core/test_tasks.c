@@ -53,7 +53,7 @@ static void table_and_creation(void)
     int n = 0;
     while (names[n])
         n++;
-    CHECK(n == 5, "five tasks, got %d", n);
+    CHECK(n == 10, "ten tasks (five, each in v0 and v1), got %d", n);
     for (int i = 0; i < n; i++) {
         const rs_task_t *t = rs_task_find(names[i]);
         CHECK(t && t->nobs <= RS_TASK_MAX_OBS && t->nact <= RS_TASK_MAX_ACT &&
@@ -464,6 +464,55 @@ static void truncation(void)
     rs_world_destroy(&w);
 }
 
+/* The world parameter max_episode_steps replaces the task's limit, longer or shorter. */
+static void episode_limit_parameter(void)
+{
+    for (double limit = 3; limit <= 230; limit += 227) {
+        rs_param_t p = {"", "max_episode_steps", &limit, 1};
+        rs_world_t *w = make("FingerPush-v0", &p, 1, 2);
+        if (!w)
+            return;
+        CHECK(rs_task_episode_limit(w->task, &w->model) == (uint64_t)limit, "limit %g", limit);
+        double zero = 0;
+        for (int k = 0; k < (int)limit - 1; k++)
+            step(w, &zero, 1, 1);
+        CHECK(!view(w).truncated, "not truncated before %g", limit);
+        step(w, &zero, 1, 1);
+        CHECK(view(w).truncated && w->data->episode_steps == (uint64_t)limit,
+              "truncated at %g (after %llu)", limit, (unsigned long long)w->data->episode_steps);
+        rs_world_destroy(&w);
+    }
+}
+
+/* ParallelArmReach-v1: action a in [-1, 1] applies the torque 0.5 a N*m (torque mode); the
+ * observation is v0's divided by its scale and clipped; the reward a tenth of v0's formula. */
+static void parallel_v1(void)
+{
+    rs_world_t *w = make("ParallelArmReach-v1", NULL, 0, 9);
+    if (!w)
+        return;
+    double a[] = {0.6, -0.2};
+    step(w, a, 2, 1);
+    rs_task_view_t v = view(w);
+    const rs_data_t *d = w->data;
+    const rs_entity_model_t *em = &w->model.ent[0];
+    const double *s = d->sensors + em->s_off; /* x, y, vx, vy, tau1, tau2, ... */
+    const double *x = d->x + em->x_off;       /* theta1, theta2, rates */
+    CHECK_REL(s[4], 0.3, 1e-12, 1.0);
+    CHECK_REL(s[5], -0.1, 1e-12, 1.0);
+    CHECK_REL(v.obs[2], clamp(x[2] / 10.0, -5, 5), 1e-12, 1.0);
+    CHECK_REL(v.obs[4], s[0] / 0.1, 1e-12, 1.0);
+    double dist = hypot(s[0] - 0.1 * v.obs[6], s[1] - 0.1 * v.obs[7]);
+    double eff = 0.5 * (s[4] * s[4] / 0.25 + s[5] * s[5] / 0.25);
+    CHECK_REL(v.reward, 0.1 * (-20.0 * dist - 0.01 * eff), 1e-12, 1.0);
+    rs_status_t st;
+    double pid[] = {1, 1};
+    rs_param_t p = {"delta", "actuator_mode", pid, 2};
+    CHECK(rs_world_set_params(w, &p, 1, &st) == RS_EINVAL && strstr(st.message, "torque"),
+          "PID mode refused: %s", st.message);
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
     table_and_creation();
@@ -482,5 +531,7 @@ int main(void)
     rs_param_t none = {"robot", "obstacles", NULL, 0};
     solves("DiffDriveGoal-v0", dd_policy, &none, 1);
     truncation();
+    episode_limit_parameter();
+    parallel_v1();
     return rs_test_done("test_tasks");
 }

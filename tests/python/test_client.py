@@ -117,15 +117,35 @@ def test_version_refused(client, endpoint):
         fake.close()
 
 
-def test_server_down_times_out_naming_the_endpoint():
+def test_server_down_fails_at_once_naming_the_endpoint():
+    """Nothing listens on a local port: refused within a second, whatever the timeout, with a
+    message saying what to do (Client, gym.make)."""
+    import gymnasium as gym
     endpoint = "tcp://127.0.0.1:%d" % free_port()  # nobody listens
-    t0 = time.monotonic()
-    with pytest.raises(robosim.TimeoutError) as e:
-        robosim.Client(endpoint, timeout=0.5)
-    elapsed = time.monotonic() - t0
-    assert 0.45 <= elapsed < 2.0
-    assert endpoint in str(e.value) and e.value.code_name == "TIMEOUT"
-    assert isinstance(e.value, robosim.RobosimError) and isinstance(e.value, TimeoutError)
+    for make in (lambda: robosim.Client(endpoint, timeout=10.0),
+                 lambda: gym.make("robosim/FingerPush-v0", endpoint=endpoint)):
+        t0 = time.monotonic()
+        with pytest.raises(robosim.RobosimError) as e:
+            make()
+        assert time.monotonic() - t0 < 1.0
+        assert e.value.code_name == "UNAVAILABLE" and endpoint in str(e.value)
+        assert "is a robosim-server running there?" in e.value.message
+
+
+def test_endpoint_from_environment(endpoint, monkeypatch):
+    """$ROBOSIM_ENDPOINT is the default endpoint of Client, gym.make and robosim.vector."""
+    import gymnasium as gym
+    monkeypatch.setenv("ROBOSIM_ENDPOINT", endpoint)
+    with robosim.Client() as c:
+        assert c.endpoint == endpoint
+    env = gym.make("robosim/FingerPush-v0")
+    venv = robosim.vector.make("robosim/FingerPush-v0", num_envs=2)
+    try:
+        assert env.unwrapped._server is None and env.unwrapped.endpoint == endpoint
+        assert venv._server is None and venv.endpoint == endpoint
+    finally:
+        env.close()
+        venv.close()
 
 
 def test_silent_server_times_out():
@@ -191,6 +211,25 @@ def test_tokens_are_kept_and_sent(client, endpoint):
         client.destroy_world(wid)
 
 
+def test_token_from_environment(client, endpoint, monkeypatch):
+    """$ROBOSIM_WORLD and $ROBOSIM_TOKEN (robosim-cli create's exports): a new client holds that
+    token and may change the world."""
+    wid = client.create_world(task="FingerTouch-v0", seed=1)
+    try:
+        assert client.token(wid), "the server gives controller tokens"
+        with robosim.Client(endpoint) as stranger:
+            with pytest.raises(robosim.RobosimError) as e:
+                stranger.step(wid, action=[0.1])
+            assert e.value.code_name == "PERMISSION_DENIED"
+        monkeypatch.setenv("ROBOSIM_WORLD", str(wid))
+        monkeypatch.setenv("ROBOSIM_TOKEN", client.token(wid))
+        with robosim.Client(endpoint) as other:
+            assert other.token(wid) == client.token(wid)
+            other.step(wid, action=[0.1])
+    finally:
+        client.destroy_world(wid)
+
+
 def test_task_world_through_the_client(client):
     wid = client.create_world(task="SerialArmReach-v0", seed=4)
     try:
@@ -209,3 +248,17 @@ def test_task_world_through_the_client(client):
         assert e.value.code_name == "INVALID_ARGUMENT" and "action" in e.value.message
     finally:
         client.destroy_world(wid)
+
+
+def test_step_request_bytes_match_protobuf():
+    """The single env's hand-built Step request parses to exactly the Request protobuf builds
+    (ids and action lengths across varint widths)."""
+    from robosim._proto import pb
+    from robosim.client import step_request_tail
+    for rid, wid, n in [(1, 1, 1), (127, 300, 2), (128, 2 ** 40, 8), (2 ** 63 + 5, 7, 20)]:
+        action = np.random.default_rng(rid % 1000).normal(size=n)
+        head = pb.Request(world_id=wid, token="0123456789abcdef0123456789abcdef")
+        data = head.SerializeToString() + step_request_tail(rid, action)
+        want = pb.Request(id=rid, world_id=wid, token=head.token,
+                          step=pb.Step(steps=1, action=action.tolist()))
+        assert pb.Request.FromString(data) == want

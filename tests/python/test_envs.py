@@ -61,7 +61,7 @@ def test_seeding_is_deterministic(env_id, endpoint):
 
 
 def test_bad_actions_are_refused_clearly(endpoint):
-    env = gym.make("robosim/DiffDriveGoal-v0", endpoint=endpoint)
+    env = gym.make("robosim/DiffDriveGoal-v0", endpoint=endpoint, clip_actions=False)
     try:
         obs, _ = env.reset(seed=1)
         with pytest.raises(robosim.RobosimError) as e:
@@ -140,3 +140,193 @@ def test_unknown_task_and_params(endpoint):
         assert env.metadata["render_fps"] == 50
     finally:
         env.close()
+
+
+def test_actions_clipped_and_normalized(endpoint):
+    """A float32 policy output at a bound (float32 pi > pi) and one beyond the bounds are
+    clipped, stepping exactly as the bound itself does; normalize_actions maps [-1, 1] onto the
+    bounds linearly."""
+    kw = dict(endpoint=endpoint)
+    a, b = gym.make("robosim/SerialArmReach-v0", **kw), gym.make("robosim/SerialArmReach-v0", **kw)
+    n = gym.make("robosim/SerialArmReach-v0", normalize_actions=True, **kw)
+    try:
+        assert float(np.float32(np.pi)) > np.pi
+        assert n.action_space.low.tolist() == [-1, -1] and n.action_space.high.tolist() == [1, 1]
+        for e in (a, b, n):
+            e.reset(seed=3)
+        ra = a.step(np.array([np.float32(np.pi), -7.0], dtype=np.float32))
+        rb = b.step(np.array([np.pi, -np.pi]))
+        rn = n.step(np.array([1.0, -1.0]))
+        np.testing.assert_array_equal(ra[0], rb[0])
+        np.testing.assert_array_equal(rn[0], rb[0])
+        ra = a.step(np.array([0.0, np.pi / 2]))
+        rn = n.step(np.array([0.0, 0.5]))  # the middle of [-pi, pi]; three quarters up
+        np.testing.assert_array_equal(ra[0], rn[0])
+    finally:
+        for e in (a, b, n):
+            e.close()
+
+
+def test_env_order_errors_and_close_twice(endpoint):
+    env = robosim.RobosimEnv("FingerTouch-v0", endpoint=endpoint)
+    with pytest.raises(robosim.RobosimError) as e:
+        env.step(np.array([0.1]))
+    assert e.value.code_name == "FAILED_PRECONDITION" and "reset() before step()" in e.value.message
+    env.reset(seed=0)
+    env.step(np.array([0.1]))
+    env.close()
+    env.close()
+    with pytest.raises(robosim.RobosimError) as e:
+        env.reset()
+    assert e.value.code_name == "FAILED_PRECONDITION" and "after close()" in e.value.message
+    with pytest.raises(robosim.RobosimError) as e:
+        env.step(np.array([0.1]))
+    assert e.value.code_name == "FAILED_PRECONDITION"
+
+
+@pytest.mark.parametrize("task", robosim.TASKS)
+def test_registered_episode_limit(task, endpoint):
+    """The registration carries the server task's own limit (what RobosimEnv made directly
+    truncates at)."""
+    env = robosim.RobosimEnv(task, endpoint=endpoint)
+    try:
+        assert gym.spec("robosim/" + task).max_episode_steps == env.max_episode_steps
+        assert env.task_spec["max_episode_steps"] == robosim.envs.TASK_LIMITS[task]
+    finally:
+        env.close()
+
+
+def _steps_to_truncation(env):
+    env.reset(seed=0)
+    n, trunc = 0, False
+    while not trunc:
+        _, _, term, trunc, _ = env.step(np.array([0.0]))  # the object never moves: no success
+        assert not term
+        n += 1
+    return n
+
+
+@pytest.mark.parametrize("limit", [7, 230])
+def test_max_episode_steps_longer_or_shorter(limit, endpoint):
+    """gym.make(..., max_episode_steps=N) truncates at N, beyond the server task's 200 too (the
+    server's limit is lifted); RobosimEnv(max_episode_steps=N) has the server truncate at N."""
+    env = gym.make("robosim/FingerPush-v0", endpoint=endpoint, max_episode_steps=limit)
+    try:
+        assert _steps_to_truncation(env) == limit
+        assert _steps_to_truncation(env) == limit  # and again after a reset
+    finally:
+        env.close()
+    env = robosim.RobosimEnv("FingerPush-v0", endpoint=endpoint, max_episode_steps=limit)
+    try:
+        assert env.task_spec["max_episode_steps"] == limit
+        assert _steps_to_truncation(env) == limit
+        assert env.state["task"]["truncated"]
+        with pytest.raises(robosim.RobosimError) as e:  # the server's episode ended there
+            env.step(np.array([0.0]))
+        assert e.value.code_name == "FAILED_PRECONDITION" and "truncated" in e.value.message
+    finally:
+        env.close()
+
+
+def test_env_pickles_by_reconnecting(endpoint):
+    import cloudpickle  # a dependency of gymnasium
+    env = gym.make("robosim/FingerPush-v0", endpoint=endpoint)
+    try:
+        o1, _ = env.reset(seed=9)
+        copy = cloudpickle.loads(cloudpickle.dumps(env))
+        try:
+            assert copy.unwrapped.world_id != env.unwrapped.world_id
+            assert copy.unwrapped.endpoint == endpoint
+            o2, _ = copy.reset(seed=9)
+            np.testing.assert_array_equal(o1, o2)
+            np.testing.assert_array_equal(env.step(np.array([1.0]))[0],
+                                          copy.step(np.array([1.0]))[0])
+        finally:
+            copy.close()
+    finally:
+        env.close()
+    own = robosim.RobosimEnv("FingerTouch-v0")  # a server of its own: the copy gets another
+    try:
+        copy = cloudpickle.loads(cloudpickle.dumps(own))
+        try:
+            assert copy._server is not None and copy.endpoint != own.endpoint
+            copy.reset(seed=1)
+        finally:
+            copy.close()
+    finally:
+        own.close()
+
+
+def test_parallel_arm_v1_needs_control(endpoint):
+    """ParallelArmReach-v1: the action is the servo torque as a fraction of 0.5 N*m; the
+    observation is v0's scaled (rates / 10 rad/s, positions / 0.1 m); the reward a tenth of
+    v0's formula. Holding still never succeeds; the PD baseline succeeds, over several steps."""
+    env = gym.make("robosim/ParallelArmReach-v1", endpoint=endpoint)
+    u = env.unwrapped
+    try:
+        assert env.action_space.low.tolist() == [-1, -1] and env.action_space.high.tolist() == [1, 1]
+        assert np.isfinite(env.observation_space.high).all()
+        obs, _ = env.reset(seed=4)
+        obs, r, term, trunc, info = env.step(np.array([1.0, -0.5]))
+        s = u.state["entities"]["delta"]
+        sensors = dict(zip(u._sensor_names["delta"], s["sensors"]))
+        assert sensors["tau1"] == pytest.approx(0.5) and sensors["tau2"] == pytest.approx(-0.25)
+        np.testing.assert_allclose(obs[2:4], s["state"][2:4] / 10.0)
+        np.testing.assert_allclose(obs[4:6], [sensors["x"] / 0.1, sensors["y"] / 0.1])
+        assert r == pytest.approx(0.1 * (-20 * info["distance"] - 0.01 * info["effort"]))
+        env.reset(seed=5)
+        for _ in range(200):
+            _, _, term, trunc, _ = env.step(np.zeros(2))
+            assert not term, "holding still reached the target"
+            if trunc:
+                break
+        assert trunc
+        policy = auto(u)
+        for seed in range(5):
+            obs, _ = env.reset(seed=seed)
+            n, term, trunc = 0, False, False
+            while not (term or trunc):
+                obs, r, term, trunc, info = env.step(policy(obs))
+                n += 1
+            assert term and info["is_success"] and n >= 4, (seed, n)
+    finally:
+        env.close()
+
+
+V1_SCALES = {"FingerPush-v1": [1, 1, 1, 1, 1, 5], "FingerTouch-v1": [1, 1, 0.01, 1, 1, 1],
+             "SerialArmReach-v1": [1, 1, 10, 10, 1, 1, 1, 1],
+             "DiffDriveGoal-v1": [100, 100, 1, 1, 100, 100, 100, 100, 100, 1]}
+
+
+@pytest.mark.parametrize("v1", sorted(V1_SCALES))
+def test_v1_is_v0_normalized(v1, endpoint):
+    """A -v1 task steps as its v0 does: action a in [-1, 1] is v0's low + (a + 1)/2 (high -
+    low); the observation is v0's divided by its scale (angles wrapped for the serial arm),
+    within the finite bounds; the reward a tenth of v0's."""
+    v0 = v1[:-1] + "0"
+    e0, e1 = gym.make("robosim/" + v0, endpoint=endpoint), gym.make("robosim/" + v1,
+                                                                    endpoint=endpoint)
+    try:
+        low, high = e0.action_space.low, e0.action_space.high
+        assert (e1.action_space.low == -1).all() and (e1.action_space.high == 1).all()
+        assert np.isfinite(e1.observation_space.low).all()
+        assert np.isfinite(e1.observation_space.high).all()
+        scale = np.array(V1_SCALES[v1], dtype=np.float64)
+        o0, _ = e0.reset(seed=8)
+        o1, _ = e1.reset(seed=8)
+        rng = np.random.default_rng(1)
+        for _ in range(20):
+            a = rng.uniform(-1, 1, size=e1.action_space.shape)
+            o0, r0, t0, tr0, _ = e0.step(low + (a + 1) / 2 * (high - low))
+            o1, r1, t1, tr1, _ = e1.step(a)
+            want = o0 / scale
+            if v1.startswith("SerialArm"):
+                want[:2] = np.arctan2(np.sin(o0[:2]), np.cos(o0[:2]))
+            want = np.clip(want, e1.observation_space.low, e1.observation_space.high)
+            np.testing.assert_allclose(o1, want, rtol=1e-12, atol=1e-12)
+            assert r1 == pytest.approx(0.1 * r0, rel=1e-12, abs=1e-15)
+            assert (t1, tr1) == (t0, tr0)
+            assert e1.observation_space.contains(o1)
+    finally:
+        e0.close()
+        e1.close()

@@ -1,8 +1,11 @@
 """robosim.Observer follows the PUB stream of one world: every step of a slow run, in order."""
+import os
 import subprocess
 import sys
 import threading
 import time
+
+import pytest
 
 import robosim
 
@@ -47,12 +50,18 @@ def test_observer_sees_every_step_in_order(endpoint, capabilities):
         c.destroy_world(wid)
 
 
-def test_watch_command_prints_states(endpoint, capabilities):
+@pytest.mark.parametrize("how", ["flag", "environment"])
+def test_watch_command_prints_states(endpoint, capabilities, how):
+    """robosim watch, the server named by --endpoint or by $ROBOSIM_ENDPOINT."""
     _assert_stream(capabilities)
+    if how == "flag":
+        extra, env = ["--endpoint", endpoint], dict(os.environ)
+    else:
+        extra, env = [], dict(os.environ, ROBOSIM_ENDPOINT=endpoint)
     with robosim.Client(endpoint) as c:
         wid = c.create_world("finger")
         proc = subprocess.Popen([sys.executable, "-m", "robosim.cli", "watch", str(wid),
-                                 "--endpoint", endpoint, "--count", "3"],
+                                 "--count", "3"] + extra, env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             deadline = time.monotonic() + 20

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from google.protobuf import __version__ as protobuf_version
 
@@ -68,14 +69,19 @@ def test_eval_fails_loudly(endpoint, tmp_path):
              "--endpoint", endpoint])
     assert r.returncode == 1 and "no_such_module" in r.stderr
     assert not json.loads(out.read_text())["ok"]
-    # a policy whose actions are out of bounds: the server's OUT_OF_RANGE, exit 1
+    # a policy whose actions are out of bounds: the server's OUT_OF_RANGE, exit 1 (actions are
+    # clipped by default: --env-kwargs turns that off)
     here = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
     r = run(["robosim.evaluate", "--env", "robosim/FingerTouch-v0", "--policy",
              "policies:too_strong", "--episodes", "1", "--out", str(out), "--endpoint",
-             endpoint, "--no-progress"], env=env)
+             endpoint, "--no-progress", "--env-kwargs", '{"clip_actions": false}'], env=env)
     assert r.returncode == 1 and "OUT_OF_RANGE" in r.stderr, r.stderr
     assert "OUT_OF_RANGE" in json.loads(out.read_text())["error"]
+    r = run(["robosim.evaluate", "--env", "robosim/FingerTouch-v0", "--policy",
+             "policies:not_finite", "--episodes", "1", "--out", str(out), "--endpoint",
+             endpoint, "--no-progress"], env=env)
+    assert r.returncode == 1 and "not finite" in r.stderr, r.stderr
     # a policy that raises
     r = run(["robosim.evaluate", "--env", "robosim/FingerTouch-v0", "--policy",
              "policies:broken", "--episodes", "1", "--out", str(out), "--endpoint",
@@ -84,11 +90,48 @@ def test_eval_fails_loudly(endpoint, tmp_path):
 
 
 def test_tasks_command(endpoint):
-    r = run(["robosim.cli", "tasks", "--endpoint", endpoint])
+    """robosim tasks prints the ids robosim-eval and gym.make take; the server comes from
+    $ROBOSIM_ENDPOINT (no local server started)."""
+    r = run(["robosim.cli", "tasks"], env=dict(os.environ, ROBOSIM_ENDPOINT=endpoint))
     assert r.returncode == 0, r.stderr
-    for t in robosim.TASKS:
-        assert t in r.stdout
+    ids = [l for l in r.stdout.splitlines() if l and not l.startswith(" ")]
+    assert ids == ["robosim/" + t for t in robosim.TASKS]
+    assert all(i in gym_registry() for i in ids)
     assert "reward: per control step" in r.stdout
+
+
+def gym_registry():
+    import gymnasium as gym
+    return gym.registry
+
+
+def test_eval_env_kwargs_obs_norm_and_endpoint_from_environment(endpoint, tmp_path):
+    """--env-kwargs reach gym.make (a 5-step limit: every episode 5 long); --obs-norm feeds the
+    policy (obs - mean) / sqrt(var + eps) clipped, as VecNormalize does (a policy that records
+    what it sees checks it); $ROBOSIM_ENDPOINT names the server."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    seen = tmp_path / "seen.npy"
+    stats = tmp_path / "stats.npz"
+    mean, var = np.arange(6.0), np.full(6, 4.0)
+    np.savez(stats, mean=mean, var=var, epsilon=0.0, clip_obs=3.0)
+    env = dict(os.environ, ROBOSIM_ENDPOINT=endpoint, ROBOSIM_TEST_SEEN=str(seen),
+               PYTHONPATH=here + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = tmp_path / "r.json"
+    r = run(["robosim.evaluate", "--env", "robosim/FingerPush-v0", "--policy",
+             "policies:recorder", "--episodes", "2", "--out", str(out), "--no-progress",
+             "--env-kwargs", '{"max_episode_steps": 5}', "--obs-norm", str(stats)], env=env)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(out.read_text())
+    assert res["endpoint"] == endpoint
+    assert [e["length"] for e in res["per_episode"]] == [5, 5]
+    first = np.load(seen)
+    import gymnasium as gym
+    e = gym.make("robosim/FingerPush-v0", endpoint=endpoint)
+    try:
+        raw, _ = e.reset(seed=0)
+    finally:
+        e.close()
+    np.testing.assert_allclose(first, np.clip((raw - mean) / 2.0, -3, 3))
 
 
 def test_readme_carries_the_servers_reward_text(client):

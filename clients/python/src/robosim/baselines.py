@@ -67,15 +67,12 @@ def serial_arm_reach(env):
     return policy
 
 
-@policy_factory
-def parallel_arm_reach(env):
-    """Servo setpoints from the parallel arm's inverse kinematics (seed 002's formulas)."""
-    p = _params(env)
+def _parallel_ik(p):
+    """(x, y) -> servo angles, the parallel arm's inverse kinematics (seed 002's formulas)."""
     L0, L1, L2 = p["L0"][0], p["L1"][0], p["L2"][0]
     lo, hi = p["theta_min"], p["theta_max"]
 
-    def policy(obs):
-        x, y = obs[6], obs[7]
+    def ik(x, y):
         G = math.hypot(x - L0 / 2, y)
         H = math.hypot(x + L0 / 2, y)
         ca = _clip((G * G + L0 * L0 - H * H) / (2 * G * L0), -1, 1)
@@ -86,6 +83,28 @@ def parallel_arm_reach(env):
         q2 = math.pi - math.acos(ca) - math.acos(cg)
         return np.array([_clip(q1, max(lo[0], 0.0), min(hi[0], math.pi / 2)),
                          _clip(q2, max(lo[1], 0.0), min(hi[1], math.pi / 2))])
+    return ik
+
+
+@policy_factory
+def parallel_arm_reach(env):
+    """Servo setpoints from the parallel arm's inverse kinematics."""
+    ik = _parallel_ik(_params(env))
+    return lambda obs: ik(obs[6], obs[7])
+
+
+@policy_factory
+def parallel_arm_reach_torque(env):
+    """ParallelArmReach-v1: a joint-space PD law on the servo torques towards the inverse
+    kinematics of the target, tau = 0.5 (q* - q) - 0.12 q_dot (about critically damped with
+    the task's J = 0.01 kg m^2), as fractions of 0.5 N*m. The observation is scaled (rates in
+    10 rad/s, positions in 0.1 m: the task's doc)."""
+    ik = _parallel_ik(_params(env))
+
+    def policy(obs):
+        q_star = ik(0.1 * obs[6], 0.1 * obs[7])
+        tau = 0.5 * (q_star - obs[0:2]) - 0.12 * 10.0 * obs[2:4]
+        return np.clip(tau / 0.5, -1.0, 1.0)
     return policy
 
 
@@ -111,12 +130,33 @@ def diff_drive_goal(obs):
     return np.array([_clip(fwd + turn, -10, 10), _clip(fwd - turn, -10, 10)])
 
 
+def _normalized(v0_policy, obs_scale, low, high):
+    """A -v1 task's baseline from its v0 one: the observation back to v0's units (times the
+    task's scale, as in its TaskSpec doc), v0's action mapped onto [-1, 1]."""
+    obs_scale, low, high = (np.asarray(v, dtype=np.float64) for v in (obs_scale, low, high))
+
+    @policy_factory
+    def factory(env):
+        policy = make_policy(v0_policy, env)
+        return lambda obs: np.clip(2.0 * (policy(np.asarray(obs) * obs_scale) - low) /
+                                   (high - low) - 1.0, -1.0, 1.0)
+    return factory
+
+
 BASELINES = {
     "FingerPush-v0": finger_push,
     "FingerTouch-v0": finger_touch,
     "SerialArmReach-v0": serial_arm_reach,
     "ParallelArmReach-v0": parallel_arm_reach,
+    "ParallelArmReach-v1": parallel_arm_reach_torque,
     "DiffDriveGoal-v0": diff_drive_goal,
+    # the v1 scales and bounds as in server/core/tasks.c's v1 rows
+    "FingerPush-v1": _normalized(finger_push, [1, 1, 1, 1, 1, 5], [-5], [5]),
+    "FingerTouch-v1": _normalized(finger_touch, [1, 1, 0.01, 1, 1, 1], [-2], [2]),
+    "SerialArmReach-v1": _normalized(serial_arm_reach, [1, 1, 10, 10, 1, 1, 1, 1],
+                                     [-math.pi] * 2, [math.pi] * 2),
+    "DiffDriveGoal-v1": _normalized(diff_drive_goal, [100, 100, 1, 1, 100, 100, 100, 100, 100, 1],
+                                    [-10, -10], [10, 10]),
 }
 
 

@@ -1,24 +1,26 @@
 """The `robosim` command:
 
-    robosim tasks [--endpoint E]            the server's tasks with their rewards
+    robosim tasks [--endpoint E]            the server's tasks (Gymnasium ids) with their rewards
     robosim watch WORLD [--endpoint E]      print a world's states live from the stream
     robosim plot [--out figure1.png] [--gif finger.gif] [--endpoint E]
                  [--env robosim/FingerPush-v0 --policy robosim.baselines:auto --seed S]
 
-Without --endpoint, `tasks` and `plot` start a local robosim-server. `plot` draws seed 000's
+The endpoint defaults to $ROBOSIM_ENDPOINT; without either, `tasks` and `plot` start a local
+robosim-server and `watch` asks tcp://127.0.0.1:5555. `plot` draws seed 000's
 Figure 1 scenario on a finger world, or with --env one episode of a finger task."""
 import argparse
 import sys
 
 from .errors import RobosimError
 
-DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
+from .client import DEFAULT_ENDPOINT, env_endpoint
 
 
 def _client(endpoint, timeout):
     from .client import Client
     from .server import LocalServer
     server = None
+    endpoint = endpoint or env_endpoint()
     if endpoint is None:
         server = LocalServer()
         endpoint = server.endpoint
@@ -32,7 +34,7 @@ def cmd_tasks(args):
             wid = client.create_world(task=name)
             t = client.get_spec(wid)["task"]
             client.destroy_world(wid)
-            print("%s\n  observation: %s\n  action: %s\n  reward: %s\n" % (
+            print("robosim/%s\n  observation: %s\n  action: %s\n  reward: %s\n" % (
                 name, ", ".join(v["name"] for v in t["observation"]),
                 ", ".join("%s [%g, %g] %s" % (v["name"], v["lower"], v["upper"], v["unit"])
                           for v in t["action"]), t["reward"]))
@@ -45,7 +47,8 @@ def cmd_tasks(args):
 
 def cmd_watch(args):
     from .observer import Observer
-    obs = Observer(args.endpoint, args.world, stream_endpoint=args.stream, timeout=args.timeout)
+    endpoint = args.endpoint or env_endpoint() or DEFAULT_ENDPOINT
+    obs = Observer(endpoint, args.world, stream_endpoint=args.stream, timeout=args.timeout)
     n = 0
     try:
         while args.count is None or n < args.count:
@@ -82,7 +85,8 @@ def cmd_plot(args):
         from ._util import load_object
         from .envs import register_envs
         register_envs()
-        kwargs = {"endpoint": args.endpoint} if args.endpoint else {}
+        endpoint = args.endpoint or env_endpoint()
+        kwargs = {"endpoint": endpoint} if endpoint else {}
         env = gym.make(args.env, **kwargs)
         try:
             policy = make_policy(load_object(args.policy), env)
@@ -119,17 +123,19 @@ def main(argv=None):
     p.add_argument("--version", action="version", version=version_text("robosim"))
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per request")
     sub = p.add_subparsers(dest="cmd", required=True)
-    t = sub.add_parser("tasks", help="list the server's tasks and their rewards")
-    t.add_argument("--endpoint", help="server (default: start a local one)")
+    t = sub.add_parser("tasks", help="list the server's tasks (as robosim/<Task> Gymnasium ids) "
+                                     "and their rewards")
+    t.add_argument("--endpoint", help="server (default: $ROBOSIM_ENDPOINT, else start a local one)")
     t.set_defaults(fn=cmd_tasks)
     w = sub.add_parser("watch", help="print a world's states live")
     w.add_argument("world", type=int, help="world id")
-    w.add_argument("--endpoint", default=DEFAULT_ENDPOINT, help="server request endpoint")
+    w.add_argument("--endpoint", help="server request endpoint (default $ROBOSIM_ENDPOINT, "
+                                      "else %s)" % DEFAULT_ENDPOINT)
     w.add_argument("--stream", help="stream endpoint (default: from Hello)")
     w.add_argument("--count", type=int, help="stop after this many states")
     w.set_defaults(fn=cmd_watch)
     pl = sub.add_parser("plot", help="draw a finger run like seed 000's Figure 1")
-    pl.add_argument("--endpoint", help="server (default: start a local one)")
+    pl.add_argument("--endpoint", help="server (default: $ROBOSIM_ENDPOINT, else start a local one)")
     pl.add_argument("--out", default="figure1.png", help="PNG to write")
     pl.add_argument("--gif", help="also write an animated GIF of the robots here")
     pl.add_argument("--env", help="plot an episode of this environment instead "

@@ -6,24 +6,40 @@ robosim registers them):
 
     env = gym.make("robosim/FingerPush-v0")                 # starts a local server itself
     env = gym.make("robosim/FingerPush-v0", endpoint="tcp://127.0.0.1:5555")
+    env = gym.make("robosim/FingerPush-v0", max_episode_steps=500)   # a longer episode
+    venv = gym.make_vec("robosim/FingerPush-v0", 64, vectorization_mode="vector_entry_point")
+
+Without an endpoint the env uses $ROBOSIM_ENDPOINT, else starts a local robosim-server.
 
 The reward, termination (success) and truncation (time limit) are computed by the server
 (TaskSpec.reward documents each task's reward); the observation and action spaces are Boxes
-built from the TaskSpec's bounds. reset(seed=s) reseeds the world, so the same seed and the
-same actions give identical observations. An action of the wrong shape is refused here, one
-outside the bounds by the server (robosim.RobosimError OUT_OF_RANGE)."""
+built from the TaskSpec's bounds. Each task's episode limit is registered as Gymnasium's
+max_episode_steps, so gym.make's TimeLimit truncates the episode, at the registered limit or at
+the one given to gym.make(..., max_episode_steps=N); the registered envs lift the server's own
+limit (server_time_limit=False) so that it never truncates first. RobosimEnv made directly
+keeps the server's limit, or sets the world's (max_episode_steps=N). reset(seed=s) reseeds the world, so the same seed and the same actions give
+identical observations. Actions of the wrong shape are refused here; actions are clipped to the
+action space (clip_actions=True, as a float32 policy output at a bound needs), or with
+normalize_actions=True the action space is [-1, 1] per value, mapped linearly onto the task's
+bounds. Non-finite actions are refused by the server (INVALID_ARGUMENT)."""
 import gymnasium as gym
 import numpy as np
 
-from .client import Client
+from .client import Client, env_endpoint, state_dict
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
 
-TASKS = ("FingerPush-v0", "FingerTouch-v0", "SerialArmReach-v0", "ParallelArmReach-v0",
-         "DiffDriveGoal-v0")
+# each task's episode limit, as the server's task table has it (registered as Gymnasium's
+# max_episode_steps; tests/python/test_envs.py checks they agree with the TaskSpec)
+TASK_LIMITS = {"FingerPush-v0": 200, "FingerPush-v1": 200, "FingerTouch-v0": 200,
+               "FingerTouch-v1": 200, "SerialArmReach-v0": 200, "SerialArmReach-v1": 200,
+               "ParallelArmReach-v0": 200, "ParallelArmReach-v1": 200, "DiffDriveGoal-v0": 300,
+               "DiffDriveGoal-v1": 300}
+TASKS = tuple(TASK_LIMITS)
 
 SEED_RANGE = 2 ** 63 - 1
+NO_LIMIT = 10 ** 9  # the largest max_episode_steps a world takes: no truncation in practice
 
 
 def next_seed(rng):
@@ -38,40 +54,98 @@ def box(vars_):
     return gym.spaces.Box(low=low, high=high, dtype=np.float64)
 
 
-def step_info(state, sensor_names):
-    """The info dict of a step: the task's info figures, is_success, the step's events and
-    each entity's sensor readings by name."""
-    task = state["task"]
-    info = dict(task["info"])
+def _msg_info(s, sensor_names, info_keys=None):
+    """The info dict of a step, from its State message: the task's info figures, is_success,
+    the step's events and each entity's sensor readings by name. info_keys: the task's info
+    names when known (half the time of reading them from every reply)."""
+    t = s.task
+    info = dict(zip(info_keys or t.info_keys, t.info_values))
     if "success" in info:
-        info["is_success"] = bool(info["success"])
-    info["events"] = state["events"]
-    info["sensors"] = {name: {n: float(v) for n, v in zip(sensor_names[name], ent["sensors"])}
-                       for name, ent in state["entities"].items() if name in sensor_names}
-    info["time"] = state["time"]
+        info["is_success"] = info["success"] != 0.0
+    info["events"] = [{"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
+                       "before": list(e.before), "after": list(e.after)}
+                      for e in s.events] if s.events else []
+    info["sensors"] = {e.name: dict(zip(sensor_names[e.name], e.sensors)) for e in s.entities}
+    info["time"] = s.time
     return info
+
+
+def _obs(s, n):
+    """The observation of a State message as a float64 array (fromiter: a third of np.array's
+    time on a protobuf repeated field)."""
+    return np.fromiter(s.task.observation, np.float64, n)
+
+
+class ActionMap:
+    """What the env does to an action before the server sees it: the shape check, then either
+    clipping to the task's bounds or the map from [-1, 1] onto them (normalize)."""
+
+    def __init__(self, task, task_spec, normalize=False, clip=True):
+        self.task = task
+        self.names = ", ".join(v["name"] for v in task_spec["action"])
+        self.bounds = box(task_spec["action"])
+        self.normalize = bool(normalize)
+        self.clip = bool(clip)
+        self.low, self.high = self.bounds.low, self.bounds.high
+        self.half_range = 0.5 * (self.high - self.low)
+        self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=np.float64)
+                      if self.normalize else self.bounds)
+
+    def __call__(self, action, endpoint=None, shape=None):
+        a = np.asarray(action, dtype=np.float64)
+        shape = self.space.shape if shape is None else shape
+        if a.shape != shape:
+            raise RobosimError.from_name(
+                "INVALID_ARGUMENT", "%s takes an action of shape %s (%s), got shape %s"
+                % (self.task, shape, self.names, a.shape), endpoint)
+        if self.normalize:
+            return self.low + (np.minimum(np.maximum(a, -1.0), 1.0) + 1.0) * self.half_range
+        # minimum(maximum()) rather than np.clip: the same values, a third of the time
+        return np.minimum(np.maximum(a, self.low), self.high) if self.clip else a
 
 
 class RobosimEnv(gym.Env):
     """One world of a robosim task, on a given server or on a local one started here.
 
     task: the task name ("FingerPush-v0"). endpoint: "tcp://host:port" of a running server;
-    None starts a local robosim-server (stopped by close()). params: parameter overrides for
-    CreateWorld ({"entity.name": values}). timeout: seconds per request."""
+    None: $ROBOSIM_ENDPOINT, else a local robosim-server (stopped by close()). params:
+    parameter overrides for CreateWorld ({"entity.name": values}). timeout: seconds per request.
+    max_episode_steps: the server's episode limit for this world (None: the task's).
+    server_time_limit: False lifts the server's limit (gym.make's TimeLimit truncates instead;
+    the registration sets it).
+    clip_actions: clip actions to the bounds (else the server refuses those outside with
+    OUT_OF_RANGE). normalize_actions: the action space is [-1, 1]^n, mapped onto the bounds.
+
+    The env pickles (cloudpickle, SubprocVecEnv, Ray) as its constructor arguments: the copy
+    makes its own world (and its own local server when the original had one); reset it."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
     def __init__(self, task="FingerPush-v0", endpoint=None, render_mode=None, params=None,
-                 timeout=10.0, client=None):
+                 timeout=10.0, client=None, max_episode_steps=None, clip_actions=True,
+                 normalize_actions=False, server_time_limit=True):
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
+        self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
+                               params=params, timeout=timeout,
+                               max_episode_steps=max_episode_steps, clip_actions=clip_actions,
+                               normalize_actions=normalize_actions,
+                               server_time_limit=server_time_limit)
         self.task = task
         self.render_mode = render_mode
         self._server = None
         self._owns_client = client is None
+        self.client = None
         self.world_id = None
+        self._closed = False
+        params = dict(params or {})
+        if max_episode_steps is not None:
+            params["max_episode_steps"] = int(max_episode_steps)
+        elif not server_time_limit:
+            params["max_episode_steps"] = NO_LIMIT
         try:
             if client is None:
+                endpoint = endpoint or env_endpoint()
                 if endpoint is None:
                     self._server = LocalServer()
                     endpoint = self._server.endpoint
@@ -87,39 +161,51 @@ class RobosimEnv(gym.Env):
         self.task_spec = tspec
         self.max_episode_steps = tspec["max_episode_steps"]
         self.observation_space = box(tspec["observation"])
-        self.action_space = box(tspec["action"])
+        self._nobs = self.observation_space.shape[0]
+        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions)
+        self.action_space = self._actions.space
         self.metadata = dict(self.metadata)
         dt = self.world_spec["world"]["control_dt"]
         self.metadata["render_fps"] = max(1, int(round(1.0 / dt)))
         self._sensor_names = {name: [v["name"] for v in e["sensors"]]
                               for name, e in self.world_spec["entities"].items()}
-        self._state = None
+        self._msg = None  # the last State message (decoded on demand: see `state`)
+        self._info_keys = None  # the task's info names, read from the first reset
 
     # -- gymnasium API
 
     def reset(self, *, seed=None, options=None):
+        self._check_open("reset")
         super().reset(seed=seed)
         server_seed = seed if seed is not None else next_seed(self.np_random)
-        self._state = self.client.reset(self.world_id, seed=server_seed)
-        info = step_info(self._state, self._sensor_names)
+        self._msg = self.client.reset_msg(self.world_id, seed=server_seed)
+        if self._info_keys is None:
+            self._info_keys = list(self._msg.task.info_keys)
+        info = _msg_info(self._msg, self._sensor_names, self._info_keys)
         info["seed"] = server_seed
-        return self._state["task"]["observation"], info
+        return _obs(self._msg, self._nobs), info
 
     def step(self, action):
-        a = self.check_action(action)
-        self._state = self.client.step(self.world_id, steps=1, action=a)
-        t = self._state["task"]
-        return (t["observation"], t["reward"], t["terminated"], t["truncated"],
-                step_info(self._state, self._sensor_names))
+        self._check_open("step")
+        if self._msg is None:
+            raise RobosimError.from_name(
+                "FAILED_PRECONDITION", "%s: call reset() before step()" % self.task, self.endpoint)
+        a = self._actions(action, self.endpoint)
+        self._msg = s = self.client.step_msg(self.world_id, a)
+        t = s.task
+        return (_obs(s, self._nobs), t.reward, t.terminated, t.truncated,
+                _msg_info(s, self._sensor_names, self._info_keys))
 
     def render(self):
         if self.render_mode != "rgb_array":
             return None
-        state = self._state or self.client.get_state(self.world_id)
+        self._check_open("render")
+        state = self.state or self.client.get_state(self.world_id)
         targets = task_targets(self.task, state["task"]["observation"] if state["task"] else None)
         return draw_world(self.world_spec, state, targets)
 
     def close(self):
+        self._closed = True
         client, self.client = getattr(self, "client", None), None
         if client is not None and self.world_id is not None:
             try:
@@ -128,34 +214,52 @@ class RobosimEnv(gym.Env):
                 pass
         if client is not None and self._owns_client:
             client.close()
-        server, self._server = self._server, None
+        server, self._server = getattr(self, "_server", None), None
         if server is not None:
             server.close()
         super().close()
 
+    # -- pickling: by the constructor's arguments (a world lives on its server)
+
+    def __getstate__(self):
+        args = dict(self._init_args)
+        if self._server is not None:
+            args["endpoint"] = None  # the copy starts a server of its own
+        elif args["endpoint"] is None:
+            args["endpoint"] = self.endpoint
+        return {"init_args": args}
+
+    def __setstate__(self, state):
+        self.__init__(**state["init_args"])
+
     # -- helpers
 
-    def check_action(self, action):
-        """The action as a flat list of floats, after checking its shape (a wrong shape raises
-        RobosimError INVALID_ARGUMENT here; the bounds are checked by the server)."""
-        a = np.asarray(action, dtype=np.float64)
-        if a.shape != self.action_space.shape:
-            names = ", ".join(v["name"] for v in self.task_spec["action"])
+    def _check_open(self, what):
+        if self._closed:
             raise RobosimError.from_name(
-                "INVALID_ARGUMENT", "%s takes an action of shape %s (%s), got shape %s"
-                % (self.task, self.action_space.shape, names, a.shape), self.endpoint)
-        return a.tolist()
+                "FAILED_PRECONDITION", "%s: %s() after close(); make a new environment"
+                % (self.task, what), getattr(self, "endpoint", None))
+
+    def check_action(self, action):
+        """The action as sent to the server (a flat float64 array), after the shape check
+        (RobosimError INVALID_ARGUMENT) and clipping or the map from [-1, 1]."""
+        return self._actions(action, self.endpoint)
 
     @property
     def state(self):
         """The last State dict (entities, events, task step)."""
-        return self._state
+        return state_dict(self._msg) if self._msg is not None else None
 
 
 def register_envs():
-    """Register robosim/<Task> for every task (idempotent)."""
-    for task in TASKS:
+    """Register robosim/<Task> for every task (idempotent), with its episode limit and a vector
+    entry point (gym.make_vec(..., vectorization_mode="vector_entry_point") gives robosim's
+    batched vector env)."""
+    for task, limit in TASK_LIMITS.items():
         env_id = "robosim/" + task
         if env_id not in gym.registry:
             gym.register(id=env_id, entry_point="robosim.envs:RobosimEnv",
-                         kwargs={"task": task}, disable_env_checker=False)
+                         vector_entry_point="robosim.vector:RobosimVectorEnv",
+                         max_episode_steps=limit,
+                         kwargs={"task": task, "server_time_limit": False},
+                         disable_env_checker=False)

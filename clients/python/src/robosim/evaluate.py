@@ -3,11 +3,17 @@ lengths and summary statistics as JSON.
 
     robosim-eval --env robosim/FingerPush-v0 --policy robosim.baselines:auto \
                  --episodes 10 --seed 0 --out results.json [--endpoint tcp://host:port]
+                 [--env-kwargs '{"normalize_actions": true}'] [--obs-norm stats.npz]
 
 The policy is module:callable, either obs -> action or a factory marked with
 robosim.baselines.policy_factory (called once with the environment). Episode i is reset with
-seed S + i. Exit status: 0 when every episode ran, 1 on any failure (the JSON then holds the
-error), 2 on bad arguments."""
+seed S + i. The endpoint defaults to $ROBOSIM_ENDPOINT, else a local robosim-server is started.
+--env-kwargs (a JSON object) goes to gym.make. --obs-norm applies the observation normalizer a
+policy was trained with, as Stable-Baselines3's VecNormalize does: (obs - mean) / sqrt(var +
+epsilon), clipped to +-clip_obs; the file is .npz or .json with mean and var (and optionally
+epsilon, default 1e-8, and clip_obs, default 10), e.g. from a VecNormalize's obs_rms.
+Exit status: 0 when every episode ran, 1 on any failure (the JSON then holds the error), 2 on
+bad arguments."""
 import argparse
 import json
 import math
@@ -23,6 +29,39 @@ def _stats(values):
         return {"mean": None, "std": None, "min": None, "max": None, "median": None}
     return {"mean": float(a.mean()), "std": float(a.std()), "min": float(a.min()),
             "max": float(a.max()), "median": float(np.median(a))}
+
+
+class ObsNormalizer:
+    """VecNormalize's observation transform with frozen statistics: clip((obs - mean) /
+    sqrt(var + epsilon), -clip_obs, clip_obs)."""
+
+    def __init__(self, mean, var, epsilon=1e-8, clip_obs=10.0):
+        self.mean = np.asarray(mean, dtype=np.float64)
+        self.var = np.asarray(var, dtype=np.float64)
+        self.epsilon, self.clip_obs = float(epsilon), float(clip_obs)
+        if self.mean.shape != self.var.shape:
+            raise ValueError("observation normalizer: mean has shape %s, var %s"
+                             % (self.mean.shape, self.var.shape))
+
+    @classmethod
+    def load(cls, path):
+        """From .npz (arrays mean, var[, epsilon, clip_obs]) or .json (the same keys)."""
+        if path.endswith(".json"):
+            with open(path) as f:
+                d = json.load(f)
+        else:
+            with np.load(path) as z:
+                d = {k: z[k] for k in z.files}
+        missing = {"mean", "var"} - set(d)
+        if missing:
+            raise ValueError("observation normalizer %s lacks %s" % (path, ", ".join(sorted(
+                missing))))
+        return cls(d["mean"], d["var"], float(d.get("epsilon", 1e-8)),
+                   float(d.get("clip_obs", 10.0)))
+
+    def __call__(self, obs):
+        z = (np.asarray(obs, dtype=np.float64) - self.mean) / np.sqrt(self.var + self.epsilon)
+        return np.clip(z, -self.clip_obs, self.clip_obs)
 
 
 def evaluate(env, policy, episodes, seed, progress=None):
@@ -56,12 +95,24 @@ def main(argv=None):
     p.add_argument("--episodes", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results.json")
-    p.add_argument("--endpoint", help="server (default: start a local robosim-server)")
+    p.add_argument("--endpoint", help="server (default: $ROBOSIM_ENDPOINT, else start a local "
+                                      "robosim-server)")
+    p.add_argument("--env-kwargs", default="{}", metavar="JSON",
+                   help="keyword arguments for gym.make, a JSON object")
+    p.add_argument("--obs-norm", metavar="FILE", help="observation statistics (.npz or .json: "
+                   "mean, var[, epsilon, clip_obs]) to normalize observations with, as "
+                   "VecNormalize does")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     if args.episodes < 1:
         p.error("--episodes must be at least 1")
+    try:
+        env_kwargs = json.loads(args.env_kwargs)
+    except ValueError as exc:
+        p.error("--env-kwargs is not JSON: %s" % exc)
+    if not isinstance(env_kwargs, dict):
+        p.error("--env-kwargs must be a JSON object, got %s" % args.env_kwargs)
 
     import gymnasium as gym
     from tqdm import tqdm
@@ -70,13 +121,21 @@ def main(argv=None):
     from .baselines import make_policy
     from .envs import register_envs
     register_envs()
+    from .client import env_endpoint
+    endpoint = args.endpoint or env_endpoint()
     result = {"env": args.env, "policy": args.policy, "episodes": args.episodes,
-              "seed": args.seed, "endpoint": args.endpoint, "ok": False}
+              "seed": args.seed, "endpoint": endpoint, "env_kwargs": env_kwargs,
+              "obs_norm": args.obs_norm, "ok": False}
     env = None
     rc = 1
     try:
         policy_obj = load_object(args.policy)
-        env = gym.make(args.env, endpoint=args.endpoint, timeout=args.timeout)
+        norm = ObsNormalizer.load(args.obs_norm) if args.obs_norm else None
+        env = gym.make(args.env, **dict({"endpoint": endpoint, "timeout": args.timeout},
+                                        **env_kwargs))
+        if norm is not None:
+            env = gym.wrappers.TransformObservation(env, norm, gym.spaces.Box(
+                -norm.clip_obs, norm.clip_obs, env.observation_space.shape, dtype=np.float64))
         policy = make_policy(policy_obj, env)
         with tqdm(total=args.episodes, desc=args.env, unit="ep", file=sys.stderr,
                   disable=args.no_progress) as bar:

@@ -1,17 +1,42 @@
 """Start and stop a local robosim-server process (what the environments do when no endpoint is
 given). The binary is found through $ROBOSIM_BIN_DIR, else in the package (the wheel carries it
-in robosim/bin/), else build/release/bin of the repository this package sits in, else PATH. The server binds a free loopback port and starts without a
-world (--no-world)."""
+in robosim/bin/), else build/release/bin of the repository this package sits in, else PATH. The
+server binds a free loopback port, publishes its observer stream on another free one (unless the
+args choose) and starts without a world (--no-world).
+
+The server ends with the process that started it, however that process dies (SIGKILL
+included): it runs with --exit-with-stdin and its stdin is a pipe whose only write end this
+process holds, so the kernel closes it when this process goes and the server stops at EOF."""
 import os
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+import weakref
 
 from .errors import RobosimError
 
 BINARY = "robosim-server"
+
+_LIVE = weakref.WeakSet()  # the LocalServers this process started
+
+
+def _after_fork_in_child():
+    """A forked child (multiprocessing, AsyncVectorEnv) drops its copies of the parent's
+    servers: it closes its copy of their stdin pipes, so that the servers still end with the
+    parent, and it never stops them (stop() acts only in the process that started them)."""
+    for server in list(_LIVE):
+        p = server.proc
+        if p is not None and p.stdin is not None:
+            try:
+                p.stdin.close()
+            except (OSError, ValueError):
+                pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def packaged_server_binary():
@@ -61,8 +86,16 @@ def free_port(host="127.0.0.1"):
 class LocalServer:
     """A robosim-server child process on 127.0.0.1. Use as a context manager or call stop()."""
 
-    def __init__(self, binary=None, args=(), startup_timeout=10.0, log_level="warn"):
+    def __init__(self, binary=None, args=(), startup_timeout=10.0, log_level="warn",
+                 max_worlds=None):
+        """args: more robosim-server flags. max_worlds: --max-worlds (and --max-batch), for a
+        server sized for what it will serve (None: the server's defaults)."""
         self.binary = binary or find_server_binary()
+        self._pid = os.getpid()
+        sizing = []
+        if max_worlds is not None and int(max_worlds) > 64:  # the server's default holds 64
+            n = str(int(max_worlds))
+            sizing = ["--max-worlds", n] + (["--max-batch", n] if int(n) > 4096 else [])
         self.proc = None
         self._log = tempfile.TemporaryFile()
         last = None
@@ -71,12 +104,13 @@ class LocalServer:
             # the stream on a free port too, unless args choose (Hello says where it is)
             stream = [] if {"--stream", "--no-stream"} & set(args) else [
                 "--stream", "tcp://127.0.0.1:*"]
-            cmd = [self.binary, "--bind", self.endpoint, "--no-world", "--log-level",
-                   log_level, *stream, *args]
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
+            cmd = [self.binary, "--bind", self.endpoint, "--no-world", "--exit-with-stdin",
+                   "--log-level", log_level, *stream, *sizing, *args]
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                          stdout=subprocess.DEVNULL, stderr=self._log)
             try:
                 self._wait_ready(startup_timeout)
+                _LIVE.add(self)
                 return
             except RobosimError as exc:
                 last = exc
@@ -95,7 +129,7 @@ class LocalServer:
                 Client(self.endpoint, timeout=0.25).close()
                 return
             except RobosimError:
-                continue
+                time.sleep(0.01)  # refused at once while the server starts: do not spin
         raise RobosimError.from_name("INTERNAL", "%s did not answer on %s within %g s: %s"
                                      % (self.binary, self.endpoint, timeout, self.log_tail()))
 
@@ -109,8 +143,13 @@ class LocalServer:
     def stop(self, timeout=5.0):
         """SIGTERM, wait, SIGKILL if it hangs. Idempotent."""
         p, self.proc = self.proc, None
-        if p is None:
-            return
+        if p is None or os.getpid() != self._pid:
+            return  # not started here (a forked child's copy): the parent's to stop
+        if p.stdin is not None:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
         if p.poll() is None:
             p.terminate()
             try:

@@ -1,141 +1,238 @@
 """robosim.vector.make(id, num_envs=N): a Gymnasium VectorEnv of N worlds of one task on one
-server, stepped by one StepBatch request per step (the server steps the worlds on its worker
-threads; each result is exactly what stepping that world alone gives).
+server, stepped by one columnar StepBatch request per step (StepBatch.arrays: the server steps
+the worlds on its worker threads; each result is exactly what stepping that world alone gives).
 
-Autoreset mode: SAME_STEP. When a sub-environment's episode ends, the step that ended it returns
-the first observation of the next episode (the world is reset in the same call), and the final
-observation and info of the ended episode are kept in infos["final_obs"] / infos["final_info"]
-(with the masks infos["_final_obs"] / infos["_final_info"]), as Gymnasium's SAME_STEP vector
-environments do. Seeding follows Gymnasium: reset(seed=s) seeds sub-environment i with s + i,
-and later resets draw their seeds from each sub-environment's own generator, the same way a
-single robosim environment does, so the vector environment and N separate environments given
-the same seeds and actions see the same observations."""
+Autoreset mode, chosen at make time (autoreset_mode=, declared in metadata["autoreset_mode"]):
+- NEXT_STEP (Gymnasium's default): the step after the one that ended a sub-environment's
+  episode resets it (its action is ignored; reward 0, not terminated or truncated) and returns
+  the new episode's first observation. The reset rides in the same request as the others' step.
+- SAME_STEP: the step that ends an episode returns the first observation of the next one; the
+  final observation and info are in infos["final_obs"] / infos["final_info"] (masks
+  infos["_final_obs"] / infos["_final_info"]).
+- DISABLED: no automatic reset; reset(options={"reset_mask": mask}) resets the chosen ones.
+
+Infos are arrays, one row per sub-environment, with Gymnasium's "_key" masks: the task's info
+figures, is_success, events (how many events the step had), time; reset infos add seed.
+
+Seeding follows Gymnasium: reset(seed=s) seeds sub-environment i with s + i, and later resets
+draw their seeds from each sub-environment's own generator, the same way a single robosim
+environment does, so the vector environment and N separate environments given the same seeds
+and actions see the same observations.
+
+An auto-started server (no endpoint and no $ROBOSIM_ENDPOINT) is sized for num_envs worlds."""
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
 from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
-from .client import Client
-from .envs import box, next_seed, step_info
+from .client import Client, env_endpoint
+from .envs import NO_LIMIT, ActionMap, box, next_seed
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
 
+NEEDS = ("step_batch.arrays.reset", "step_batch.arrays.info")
+
+
+def autoreset_mode_of(mode):
+    """An AutoresetMode from itself, its value ("NextStep") or its name ("next_step")."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    for m in AutoresetMode:
+        if str(mode).replace("_", "").lower() in (m.value.lower(), m.name.replace("_", "").lower()):
+            return m
+    raise ValueError("autoreset_mode %r: use one of %s" % (
+        mode, ", ".join(m.name.lower() for m in AutoresetMode)))
+
 
 class RobosimVectorEnv(gym.vector.VectorEnv):
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.SAME_STEP}
+    """num_envs worlds of `task`. endpoint: a running server (None: $ROBOSIM_ENDPOINT, else a
+    local one sized for num_envs worlds). autoreset_mode: an AutoresetMode or its name
+    ("next_step", "same_step", "disabled"). max_episode_steps: the episode limit (None: the
+    task's). clip_actions / normalize_actions: as RobosimEnv."""
+
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, task, num_envs, endpoint=None, params=None, timeout=30.0,
-                 render_mode=None):
+                 render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP,
+                 max_episode_steps=None, clip_actions=True, normalize_actions=False,
+                 server_time_limit=True):
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
+        self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.task = task
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
         self._server = None
         self.client = None
         self.world_ids = []
+        self.closed = False
+        params = dict(params or {})
+        if max_episode_steps is not None:
+            params["max_episode_steps"] = int(max_episode_steps)
+        elif not server_time_limit:
+            params["max_episode_steps"] = NO_LIMIT
         try:
+            endpoint = endpoint or env_endpoint()
             if endpoint is None:
-                self._server = LocalServer()
+                self._server = LocalServer(max_worlds=self.num_envs)
                 endpoint = self._server.endpoint
             self.client = Client(endpoint, timeout=timeout)
             self.endpoint = endpoint
+            missing = [c for c in NEEDS if c not in self.client.server["capabilities"]]
+            if missing:
+                raise RobosimError.from_name(
+                    "UNIMPLEMENTED", "the server at %s (%s) lacks %s, which robosim.vector needs;"
+                    " run a newer robosim-server" % (endpoint, self.client.server[
+                        "server_version"], ", ".join(missing)), endpoint)
             for _ in range(self.num_envs):
                 self.world_ids.append(self.client.create_world(task=task, params=params))
             self.world_spec = self.client.get_spec(self.world_ids[0])
         except BaseException:
             self.close()
             raise
+        self._ids = np.array(self.world_ids, dtype=np.uint64)
         tspec = self.world_spec["task"]
         self.task_spec = tspec
+        self.max_episode_steps = tspec["max_episode_steps"]
+        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions)
         self.single_observation_space = box(tspec["observation"])
-        self.single_action_space = box(tspec["action"])
+        self.single_action_space = self._actions.space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
-        self.metadata = dict(self.metadata)
+        self.metadata = dict(self.metadata, autoreset_mode=self.autoreset_mode)
         self.metadata["render_fps"] = max(1, int(round(1.0 / self.world_spec["world"]["control_dt"])))
-        self._sensor_names = {name: [v["name"] for v in e["sensors"]]
-                              for name, e in self.world_spec["entities"].items()}
         self._rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
-        self._states = [None] * self.num_envs
-        # one StepBatch request per step when the server has it
-        self.batched = "step_batch" in self.client.server["capabilities"]
+        self._needs_reset = np.zeros(self.num_envs, dtype=bool)  # NEXT_STEP: ended last step
+        self._obs = None
+        self._all = np.ones(self.num_envs, dtype=bool)
 
-    def _reset_one(self, i, seed=None):
-        if seed is not None:
-            self._rngs[i] = seeding.np_random(seed)[0]
-            server_seed = seed
-        else:
-            server_seed = next_seed(self._rngs[i])
-        self._states[i] = self.client.reset(self.world_ids[i], seed=server_seed)
-        info = step_info(self._states[i], self._sensor_names)
-        info["seed"] = server_seed
-        return self._states[i]["task"]["observation"], info
+    # -- the batched request and its infos
+
+    def _seeds(self, mask, seeds=None):
+        """Server seeds for the sub-environments in mask: given ones, else drawn from each
+        one's generator (as a single env does)."""
+        out = np.zeros(self.num_envs, dtype=np.uint64)
+        for i in np.flatnonzero(mask):
+            if seeds is not None and seeds[i] is not None:
+                self._rngs[i] = seeding.np_random(int(seeds[i]))[0]
+                out[i] = int(seeds[i])
+            else:
+                out[i] = next_seed(self._rngs[i])
+        return out
+
+    def _batch(self, idx, actions=None, reset=None, seeds=None):
+        r = self.client.step_arrays(self._ids[idx], actions=actions, reset=reset,
+                                    reset_seeds=seeds)
+        if r["errors"]:
+            i, err = next(iter(r["errors"].items()))
+            raise RobosimError(err.code, "sub-environment %d: %s" % (int(np.arange(
+                self.num_envs)[idx][i]), err.message), self.endpoint)
+        return r
+
+    def _infos(self, r, mask):
+        """Gymnasium's array infos from a step_arrays result: each key's values with its mask."""
+        infos = {}
+        n = len(mask)
+
+        def put(key, values, dtype):
+            full = np.zeros(n, dtype=dtype)
+            full[mask] = values
+            infos[key] = full
+            infos["_" + key] = mask.copy()
+
+        for k, key in enumerate(r["info_keys"]):
+            put(key, r["info"][:, k], np.float64)
+        if "success" in r["info_keys"]:
+            put("is_success", r["info"][:, r["info_keys"].index("success")] != 0, bool)
+        put("events", r["events"], np.int64)
+        put("time", r["time"], np.float64)
+        return infos
+
+    # -- gymnasium API
 
     def reset(self, *, seed=None, options=None):
+        if self.closed:
+            raise RobosimError.from_name("FAILED_PRECONDITION", "reset() after close()",
+                                         self.endpoint)
+        mask = self._all
+        if options and "reset_mask" in options:
+            mask = np.asarray(options["reset_mask"], dtype=bool)
+            if mask.shape != (self.num_envs,):
+                raise ValueError("reset_mask has shape %s for %d environments"
+                                 % (mask.shape, self.num_envs))
         if seed is None:
-            seeds = [None] * self.num_envs
-        elif isinstance(seed, int):
-            seeds = [seed + i for i in range(self.num_envs)]
+            seeds = None
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
         else:
             seeds = list(seed)
             if len(seeds) != self.num_envs:
                 raise ValueError("%d seeds for %d environments" % (len(seeds), self.num_envs))
-        if seed is not None:
+        if seeds is not None and seeds[0] is not None:
             self._np_random, self._np_random_seed = seeding.np_random(seeds[0])
-        obs = np.zeros(self.observation_space.shape, dtype=np.float64)
-        infos = {}
-        for i, s in enumerate(seeds):
-            obs[i], info = self._reset_one(i, s)
-            infos = self._add_info(infos, info, i)
-        return obs, infos
+        server_seeds = self._seeds(mask, seeds)
+        r = self._batch(mask, reset=np.ones(int(mask.sum()), dtype=bool),
+                        seeds=server_seeds[mask])
+        if self._obs is None:
+            self._obs = np.zeros(self.observation_space.shape, dtype=np.float64)
+        self._obs[mask] = r["observation"]
+        self._needs_reset[mask] = False
+        infos = self._infos(r, mask)
+        full = np.zeros(self.num_envs, dtype=np.uint64)
+        full[mask] = server_seeds[mask]
+        infos["seed"], infos["_seed"] = full, mask.copy()
+        return self._obs.copy(), infos
 
     def step(self, actions):
-        actions = np.asarray(actions, dtype=np.float64)
-        if actions.shape != self.action_space.shape:
+        if self.closed:
+            raise RobosimError.from_name("FAILED_PRECONDITION", "step() after close()",
+                                         self.endpoint)
+        if self._obs is None:
             raise RobosimError.from_name(
-                "INVALID_ARGUMENT", "%s x %d takes actions of shape %s, got shape %s"
-                % (self.task, self.num_envs, self.action_space.shape, actions.shape),
-                self.endpoint)
-        items = [{"world_id": wid, "action": actions[i].tolist(), "steps": 1}
-                 for i, wid in enumerate(self.world_ids)]
-        if self.batched:
-            results = self.client.step_batch(items)
-        else:  # a server without StepBatch: pipelined Steps, the same results
-            results = self.client.step_pipelined(items)
-        for r in results:
-            if isinstance(r, RobosimError):
-                raise r
-        obs = np.zeros(self.observation_space.shape, dtype=np.float64)
-        rewards = np.zeros(self.num_envs, dtype=np.float64)
-        terminated = np.zeros(self.num_envs, dtype=bool)
-        truncated = np.zeros(self.num_envs, dtype=bool)
-        infos = {}
-        for i, state in enumerate(results):
-            self._states[i] = state
-            t = state["task"]
-            rewards[i], terminated[i], truncated[i] = t["reward"], t["terminated"], t["truncated"]
-            info = step_info(state, self._sensor_names)
-            if terminated[i] or truncated[i]:
-                final = {"final_obs": t["observation"], "final_info": info}
-                obs[i], info = self._reset_one(i)
-                info = {**info, **final}
-            else:
-                obs[i] = t["observation"]
-            infos = self._add_info(infos, info, i)
+                "FAILED_PRECONDITION", "%s x %d: call reset() before step()"
+                % (self.task, self.num_envs), self.endpoint)
+        acts = self._actions(actions, self.endpoint, self.action_space.shape)
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._needs_reset.any():
+            resetting = self._needs_reset.copy()
+            seeds = self._seeds(resetting)
+            r = self._batch(self._all, actions=acts, reset=resetting, seeds=seeds)
+        else:
+            resetting = None
+            r = self._batch(self._all, actions=acts)
+        obs, rewards = r["observation"], r["reward"]
+        terminated, truncated = r["terminated"], r["truncated"]
+        infos = self._infos(r, self._all)
+        ended = terminated | truncated
+        if resetting is not None:
+            infos["seed"], infos["_seed"] = seeds, resetting
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            self._needs_reset = ended
+        elif self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
+            final_obs = np.empty(self.num_envs, dtype=object)
+            final_info = np.empty(self.num_envs, dtype=object)
+            for i in np.flatnonzero(ended):
+                final_obs[i] = obs[i].copy()
+                final_info[i] = {k: v[i] for k, v in infos.items() if not k.startswith("_")}
+            rr = self._batch(ended, reset=np.ones(int(ended.sum()), dtype=bool),
+                             seeds=self._seeds(ended)[ended])
+            obs = obs.copy()
+            obs[ended] = rr["observation"]
+            infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info,
+                         _final_info=ended.copy())
+        self._obs = obs
         return obs, rewards, terminated, truncated, infos
 
     def render(self):
         if self.render_mode != "rgb_array":
             return None
         frames = []
-        for i, wid in enumerate(self.world_ids):
-            state = self._states[i] or self.client.get_state(wid)
+        for wid in self.world_ids:
+            state = self.client.get_state(wid)
             obs = state["task"]["observation"] if state["task"] else None
             frames.append(draw_world(self.world_spec, state, task_targets(self.task, obs)))
-        return frames
+        return tuple(frames)
 
     def close_extras(self, **kwargs):
         if self.client is not None:

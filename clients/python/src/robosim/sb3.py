@@ -1,0 +1,80 @@
+"""Stable-Baselines3's VecEnv over robosim.vector (needs stable-baselines3, the [rl] extra):
+
+    from stable_baselines3 import PPO
+    from robosim.sb3 import make_vec_env
+
+    venv = make_vec_env("robosim/SerialArmReach-v0", num_envs=16, normalize_actions=True)
+    PPO("MlpPolicy", venv).learn(100_000)
+
+All sub-environments step in one request (robosim.vector); SB3's conventions are kept: the
+observation after an episode's end is the next episode's first, the last one is in
+infos[i]["terminal_observation"], and infos[i]["TimeLimit.truncated"] says the episode was cut
+by its time limit rather than ended by the task."""
+import numpy as np
+from gymnasium.vector.vector_env import AutoresetMode
+from stable_baselines3.common.vec_env.base_vec_env import VecEnv
+
+from . import vector
+
+
+class RobosimVecEnv(VecEnv):
+    """SB3 VecEnv of a RobosimVectorEnv (made here in SAME_STEP autoreset mode, SB3's)."""
+
+    def __init__(self, venv):
+        if venv.autoreset_mode != AutoresetMode.SAME_STEP:
+            raise ValueError("RobosimVecEnv needs a RobosimVectorEnv in SAME_STEP autoreset "
+                             "mode (SB3's convention), got %s" % venv.autoreset_mode)
+        self.venv = venv
+        self._actions = None
+        super().__init__(venv.num_envs, venv.single_observation_space,
+                         venv.single_action_space)
+
+    def reset(self):
+        seeds = list(self._seeds)  # VecEnv.seed(s) gives s + i; None: the env's own generator
+        obs, _ = self.venv.reset(seed=None if all(s is None for s in seeds) else seeds)
+        self._reset_seeds()
+        self._reset_options()
+        return obs
+
+    def step_async(self, actions):
+        self._actions = np.asarray(actions)
+
+    def step_wait(self):
+        obs, rewards, terminated, truncated, infos = self.venv.step(self._actions)
+        dones = terminated | truncated
+        keys = [k for k in infos if not k.startswith("_") and k not in ("final_obs",
+                                                                           "final_info")]
+        out = []
+        for i in range(self.num_envs):
+            info = {k: infos[k][i] for k in keys}
+            if dones[i]:
+                info.update(infos["final_info"][i])
+                info["terminal_observation"] = infos["final_obs"][i]
+                info["TimeLimit.truncated"] = bool(truncated[i] and not terminated[i])
+            out.append(info)
+        return obs, rewards.astype(np.float32), dones, out
+
+    def close(self):
+        self.venv.close()
+
+    def get_images(self):
+        return list(self.venv.render() or ())
+
+    def get_attr(self, attr_name, indices=None):
+        return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
+
+    def set_attr(self, attr_name, value, indices=None):
+        setattr(self.venv, attr_name, value)
+
+    def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
+        fn = getattr(self.venv, method_name)
+        return [fn(*method_args, **method_kwargs) for _ in self._get_indices(indices)]
+
+    def env_is_wrapped(self, wrapper_class, indices=None):
+        return [False for _ in self._get_indices(indices)]
+
+
+def make_vec_env(id, num_envs=1, **kwargs):
+    """robosim.vector.make(id, num_envs, autoreset_mode=SAME_STEP, **kwargs) as an SB3 VecEnv."""
+    return RobosimVecEnv(vector.make(id, num_envs=num_envs,
+                                     autoreset_mode=AutoresetMode.SAME_STEP, **kwargs))

@@ -1,0 +1,60 @@
+"""Stable-Baselines3's PPO trains through robosim.sb3's VecEnv over robosim.vector (one request
+per step for all sub-environments), with SB3's episode-end conventions and no warnings about
+robosim."""
+import warnings
+
+import numpy as np
+from stable_baselines3 import PPO
+from stable_baselines3.common.vec_env import VecMonitor
+
+import robosim
+from robosim.sb3 import make_vec_env
+
+
+def test_sb3_conventions_match_the_vector_env(endpoint):
+    """Stepping the adapter and a SAME_STEP robosim.vector alike: the same
+    observations and rewards; at an episode's end terminal_observation and TimeLimit.truncated
+    as SB3 expects."""
+    n = 3
+    sb = make_vec_env("robosim/FingerTouch-v0", num_envs=n, endpoint=endpoint,
+                      max_episode_steps=5)
+    ref = robosim.vector.make("robosim/FingerTouch-v0", num_envs=n, endpoint=endpoint,
+                              autoreset_mode="same_step", max_episode_steps=5)
+    try:
+        sb.seed(11)
+        obs = sb.reset()
+        robs, _ = ref.reset(seed=11)
+        np.testing.assert_array_equal(obs, robs)
+        acts = np.full((n, 1), 0.2)
+        for k in range(5):
+            obs, rew, dones, infos = sb.step(acts)
+            robs, rrew, term, trunc, rinfo = ref.step(acts)
+            np.testing.assert_array_equal(obs, robs)
+            np.testing.assert_allclose(rew, rrew.astype(np.float32))
+        assert dones.all() and all(i["TimeLimit.truncated"] for i in infos)
+        for i in range(n):
+            np.testing.assert_array_equal(infos[i]["terminal_observation"],
+                                          rinfo["final_obs"][i])
+    finally:
+        sb.close()
+        ref.close()
+
+
+def test_ppo_learns_a_few_thousand_steps_without_warnings(endpoint):
+    venv = VecMonitor(make_vec_env("robosim/ParallelArmReach-v1", num_envs=8,
+                                   endpoint=endpoint, max_episode_steps=50))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = PPO("MlpPolicy", venv, n_steps=128, batch_size=256, n_epochs=2, seed=0,
+                        device="cpu", verbose=0)
+            model.learn(total_timesteps=4096)
+        about_robosim = [str(w.message) for w in caught
+                         if "robosim" in str(w.message).lower() or "robosim" in w.filename]
+        assert not about_robosim, about_robosim
+        assert model.num_timesteps >= 4096
+        # episodes ended (time limit or success) and were reported by VecMonitor
+        lengths = [e["l"] for e in model.ep_info_buffer]
+        assert lengths and all(1 <= n <= 50 for n in lengths)
+    finally:
+        venv.close()
