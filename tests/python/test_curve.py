@@ -45,8 +45,10 @@ def curve_server(tmp_path_factory):
         try:
             robosim.Client(endpoint, timeout=0.25, **ctl).close()
             break
-        except robosim.TimeoutError:
+        except robosim.RobosimError as exc:  # not yet bound (UNAVAILABLE), or no answer yet
+            assert exc.code_name in ("UNAVAILABLE", "TIMEOUT"), exc
             assert time.monotonic() < deadline, "the CURVE server did not answer in 10 s"
+            time.sleep(0.02)
     yield {"endpoint": endpoint, "dir": tmp, "keys": keys, "ctl": ctl,
            "py_secret": sec_file}
     proc.terminate()
