@@ -57,6 +57,18 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             'openssl rand -hex 16'); its lease runs from start-up.\n"
             "                             Without it world 1 gets a random token, printed in the\n"
             "                             log, and is claimable at once (robosim-cli claim)\n"
+            "  --max-request-seconds S    compute budget of one request (default %g): a Step\n"
+            "                             still running past it stops at a control-step\n"
+            "                             boundary and gets DEADLINE_EXCEEDED saying how far it\n"
+            "                             got; the world can be stepped on. Long Steps run in\n"
+            "                             slices of %g ms, other clients served in between\n"
+            "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
+            "                             created, forked or claimed; a client is its CURVE key,\n"
+            "                             else its connection. 0: no per-client limit\n"
+            "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
+            "                             parked or waiting behind a long Step (default %d)\n"
+            "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
+            "                             for this long, e.g. a killed client's (default 0: off)\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
@@ -68,9 +80,12 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "PERMISSION_DENIED; each StepBatch item carries its world's token. Reading\n"
             "(get_spec, get_state, list_worlds), forking and watching need no token.\n"
             "\n"
-            "SIGINT or SIGTERM stop the server cleanly.\n",
+            "SIGINT or SIGTERM stop the server within a second, whatever runs: every world\n"
+            "at a control-step boundary, requests in flight answered UNAVAILABLE.\n",
             d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
-            d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds);
+            d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds,
+            d->max_request_seconds, d->slice_seconds * 1e3, d->max_worlds_per_client,
+            d->max_inflight_per_client);
 }
 
 /* A positive number of `unit` (at most `max`), or exit with a message. */
@@ -135,12 +150,16 @@ int main(int argc, char **argv)
         {"no-stream", no_argument, 0, 'N'},
         {"stream-max-hz", required_argument, 0, 'H'},
         {"threads", required_argument, 0, 'j'},
+        {"max-request-seconds", required_argument, 0, 'R'},
+        {"max-worlds-per-client", required_argument, 0, 'C'},
+        {"max-inflight-per-client", required_argument, 0, 'I'},
+        {"world-ttl", required_argument, 0, 'E'},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:R:C:I:E:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
         case 'w': cfg.default_preset = optarg; break;
@@ -154,6 +173,10 @@ int main(int argc, char **argv)
         case 'H': cfg.stream_max_hz = parse_positive("--stream-max-hz", optarg, 1e6, "states per second"); break;
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
+        case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
+        case 'C': cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000); break;
+        case 'I': cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
+        case 'E': cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
         case 'l':
             if (rs_log_parse_level(optarg, &level) < 0) {
@@ -187,6 +210,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = rs_server_run(s, &stop_requested);
+    /* every world is now at a control-step boundary and no request is in flight: the place
+     * for a checkpoint on stop (--state-dir), before the worlds go */
     rs_server_destroy(&s);
     rs_log(RS_LOG_INFO, "stopped");
     return rc < 0 ? 1 : 0;

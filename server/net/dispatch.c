@@ -71,7 +71,28 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
     s->nworlds++;
     we->id = s->next_world_id++;
     we->world = world;
+    snprintf(we->owner, sizeof we->owner, "%s", s->caller->id);
+    rs_server_adopt(s, we);
     return we;
+}
+
+/* Whether the calling client may take one more world (create, fork or claim `what`): its
+ * worlds are under --max-worlds-per-client. In-process callers have no quota. */
+static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *st)
+{
+    const char *who = s->caller->id;
+    int max = s->cfg.max_worlds_per_client, n = 0;
+    if (!who[0] || max <= 0)
+        return 0;
+    for (int i = 0; i < s->nworlds; i++)
+        n += strcmp(s->worlds[i].owner, who) == 0;
+    if (n < max)
+        return 0;
+    return rs_fail(st, RS_EEXHAUSTED,
+                   "this client already holds %d worlds, its quota (--max-worlds-per-client %d; "
+                   "worlds it created, forked or claimed count); destroy one of them "
+                   "(DestroyWorld) before it can %s another",
+                   n, max, what);
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
@@ -145,6 +166,9 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
+    int rc = world_quota_ok(s, "create", st);
+    if (rc < 0)
+        return rc;
     rs_param_t *params = codec_params(&s->arena, c->params, c->n_params);
     if (!params)
         return OOM(st);
@@ -170,11 +194,7 @@ static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, worl
                             Robosim__V1__Response *rp, rs_status_t *st)
 {
     uint64_t id = w->id;
-    rs_world_destroy(&w->world);
-    /* keep the table dense and sorted by id */
-    size_t at = (size_t)(w - s->worlds);
-    memmove(w, w + 1, ((size_t)s->nworlds - at - 1) * sizeof *w);
-    s->nworlds--;
+    rs_server_drop_world(s, w);
     rs_log(RS_LOG_INFO, "world %llu destroyed", (unsigned long long)id);
     REPLY(rp, destroy_world, DESTROY_WORLD, &ack);
     return 0;
@@ -285,29 +305,143 @@ static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, 
     return 0;
 }
 
-/* Advance world w n control steps once its commands are in place: through its task (reward,
- * episode end: rs_task.h) when it runs one or an action was given, else plainly. */
-static int advance(world_entry_t *w, const double *action, size_t naction, uint64_t n,
+/* Save world w as it is now (a control-step boundary) into w->boundary, for rollback. */
+static int save_boundary(world_entry_t *w, rs_status_t *st)
+{
+    size_t n = 0;
+    rs_snapshot_size(w->world, &n);
+    if (n > w->boundary_cap) {
+        uint8_t *grown = realloc(w->boundary, n);
+        if (!grown)
+            return OOM(st);
+        w->boundary = grown;
+        w->boundary_cap = n;
+    }
+    return rs_snapshot_write(w->world, w->boundary, w->boundary_cap, &w->boundary_len, st);
+}
+
+/* Bring world w back to the boundary save_boundary saved (a control step was interrupted). */
+static void restore_boundary(world_entry_t *w)
+{
+    rs_status_t rst;
+    if (rs_snapshot_read(w->world, w->boundary, w->boundary_len, &rst) < 0)
+        rs_log(RS_LOG_ERROR, "world %llu: cannot roll back an interrupted control step: %s",
+               (unsigned long long)w->id, rst.message); /* a snapshot of itself: never */
+}
+
+/* Whether a task world's episode ended (a task Step stops there). */
+static int episode_over(const rs_world_t *world)
+{
+    return world->task && (world->data->task[RS_TASK_TERMINATED] != 0.0 ||
+                           world->data->task[RS_TASK_TRUNCATED] != 0.0);
+}
+
+/* Advance world w (commands in place) toward n control steps in all, *done of them already
+ * made (*done > 0 or `resume`: the same Step goes on: events kept, no action applied again),
+ * through its task when it runs one or an action was given. Runs slices of
+ * s->cfg.slice_seconds, each from a saved boundary, so a control step the abort flag
+ * interrupts is rolled back to the slice's start (the world is then at a control-step
+ * boundary: *done says which). Returns when the Step is over (*done == n, or the episode
+ * ended), after one slice when `one_slice`, once rs_clock() passes `deadline` (the request's
+ * budget), or on stop: 0, or an error. Runs on StepBatch's workers too: touches world w only
+ * (and reads s->cfg, s->stop). */
+static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_t naction,
+                   uint64_t n, int resume, int one_slice, double deadline, uint64_t *done,
                    rs_status_t *st)
 {
     rs_world_t *world = w->world;
-    if (world->task || naction)
-        return rs_world_task_step(world, action, naction, n, st);
-    int rc = rs_step(&world->model, world->data, n, st);
-    if (rc < 0)
-        rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
-    return rc;
+    int task = world->task || naction;
+    for (;;) {
+        int going_on = resume || *done > 0;
+        int rc = save_boundary(w, st);
+        if (rc < 0)
+            return rc;
+        double yield_at = fmin(rs_clock() + s->cfg.slice_seconds, deadline);
+        uint64_t k = 0;
+        if (task) {
+            rc = rs_world_task_step_until(world, going_on ? NULL : action, going_on ? 0 : naction,
+                                          n - *done, yield_at, going_on, &k, st);
+        } else {
+            if (!going_on) {
+                world->data->nevents = 0;
+                world->data->events_dropped = 0;
+            }
+            rc = rs_step_until(&world->model, world->data, n - *done, yield_at, &k, st);
+        }
+        if (rc == RS_EDEADLINE) {
+            /* interrupted partway through a control step: back to the slice's start. The
+             * watchdog may set the flag a moment after a slice ended in time, so an interrupt
+             * before the deadline (and not a stop) only costs a retry */
+            restore_boundary(w);
+            rs_status_clear(st);
+            if (rs_clock() < deadline && !rs_server_stopping(s)) {
+                atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+                continue;
+            }
+            return 0;
+        }
+        if (rc == 0 && k == 0 && rs_clock() < deadline && !rs_server_stopping(s)) {
+            /* stopped at the first boundary by a flag the watchdog set late (see above) */
+            atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+            continue;
+        }
+        *done += k;
+        if (rc < 0) {
+            rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
+            return rc;
+        }
+        if (*done >= n || (task && episode_over(world)) || one_slice || rs_clock() >= deadline ||
+            rs_server_stopping(s))
+            return 0;
+    }
 }
 
-/* One Step of one world, the State after it built in arena `a` (*out). Shared by Step and
- * StepBatch: StepBatch calls it on worker threads, so it touches nothing but world w and
- * arena a (and reads s->cfg). */
-static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, arena_t *a,
-                    Robosim__V1__State **out, rs_status_t *st)
+/* The request's budget deadline from now (what its earlier slices left), armed on the
+ * watchdog: the abort flag is set when it passes. The loop's thread only. */
+static double arm_budget(rs_server_t *s)
+{
+    double deadline = rs_clock() + fmax(0.0, s->cfg.max_request_seconds - s->cont->used);
+    atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+    return deadline;
+}
+
+/* The request's slice is over: the watchdog disarmed, the time spent counted. */
+static void disarm_budget(rs_server_t *s, double deadline)
+{
+    atomic_store_explicit(&s->abort_at, INFINITY, memory_order_relaxed);
+    s->cont->used = s->cfg.max_request_seconds - (deadline - rs_clock());
+}
+
+/* Why a Step stopped short of what it asked: the server is stopping (UNAVAILABLE) or its
+ * compute budget ran out (DEADLINE_EXCEEDED). The world is at a control-step boundary. */
+static int stopped_short(rs_server_t *s, const world_entry_t *w, uint64_t done, uint64_t asked,
+                         rs_status_t *st)
+{
+    const rs_data_t *d = w->world->data;
+    if (rs_server_stopping(s))
+        return rs_fail(st, RS_EUNAVAIL,
+                       "the server is stopping: world %llu stopped after %llu of the %llu control "
+                       "steps asked (t = %.9g s, step_count %llu); reconnect when it is back",
+                       (unsigned long long)w->id, (unsigned long long)done,
+                       (unsigned long long)asked, d->t, (unsigned long long)d->step_count);
+    return rs_fail(st, RS_EDEADLINE,
+                   "world %llu stopped after %llu of the %llu control steps asked (t = %.9g s, "
+                   "step_count %llu): over this server's compute budget of %g s per request "
+                   "(--max-request-seconds); the world can be stepped on from there; ask for "
+                   "fewer steps per request",
+                   (unsigned long long)w->id, (unsigned long long)done, (unsigned long long)asked,
+                   d->t, (unsigned long long)d->step_count, s->cfg.max_request_seconds);
+}
+
+/* Check a Step's count and commands for world w and apply the commands: *n is the control
+ * steps it asks for. Nothing changes on error. */
+static int step_begin(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, uint64_t *n,
+                      rs_status_t *st)
 {
     rs_world_t *world = w->world;
-    uint64_t n = 0;
-    int rc = step_count(s, sp, world->model.control_dt, &n, st);
+    int rc = step_count(s, sp, world->model.control_dt, n, st);
     if (rc < 0 || (rc = drive_rule(w, sp->n_commands, sp->n_action, st)) < 0)
         return rc;
     if (!world->task && !sp->n_action) {
@@ -331,17 +465,55 @@ static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *s
             rs_set_commands(&world->model, world->data, ents[i], sp->commands[i]->values,
                             sp->commands[i]->n_values, NULL);
     }
-    if ((rc = advance(w, sp->action, sp->n_action, n, st)) < 0)
+    return 0;
+}
+
+/* One whole Step of one world within the request's budget `deadline`, the State after it
+ * built in arena `a` (*out). StepBatch calls it on worker threads, so it touches nothing but
+ * world w and arena a (and reads s->cfg and the stop flag). */
+static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, arena_t *a,
+                    double deadline, Robosim__V1__State **out, rs_status_t *st)
+{
+    uint64_t n = 0, done = 0;
+    int rc = step_begin(s, w, sp, &n, st);
+    if (rc < 0 || (rc = advance(s, w, sp->action, sp->n_action, n, 0, 0, deadline, &done, st)) < 0)
         return rc;
+    if (done < n && !episode_over(w->world))
+        return stopped_short(s, w, done, n, st);
     return step_state(w, a, out, st);
 }
 
+/* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
+ * between other requests (server.c) until it is done, its budget runs out or the server stops;
+ * the reply then carries every event of the whole Step. In-process it runs to its end (or its
+ * budget). */
 static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                    Robosim__V1__Response *rp, rs_status_t *st)
 {
-    Robosim__V1__State *state = NULL;
-    int rc = step_one(s, w, rq->step, &s->arena, &state, st);
+    rs_cont_t *c = s->cont;
+    const Robosim__V1__Step *sp = rq->step;
+    int rc;
+    if (!c->resuming) {
+        if ((rc = step_begin(s, w, sp, &c->asked, st)) < 0)
+            return rc;
+        c->done = 0;
+    }
+    double deadline = arm_budget(s);
+    rc = advance(s, w, sp->action, sp->n_action, c->asked, c->resuming, c->can_park, deadline,
+                 &c->done, st);
+    disarm_budget(s, deadline);
     if (rc < 0)
+        return rc;
+    if (c->done < c->asked && !episode_over(w->world)) {
+        if (c->can_park && !rs_server_stopping(s) && c->used < s->cfg.max_request_seconds) {
+            c->park = 1;
+            c->world_id = w->id;
+            return RS_PARKED;
+        }
+        return stopped_short(s, w, c->done, c->asked, st);
+    }
+    Robosim__V1__State *state = NULL;
+    if ((rc = step_state(w, &s->arena, &state, st)) < 0)
         return rc;
     rs_stream_offer(s, w, state);
     REPLY(rp, step, STEP, state);
@@ -362,6 +534,7 @@ typedef struct batch_run {
     rs_server_t *s;
     batch_job_t *jobs;
     size_t n;
+    double deadline; /* the request's budget */
 } batch_run_t;
 
 /* An Error result built in arena a. */
@@ -390,7 +563,7 @@ static void batch_step(void *ctx, size_t i, int worker)
     rs_status_t st;
     rs_status_clear(&st);
     Robosim__V1__State *state = NULL;
-    int rc = step_one(run->s, job->w, job->step, a, &state, &st);
+    int rc = step_one(run->s, job->w, job->step, a, run->deadline, &state, &st);
     if (rc == 0) {
         job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
         job->result->state = state;
@@ -534,8 +707,11 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         jobs[nrun++] = (batch_job_t){w, it->step, r};
     }
 
-    batch_run_t run = {s, jobs, nrun};
+    /* the batch's budget is the request's: an item still stepping when it runs out stops at
+     * a control-step boundary with its own DEADLINE_EXCEEDED */
+    batch_run_t run = {s, jobs, nrun, arm_budget(s)};
     rs_pool_run(s->pool, nrun, batch_step, &run);
+    disarm_budget(s, run.deadline);
     for (size_t i = 0; i < nrun; i++) {
         if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
             return OOM(st);
@@ -562,6 +738,7 @@ typedef struct arrays_run {
     char **messages;        /* per world: why it failed (in a worker's arena) */
     uint64_t steps;         /* control steps for each world */
     size_t nu, na;          /* commands and actions per world */
+    double deadline;        /* the request's budget */
 } arrays_run_t;
 
 /* World i's rows are NaN (it was not stepped, or its step failed). */
@@ -596,8 +773,12 @@ static void arrays_step(void *ctx, size_t j, int worker)
     int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
     if (rc == 0 && u)
         rc = rs_set_all_commands(m, world->data, u, &st);
+    uint64_t done = 0;
     if (rc == 0)
-        rc = advance(w, act, act ? run->na : 0, run->steps, &st);
+        rc = advance(run->s, w, act, act ? run->na : 0, run->steps, 0, 0, run->deadline, &done,
+                     &st);
+    if (rc == 0 && done < run->steps && !episode_over(world))
+        rc = stopped_short(run->s, w, done, run->steps, &st);
     if (rc < 0) {
         out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
         run->messages[i] = arena_strdup(rs_pool_arena(run->s->pool, worker),
@@ -756,7 +937,9 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     }
 
     run.njobs = nrun;
+    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
     rs_pool_run(s->pool, nrun, arrays_step, &run);
+    disarm_budget(s, run.deadline);
 
     size_t nerr = 0;
     for (size_t i = 0; i < n; i++)
@@ -832,6 +1015,9 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
+    int rc = world_quota_ok(s, "fork", st);
+    if (rc < 0)
+        return rc;
     uint64_t from = w->id;
     rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, b->len, st);
     if (!world)
@@ -964,8 +1150,11 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
                            "Claim again after it lapses (the lease is %g s, renewed by every "
                            "change the controller makes)",
                            (unsigned long long)w->id, left, s->cfg.lease_seconds);
+        if (strcmp(w->owner, s->caller->id) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
+            return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;
+        snprintf(w->owner, sizeof w->owner, "%s", s->caller->id);
         rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
     }
     Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);
