@@ -36,13 +36,15 @@ static void sleep_s(double s)
     nanosleep(&ts, NULL);
 }
 
-static rsc_client_t *connect_to(const server_proc_t *sp, int timeout_ms)
+static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
 {
     rsc_error_t err;
     rsc_client_t *c = rsc_connect(sp->endpoint, timeout_ms, &err);
     CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        exit(1);
+    if (!c) {
+        server_stop(sp); /* not left running: ctest would wait for it */
+        exit(rs_test_done("test_sched"));
+    }
     return c;
 }
 
@@ -206,12 +208,13 @@ static void test_latency_and_stop(void)
 static void test_slicing_exact(void)
 {
     server_proc_t sp;
-    CHECK(server_start(&sp, binary, NULL) == 0, "server start");
-    rsc_client_t *c = connect_to(&sp, 60000);
+    const char *extra[] = {"--max-request-seconds", "600", NULL}; /* ASan on a busy machine */
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 600000);
     rsc_error_t err;
     uint64_t id = 0;
     CHECK(rsc_create_world(c, "workshop", NULL, 0, 7, &id, &err) == 0, "%s", err.message);
-    const uint32_t n = 20000; /* about 0.3 s in release: dozens of 5 ms slices */
+    const uint32_t n = 10000; /* about 0.1 s in release: a dozen 5 ms slices or more */
     double f = 2.0;
     rsc_command_t cmd = {"finger", &f, 1};
     Robosim__V1__State *out = NULL;
@@ -223,13 +226,16 @@ static void test_slicing_exact(void)
     rs_status_t st;
     rs_world_t *w = rs_world_new("workshop", NULL, 0, 7, &st);
     CHECK(w != NULL, "%s", st.message);
-    if (!w || !out)
-        exit(1);
+    if (!w || !out) {
+        rsc_close(&c);
+        server_stop(&sp);
+        return;
+    }
     int fe = rs_model_entity(&w->model, "finger");
     CHECK(rs_set_commands(&w->model, w->data, fe, &f, 1, &st) == 0, "%s", st.message);
     CHECK(rs_step(&w->model, w->data, n, &st) == 0, "%s", st.message);
     printf("sliced Step of %u control steps took %.3f s (slices of 5 ms)\n", n, took);
-    CHECK(took > 0.02, "the Step ran over several slices (%.3f s)", took);
+    CHECK(took > 0.01, "the Step ran over several slices (%.3f s)", took);
     CHECK(out->step_count == n, "step_count %llu", (unsigned long long)out->step_count);
     CHECK(out->time == w->data->t, "time %.17g vs in-process %.17g", out->time, w->data->t);
     /* every entity's state, bit for bit (entities in model order, each its slice of x) */
