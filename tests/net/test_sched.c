@@ -394,6 +394,72 @@ static Robosim__V1__Response *recv_reply(void *sock)
     return n > 0 ? robosim__v1__response__unpack(NULL, (size_t)n, buf) : NULL;
 }
 
+/* A GetState request packed for a raw DEALER. */
+static void send_get_state(void *sock, uint64_t rid, uint64_t world)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__GetState g = ROBOSIM__V1__GET_STATE__INIT;
+    rq.id = rid;
+    rq.world_id = world;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_GET_STATE;
+    rq.get_state = &g;
+    uint8_t buf[256];
+    size_t n = robosim__v1__request__pack(&rq, buf);
+    zmq_send(sock, buf, n, 0);
+}
+
+/* 4b. A world's own requests stay in order behind its sliced Step (pipelined on one DEALER:
+ * a Step of many slices, a Step of one, a GetState), while another world's GetState sent
+ * last is answered first. */
+static void test_order(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "600", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t id = 0, other = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+    void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, tmo = 120000;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(d, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    zmq_connect(d, sp.endpoint);
+    send_step(d, 1, id, rsc_world_token(c, id), 5000);
+    send_step(d, 2, id, rsc_world_token(c, id), 1);
+    send_get_state(d, 3, id);
+    send_get_state(d, 4, other);
+    uint64_t order[4] = {0}, counts[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        Robosim__V1__Response *r = recv_reply(d);
+        if (!r)
+            break;
+        order[i] = r->id;
+        const Robosim__V1__State *s = r->result_case == ROBOSIM__V1__RESPONSE__RESULT_STEP
+                                          ? r->step
+                                      : r->result_case == ROBOSIM__V1__RESPONSE__RESULT_GET_STATE
+                                          ? r->get_state
+                                          : NULL;
+        counts[i] = s ? s->step_count : 0;
+        robosim__v1__response__free_unpacked(r, NULL);
+    }
+    printf("replies in the order %llu %llu %llu %llu, step counts %llu %llu %llu %llu\n",
+           (unsigned long long)order[0], (unsigned long long)order[1],
+           (unsigned long long)order[2], (unsigned long long)order[3],
+           (unsigned long long)counts[0], (unsigned long long)counts[1],
+           (unsigned long long)counts[2], (unsigned long long)counts[3]);
+    CHECK(order[0] == 4, "the other world's GetState, sent last, is answered first (%llu)",
+          (unsigned long long)order[0]);
+    CHECK(order[1] == 1 && counts[1] == 5000 && order[2] == 2 && counts[2] == 5001 &&
+              order[3] == 3 && counts[3] == 5001,
+          "the world's own requests in the order sent, each after the one before");
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
 /* 5. Quotas: worlds per client (forks and claims count), requests in flight per client. */
 static void test_quotas(void)
 {
@@ -501,6 +567,7 @@ int main(int argc, char **argv)
     test_slicing_exact();
     test_budget();
     test_stop_in_slow_step();
+    test_order();
     test_quotas();
     test_ttl();
     return rs_test_done("test_sched");
