@@ -364,12 +364,16 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     return s;
 }
 
+static void pending_drop(struct pending **list);
+
 void rs_server_destroy(rs_server_t **ps)
 {
     rs_server_t *s = *ps;
     if (!s)
         return;
     watchdog_stop(s);
+    pending_drop(&s->parked);
+    pending_drop(&s->waiting);
     if (s->router)
         zmq_close(s->router);
     rs_stream_close(s);
@@ -525,6 +529,16 @@ static void pending_free(pending_t *p)
     free(p);
 }
 
+/* Free a list of requests never answered (a server destroyed without rs_server_run's end). */
+static void pending_drop(pending_t **list)
+{
+    while (*list) {
+        pending_t *p = *list;
+        *list = p->next;
+        pending_free(p);
+    }
+}
+
 /* A pending record that takes over frames[0..n-1]. NULL when out of memory. */
 static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *caller)
 {
@@ -595,10 +609,8 @@ static void serve_waiting(rs_server_t *s)
         *link = q->next;
         s->nwaiting--;
         rs_cont_t c = {0};
-        if (!serve(s, q->frames, q->nframes, &q->caller, &c, NULL))
-            q->nframes = 0; /* the frames were consumed by the reply */
-        else
-            q->nframes = 0; /* moved into the parked record */
+        serve(s, q->frames, q->nframes, &q->caller, &c, NULL);
+        q->nframes = 0; /* consumed by the reply, or moved into a parked record */
         pending_free(q);
         link = &s->waiting; /* a request served may have freed or held others' worlds */
     }
