@@ -152,6 +152,26 @@ static double steps(target_t *t, int n, long *k)
     return (now() - t0) / n;
 }
 
+/* CPU seconds (user + system) process pid has used: less disturbed than wall time by other
+ * work on the machine. */
+static double cpu_seconds(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NAN;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* fields after the command name */
+    unsigned long ut = 0, stime = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stime) != 2)
+        return NAN;
+    return (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, by_value);
@@ -171,23 +191,37 @@ static void fast_path(const char *a, const char *b, int rounds, int per_round,
     steps(&tb, per_round / 4 + 1, &kb); /* warm-up */
     if (a)
         steps(&ta, per_round / 4 + 1, &ka);
+    double cpu_a = 0, cpu_b = 0, c0;
     for (int r = 0; r < rounds; r++) {
-        if (a && r % 2 == 0)
+        if (a && r % 2 == 0) {
+            c0 = cpu_seconds(ta.sp.pid);
             ra[r] = steps(&ta, per_round, &ka);
+            cpu_a += cpu_seconds(ta.sp.pid) - c0;
+        }
+        c0 = cpu_seconds(tb.sp.pid);
         rb[r] = steps(&tb, per_round, &kb);
-        if (a && r % 2 == 1)
+        cpu_b += cpu_seconds(tb.sp.pid) - c0;
+        if (a && r % 2 == 1) {
+            c0 = cpu_seconds(ta.sp.pid);
             ra[r] = steps(&ta, per_round, &ka);
+            cpu_a += cpu_seconds(ta.sp.pid) - c0;
+        }
     }
+    double per = (double)rounds * per_round;
     printf("gym-style Step round trip on %s (%d rounds of %d, interleaved; median round):\n",
            preset, rounds, per_round);
     double mb = median(rb, rounds);
     if (a) {
         double ma = median(ra, rounds);
-        printf("  A %s: %.2f us\n  B %s: %.2f us  (B - A: %+.2f us, %+.1f%%)\n", a, ma * 1e6, b,
-               mb * 1e6, (mb - ma) * 1e6, 100.0 * (mb - ma) / ma);
+        printf("  A %s: %.2f us (server CPU %.2f us per Step)\n"
+               "  B %s: %.2f us (server CPU %.2f us per Step)\n"
+               "  B - A: %+.2f us (%+.1f%%) round trip, %+.2f us (%+.1f%%) server CPU\n",
+               a, ma * 1e6, cpu_a / per * 1e6, b, mb * 1e6, cpu_b / per * 1e6, (mb - ma) * 1e6,
+               100.0 * (mb - ma) / ma, (cpu_b - cpu_a) / per * 1e6,
+               100.0 * (cpu_b - cpu_a) / cpu_a);
         target_close(&ta);
     } else {
-        printf("  %s: %.2f us\n", b, mb * 1e6);
+        printf("  %s: %.2f us (server CPU %.2f us per Step)\n", b, mb * 1e6, cpu_b / per * 1e6);
     }
     target_close(&tb);
     free(ra);

@@ -240,6 +240,7 @@ static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     int rc = rs_world_reset(world, seed, st); /* a task world starts a new episode */
     if (rc < 0)
         return rc;
+    w->fast_steps = 0; /* its next control step is protected (advance) */
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_RESET, st);
 }
 
@@ -340,15 +341,27 @@ static int episode_over(const rs_world_t *world)
                            world->data->task[RS_TASK_TRUNCATED] != 0.0);
 }
 
+/* A world whose last control step took less than this runs the first control step of its
+ * next Step unprotected (see advance). */
+#define FAST_STEP_SECONDS 1e-3
+
 /* Advance world w (commands in place) toward n control steps in all, *done of them already
  * made (*done > 0 or `resume`: the same Step goes on: events kept, no action applied again),
- * through its task when it runs one or an action was given. Runs slices of
- * s->cfg.slice_seconds, each from a saved boundary, so a control step the abort flag
- * interrupts is rolled back to the slice's start (the world is then at a control-step
- * boundary: *done says which). Returns when the Step is over (*done == n, or the episode
- * ended), after one slice when `one_slice`, once rs_clock() passes `deadline` (the request's
- * budget), or on stop: 0, or an error. Runs on StepBatch's workers too: touches world w only
- * (and reads s->cfg, s->stop). */
+ * through its task when it runs one or an action was given. Returns when the Step is over
+ * (*done == n, or the episode ended), after one slice when `one_slice`, once rs_clock() passes
+ * `deadline` (the request's budget), or on stop: 0, or an error. Runs on StepBatch's workers
+ * too: touches world w only (and reads s->cfg, s->stop).
+ *
+ * Slices of s->cfg.slice_seconds run from a saved boundary, so a control step the abort flag
+ * interrupts is rolled back to the slice's start (the world then is at a control-step
+ * boundary: *done says which). Saving costs a snapshot (more than a fast control step), so
+ * the first control step of a Step on a world whose last control step took under
+ * FAST_STEP_SECONDS runs unprotected: nothing saved, not interruptible inside (at its end it
+ * is at a boundary); a gym-style Step of one control step then costs two clock reads more. A
+ * world that just changed wholesale (created, SetParams, SetState, SetSchedule, Reset) is
+ * protected from its first step. The gap: a world fast until now whose next control step is
+ * slow (a command that sets off a stiff transient) holds the budget and a stop for that one
+ * control step; its steps after it are protected. */
 static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_t naction,
                    uint64_t n, int resume, int one_slice, double deadline, uint64_t *done,
                    rs_status_t *st)
@@ -356,27 +369,33 @@ static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_
     rs_world_t *world = w->world;
     int task = world->task || naction;
     for (;;) {
-        int going_on = resume || *done > 0;
-        int rc = save_boundary(w, st);
-        if (rc < 0)
+        int going_on = resume || *done > 0, protect = going_on || !w->fast_steps, rc = 0;
+        if (protect && (rc = save_boundary(w, st)) < 0)
             return rc;
-        double yield_at = fmin(rs_clock() + s->cfg.slice_seconds, deadline);
-        uint64_t k = 0;
+        if (!protect)
+            rs_data_set_abort(world->data, NULL);
+        double t0 = rs_clock(), yield_at = fmin(t0 + s->cfg.slice_seconds, deadline);
+        uint64_t k = 0, want = protect ? n - *done : 1;
         if (task) {
             rc = rs_world_task_step_until(world, going_on ? NULL : action, going_on ? 0 : naction,
-                                          n - *done, yield_at, going_on, &k, st);
+                                          want, yield_at, going_on, &k, st);
         } else {
             if (!going_on) {
                 world->data->nevents = 0;
                 world->data->events_dropped = 0;
             }
-            rc = rs_step_until(&world->model, world->data, n - *done, yield_at, &k, st);
+            rc = rs_step_until(&world->model, world->data, want, yield_at, &k, st);
         }
+        if (!protect)
+            rs_server_adopt(s, w);
+        if (rc == 0 && k > 0)
+            w->fast_steps = (rs_clock() - t0) / (double)k < FAST_STEP_SECONDS;
         if (rc == RS_EDEADLINE) {
             /* interrupted partway through a control step: back to the slice's start. The
              * watchdog may set the flag a moment after a slice ended in time, so an interrupt
              * before the deadline (and not a stop) only costs a retry */
             restore_boundary(w);
+            w->fast_steps = 0;
             rs_status_clear(st);
             if (rs_clock() < deadline && !rs_server_stopping(s)) {
                 atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
@@ -1006,6 +1025,7 @@ static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
     int rc = rs_snapshot_read(w->world, b->data, b->len, st);
     if (rc < 0)
         return rc;
+    w->fast_steps = 0;
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, st);
 }
 
@@ -1064,6 +1084,7 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     int rc = rs_world_set_params(w->world, params, p->n_params, st);
     if (rc < 0)
         return rc;
+    w->fast_steps = 0;
     REPLY(rp, set_params, SET_PARAMS, &ack);
     return 0;
 }
@@ -1084,6 +1105,7 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
                              sc->values, sc->n_times, st);
     if (rc < 0)
         return rc;
+    w->fast_steps = 0;
     REPLY(rp, set_schedule, SET_SCHEDULE, &ack);
     return 0;
 }

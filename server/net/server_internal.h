@@ -33,6 +33,9 @@ typedef struct world_entry {
                                           requests naming it wait behind it */
     char owner[sizeof(((rs_caller_t *)0)->id)]; /* the client that created, forked or claimed
                                           it (per-client quota key; "" for none) */
+    int fast_steps;                    /* its last control step took under FAST_STEP_SECONDS
+                                          (dispatch.c: the next Step's first control step runs
+                                          without a saved boundary); 0 unknown or slow */
     uint8_t *boundary;                 /* the world's snapshot at the start of the slice being
                                           run, to roll back an interrupted control step */
     size_t boundary_len, boundary_cap;
