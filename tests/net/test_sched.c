@@ -347,6 +347,36 @@ static void test_budget(void)
           "from where it stopped: step %llu t = %.17g",
           out ? (unsigned long long)out->step_count : 0ull, out ? out->time : NAN);
     rsc_free(out);
+
+    /* a StepBatch runs within the same budget: the slow world's item stops at its boundary
+     * with its own DEADLINE_EXCEEDED, the fast world's item is done */
+    uint64_t fid = 0, sid2 = slow_world(c);
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &fid, &err) == 0, "%s", err.message);
+    rsc_batch_item_t items[2] = {{.world_id = fid, .steps = 10}, {.world_id = sid2, .steps = 3}};
+    Robosim__V1__StepBatchReply *br = NULL;
+    t0 = now();
+    rc = rsc_step_batch(c, items, 2, &br, &err);
+    took = now() - t0;
+    CHECK(rc == 0 && br && br->n_results == 2, "batch taken: %s", err.message);
+    if (rc == 0 && br && br->n_results == 2) {
+        const Robosim__V1__BatchResult *ok = br->results[0], *late = br->results[1];
+        CHECK(ok->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                  ok->state->step_count == 10,
+              "the fast item is done");
+        CHECK(late->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                  late->error->code == CODE(DEADLINE_EXCEEDED) &&
+                  steps_done(late->error->message, 3) == 0,
+              "the slow item: DEADLINE_EXCEEDED, 0 of 3 done: %s",
+              late->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR ? late->error->message
+                                                                             : "(a state)");
+        CHECK(took < 1.5, "the batch answered at its budget (%.3f s)", took);
+    }
+    rsc_free(br);
+    out = NULL;
+    CHECK(rsc_get_state(c, sid2, &out, &err) == 0 && out && out->step_count == 0 &&
+              out->time == 0.0,
+          "the slow world rolled back to its boundary: %s", err.message);
+    rsc_free(out);
     rsc_close(&c);
     server_stop(&sp);
 }
