@@ -491,21 +491,6 @@ static int step_begin(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step 
     return 0;
 }
 
-/* One whole Step of one world within the request's budget `deadline`, the State after it
- * built in arena `a` (*out). StepBatch calls it on worker threads, so it touches nothing but
- * world w and arena a (and reads s->cfg and the stop flag). */
-static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, arena_t *a,
-                    double deadline, Robosim__V1__State **out, rs_status_t *st)
-{
-    uint64_t n = 0, done = 0;
-    int rc = step_begin(s, w, sp, &n, st);
-    if (rc < 0 || (rc = advance(s, w, sp->action, sp->n_action, n, 0, 0, deadline, &done, st)) < 0)
-        return rc;
-    if (done < n && !episode_over(w->world))
-        return stopped_short(s, w, done, n, st);
-    return step_state(w, a, out, st);
-}
-
 /* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
  * between other requests (server.c) until it is done, its budget runs out or the server stops;
  * the reply then carries every event of the whole Step. In-process it runs to its end (or its
@@ -529,8 +514,11 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
         return rc;
     if (c->done < c->asked && !episode_over(w->world)) {
         if (c->can_park && !rs_server_stopping(s) && c->used < s->cfg.max_request_seconds) {
+            if (!c->held && !(c->held = malloc(sizeof *c->held)))
+                return OOM(st);
+            c->held[0] = w->id;
+            c->nheld = 1;
             c->park = 1;
-            c->world_id = w->id;
             return RS_PARKED;
         }
         return stopped_short(s, w, c->done, c->asked, st);
@@ -545,19 +533,19 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
 
 /* ---- StepBatch ---- */
 
-/* One item of a batch that passed the checks: the world it steps, its Step, and where its
- * result goes. */
-typedef struct batch_job {
-    world_entry_t *w;
-    const Robosim__V1__Step *step;
-    Robosim__V1__BatchResult *result;
-} batch_job_t;
-
+/* A StepBatch slice: the items (or BatchArrays worlds) that go on, run on the worker pool.
+ * On the loop each runs one slice (the batch is parked between slices and resumed like a
+ * Step, its worlds held); in-process each runs to its end or the budget. */
 typedef struct batch_run {
     rs_server_t *s;
-    batch_job_t *jobs;
-    size_t n;
-    double deadline; /* the request's budget */
+    const Robosim__V1__StepBatch *b;
+    world_entry_t **where;               /* per item */
+    rs_item_progress_t *items;           /* per item, across slices (s->cont) */
+    Robosim__V1__BatchResult **results;  /* per item, this slice's */
+    size_t *jobs;                        /* the items to run */
+    size_t njobs;
+    double deadline;                     /* the request's budget */
+    int one_slice;
 } batch_run_t;
 
 /* An Error result built in arena a. */
@@ -575,24 +563,97 @@ static int batch_error(arena_t *a, Robosim__V1__BatchResult *r, int code, const 
     return 0;
 }
 
-/* A worker steps one item into its own arena. */
-static void batch_step(void *ctx, size_t i, int worker)
+/* Item `it` failed: its code and message (malloc'd: it may have to outlive this slice). */
+static void item_fail(rs_item_progress_t *it, int code, const char *message)
 {
-    batch_run_t *run = ctx;
-    batch_job_t *job = &run->jobs[i];
-    if (rs_pool_next_is_mine(i, run->n))
-        rs_world_prefetch(run->jobs[i + 1].w->world);
-    arena_t *a = rs_pool_arena(run->s->pool, worker);
+    it->phase = RS_ITEM_FAILED;
+    it->code = code;
+    free(it->message);
+    it->message = strdup(message && message[0] ? message : rs_strerror(code));
+}
+
+/* One slice of an item's Step (commands in place; `action` is applied on its first slice):
+ * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
+ * FAILED (an error, the budget run out, the server stopping). */
+static void item_slice(rs_server_t *s, world_entry_t *w, rs_item_progress_t *it,
+                       const double *action, size_t naction, int one_slice, double deadline)
+{
     rs_status_t st;
     rs_status_clear(&st);
-    Robosim__V1__State *state = NULL;
-    int rc = step_one(run->s, job->w, job->step, a, run->deadline, &state, &st);
-    if (rc == 0) {
-        job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
-        job->result->state = state;
-    } else if (batch_error(a, job->result, rc, st.message[0] ? st.message : rs_strerror(rc)) < 0) {
-        job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET; /* out of memory */
+    int resume = it->phase == RS_ITEM_RUNNING;
+    it->phase = RS_ITEM_RUNNING;
+    int rc = advance(s, w, action, naction, it->asked, resume, one_slice, deadline, &it->done,
+                     &st);
+    if (rc == 0 && it->done < it->asked && !episode_over(w->world)) {
+        if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
+            return; /* goes on */
+        rc = stopped_short(s, w, it->done, it->asked, &st);
     }
+    if (rc < 0)
+        item_fail(it, rc, st.message);
+    else
+        it->phase = RS_ITEM_DONE;
+}
+
+/* The result of an item whose Step is over, in arena a: its State or its Error; NOT_SET when
+ * out of memory. */
+static void item_result(world_entry_t *w, const rs_item_progress_t *it,
+                        Robosim__V1__BatchResult *r, arena_t *a)
+{
+    rs_status_t st;
+    Robosim__V1__State *state = NULL;
+    r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET;
+    if (it->phase == RS_ITEM_DONE && step_state(w, a, &state, &st) == 0) {
+        r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+        r->state = state;
+    } else if (it->phase == RS_ITEM_FAILED && it->message) {
+        batch_error(a, r, it->code, it->message);
+    }
+}
+
+/* A worker runs item jobs[j] for a slice and, once it is over, builds its result in its own
+ * arena. */
+static void batch_step(void *ctx, size_t j, int worker)
+{
+    batch_run_t *run = ctx;
+    size_t i = run->jobs[j];
+    rs_item_progress_t *it = &run->items[i];
+    world_entry_t *w = run->where[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    const Robosim__V1__Step *sp = run->b->items[i]->step;
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = step_begin(run->s, w, sp, &it->asked, &st);
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
+    if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
+        item_slice(run->s, w, it, sp->action, sp->n_action, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING)
+        item_result(w, it, run->results[i], rs_pool_arena(run->s->pool, worker));
+}
+
+/* After a slice: whether any of the run's items goes on; if so the request parks, holding
+ * every world the batch names (so its results, built when all are over, are theirs alone). */
+static int batch_park(rs_server_t *s, const batch_run_t *run, size_t n, rs_status_t *st)
+{
+    int going = 0;
+    for (size_t j = 0; j < run->njobs && !going; j++)
+        going = run->items[run->jobs[j]].phase == RS_ITEM_RUNNING;
+    if (!going)
+        return 0;
+    rs_cont_t *c = s->cont;
+    free(c->held);
+    c->nheld = 0;
+    if (!(c->held = malloc(n * sizeof *c->held)))
+        return OOM(st);
+    for (size_t i = 0; i < n; i++)
+        if (run->where[i])
+            c->held[c->nheld++] = run->where[i]->id;
+    c->park = 1;
+    return RS_PARKED;
 }
 
 static int by_id(const void *a, const void *b)
@@ -677,10 +738,11 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     if (b->arrays)
         return step_arrays(s, b->arrays, rp, st);
     size_t n = b->n_items;
+    rs_cont_t *c = s->cont;
     int rc = batch_size_ok(s, n, "items", st);
     if (rc < 0)
         return rc;
-    batch_job_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
+    size_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
     world_entry_t **where = arena_alloc(&s->arena, n * sizeof *where);
     uint64_t *ids = arena_alloc(&s->arena, n * sizeof *ids);
     Robosim__V1__BatchResult **results = arena_alloc(&s->arena, n * sizeof *results);
@@ -691,55 +753,66 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         ids[i] = b->items[i]->world_id;
     if ((rc = batch_worlds(s, ids, n, where, st)) < 0)
         return rc;
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = 0; /* a bad count is the item's error, later */
-        if (where[i] && b->items[i]->step &&
-            step_count(s, b->items[i]->step, where[i]->world->model.control_dt, &k, NULL) == 0)
-            total += k;
+    if (!c->resuming) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = 0; /* a bad count is the item's error, later */
+            if (where[i] && b->items[i]->step &&
+                step_count(s, b->items[i]->step, where[i]->world->model.control_dt, &k, NULL) == 0)
+                total += k;
+        }
+        if ((rc = batch_total_ok(s, total, st)) < 0)
+            return rc;
+        /* per item: its world and its token; refused items are over with their error */
+        if (!(c->items = calloc(n, sizeof *c->items)))
+            return OOM(st);
+        c->nitems = n;
+        for (size_t i = 0; i < n; i++) {
+            const Robosim__V1__BatchItem *it = b->items[i];
+            rs_status_t ist;
+            rs_status_clear(&ist);
+            world_entry_t *w = where[i];
+            if (!w)
+                rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
+                             (unsigned long long)it->world_id);
+            else if (!it->step)
+                rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
+                             (unsigned long long)it->world_id);
+            else
+                rc = rs_auth_check(s, w, it->token, "step", &ist);
+            if (rc < 0)
+                item_fail(&c->items[i], rc, ist.message);
+        }
     }
-    if ((rc = batch_total_ok(s, total, st)) < 0)
-        return rc;
-
-    /* per item: its world and its token; refused items get their error now */
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
-        const Robosim__V1__BatchItem *it = b->items[i];
         Robosim__V1__BatchResult *r = arena_alloc(&s->arena, sizeof *r);
         if (!r)
             return OOM(st);
         robosim__v1__batch_result__init(r);
-        r->world_id = it->world_id;
+        r->world_id = b->items[i]->world_id;
         results[i] = r;
-        rs_status_t ist;
-        rs_status_clear(&ist);
-        world_entry_t *w = where[i];
-        if (!w)
-            rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
-                         (unsigned long long)it->world_id);
-        else if (!it->step)
-            rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
-                         (unsigned long long)it->world_id);
-        else
-            rc = rs_auth_check(s, w, it->token, "step", &ist);
-        if (rc < 0) {
-            if (batch_error(&s->arena, r, rc, ist.message) < 0)
-                return OOM(st);
-            continue;
-        }
-        jobs[nrun++] = (batch_job_t){w, it->step, r};
+        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
+            jobs[nrun++] = i;
     }
 
     /* the batch's budget is the request's: an item still stepping when it runs out stops at
      * a control-step boundary with its own DEADLINE_EXCEEDED */
-    batch_run_t run = {s, jobs, nrun, arm_budget(s)};
+    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, arm_budget(s), c->can_park};
     rs_pool_run(s->pool, nrun, batch_step, &run);
     disarm_budget(s, run.deadline);
-    for (size_t i = 0; i < nrun; i++) {
-        if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+    if ((rc = batch_park(s, &run, n, st)) != 0)
+        return rc;
+
+    /* all over: the results no worker built in this slice (refused at the start, or over in
+     * an earlier slice), then the states offered to the stream */
+    for (size_t i = 0; i < n; i++) {
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+            item_result(where[i], &c->items[i], results[i], &s->arena);
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
             return OOM(st);
-        if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
-            rs_stream_offer(s, jobs[i].w, jobs[i].result->state); /* the loop's thread only */
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
+            rs_stream_offer(s, where[i], results[i]->state); /* the loop's thread only */
     }
 
     robosim__v1__step_batch_reply__init(reply);
@@ -762,6 +835,9 @@ typedef struct arrays_run {
     uint64_t steps;         /* control steps for each world */
     size_t nu, na;          /* commands and actions per world */
     double deadline;        /* the request's budget */
+    rs_item_progress_t *items; /* per world, across slices (s->cont) */
+    uint8_t *built;         /* per world: its rows written in this slice */
+    int one_slice;
 } arrays_run_t;
 
 /* World i's rows are NaN (it was not stepped, or its step failed). */
@@ -777,38 +853,20 @@ static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
         out->observation[i * out->observation_size + k] = NAN;
 }
 
-/* A worker steps world jobs[j] and writes its rows (each world its own rows: no sharing). */
-static void arrays_step(void *ctx, size_t j, int worker)
+/* World i's rows once its Step is over (each world its own rows: no sharing): its state, or
+ * its code and message (in arena a) and NaN rows. */
+static void arrays_rows(arrays_run_t *run, size_t i, arena_t *a)
 {
-    arrays_run_t *run = ctx;
-    const Robosim__V1__BatchArrays *in = run->in;
     Robosim__V1__BatchArraysReply *out = run->out;
-    size_t i = run->jobs[j];
-    world_entry_t *w = run->where[i];
-    if (rs_pool_next_is_mine(j, run->njobs))
-        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
-    rs_world_t *world = w->world;
-    const rs_model_t *m = &world->model;
-    const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
-    const double *act = in->n_actions ? in->actions + i * run->na : NULL;
-    rs_status_t st;
-    rs_status_clear(&st);
-    int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
-    if (rc == 0 && u)
-        rc = rs_set_all_commands(m, world->data, u, &st);
-    uint64_t done = 0;
-    if (rc == 0)
-        rc = advance(run->s, w, act, act ? run->na : 0, run->steps, 0, 0, run->deadline, &done,
-                     &st);
-    if (rc == 0 && done < run->steps && !episode_over(world))
-        rc = stopped_short(run->s, w, done, run->steps, &st);
-    if (rc < 0) {
-        out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
-        run->messages[i] = arena_strdup(rs_pool_arena(run->s->pool, worker),
-                                        st.message[0] ? st.message : rs_strerror(rc));
+    const rs_item_progress_t *it = &run->items[i];
+    run->built[i] = 1;
+    if (it->phase == RS_ITEM_FAILED) {
+        out->codes[i] = (Robosim__V1__ErrorCode)(-it->code);
+        run->messages[i] = it->message ? arena_strdup(a, it->message) : NULL;
         arrays_nan_rows(out, i);
         return;
     }
+    const rs_world_t *world = run->where[i]->world;
     const rs_data_t *d = world->data;
     out->time[i] = d->t;
     out->step_count[i] = d->step_count;
@@ -823,6 +881,34 @@ static void arrays_step(void *ctx, size_t j, int worker)
         out->terminated[i] = view.terminated;
         out->truncated[i] = view.truncated;
     }
+}
+
+/* A worker runs world jobs[j] for a slice and, once its Step is over, writes its rows. */
+static void arrays_step(void *ctx, size_t j, int worker)
+{
+    arrays_run_t *run = ctx;
+    const Robosim__V1__BatchArrays *in = run->in;
+    size_t i = run->jobs[j];
+    world_entry_t *w = run->where[i];
+    rs_item_progress_t *it = &run->items[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
+    const double *act = in->n_actions ? in->actions + i * run->na : NULL;
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
+        if (rc == 0 && u)
+            rc = rs_set_all_commands(&w->world->model, w->world->data, u, &st);
+        it->asked = run->steps;
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
+    if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
+        item_slice(run->s, w, it, act, act ? run->na : 0, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING)
+        arrays_rows(run, i, rs_pool_arena(run->s->pool, worker));
 }
 
 /* Whether world w is of the batch's shape, that of world `like`: the same preset (SetParams
@@ -855,10 +941,12 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     if ((rc = batch_total_ok(s, steps * n, st)) < 0)
         return rc;
     arrays_run_t run = {.s = s, .in = in, .steps = steps};
+    rs_cont_t *c = s->cont;
     run.where = arena_alloc(&s->arena, n * sizeof *run.where);
     run.jobs = arena_alloc(&s->arena, n * sizeof *run.jobs);
     run.messages = arena_alloc(&s->arena, n * sizeof *run.messages);
-    if (!run.where || !run.jobs || !run.messages)
+    run.built = arena_alloc(&s->arena, n);
+    if (!run.where || !run.jobs || !run.messages || !run.built)
         return OOM(st);
     if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0)
         return rc;
@@ -923,46 +1011,62 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         return OOM(st);
     run.out = out;
 
-    /* world by world: it exists, its token, its shape; refused worlds get their error now */
+    /* world by world: it exists, its token, its shape; refused worlds are over with their
+     * error */
+    if (!c->resuming) {
+        if (!(c->items = calloc(n, sizeof *c->items)))
+            return OOM(st);
+        c->nitems = n;
+        for (size_t i = 0; i < n; i++) {
+            world_entry_t *w = run.where[i];
+            rs_status_t ist;
+            rs_status_clear(&ist);
+            if (!w)
+                rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server",
+                             i, (unsigned long long)in->world_ids[i]);
+            else if (!same_shape(w, like))
+                rc = rs_fail(&ist, RS_EINVAL,
+                             "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
+                             "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
+                             "worlds of one shape",
+                             i, (unsigned long long)w->id, w->world->model.preset,
+                             w->world->task ? ", task " : "",
+                             w->world->task ? w->world->task->name : "",
+                             (unsigned long long)like->id, like->world->model.preset,
+                             like->world->task ? ", task " : "",
+                             like->world->task ? like->world->task->name : "");
+            else
+                rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
+            if (rc < 0)
+                item_fail(&c->items[i], rc, ist.message);
+        }
+    }
+    run.items = c->items;
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
-        world_entry_t *w = run.where[i];
-        rs_status_t ist;
-        rs_status_clear(&ist);
         out->codes[i] = ROBOSIM__V1__ERROR_CODE__OK;
         out->step_count[i] = 0;
         out->events[i] = 0;
         out->terminated[i] = out->truncated[i] = 0;
         run.messages[i] = NULL;
-        if (!w)
-            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
-                         (unsigned long long)in->world_ids[i]);
-        else if (!same_shape(w, like))
-            rc = rs_fail(&ist, RS_EINVAL,
-                         "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the batch's "
-                         "first world %llu (preset '%s'%s%s); one BatchArrays takes worlds of "
-                         "one shape",
-                         i, (unsigned long long)w->id, w->world->model.preset,
-                         w->world->task ? ", task " : "", w->world->task ? w->world->task->name : "",
-                         (unsigned long long)like->id, like->world->model.preset,
-                         like->world->task ? ", task " : "",
-                         like->world->task ? like->world->task->name : "");
-        else
-            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
-        if (rc < 0) {
-            out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
-            if (!(run.messages[i] = arena_strdup(&s->arena, ist.message)))
-                return OOM(st);
-            arrays_nan_rows(out, i);
-            continue;
-        }
-        run.jobs[nrun++] = i;
+        run.built[i] = 0;
+        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
+            run.jobs[nrun++] = i;
     }
 
     run.njobs = nrun;
+    run.one_slice = c->can_park;
     run.deadline = arm_budget(s); /* as for items (op_step_batch) */
     rs_pool_run(s->pool, nrun, arrays_step, &run);
     disarm_budget(s, run.deadline);
+    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs, .njobs = nrun};
+    if ((rc = batch_park(s, &park, n, st)) != 0)
+        return rc;
+    /* all over: the rows no worker wrote in this slice (refused at the start, or over in an
+     * earlier slice) */
+    for (size_t i = 0; i < n; i++)
+        if (!run.built[i])
+            arrays_rows(&run, i, &s->arena);
 
     size_t nerr = 0;
     for (size_t i = 0; i < n; i++)

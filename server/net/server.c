@@ -192,6 +192,8 @@ void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint
         *out = NULL, *outlen = 0; /* no reply yet: the loop holds the request */
     else
         pack(s, &rp, out, outlen);
+    if (rc != RS_PARKED)
+        rs_cont_release(s->cont); /* answered: its progress goes */
     s->cont = NULL;
     /* no robosim__v1__request__free_unpacked: the request lives in the arena (in_arena), which
      * the next request resets; walking it only to call a no-op free costs a batch's time */
@@ -263,6 +265,27 @@ static void watchdog_stop(rs_server_t *s)
     pthread_cond_destroy(&wd->wake);
     free(wd);
     s->watchdog = NULL;
+}
+
+void rs_cont_release(rs_cont_t *c)
+{
+    for (size_t i = 0; c->items && i < c->nitems; i++)
+        free(c->items[i].message);
+    free(c->items);
+    free(c->held);
+    c->items = NULL;
+    c->held = NULL;
+    c->nitems = c->nheld = 0;
+}
+
+/* Mark the worlds a parked request holds (held 1) or release them (0). */
+static void hold(rs_server_t *s, const rs_cont_t *c, int held)
+{
+    for (size_t i = 0; i < c->nheld; i++) {
+        world_entry_t *w = rs_server_world(s, c->held[i]);
+        if (w)
+            w->held = held;
+    }
 }
 
 void rs_server_adopt(rs_server_t *s, world_entry_t *w)
@@ -526,6 +549,7 @@ static void pending_free(pending_t *p)
     for (int i = 0; i < p->nframes; i++)
         zmq_msg_close(&p->frames[i]);
     free(p->ids);
+    rs_cont_release(&p->cont);
     free(p);
 }
 
@@ -577,17 +601,12 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
             rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
                                   &outlen);
             send_reply(s, frames, n, out, outlen);
-            world_entry_t *w = rs_server_world(s, c->world_id);
-            if (w)
-                w->held = 0;
             return 0;
         }
-        if (p->cont.resuming == 0 && c != &p->cont)
-            p->cont = *c;
+        if (c != &p->cont)
+            p->cont = *c; /* a new record takes over the progress (and what it holds) */
         p->cont.resuming = 1;
-        world_entry_t *w = rs_server_world(s, p->cont.world_id);
-        if (w)
-            w->held = 1;
+        hold(s, &p->cont, 1);
         append(&s->parked, p);
         s->nparked++;
         return 1;
@@ -624,9 +643,7 @@ static void resume_next(rs_server_t *s)
         return;
     s->parked = p->next;
     s->nparked--;
-    world_entry_t *w = rs_server_world(s, p->cont.world_id);
-    if (w)
-        w->held = 0; /* its own request may touch it; held again if it parks again */
+    hold(s, &p->cont, 0); /* its own request may touch them; held again if it parks again */
     if (serve(s, p->frames, p->nframes, &p->caller, &p->cont, p))
         return;
     p->nframes = 0; /* consumed by the reply */

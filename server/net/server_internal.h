@@ -41,7 +41,17 @@ typedef struct world_entry {
     size_t boundary_len, boundary_cap;
 } world_entry_t;
 
-/* The progress of a request the loop runs in slices: a Step that did not finish within one
+/* One StepBatch item's (or BatchArrays world's) progress across slices. */
+typedef struct rs_item_progress {
+    uint64_t asked, done; /* control steps asked (known once begun) and done */
+    int phase;            /* RS_ITEM_NEW, _RUNNING (begun, not over), _DONE, _FAILED */
+    int code;             /* _FAILED: its error code ... */
+    char *message;        /* ... and message (malloc'd; NULL when out of memory) */
+} rs_item_progress_t;
+
+enum { RS_ITEM_NEW, RS_ITEM_RUNNING, RS_ITEM_DONE, RS_ITEM_FAILED };
+
+/* The progress of a request the loop runs in slices: a Step or StepBatch not done within one
  * slice is parked (the loop keeps its frames and this) and resumed between other requests. */
 typedef struct rs_cont {
     int can_park;      /* the caller can hold the request between slices (the loop); else the
@@ -49,9 +59,15 @@ typedef struct rs_cont {
     int resuming;      /* 0 on the request's first slice */
     int park;          /* set by the handler: not finished, resume it later */
     double used;       /* compute seconds spent on it so far (budget: --max-request-seconds) */
-    uint64_t asked, done; /* control steps asked and done */
-    uint64_t world_id; /* the world it holds while parked */
+    uint64_t asked, done; /* a Step: control steps asked and done */
+    rs_item_progress_t *items; /* a StepBatch: per item (malloc'd, nitems) */
+    size_t nitems;
+    uint64_t *held;    /* the worlds it holds while parked (malloc'd, nheld) */
+    size_t nheld;
 } rs_cont_t;
+
+/* Free what a request's progress holds (items, their messages, held ids); zero it. */
+void rs_cont_release(rs_cont_t *c);
 
 /* A handler's return value for "parked, no reply yet" (only when cont.can_park). */
 #define RS_PARKED 1
