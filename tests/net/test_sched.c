@@ -268,6 +268,161 @@ static void test_slicing_exact(void)
     server_stop(&sp);
 }
 
+/* The entity states of a State are world w's state vector, bit for bit. */
+static int same_state(const Robosim__V1__State *out, const rs_world_t *w)
+{
+    int same = out && out->n_entities == (size_t)w->model.nentities;
+    for (size_t e = 0; same && e < out->n_entities; e++) {
+        const Robosim__V1__EntityState *es = out->entities[e];
+        const rs_entity_model_t *em = &w->model.ent[e];
+        same = es->n_state == (size_t)em->nx &&
+               memcmp(es->state, w->data->x + em->x_off, es->n_state * sizeof(double)) == 0;
+    }
+    return same;
+}
+
+/* A long StepBatch in the columnar form, on another thread. */
+typedef struct long_batch {
+    const char *endpoint;
+    uint64_t ids[2];
+    const char *tokens[2];
+    uint32_t steps;
+    atomic_int started, finished;
+    int rc, codes[2];
+    char messages[2][600];
+} long_batch_t;
+
+static void *long_batch_main(void *arg)
+{
+    long_batch_t *lb = arg;
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(lb->endpoint, 120000, &err);
+    if (c) {
+        for (int i = 0; i < 2; i++)
+            rsc_set_world_token(c, lb->ids[i], lb->tokens[i]);
+        atomic_store(&lb->started, 1);
+        Robosim__V1__BatchArraysReply *out = NULL;
+        lb->rc = rsc_step_arrays(c, lb->ids, 2, lb->steps, NULL, 0, NULL, 0, &out, &err);
+        for (size_t i = 0; out && i < 2 && i < out->n_codes; i++)
+            lb->codes[i] = out->codes[i];
+        for (size_t k = 0; out && k < out->n_errors; k++)
+            if (out->errors[k]->index < 2)
+                snprintf(lb->messages[out->errors[k]->index], sizeof lb->messages[0], "%s",
+                         out->errors[k]->error->message);
+        rsc_free(out);
+        rsc_close(&c);
+    }
+    atomic_store(&lb->started, 1);
+    atomic_store(&lb->finished, 1);
+    return NULL;
+}
+
+static long long steps_done(const char *message, unsigned long long asked);
+
+/* 2b. StepBatch in slices: items and arrays bit-identical to stepping in-process, and another
+ * client served while a long batch runs (which then ends at its budget, each world where its
+ * error says). */
+static void test_batch_slices(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "2", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 60000), *b = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t ids[2] = {0, 0};
+    rs_world_t *local[2] = {NULL, NULL};
+    rs_status_t st;
+    double f = 2.0;
+    for (int i = 0; i < 2; i++) {
+        CHECK(rsc_create_world(c, "workshop", NULL, 0, 5 + i, &ids[i], &err) == 0, "%s",
+              err.message);
+        local[i] = rs_world_new("workshop", NULL, 0, 5 + (uint64_t)i, &st);
+        if (!local[i] || !ids[i]) {
+            rsc_close(&c);
+            rsc_close(&b);
+            server_stop(&sp);
+            return;
+        }
+        rs_set_commands(&local[i]->model, local[i]->data,
+                        rs_model_entity(&local[i]->model, "finger"), &f, 1, NULL);
+    }
+    /* items: 3000 control steps each, a finger command */
+    rsc_command_t cmd = {"finger", &f, 1};
+    rsc_batch_item_t items[2] = {{.world_id = ids[0], .steps = 3000, .cmds = &cmd, .ncmds = 1},
+                                 {.world_id = ids[1], .steps = 3000, .cmds = &cmd, .ncmds = 1}};
+    Robosim__V1__StepBatchReply *br = NULL;
+    double t0 = now();
+    int rc = rsc_step_batch(c, items, 2, &br, &err);
+    double took = now() - t0;
+    CHECK(rc == 0 && br && br->n_results == 2, "batch: %s", err.message);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(rs_step(&local[i]->model, local[i]->data, 3000, &st), st);
+    for (size_t i = 0; rc == 0 && br && i < 2 && i < br->n_results; i++)
+        CHECK(br->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                  br->results[i]->state->step_count == 3000 &&
+                  same_state(br->results[i]->state, local[i]) &&
+                  br->results[i]->state->n_events == (size_t)local[i]->data->nevents,
+              "item %zu bit-identical to stepping in-process, with every event", i);
+    printf("sliced StepBatch of 2 x 3000 control steps took %.3f s\n", took);
+    rsc_free(br);
+
+    /* arrays: 2000 more each, commands held */
+    Robosim__V1__BatchArraysReply *ar = NULL;
+    rc = rsc_step_arrays(c, ids, 2, 2000, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == 0 && ar && ar->n_codes == 2, "arrays: %s", err.message);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(rs_step(&local[i]->model, local[i]->data, 2000, &st), st);
+    for (size_t i = 0; rc == 0 && ar && i < 2; i++)
+        CHECK(ar->codes[i] == 0 && ar->step_count[i] == 5000 && ar->time[i] == local[i]->data->t &&
+                  memcmp(ar->state + i * ar->state_size, local[i]->data->x,
+                         ar->state_size * sizeof(double)) == 0,
+              "arrays world %zu bit-identical to stepping in-process", i);
+    rsc_free(ar);
+
+    /* a long batch: another client is served meanwhile; it ends at the 2 s budget */
+    long_batch_t lb = {.endpoint = sp.endpoint, .ids = {ids[0], ids[1]},
+                       .tokens = {rsc_world_token(c, ids[0]), rsc_world_token(c, ids[1])},
+                       .steps = 400000};
+    pthread_t th;
+    pthread_create(&th, NULL, long_batch_main, &lb);
+    while (!atomic_load(&lb.started))
+        sleep_s(0.001);
+    sleep_s(0.1);
+    enum { N = 100 };
+    double lat[N];
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        double t1 = now();
+        Robosim__V1__HelloReply *h = NULL;
+        ok &= rsc_hello(b, 1, 1, &h, &err) == 0;
+        rsc_free(h);
+        lat[i] = now() - t1;
+    }
+    int in_flight = !atomic_load(&lb.finished);
+    qsort(lat, N, sizeof lat[0], by_value);
+    printf("other client during a 2 x 400000-step StepBatch: p50 %.3f ms, p99 %.3f ms\n",
+           lat[N / 2] * 1e3, lat[N * 99 / 100 - 1] * 1e3);
+    CHECK(ok && in_flight, "served while the batch ran (in flight: %d)", in_flight);
+    CHECK(lat[N * 99 / 100 - 1] < 0.050, "p99 %.1f ms < 50 ms", lat[N * 99 / 100 - 1] * 1e3);
+    pthread_join(th, NULL);
+    CHECK(lb.rc == 0, "the batch answered (rc %d)", lb.rc);
+    for (int i = 0; i < 2; i++) {
+        long long k = steps_done(lb.messages[i], 400000);
+        CHECK(lb.codes[i] == ROBOSIM__V1__ERROR_CODE__DEADLINE_EXCEEDED && k > 0,
+              "world %d: DEADLINE_EXCEEDED with how far it got: %s", i, lb.messages[i]);
+        Robosim__V1__State *s = NULL;
+        CHECK(rsc_get_state(c, ids[i], &s, &err) == 0 && s &&
+                  (long long)s->step_count == 5000 + k,
+              "world %d is where its error says (%lld more steps)", i, k);
+        rsc_free(s);
+    }
+    for (int i = 0; i < 2; i++)
+        rs_world_destroy(&local[i]);
+    rsc_close(&c);
+    rsc_close(&b);
+    server_stop(&sp);
+}
+
 /* "after K of the N control steps asked": K, or -1. */
 static long long steps_done(const char *message, unsigned long long asked)
 {
@@ -602,6 +757,7 @@ int main(int argc, char **argv)
     binary = argv[1];
     test_latency_and_stop();
     test_slicing_exact();
+    test_batch_slices();
     test_budget();
     test_stop_in_slow_step();
     test_order();
