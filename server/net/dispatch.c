@@ -727,8 +727,8 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
 
 /* Step many worlds in one request: the batch is checked as a whole (empty, too large, a world
  * twice), each item on its own (its world exists, its token is the controller's), then the
- * items run on the worker pool; every item gets its State or its Error, in item order. The
- * columnar form (StepBatch.arrays) is step_arrays. */
+ * items run on the worker pool, a slice each per round (batch_run_t); every item gets its
+ * State or its Error, in item order. The columnar form (StepBatch.arrays) is step_arrays. */
 static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *unused,
                          Robosim__V1__Response *rp, rs_status_t *st)
 {

@@ -458,11 +458,11 @@ static int recv_request(void *sock, zmq_msg_t *frames, int *nframes, int flags)
 
 /* ---- scheduling: no client stalls the others ----------------------------------------------
  * One thread serves every request, so a long Step runs in slices (cfg.slice_seconds, checked
- * at control-step boundaries: one clock read per control step): a Step not done after one is
- * parked (its frames and progress kept here) and resumed in turn with the other parked ones,
- * while everything else that arrives is served in between. A parked Step holds its world:
- * requests that name it (a StepBatch naming it among others too) wait, in arrival order, until
- * it is answered, so a world's requests stay in order. Each client may have
+ * at control-step boundaries: one clock read per control step), a StepBatch in rounds of a
+ * slice per world: one not done after a slice is parked (its frames and progress kept here)
+ * and resumed in turn with the other parked ones, while everything else that arrives is served
+ * in between. A parked request holds its worlds: requests that name one of them wait, in
+ * arrival order, until it is answered, so a world's requests stay in order. Each client may have
  * cfg.max_inflight_per_client requests parked or waiting. */
 typedef struct pending {
     struct pending *next;
