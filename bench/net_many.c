@@ -294,8 +294,7 @@ static long batch_once(rsc_client_t *c, const uint64_t *ids, int b, int arrays, 
 static void figure_batches(const char *server, double seconds, const char *threads)
 {
     const int max_b = 1024;
-    const char *extra[] = {"--threads", threads, "--max-worlds", "1100", "--max-worlds-per-client", "0",
-                           "--no-world", NULL};
+    const char *extra[] = {"--threads", threads, "--max-worlds", "1100", "--no-world", NULL};
     server_proc_t sp;
     if (server_start(&sp, server, extra) != 0) {
         fprintf(stderr, "bench_net_many: cannot start %s\n", server);

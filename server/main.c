@@ -63,9 +63,10 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             got; the world can be stepped on. Long Steps and\n"
             "                             StepBatches run in slices of %g ms, other clients\n"
             "                             served in between\n"
-            "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
-            "                             created, forked or claimed; a client is its CURVE key,\n"
-            "                             else its connection. 0: no per-client limit\n"
+            "  --max-worlds-per-client N  worlds one client may hold (default %d, or --max-worlds\n"
+            "                             when that is larger): those it created, forked or\n"
+            "                             claimed; a client is its CURVE key, else its\n"
+            "                             connection. 0: no per-client limit\n"
             "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
             "                             parked or waiting behind a long Step (default %d)\n"
             "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
@@ -159,7 +160,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int c;
+    int c, per_client_given = 0;
     while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:R:C:I:E:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
@@ -175,7 +176,10 @@ int main(int argc, char **argv)
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
         case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
-        case 'C': cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000); break;
+        case 'C':
+            cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000);
+            per_client_given = 1;
+            break;
         case 'I': cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
         case 'E': cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
@@ -194,6 +198,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "robosim-server: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
+    /* a server sized up with --max-worlds (a vector env of many worlds on one client) lets one
+     * client use it all unless told otherwise */
+    if (!per_client_given && cfg.max_worlds > cfg.max_worlds_per_client)
+        cfg.max_worlds_per_client = cfg.max_worlds;
     rs_log_set_level(level);
 
     struct sigaction sa;
