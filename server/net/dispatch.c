@@ -240,7 +240,6 @@ static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     int rc = rs_world_reset(world, seed, st); /* a task world starts a new episode */
     if (rc < 0)
         return rc;
-    w->fast_steps = 0; /* its next control step is protected (advance) */
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_RESET, st);
 }
 
@@ -358,8 +357,9 @@ static int episode_over(const rs_world_t *world)
  * the first control step of a Step on a world whose last control step took under
  * FAST_STEP_SECONDS runs unprotected: nothing saved, not interruptible inside (at its end it
  * is at a boundary); a gym-style Step of one control step then costs two clock reads more. A
- * world that just changed wholesale (created, SetParams, SetState, SetSchedule, Reset) is
- * protected from its first step. The gap: a world fast until now whose next control step is
+ * world that just changed wholesale (created, SetParams, SetState, SetSchedule) is protected
+ * from its first step (a Reset keeps the parameters, and the speed they give, so it counts as
+ * no change: an RL loop resetting every episode pays no snapshot for it). The gap: a world fast until now whose next control step is
  * slow (a command that sets off a stiff transient) holds the budget and a stop for that one
  * control step; its steps after it are protected. */
 static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_t naction,
