@@ -16,6 +16,9 @@
 
 static volatile sig_atomic_t stop_requested;
 
+/* long options without a short letter */
+enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL };
+
 static void on_signal(int sig)
 {
     (void)sig;
@@ -86,6 +89,20 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             network could read and forge requests and tokens)\n"
             "  --exit-with-stdin          stop when stdin reaches end of file: a parent that\n"
             "                             passes a pipe takes the server down when it dies\n"
+            "  --max-request-seconds S    compute budget of one request (default %g): a Step\n"
+            "                             still running past it stops at a control-step\n"
+            "                             boundary and gets DEADLINE_EXCEEDED saying how far it\n"
+            "                             got; the world can be stepped on. Long Steps and\n"
+            "                             StepBatches run in slices of %g ms, other clients\n"
+            "                             served in between\n"
+            "  --max-worlds-per-client N  worlds one client may hold (default %d, or --max-worlds\n"
+            "                             when that is larger): those it created, forked or\n"
+            "                             claimed; a client is its CURVE key, else its\n"
+            "                             connection. 0: no per-client limit\n"
+            "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
+            "                             parked or waiting behind a long Step (default %d)\n"
+            "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
+            "                             for this long, e.g. a killed client's (default 0: off)\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
@@ -99,9 +116,12 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "With CURVE, only admitted keys get in, and 'observer' keys are refused\n"
             "(PERMISSION_DENIED) every create, fork, claim and change whatever token they show.\n"
             "\n"
-            "SIGINT or SIGTERM stop the server cleanly.\n",
+            "SIGINT or SIGTERM stop the server within a second, whatever runs: every world\n"
+            "at a control-step boundary, requests in flight answered UNAVAILABLE.\n",
             d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
-            d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds);
+            d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds,
+            d->max_request_seconds, d->slice_seconds * 1e3, d->max_worlds_per_client,
+            d->max_inflight_per_client);
 }
 
 /* --exit-with-stdin: read stdin until EOF (the process holding its write end died, however it
@@ -190,12 +210,16 @@ int main(int argc, char **argv)
         {"authorized-keys", required_argument, 0, 'A'},
         {"insecure", no_argument, 0, 'I'},
         {"exit-with-stdin", no_argument, 0, 'E'},
+        {"max-request-seconds", required_argument, 0, 'R'},
+        {"max-worlds-per-client", required_argument, 0, OPT_WORLDS_PER_CLIENT},
+        {"max-inflight-per-client", required_argument, 0, OPT_INFLIGHT_PER_CLIENT},
+        {"world-ttl", required_argument, 0, OPT_WORLD_TTL},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:IEvh", opts, NULL)) != -1) {
+    int c, per_client_given = 0;
+    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:IER:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
         case 'w': cfg.default_preset = optarg; break;
@@ -210,6 +234,13 @@ int main(int argc, char **argv)
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
         case 'E': exit_with_stdin = 1; break;
+        case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
+        case OPT_WORLDS_PER_CLIENT:
+            cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000);
+            per_client_given = 1;
+            break;
+        case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
+        case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
         case 'K': cfg.snapshot_key_file = optarg; break;
         case 'C': curve_secret_file = optarg; break;
@@ -230,6 +261,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "robosim-server: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
+    /* a server sized up with --max-worlds (a vector env of many worlds on one client) lets one
+     * client use it all unless told otherwise */
+    if (!per_client_given && cfg.max_worlds > cfg.max_worlds_per_client)
+        cfg.max_worlds_per_client = cfg.max_worlds;
     rs_log_set_level(level);
     if (curve_secret_file) {
         rsc_error_t err;
@@ -269,6 +304,8 @@ int main(int argc, char **argv)
         return 1;
     }
     int rc = rs_server_run(s, &stop_requested);
+    /* every world is now at a control-step boundary and no request is in flight: the place
+     * for a checkpoint on stop (--state-dir), before the worlds go */
     rs_server_destroy(&s);
     rs_log(RS_LOG_INFO, "stopped");
     return rc < 0 ? 1 : 0;

@@ -16,6 +16,7 @@
 #ifndef RS_CORE_H
 #define RS_CORE_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -244,8 +245,39 @@ int rs_workspace(const rs_model_t *m, int e, double *xy, int max_points, rs_stat
 int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st);
 
 /* rs_step without clearing the event log first: more control steps within the same request (a
- * task evaluates its reward after each control step and keeps the whole request's events). */
+ * task evaluates its reward after each control step and keeps the whole request's events).
+ * RS_EDEADLINE when the abort flag (rs_data_set_abort) stopped it: the data may then be
+ * partway through a control step (see rs_step_until). */
 int rs_step_continue(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st);
+
+/* ---- interrupting a step: time slices and an abort flag ----------------------------------
+ * A server stepping many clients' worlds on one thread runs a long Step in slices (it stops
+ * at a control-step boundary once a slice's time is up, serves others, and goes on), and
+ * bounds each request's compute time, which a single control step with extreme but in-range
+ * parameters can exceed on its own (control_dt = 10, rtol = 1e-14: seconds per step). */
+
+/* rs_step_continue that stops early at a control-step boundary: after at least one control
+ * step, at the first boundary where rs_clock() >= yield_at (INFINITY: no clock is read), or at
+ * any boundary once d's abort flag is set. *done is the control steps completed. Returns:
+ *   0            the data is at a control-step boundary after *done steps (all nsteps, or
+ *                fewer when the time was up or the flag was set at a boundary);
+ *   RS_EDEADLINE the abort flag interrupted control step *done + 1 partway: the data is NOT
+ *                at a boundary and must be restored (rs_snapshot_read of a snapshot written
+ *                before the call) before it is used again;
+ *   RS_ESIMFAIL  as rs_step.
+ * Slicing changes nothing in the result: stepping n control steps in any number of calls is
+ * bit-identical to one call (the data alone decides the future, see world.c). */
+int rs_step_until(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, double yield_at,
+                  uint64_t *done, rs_status_t *st);
+
+/* The flag that interrupts d's stepping, or NULL for none (the default). Any thread or a
+ * signal handler may set *flag non-zero; it is read (relaxed) at every right-hand-side
+ * evaluation and every control-step boundary, so a set flag stops a step within one
+ * evaluation. The flag must outlive d or be replaced. Costs one load per evaluation. */
+void rs_data_set_abort(rs_data_t *d, const atomic_int *flag);
+
+/* Seconds on the monotonic clock (the time base of rs_step_until's yield_at). */
+double rs_clock(void);
 
 /* A uniform double in [0, 1) from the world's rng (deterministic given the reset seed). */
 double rs_data_uniform(rs_data_t *d);

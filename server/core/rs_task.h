@@ -114,6 +114,18 @@ int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_
 int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t nsteps,
                        rs_status_t *st);
 
+/* rs_world_task_step in slices (rs_step_until): stops after at least one control step at the
+ * first boundary where rs_clock() >= yield_at, at the end of the episode, or when the abort
+ * flag is set; *done is the control steps completed. resume = 0 starts a Step (action applied,
+ * event log and reward cleared); resume = 1 goes on with the same Step (no action: the one
+ * applied holds), keeping its events and summing its reward on, so a Step in any number of
+ * slices is bit-identical to one call. The Step is over when *done reaches what was asked or
+ * the episode ended (task[RS_TASK_TERMINATED] or [RS_TASK_TRUNCATED]); only then is its reward
+ * added to the return. Returns 0, an error as rs_world_task_step, or RS_EDEADLINE when the
+ * abort flag interrupted a control step partway (restore the data, as rs_step_until says). */
+int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint64_t nsteps,
+                             double yield_at, int resume, uint64_t *done, rs_status_t *st);
+
 /* What an agent sees of a task world now. */
 typedef struct rs_task_view {
     int nobs;

@@ -993,14 +993,28 @@ int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_
 int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t nsteps,
                        rs_status_t *st)
 {
+    uint64_t done = 0;
+    int rc = rs_world_task_step_until(w, action, n, nsteps, INFINITY, 0, &done, st);
+    const rs_data_t *d = w->data;
+    if (rc == 0 && done < nsteps && d->task[RS_TASK_TERMINATED] == 0.0 &&
+        d->task[RS_TASK_TRUNCATED] == 0.0)
+        rc = rs_fail(st, RS_EDEADLINE, "interrupted at t = %.9g s after %llu of %llu control steps",
+                     d->t, (unsigned long long)done, (unsigned long long)nsteps);
+    return rc;
+}
+
+int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint64_t nsteps,
+                             double yield_at, int resume, uint64_t *done, rs_status_t *st)
+{
     const rs_task_t *t = w->task;
     rs_data_t *d = w->data;
     const rs_model_t *m = &w->model;
+    *done = 0;
     if (!t)
         return rs_fail(st, RS_EPRECOND,
                        "this world runs no task, so a Step takes commands, not an action; create "
                        "the world with CreateWorld.task to use actions");
-    if (d->task[RS_TASK_TERMINATED] != 0.0 || d->task[RS_TASK_TRUNCATED] != 0.0)
+    if (!resume && (d->task[RS_TASK_TERMINATED] != 0.0 || d->task[RS_TASK_TRUNCATED] != 0.0))
         return rs_fail(st, RS_EPRECOND,
                        "the episode of task '%s' ended (%s) after %llu steps; Reset starts a new "
                        "one",
@@ -1009,7 +1023,7 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
     int e = task_entity(w, st);
     if (e < 0)
         return e;
-    if (n) {
+    if (n && !resume) {
         int rc = rs_task_check_action(t, action, n, st);
         if (rc < 0)
             return rc;
@@ -1024,16 +1038,23 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
         if ((rc = rs_set_commands(m, d, e, action, n, st)) < 0)
             return rc;
     }
-    d->nevents = 0;
-    d->events_dropped = 0;
+    if (!resume) {
+        d->nevents = 0;
+        d->events_dropped = 0;
+    }
+    /* a resumed Step sums on from where it stopped, so slicing leaves the sum bit-identical */
+    double reward = resume ? d->task[RS_TASK_REWARD] : 0.0;
     uint64_t limit = rs_task_episode_limit(t, m);
-    double reward = 0.0;
-    for (uint64_t k = 0; k < nsteps; k++) {
+    int ended = 0;
+    uint64_t k = 0;
+    for (; k < nsteps; k++) {
         int first = d->nevents, terminated = 0;
         double info[RS_TASK_MAX_INFO] = {0};
-        int rc = rs_step_continue(m, d, 1, st);
-        if (rc < 0) {
+        uint64_t one = 0;
+        int rc = rs_step_until(m, d, 1, INFINITY, &one, st);
+        if (rc < 0 || one == 0) { /* failed, or interrupted (at the boundary: one == 0) */
             d->task[RS_TASK_REWARD] = reward;
+            *done = k;
             return rc;
         }
         d->episode_steps++;
@@ -1044,11 +1065,19 @@ int rs_world_task_step(rs_world_t *w, const double *action, size_t n, uint64_t n
             d->task[RS_TASK_TERMINATED] = 1.0;
         else if (d->episode_steps >= limit)
             d->task[RS_TASK_TRUNCATED] = 1.0;
-        if (terminated || d->task[RS_TASK_TRUNCATED] != 0.0)
+        if ((ended = terminated || d->task[RS_TASK_TRUNCATED] != 0.0)) {
+            k++;
             break;
+        }
+        if (yield_at < INFINITY && k + 1 < nsteps && rs_clock() >= yield_at) {
+            k++;
+            break;
+        }
     }
+    *done = k;
     d->task[RS_TASK_REWARD] = reward;
-    d->task[RS_TASK_RETURN] += reward;
+    if (ended || k == nsteps) /* the Step is over: its reward counts in the return */
+        d->task[RS_TASK_RETURN] += reward;
     return 0;
 }
 

@@ -13,9 +13,11 @@
 #include <sundials/sundials_context.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define MAX_EVENTS_PER_CONTROL_STEP 1000
 
@@ -35,8 +37,11 @@ struct rs_integrator {
     double *xbefore;   /* scratch copy of the state before a jump */
     long folded;       /* ARKODE's steps since its last ReInit already added to
                           rs_data_t.internal_steps */
+    const atomic_int *abort; /* rs_data_set_abort: non-zero interrupts the step (never NULL) */
     char last_error[200];
 };
+
+static const atomic_int never_abort; /* the flag of data nobody can interrupt */
 
 /* ---- rng: xoshiro256** seeded by splitmix64 (deterministic for a seed) ------------------ */
 
@@ -190,6 +195,10 @@ static int world_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
     const double *x = N_VGetArrayPointer(y);
     double *xd = N_VGetArrayPointer(ydot);
     d->rhs_evals++;
+    /* an interrupted step (rs_data_set_abort) fails here, within one evaluation; ARKODE then
+     * returns ARK_RHSFUNC_FAIL and integrate_to reports RS_EDEADLINE */
+    if (atomic_load_explicit(d->integ->abort, memory_order_relaxed))
+        return -1;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         em->robot->derivs(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
@@ -364,6 +373,7 @@ static int integrator_new(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
     d->integ = in;
     in->ng = -1;
+    in->abort = &never_abort;
     in->xbefore = calloc((size_t)m->nx, sizeof(double));
     if (!in->xbefore || SUNContext_Create(NULL, &in->ctx) != 0)
         return rs_fail(st, RS_EEXHAUSTED, "cannot create the SUNDIALS context");
@@ -807,6 +817,10 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                 ERKStepSetStopTime(in->mem, tstop);
                 continue;
             }
+            if (flag < 0 && atomic_load_explicit(in->abort, memory_order_relaxed))
+                return rs_fail(st, RS_EDEADLINE,
+                               "interrupted at t = %.9g s, partway through control step %llu",
+                               tret, (unsigned long long)d->step_count + 1);
             if (flag < 0) {
                 char *name = ERKStepGetReturnFlagName(flag); /* malloc'd by SUNDIALS */
                 rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
@@ -829,29 +843,69 @@ int rs_step(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st)
     return rs_step_continue(m, d, nsteps, st);
 }
 
+/* One control step: from d->t to the next grid point, sensors read at its end. */
+static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    double t1 = d->grid_t0 + (double)(d->grid_k + 1) * m->control_dt;
+    double dt = t1 - d->t;
+    d->step_events = 0;
+    if (d->dirty)
+        settle_all(m, d);
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        if (em->robot->step_begin)
+            em->robot->step_begin(em, &d->ent[e], d->t, d->x + em->x_off, dt);
+    }
+    int rc = integrate_to(m, d, t1, st);
+    if (rc < 0)
+        return rc;
+    d->t = t1;
+    d->grid_k++;
+    d->step_count++;
+    read_sensors(m, d, dt);
+    return 0;
+}
+
 int rs_step_continue(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_status_t *st)
 {
+    uint64_t done = 0;
+    int rc = rs_step_until(m, d, nsteps, INFINITY, &done, st);
+    if (rc == 0 && done < nsteps)
+        rc = rs_fail(st, RS_EDEADLINE, "interrupted at t = %.9g s after %llu of %llu control steps",
+                     d->t, (unsigned long long)done, (unsigned long long)nsteps);
+    return rc;
+}
+
+int rs_step_until(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, double yield_at,
+                  uint64_t *done, rs_status_t *st)
+{
     d->m = m;
-    for (uint64_t k = 0; k < nsteps; k++) {
-        double t1 = d->grid_t0 + (double)(d->grid_k + 1) * m->control_dt;
-        double dt = t1 - d->t;
-        d->step_events = 0;
-        if (d->dirty)
-            settle_all(m, d);
-        for (int e = 0; e < m->nentities; e++) {
-            const rs_entity_model_t *em = &m->ent[e];
-            if (em->robot->step_begin)
-                em->robot->step_begin(em, &d->ent[e], d->t, d->x + em->x_off, dt);
-        }
-        int rc = integrate_to(m, d, t1, st);
-        if (rc < 0)
-            return rc;
-        d->t = t1;
-        d->grid_k++;
-        d->step_count++;
-        read_sensors(m, d, dt);
+    const atomic_int *abort = d->integ->abort;
+    int timed = yield_at < INFINITY; /* else no clock read at all */
+    uint64_t k = 0;
+    int rc = 0;
+    for (; k < nsteps; k++) {
+        /* a boundary: stop here when interrupted, or when the time is up (after one step) */
+        if (atomic_load_explicit(abort, memory_order_relaxed) ||
+            (timed && k && rs_clock() >= yield_at))
+            break;
+        if ((rc = control_step(m, d, st)) < 0)
+            break;
     }
-    return 0;
+    *done = k;
+    return rc;
+}
+
+void rs_data_set_abort(rs_data_t *d, const atomic_int *flag)
+{
+    d->integ->abort = flag ? flag : &never_abort;
+}
+
+double rs_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 /* ---- world --------------------------------------------------------------------------- */

@@ -92,6 +92,7 @@ int rs_auth_grant(rs_server_t *s, world_entry_t *w, rs_status_t *st)
     memcpy(w->prev_token, w->token, sizeof w->token);
     memcpy(w->token, fresh, sizeof fresh);
     w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
+    w->last_active = rs_monotonic();
     return 0;
 }
 
@@ -100,6 +101,7 @@ int rs_auth_check(rs_server_t *s, world_entry_t *w, const char *token, const cha
 {
     if (token && token_equal(w->token, token)) {
         w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
+        w->last_active = rs_monotonic(); /* --world-ttl counts from here */
         return 0;
     }
     unsigned long long id = (unsigned long long)w->id;

@@ -71,6 +71,8 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
     s->nworlds++;
     we->id = s->next_world_id++;
     we->world = world;
+    snprintf(we->owner, sizeof we->owner, "%s", s->caller->id);
+    rs_server_adopt(s, we);
     return we;
 }
 
@@ -90,6 +92,25 @@ static int refuse_on_task(const world_entry_t *w, const char *op, rs_status_t *s
                    "without a task to %s freely",
                    (unsigned long long)w->id, t->name, op,
                    !strcmp(op, "set_params") ? "change its parameters" : "command its robots");
+}
+
+/* Whether the calling client may take one more world (create, fork or claim `what`): its
+ * worlds are under --max-worlds-per-client. In-process callers have no quota. */
+static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *st)
+{
+    const char *who = s->caller->id;
+    int max = s->cfg.max_worlds_per_client, n = 0;
+    if (!who[0] || max <= 0)
+        return 0;
+    for (int i = 0; i < s->nworlds; i++)
+        n += strcmp(s->worlds[i].owner, who) == 0;
+    if (n < max)
+        return 0;
+    return rs_fail(st, RS_EEXHAUSTED,
+                   "this client already holds %d worlds, its quota (--max-worlds-per-client %d; "
+                   "worlds it created, forked or claimed count); destroy one of them "
+                   "(DestroyWorld) before it can %s another",
+                   n, max, what);
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
@@ -164,6 +185,9 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
+    int rc = world_quota_ok(s, "create", st);
+    if (rc < 0)
+        return rc;
     rs_param_t *params = codec_params(&s->arena, c->params, c->n_params);
     if (!params)
         return OOM(st);
@@ -189,11 +213,7 @@ static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, worl
                             Robosim__V1__Response *rp, rs_status_t *st)
 {
     uint64_t id = w->id;
-    rs_world_destroy(&w->world);
-    /* keep the table dense and sorted by id */
-    size_t at = (size_t)(w - s->worlds);
-    memmove(w, w + 1, ((size_t)s->nworlds - at - 1) * sizeof *w);
-    s->nworlds--;
+    rs_server_drop_world(s, w);
     rs_log(RS_LOG_INFO, "world %llu destroyed", (unsigned long long)id);
     REPLY(rp, destroy_world, DESTROY_WORLD, &ack);
     return 0;
@@ -304,29 +324,166 @@ static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, 
     return 0;
 }
 
-/* Advance world w n control steps once its commands are in place: through its task (reward,
- * episode end: rs_task.h) when it runs one or an action was given, else plainly. */
-static int advance(world_entry_t *w, const double *action, size_t naction, uint64_t n,
+/* Save world w as it is now (a control-step boundary) into w->boundary, for rollback.
+ * The snapshot functions are the one exact copy of a world there is today; they encode the
+ * model by name too, which is most of this cost on the step path (bench/net_sched.c). A copy
+ * of the data alone (rs_data_copy) can replace this and restore_boundary one for one. */
+static int save_boundary(world_entry_t *w, rs_status_t *st)
+{
+    if (w->boundary_cap &&
+        rs_snapshot_write(w->world, w->boundary, w->boundary_cap, &w->boundary_len, NULL) == 0)
+        return 0;
+    size_t n = 0;
+    rs_snapshot_size(w->world, &n);
+    uint8_t *grown = realloc(w->boundary, n);
+    if (!grown)
+        return OOM(st);
+    w->boundary = grown;
+    w->boundary_cap = n;
+    return rs_snapshot_write(w->world, w->boundary, w->boundary_cap, &w->boundary_len, st);
+}
+
+/* Bring world w back to the boundary save_boundary saved (a control step was interrupted). */
+static void restore_boundary(world_entry_t *w)
+{
+    rs_status_t rst;
+    if (rs_snapshot_read(w->world, w->boundary, w->boundary_len, &rst) < 0)
+        rs_log(RS_LOG_ERROR, "world %llu: cannot roll back an interrupted control step: %s",
+               (unsigned long long)w->id, rst.message); /* a snapshot of itself: never */
+}
+
+/* Whether a task world's episode ended (a task Step stops there). */
+static int episode_over(const rs_world_t *world)
+{
+    return world->task && (world->data->task[RS_TASK_TERMINATED] != 0.0 ||
+                           world->data->task[RS_TASK_TRUNCATED] != 0.0);
+}
+
+/* A world whose last control step took less than this runs the first control step of its
+ * next Step unprotected (see advance). */
+#define FAST_STEP_SECONDS 1e-3
+
+/* Advance world w (commands in place) toward n control steps in all, *done of them already
+ * made (*done > 0 or `resume`: the same Step goes on: events kept, no action applied again),
+ * through its task when it runs one or an action was given. Returns when the Step is over
+ * (*done == n, or the episode ended), after one slice when `one_slice`, once rs_clock() passes
+ * `deadline` (the request's budget), or on stop: 0, or an error. Runs on StepBatch's workers
+ * too: touches world w only (and reads s->cfg, s->stop).
+ *
+ * Slices of s->cfg.slice_seconds run from a saved boundary, so a control step the abort flag
+ * interrupts is rolled back to the slice's start (the world then is at a control-step
+ * boundary: *done says which). Saving costs a snapshot (more than a fast control step), so
+ * the first control step of a Step on a world whose last control step took under
+ * FAST_STEP_SECONDS runs unprotected: nothing saved, not interruptible inside (at its end it
+ * is at a boundary); a gym-style Step of one control step then costs two clock reads more. A
+ * world that just changed wholesale (created, SetParams, SetState, SetSchedule) is protected
+ * from its first step (a Reset keeps the parameters, and the speed they give, so it counts as
+ * no change: an RL loop resetting every episode pays no snapshot for it). The gap: a world fast until now whose next control step is
+ * slow (a command that sets off a stiff transient) holds the budget and a stop for that one
+ * control step; its steps after it are protected. */
+static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_t naction,
+                   uint64_t n, int resume, int one_slice, double deadline, uint64_t *done,
                    rs_status_t *st)
 {
     rs_world_t *world = w->world;
-    if (world->task || naction)
-        return rs_world_task_step(world, action, naction, n, st);
-    int rc = rs_step(&world->model, world->data, n, st);
-    if (rc < 0)
-        rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
-    return rc;
+    int task = world->task || naction;
+    for (;;) {
+        int going_on = resume || *done > 0, protect = going_on || !w->fast_steps, rc = 0;
+        if (protect && (rc = save_boundary(w, st)) < 0)
+            return rc;
+        if (!protect)
+            rs_data_set_abort(world->data, NULL);
+        double t0 = rs_clock(), yield_at = fmin(t0 + s->cfg.slice_seconds, deadline);
+        uint64_t k = 0, want = protect ? n - *done : 1;
+        if (task) {
+            rc = rs_world_task_step_until(world, going_on ? NULL : action, going_on ? 0 : naction,
+                                          want, yield_at, going_on, &k, st);
+        } else {
+            if (!going_on) {
+                world->data->nevents = 0;
+                world->data->events_dropped = 0;
+            }
+            rc = rs_step_until(&world->model, world->data, want, yield_at, &k, st);
+        }
+        if (!protect)
+            rs_server_adopt(s, w);
+        if (rc == 0 && k > 0)
+            w->fast_steps = (rs_clock() - t0) / (double)k < FAST_STEP_SECONDS;
+        if (rc == RS_EDEADLINE) {
+            /* interrupted partway through a control step: back to the slice's start. The
+             * watchdog may set the flag a moment after a slice ended in time, so an interrupt
+             * before the deadline (and not a stop) only costs a retry */
+            restore_boundary(w);
+            w->fast_steps = 0;
+            rs_status_clear(st);
+            if (rs_clock() < deadline && !rs_server_stopping(s)) {
+                atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+                continue;
+            }
+            return 0;
+        }
+        if (rc == 0 && k == 0 && rs_clock() < deadline && !rs_server_stopping(s)) {
+            /* stopped at the first boundary by a flag the watchdog set late (see above) */
+            atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+            continue;
+        }
+        *done += k;
+        if (rc < 0) {
+            rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
+            return rc;
+        }
+        if (*done >= n || (task && episode_over(world)) || one_slice || rs_clock() >= deadline ||
+            rs_server_stopping(s))
+            return 0;
+    }
 }
 
-/* One Step of one world, the State after it built in arena `a` (*out). Shared by Step and
- * StepBatch: StepBatch calls it on worker threads, so it touches nothing but world w and
- * arena a (and reads s->cfg). */
-static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, arena_t *a,
-                    Robosim__V1__State **out, rs_status_t *st)
+/* The request's budget deadline from now (what its earlier slices left), armed on the
+ * watchdog: the abort flag is set when it passes. The loop's thread only. */
+static double arm_budget(rs_server_t *s)
+{
+    double deadline = rs_clock() + fmax(0.0, s->cfg.max_request_seconds - s->cont->used);
+    atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+    return deadline;
+}
+
+/* The request's slice is over: the watchdog disarmed, the time spent counted. */
+static void disarm_budget(rs_server_t *s, double deadline)
+{
+    atomic_store_explicit(&s->abort_at, INFINITY, memory_order_relaxed);
+    s->cont->used = s->cfg.max_request_seconds - (deadline - rs_clock());
+}
+
+/* Why a Step stopped short of what it asked: the server is stopping (UNAVAILABLE) or its
+ * compute budget ran out (DEADLINE_EXCEEDED). The world is at a control-step boundary. */
+static int stopped_short(rs_server_t *s, const world_entry_t *w, uint64_t done, uint64_t asked,
+                         rs_status_t *st)
+{
+    const rs_data_t *d = w->world->data;
+    if (rs_server_stopping(s))
+        return rs_fail(st, RS_EUNAVAIL,
+                       "the server is stopping: world %llu stopped after %llu of the %llu control "
+                       "steps asked (t = %.9g s, step_count %llu); reconnect when it is back",
+                       (unsigned long long)w->id, (unsigned long long)done,
+                       (unsigned long long)asked, d->t, (unsigned long long)d->step_count);
+    return rs_fail(st, RS_EDEADLINE,
+                   "world %llu stopped after %llu of the %llu control steps asked (t = %.9g s, "
+                   "step_count %llu): over this server's compute budget of %g s per request "
+                   "(--max-request-seconds); the world can be stepped on from there; ask for "
+                   "fewer steps per request",
+                   (unsigned long long)w->id, (unsigned long long)done, (unsigned long long)asked,
+                   d->t, (unsigned long long)d->step_count, s->cfg.max_request_seconds);
+}
+
+/* Check a Step's count and commands for world w and apply the commands: *n is the control
+ * steps it asks for. Nothing changes on error. */
+static int step_begin(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, uint64_t *n,
+                      rs_status_t *st)
 {
     rs_world_t *world = w->world;
-    uint64_t n = 0;
-    int rc = step_count(s, sp, world->model.control_dt, &n, st);
+    int rc = step_count(s, sp, world->model.control_dt, n, st);
     if (rc < 0 || (rc = drive_rule(w, sp->n_commands, sp->n_action, st)) < 0)
         return rc;
     if (!world->task && !sp->n_action) {
@@ -350,17 +507,43 @@ static int step_one(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *s
             rs_set_commands(&world->model, world->data, ents[i], sp->commands[i]->values,
                             sp->commands[i]->n_values, NULL);
     }
-    if ((rc = advance(w, sp->action, sp->n_action, n, st)) < 0)
-        return rc;
-    return step_state(w, a, out, st);
+    return 0;
 }
 
+/* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
+ * between other requests (server.c) until it is done, its budget runs out or the server stops;
+ * the reply then carries every event of the whole Step. In-process it runs to its end (or its
+ * budget). */
 static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                    Robosim__V1__Response *rp, rs_status_t *st)
 {
-    Robosim__V1__State *state = NULL;
-    int rc = step_one(s, w, rq->step, &s->arena, &state, st);
+    rs_cont_t *c = s->cont;
+    const Robosim__V1__Step *sp = rq->step;
+    int rc;
+    if (!c->resuming) {
+        if ((rc = step_begin(s, w, sp, &c->asked, st)) < 0)
+            return rc;
+        c->done = 0;
+    }
+    double deadline = arm_budget(s);
+    rc = advance(s, w, sp->action, sp->n_action, c->asked, c->resuming, c->can_park, deadline,
+                 &c->done, st);
+    disarm_budget(s, deadline);
     if (rc < 0)
+        return rc;
+    if (c->done < c->asked && !episode_over(w->world)) {
+        if (c->can_park && !rs_server_stopping(s) && c->used < s->cfg.max_request_seconds) {
+            if (!c->held && !(c->held = malloc(sizeof *c->held)))
+                return OOM(st);
+            c->held[0] = w->id;
+            c->nheld = 1;
+            c->park = 1;
+            return RS_PARKED;
+        }
+        return stopped_short(s, w, c->done, c->asked, st);
+    }
+    Robosim__V1__State *state = NULL;
+    if ((rc = step_state(w, &s->arena, &state, st)) < 0)
         return rc;
     rs_stream_offer(s, w, state);
     REPLY(rp, step, STEP, state);
@@ -369,18 +552,19 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
 
 /* ---- StepBatch ---- */
 
-/* One item of a batch that passed the checks: the world it steps, its Step, and where its
- * result goes. */
-typedef struct batch_job {
-    world_entry_t *w;
-    const Robosim__V1__Step *step;
-    Robosim__V1__BatchResult *result;
-} batch_job_t;
-
+/* A StepBatch slice: the items (or BatchArrays worlds) that go on, run on the worker pool.
+ * On the loop each runs one slice (the batch is parked between slices and resumed like a
+ * Step, its worlds held); in-process each runs to its end or the budget. */
 typedef struct batch_run {
     rs_server_t *s;
-    batch_job_t *jobs;
-    size_t n;
+    const Robosim__V1__StepBatch *b;
+    world_entry_t **where;               /* per item */
+    rs_item_progress_t *items;           /* per item, across slices (s->cont) */
+    Robosim__V1__BatchResult **results;  /* per item, this slice's */
+    size_t *jobs;                        /* the items to run */
+    size_t njobs;
+    double deadline;                     /* the request's budget */
+    int one_slice;
 } batch_run_t;
 
 /* An Error result built in arena a. */
@@ -398,24 +582,97 @@ static int batch_error(arena_t *a, Robosim__V1__BatchResult *r, int code, const 
     return 0;
 }
 
-/* A worker steps one item into its own arena. */
-static void batch_step(void *ctx, size_t i, int worker)
+/* Item `it` failed: its code and message (malloc'd: it may have to outlive this slice). */
+static void item_fail(rs_item_progress_t *it, int code, const char *message)
 {
-    batch_run_t *run = ctx;
-    batch_job_t *job = &run->jobs[i];
-    if (rs_pool_next_is_mine(i, run->n))
-        rs_world_prefetch(run->jobs[i + 1].w->world);
-    arena_t *a = rs_pool_arena(run->s->pool, worker);
+    it->phase = RS_ITEM_FAILED;
+    it->code = code;
+    free(it->message);
+    it->message = strdup(message && message[0] ? message : rs_strerror(code));
+}
+
+/* One slice of an item's Step (commands in place; `action` is applied on its first slice):
+ * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
+ * FAILED (an error, the budget run out, the server stopping). */
+static void item_slice(rs_server_t *s, world_entry_t *w, rs_item_progress_t *it,
+                       const double *action, size_t naction, int one_slice, double deadline)
+{
     rs_status_t st;
     rs_status_clear(&st);
-    Robosim__V1__State *state = NULL;
-    int rc = step_one(run->s, job->w, job->step, a, &state, &st);
-    if (rc == 0) {
-        job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
-        job->result->state = state;
-    } else if (batch_error(a, job->result, rc, st.message[0] ? st.message : rs_strerror(rc)) < 0) {
-        job->result->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET; /* out of memory */
+    int resume = it->phase == RS_ITEM_RUNNING;
+    it->phase = RS_ITEM_RUNNING;
+    int rc = advance(s, w, action, naction, it->asked, resume, one_slice, deadline, &it->done,
+                     &st);
+    if (rc == 0 && it->done < it->asked && !episode_over(w->world)) {
+        if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
+            return; /* goes on */
+        rc = stopped_short(s, w, it->done, it->asked, &st);
     }
+    if (rc < 0)
+        item_fail(it, rc, st.message);
+    else
+        it->phase = RS_ITEM_DONE;
+}
+
+/* The result of an item whose Step is over, in arena a: its State or its Error; NOT_SET when
+ * out of memory. */
+static void item_result(world_entry_t *w, const rs_item_progress_t *it,
+                        Robosim__V1__BatchResult *r, arena_t *a)
+{
+    rs_status_t st;
+    Robosim__V1__State *state = NULL;
+    r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET;
+    if (it->phase == RS_ITEM_DONE && step_state(w, a, &state, &st) == 0) {
+        r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+        r->state = state;
+    } else if (it->phase == RS_ITEM_FAILED && it->message) {
+        batch_error(a, r, it->code, it->message);
+    }
+}
+
+/* A worker runs item jobs[j] for a slice and, once it is over, builds its result in its own
+ * arena. */
+static void batch_step(void *ctx, size_t j, int worker)
+{
+    batch_run_t *run = ctx;
+    size_t i = run->jobs[j];
+    rs_item_progress_t *it = &run->items[i];
+    world_entry_t *w = run->where[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    const Robosim__V1__Step *sp = run->b->items[i]->step;
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = step_begin(run->s, w, sp, &it->asked, &st);
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
+    if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
+        item_slice(run->s, w, it, sp->action, sp->n_action, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING)
+        item_result(w, it, run->results[i], rs_pool_arena(run->s->pool, worker));
+}
+
+/* After a slice: whether any of the run's items goes on; if so the request parks, holding
+ * every world the batch names (so its results, built when all are over, are theirs alone). */
+static int batch_park(rs_server_t *s, const batch_run_t *run, size_t n, rs_status_t *st)
+{
+    int going = 0;
+    for (size_t j = 0; j < run->njobs && !going; j++)
+        going = run->items[run->jobs[j]].phase == RS_ITEM_RUNNING;
+    if (!going)
+        return 0;
+    rs_cont_t *c = s->cont;
+    free(c->held);
+    c->nheld = 0;
+    if (!(c->held = malloc(n * sizeof *c->held)))
+        return OOM(st);
+    for (size_t i = 0; i < n; i++)
+        if (run->where[i])
+            c->held[c->nheld++] = run->where[i]->id;
+    c->park = 1;
+    return RS_PARKED;
 }
 
 static int by_id(const void *a, const void *b)
@@ -489,8 +746,8 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
 
 /* Step many worlds in one request: the batch is checked as a whole (empty, too large, a world
  * twice), each item on its own (its world exists, its token is the controller's), then the
- * items run on the worker pool; every item gets its State or its Error, in item order. The
- * columnar form (StepBatch.arrays) is step_arrays. */
+ * items run on the worker pool, a slice each per round (batch_run_t); every item gets its
+ * State or its Error, in item order. The columnar form (StepBatch.arrays) is step_arrays. */
 static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *unused,
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
@@ -500,10 +757,11 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     if (b->arrays)
         return step_arrays(s, b->arrays, rp, st);
     size_t n = b->n_items;
+    rs_cont_t *c = s->cont;
     int rc = batch_size_ok(s, n, "items", st);
     if (rc < 0)
         return rc;
-    batch_job_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
+    size_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
     world_entry_t **where = arena_alloc(&s->arena, n * sizeof *where);
     uint64_t *ids = arena_alloc(&s->arena, n * sizeof *ids);
     Robosim__V1__BatchResult **results = arena_alloc(&s->arena, n * sizeof *results);
@@ -514,52 +772,66 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         ids[i] = b->items[i]->world_id;
     if ((rc = batch_worlds(s, ids, n, where, st)) < 0)
         return rc;
-    uint64_t total = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = 0; /* a bad count is the item's error, later */
-        if (where[i] && b->items[i]->step &&
-            step_count(s, b->items[i]->step, where[i]->world->model.control_dt, &k, NULL) == 0)
-            total += k;
+    if (!c->resuming) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = 0; /* a bad count is the item's error, later */
+            if (where[i] && b->items[i]->step &&
+                step_count(s, b->items[i]->step, where[i]->world->model.control_dt, &k, NULL) == 0)
+                total += k;
+        }
+        if ((rc = batch_total_ok(s, total, st)) < 0)
+            return rc;
+        /* per item: its world and its token; refused items are over with their error */
+        if (!(c->items = calloc(n, sizeof *c->items)))
+            return OOM(st);
+        c->nitems = n;
+        for (size_t i = 0; i < n; i++) {
+            const Robosim__V1__BatchItem *it = b->items[i];
+            rs_status_t ist;
+            rs_status_clear(&ist);
+            world_entry_t *w = where[i];
+            if (!w)
+                rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
+                             (unsigned long long)it->world_id);
+            else if (!it->step)
+                rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
+                             (unsigned long long)it->world_id);
+            else
+                rc = rs_auth_check(s, w, it->token, "step", &ist);
+            if (rc < 0)
+                item_fail(&c->items[i], rc, ist.message);
+        }
     }
-    if ((rc = batch_total_ok(s, total, st)) < 0)
-        return rc;
-
-    /* per item: its world and its token; refused items get their error now */
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
-        const Robosim__V1__BatchItem *it = b->items[i];
         Robosim__V1__BatchResult *r = arena_alloc(&s->arena, sizeof *r);
         if (!r)
             return OOM(st);
         robosim__v1__batch_result__init(r);
-        r->world_id = it->world_id;
+        r->world_id = b->items[i]->world_id;
         results[i] = r;
-        rs_status_t ist;
-        rs_status_clear(&ist);
-        world_entry_t *w = where[i];
-        if (!w)
-            rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
-                         (unsigned long long)it->world_id);
-        else if (!it->step)
-            rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
-                         (unsigned long long)it->world_id);
-        else
-            rc = rs_auth_check(s, w, it->token, "step", &ist);
-        if (rc < 0) {
-            if (batch_error(&s->arena, r, rc, ist.message) < 0)
-                return OOM(st);
-            continue;
-        }
-        jobs[nrun++] = (batch_job_t){w, it->step, r};
+        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
+            jobs[nrun++] = i;
     }
 
-    batch_run_t run = {s, jobs, nrun};
+    /* the batch's budget is the request's: an item still stepping when it runs out stops at
+     * a control-step boundary with its own DEADLINE_EXCEEDED */
+    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, arm_budget(s), c->can_park};
     rs_pool_run(s->pool, nrun, batch_step, &run);
-    for (size_t i = 0; i < nrun; i++) {
-        if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+    disarm_budget(s, run.deadline);
+    if ((rc = batch_park(s, &run, n, st)) != 0)
+        return rc;
+
+    /* all over: the results no worker built in this slice (refused at the start, or over in
+     * an earlier slice), then the states offered to the stream */
+    for (size_t i = 0; i < n; i++) {
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+            item_result(where[i], &c->items[i], results[i], &s->arena);
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
             return OOM(st);
-        if (jobs[i].result->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
-            rs_stream_offer(s, jobs[i].w, jobs[i].result->state); /* the loop's thread only */
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
+            rs_stream_offer(s, where[i], results[i]->state); /* the loop's thread only */
     }
 
     robosim__v1__step_batch_reply__init(reply);
@@ -581,6 +853,10 @@ typedef struct arrays_run {
     char **messages;        /* per world: why it failed (in a worker's arena) */
     uint64_t steps;         /* control steps for each world */
     size_t nu, na;          /* commands and actions per world */
+    double deadline;        /* the request's budget */
+    rs_item_progress_t *items; /* per world, across slices (s->cont) */
+    uint8_t *built;         /* per world: its rows written in this slice */
+    int one_slice;
 } arrays_run_t;
 
 /* World i's rows are NaN (it was not stepped, or its step failed). */
@@ -598,39 +874,20 @@ static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
         out->observation[i * out->observation_size + k] = NAN;
 }
 
-/* A worker steps world jobs[j] and writes its rows (each world its own rows: no sharing). */
-static void arrays_step(void *ctx, size_t j, int worker)
+/* World i's rows once its Step is over (each world its own rows: no sharing): its state, or
+ * its code and message (in arena a) and NaN rows. */
+static void arrays_rows(arrays_run_t *run, size_t i, arena_t *a)
 {
-    arrays_run_t *run = ctx;
-    const Robosim__V1__BatchArrays *in = run->in;
     Robosim__V1__BatchArraysReply *out = run->out;
-    size_t i = run->jobs[j];
-    world_entry_t *w = run->where[i];
-    if (rs_pool_next_is_mine(j, run->njobs))
-        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
-    rs_world_t *world = w->world;
-    const rs_model_t *m = &world->model;
-    const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
-    const double *act = in->n_actions ? in->actions + i * run->na : NULL;
-    rs_status_t st;
-    rs_status_clear(&st);
-    int rc;
-    if (in->n_reset && in->reset[i]) /* autoreset: a new episode instead of a step */
-        rc = rs_world_reset(world, in->n_reset_seeds ? in->reset_seeds[i] : world->data->seed,
-                            &st);
-    else if ((rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st)) == 0) {
-        if (u)
-            rc = rs_set_all_commands(m, world->data, u, &st);
-        if (rc == 0)
-            rc = advance(w, act, act ? run->na : 0, run->steps, &st);
-    }
-    if (rc < 0) {
-        out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
-        run->messages[i] = arena_strdup(rs_pool_arena(run->s->pool, worker),
-                                        st.message[0] ? st.message : rs_strerror(rc));
+    const rs_item_progress_t *it = &run->items[i];
+    run->built[i] = 1;
+    if (it->phase == RS_ITEM_FAILED) {
+        out->codes[i] = (Robosim__V1__ErrorCode)(-it->code);
+        run->messages[i] = it->message ? arena_strdup(a, it->message) : NULL;
         arrays_nan_rows(out, i);
         return;
     }
+    const rs_world_t *world = run->where[i]->world;
     const rs_data_t *d = world->data;
     out->time[i] = d->t;
     out->step_count[i] = d->step_count;
@@ -646,6 +903,46 @@ static void arrays_step(void *ctx, size_t j, int worker)
         out->truncated[i] = view.truncated;
         memcpy(out->info + i * out->info_size, view.info, out->info_size * sizeof(double));
     }
+}
+
+/* A worker runs world jobs[j] for a slice and, once its Step is over, writes its rows. */
+static void arrays_step(void *ctx, size_t j, int worker)
+{
+    arrays_run_t *run = ctx;
+    const Robosim__V1__BatchArrays *in = run->in;
+    size_t i = run->jobs[j];
+    world_entry_t *w = run->where[i];
+    rs_item_progress_t *it = &run->items[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
+    const double *act = in->n_actions ? in->actions + i * run->na : NULL;
+    if (it->phase == RS_ITEM_NEW && in->n_reset && in->reset[i]) {
+        /* autoreset: a new episode instead of a step */
+        rs_status_t st;
+        rs_status_clear(&st);
+        rs_world_t *world = w->world;
+        int rc = rs_world_reset(world, in->n_reset_seeds ? in->reset_seeds[i] : world->data->seed,
+                                &st);
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+        else
+            it->phase = RS_ITEM_DONE;
+    }
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
+        if (rc == 0 && u)
+            rc = rs_set_all_commands(&w->world->model, w->world->data, u, &st);
+        it->asked = run->steps;
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
+    if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
+        item_slice(run->s, w, it, act, act ? run->na : 0, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING)
+        arrays_rows(run, i, rs_pool_arena(run->s->pool, worker));
 }
 
 /* Whether world w is of the batch's shape, that of world `like`: the same preset (SetParams
@@ -683,10 +980,12 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     if ((rc = batch_total_ok(s, steps * n, st)) < 0)
         return rc;
     arrays_run_t run = {.s = s, .in = in, .steps = steps};
+    rs_cont_t *c = s->cont;
     run.where = arena_alloc(&s->arena, n * sizeof *run.where);
     run.jobs = arena_alloc(&s->arena, n * sizeof *run.jobs);
     run.messages = arena_alloc(&s->arena, n * sizeof *run.messages);
-    if (!run.where || !run.jobs || !run.messages)
+    run.built = arena_alloc(&s->arena, n);
+    if (!run.where || !run.jobs || !run.messages || !run.built)
         return OOM(st);
     if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0)
         return rc;
@@ -757,44 +1056,62 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         return OOM(st);
     run.out = out;
 
-    /* world by world: it exists, its token, its shape; refused worlds get their error now */
+    /* world by world: it exists, its token, its shape; refused worlds are over with their
+     * error */
+    if (!c->resuming) {
+        if (!(c->items = calloc(n, sizeof *c->items)))
+            return OOM(st);
+        c->nitems = n;
+        for (size_t i = 0; i < n; i++) {
+            world_entry_t *w = run.where[i];
+            rs_status_t ist;
+            rs_status_clear(&ist);
+            if (!w)
+                rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server",
+                             i, (unsigned long long)in->world_ids[i]);
+            else if (!same_shape(w, like))
+                rc = rs_fail(&ist, RS_EINVAL,
+                             "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
+                             "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
+                             "worlds of one shape",
+                             i, (unsigned long long)w->id, w->world->model.preset,
+                             w->world->task ? ", task " : "",
+                             w->world->task ? w->world->task->name : "",
+                             (unsigned long long)like->id, like->world->model.preset,
+                             like->world->task ? ", task " : "",
+                             like->world->task ? like->world->task->name : "");
+            else
+                rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
+            if (rc < 0)
+                item_fail(&c->items[i], rc, ist.message);
+        }
+    }
+    run.items = c->items;
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
-        world_entry_t *w = run.where[i];
-        rs_status_t ist;
-        rs_status_clear(&ist);
         out->codes[i] = ROBOSIM__V1__ERROR_CODE__OK;
         out->step_count[i] = 0;
         out->events[i] = 0;
         out->terminated[i] = out->truncated[i] = 0;
         run.messages[i] = NULL;
-        if (!w)
-            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
-                         (unsigned long long)in->world_ids[i]);
-        else if (!same_shape(w, like))
-            rc = rs_fail(&ist, RS_EINVAL,
-                         "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the batch's "
-                         "first world %llu (preset '%s'%s%s); one BatchArrays takes worlds of "
-                         "one shape",
-                         i, (unsigned long long)w->id, w->world->model.preset,
-                         w->world->task ? ", task " : "", w->world->task ? w->world->task->name : "",
-                         (unsigned long long)like->id, like->world->model.preset,
-                         like->world->task ? ", task " : "",
-                         like->world->task ? like->world->task->name : "");
-        else
-            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
-        if (rc < 0) {
-            out->codes[i] = (Robosim__V1__ErrorCode)(-rc);
-            if (!(run.messages[i] = arena_strdup(&s->arena, ist.message)))
-                return OOM(st);
-            arrays_nan_rows(out, i);
-            continue;
-        }
-        run.jobs[nrun++] = i;
+        run.built[i] = 0;
+        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
+            run.jobs[nrun++] = i;
     }
 
     run.njobs = nrun;
+    run.one_slice = c->can_park;
+    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
     rs_pool_run(s->pool, nrun, arrays_step, &run);
+    disarm_budget(s, run.deadline);
+    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs, .njobs = nrun};
+    if ((rc = batch_park(s, &park, n, st)) != 0)
+        return rc;
+    /* all over: the rows no worker wrote in this slice (refused at the start, or over in an
+     * earlier slice) */
+    for (size_t i = 0; i < n; i++)
+        if (!run.built[i])
+            arrays_rows(&run, i, &s->arena);
 
     size_t nerr = 0;
     for (size_t i = 0; i < n; i++)
@@ -859,6 +1176,7 @@ static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
     int rc = rs_snapmac_verify(s, b->data, b->len, &n, st);
     if (rc < 0 || (rc = rs_snapshot_read(w->world, b->data, n, st)) < 0)
         return rc;
+    w->fast_steps = 0;
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, st);
 }
 
@@ -872,6 +1190,9 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
+    int rc = world_quota_ok(s, "fork", st);
+    if (rc < 0)
+        return rc;
     uint64_t from = w->id;
     size_t n = 0;
     if (b->len && rs_snapmac_verify(s, b->data, b->len, &n, st) < 0)
@@ -921,6 +1242,7 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     int rc = rs_world_set_params(w->world, params, p->n_params, st);
     if (rc < 0)
         return rc;
+    w->fast_steps = 0;
     REPLY(rp, set_params, SET_PARAMS, &ack);
     return 0;
 }
@@ -943,6 +1265,7 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
                              sc->values, sc->n_times, st);
     if (rc < 0)
         return rc;
+    w->fast_steps = 0;
     REPLY(rp, set_schedule, SET_SCHEDULE, &ack);
     return 0;
 }
@@ -1015,8 +1338,11 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
                            "Claim again after it lapses (the lease is %g s, renewed by every "
                            "change the controller makes)",
                            (unsigned long long)w->id, left, s->cfg.lease_seconds);
+        if (strcmp(w->owner, s->caller->id) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
+            return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;
+        snprintf(w->owner, sizeof w->owner, "%s", s->caller->id);
         rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
     }
     Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);

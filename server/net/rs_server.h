@@ -37,6 +37,15 @@ typedef struct rs_server_config {
     const char *authorized_keys;    /* ... admitting the client keys this file lists, each with
                                        its role (curve.c); set both or neither */
     int insecure;                   /* serve a non-loopback endpoint without CURVE anyway */
+    double max_request_seconds;     /* compute budget of one request: past it a Step stops at a
+                                       control-step boundary with DEADLINE_EXCEEDED */
+    double slice_seconds;           /* a long Step runs in slices this long, other requests
+                                       served in between */
+    int max_worlds_per_client;      /* worlds one client may create, fork or claim (0: no limit) */
+    int max_inflight_per_client;    /* requests of one client held unanswered at a time (parked
+                                       or waiting); more get RESOURCE_EXHAUSTED */
+    double world_ttl;               /* a world whose controller sent nothing for this long is
+                                       destroyed (0: never) */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */
@@ -53,7 +62,9 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st);
  * a negative code if the socket failed. */
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
 
-/* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. */
+/* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. After rs_server_run
+ * returns every world is at a control-step boundary and no request is in flight: the place to
+ * checkpoint worlds (--state-dir) is between the two calls. */
 void rs_server_destroy(rs_server_t **s);
 
 /* Whether a ZeroMQ endpoint is reachable from this machine only: tcp:// on 127.x.x.x,

@@ -6,6 +6,8 @@
 #include "server_internal.h"
 
 #include <errno.h>
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +42,11 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->curve_secret_key = NULL;
     cfg->authorized_keys = NULL;
     cfg->insecure = 0;
+    cfg->max_request_seconds = 5.0;
+    cfg->slice_seconds = 0.005;
+    cfg->max_worlds_per_client = 64;
+    cfg->max_inflight_per_client = 4;
+    cfg->world_ttl = 0.0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -147,7 +154,13 @@ void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint
         s->out = NULL;
         s->out_cap = 0;
     }
+    /* the loop hands its request's progress in s->cont (it can park); in-process callers get
+     * a fresh one that cannot */
+    rs_cont_t own = {0};
+    if (!s->cont)
+        s->cont = &own;
     handle(s, caller, req, len, out, outlen);
+    s->cont = NULL;
     /* keep the arena's chunks between requests, but give back at once what one huge request
      * grew (its large chunks are mapped: unmapping returns them to the system) */
     if (arena_capacity(&s->arena) > ARENA_KEEP) {
@@ -232,10 +245,125 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
     }
     if (rc < 0)
         error_reply(s, rq->id, rc, st.message[0] ? st.message : rs_strerror(rc), out, outlen);
+    else if (rc == RS_PARKED)
+        *out = NULL, *outlen = 0; /* no reply yet: the loop holds the request */
     else
         pack(s, &rp, out, outlen);
+    if (rc != RS_PARKED)
+        rs_cont_release(s->cont); /* answered: its progress goes */
     /* no robosim__v1__request__free_unpacked: the request lives in the arena (in_arena), which
      * the next request resets; walking it only to call a no-op free costs a batch's time */
+}
+
+/* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
+ * A thread that looks every WATCHDOG_MS at the armed deadline (s->abort_at, set per slice by
+ * the handler) and the stop flag, and sets the worlds' abort flag; the core then stops within
+ * one right-hand-side evaluation. Nothing is added to the step path but two atomic stores per
+ * request. */
+#define WATCHDOG_MS 10
+
+typedef struct watchdog {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    int quit;
+} watchdog_t;
+
+static void *watchdog_main(void *arg)
+{
+    rs_server_t *s = arg;
+    watchdog_t *wd = s->watchdog;
+    pthread_mutex_lock(&wd->lock);
+    while (!wd->quit) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += WATCHDOG_MS * 1000000L;
+        if (ts.tv_nsec >= 1000000000L) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000L;
+        }
+        pthread_cond_timedwait(&wd->wake, &wd->lock, &ts);
+        if (rs_server_stopping(s) ||
+            rs_clock() >= atomic_load_explicit(&s->abort_at, memory_order_relaxed))
+            atomic_store_explicit(&s->abort, 1, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&wd->lock);
+    return NULL;
+}
+
+static int watchdog_start(rs_server_t *s, rs_status_t *st)
+{
+    watchdog_t *wd = calloc(1, sizeof *wd);
+    if (!wd)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    pthread_mutex_init(&wd->lock, NULL);
+    pthread_cond_init(&wd->wake, NULL);
+    s->watchdog = wd;
+    if (pthread_create(&wd->thread, NULL, watchdog_main, s) != 0) {
+        s->watchdog = NULL;
+        free(wd);
+        return rs_fail(st, RS_EINTERNAL, "cannot start the watchdog thread");
+    }
+    return 0;
+}
+
+static void watchdog_stop(rs_server_t *s)
+{
+    watchdog_t *wd = s->watchdog;
+    if (!wd)
+        return;
+    pthread_mutex_lock(&wd->lock);
+    wd->quit = 1;
+    pthread_cond_signal(&wd->wake);
+    pthread_mutex_unlock(&wd->lock);
+    pthread_join(wd->thread, NULL);
+    pthread_mutex_destroy(&wd->lock);
+    pthread_cond_destroy(&wd->wake);
+    free(wd);
+    s->watchdog = NULL;
+}
+
+void rs_cont_release(rs_cont_t *c)
+{
+    for (size_t i = 0; c->items && i < c->nitems; i++)
+        free(c->items[i].message);
+    free(c->items);
+    free(c->held);
+    c->items = NULL;
+    c->held = NULL;
+    c->nitems = c->nheld = 0;
+}
+
+/* Mark the worlds a parked request holds (held 1) or release them (0). */
+static void hold(rs_server_t *s, const rs_cont_t *c, int held)
+{
+    for (size_t i = 0; i < c->nheld; i++) {
+        world_entry_t *w = rs_server_world(s, c->held[i]);
+        if (w)
+            w->held = held;
+    }
+}
+
+void rs_server_adopt(rs_server_t *s, world_entry_t *w)
+{
+    rs_data_set_abort(w->world->data, &s->abort);
+}
+
+void rs_server_forget(world_entry_t *w)
+{
+    free(w->boundary);
+    w->boundary = NULL;
+    w->boundary_len = w->boundary_cap = 0;
+}
+
+void rs_server_drop_world(rs_server_t *s, world_entry_t *w)
+{
+    rs_server_forget(w);
+    rs_world_destroy(&w->world);
+    /* keep the table dense and sorted by id */
+    size_t at = (size_t)(w - s->worlds);
+    memmove(w, w + 1, ((size_t)s->nworlds - at - 1) * sizeof *w);
+    s->nworlds--;
 }
 
 rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
@@ -247,6 +375,8 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     s->cfg = *cfg;
     s->next_world_id = 1;
+    atomic_init(&s->abort, 0);
+    atomic_init(&s->abort_at, INFINITY);
     if (rs_snapmac_init(s, st) < 0) {
         free(s);
         return NULL;
@@ -276,6 +406,8 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         we->id = s->next_world_id++;
         we->world = w;
         s->nworlds = 1;
+        we->last_active = rs_monotonic();
+        rs_server_adopt(s, we);
         /* world 1's controller: the token given on the command line, its lease running from
          * now; or a random token (logged) with the lease already lapsed, so the first client
          * to Claim the world controls it */
@@ -293,6 +425,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
                    "token)",
                    cfg->default_preset, we->token);
         }
+    }
+    if (watchdog_start(s, st) < 0) {
+        rs_server_destroy(&s);
+        return NULL;
     }
     if (cfg->bind) {
         s->zctx = zmq_ctx_new();
@@ -321,19 +457,26 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     return s;
 }
 
+static void pending_drop(struct pending **list);
+
 void rs_server_destroy(rs_server_t **ps)
 {
     rs_server_t *s = *ps;
     if (!s)
         return;
+    watchdog_stop(s);
+    pending_drop(&s->parked);
+    pending_drop(&s->waiting);
     if (s->router)
         zmq_close(s->router);
     rs_stream_close(s);
     if (s->zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
-    for (int i = 0; i < s->nworlds; i++)
+    for (int i = 0; i < s->nworlds; i++) {
+        rs_server_forget(&s->worlds[i]);
         rs_world_destroy(&s->worlds[i].world);
+    }
     free(s->worlds);
     free(s->out);
     arena_free(&s->arena);
@@ -360,8 +503,9 @@ static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
         used += (size_t)snprintf(c->id + used, sizeof c->id - used, "%02x", r[i]);
 }
 
-/* Receive one multipart message: envelope frames, then the payload (the last frame). */
-static int recv_request(void *sock, zmq_msg_t *frames, int *nframes)
+/* Receive one multipart message: envelope frames, then the payload (the last frame). `flags`
+ * ZMQ_DONTWAIT: return -1 (EAGAIN) at once when none is there. */
+static int recv_request(void *sock, zmq_msg_t *frames, int *nframes, int flags)
 {
     int n = 0, more = 1;
     while (more) {
@@ -369,7 +513,7 @@ static int recv_request(void *sock, zmq_msg_t *frames, int *nframes)
         if (n >= MAX_ENVELOPE + 1)
             zmq_msg_close(f); /* too many frames: keep overwriting the last slot */
         zmq_msg_init(f);
-        if (zmq_msg_recv(f, sock, 0) < 0) {
+        if (zmq_msg_recv(f, sock, n ? 0 : flags) < 0) {
             zmq_msg_close(f);
             for (int i = 0; i < (n < MAX_ENVELOPE + 1 ? n : MAX_ENVELOPE); i++)
                 zmq_msg_close(&frames[i]);
@@ -383,12 +527,288 @@ static int recv_request(void *sock, zmq_msg_t *frames, int *nframes)
     return 0;
 }
 
+/* ---- scheduling: no client stalls the others ----------------------------------------------
+ * One thread serves every request, so a long Step runs in slices (cfg.slice_seconds, checked
+ * at control-step boundaries: one clock read per control step), a StepBatch in rounds of a
+ * slice per world: one not done after a slice is parked (its frames and progress kept here)
+ * and resumed in turn with the other parked ones, while everything else that arrives is served
+ * in between. A parked request holds its worlds: requests that name one of them wait, in
+ * arrival order, until it is answered, so a world's requests stay in order. Each client may have
+ * cfg.max_inflight_per_client requests parked or waiting. */
+typedef struct pending {
+    struct pending *next;
+    zmq_msg_t frames[MAX_ENVELOPE + 1]; /* envelope, then the request */
+    int nframes;
+    rs_caller_t caller;
+    rs_cont_t cont;
+    uint64_t *ids; /* the worlds a waiting request names */
+    size_t nids;
+} pending_t;
+
+/* The ids of the worlds request `rq` names (its world, or a StepBatch's), in *ids (malloc'd,
+ * NULL when none); their count. -1 when out of memory. */
+static long named_worlds(const Robosim__V1__Request *rq, uint64_t **ids)
+{
+    *ids = NULL;
+    const rs_op_t *op = rq ? rs_op_find(rq->op_case) : NULL;
+    size_t n = 0;
+    if (!op)
+        return 0;
+    if (op->needs_world)
+        n = 1;
+    else if (rq->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH)
+        n = rq->step_batch->arrays ? rq->step_batch->arrays->n_world_ids : rq->step_batch->n_items;
+    if (!n)
+        return 0;
+    if (!(*ids = malloc(n * sizeof **ids)))
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        (*ids)[i] = op->needs_world                  ? rq->world_id
+                    : rq->step_batch->arrays         ? rq->step_batch->arrays->world_ids[i]
+                    : rq->step_batch->items[i]->world_id;
+    return (long)n;
+}
+
+/* Whether any of ids is held by a parked Step or named by a waiting request before `upto`. */
+static int must_wait(rs_server_t *s, const uint64_t *ids, size_t n, const pending_t *upto)
+{
+    for (size_t i = 0; i < n; i++) {
+        const world_entry_t *w = rs_server_world(s, ids[i]);
+        if (w && w->held)
+            return 1;
+        for (const pending_t *q = s->waiting; q && q != upto; q = q->next)
+            for (size_t j = 0; j < q->nids; j++)
+                if (q->ids[j] == ids[i])
+                    return 1;
+    }
+    return 0;
+}
+
+/* Requests of `caller` held unanswered (parked or waiting). */
+static int inflight(const rs_server_t *s, const rs_caller_t *caller)
+{
+    int n = 0;
+    for (const pending_t *p = s->parked; p; p = p->next)
+        n += strcmp(p->caller.id, caller->id) == 0;
+    for (const pending_t *p = s->waiting; p; p = p->next)
+        n += strcmp(p->caller.id, caller->id) == 0;
+    return n;
+}
+
+static void append(pending_t **list, pending_t *p)
+{
+    p->next = NULL;
+    while (*list)
+        list = &(*list)->next;
+    *list = p;
+}
+
+/* Route a reply back: the envelope as received, then the reply; the frames are consumed. */
+static void send_reply(rs_server_t *s, zmq_msg_t *frames, int n, const uint8_t *out,
+                       size_t outlen)
+{
+    for (int i = 0; i < n - 1; i++)
+        if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)
+            zmq_msg_close(&frames[i]);
+    if (zmq_send(s->router, out, outlen, 0) < 0)
+        rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
+    zmq_msg_close(&frames[n - 1]);
+}
+
+static void pending_free(pending_t *p)
+{
+    for (int i = 0; i < p->nframes; i++)
+        zmq_msg_close(&p->frames[i]);
+    free(p->ids);
+    rs_cont_release(&p->cont);
+    free(p);
+}
+
+/* Free a list of requests never answered (a server destroyed without rs_server_run's end). */
+static void pending_drop(pending_t **list)
+{
+    while (*list) {
+        pending_t *p = *list;
+        *list = p->next;
+        pending_free(p);
+    }
+}
+
+/* A pending record that takes over frames[0..n-1]. NULL when out of memory. */
+static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *caller)
+{
+    pending_t *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    for (int i = 0; i < n; i++) {
+        zmq_msg_init(&p->frames[i]);
+        zmq_msg_move(&p->frames[i], &frames[i]);
+    }
+    p->nframes = n;
+    p->caller = *caller;
+    return p;
+}
+
+/* Serve a request (frames[0..n-1]) with progress `c`: reply, or, when the handler parks it,
+ * keep it on the parked list (taking over the frames, into `p` or a new record). Returns
+ * whether it was parked. */
+static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller,
+                 rs_cont_t *c, pending_t *p)
+{
+    const uint8_t *out;
+    size_t outlen;
+    zmq_msg_t *payload = &frames[n - 1];
+    c->can_park = 1;
+    c->park = 0;
+    s->cont = c;
+    rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
+                          &outlen);
+    if (c->park) {
+        if (!p && !(p = pending_new(frames, n, caller))) {
+            /* cannot keep it: run it to its end or its budget here instead */
+            c->can_park = 0;
+            c->resuming = 1;
+            s->cont = c;
+            rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
+                                  &outlen);
+            send_reply(s, frames, n, out, outlen);
+            return 0;
+        }
+        if (c != &p->cont)
+            p->cont = *c; /* a new record takes over the progress (and what it holds) */
+        p->cont.resuming = 1;
+        hold(s, &p->cont, 1);
+        append(&s->parked, p);
+        s->nparked++;
+        return 1;
+    }
+    send_reply(s, frames, n, out, outlen);
+    return 0;
+}
+
+/* Serve the waiting requests that no longer wait (their worlds free), in arrival order. */
+static void serve_waiting(rs_server_t *s)
+{
+    pending_t **link = &s->waiting;
+    while (*link) {
+        pending_t *q = *link;
+        if (must_wait(s, q->ids, q->nids, q)) {
+            link = &q->next;
+            continue;
+        }
+        *link = q->next;
+        s->nwaiting--;
+        rs_cont_t c = {0};
+        serve(s, q->frames, q->nframes, &q->caller, &c, NULL);
+        q->nframes = 0; /* consumed by the reply, or moved into a parked record */
+        pending_free(q);
+        link = &s->waiting; /* a request served may have freed or held others' worlds */
+    }
+}
+
+/* Resume the parked request at the head of the list for one slice. */
+static void resume_next(rs_server_t *s)
+{
+    pending_t *p = s->parked;
+    if (!p)
+        return;
+    s->parked = p->next;
+    s->nparked--;
+    hold(s, &p->cont, 0); /* its own request may touch them; held again if it parks again */
+    if (serve(s, p->frames, p->nframes, &p->caller, &p->cont, p))
+        return;
+    p->nframes = 0; /* consumed by the reply */
+    pending_free(p);
+    serve_waiting(s);
+}
+
+/* An error reply to a request not run (frames consumed). */
+static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const char *message)
+{
+    const uint8_t *out;
+    size_t outlen;
+    zmq_msg_t *payload = &frames[n - 1];
+    arena_reset(&s->arena);
+    Robosim__V1__Request *rq =
+        zmq_msg_size(payload) <= s->cfg.max_message_size
+            ? robosim__v1__request__unpack(NULL, zmq_msg_size(payload), zmq_msg_data(payload))
+            : NULL;
+    error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
+    if (rq)
+        robosim__v1__request__free_unpacked(rq, NULL);
+    send_reply(s, frames, n, out, outlen);
+}
+
+/* A request arrived: served now, or (its world held) queued behind the parked Step. */
+static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller)
+{
+    if (s->parked || s->waiting) {
+        int max = s->cfg.max_inflight_per_client, have = inflight(s, caller);
+        if (max > 0 && have >= max) {
+            char msg[256];
+            snprintf(msg, sizeof msg,
+                     "this client already has %d requests in flight, its quota "
+                     "(--max-inflight-per-client %d); wait for their replies before sending more",
+                     have, max);
+            refuse(s, frames, n, RS_EEXHAUSTED, msg);
+            return;
+        }
+        zmq_msg_t *payload = &frames[n - 1];
+        Robosim__V1__Request *rq =
+            zmq_msg_size(payload) <= s->cfg.max_message_size
+                ? robosim__v1__request__unpack(NULL, zmq_msg_size(payload), zmq_msg_data(payload))
+                : NULL;
+        uint64_t *ids = NULL;
+        long nids = named_worlds(rq, &ids);
+        if (rq)
+            robosim__v1__request__free_unpacked(rq, NULL);
+        if (nids > 0 && must_wait(s, ids, (size_t)nids, NULL)) {
+            pending_t *p = pending_new(frames, n, caller);
+            if (!p) {
+                free(ids);
+                refuse(s, frames, n, RS_EEXHAUSTED, "server out of memory queueing the request");
+                return;
+            }
+            p->ids = ids;
+            p->nids = (size_t)nids;
+            append(&s->waiting, p);
+            s->nwaiting++;
+            return;
+        }
+        free(ids);
+    }
+    rs_cont_t c = {0};
+    serve(s, frames, n, caller, &c, NULL);
+}
+
+/* --world-ttl: destroy the worlds whose controller has sent nothing for that long (the lease
+ * is renewed by each of its requests, so its start is the controller's last one). Worlds a
+ * request holds or waits for are kept. */
+static void expire_idle(rs_server_t *s, double now)
+{
+    for (int i = 0; i < s->nworlds;) {
+        world_entry_t *w = &s->worlds[i];
+        double idle = now - w->last_active;
+        if (idle < s->cfg.world_ttl || w->held || must_wait(s, &w->id, 1, NULL)) {
+            i++;
+            continue;
+        }
+        rs_log(RS_LOG_INFO, "world %llu destroyed: no request from its controller for %.0f s "
+               "(--world-ttl %g)", (unsigned long long)w->id, idle, s->cfg.world_ttl);
+        rs_server_drop_world(s, w);
+    }
+}
+
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
 {
     /* A blocking receive with a timeout rather than zmq_poll: one socket to read, and one wait
      * per request fewer (measured by bench/robosim_bench.c). The timeout bounds how long a stop
-     * request waits when signals are not delivered to this thread. */
+     * request waits when signals are not delivered to this thread. While Steps are parked the
+     * receive does not wait, and a slice of the next one runs whenever no request is there or
+     * a slice's time has passed since the last. */
     int timeout_ms = 200, idle_ms = 200;
+    double last_slice = rs_clock();
+    s->stop = stop;
     zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s (%d world%s)", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, s->cfg.bind, s->nworlds, s->nworlds == 1 ? "" : "s");
@@ -399,38 +819,48 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
             timeout_ms = want;
             zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
         }
+        if (s->cfg.world_ttl > 0) {
+            double now = rs_clock();
+            if (now >= s->next_expiry_check) {
+                expire_idle(s, now);
+                s->next_expiry_check = now + fmin(1.0, s->cfg.world_ttl / 4);
+            }
+        }
         zmq_msg_t frames[MAX_ENVELOPE + 1];
-        int n = 0;
-        if (recv_request(s->router, frames, &n) < 0) {
+        int n = 0, busy = s->parked != NULL;
+        if (recv_request(s->router, frames, &n, busy ? ZMQ_DONTWAIT : 0) < 0) {
             int e = zmq_errno();
-            if (e == EAGAIN || e == EINTR)
-                continue;
             if (e == ETERM)
                 break;
-            rs_log(RS_LOG_WARN, "receive failed: %s", zmq_strerror(e));
+            if (e != EAGAIN && e != EINTR)
+                rs_log(RS_LOG_WARN, "receive failed: %s", zmq_strerror(e));
+            if (busy) {
+                resume_next(s);
+                last_slice = rs_clock();
+            }
             continue;
         }
-        const uint8_t *out;
-        size_t outlen;
         if (n < 2) {
             /* ROUTER always prefixes the sender identity; a lone frame cannot be answered */
             for (int i = 0; i < n; i++)
                 zmq_msg_close(&frames[i]);
             continue;
         }
-        zmq_msg_t *payload = &frames[n - 1];
         rs_caller_t caller;
-        caller_of(&frames[0], payload, &caller);
-        rs_server_handle_from(s, &caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
-                              &outlen);
-        /* route back: the envelope as received, then the reply */
-        for (int i = 0; i < n - 1; i++)
-            if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)
-                zmq_msg_close(&frames[i]);
-        if (zmq_send(s->router, out, outlen, 0) < 0)
-            rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
-        zmq_msg_close(payload);
+        caller_of(&frames[0], &frames[n - 1], &caller);
+        arrive(s, frames, n, &caller);
+        if (busy && rs_clock() - last_slice >= s->cfg.slice_seconds) {
+            resume_next(s); /* requests keep coming: the parked ones still get their turn */
+            last_slice = rs_clock();
+        }
     }
+    /* stopping: the parked Steps and the requests waiting behind them get their replies (a
+     * Step: UNAVAILABLE with how far it got); every world is then at a control-step boundary */
+    atomic_store_explicit(&s->abort, 1, memory_order_relaxed);
+    while (s->parked)
+        resume_next(s);
+    serve_waiting(s);
+    s->stop = NULL;
     rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors); %llu stream frames sent, %llu "
            "not sent",
            (unsigned long long)s->requests, (unsigned long long)s->errors,

@@ -2,6 +2,8 @@
 #ifndef RS_SERVER_INTERNAL_H
 #define RS_SERVER_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "arena.h"
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
@@ -26,9 +28,52 @@ typedef struct world_entry {
     uint64_t watched_gen;              /* ... as of this subscription generation */
     uint64_t batch_mark;               /* the StepBatch that last named this world */
     size_t batch_item;                 /* ... as its item number */
+    /* scheduling (server.c) and quotas */
+    double last_active;                /* rs_monotonic() time of its controller's last request
+                                          (or its creation): --world-ttl */
+    int held;                          /* a Step parked between its slices holds the world:
+                                          requests naming it wait behind it */
+    char owner[sizeof(((rs_caller_t *)0)->id)]; /* the client that created, forked or claimed
+                                          it (per-client quota key; "" for none) */
+    int fast_steps;                    /* its last control step took under FAST_STEP_SECONDS
+                                          (dispatch.c: the next Step's first control step runs
+                                          without a saved boundary); 0 unknown or slow */
+    uint8_t *boundary;                 /* the world's snapshot at the start of the slice being
+                                          run, to roll back an interrupted control step */
+    size_t boundary_len, boundary_cap;
 } world_entry_t;
 
 typedef struct rs_curve rs_curve_t;
+/* One StepBatch item's (or BatchArrays world's) progress across slices. */
+typedef struct rs_item_progress {
+    uint64_t asked, done; /* control steps asked (known once begun) and done */
+    int phase;            /* RS_ITEM_NEW, _RUNNING (begun, not over), _DONE, _FAILED */
+    int code;             /* _FAILED: its error code ... */
+    char *message;        /* ... and message (malloc'd; NULL when out of memory) */
+} rs_item_progress_t;
+
+enum { RS_ITEM_NEW, RS_ITEM_RUNNING, RS_ITEM_DONE, RS_ITEM_FAILED };
+
+/* The progress of a request the loop runs in slices: a Step or StepBatch not done within one
+ * slice is parked (the loop keeps its frames and this) and resumed between other requests. */
+typedef struct rs_cont {
+    int can_park;      /* the caller can hold the request between slices (the loop); else the
+                          handler runs it to its end or its budget */
+    int resuming;      /* 0 on the request's first slice */
+    int park;          /* set by the handler: not finished, resume it later */
+    double used;       /* compute seconds spent on it so far (budget: --max-request-seconds) */
+    uint64_t asked, done; /* a Step: control steps asked and done */
+    rs_item_progress_t *items; /* a StepBatch: per item (malloc'd, nitems) */
+    size_t nitems;
+    uint64_t *held;    /* the worlds it holds while parked (malloc'd, nheld) */
+    size_t nheld;
+} rs_cont_t;
+
+/* Free what a request's progress holds (items, their messages, held ids); zero it. */
+void rs_cont_release(rs_cont_t *c);
+
+/* A handler's return value for "parked, no reply yet" (only when cont.can_park). */
+#define RS_PARKED 1
 
 struct rs_server {
     rs_server_config_t cfg;
@@ -57,6 +102,17 @@ struct rs_server {
     const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
                                   a handler; an in-process caller has id "") */
     unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
+    /* scheduling (server.c): compute budget, interruption, parked requests */
+    rs_cont_t *cont;           /* the request's progress (never NULL inside a handler) */
+    atomic_int abort;          /* every world's abort flag (rs_data_set_abort): set by the
+                                  watchdog at a request's budget deadline or on stop */
+    _Atomic double abort_at;   /* rs_clock() time the watchdog sets `abort` (INFINITY: none) */
+    volatile sig_atomic_t *stop; /* rs_server_run's stop flag (NULL outside it) */
+    void *watchdog;            /* the watchdog thread (server.c) */
+    struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
+                                  a world a parked one holds (FIFO lists, server.c) */
+    int nparked, nwaiting;
+    double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -83,6 +139,19 @@ const rs_op_t *rs_ops(size_t *n);
 
 /* The entry of world `id`, or NULL. */
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id);
+
+/* Whether the server is stopping (SIGTERM while rs_server_run runs). */
+static inline int rs_server_stopping(const rs_server_t *s) { return s->stop && *s->stop; }
+
+/* Make world w's data interruptible by the server's abort flag (every world the server
+ * holds: created, forked or restored). */
+void rs_server_adopt(rs_server_t *s, world_entry_t *w);
+
+/* Free what the server keeps beside world w (its rollback snapshot) before w goes. */
+void rs_server_forget(world_entry_t *w);
+
+/* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
+void rs_server_drop_world(rs_server_t *s, world_entry_t *w);
 
 /* ---- auth.c: controller tokens and leases ---- */
 

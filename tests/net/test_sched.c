@@ -1,0 +1,767 @@
+/* No client stalls or fills the server (issue 15, sections 2 and 3), through the real server:
+ *   - another client's Hello and GetState are answered within 50 ms (p99 of 200) while a
+ *     1e6-step Step on workshop is in flight (the loop runs it in slices);
+ *   - a Step run in slices ends bit-identical to the same Step stepped in-process at once
+ *     (its first control step on a world known fast runs unprotected, the rest in slices);
+ *   - --max-request-seconds: a Step past its budget gets DEADLINE_EXCEEDED saying how far it
+ *     got (the world is exactly there, and steps on), also when one control step alone takes
+ *     longer than the budget (control_dt = 10, rtol = 1e-14: the step is interrupted inside);
+ *   - SIGTERM ends the server within 1 s during a 1e6-step Step and during one slow control
+ *     step, the client answered UNAVAILABLE;
+ *   - per-client quotas: worlds (forks of world 1 count against the forker; another client can
+ *     still create; destroying gives quota back) and requests in flight;
+ *   - --world-ttl: an idle world is destroyed, a busy one kept. */
+#include "rs_core.h"
+#include "rs_test.h"
+#include "server_proc.h"
+
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+
+#define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
+
+static const char *binary;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
+static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(sp->endpoint, timeout_ms, &err);
+    CHECK(c != NULL, "connect: %s", err.message);
+    if (!c) {
+        server_stop(sp); /* not left running: ctest would wait for it */
+        exit(rs_test_done("test_sched"));
+    }
+    return c;
+}
+
+/* SIGTERM the server; the seconds until it exited (a large number if it did not within 5 s,
+ * then it is killed). */
+static double stop_timed(server_proc_t *sp, int *status)
+{
+    double t0 = now();
+    kill(sp->pid, SIGTERM);
+    while (now() - t0 < 5.0) {
+        if (waitpid(sp->pid, status, WNOHANG) == sp->pid) {
+            sp->pid = -1;
+            return now() - t0;
+        }
+        sleep_s(0.002);
+    }
+    kill(sp->pid, SIGKILL);
+    waitpid(sp->pid, status, 0);
+    sp->pid = -1;
+    return 1e9;
+}
+
+/* A world whose every control step takes seconds with in-range parameters: control steps of
+ * 10 s at rtol 1e-14 (at most 1e7 internal steps each), the arm's two joint targets switching
+ * between -20 and 20 rad every 0.1 s (a schedule of 400 knots), each switch a stiff transient
+ * resolved at that tolerance: 2-3 s per control step in the release build. */
+static uint64_t slow_world(rsc_client_t *c)
+{
+    rsc_error_t err;
+    double dt = 10, rtol = 1e-14, maxint = 1e7;
+    rsc_param_t slow[] = {{"", "control_dt", &dt, 1}, {"", "rtol", &rtol, 1},
+                          {"", "max_internal_steps", &maxint, 1}};
+    uint64_t id = 0;
+    CHECK(rsc_create_world(c, "workshop", slow, 3, 1, &id, &err) == 0, "%s", err.message);
+    enum { K = 400 };
+    double t[K], v[K];
+    for (int i = 0; i < K; i++) {
+        t[i] = 0.1 * i;
+        v[i] = i % 2 ? 20.0 : -20.0;
+    }
+    for (uint32_t a = 0; a < 2; a++)
+        CHECK(rsc_set_schedule(c, id, "arm", a, t, v, K, &err) == 0, "%s", err.message);
+    return id;
+}
+
+/* ---- a Step on another thread, its own client ----------------------------------------- */
+
+typedef struct long_step {
+    const char *endpoint;
+    uint64_t world;
+    const char *token;
+    uint32_t steps;
+    atomic_int started, finished;
+    double t_done;
+    int rc;
+    char message[600];
+    uint64_t step_count;
+} long_step_t;
+
+static void *long_step_main(void *arg)
+{
+    long_step_t *ls = arg;
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(ls->endpoint, 120000, &err);
+    if (!c) {
+        ls->rc = -1;
+        snprintf(ls->message, sizeof ls->message, "connect: %s", err.message);
+        atomic_store(&ls->finished, 1);
+        return NULL;
+    }
+    rsc_set_world_token(c, ls->world, ls->token);
+    Robosim__V1__State *out = NULL;
+    atomic_store(&ls->started, 1);
+    ls->rc = rsc_step(c, ls->world, ls->steps, 0.0, NULL, 0, &out, &err);
+    ls->t_done = now();
+    snprintf(ls->message, sizeof ls->message, "%s", err.message);
+    if (out)
+        ls->step_count = out->step_count;
+    rsc_free(out);
+    rsc_close(&c);
+    atomic_store(&ls->finished, 1);
+    return NULL;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* 1. Another client during a 1e6-step Step, then SIGTERM during it. */
+static void test_latency_and_stop(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "600", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *a = connect_to(&sp, 5000), *b = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t busy = 0, other = 0;
+    CHECK(rsc_create_world(a, "workshop", NULL, 0, 1, &busy, &err) == 0, "%s", err.message);
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+
+    long_step_t ls = {.endpoint = sp.endpoint, .world = busy, .token = rsc_world_token(a, busy),
+                      .steps = 1000000};
+    pthread_t th;
+    pthread_create(&th, NULL, long_step_main, &ls);
+    while (!atomic_load(&ls.started))
+        sleep_s(0.001);
+    sleep_s(0.1); /* the Step is running (a 1e6-step Step takes seconds) */
+
+    enum { N = 200 };
+    double lat[N];
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        double t0 = now();
+        int rc;
+        if (i % 2) {
+            Robosim__V1__State *st = NULL;
+            rc = rsc_get_state(b, other, &st, &err);
+            rsc_free(st);
+        } else {
+            Robosim__V1__HelloReply *h = NULL;
+            rc = rsc_hello(b, 1, 1, &h, &err);
+            rsc_free(h);
+        }
+        lat[i] = now() - t0;
+        ok &= rc == 0;
+    }
+    CHECK(ok, "every Hello and GetState answered: %s", err.message);
+    int in_flight = !atomic_load(&ls.finished);
+    CHECK(in_flight, "the 1e6-step Step was still running while the other client was served "
+                     "(rc %d: %s)", ls.rc, ls.message);
+    qsort(lat, N, sizeof lat[0], by_value);
+    double p50 = lat[N / 2], p99 = lat[N * 99 / 100 - 1], max = lat[N - 1];
+    printf("other client during a 1e6-step Step: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+           p50 * 1e3, p99 * 1e3, max * 1e3);
+    CHECK(p99 < 0.050, "p99 %.1f ms < 50 ms", p99 * 1e3);
+
+    /* the Step's own world waits behind it: a GetState of it is answered after the Step */
+    Robosim__V1__State *st = NULL;
+    rsc_set_timeout(b, 300);
+    int rc = rsc_get_state(b, busy, &st, &err);
+    CHECK(rc == RSC_ETIMEOUT, "GetState of the stepping world waits behind the Step (rc %d)", rc);
+    rsc_free(st);
+    rsc_close(&b); /* the waiting GetState goes with its client */
+
+    /* SIGTERM during the Step: the server is gone within 1 s and the Step answered */
+    int status = 0;
+    double took = stop_timed(&sp, &status);
+    pthread_join(th, NULL);
+    printf("SIGTERM during a 1e6-step Step: exited after %.3f s\n", took);
+    CHECK(took < 1.0, "exited within 1 s of SIGTERM (%.3f s)", took);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "clean exit (status %d)", status);
+    CHECK(ls.rc == CODE(UNAVAILABLE) && strstr(ls.message, "stopping") &&
+              strstr(ls.message, "of the 1000000 control steps"),
+          "the Step in flight answered UNAVAILABLE with how far it got: %d %s", ls.rc, ls.message);
+    rsc_close(&a);
+}
+
+/* 2. A Step in slices is bit-identical to one in-process call. */
+static void test_slicing_exact(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "600", NULL}; /* ASan on a busy machine */
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 600000);
+    rsc_error_t err;
+    uint64_t id = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 7, &id, &err) == 0, "%s", err.message);
+    const uint32_t n = 10000; /* about 0.1 s in release: a dozen 5 ms slices or more */
+    double f = 2.0;
+    rsc_command_t cmd = {"finger", &f, 1};
+    /* one Step of one control step first: the world is then known fast, and the long Step's
+     * first control step runs without a saved boundary, its others in slices */
+    Robosim__V1__State *out = NULL;
+    CHECK(rsc_step(c, id, 1, 0.0, &cmd, 1, &out, &err) == 0, "step: %s", err.message);
+    rsc_free(out);
+    out = NULL;
+    double t0 = now();
+    int rc = rsc_step(c, id, n, 0.0, &cmd, 1, &out, &err);
+    double took = now() - t0;
+    CHECK(rc == 0, "step: %s", err.message);
+
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("workshop", NULL, 0, 7, &st);
+    CHECK(w != NULL, "%s", st.message);
+    if (!w || !out) {
+        rsc_close(&c);
+        server_stop(&sp);
+        return;
+    }
+    int fe = rs_model_entity(&w->model, "finger");
+    CHECK(rs_set_commands(&w->model, w->data, fe, &f, 1, &st) == 0, "%s", st.message);
+    CHECK(rs_step(&w->model, w->data, 1, &st) == 0, "%s", st.message);
+    CHECK(rs_step(&w->model, w->data, n, &st) == 0, "%s", st.message);
+    printf("sliced Step of %u control steps took %.3f s (slices of 5 ms)\n", n, took);
+    CHECK(took > 0.01, "the Step ran over several slices (%.3f s)", took);
+    CHECK(out->step_count == n + 1, "step_count %llu", (unsigned long long)out->step_count);
+    CHECK(out->time == w->data->t, "time %.17g vs in-process %.17g", out->time, w->data->t);
+    /* every entity's state, bit for bit (entities in model order, each its slice of x) */
+    int same = out->n_entities == (size_t)w->model.nentities;
+    for (size_t e = 0; same && e < out->n_entities; e++) {
+        const Robosim__V1__EntityState *es = out->entities[e];
+        const rs_entity_model_t *em = &w->model.ent[e];
+        same = es->n_state == (size_t)em->nx &&
+               memcmp(es->state, w->data->x + em->x_off, es->n_state * sizeof(double)) == 0;
+    }
+    CHECK(same, "state bit-identical to the in-process Step");
+    size_t events = (size_t)w->data->nevents;
+    CHECK(out->n_events == events && events > 0,
+          "the reply carries every event of the whole Step: %zu, in-process %zu", out->n_events,
+          events);
+    int same_ev = out->n_events == events;
+    for (size_t i = 0; same_ev && i < events; i++)
+        same_ev = out->events[i]->time == w->data->events[i].t;
+    CHECK(same_ev, "event times identical");
+    rsc_free(out);
+    rs_world_destroy(&w);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+/* The entity states of a State are world w's state vector, bit for bit. */
+static int same_state(const Robosim__V1__State *out, const rs_world_t *w)
+{
+    int same = out && out->n_entities == (size_t)w->model.nentities;
+    for (size_t e = 0; same && e < out->n_entities; e++) {
+        const Robosim__V1__EntityState *es = out->entities[e];
+        const rs_entity_model_t *em = &w->model.ent[e];
+        same = es->n_state == (size_t)em->nx &&
+               memcmp(es->state, w->data->x + em->x_off, es->n_state * sizeof(double)) == 0;
+    }
+    return same;
+}
+
+/* A long StepBatch in the columnar form, on another thread. */
+typedef struct long_batch {
+    const char *endpoint;
+    uint64_t ids[2];
+    const char *tokens[2];
+    uint32_t steps;
+    atomic_int started, finished;
+    int rc, codes[2];
+    char messages[2][600];
+} long_batch_t;
+
+static void *long_batch_main(void *arg)
+{
+    long_batch_t *lb = arg;
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(lb->endpoint, 120000, &err);
+    if (c) {
+        for (int i = 0; i < 2; i++)
+            rsc_set_world_token(c, lb->ids[i], lb->tokens[i]);
+        atomic_store(&lb->started, 1);
+        Robosim__V1__BatchArraysReply *out = NULL;
+        lb->rc = rsc_step_arrays(c, lb->ids, 2, lb->steps, NULL, 0, NULL, 0, &out, &err);
+        for (size_t i = 0; out && i < 2 && i < out->n_codes; i++)
+            lb->codes[i] = out->codes[i];
+        for (size_t k = 0; out && k < out->n_errors; k++)
+            if (out->errors[k]->index < 2)
+                snprintf(lb->messages[out->errors[k]->index], sizeof lb->messages[0], "%s",
+                         out->errors[k]->error->message);
+        rsc_free(out);
+        rsc_close(&c);
+    }
+    atomic_store(&lb->started, 1);
+    atomic_store(&lb->finished, 1);
+    return NULL;
+}
+
+static long long steps_done(const char *message, unsigned long long asked);
+
+/* 2b. StepBatch in slices: items and arrays bit-identical to stepping in-process, and another
+ * client served while a long batch runs (which then ends at its budget, each world where its
+ * error says). */
+static void test_batch_slices(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "2", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 60000), *b = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t ids[2] = {0, 0};
+    rs_world_t *local[2] = {NULL, NULL};
+    rs_status_t st;
+    double f = 2.0;
+    for (int i = 0; i < 2; i++) {
+        CHECK(rsc_create_world(c, "workshop", NULL, 0, 5 + i, &ids[i], &err) == 0, "%s",
+              err.message);
+        local[i] = rs_world_new("workshop", NULL, 0, 5 + (uint64_t)i, &st);
+        if (!local[i] || !ids[i]) {
+            rsc_close(&c);
+            rsc_close(&b);
+            server_stop(&sp);
+            return;
+        }
+        rs_set_commands(&local[i]->model, local[i]->data,
+                        rs_model_entity(&local[i]->model, "finger"), &f, 1, NULL);
+    }
+    /* items: 3000 control steps each, a finger command */
+    rsc_command_t cmd = {"finger", &f, 1};
+    rsc_batch_item_t items[2] = {{.world_id = ids[0], .steps = 3000, .cmds = &cmd, .ncmds = 1},
+                                 {.world_id = ids[1], .steps = 3000, .cmds = &cmd, .ncmds = 1}};
+    Robosim__V1__StepBatchReply *br = NULL;
+    double t0 = now();
+    int rc = rsc_step_batch(c, items, 2, &br, &err);
+    double took = now() - t0;
+    CHECK(rc == 0 && br && br->n_results == 2, "batch: %s", err.message);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(rs_step(&local[i]->model, local[i]->data, 3000, &st), st);
+    for (size_t i = 0; rc == 0 && br && i < 2 && i < br->n_results; i++)
+        CHECK(br->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                  br->results[i]->state->step_count == 3000 &&
+                  same_state(br->results[i]->state, local[i]) &&
+                  br->results[i]->state->n_events == (size_t)local[i]->data->nevents,
+              "item %zu bit-identical to stepping in-process, with every event", i);
+    printf("sliced StepBatch of 2 x 3000 control steps took %.3f s\n", took);
+    rsc_free(br);
+
+    /* arrays: 2000 more each, commands held */
+    Robosim__V1__BatchArraysReply *ar = NULL;
+    rc = rsc_step_arrays(c, ids, 2, 2000, NULL, 0, NULL, 0, &ar, &err);
+    CHECK(rc == 0 && ar && ar->n_codes == 2, "arrays: %s", err.message);
+    for (int i = 0; i < 2; i++)
+        CHECK_OK(rs_step(&local[i]->model, local[i]->data, 2000, &st), st);
+    for (size_t i = 0; rc == 0 && ar && i < 2; i++)
+        CHECK(ar->codes[i] == 0 && ar->step_count[i] == 5000 && ar->time[i] == local[i]->data->t &&
+                  memcmp(ar->state + i * ar->state_size, local[i]->data->x,
+                         ar->state_size * sizeof(double)) == 0,
+              "arrays world %zu bit-identical to stepping in-process", i);
+    rsc_free(ar);
+
+    /* a long batch: another client is served meanwhile; it ends at the 2 s budget */
+    long_batch_t lb = {.endpoint = sp.endpoint, .ids = {ids[0], ids[1]},
+                       .tokens = {rsc_world_token(c, ids[0]), rsc_world_token(c, ids[1])},
+                       .steps = 400000};
+    pthread_t th;
+    pthread_create(&th, NULL, long_batch_main, &lb);
+    while (!atomic_load(&lb.started))
+        sleep_s(0.001);
+    sleep_s(0.1);
+    enum { N = 100 };
+    double lat[N];
+    int ok = 1;
+    for (int i = 0; i < N; i++) {
+        double t1 = now();
+        Robosim__V1__HelloReply *h = NULL;
+        ok &= rsc_hello(b, 1, 1, &h, &err) == 0;
+        rsc_free(h);
+        lat[i] = now() - t1;
+    }
+    int in_flight = !atomic_load(&lb.finished);
+    qsort(lat, N, sizeof lat[0], by_value);
+    printf("other client during a 2 x 400000-step StepBatch: p50 %.3f ms, p99 %.3f ms\n",
+           lat[N / 2] * 1e3, lat[N * 99 / 100 - 1] * 1e3);
+    CHECK(ok && in_flight, "served while the batch ran (in flight: %d)", in_flight);
+    CHECK(lat[N * 99 / 100 - 1] < 0.050, "p99 %.1f ms < 50 ms", lat[N * 99 / 100 - 1] * 1e3);
+    pthread_join(th, NULL);
+    CHECK(lb.rc == 0, "the batch answered (rc %d)", lb.rc);
+    for (int i = 0; i < 2; i++) {
+        long long k = steps_done(lb.messages[i], 400000);
+        CHECK(lb.codes[i] == ROBOSIM__V1__ERROR_CODE__DEADLINE_EXCEEDED && k > 0,
+              "world %d: DEADLINE_EXCEEDED with how far it got: %s", i, lb.messages[i]);
+        Robosim__V1__State *s = NULL;
+        CHECK(rsc_get_state(c, ids[i], &s, &err) == 0 && s &&
+                  (long long)s->step_count == 5000 + k,
+              "world %d is where its error says (%lld more steps)", i, k);
+        rsc_free(s);
+    }
+    for (int i = 0; i < 2; i++)
+        rs_world_destroy(&local[i]);
+    rsc_close(&c);
+    rsc_close(&b);
+    server_stop(&sp);
+}
+
+/* "after K of the N control steps asked": K, or -1. */
+static long long steps_done(const char *message, unsigned long long asked)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " of the %llu control steps", asked);
+    const char *at = strstr(message, pat), *p = at;
+    if (!at)
+        return -1;
+    while (p > message && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p < at ? atoll(p) : -1;
+}
+
+/* 3. The compute budget: a long Step, and one control step longer than the budget. */
+static void test_budget(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "1", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 60000);
+    rsc_error_t err;
+    uint64_t id = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+
+    /* many fast steps: stopped at a boundary, the count exact */
+    Robosim__V1__State *out = NULL;
+    double t0 = now();
+    int rc = rsc_step(c, id, 1000000, 0.0, NULL, 0, &out, &err);
+    double took = now() - t0;
+    rsc_free(out);
+    long long k = steps_done(err.message, 1000000);
+    printf("budget 1 s, 1e6 steps: %s after %.3f s: %s\n", rsc_error_name(rc), took, err.message);
+    CHECK(rc == CODE(DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED (rc %d)", rc);
+    CHECK(strstr(err.message, "--max-request-seconds") != NULL, "the message names the flag");
+    CHECK(k > 0 && k < 1000000, "it got part of the way: %lld steps", k);
+    CHECK(took < 1.5, "answered soon after the budget (%.3f s)", took);
+    out = NULL;
+    CHECK(rsc_get_state(c, id, &out, &err) == 0, "%s", err.message);
+    CHECK(out && (long long)out->step_count == k, "the world is where the message says: %llu",
+          out ? (unsigned long long)out->step_count : 0ull);
+    CHECK(out && fabs(out->time - 0.01 * (double)k) < 1e-6, "time %.9g = %lld x 10 ms",
+          out ? out->time : NAN, k);
+    rsc_free(out);
+    out = NULL;
+    CHECK(rsc_step(c, id, 10, 0.0, NULL, 0, &out, &err) == 0, "and steps on: %s", err.message);
+    CHECK(out && (long long)out->step_count == k + 10, "step_count %lld + 10", k);
+    rsc_free(out);
+
+    /* one control step longer than the whole budget: interrupted inside, rolled back */
+    uint64_t sid = slow_world(c);
+    out = NULL;
+    t0 = now();
+    rc = rsc_step(c, sid, 3, 0.0, NULL, 0, &out, &err);
+    took = now() - t0;
+    rsc_free(out);
+    k = steps_done(err.message, 3);
+    printf("budget 1 s, 3 slow control steps: %s after %.3f s: %s\n", rsc_error_name(rc),
+           took, err.message);
+    CHECK(rc == CODE(DEADLINE_EXCEEDED), "DEADLINE_EXCEEDED (rc %d)", rc);
+    CHECK(took < 1.5, "interrupted inside the control step (%.3f s; one takes 2-3 s)", took);
+    CHECK(k >= 0 && k < 3, "steps done %lld", k);
+    out = NULL;
+    CHECK(rsc_get_state(c, sid, &out, &err) == 0, "%s", err.message);
+    CHECK(out && (long long)out->step_count == k && out->time == 10.0 * (double)k,
+          "the world at the control-step boundary the message names: step %llu, t = %.17g",
+          out ? (unsigned long long)out->step_count : 0ull, out ? out->time : NAN);
+    rsc_free(out);
+    /* steppable: with ordinary parameters it goes on from there */
+    double dt2 = 0.01, rtol2 = 1e-6, maxint2 = 1e5;
+    rsc_param_t fast[] = {{"", "control_dt", &dt2, 1}, {"", "rtol", &rtol2, 1},
+                          {"", "max_internal_steps", &maxint2, 1}};
+    CHECK(rsc_set_params(c, sid, fast, 3, &err) == 0, "%s", err.message);
+    out = NULL;
+    CHECK(rsc_step(c, sid, 5, 0.0, NULL, 0, &out, &err) == 0, "steps on: %s", err.message);
+    CHECK(out && (long long)out->step_count == k + 5 &&
+              fabs(out->time - (10.0 * (double)k + 0.05)) < 1e-9,
+          "from where it stopped: step %llu t = %.17g",
+          out ? (unsigned long long)out->step_count : 0ull, out ? out->time : NAN);
+    rsc_free(out);
+
+    /* a StepBatch runs within the same budget: the slow world's item stops at its boundary
+     * with its own DEADLINE_EXCEEDED, the fast world's item is done */
+    uint64_t fid = 0, sid2 = slow_world(c);
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &fid, &err) == 0, "%s", err.message);
+    rsc_batch_item_t items[2] = {{.world_id = fid, .steps = 10}, {.world_id = sid2, .steps = 3}};
+    Robosim__V1__StepBatchReply *br = NULL;
+    t0 = now();
+    rc = rsc_step_batch(c, items, 2, &br, &err);
+    took = now() - t0;
+    CHECK(rc == 0 && br && br->n_results == 2, "batch taken: %s", err.message);
+    if (rc == 0 && br && br->n_results == 2) {
+        const Robosim__V1__BatchResult *ok = br->results[0], *late = br->results[1];
+        CHECK(ok->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                  ok->state->step_count == 10,
+              "the fast item is done");
+        CHECK(late->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                  late->error->code == CODE(DEADLINE_EXCEEDED) &&
+                  steps_done(late->error->message, 3) == 0,
+              "the slow item: DEADLINE_EXCEEDED, 0 of 3 done: %s",
+              late->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR ? late->error->message
+                                                                             : "(a state)");
+        CHECK(took < 1.5, "the batch answered at its budget (%.3f s)", took);
+    }
+    rsc_free(br);
+    out = NULL;
+    CHECK(rsc_get_state(c, sid2, &out, &err) == 0 && out && out->step_count == 0 &&
+              out->time == 0.0,
+          "the slow world rolled back to its boundary: %s", err.message);
+    rsc_free(out);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+/* 4. SIGTERM while one control step takes seconds. */
+static void test_stop_in_slow_step(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "600", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 60000);
+    uint64_t sid = slow_world(c);
+    long_step_t ls = {.endpoint = sp.endpoint, .world = sid, .token = rsc_world_token(c, sid),
+                      .steps = 100};
+    pthread_t th;
+    pthread_create(&th, NULL, long_step_main, &ls);
+    while (!atomic_load(&ls.started))
+        sleep_s(0.001);
+    sleep_s(0.3); /* inside the first control step */
+    int status = 0;
+    double took = stop_timed(&sp, &status);
+    pthread_join(th, NULL);
+    printf("SIGTERM inside a slow control step: exited after %.3f s\n", took);
+    CHECK(took < 1.0, "exited within 1 s of SIGTERM (%.3f s)", took);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "clean exit (status %d)", status);
+    CHECK(ls.rc == CODE(UNAVAILABLE) && steps_done(ls.message, 100) == 0,
+          "answered UNAVAILABLE, none of the 100 steps done: %d %s", ls.rc, ls.message);
+    rsc_close(&c);
+}
+
+/* A Request packed for a raw DEALER (pipelined requests, which rsc_* calls never make). */
+static void send_step(void *sock, uint64_t rid, uint64_t world, const char *token,
+                      uint32_t steps)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__Step s = ROBOSIM__V1__STEP__INIT;
+    s.steps = steps;
+    rq.id = rid;
+    rq.world_id = world;
+    rq.token = (char *)token;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
+    rq.step = &s;
+    uint8_t buf[256];
+    size_t n = robosim__v1__request__pack(&rq, buf);
+    zmq_send(sock, buf, n, 0);
+}
+
+static Robosim__V1__Response *recv_reply(void *sock)
+{
+    uint8_t buf[1 << 16];
+    int n = zmq_recv(sock, buf, sizeof buf, 0);
+    return n > 0 ? robosim__v1__response__unpack(NULL, (size_t)n, buf) : NULL;
+}
+
+/* A GetState request packed for a raw DEALER. */
+static void send_get_state(void *sock, uint64_t rid, uint64_t world)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__GetState g = ROBOSIM__V1__GET_STATE__INIT;
+    rq.id = rid;
+    rq.world_id = world;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_GET_STATE;
+    rq.get_state = &g;
+    uint8_t buf[256];
+    size_t n = robosim__v1__request__pack(&rq, buf);
+    zmq_send(sock, buf, n, 0);
+}
+
+/* 4b. A world's own requests stay in order behind its sliced Step (pipelined on one DEALER:
+ * a Step of many slices, a Step of one, a GetState), while another world's GetState sent
+ * last is answered first. */
+static void test_order(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "600", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t id = 0, other = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+    void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, tmo = 120000;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(d, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    zmq_connect(d, sp.endpoint);
+    send_step(d, 1, id, rsc_world_token(c, id), 5000);
+    send_step(d, 2, id, rsc_world_token(c, id), 1);
+    send_get_state(d, 3, id);
+    send_get_state(d, 4, other);
+    uint64_t order[4] = {0}, counts[4] = {0};
+    for (int i = 0; i < 4; i++) {
+        Robosim__V1__Response *r = recv_reply(d);
+        if (!r)
+            break;
+        order[i] = r->id;
+        const Robosim__V1__State *s = r->result_case == ROBOSIM__V1__RESPONSE__RESULT_STEP
+                                          ? r->step
+                                      : r->result_case == ROBOSIM__V1__RESPONSE__RESULT_GET_STATE
+                                          ? r->get_state
+                                          : NULL;
+        counts[i] = s ? s->step_count : 0;
+        robosim__v1__response__free_unpacked(r, NULL);
+    }
+    printf("replies in the order %llu %llu %llu %llu, step counts %llu %llu %llu %llu\n",
+           (unsigned long long)order[0], (unsigned long long)order[1],
+           (unsigned long long)order[2], (unsigned long long)order[3],
+           (unsigned long long)counts[0], (unsigned long long)counts[1],
+           (unsigned long long)counts[2], (unsigned long long)counts[3]);
+    CHECK(order[0] == 4, "the other world's GetState, sent last, is answered first (%llu)",
+          (unsigned long long)order[0]);
+    CHECK(order[1] == 1 && counts[1] == 5000 && order[2] == 2 && counts[2] == 5001 &&
+              order[3] == 3 && counts[3] == 5001,
+          "the world's own requests in the order sent, each after the one before");
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+/* 5. Quotas: worlds per client (forks and claims count), requests in flight per client. */
+static void test_quotas(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-worlds", "10", "--max-worlds-per-client", "3",
+                           "--max-inflight-per-client", "1", "--max-request-seconds", "1",
+                           NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *a = connect_to(&sp, 5000), *b = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t forks[4] = {0};
+    int made = 0, rc = 0;
+    for (int i = 0; i < 8; i++) { /* as today's stranger: fork world 1 until refused */
+        uint64_t id = 0;
+        if ((rc = rsc_fork_world(a, 1, NULL, 0, &id, &err)) != 0)
+            break;
+        forks[made++ % 4] = id;
+    }
+    CHECK(made == 3, "a client without a token forks world 1 only up to its quota: %d", made);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "--max-worlds-per-client 3") &&
+              strstr(err.message, "DestroyWorld"),
+          "refused naming the quota, its flag and what to do: %s", err.message);
+    uint64_t bw = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &bw, &err) == 0,
+          "another client still creates worlds: %s", err.message);
+    CHECK(rsc_destroy_world(a, forks[0], &err) == 0, "%s", err.message);
+    uint64_t again = 0;
+    CHECK(rsc_fork_world(a, 1, NULL, 0, &again, &err) == 0,
+          "destroying a world gives its quota back: %s", err.message);
+    /* claiming counts too: world 1 is claimable (no --controller-token) */
+    Robosim__V1__CreateWorldReply *cr = NULL;
+    rc = rsc_claim(a, 1, &cr, &err);
+    rsc_free(cr);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "claim"),
+          "a claim over the quota is refused: %d %s", rc, err.message);
+
+    /* in flight: a long Step parks; a second request of the same client while it runs is
+     * refused, one from another client is not */
+    void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, tmo = 10000;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(d, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    zmq_connect(d, sp.endpoint);
+    send_step(d, 1, bw, rsc_world_token(b, bw), 1000000);
+    sleep_s(0.1);
+    send_step(d, 2, bw, rsc_world_token(b, bw), 1);
+    Robosim__V1__Response *r1 = recv_reply(d), *r2 = r1 ? recv_reply(d) : NULL;
+    Robosim__V1__Response *refused = r1 && r1->id == 2 ? r1 : r2, *first = r1 == refused ? r2 : r1;
+    CHECK(refused && refused->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR &&
+              refused->error->code == CODE(RESOURCE_EXHAUSTED) &&
+              strstr(refused->error->message, "--max-inflight-per-client 1"),
+          "a second request in flight is refused naming the quota: %s",
+          refused && refused->error ? refused->error->message : "(no reply)");
+    CHECK(first && first->id == 1 && first->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR &&
+              first->error->code == CODE(DEADLINE_EXCEEDED),
+          "the long Step ends at its budget: %s",
+          first && first->error ? first->error->message : "(no reply)");
+    robosim__v1__response__free_unpacked(r1, NULL);
+    robosim__v1__response__free_unpacked(r2, NULL);
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    rsc_close(&a);
+    rsc_close(&b);
+    server_stop(&sp);
+}
+
+/* 6. --world-ttl: idle worlds go, worlds in use stay. */
+static void test_ttl(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--world-ttl", "1", "--no-world", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 5000), *killed = connect_to(&sp, 5000);
+    rsc_error_t err;
+    uint64_t used = 0, idle = 0;
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &used, &err) == 0, "%s", err.message);
+    CHECK(rsc_create_world(killed, "finger", NULL, 0, 1, &idle, &err) == 0, "%s", err.message);
+    rsc_close(&killed); /* its client is gone */
+    for (int i = 0; i < 12; i++) { /* 2.4 s: the controller of `used` keeps stepping */
+        Robosim__V1__State *st = NULL;
+        CHECK(rsc_step(c, used, 1, 0.0, NULL, 0, &st, &err) == 0, "%s", err.message);
+        rsc_free(st);
+        sleep_s(0.2);
+    }
+    Robosim__V1__State *st = NULL;
+    int rc = rsc_get_state(c, idle, &st, &err);
+    rsc_free(st);
+    CHECK(rc == CODE(NOT_FOUND), "the idle world was destroyed after its TTL (rc %d)", rc);
+    st = NULL;
+    CHECK(rsc_get_state(c, used, &st, &err) == 0 && st && st->step_count == 12,
+          "the world in use stays: %s", err.message);
+    rsc_free(st);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_sched PATH/robosim-server\n");
+        return 2;
+    }
+    binary = argv[1];
+    test_latency_and_stop();
+    test_slicing_exact();
+    test_batch_slices();
+    test_budget();
+    test_stop_in_slow_step();
+    test_order();
+    test_quotas();
+    test_ttl();
+    return rs_test_done("test_sched");
+}
