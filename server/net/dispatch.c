@@ -324,32 +324,24 @@ static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, 
     return 0;
 }
 
-/* Save world w as it is now (a control-step boundary) into w->boundary, for rollback.
- * The snapshot functions are the one exact copy of a world there is today; they encode the
- * model by name too, which is most of this cost on the step path (bench/net_sched.c). A copy
- * of the data alone (rs_data_copy) can replace this and restore_boundary one for one. */
+/* Save world w as it is now (a control-step boundary) into w->boundary, for rollback: a
+ * copy of its data (rs_data_copy, the field table's copy; about a fifth of a snapshot's
+ * encode, bench_core_fork), made into data allocated on the first save. */
 static int save_boundary(world_entry_t *w, rs_status_t *st)
 {
-    if (w->boundary_cap &&
-        rs_snapshot_write(w->world, w->boundary, w->boundary_cap, &w->boundary_len, NULL) == 0)
-        return 0;
-    size_t n = 0;
-    rs_snapshot_size(w->world, &n);
-    uint8_t *grown = realloc(w->boundary, n);
-    if (!grown)
-        return OOM(st);
-    w->boundary = grown;
-    w->boundary_cap = n;
-    return rs_snapshot_write(w->world, w->boundary, w->boundary_cap, &w->boundary_len, st);
+    const rs_model_t *m = &w->world->model;
+    if (!w->boundary && !(w->boundary = rs_data_new(m, 0, st)))
+        return st ? st->code : RS_EEXHAUSTED;
+    return rs_data_copy(m, w->boundary, w->world->data, st);
 }
 
 /* Bring world w back to the boundary save_boundary saved (a control step was interrupted). */
 static void restore_boundary(world_entry_t *w)
 {
     rs_status_t rst;
-    if (rs_snapshot_read(w->world, w->boundary, w->boundary_len, &rst) < 0)
+    if (rs_data_copy(&w->world->model, w->world->data, w->boundary, &rst) < 0)
         rs_log(RS_LOG_ERROR, "world %llu: cannot roll back an interrupted control step: %s",
-               (unsigned long long)w->id, rst.message); /* a snapshot of itself: never */
+               (unsigned long long)w->id, rst.message); /* out of memory for schedules only */
 }
 
 /* Whether a task world's episode ended (a task Step stops there). */
@@ -372,7 +364,8 @@ static int episode_over(const rs_world_t *world)
  *
  * Slices of s->cfg.slice_seconds run from a saved boundary, so a control step the abort flag
  * interrupts is rolled back to the slice's start (the world then is at a control-step
- * boundary: *done says which). Saving costs a snapshot (more than a fast control step), so
+ * boundary: *done says which). Saving costs a copy of the data (more than a fast control
+ * step), so
  * the first control step of a Step on a world whose last control step took under
  * FAST_STEP_SECONDS runs unprotected: nothing saved, not interruptible inside (at its end it
  * is at a boundary); a gym-style Step of one control step then costs two clock reads more. A

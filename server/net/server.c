@@ -351,9 +351,7 @@ void rs_server_adopt(rs_server_t *s, world_entry_t *w)
 
 void rs_server_forget(world_entry_t *w)
 {
-    free(w->boundary);
-    w->boundary = NULL;
-    w->boundary_len = w->boundary_cap = 0;
+    rs_data_destroy(&w->boundary);
 }
 
 void rs_server_drop_world(rs_server_t *s, world_entry_t *w)

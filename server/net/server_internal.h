@@ -38,9 +38,9 @@ typedef struct world_entry {
     int fast_steps;                    /* its last control step took under FAST_STEP_SECONDS
                                           (dispatch.c: the next Step's first control step runs
                                           without a saved boundary); 0 unknown or slow */
-    uint8_t *boundary;                 /* the world's snapshot at the start of the slice being
-                                          run, to roll back an interrupted control step */
-    size_t boundary_len, boundary_cap;
+    rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
+                                          being run, to roll back an interrupted control step
+                                          (made on the first save) */
 } world_entry_t;
 
 typedef struct rs_curve rs_curve_t;
