@@ -242,8 +242,11 @@ int rs_model_build(rs_model_t *m, const char *preset, const rs_param_t *params, 
         const rs_preset_override_t *o = &ps->overrides[i];
         rs_param_t p = {o->entity, o->name, &o->value, 1};
         int rc = apply_param(m, &p, st);
-        if (rc < 0)
-            return rs_fail(st, RS_EINTERNAL, "preset '%s': %s", ps->name, st ? st->message : "");
+        if (rc < 0) { /* the reason is in st->message: copied first, rs_fail rewrites it */
+            char why[sizeof st->message];
+            snprintf(why, sizeof why, "%s", st ? st->message : "");
+            return rs_fail(st, RS_EINTERNAL, "preset '%s': %s", ps->name, why);
+        }
     }
     for (size_t i = 0; i < nparams; i++) {
         int rc = apply_param(m, &params[i], st);

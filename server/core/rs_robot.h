@@ -142,9 +142,6 @@ void rs_emit_event(rs_entity_data_t *ed, int kind, double t, double value, const
 /* A uniform double in [0, 1) from the world's rng (deterministic given the reset seed). */
 double rs_rand_uniform(rs_entity_data_t *ed);
 
-/* Parameter i of the robot's table, value j, for entity em. */
-static inline double rs_p(const rs_entity_model_t *em, int offset) { return em->p[offset]; }
-
 /* The registry. */
 const rs_robot_t *rs_robot_find(const char *kind);
 

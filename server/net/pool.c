@@ -131,7 +131,6 @@ void rs_pool_destroy(rs_pool_t **pp)
     *pp = NULL;
 }
 
-int rs_pool_threads(const rs_pool_t *p) { return p->nthreads; }
 
 arena_t *rs_pool_arena(rs_pool_t *p, int worker) { return &p->arenas[worker]; }
 
