@@ -29,7 +29,6 @@ rs_pool_t *rs_pool_new(int nthreads, size_t arena_chunk, rs_status_t *st);
 /* Stop and join the helpers, free the arenas and `*p` (NULL-safe); set `*p` to NULL. */
 void rs_pool_destroy(rs_pool_t **p);
 
-
 /* Worker w's arena: reset at the start of each rs_pool_run, so what fn builds there lives
  * until the next run. */
 arena_t *rs_pool_arena(rs_pool_t *p, int worker);
