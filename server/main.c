@@ -95,14 +95,15 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             got; the world can be stepped on. Long Steps and\n"
             "                             StepBatches run in slices of %g ms, other clients\n"
             "                             served in between\n"
-            "  --max-worlds-per-client N  worlds one client may hold (default %d, or --max-worlds\n"
-            "                             when that is larger): those it created, forked or\n"
-            "                             claimed; a client is its CURVE key, else its\n"
-            "                             connection. 0: no per-client limit\n"
+            "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
+            "                             created, forked or claimed; a client is its CURVE\n"
+            "                             key, else its connection. 0: no per-client limit (a\n"
+            "                             server for one client, sized by --max-worlds)\n"
             "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
             "                             parked or waiting behind a long Step (default %d)\n"
             "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
-            "                             for this long, e.g. a killed client's (default 0: off)\n"
+            "                             for this long, e.g. a killed client's (default %g; 0:\n"
+            "                             never); the start-up world is kept until claimed\n"
             "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
             "                             stderr\n"
             "  --version                  print the version and exit\n"
@@ -121,7 +122,7 @@ static void usage(FILE *f, const rs_server_config_t *d)
             d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
             d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->lease_seconds,
             d->max_request_seconds, d->slice_seconds * 1e3, d->max_worlds_per_client,
-            d->max_inflight_per_client);
+            d->max_inflight_per_client, d->world_ttl);
 }
 
 /* --exit-with-stdin: read stdin until EOF (the process holding its write end died, however it
@@ -218,7 +219,7 @@ int main(int argc, char **argv)
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
-    int c, per_client_given = 0;
+    int c;
     while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:IER:vh", opts, NULL)) != -1) {
         switch (c) {
         case 'b': cfg.bind = optarg; break;
@@ -237,7 +238,6 @@ int main(int argc, char **argv)
         case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
         case OPT_WORLDS_PER_CLIENT:
             cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000);
-            per_client_given = 1;
             break;
         case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
         case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
@@ -263,8 +263,6 @@ int main(int argc, char **argv)
     }
     /* a server sized up with --max-worlds (a vector env of many worlds on one client) lets one
      * client use it all unless told otherwise */
-    if (!per_client_given && cfg.max_worlds > cfg.max_worlds_per_client)
-        cfg.max_worlds_per_client = cfg.max_worlds;
     rs_log_set_level(level);
     if (curve_secret_file) {
         rsc_error_t err;

@@ -25,7 +25,7 @@
 void rs_server_config_defaults(rs_server_config_t *cfg)
 {
     cfg->bind = "tcp://127.0.0.1:5555";
-    cfg->max_worlds = 64;
+    cfg->max_worlds = 256;
     cfg->max_message_size = 4u << 20;
     cfg->max_steps_per_request = 1000000;
     cfg->default_preset = "workshop";
@@ -46,7 +46,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->slice_seconds = 0.005;
     cfg->max_worlds_per_client = 64;
     cfg->max_inflight_per_client = 4;
-    cfg->world_ttl = 0.0;
+    cfg->world_ttl = 3600.0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -781,13 +781,15 @@ static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *
 
 /* --world-ttl: destroy the worlds whose controller has sent nothing for that long (the lease
  * is renewed by each of its requests, so its start is the controller's last one). Worlds a
- * request holds or waits for are kept. */
+ * request holds or waits for are kept, and so are worlds no client owns (the start-up world
+ * until a client claims it, worlds made in-process). */
 static void expire_idle(rs_server_t *s, double now)
 {
     for (int i = 0; i < s->nworlds;) {
         world_entry_t *w = &s->worlds[i];
         double idle = now - w->last_active;
-        if (idle < s->cfg.world_ttl || w->held || must_wait(s, &w->id, 1, NULL)) {
+        if (idle < s->cfg.world_ttl || !w->owner[0] || w->held ||
+            must_wait(s, &w->id, 1, NULL)) {
             i++;
             continue;
         }

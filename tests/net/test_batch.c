@@ -501,7 +501,8 @@ int main(int argc, char **argv)
     static const int sizes[] = {1, 16, MAX_B};
     for (int server = 0; server < 2; server++) {
         const char *threads = server ? "2" : "1";
-        const char *extra[] = {"--threads", threads, "--max-worlds", "600", "--no-world", NULL};
+        const char *extra[] = {"--threads", threads, "--max-worlds", "600",
+                               "--max-worlds-per-client", "0", "--no-world", NULL};
         server_proc_t sp;
         CHECK(server_start(&sp, argv[1], extra) == 0, "server with --threads %s", threads);
         if (sp.pid <= 0)

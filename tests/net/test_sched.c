@@ -652,6 +652,32 @@ static void test_order(void)
     server_stop(&sp);
 }
 
+/* 5a. The defaults protect: a stranger forking world 1 stops at 64 worlds of the server's 256,
+ * and another client can still create one. */
+static void test_default_quota(void)
+{
+    server_proc_t sp;
+    CHECK(server_start(&sp, binary, NULL) == 0, "server start (defaults)");
+    rsc_client_t *a = connect_to(&sp, 5000), *b = connect_to(&sp, 5000);
+    rsc_error_t err;
+    int made = 0, rc = 0;
+    for (int i = 0; i < 100; i++) {
+        uint64_t id = 0;
+        if ((rc = rsc_fork_world(a, 1, NULL, 0, &id, &err)) != 0)
+            break;
+        made++;
+    }
+    CHECK(made == 64 && rc == CODE(RESOURCE_EXHAUSTED) &&
+              strstr(err.message, "--max-worlds-per-client 64"),
+          "by default a client holds 64 worlds: made %d, then %d %s", made, rc, err.message);
+    uint64_t bw = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &bw, &err) == 0,
+          "another client still creates a world on a default server: %s", err.message);
+    rsc_close(&a);
+    rsc_close(&b);
+    server_stop(&sp);
+}
+
 /* 5. Quotas: worlds per client (forks and claims count), requests in flight per client. */
 static void test_quotas(void)
 {
@@ -761,6 +787,7 @@ int main(int argc, char **argv)
     test_budget();
     test_stop_in_slow_step();
     test_order();
+    test_default_quota();
     test_quotas();
     test_ttl();
     return rs_test_done("test_sched");

@@ -93,9 +93,11 @@ class LocalServer:
         self.binary = binary or find_server_binary()
         self._pid = os.getpid()
         sizing = []
-        if max_worlds is not None and int(max_worlds) > 64:  # the server's default holds 64
+        if max_worlds is not None and int(max_worlds) > 64:  # a client holds 64 by default
             n = str(int(max_worlds))
-            sizing = ["--max-worlds", n] + (["--max-batch", n] if int(n) > 4096 else [])
+            # a server for this process alone: all its worlds are one client's
+            sizing = ["--max-worlds", n, "--max-worlds-per-client", "0"] + (
+                ["--max-batch", n] if int(n) > 4096 else [])
         self.proc = None
         self._log = tempfile.TemporaryFile()
         last = None
