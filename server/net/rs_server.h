@@ -26,6 +26,9 @@ typedef struct rs_server_config {
     const char *stream_endpoint;    /* observer stream PUB endpoint, or NULL for none */
     int stream_explicit;            /* the endpoint was asked for: failing to bind it is fatal */
     double stream_max_hz;           /* states per second a world publishes at most (default) */
+    const char *state_dir;          /* --state-dir: worlds checkpointed and restored there, or
+                                       NULL for none */
+    double checkpoint_interval;     /* seconds between checkpoints into state_dir */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */
@@ -40,6 +43,13 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st);
 /* Serve until *stop becomes non-zero (set it from a signal handler). Returns 0 on a clean stop,
  * a negative code if the socket failed. */
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
+
+/* Write every world changed since its last checkpoint (snapshot, tokens, lease) to the state
+ * dir, and remove destroyed worlds' files; each file atomically (temp file, fsync, rename,
+ * directory fsync). 0 (also without a state dir), or RS_EUNAVAIL / RS_EEXHAUSTED when a world
+ * could not be written (the others are; reason in st and the log). Run by the loop every
+ * cfg.checkpoint_interval; call it once more after rs_server_run returns. */
+int rs_server_checkpoint(rs_server_t *s, rs_status_t *st);
 
 /* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. */
 void rs_server_destroy(rs_server_t **s);

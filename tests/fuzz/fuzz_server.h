@@ -1,0 +1,47 @@
+/* The server the request fuzzer drives, shared by the harness and the seed-corpus generator so
+ * the seeds (and the snapshots in them, which GetState{snapshot} made) fit it exactly. */
+#ifndef RS_FUZZ_SERVER_H
+#define RS_FUZZ_SERVER_H
+
+#include "server_internal.h"
+
+#include <string.h>
+
+/* The controller token of every world in a fuzzed server: the harness gives each new world
+ * this token after every request, so inputs get past the token check. */
+#define FUZZ_TOKEN "0123456789abcdef0123456789abcdef"
+
+/* An input is up to FUZZ_MAX_REQUESTS requests, each a 2-byte little-endian length then that
+ * many bytes of a serialized Request (the last one may run to the end of the input). */
+#define FUZZ_MAX_REQUESTS 8
+
+/* A server without sockets (cfg.bind NULL: no ROUTER, no stream): world 1 a workshop, small
+ * limits so one input does bounded work. NULL on failure. */
+static inline rs_server_t *fuzz_server_new(void)
+{
+    rs_server_config_t cfg;
+    rs_server_config_defaults(&cfg);
+    cfg.bind = NULL;
+    cfg.stream_endpoint = NULL;
+    cfg.default_preset = "workshop";
+    cfg.controller_token = FUZZ_TOKEN;
+    cfg.max_worlds = 6;
+    cfg.max_steps_per_request = 8;
+    cfg.max_batch = 8;
+    cfg.threads = 1;
+    cfg.max_message_size = 1u << 16;
+    rs_status_t st;
+    rs_status_clear(&st);
+    return rs_server_new(&cfg, &st);
+}
+
+/* Every world's controller is the fuzzer, with a lease that does not lapse. */
+static inline void fuzz_fix_tokens(rs_server_t *s)
+{
+    for (int i = 0; i < s->nworlds; i++) {
+        memcpy(s->worlds[i].token, FUZZ_TOKEN, RS_TOKEN_LEN + 1);
+        s->worlds[i].lease_until = rs_monotonic() + 1e6;
+    }
+}
+
+#endif
