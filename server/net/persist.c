@@ -25,6 +25,7 @@
 #include "server_internal.h"
 
 #include <dirent.h>
+#include <pthread.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -47,14 +48,46 @@
 #define MAX_FILE_SIZE (256u << 20) /* a world file larger than this is not one of ours */
 #define PATH_BUF (4096 + 320) /* the state dir (at most 4032 bytes) and a file name */
 
+/* A checkpoint's work for the writer: the world files to write (images built by the loop) and
+ * the worlds that exist (files of others are removed). */
+typedef struct job_file {
+    uint64_t id, mark;
+    size_t off, len; /* the image in job.data */
+} job_file_t;
+
+typedef struct job {
+    job_file_t *files;
+    int nfiles, cap_files;
+    uint8_t *data;
+    size_t used, cap;
+    uint64_t *live; /* ids of the worlds there are, sorted */
+    int nlive, cap_live;
+    uint64_t *failed; /* ids whose file could not be written (the loop writes them again) */
+    int nfailed;
+} job_t;
+
 struct rs_persist {
     char dir[4096];
     int lock_fd;
-    double next_due;  /* rs_monotonic() time of the next periodic checkpoint */
+    double next_due;   /* rs_monotonic() time of the next periodic checkpoint */
     uint64_t id_limit; /* as in server.state: ids below it may have been handed out */
     uint8_t *buf;      /* a world file being built */
     size_t cap;
+    /* the writer thread: the loop hands it a job and goes on serving; a checkpoint's fsyncs
+     * (64 workshop worlds: 120-400 ms on this machine's disk, bench_server_checkpoint) never
+     * hold up requests */
+    pthread_t writer;
+    int writer_started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int busy;          /* the job belongs to the writer */
+    int stop;
+    int last_rc;       /* the writer's last result */
+    char last_error[256];
+    job_t job;
 };
+
+static void *writer_main(void *arg);
 
 /* ---- little-endian fields ----------------------------------------------------------------- */
 
@@ -127,15 +160,27 @@ static int get_token(const uint8_t *p, char out[RS_TOKEN_LEN + 1])
     return n == 0 || n == RS_TOKEN_LEN ? 0 : -1;
 }
 
+/* Grow *ptr (elements of `size` bytes, *cap of them) to hold `need`. 0 or -1. */
+static int reserve(void *ptr, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    void *grown = realloc(*(void **)ptr, (size_t)need * size);
+    if (!grown)
+        return -1;
+    *(void **)ptr = grown;
+    *cap = need;
+    return 0;
+}
+
 /* ---- files ---------------------------------------------------------------------------------- */
 
-/* Write `len` bytes as dir/name atomically: a temporary file (0600) fsync'd then renamed over
- * the old one. The directory itself is fsync'd by the caller. 0 or RS_EUNAVAIL. */
-static int write_atomic(const char *dir, const char *name, const uint8_t *p, size_t len,
-                        rs_status_t *st)
+/* Write `len` bytes to dir/name.tmp (created 0600), fsync'd when `sync` is set. 0 or
+ * RS_EUNAVAIL (the temporary file removed). */
+static int write_temp(const char *dir, const char *name, const uint8_t *p, size_t len, int sync,
+                      rs_status_t *st)
 {
-    char path[PATH_BUF], tmp[PATH_BUF];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char tmp[PATH_BUF];
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0)
@@ -153,19 +198,37 @@ static int write_atomic(const char *dir, const char *name, const uint8_t *p, siz
         }
         done += (size_t)n;
     }
-    if (fsync(fd) != 0) {
+    if (sync && fsync(fd) != 0) {
         int e = errno;
         close(fd);
         unlink(tmp);
         return rs_fail(st, RS_EUNAVAIL, "cannot fsync %s: %s", tmp, strerror(e));
     }
     close(fd);
+    return 0;
+}
+
+/* Rename dir/name.tmp over dir/name. 0 or RS_EUNAVAIL (the temporary file removed). */
+static int commit_temp(const char *dir, const char *name, rs_status_t *st)
+{
+    char path[PATH_BUF], tmp[PATH_BUF];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
     if (rename(tmp, path) != 0) {
         int e = errno;
         unlink(tmp);
         return rs_fail(st, RS_EUNAVAIL, "cannot rename %s to %s: %s", tmp, path, strerror(e));
     }
     return 0;
+}
+
+/* Write `len` bytes as dir/name atomically: a temporary file fsync'd then renamed over the old
+ * one. The directory itself is fsync'd by the caller. 0 or RS_EUNAVAIL. */
+static int write_atomic(const char *dir, const char *name, const uint8_t *p, size_t len,
+                        rs_status_t *st)
+{
+    int rc = write_temp(dir, name, p, len, 1, st);
+    return rc < 0 ? rc : commit_temp(dir, name, st);
 }
 
 static int sync_dir(const char *dir, rs_status_t *st)
@@ -408,6 +471,8 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
     if (!p)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     p->lock_fd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
     s->persist = p;
     if (strlen(dir) >= sizeof p->dir - 64)
         return rs_fail(st, RS_EINVAL, "--state-dir path is too long");
@@ -484,6 +549,13 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
             s->worlds[i].ckpt_mark = 0;
     }
     p->next_due = rs_monotonic() + s->cfg.checkpoint_interval;
+    if (reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    for (int i = 0; i < s->nworlds; i++)
+        p->job.live[p->job.nlive++] = s->worlds[i].id;
+    if (pthread_create(&p->writer, NULL, writer_main, p) != 0)
+        return rs_fail(st, RS_EEXHAUSTED, "cannot start the checkpoint writer thread");
+    p->writer_started = 1;
     if (found)
         rs_log(RS_LOG_INFO, "state dir %s: %d world%s restored, %d set aside; new worlds from id "
                "%" PRIu64, dir, restored, restored == 1 ? "" : "s", failed, next);
@@ -509,56 +581,173 @@ int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
     return 0;
 }
 
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Write a job's files (each atomically), remove the files of worlds that are gone, fsync the
+ * directory. Runs on the writer thread, or on the loop's thread at a final checkpoint; touches
+ * only the job and the directory. 0 or the last failure's code (reason in st). */
+static int run_job(const char *dir, job_t *job, rs_status_t *st)
+{
+    int rc = 0, dirty = 0;
+    job->nfailed = 0;
+    for (int i = 0; i < job->nfiles; i++) {
+        const job_file_t *f = &job->files[i];
+        char name[64];
+        snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", f->id);
+        int wrc = write_atomic(dir, name, job->data + f->off, f->len, st);
+        if (wrc < 0) {
+            rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", f->id, st->message);
+            job->failed[job->nfailed++] = f->id;
+            rc = wrc;
+            continue;
+        }
+        dirty = 1;
+    }
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        uint64_t id = world_file_id(de->d_name, 0);
+        if (!id || bsearch(&id, job->live, (size_t)job->nlive, sizeof id, by_id))
+            continue;
+        char path[PATH_BUF];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) == 0)
+            dirty = 1;
+        else
+            rs_log(RS_LOG_ERROR, "cannot remove %s: %s", path, strerror(errno));
+    }
+    if (d)
+        closedir(d);
+    if (dirty) {
+        int drc = sync_dir(dir, st);
+        if (drc < 0)
+            rc = drc;
+    }
+    if (job->nfiles - job->nfailed > 0)
+        rs_log(RS_LOG_DEBUG, "checkpoint: %d world file%s written", job->nfiles - job->nfailed,
+               job->nfiles - job->nfailed == 1 ? "" : "s");
+    return rc;
+}
+
+static void *writer_main(void *arg)
+{
+    struct rs_persist *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->busy && !p->stop)
+            pthread_cond_wait(&p->cond, &p->lock);
+        if (!p->busy)
+            break;
+        pthread_mutex_unlock(&p->lock);
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = run_job(p->dir, &p->job, &st);
+        pthread_mutex_lock(&p->lock);
+        p->last_rc = rc;
+        snprintf(p->last_error, sizeof p->last_error, "%s", st.message);
+        p->busy = 0;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Wait until the writer is idle; then the worlds whose file it could not write are marked
+ * unwritten, so the next checkpoint writes them again. Returns the writer's last result. */
+static int wait_writer(rs_server_t *s, rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    pthread_mutex_lock(&p->lock);
+    while (p->busy)
+        pthread_cond_wait(&p->cond, &p->lock);
+    int rc = p->last_rc;
+    if (rc < 0)
+        rs_fail(st, rc, "%s", p->last_error);
+    p->last_rc = 0;
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->job.nfailed; i++) {
+        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        if (w)
+            w->ckpt_mark = 0;
+    }
+    p->job.nfailed = 0;
+    return rc;
+}
+
+/* Build the job of a checkpoint (the writer idle): the image of every world changed since its
+ * last checkpoint (its mark set now; a failed write clears it again) and the live ids. 1 when
+ * there is something to do, 0 when not, or a negative code. */
+static int build_job(rs_server_t *s, rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    job_t *job = &p->job;
+    int n = s->nworlds;
+    if (reserve(&job->files, &job->cap_files, n, sizeof *job->files) < 0 ||
+        reserve(&job->live, &job->cap_live, n, sizeof *job->live) < 0)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+    if (!job->failed && !(job->failed = malloc((size_t)(s->cfg.max_worlds > 0 ? s->cfg.max_worlds : 1) *
+                                               sizeof *job->failed)))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+    /* the live ids: unchanged and sorted like the table, unless a world is gone */
+    int gone = job->nlive != n;
+    for (int i = 0; i < n && !gone; i++)
+        gone = job->live[i] != s->worlds[i].id;
+    job->nfiles = 0;
+    job->used = 0;
+    for (int i = 0; i < n; i++) {
+        world_entry_t *w = &s->worlds[i];
+        job->live[i] = w->id;
+        size_t len;
+        uint64_t mark;
+        int rc = build_world_file(s, w, &len, &mark, st);
+        if (rc < 0) {
+            rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);
+            continue;
+        }
+        if (mark == w->ckpt_mark)
+            continue;
+        if (job->used + len > job->cap) {
+            size_t cap = (job->used + len) * 2;
+            uint8_t *grown = realloc(job->data, cap);
+            if (!grown)
+                return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+            job->data = grown;
+            job->cap = cap;
+        }
+        memcpy(job->data + job->used, p->buf, len);
+        job->files[job->nfiles++] = (job_file_t){w->id, mark, job->used, len};
+        job->used += len;
+        w->ckpt_mark = mark;
+    }
+    job->nlive = n;
+    return job->nfiles > 0 || gone;
+}
+
 int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
     if (!p)
         return 0;
-    int rc = 0, dirty = 0, written = 0;
-    for (int i = 0; i < s->nworlds; i++) {
-        world_entry_t *w = &s->worlds[i];
-        size_t len;
-        uint64_t mark;
-        int wrc = build_world_file(s, w, &len, &mark, st);
-        if (wrc == 0 && mark == w->ckpt_mark)
-            continue;
-        char name[64];
-        snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", w->id);
-        if (wrc == 0)
-            wrc = write_atomic(p->dir, name, p->buf, len, st);
-        if (wrc < 0) {
-            rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);
-            rc = wrc;
-            continue;
-        }
-        w->ckpt_mark = mark;
-        dirty = 1;
-        written++;
+    rs_status_t wst;
+    rs_status_clear(&wst);
+    int rc = wait_writer(s, &wst); /* a checkpoint in flight finishes first */
+    int todo = build_job(s, st);
+    if (todo < 0)
+        return todo;
+    int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
+    for (int i = 0; i < p->job.nfailed; i++) {
+        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        if (w)
+            w->ckpt_mark = 0;
     }
-    /* destroyed worlds: remove their files */
-    DIR *d = opendir(p->dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        uint64_t id = world_file_id(de->d_name, 0);
-        if (id && !rs_server_world(s, id)) {
-            char path[PATH_BUF];
-            snprintf(path, sizeof path, "%s/%s", p->dir, de->d_name);
-            if (unlink(path) == 0)
-                dirty = 1;
-            else
-                rs_log(RS_LOG_ERROR, "cannot remove %s: %s", path, strerror(errno));
-        }
-    }
-    if (d)
-        closedir(d);
-    if (dirty) {
-        int drc = sync_dir(p->dir, st);
-        if (drc < 0)
-            rc = drc;
-    }
-    if (written)
-        rs_log(RS_LOG_DEBUG, "checkpoint: %d world%s written", written, written == 1 ? "" : "s");
-    return rc;
+    p->job.nfailed = 0;
+    if (jrc == 0 && rc < 0)
+        rs_fail(st, rc, "%s", wst.message);
+    return jrc < 0 ? jrc : rc;
 }
 
 void rs_persist_tick(rs_server_t *s)
@@ -569,10 +758,21 @@ void rs_persist_tick(rs_server_t *s)
     double now = rs_monotonic();
     if (now < p->next_due)
         return;
+    pthread_mutex_lock(&p->lock);
+    int busy = p->busy;
+    pthread_mutex_unlock(&p->lock);
+    if (busy)
+        return; /* the last checkpoint is still being written: try again at the next turn */
     rs_status_t st;
     rs_status_clear(&st);
-    rs_server_checkpoint(s, &st); /* failures are logged; the next interval tries again */
+    wait_writer(s, &st); /* idle: collect its failures (logged by the writer) */
     p->next_due = now + s->cfg.checkpoint_interval;
+    if (build_job(s, &st) <= 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->busy = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
 }
 
 void rs_persist_close(rs_server_t *s)
@@ -580,9 +780,22 @@ void rs_persist_close(rs_server_t *s)
     struct rs_persist *p = s->persist;
     if (!p)
         return;
+    if (p->writer_started) {
+        pthread_mutex_lock(&p->lock);
+        p->stop = 1;
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->writer, NULL); /* it finishes the job it has */
+    }
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
     if (p->lock_fd >= 0)
         close(p->lock_fd);
     free(p->buf);
+    free(p->job.files);
+    free(p->job.data);
+    free(p->job.live);
+    free(p->job.failed);
     free(p);
     s->persist = NULL;
 }

@@ -112,17 +112,49 @@ static char *world_path(uint64_t id, const char *suffix)
     return p[which];
 }
 
-/* Wait until every followed world's file was written after `since` (a checkpoint ran after the
- * last change). 0, or -1 after 30 s. */
-static int wait_checkpoint(const struct timespec *since)
+/* Whether world i's file holds the server's state now: its snapshot, restored in-process,
+ * gives the State the server gives, bit for bit. The parsed file in *pw (its snapshot points
+ * into a static buffer). 1, 0, or -1 when the file cannot be read or parsed. */
+static int file_matches(rsc_client_t *c, int i, rs_persisted_world_t *pw)
+{
+    static unsigned char buf[1 << 16];
+    FILE *f = fopen(world_path(ids[i], ""), "rb");
+    size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
+    if (f)
+        fclose(f);
+    rs_status_t st;
+    if (!f || rs_persist_parse_world(buf, len, pw, &st) < 0)
+        return -1;
+    rs_world_t *w = pw->task[0] ? rs_world_new_task(pw->task, NULL, NULL, 0, 0, &st)
+                                : rs_world_new(pw->preset, NULL, 0, 0, &st);
+    if (!w || rs_snapshot_read(w, pw->snapshot, pw->snapshot_len, &st) < 0) {
+        rs_world_destroy(&w);
+        return -1;
+    }
+    arena_t a;
+    arena_init(&a, 1 << 16);
+    Robosim__V1__State *mine = codec_state(&a, ids[i], w);
+    size_t n1 = robosim__v1__state__get_packed_size(mine), n2 = 0;
+    unsigned char *b1 = malloc(n1), *b2 = state_bytes(c, ids[i], &n2);
+    robosim__v1__state__pack(mine, b1);
+    int ok = same(b1, n1, b2, n2);
+    free(b1);
+    free(b2);
+    arena_free(&a);
+    rs_world_destroy(&w);
+    return ok;
+}
+
+/* Wait until a checkpoint holds every followed world as the server has it now, and world
+ * `gone`'s file (0: none) is removed. 0, or -1 after 30 s. */
+static int wait_checkpoint(rsc_client_t *c, uint64_t gone)
 {
     for (int tries = 0; tries < 3000; tries++) {
-        int done = 1;
+        struct stat sb;
+        int done = !gone || stat(world_path(gone, ""), &sb) != 0;
         for (int i = 0; i < NW && done; i++) {
-            struct stat sb;
-            done = stat(world_path(ids[i], ""), &sb) == 0 &&
-                   (sb.st_mtim.tv_sec > since->tv_sec ||
-                    (sb.st_mtim.tv_sec == since->tv_sec && sb.st_mtim.tv_nsec > since->tv_nsec));
+            rs_persisted_world_t pw;
+            done = file_matches(c, i, &pw) == 1;
         }
         if (done)
             return 0;
@@ -207,50 +239,36 @@ int main(int argc, char **argv)
             CHECK(drive(c, i, k) == 0, "warm-up step %d of world %d", k, i);
     }
     CHECK(rsc_destroy_world(c, doomed, &err) == 0, "destroy: %s", err.message);
-    struct timespec since;
-    clock_gettime(CLOCK_REALTIME, &since);
-    CHECK(wait_checkpoint(&since) == 0, "no checkpoint within 30 s of the last change");
+    CHECK(wait_checkpoint(c, doomed) == 0,
+          "no checkpoint of the worlds as they are (and without the destroyed one) within 30 s");
     struct stat sb;
-    CHECK(stat(world_path(doomed, ""), &sb) != 0, "destroyed world %llu's file is still there",
-          (unsigned long long)doomed);
     CHECK(mode_of(world_path(ids[1], "")) == 0600, "world file mode %03o, want 600",
           mode_of(world_path(ids[1], "")));
 
-    /* the files hold what the server had: id, token, preset and task, a snapshot the core
-     * restores into a world whose State is the server's, bit for bit */
+    /* the files hold what the server had: id, token, preset and task, and (wait_checkpoint) a
+     * snapshot the core restores into a world whose State is the server's, bit for bit */
     for (int i = 0; i < NW; i++) {
-        FILE *f = fopen(world_path(ids[i], ""), "rb");
-        unsigned char buf[1 << 16];
-        size_t len = f ? fread(buf, 1, sizeof buf, f) : 0;
-        if (f)
-            fclose(f);
         rs_persisted_world_t pw;
-        rs_status_t st;
-        int rc = rs_persist_parse_world(buf, len, &pw, &st);
-        CHECK_OK(rc, st);
-        if (rc)
-            continue;
+        CHECK(file_matches(c, i, &pw) == 1, "world %llu's file", (unsigned long long)ids[i]);
         CHECK(pw.id == ids[i] && !strcmp(pw.token, tokens[i]), "file of world %llu: id %llu token %s",
               (unsigned long long)ids[i], (unsigned long long)pw.id, pw.token);
         CHECK(!strcmp(pw.task, is_task[i] ? TASK : ""), "task '%s'", pw.task);
-        rs_world_t *w = pw.task[0] ? rs_world_new_task(pw.task, NULL, NULL, 0, 0, &st)
-                                   : rs_world_new(pw.preset, NULL, 0, 0, &st);
-        CHECK(w && rs_snapshot_read(w, pw.snapshot, pw.snapshot_len, &st) == 0, "restore in-process: %s", st.message);
-        if (!w)
-            continue;
-        arena_t a;
-        arena_init(&a, 1 << 16);
-        Robosim__V1__State *mine = codec_state(&a, ids[i], w);
-        size_t n1 = robosim__v1__state__get_packed_size(mine), n2;
-        unsigned char *b1 = malloc(n1), *b2 = state_bytes(c, ids[i], &n2);
-        robosim__v1__state__pack(mine, b1);
-        CHECK(same(b1, n1, b2, n2), "world %llu: the file's snapshot is not the server's state",
-              (unsigned long long)ids[i]);
-        free(b1);
-        free(b2);
-        arena_free(&a);
-        rs_world_destroy(&w);
+        CHECK(!strcmp(pw.preset, i == 0 ? "workshop" : "finger"), "preset '%s'", pw.preset);
     }
+
+    /* only changed worlds are written: step the finger world alone, wait for its file to be
+     * rewritten, and the others' files are as they were */
+    struct stat shop0, task0, st1;
+    stat(world_path(ids[0], ""), &shop0);
+    stat(world_path(ids[2], ""), &task0);
+    CHECK(drive(c, 1, 50) == 0, "finger step");
+    CHECK(wait_checkpoint(c, 0) == 0, "the changed world's file was not rewritten within 30 s");
+    stat(world_path(ids[0], ""), &st1);
+    CHECK(st1.st_mtim.tv_sec == shop0.st_mtim.tv_sec && st1.st_mtim.tv_nsec == shop0.st_mtim.tv_nsec,
+          "an unchanged world's file was rewritten");
+    stat(world_path(ids[2], ""), &st1);
+    CHECK(st1.st_mtim.tv_sec == task0.st_mtim.tv_sec && st1.st_mtim.tv_nsec == task0.st_mtim.tv_nsec,
+          "an unchanged task world's file was rewritten");
 
     /* the program from the checkpointed state on, every state recorded (checkpoints may run
      * meanwhile: the restored world is then at a later point of the program) */
@@ -374,6 +392,12 @@ int main(int argc, char **argv)
     CHECK(fresh > 78, "new world id %llu reuses an id seen in the state dir", (unsigned long long)fresh);
     rsc_close(&c);
     server_stop(&server);
+
+    /* more worlds in the dir than --max-worlds: the server refuses to start (it must not drop
+     * worlds, nor delete their files at its first checkpoint) */
+    const char *few[] = {"--state-dir", state_dir, "--max-worlds", "2", NULL};
+    CHECK(server_start(&server, binary, few) != 0, "a server with too few world slots started");
+    CHECK(stat(world_path(ids[2], ""), &sb) == 0, "a world file went missing");
 
     /* a second server on the same state dir is refused while the first runs */
     start("1000");
