@@ -570,11 +570,13 @@ int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
     if (p && s->next_world_id >= p->id_limit) {
         int rc = write_server_state(s, s->next_world_id + ID_BLOCK, st);
         if (rc < 0) {
-            rs_log(RS_LOG_ERROR, "%s", st->message);
+            char why[sizeof st->message];
+            snprintf(why, sizeof why, "%s", st->message);
+            rs_log(RS_LOG_ERROR, "%s", why);
             return rs_fail(st, RS_EUNAVAIL,
                            "the server cannot record world ids in its state dir (%s); no new "
                            "world until it can",
-                           st->message);
+                           why);
         }
     }
     *id = s->next_world_id++;

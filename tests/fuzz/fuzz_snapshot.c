@@ -1,12 +1,14 @@
 /* libFuzzer harness over the core's snapshot reader: byte 0 picks a world (every preset, then
- * every task), the rest is a snapshot. A snapshot the reader accepts is forked into a new world
+ * every task; its high bit set: the snapshot's length field and checksum are left as they
+ * are, else fixed up so the contents are what the reader judges), the rest is a snapshot. A snapshot the reader accepts is forked into a new world
  * that then takes one control step, so values that pass validation but break the physics show
  * up too. */
-#include "rs_snapshot.h"
+#include "fuzz_server.h"
 #include "rs_task.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define MAX_WORLDS 32
 static rs_world_t *worlds[MAX_WORLDS];
@@ -30,8 +32,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     rs_status_t st;
     rs_status_clear(&st);
-    const rs_world_t *src = worlds[data[0] % nworlds];
-    rs_world_t *w = rs_world_fork(src, data + 1, size - 1, &st);
+    const rs_world_t *src = worlds[(data[0] & 0x7f) % nworlds];
+    uint8_t *snap = malloc(size);
+    memcpy(snap, data + 1, size - 1);
+    if (!(data[0] & 0x80))
+        fuzz_fix_snapshot(snap, size - 1);
+    rs_world_t *w = rs_world_fork(src, snap, size - 1, &st);
+    free(snap);
     if (w) {
         rs_step(&w->model, w->data, 1, &st);
         rs_world_destroy(&w);

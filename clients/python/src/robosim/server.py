@@ -60,6 +60,9 @@ class LocalServer:
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
             cmd = [self.binary, "--bind", self.endpoint, "--no-world", "--log-level",
                    log_level, *args]
+            if "--stream" not in args and "--no-stream" not in args:
+                # the stream on a free port too: the default 5556 may be another server's
+                cmd += ["--stream", "tcp://127.0.0.1:*"]
             self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=self._log)
             try:
