@@ -471,6 +471,15 @@ static int parse(reader_t *r, const rs_world_t *w, stage_t *sg, rs_status_t *st)
     if (!r->overrun) {
         if (!isfinite(sg->t) || !isfinite(sg->grid_t0) || sg->grid_t0 > sg->t)
             return BAD(st, "time %g s (grid from %g s)", sg->t, sg->grid_t0);
+        /* the world stands in its current control step, from grid point grid_k (where
+         * rs_step_continue leaves it) to the next (a step that failed stops in between): a
+         * forged grid_k would make the next step end ages away (fuzz_snapshot found one of
+         * 1.6e16 steps, a control step that never finished) */
+        double lo = sg->grid_t0 + (double)sg->grid_k * m->control_dt, hi = lo + m->control_dt;
+        double eps = 1e-9 * fmax(1.0, fabs(sg->t));
+        if (!(sg->t >= lo - eps && sg->t <= hi + eps))
+            return BAD(st, "time %g s is not within control step %llu of the grid from %g s "
+                       "(%g to %g s)", sg->t, (unsigned long long)sg->grid_k, sg->grid_t0, lo, hi);
         if (!isfinite(sg->h_next) || sg->h_next < 0)
             return BAD(st, "integrator step %g s", sg->h_next);
         if (!(sg->rng[0] | sg->rng[1] | sg->rng[2] | sg->rng[3]))
