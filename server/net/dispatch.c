@@ -64,12 +64,11 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
 {
     world_entry_t *we = &s->worlds[s->nworlds];
     memset(we, 0, sizeof *we);
-    if (rs_auth_grant(s, we, st) < 0) {
+    if (rs_auth_grant(s, we, st) < 0 || rs_server_take_id(s, &we->id, st) < 0) {
         rs_world_destroy(&world);
         return NULL;
     }
     s->nworlds++;
-    we->id = s->next_world_id++;
     we->world = world;
     snprintf(we->owner, sizeof we->owner, "%s", s->caller->id);
     rs_server_adopt(s, we);

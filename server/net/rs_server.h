@@ -46,6 +46,9 @@ typedef struct rs_server_config {
                                        or waiting); more get RESOURCE_EXHAUSTED */
     double world_ttl;               /* a world whose controller sent nothing for this long is
                                        destroyed (0: never) */
+    const char *state_dir;          /* --state-dir: worlds checkpointed and restored there, or
+                                       NULL for none */
+    double checkpoint_interval;     /* seconds between checkpoints into state_dir */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */
@@ -61,6 +64,13 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st);
 /* Serve until *stop becomes non-zero (set it from a signal handler). Returns 0 on a clean stop,
  * a negative code if the socket failed. */
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
+
+/* Write every world changed since its last checkpoint (snapshot, tokens, lease) to the state
+ * dir, and remove destroyed worlds' files; each file atomically (temp file, fsync, rename,
+ * directory fsync). 0 (also without a state dir), or RS_EUNAVAIL / RS_EEXHAUSTED when a world
+ * could not be written (the others are; reason in st and the log). Run by the loop every
+ * cfg.checkpoint_interval; call it once more after rs_server_run returns. */
+int rs_server_checkpoint(rs_server_t *s, rs_status_t *st);
 
 /* Close sockets, destroy worlds, free `*s` (NULL-safe), set it to NULL. After rs_server_run
  * returns every world is at a control-step boundary and no request is in flight: the place to

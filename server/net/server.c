@@ -47,6 +47,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->max_worlds_per_client = 64;
     cfg->max_inflight_per_client = 4;
     cfg->world_ttl = 3600.0;
+    cfg->state_dir = NULL;
+    cfg->checkpoint_interval = 10.0;
 }
 
 world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -394,14 +396,20 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         rs_server_destroy(&s);
         return NULL;
     }
-    if (cfg->default_preset && cfg->default_preset[0]) {
+    /* a state dir that held a server's worlds replaces the default world */
+    int restored = cfg->state_dir ? rs_persist_open(s, st) : 0;
+    if (restored < 0) {
+        rs_server_destroy(&s);
+        return NULL;
+    }
+    if (!restored && cfg->default_preset && cfg->default_preset[0]) {
         rs_world_t *w = rs_world_new(cfg->default_preset, NULL, 0, 0, st);
-        if (!w) {
+        world_entry_t *we = &s->worlds[0];
+        if (!w || rs_server_take_id(s, &we->id, st) < 0) {
+            rs_world_destroy(&w);
             rs_server_destroy(&s);
             return NULL;
         }
-        world_entry_t *we = &s->worlds[0];
-        we->id = s->next_world_id++;
         we->world = w;
         s->nworlds = 1;
         we->last_active = rs_monotonic();
@@ -475,6 +483,7 @@ void rs_server_destroy(rs_server_t **ps)
         rs_server_forget(&s->worlds[i]);
         rs_world_destroy(&s->worlds[i].world);
     }
+    rs_persist_close(s);
     free(s->worlds);
     free(s->out);
     arena_free(&s->arena);
@@ -813,6 +822,7 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s (%d world%s)", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, s->cfg.bind, s->nworlds, s->nworlds == 1 ? "" : "s");
     while (!*stop) {
+        rs_persist_tick(s);
         /* wake up in time for a state the stream's rate limit held back */
         int due = rs_stream_flush(s), want = due < 0 || due > idle_ms ? idle_ms : due;
         if (want != timeout_ms) {

@@ -41,6 +41,8 @@ typedef struct world_entry {
     rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
                                           being run, to roll back an interrupted control step
                                           (made on the first save) */
+    uint64_t ckpt_mark;                /* persist.c: hash of what the last checkpoint wrote
+                                          (0: not written) */
 } world_entry_t;
 
 typedef struct rs_curve rs_curve_t;
@@ -113,6 +115,7 @@ struct rs_server {
                                   a world a parked one holds (FIFO lists, server.c) */
     int nparked, nwaiting;
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
+    struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -225,5 +228,42 @@ void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */
 int rs_stream_flush(rs_server_t *s);
+
+/* ---- persist.c: --state-dir ---- */
+
+/* Open cfg.state_dir (created 0700 if missing; locked against a second server) and restore the
+ * worlds saved there, with their ids, tokens and leases; files that cannot be restored are
+ * logged and renamed *.bad. Returns 1 when the dir held a server's state (then no default world
+ * is created), 0 when it was empty, or a negative code (the dir cannot be used, or it holds
+ * more worlds than --max-worlds). */
+int rs_persist_open(rs_server_t *s, rs_status_t *st);
+
+/* A checkpoint when --checkpoint-interval has passed since the last one (call from the loop;
+ * failures are logged and retried at the next interval). Nothing without a state dir. */
+void rs_persist_tick(rs_server_t *s);
+
+/* Release the state dir (its lock) and the buffers. NULL-safe on s->persist. */
+void rs_persist_close(rs_server_t *s);
+
+/* The id for a new world: s->next_world_id, recorded in the state dir first when it reaches
+ * the ids reserved there, so no id is handed out twice across restarts. 0, or RS_EUNAVAIL when
+ * the state dir cannot be written (no world may be created then). */
+int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st);
+
+/* A world file (persist.c's header comment gives the layout), parsed. */
+typedef struct rs_persisted_world {
+    uint64_t id;
+    char token[RS_TOKEN_LEN + 1], prev_token[RS_TOKEN_LEN + 1];
+    double lease_remaining; /* s left at the checkpoint (negative: lapsed) */
+    char preset[32], task[32];
+    const uint8_t *snapshot; /* the core snapshot, pointing into the parsed buffer */
+    size_t snapshot_len;
+} rs_persisted_world_t;
+
+/* Parse and check (magic, version, checksum, lengths, token syntax) a world file's `len` bytes.
+ * 0, or RS_EINVAL / RS_EPRECOND with the reason in st. The snapshot itself is checked by
+ * rs_snapshot_read when it is restored. */
+int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t *out,
+                           rs_status_t *st);
 
 #endif

@@ -1,0 +1,803 @@
+/* --state-dir: the server's worlds on disk, so a restart loses nothing.
+ *
+ * The directory holds one file per world, world-<id>.rsw, and server.state. Every file is
+ * replaced atomically: written to a temporary name, fsync'd, renamed over the old one, and the
+ * directory fsync'd; a crash at any moment leaves each file either as it was or as it became.
+ * A world file is, little-endian:
+ *   magic "RSIMWRLD", u32 version (1), u32 0, u64 world id,
+ *   char[32] controller token, char[32] previous token (zero-padded; "" when none),
+ *   f64 seconds left on the controller's lease at the checkpoint (negative: lapsed),
+ *   char[32] preset, char[32] task ("" when none), u64 snapshot length,
+ *   the core snapshot (rs_snapshot.h; not the wire form), u64 FNV-1a of everything before it.
+ * server.state is magic "RSIMSRVR", u32 version, u32 0, u64 id limit, u64 FNV-1a: world ids
+ * below the limit may have been handed out, so after a restart ids start there. The limit is
+ * raised (and written) before an id at or past it is handed out, in blocks of ID_BLOCK, so no
+ * id is ever handed out twice even when the server is killed between checkpoints.
+ *
+ * Checkpoints run every --checkpoint-interval seconds from the request loop and once more when
+ * the loop stops. A world is written only when its snapshot, tokens or lease changed since its
+ * last checkpoint (a hash of them is kept in world_entry_t.ckpt_mark); files of destroyed worlds
+ * are removed. On start the files are read back: a world whose file cannot be read or restored
+ * is logged and its file renamed to *.bad, and the server goes on. */
+#include "rs_log.h"
+#include "rs_snapshot.h"
+#include "rs_task.h"
+#include "server_internal.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define WORLD_MAGIC "RSIMWRLD"
+#define SERVER_MAGIC "RSIMSRVR"
+#define FILE_VERSION 1
+#define SERVER_FILE "server.state"
+#define LOCK_FILE "lock"
+#define ID_BLOCK 1024 /* world ids reserved per server.state write */
+#define NAME_LEN 32   /* preset and task name fields (RS_NAME_MAX) */
+#define WORLD_HEADER (8 + 4 + 4 + 8 + 2 * RS_TOKEN_LEN + 8 + 2 * NAME_LEN + 8)
+#define MAX_FILE_SIZE (256u << 20) /* a world file larger than this is not one of ours */
+#define PATH_BUF (4096 + 320) /* the state dir (at most 4032 bytes) and a file name */
+
+/* A checkpoint's work for the writer: the world files to write (images built by the loop) and
+ * the worlds that exist (files of others are removed). */
+typedef struct job_file {
+    uint64_t id, mark;
+    size_t off, len; /* the image in job.data */
+} job_file_t;
+
+typedef struct job {
+    job_file_t *files;
+    int nfiles, cap_files;
+    uint8_t *data;
+    size_t used, cap;
+    uint64_t *live; /* ids of the worlds there are, sorted */
+    int nlive, cap_live;
+    uint64_t *failed; /* ids whose file could not be written (the loop writes them again) */
+    int nfailed;
+} job_t;
+
+struct rs_persist {
+    char dir[4096];
+    int lock_fd;
+    double next_due;   /* rs_monotonic() time of the next periodic checkpoint */
+    uint64_t id_limit; /* as in server.state: ids below it may have been handed out */
+    uint8_t *buf;      /* a world file being built */
+    size_t cap;
+    /* the writer thread: the loop hands it a job and goes on serving; a checkpoint's fsyncs
+     * (64 workshop worlds: 120-400 ms on this machine's disk, bench_server_checkpoint) never
+     * hold up requests */
+    pthread_t writer;
+    int writer_started;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int busy;          /* the job belongs to the writer */
+    int stop;
+    int last_rc;       /* the writer's last result */
+    char last_error[256];
+    job_t job;
+};
+
+static void *writer_main(void *arg);
+
+/* ---- little-endian fields ----------------------------------------------------------------- */
+
+static void put_u32(uint8_t *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static void put_u64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t get_u32(const uint8_t *p)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++)
+        v |= (uint32_t)p[i] << (8 * i);
+    return v;
+}
+
+static uint64_t get_u64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v |= (uint64_t)p[i] << (8 * i);
+    return v;
+}
+
+static void put_f64(uint8_t *p, double v)
+{
+    uint64_t bits;
+    memcpy(&bits, &v, 8);
+    put_u64(p, bits);
+}
+
+static double get_f64(const uint8_t *p)
+{
+    uint64_t bits = get_u64(p);
+    double v;
+    memcpy(&v, &bits, 8);
+    return v;
+}
+
+/* A fixed-width, zero-padded name field as a C string; 0, or -1 when it is not one (no NUL, or
+ * bytes after the NUL that are not zero). */
+static int get_name(const uint8_t *p, size_t width, char *out)
+{
+    size_t n = strnlen((const char *)p, width);
+    if (n == width)
+        return -1;
+    for (size_t i = n; i < width; i++)
+        if (p[i])
+            return -1;
+    memcpy(out, p, n + 1);
+    return 0;
+}
+
+/* A token field: RS_TOKEN_LEN lowercase hex digits, or zero bytes for none. 0 or -1. */
+static int get_token(const uint8_t *p, char out[RS_TOKEN_LEN + 1])
+{
+    memcpy(out, p, RS_TOKEN_LEN);
+    out[RS_TOKEN_LEN] = '\0';
+    size_t n = strlen(out);
+    for (size_t i = 0; i < RS_TOKEN_LEN; i++)
+        if (i < n ? !((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')) : p[i] != 0)
+            return -1;
+    return n == 0 || n == RS_TOKEN_LEN ? 0 : -1;
+}
+
+/* Grow *ptr (elements of `size` bytes, *cap of them) to hold `need`. 0 or -1. */
+static int reserve(void *ptr, int *cap, int need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    void *grown = realloc(*(void **)ptr, (size_t)need * size);
+    if (!grown)
+        return -1;
+    *(void **)ptr = grown;
+    *cap = need;
+    return 0;
+}
+
+/* ---- files ---------------------------------------------------------------------------------- */
+
+/* Write `len` bytes to dir/name.tmp (created 0600), fsync'd when `sync` is set. 0 or
+ * RS_EUNAVAIL (the temporary file removed). */
+static int write_temp(const char *dir, const char *name, const uint8_t *p, size_t len, int sync,
+                      rs_status_t *st)
+{
+    char tmp[PATH_BUF];
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return rs_fail(st, RS_EUNAVAIL, "cannot create %s: %s", tmp, strerror(errno));
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = write(fd, p + done, len - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            int e = n < 0 ? errno : ENOSPC;
+            close(fd);
+            unlink(tmp);
+            return rs_fail(st, RS_EUNAVAIL, "cannot write %s: %s", tmp, strerror(e));
+        }
+        done += (size_t)n;
+    }
+    if (sync && fsync(fd) != 0) {
+        int e = errno;
+        close(fd);
+        unlink(tmp);
+        return rs_fail(st, RS_EUNAVAIL, "cannot fsync %s: %s", tmp, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+/* Rename dir/name.tmp over dir/name. 0 or RS_EUNAVAIL (the temporary file removed). */
+static int commit_temp(const char *dir, const char *name, rs_status_t *st)
+{
+    char path[PATH_BUF], tmp[PATH_BUF];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
+    if (rename(tmp, path) != 0) {
+        int e = errno;
+        unlink(tmp);
+        return rs_fail(st, RS_EUNAVAIL, "cannot rename %s to %s: %s", tmp, path, strerror(e));
+    }
+    return 0;
+}
+
+/* Write `len` bytes as dir/name atomically: a temporary file fsync'd then renamed over the old
+ * one. The directory itself is fsync'd by the caller. 0 or RS_EUNAVAIL. */
+static int write_atomic(const char *dir, const char *name, const uint8_t *p, size_t len,
+                        rs_status_t *st)
+{
+    int rc = write_temp(dir, name, p, len, 1, st);
+    return rc < 0 ? rc : commit_temp(dir, name, st);
+}
+
+static int sync_dir(const char *dir, rs_status_t *st)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 || fsync(fd) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        return rs_fail(st, RS_EUNAVAIL, "cannot fsync the state dir %s: %s", dir, strerror(e));
+    }
+    close(fd);
+    return 0;
+}
+
+/* The whole of dir/name in a malloc'd buffer (*len bytes), or NULL with the reason in st. */
+static uint8_t *read_all(const char *dir, const char *name, size_t *len, rs_status_t *st)
+{
+    char path[PATH_BUF];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0) {
+        rs_fail(st, RS_EUNAVAIL, "cannot open: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MAX_FILE_SIZE) {
+        rs_fail(st, RS_EINVAL, "not a regular file of at most %u bytes", MAX_FILE_SIZE);
+        close(fd);
+        return NULL;
+    }
+    uint8_t *buf = malloc((size_t)sb.st_size + 1);
+    size_t done = 0;
+    while (buf && done < (size_t)sb.st_size) {
+        ssize_t n = read(fd, buf + done, (size_t)sb.st_size - done);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        done += (size_t)n;
+    }
+    close(fd);
+    if (!buf || done != (size_t)sb.st_size) {
+        rs_fail(st, RS_EUNAVAIL, buf ? "short read" : "out of memory");
+        free(buf);
+        return NULL;
+    }
+    *len = done;
+    return buf;
+}
+
+/* Move a file that could not be restored out of the way (name.bad), saying why. */
+static void set_aside(const char *dir, const char *name, const char *why)
+{
+    char path[PATH_BUF], bad[PATH_BUF];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    snprintf(bad, sizeof bad, "%s/%s.bad", dir, name);
+    if (rename(path, bad) == 0)
+        rs_log(RS_LOG_ERROR, "state dir: %s cannot be restored (%s); moved aside to %s", path,
+               why, bad);
+    else
+        rs_log(RS_LOG_ERROR, "state dir: %s cannot be restored (%s), nor moved aside: %s", path,
+               why, strerror(errno));
+}
+
+/* The id in a file name "world-<id>.rsw" (or any name starting "world-<id>." when `any_suffix`),
+ * or 0 when it is not one. */
+static uint64_t world_file_id(const char *name, int any_suffix)
+{
+    if (strncmp(name, "world-", 6) != 0 || name[6] < '0' || name[6] > '9')
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long long id = strtoull(name + 6, &end, 10);
+    if (errno || *end != '.' || (!any_suffix && strcmp(end, ".rsw") != 0))
+        return 0;
+    return (uint64_t)id;
+}
+
+/* ---- world files ---------------------------------------------------------------------------- */
+
+int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t *out,
+                           rs_status_t *st)
+{
+    if (len < WORLD_HEADER + 8 || memcmp(buf, WORLD_MAGIC, 8) != 0)
+        return rs_fail(st, RS_EINVAL, "not a robosim world file (%zu bytes)", len);
+    if (get_u32(buf + 8) != FILE_VERSION)
+        return rs_fail(st, RS_EPRECOND, "world file version %u, this server reads %d",
+                       get_u32(buf + 8), FILE_VERSION);
+    if (rs_snapshot_checksum(buf, len - 8) != get_u64(buf + len - 8))
+        return rs_fail(st, RS_EINVAL, "checksum mismatch (the file is damaged)");
+    const uint8_t *p = buf + 16;
+    memset(out, 0, sizeof *out);
+    out->id = get_u64(p);
+    p += 8;
+    if (get_token(p, out->token) < 0 || get_token(p + RS_TOKEN_LEN, out->prev_token) < 0)
+        return rs_fail(st, RS_EINVAL, "a controller token is not hex digits");
+    p += 2 * RS_TOKEN_LEN;
+    out->lease_remaining = get_f64(p);
+    p += 8;
+    if (get_name(p, NAME_LEN, out->preset) < 0 || get_name(p + NAME_LEN, NAME_LEN, out->task) < 0)
+        return rs_fail(st, RS_EINVAL, "preset or task name is not a string");
+    p += 2 * NAME_LEN;
+    uint64_t n = get_u64(p);
+    p += 8;
+    if (n != len - WORLD_HEADER - 8)
+        return rs_fail(st, RS_EINVAL, "snapshot length %" PRIu64 " does not fit the file", n);
+    if (out->id == 0 || strlen(out->token) != RS_TOKEN_LEN || !(fabs(out->lease_remaining) <= 1e12))
+        return rs_fail(st, RS_EINVAL, "world id, token or lease out of range");
+    out->snapshot = p;
+    out->snapshot_len = (size_t)n;
+    return 0;
+}
+
+/* Build w's world file in p->buf; its length in *len, the hash of what it holds (snapshot,
+ * tokens, lease) in *mark. 0 or a negative code. */
+static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len, uint64_t *mark,
+                            rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    size_t n;
+    rs_snapshot_size(w->world, &n);
+    size_t need = WORLD_HEADER + n + 8;
+    if (need > p->cap) {
+        uint8_t *grown = realloc(p->buf, need);
+        if (!grown)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for a world file of %zu bytes", need);
+        p->buf = grown;
+        p->cap = need;
+    }
+    uint8_t *b = p->buf;
+    memset(b, 0, WORLD_HEADER);
+    memcpy(b, WORLD_MAGIC, 8);
+    put_u32(b + 8, FILE_VERSION);
+    put_u64(b + 16, w->id);
+    memcpy(b + 24, w->token, strnlen(w->token, RS_TOKEN_LEN));
+    memcpy(b + 24 + RS_TOKEN_LEN, w->prev_token, strnlen(w->prev_token, RS_TOKEN_LEN));
+    put_f64(b + 24 + 2 * RS_TOKEN_LEN, rs_lease_remaining(s, w));
+    const char *task = w->world->task ? w->world->task->name : "";
+    memcpy(b + 32 + 2 * RS_TOKEN_LEN, w->world->model.preset,
+           strnlen(w->world->model.preset, NAME_LEN - 1));
+    memcpy(b + 32 + 2 * RS_TOKEN_LEN + NAME_LEN, task, strnlen(task, NAME_LEN - 1));
+    put_u64(b + WORLD_HEADER - 8, n);
+    int rc = rs_snapshot_write(w->world, b + WORLD_HEADER, n, &n, st);
+    if (rc < 0)
+        return rc;
+    *len = WORLD_HEADER + n + 8;
+    put_u64(b + WORLD_HEADER + n, rs_snapshot_checksum(b, WORLD_HEADER + n));
+    /* the mark: the file without its lease-remaining field (which moves with the clock), and
+     * the absolute lease end instead */
+    uint8_t lease[8];
+    put_f64(lease, w->lease_until);
+    uint64_t h = rs_snapshot_checksum(b + WORLD_HEADER, n);
+    h ^= rs_snapshot_checksum(b + 16, 8 + 2 * RS_TOKEN_LEN) * 31u;
+    h ^= rs_snapshot_checksum(lease, 8) * 131u;
+    *mark = h ? h : 1; /* 0 means "never written" */
+    return 0;
+}
+
+/* Restore one world file into the next free slot of s->worlds. 0, or a negative code with the
+ * reason in st (the file is then set aside by the caller). */
+static int restore_world(rs_server_t *s, const uint8_t *buf, size_t len, rs_status_t *st)
+{
+    rs_persisted_world_t pw;
+    int rc = rs_persist_parse_world(buf, len, &pw, st);
+    if (rc < 0)
+        return rc;
+    if (rs_server_world(s, pw.id))
+        return rs_fail(st, RS_EINVAL, "a second file for world %" PRIu64, pw.id);
+    if (s->nworlds >= s->cfg.max_worlds)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "the state dir holds more worlds than --max-worlds %d; raise it",
+                       s->cfg.max_worlds);
+    rs_world_t *world = pw.task[0] ? rs_world_new_task(pw.task, pw.preset, NULL, 0, 0, st)
+                                   : rs_world_new(pw.preset, NULL, 0, 0, st);
+    if (!world)
+        return st->code ? st->code : RS_EINTERNAL;
+    if ((rc = rs_snapshot_read(world, pw.snapshot, pw.snapshot_len, st)) < 0) {
+        rs_world_destroy(&world);
+        return rc;
+    }
+    /* keep the table sorted by id */
+    int at = s->nworlds;
+    while (at > 0 && s->worlds[at - 1].id > pw.id)
+        at--;
+    memmove(&s->worlds[at + 1], &s->worlds[at], (size_t)(s->nworlds - at) * sizeof *s->worlds);
+    world_entry_t *we = &s->worlds[at];
+    memset(we, 0, sizeof *we);
+    we->id = pw.id;
+    we->world = world;
+    memcpy(we->token, pw.token, sizeof we->token);
+    memcpy(we->prev_token, pw.prev_token, sizeof we->prev_token);
+    we->lease_until = rs_monotonic() + pw.lease_remaining;
+    s->nworlds++;
+    return 0;
+}
+
+/* ---- server.state --------------------------------------------------------------------------- */
+
+static int write_server_state(rs_server_t *s, uint64_t limit, rs_status_t *st)
+{
+    uint8_t b[32];
+    memset(b, 0, sizeof b);
+    memcpy(b, SERVER_MAGIC, 8);
+    put_u32(b + 8, FILE_VERSION);
+    put_u64(b + 16, limit);
+    put_u64(b + 24, rs_snapshot_checksum(b, 24));
+    int rc = write_atomic(s->persist->dir, SERVER_FILE, b, sizeof b, st);
+    if (rc == 0 && (rc = sync_dir(s->persist->dir, st)) == 0)
+        s->persist->id_limit = limit;
+    return rc;
+}
+
+/* The id limit server.state records, or 0 (set aside when damaged). */
+static uint64_t read_server_state(const char *dir)
+{
+    rs_status_t st;
+    size_t len;
+    uint8_t *b = read_all(dir, SERVER_FILE, &len, &st);
+    if (!b)
+        return 0;
+    uint64_t limit = 0;
+    if (len == 32 && memcmp(b, SERVER_MAGIC, 8) == 0 && get_u32(b + 8) == FILE_VERSION &&
+        rs_snapshot_checksum(b, 24) == get_u64(b + 24))
+        limit = get_u64(b + 16);
+    else
+        set_aside(dir, SERVER_FILE, "not a robosim server state, or damaged");
+    free(b);
+    return limit;
+}
+
+/* ---- the public side ------------------------------------------------------------------------- */
+
+int rs_persist_open(rs_server_t *s, rs_status_t *st)
+{
+    const char *dir = s->cfg.state_dir;
+    struct rs_persist *p = calloc(1, sizeof *p);
+    if (!p)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    p->lock_fd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    s->persist = p;
+    if (strlen(dir) >= sizeof p->dir - 64)
+        return rs_fail(st, RS_EINVAL, "--state-dir path is too long");
+    snprintf(p->dir, sizeof p->dir, "%s", dir);
+    struct stat sb;
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+        return rs_fail(st, RS_EPRECOND, "cannot create the state dir %s: %s", dir, strerror(errno));
+    if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
+        return rs_fail(st, RS_EPRECOND, "--state-dir %s is not a directory", dir);
+    if (sb.st_mode & 077)
+        rs_log(RS_LOG_WARN, "state dir %s is readable by others (mode %03o): it holds controller "
+               "tokens; chmod 700 it", dir, (unsigned)(sb.st_mode & 0777));
+    /* one server per state dir: two would overwrite each other's worlds */
+    char lock[PATH_BUF];
+    snprintf(lock, sizeof lock, "%s/" LOCK_FILE, dir);
+    p->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (p->lock_fd < 0)
+        return rs_fail(st, RS_EPRECOND, "cannot open %s: %s", lock, strerror(errno));
+    if (flock(p->lock_fd, LOCK_EX | LOCK_NB) != 0)
+        return rs_fail(st, RS_EPRECOND, "the state dir %s is in use by another robosim-server",
+                       dir);
+
+    DIR *d = opendir(dir);
+    if (!d)
+        return rs_fail(st, RS_EPRECOND, "cannot read the state dir %s: %s", dir, strerror(errno));
+    int found = 0, restored = 0, failed = 0;
+    uint64_t max_id = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        const char *name = de->d_name;
+        size_t nl = strlen(name);
+        if (nl > 4 && !strcmp(name + nl - 4, ".tmp")) {
+            /* a write the last run did not finish: the file it was replacing is intact */
+            char path[PATH_BUF];
+            snprintf(path, sizeof path, "%s/%s", dir, name);
+            unlink(path);
+            continue;
+        }
+        uint64_t any = world_file_id(name, 1);
+        if (any > max_id)
+            max_id = any; /* set-aside files' ids are not handed out again either */
+        if (!world_file_id(name, 0))
+            continue;
+        found = 1;
+        rs_status_t wst;
+        rs_status_clear(&wst);
+        size_t len;
+        uint8_t *buf = read_all(dir, name, &len, &wst);
+        int rc = buf ? restore_world(s, buf, len, &wst) : wst.code;
+        free(buf);
+        if (rc == RS_EEXHAUSTED && s->nworlds >= s->cfg.max_worlds) {
+            closedir(d);
+            return rs_fail(st, RS_EEXHAUSTED, "%s", wst.message);
+        }
+        if (rc < 0) {
+            set_aside(dir, name, wst.message);
+            failed++;
+        } else {
+            restored++;
+        }
+    }
+    closedir(d);
+    uint64_t limit = read_server_state(dir);
+    found |= limit != 0;
+    /* after a damaged or missing server.state, stay clear of every id seen by a block */
+    uint64_t next = limit ? limit : max_id ? max_id + ID_BLOCK : 1;
+    if (next <= max_id)
+        next = max_id + 1;
+    s->next_world_id = next;
+    p->id_limit = limit ? limit : 0;
+    for (int i = 0; i < s->nworlds; i++) {
+        size_t len;
+        if (build_world_file(s, &s->worlds[i], &len, &s->worlds[i].ckpt_mark, st) < 0)
+            s->worlds[i].ckpt_mark = 0;
+    }
+    p->next_due = rs_monotonic() + s->cfg.checkpoint_interval;
+    if (reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    for (int i = 0; i < s->nworlds; i++)
+        p->job.live[p->job.nlive++] = s->worlds[i].id;
+    if (pthread_create(&p->writer, NULL, writer_main, p) != 0)
+        return rs_fail(st, RS_EEXHAUSTED, "cannot start the checkpoint writer thread");
+    p->writer_started = 1;
+    if (found)
+        rs_log(RS_LOG_INFO, "state dir %s: %d world%s restored, %d set aside; new worlds from id "
+               "%" PRIu64, dir, restored, restored == 1 ? "" : "s", failed, next);
+    else
+        rs_log(RS_LOG_INFO, "state dir %s: empty, starting fresh", dir);
+    return found;
+}
+
+int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    if (p && s->next_world_id >= p->id_limit) {
+        int rc = write_server_state(s, s->next_world_id + ID_BLOCK, st);
+        if (rc < 0) {
+            char why[sizeof st->message];
+            snprintf(why, sizeof why, "%s", st->message);
+            rs_log(RS_LOG_ERROR, "%s", why);
+            return rs_fail(st, RS_EUNAVAIL,
+                           "the server cannot record world ids in its state dir (%s); no new "
+                           "world until it can",
+                           why);
+        }
+    }
+    *id = s->next_world_id++;
+    return 0;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Write a job's files (each atomically), remove the files of worlds that are gone, fsync the
+ * directory. Runs on the writer thread, or on the loop's thread at a final checkpoint; touches
+ * only the job and the directory. 0 or the last failure's code (reason in st). */
+static int run_job(const char *dir, job_t *job, rs_status_t *st)
+{
+    int rc = 0, dirty = 0;
+    job->nfailed = 0;
+    for (int i = 0; i < job->nfiles; i++) {
+        const job_file_t *f = &job->files[i];
+        char name[64];
+        snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", f->id);
+        int wrc = write_atomic(dir, name, job->data + f->off, f->len, st);
+        if (wrc < 0) {
+            rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", f->id, st->message);
+            job->failed[job->nfailed++] = f->id;
+            rc = wrc;
+            continue;
+        }
+        dirty = 1;
+    }
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        uint64_t id = world_file_id(de->d_name, 0);
+        if (!id || bsearch(&id, job->live, (size_t)job->nlive, sizeof id, by_id))
+            continue;
+        char path[PATH_BUF];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (unlink(path) == 0)
+            dirty = 1;
+        else
+            rs_log(RS_LOG_ERROR, "cannot remove %s: %s", path, strerror(errno));
+    }
+    if (d)
+        closedir(d);
+    if (dirty) {
+        int drc = sync_dir(dir, st);
+        if (drc < 0)
+            rc = drc;
+    }
+    if (job->nfiles - job->nfailed > 0)
+        rs_log(RS_LOG_DEBUG, "checkpoint: %d world file%s written", job->nfiles - job->nfailed,
+               job->nfiles - job->nfailed == 1 ? "" : "s");
+    return rc;
+}
+
+static void *writer_main(void *arg)
+{
+    struct rs_persist *p = arg;
+    pthread_mutex_lock(&p->lock);
+    for (;;) {
+        while (!p->busy && !p->stop)
+            pthread_cond_wait(&p->cond, &p->lock);
+        if (!p->busy)
+            break;
+        pthread_mutex_unlock(&p->lock);
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = run_job(p->dir, &p->job, &st);
+        pthread_mutex_lock(&p->lock);
+        p->last_rc = rc;
+        snprintf(p->last_error, sizeof p->last_error, "%s", st.message);
+        p->busy = 0;
+        pthread_cond_broadcast(&p->cond);
+    }
+    pthread_mutex_unlock(&p->lock);
+    return NULL;
+}
+
+/* Wait until the writer is idle; then the worlds whose file it could not write are marked
+ * unwritten, so the next checkpoint writes them again. Returns the writer's last result. */
+static int wait_writer(rs_server_t *s, rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    pthread_mutex_lock(&p->lock);
+    while (p->busy)
+        pthread_cond_wait(&p->cond, &p->lock);
+    int rc = p->last_rc;
+    if (rc < 0)
+        rs_fail(st, rc, "%s", p->last_error);
+    p->last_rc = 0;
+    pthread_mutex_unlock(&p->lock);
+    for (int i = 0; i < p->job.nfailed; i++) {
+        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        if (w)
+            w->ckpt_mark = 0;
+    }
+    p->job.nfailed = 0;
+    return rc;
+}
+
+/* Build the job of a checkpoint (the writer idle): the image of every world changed since its
+ * last checkpoint (its mark set now; a failed write clears it again) and the live ids. 1 when
+ * there is something to do, 0 when not, or a negative code. */
+static int build_job(rs_server_t *s, rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    job_t *job = &p->job;
+    int n = s->nworlds;
+    if (reserve(&job->files, &job->cap_files, n, sizeof *job->files) < 0 ||
+        reserve(&job->live, &job->cap_live, n, sizeof *job->live) < 0)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+    if (!job->failed && !(job->failed = malloc((size_t)(s->cfg.max_worlds > 0 ? s->cfg.max_worlds : 1) *
+                                               sizeof *job->failed)))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+    /* the live ids: unchanged and sorted like the table, unless a world is gone */
+    int gone = job->nlive != n;
+    for (int i = 0; i < n && !gone; i++)
+        gone = job->live[i] != s->worlds[i].id;
+    job->nfiles = 0;
+    job->used = 0;
+    for (int i = 0; i < n; i++) {
+        world_entry_t *w = &s->worlds[i];
+        job->live[i] = w->id;
+        size_t len;
+        uint64_t mark;
+        int rc = build_world_file(s, w, &len, &mark, st);
+        if (rc < 0) {
+            rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);
+            continue;
+        }
+        if (mark == w->ckpt_mark)
+            continue;
+        if (job->used + len > job->cap) {
+            size_t cap = (job->used + len) * 2;
+            uint8_t *grown = realloc(job->data, cap);
+            if (!grown)
+                return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+            job->data = grown;
+            job->cap = cap;
+        }
+        memcpy(job->data + job->used, p->buf, len);
+        job->files[job->nfiles++] = (job_file_t){w->id, mark, job->used, len};
+        job->used += len;
+        w->ckpt_mark = mark;
+    }
+    job->nlive = n;
+    return job->nfiles > 0 || gone;
+}
+
+int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    if (!p)
+        return 0;
+    rs_status_t wst;
+    rs_status_clear(&wst);
+    int rc = wait_writer(s, &wst); /* a checkpoint in flight finishes first */
+    int todo = build_job(s, st);
+    if (todo < 0)
+        return todo;
+    int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
+    for (int i = 0; i < p->job.nfailed; i++) {
+        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        if (w)
+            w->ckpt_mark = 0;
+    }
+    p->job.nfailed = 0;
+    if (jrc == 0 && rc < 0)
+        rs_fail(st, rc, "%s", wst.message);
+    return jrc < 0 ? jrc : rc;
+}
+
+void rs_persist_tick(rs_server_t *s)
+{
+    struct rs_persist *p = s->persist;
+    if (!p)
+        return;
+    double now = rs_monotonic();
+    if (now < p->next_due)
+        return;
+    pthread_mutex_lock(&p->lock);
+    int busy = p->busy;
+    pthread_mutex_unlock(&p->lock);
+    if (busy)
+        return; /* the last checkpoint is still being written: try again at the next turn */
+    rs_status_t st;
+    rs_status_clear(&st);
+    wait_writer(s, &st); /* idle: collect its failures (logged by the writer) */
+    p->next_due = now + s->cfg.checkpoint_interval;
+    if (build_job(s, &st) <= 0)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->busy = 1;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+void rs_persist_close(rs_server_t *s)
+{
+    struct rs_persist *p = s->persist;
+    if (!p)
+        return;
+    if (p->writer_started) {
+        pthread_mutex_lock(&p->lock);
+        p->stop = 1;
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+        pthread_join(p->writer, NULL); /* it finishes the job it has */
+    }
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    if (p->lock_fd >= 0)
+        close(p->lock_fd);
+    free(p->buf);
+    free(p->job.files);
+    free(p->job.data);
+    free(p->job.live);
+    free(p->job.failed);
+    free(p);
+    s->persist = NULL;
+}
