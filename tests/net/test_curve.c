@@ -411,12 +411,12 @@ static void startup_checks(void)
     CHECK(rc == 1 && strstr(out, "cannot bind") && !strstr(out, "not loopback"),
           "--insecure lets a non-loopback endpoint through the check: exit %d:\n%s", rc, out);
 
-    /* which endpoints count as loopback */
-    const char *loop[] = {"tcp://127.0.0.1:5555", "tcp://127.1.2.3:1", "tcp://localhost:5555",
-                          "tcp://[::1]:5555", "ipc:///tmp/x", "inproc://x", NULL};
-    const char *net[] = {"tcp://0.0.0.0:5555", "tcp://*:5555", "tcp://[::]:5555",
-                         "tcp://10.0.0.1:5555", "tcp://127.0.0.1.example.com:5555",
-                         "tcp://eth0:5555", "ws://127.0.0.1:5555", "tcp://128.0.0.1:1", NULL};
+    /* which endpoints count as loopback (strings only: nothing is bound to them) */
+    const char *loop[] = {"tcp://127.0.0.1:7", "tcp://127.1.2.3:1", "tcp://localhost:7",
+                          "tcp://[::1]:7", "ipc:///tmp/x", "inproc://x", NULL};
+    const char *net[] = {"tcp://0.0.0.0:7", "tcp://*:7", "tcp://[::]:7",
+                         "tcp://10.0.0.1:7", "tcp://127.0.0.1.example.com:7",
+                         "tcp://eth0:7", "ws://127.0.0.1:7", "tcp://128.0.0.1:1", NULL};
     for (int i = 0; loop[i]; i++)
         CHECK(rs_endpoint_is_loopback(loop[i]), "%s is loopback", loop[i]);
     for (int i = 0; net[i]; i++)
