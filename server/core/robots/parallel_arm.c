@@ -19,7 +19,9 @@
  * stretched set (the taut chain swinging sideways) is not modelled. */
 #include "arm_common.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum {
     S_X, S_Y, S_VX, S_VY, S_TAU1, S_TAU2, S_STICK1, S_STICK2, S_LIMIT1, S_LIMIT2, S_STRETCHED,

@@ -16,7 +16,9 @@
  * joint stops are arm_common.h's. Joints turn fully unless theta_min/theta_max are given. */
 #include "arm_common.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { S_X, S_Y, S_VX, S_VY, S_TAU1, S_TAU2, S_STICK1, S_STICK2, S_LIMIT1, S_LIMIT2, NS };
 
