@@ -259,6 +259,23 @@ void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t *ed, const dou
     arm_accel(M, b, jc, st, dir, qd, qdd, lam);
 }
 
+void arm_guard_values(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      const double *u, arm_dynamics_fn dyn, double *g)
+{
+    arm_joints_t jc;
+    int st[2];
+    double dir[2], lam[2] = {0.0, 0.0};
+    arm_status_of(ed->mode, st);
+    if (arm_held(st[0]) || arm_held(st[1])) {
+        double qdd[2];
+        arm_flow(em, ed, x, u, dyn, qdd, lam, &jc, st, dir);
+    } else {
+        arm_joints_from(em, &jc);
+        arm_dirs_of(ed, dir);
+    }
+    arm_guards(em, ed, &jc, st, dir, x, u, lam, g);
+}
+
 void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                 const double *u, arm_dynamics_fn dyn, int hit, int rest)
 {

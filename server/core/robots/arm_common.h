@@ -153,6 +153,13 @@ void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t *ed, const dou
               const double *u, arm_dynamics_fn dyn, double qdd[2], double lam[2], arm_joints_t *jc,
               int st[2], double dir[2]);
 
+/* All ARM_NGUARDS guards in the entity's current joint mode (arm_guards). The holding torques
+ * lam, which need the mass matrix and so the full dynamics, are computed only when a joint is
+ * held: the guards of sliding joints read the state alone (for an arm without friction and
+ * stops, every root evaluation then skips dyn and its sines and cosines). */
+void arm_guard_values(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      const double *u, arm_dynamics_fn dyn, double *g);
+
 /* The jump map and the settle map of the joints, shared by both arms. `hit` has bit j set for a
  * joint that reached a stop (its guard 3 or 4 fired, or settle found it at or beyond a stop
  * moving into it); `rest` for a joint whose rate is to be zeroed (guard 2: it came to rest).

@@ -241,11 +241,7 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         g[G_STRETCH] = stretch_pull(em, ed, x, u, st, dir);
         return;
     }
-    arm_joints_t jc;
-    int st[2];
-    double dir[2], qdd[2], lam[2];
-    arm_flow(em, ed, x, u, pa_dynamics, qdd, lam, &jc, st, dir);
-    arm_guards(em, ed, &jc, st, dir, x, u, lam, g);
+    arm_guard_values(em, ed, x, u, pa_dynamics, g);
     g[G_STRETCH] = stretch_guard(em, x);
 }
 
@@ -401,6 +397,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .event_names = pa_events,
     .naux = ARM_NAUX,
     .aux_vars = arm_aux_vars,
+    .erk_order = 5, /* Dormand-Prince 5(4): see bench_mujoco_serial_arm */
     .nwrench = 2,
     .wrench = pa_wrench,
     .nguards = pa_nguards,

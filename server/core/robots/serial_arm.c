@@ -200,11 +200,7 @@ static void sa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *g)
 {
     (void)t;
-    arm_joints_t jc;
-    int st[2];
-    double dir[2], qdd[2], lam[2];
-    arm_flow(em, ed, x, u, sa_dynamics, qdd, lam, &jc, st, dir);
-    arm_guards(em, ed, &jc, st, dir, x, u, lam, g);
+    arm_guard_values(em, ed, x, u, sa_dynamics, g);
 }
 
 static void sa_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -374,6 +370,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .event_names = sa_events,
     .naux = ARM_NAUX,
     .aux_vars = arm_aux_vars,
+    .erk_order = 5, /* Dormand-Prince 5(4): see bench_mujoco_serial_arm */
     .nwrench = 3,
     .wrench = sa_wrench,
     .nguards = sa_nguards,
