@@ -14,8 +14,8 @@
  *              (closed form, gravity_torques()), joint damping c = 0.005 N m s, and smooth
  *              random excursions r_j(t), a sum of three sines (0.2-1.7 Hz, fixed phases) of
  *              amplitude A = 0.05 N m in all: |tau| stays below 0.4 N m, inside the 1 N m
- *              caps, and the arm sweeps both joints through several turns at up to about
- *              9 rad/s (printed as "regime"); MuJoCo stays stable. Judged by the goal (within
+ *              caps, and the joints move at up to about 9 rad/s (printed as "regime");
+ *              MuJoCo stays stable. Judged by the goal (within
  *              1.5x of MuJoCo at 2 ms, at equal or better accuracy);
  *   "swing"    no torque: a free swing from the horizontal, whose energy
  *              E = 1/2 qd^T M(q) qd + g (m1 lc1 sin t1 + m2 (a1 sin t1 + lc2 sin(t1 + t2)))

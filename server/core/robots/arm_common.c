@@ -259,6 +259,20 @@ void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t *ed, const dou
     arm_accel(M, b, jc, st, dir, qd, qdd, lam);
 }
 
+void arm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                const double *u, arm_dynamics_fn dyn, double *xdot)
+{
+    arm_joints_t jc;
+    int st[2];
+    double dir[2], qdd[2], lam[2];
+    arm_flow(em, ed, x, u, dyn, qdd, lam, &jc, st, dir);
+    xdot[ARM_Q1] = x[ARM_QD1];
+    xdot[ARM_Q2] = x[ARM_QD2];
+    xdot[ARM_QD1] = qdd[0];
+    xdot[ARM_QD2] = qdd[1];
+    arm_integral_rates(em, x, u, xdot);
+}
+
 void arm_guard_values(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                       const double *u, arm_dynamics_fn dyn, double *g)
 {

@@ -214,17 +214,14 @@ static void pa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
-    double qdd[2] = {0.0, 0.0};
     if (ed->mode != MODE_STRETCHED) {
-        arm_joints_t jc;
-        int st[2];
-        double dir[2], lam[2];
-        arm_flow(em, ed, x, u, pa_dynamics, qdd, lam, &jc, st, dir);
+        arm_derivs(em, ed, x, u, pa_dynamics, xdot);
+        return;
     }
-    xdot[ARM_Q1] = x[ARM_QD1];
+    xdot[ARM_Q1] = x[ARM_QD1]; /* the taut linkage holds the servos: qdd = 0 */
     xdot[ARM_Q2] = x[ARM_QD2];
-    xdot[ARM_QD1] = qdd[0];
-    xdot[ARM_QD2] = qdd[1];
+    xdot[ARM_QD1] = 0.0;
+    xdot[ARM_QD2] = 0.0;
     arm_integral_rates(em, x, u, xdot);
 }
 

@@ -185,15 +185,7 @@ static void sa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
-    arm_joints_t jc;
-    int st[2];
-    double dir[2], qdd[2], lam[2];
-    arm_flow(em, ed, x, u, sa_dynamics, qdd, lam, &jc, st, dir);
-    xdot[ARM_Q1] = x[ARM_QD1];
-    xdot[ARM_Q2] = x[ARM_QD2];
-    xdot[ARM_QD1] = qdd[0];
-    xdot[ARM_QD2] = qdd[1];
-    arm_integral_rates(em, x, u, xdot);
+    arm_derivs(em, ed, x, u, sa_dynamics, xdot);
 }
 
 static void sa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
