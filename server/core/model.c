@@ -33,8 +33,8 @@ static const world_param_t world_params[] = {
     {"erk_order", "1", 0, 8, 0, offsetof(rs_model_t, erk_order),
      "order of the explicit Runge-Kutta method: 4, ARKODE's default 4(3) table; 5, "
      "Dormand-Prince 5(4); 8, Fehlberg 8(7) (6 and 7 read as 5, fractions as the integer "
-     "below); 0: the robots' own choice, 5 for worlds with an arm (serial arm PID at rtol "
-     "1e-8: 2.3x fewer steps than 4), else 4"},
+     "below); 0: the robots' own choice, 5 with a serial or parallel arm (serial arm PID at "
+     "rtol 1e-8: 2.5x fewer steps than 4), else 4"},
 };
 #define NWORLD_PARAMS (sizeof world_params / sizeof world_params[0])
 
