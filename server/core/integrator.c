@@ -26,7 +26,7 @@ struct rs_integrator {
     rs_integrator_guards_fn guards;
     void *user;
     int ng;         /* guards registered with ARKODE */
-    int order;      /* of the method: 4 or 5 (create_stepper) */
+    int order;      /* of the method: 4, 5 or 8 (method_order) */
     int *fired;     /* root info, ng */
     int *rootdir;   /* all -1: guards fire when they fall through zero */
     double tstop;   /* end of the current interval */
@@ -139,10 +139,22 @@ static int integrator_init(rs_integrator_t *in, int n, double *x, rs_status_t *s
     return create_stepper(in, 4, st);
 }
 
-/* ERKStep's memory for the method of the given order: 4, ERKStep's default table (Zonneveld
- * 4(3), 5 stages), or 5, Dormand-Prince 5(4) (7 stages). A change of table changes ERKStep's
- * stage storage, which only a fresh ERKStepCreate sizes: the memory is made anew, and the
- * guards registered again by the next rs_integrator_configure. */
+/* The explicit Runge-Kutta methods by order, ARKODE's tables by their public IDs:
+ *   4  ERKStep's default, Zonneveld 4(3), 5 stages (ARKODE_ZONNEVELD_5_3_4)
+ *   5  Dormand-Prince 5(4), 7 stages (ARKODE_DORMAND_PRINCE_7_4_5)
+ *   8  Fehlberg 8(7), 13 stages (ARKODE_FEHLBERG_13_7_8)
+ * An order between these reads as the next lower one. Not offered: ARKODE_VERNER_8_5_6, the
+ * only 6th-order table of SUNDIALS 6.4: with fixed steps on x'' = -x its error falls as h^3
+ * (2.6e-5, 3.3e-6, 4.1e-7 at h = 0.1, 0.05, 0.025 over t = 3.2), where Dormand-Prince's
+ * falls as h^5 and Fehlberg's as h^7; at rtol 1e-10 it missed the closed form by 2e-8. */
+static int method_order(int order)
+{
+    return order >= 8 ? 8 : order >= 5 ? 5 : 4;
+}
+
+/* ERKStep's memory for the method of the given order (method_order). A change of table
+ * changes ERKStep's stage storage, which only a fresh ERKStepCreate sizes: the memory is made
+ * anew, and the guards registered again by the next rs_integrator_configure. */
 static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 {
     if (in->mem)
@@ -156,19 +168,20 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 #if SUNDIALS_VERSION_MAJOR < 7
     ARK_CHECK(in, st, ERKStepSetErrHandlerFn(in->mem, ark_error, in));
 #endif
-    /* The method: Dormand-Prince 5(4), 7 stages (ARKODE's table ARKODE_DORMAND_PRINCE_7_4_5),
-     * instead of ERKStep's default 4th-order table (Zonneveld 4(3), 5 stages), whose 3rd-order
-     * error estimate makes the step controller take small steps at rtol 1e-8. Measured with
-     * bench_core_arms 0.7 (serial arm, rtol 1e-8, 10 ms control steps): internal steps per
-     * control step 13.0 -> 5.1 (PID targets), 259 -> 31 (torque mode, full caps), 28 -> 4.6
-     * (torques/10); control steps per second 53k -> 97k, 3.0k -> 23k, 33k -> 127k. Verner
-     * 6(5) (table 10) and Fehlberg 8(7) (11) took more RHS evaluations per control step here,
-     * and failed in torque mode at the step-size floor. Order 4 stays the default: the
-     * tests' exact expectations (a servo held bit-exactly still, stops to 1e-12) were written
-     * against it; the serial arm's benchmarks ask for 5 (world parameter erk_order). */
-    if (order >= 5)
+    /* Order 4 keeps ERKStep's default table untouched (no SetTableNum call). The higher-order
+     * tables' embedded error estimates are one order higher too, so the step controller takes
+     * longer steps at tight tolerances: bench_core_arms 0.7 (serial arm, rtol 1e-8, 10 ms
+     * control steps), order 4 -> 5: internal steps per control step 13.0 -> 5.1 (PID targets),
+     * 28 -> 4.6 (torques/10). Order 8 does not pay on the arms: serial arm PID targets at rtol
+     * 1e-8, per control step, 7.0 steps and 46 right-hand sides with order 5, 6.7 and 105 with
+     * order 8 (the PID's damping, kD over the smallest eigenvalue of M, about 450 1/s, keeps
+     * the steps near 1 ms whatever the order). */
+    int m = method_order(order);
+    if (m == 5)
         ARK_CHECK(in, st, ERKStepSetTableNum(in->mem, ARKODE_DORMAND_PRINCE_7_4_5));
-    in->order = order >= 5 ? 5 : 4;
+    else if (m == 8)
+        ARK_CHECK(in, st, ERKStepSetTableNum(in->mem, ARKODE_FEHLBERG_13_7_8));
+    in->order = m;
     return 0;
 }
 
@@ -194,7 +207,7 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
                             long max_steps, double max_step, int ng, rs_status_t *st)
 {
     int rc;
-    if ((order >= 5 ? 5 : 4) != in->order && (rc = create_stepper(in, order, st)) < 0)
+    if (method_order(order) != in->order && (rc = create_stepper(in, order, st)) < 0)
         return rc;
     ARK_CHECK(in, st, ERKStepSStolerances(in->mem, rtol, atol));
     ARK_CHECK(in, st, ERKStepSetMaxNumSteps(in->mem, max_steps));

@@ -61,7 +61,7 @@ typedef struct rs_model {
     double stream_max_hz;      /* most states per second the server publishes for this world
                                   on its observer stream; 0: the server's --stream-max-hz */
     double max_episode_steps;  /* a task episode's truncation limit; 0: the task's own */
-    double erk_order;          /* the integrator's method: 4 or 5 (rs_integrator.h) */
+    double erk_order;          /* the integrator's method order, 4 5 8; 0: the robots' choice */
     int nentities;
     rs_entity_model_t ent[RS_MAX_ENTITIES];
     int nx, nu, ns, ng;        /* totals over entities */

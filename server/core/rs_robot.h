@@ -102,6 +102,9 @@ struct rs_robot {
     const rs_aux_desc_t *aux_vars;  /* their declaration; required, even when naux is 0 */
     int nwrench;                    /* bodies an external wrench can act on (0: none) */
     const rs_wrench_desc_t *wrench; /* their table; values at most RS_WRENCH_MAX in all */
+    int erk_order;                  /* the integrator method this robot runs best with (the
+                                       world parameter erk_order's orders; 0: 4, the default);
+                                       a world whose erk_order is 0 takes its robots' highest */
 
     /* Number of guard functions for this entity (may depend on parameters, e.g. obstacles). */
     int (*nguards)(const rs_entity_model_t *em);

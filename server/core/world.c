@@ -231,7 +231,11 @@ void rs_world_prefetch(const rs_world_t *w)
  * model may have changed; a restart keeps all of it. */
 static int integrator_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
 {
-    return rs_integrator_configure(d->integ, (int)m->erk_order, m->rtol, m->atol,
+    int order = (int)m->erk_order; /* 0: the highest order the world's robots ask for, or 4 */
+    for (int e = 0; e < m->nentities && m->erk_order < 1; e++)
+        if (m->ent[e].robot->erk_order > order)
+            order = m->ent[e].robot->erk_order;
+    return rs_integrator_configure(d->integ, order, m->rtol, m->atol,
                                    (long)m->max_internal_steps, m->sim_step, m->ng, st);
 }
 

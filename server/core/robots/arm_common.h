@@ -1,5 +1,6 @@
-/* Shared pieces of the two planar arms (serial_arm.c, parallel_arm.c), header-only so the tests
- * can call the closed forms directly:
+/* Shared pieces of the two planar arms (serial_arm.c, parallel_arm.c; defined in arm_common.c,
+ * declared here so the arms, the tasks, the mobile manipulator and the tests call the same
+ * closed forms):
  *
  *   - the actuator law of seed 003 ("Actuator simulation"): torque mode (the command is the
  *     torque) or PID mode tau = kP (qD - q) + kD (qD_dot - q_dot) + kI I with qD_dot = 0 and
@@ -24,9 +25,6 @@
 
 #include "../rs_robot.h"
 
-#include <math.h>
-#include <string.h>
-
 /* ---- layout shared by both arms ------------------------------------------------------------ */
 
 enum { ARM_Q1, ARM_Q2, ARM_QD1, ARM_QD2, ARM_I1, ARM_I2, ARM_NX };
@@ -38,14 +36,7 @@ enum { ARM_EV_STICK, ARM_EV_SLIP, ARM_EV_STOP, ARM_EV_RELEASE };
 enum { ARM_AUX_DIR1, ARM_AUX_DIR2, ARM_AUX_ACT1, ARM_AUX_ACT2, ARM_AUX_SAT1, ARM_AUX_SAT2, ARM_NAUX };
 
 /* the private run variables, as a snapshot restore validates them */
-static const rs_aux_desc_t arm_aux_vars[ARM_NAUX] = {
-    {"dir1", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 1 slip direction (0: no dry friction)"},
-    {"dir2", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 2 slip direction"},
-    {"act1", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "actuator mode joint 1's integral belongs to"},
-    {"act2", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "actuator mode joint 2's integral belongs to"},
-    {"sat1", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 1 torque saturation: -1, 0, +1"},
-    {"sat2", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 2 torque saturation"},
-};
+extern const rs_aux_desc_t arm_aux_vars[ARM_NAUX];
 #define ARM_JOINT_MODES 16
 #define ARM_NGUARDS 14 /* five per joint for friction and stops, then two per joint for the cap */
 #define ARM_G_SAT 10
@@ -71,84 +62,33 @@ enum {
 
 /* The torque joint j's actuator asks for before the cap: the command (torque mode) or the PID
  * law on the setpoint u (PID mode). */
-static inline double arm_raw_torque(const rs_entity_model_t *em, int j, double u, const double *x)
-{
-    const double *p = em->p;
-    if (p[ARM_P_MODE + j] != ARM_PID)
-        return u;
-    return p[ARM_P_KP + j] * (u - x[ARM_Q1 + j]) - p[ARM_P_KD + j] * x[ARM_QD1 + j] +
-           p[ARM_P_KI + j] * x[ARM_I1 + j];
-}
+double arm_raw_torque(const rs_entity_model_t *em, int j, double u, const double *x);
 
 /* The torque the actuator applies in the current saturation state: +-tau_max when saturated,
  * else the raw torque (exactly within the cap up to the root finder's tolerance). */
-static inline double arm_actuator_torque(const rs_entity_model_t *em,
-                                         const rs_entity_data_t *ed, int j, double u,
-                                         const double *x)
-{
-    double sat = ed->aux[ARM_AUX_SAT1 + j], cap = em->p[ARM_P_TAU_MAX + j];
-    if (!(cap > 0))
-        return 0.0; /* an actuator switched off */
-    return sat > 0 ? cap : sat < 0 ? -cap : arm_raw_torque(em, j, u, x);
-}
+double arm_actuator_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
+                           const double *x);
 
 /* The applied torque as sensors report it: the same, clamped to the cap for good measure. */
-static inline double arm_applied_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed,
-                                        int j, double u, const double *x)
-{
-    double tau = arm_actuator_torque(em, ed, j, u, x), cap = em->p[ARM_P_TAU_MAX + j];
-    return tau > cap ? cap : tau < -cap ? -cap : tau;
-}
+double arm_applied_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
+                          const double *x);
 
 /* Saturation states from the raw torques' values (after a discontinuity). */
-static inline void arm_saturation_from_values(const rs_entity_model_t *em, rs_entity_data_t *ed,
-                                              const double *x, const double *u)
-{
-    for (int j = 0; j < 2; j++) {
-        double raw = arm_raw_torque(em, j, u[j], x), cap = em->p[ARM_P_TAU_MAX + j];
-        ed->aux[ARM_AUX_SAT1 + j] = raw > cap ? 1.0 : raw < -cap ? -1.0 : 0.0;
-    }
-}
+void arm_saturation_from_values(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
+                                const double *u);
 
 /* Saturation guards g[2j], g[2j + 1]: within the cap, cap - raw and raw + cap (it saturates);
  * saturated, the raw torque's distance back inside (it leaves the cap). */
-static inline void arm_saturation_guards(const rs_entity_model_t *em,
-                                         const rs_entity_data_t *ed, const double *x,
-                                         const double *u, double *g)
-{
-    for (int j = 0; j < 2; j++) {
-        double raw = arm_raw_torque(em, j, u[j], x), cap = em->p[ARM_P_TAU_MAX + j];
-        double sat = ed->aux[ARM_AUX_SAT1 + j];
-        g[2 * j] = sat > 0 ? raw - cap : sat < 0 ? -cap - raw : cap - raw;
-        g[2 * j + 1] = sat == 0 ? raw + cap : 1.0;
-    }
-}
+void arm_saturation_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                           const double *u, double *g);
 
 /* The saturation jump: switch the states whose guards fired (by the direction of crossing, so
  * that a root found exactly at the cap still switches). Returns whether any switched. */
-static inline int arm_saturation_jump(rs_entity_data_t *ed, const int *fired)
-{
-    int any = 0;
-    for (int j = 0; j < 2; j++) {
-        double *sat = &ed->aux[ARM_AUX_SAT1 + j];
-        if (fired[2 * j])
-            *sat = *sat != 0 ? 0.0 : 1.0;
-        else if (fired[2 * j + 1] && *sat == 0)
-            *sat = -1.0;
-        else
-            continue;
-        any = 1;
-    }
-    return any;
-}
+int arm_saturation_jump(rs_entity_data_t *ed, const int *fired);
 
 /* d/dt of the PID integrals: the error qD - q in PID mode, 0 in torque mode. */
-static inline void arm_integral_rates(const rs_entity_model_t *em, const double *x,
-                                      const double *u, double *xdot)
-{
-    for (int j = 0; j < 2; j++)
-        xdot[ARM_I1 + j] = em->p[ARM_P_MODE + j] == ARM_PID ? u[j] - x[ARM_Q1 + j] : 0.0;
-}
+void arm_integral_rates(const rs_entity_model_t *em, const double *x, const double *u,
+                        double *xdot);
 
 /* ---- joints: friction and stops -------------------------------------------------------------- */
 
@@ -158,205 +98,75 @@ typedef struct arm_joints {
     double q_min[2], q_max[2];
 } arm_joints_t;
 
-static inline void arm_joints_from(const rs_entity_model_t *em, arm_joints_t *jc)
-{
-    for (int j = 0; j < 2; j++) {
-        jc->mu_D[j] = em->p[ARM_P_MU_D + j];
-        jc->mu_V[j] = em->p[ARM_P_MU_V + j];
-        jc->q_min[j] = em->p[ARM_P_THETA_MIN + j];
-        jc->q_max[j] = em->p[ARM_P_THETA_MAX + j];
-    }
-    jc->limited = em->plen[ARM_PI_THETA_MIN] == 2;
-}
+/* The joints' friction coefficients and stops from the entity's parameters. */
+void arm_joints_from(const rs_entity_model_t *em, arm_joints_t *jc);
 
-static inline int arm_held(int s) { return s != ARM_SLIP; }
+/* Whether joint status s holds the joint (stuck or at a stop) rather than letting it slide. */
+int arm_held(int s);
 
 /* The torques a held joint's friction or stop can give: stuck [-mu_D, mu_D]; at the lower stop
  * the stop adds any positive torque, at the upper stop any negative one. */
-static inline void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi)
-{
-    *lo = s == ARM_MAX ? -INFINITY : -jc->mu_D[j];
-    *hi = s == ARM_MIN ? INFINITY : jc->mu_D[j];
-}
+void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi);
 
 /* Joint accelerations for joint statuses st and slip directions dir, from M qdd = b + f + lam:
  * b holds every generalized torque but the joints' friction and stops (actuators, Coriolis,
  * gravity); sliding joints get f = -dir mu_D - mu_V q_dot (seed 003); held joints have qdd = 0
  * and lam[j] is the friction/stop torque that holds them (0 for sliding joints). */
-static inline void arm_accel(const double M[2][2], const double b[2], const arm_joints_t *jc,
-                             const int st[2], const double dir[2], const double qd[2],
-                             double qdd[2], double lam[2])
-{
-    double r[2];
-    for (int j = 0; j < 2; j++)
-        r[j] = b[j] - dir[j] * jc->mu_D[j] - jc->mu_V[j] * qd[j];
-    lam[0] = lam[1] = 0.0;
-    int h0 = arm_held(st[0]), h1 = arm_held(st[1]);
-    if (!h0 && !h1) {
-        double det = M[0][0] * M[1][1] - M[0][1] * M[1][0];
-        qdd[0] = (M[1][1] * r[0] - M[0][1] * r[1]) / det;
-        qdd[1] = (M[0][0] * r[1] - M[1][0] * r[0]) / det;
-    } else if (h0 && h1) {
-        qdd[0] = qdd[1] = 0.0;
-        lam[0] = -b[0];
-        lam[1] = -b[1];
-    } else {
-        int j = h0 ? 0 : 1, k = 1 - j;
-        qdd[j] = 0.0;
-        qdd[k] = r[k] / M[k][k];
-        lam[j] = M[j][k] * qdd[k] - b[j];
-    }
-}
+void arm_accel(const double M[2][2], const double b[2], const arm_joints_t *jc, const int st[2],
+               const double dir[2], const double qd[2], double qdd[2], double lam[2]);
 
 /* Guards, five per joint j at g[5j..5j+4], each > 0 while nothing happens:
  *   0, 1  held: lam - lo and hi - lam (the hold breaks: stick -> slip, leaving a stop)
  *   2     sliding with mu_D > 0: dir * q_dot (the joint comes to rest: stick or reverse)
  *   3, 4  sliding with stops: q - q_min and q_max - q (it reaches a stop)
  * then the saturation guards at g[ARM_G_SAT..ARM_G_SAT + 3] (arm_saturation_guards). */
-static inline void arm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed,
-                              const arm_joints_t *jc, const int st[2], const double dir[2],
-                              const double *x, const double *u, const double lam[2], double *g)
-{
-    arm_saturation_guards(em, ed, x, u, g + ARM_G_SAT);
-    for (int j = 0; j < 2; j++) {
-        double *gj = g + 5 * j;
-        for (int i = 0; i < 5; i++)
-            gj[i] = 1.0;
-        if (arm_held(st[j])) {
-            double lo, hi;
-            arm_held_range(jc, j, st[j], &lo, &hi);
-            if (isfinite(lo))
-                gj[0] = lam[j] - lo;
-            if (isfinite(hi))
-                gj[1] = hi - lam[j];
-        } else {
-            if (jc->mu_D[j] > 0)
-                gj[2] = dir[j] * x[ARM_QD1 + j];
-            if (jc->limited) {
-                gj[3] = x[ARM_Q1 + j] - jc->q_min[j];
-                gj[4] = jc->q_max[j] - x[ARM_Q1 + j];
-            }
-        }
-    }
-}
+void arm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, const arm_joints_t *jc,
+                const int st[2], const double dir[2], const double *x, const double *u,
+                const double lam[2], double *g);
 
 /* Statuses for the joints at rest (q_dot exactly 0) consistent with the stick-slip law and the
  * stops; moving joints slide in their direction of motion. The candidates are tried with holding
  * first, so a tie (|lam| == mu_D exactly) holds. For a 2x2 positive definite M the consistent
  * choice is unique away from ties (it is the minimiser of a strictly convex function of qdd).
  * Returns 1, or 0 when no candidate fitted (numerically impossible; the joints are then held). */
-static inline int arm_resolve(const double M[2][2], const double b[2], const arm_joints_t *jc,
-                              const double *x, int st[2], double dir[2])
-{
-    int cst[2][3], n[2];
-    double cdir[2][3];
-    for (int j = 0; j < 2; j++) {
-        double q = x[ARM_Q1 + j], qd = x[ARM_QD1 + j], mu = jc->mu_D[j];
-        n[j] = 0;
-        if (qd != 0.0) {
-            cst[j][0] = ARM_SLIP;
-            cdir[j][0] = mu > 0 ? (qd > 0 ? 1.0 : -1.0) : 0.0;
-            n[j] = 1;
-            continue;
-        }
-        int at_min = jc->limited && q <= jc->q_min[j];
-        int at_max = jc->limited && !at_min && q >= jc->q_max[j];
-        if (at_min || at_max || mu > 0) {
-            cst[j][n[j]] = at_min ? ARM_MIN : at_max ? ARM_MAX : ARM_STICK;
-            cdir[j][n[j]++] = 0.0;
-        }
-        if (mu > 0) {
-            if (!at_max) {
-                cst[j][n[j]] = ARM_SLIP;
-                cdir[j][n[j]++] = 1.0;
-            }
-            if (!at_min) {
-                cst[j][n[j]] = ARM_SLIP;
-                cdir[j][n[j]++] = -1.0;
-            }
-        } else {
-            cst[j][n[j]] = ARM_SLIP;
-            cdir[j][n[j]++] = 0.0;
-        }
-    }
-    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
-    for (int i0 = 0; i0 < n[0]; i0++)
-        for (int i1 = 0; i1 < n[1]; i1++) {
-            int s[2] = {cst[0][i0], cst[1][i1]};
-            double d[2] = {cdir[0][i0], cdir[1][i1]}, qdd[2], lam[2];
-            arm_accel(M, b, jc, s, d, qd, qdd, lam);
-            int ok = 1;
-            for (int j = 0; j < 2 && ok; j++) {
-                if (qd[j] != 0.0)
-                    continue;
-                if (arm_held(s[j])) {
-                    double lo, hi;
-                    arm_held_range(jc, j, s[j], &lo, &hi);
-                    ok = lam[j] >= lo && lam[j] <= hi;
-                } else if (d[j] != 0.0) {
-                    ok = d[j] * qdd[j] >= 0.0;
-                } else if (jc->limited && x[ARM_Q1 + j] <= jc->q_min[j]) {
-                    ok = qdd[j] >= 0.0;
-                } else if (jc->limited && x[ARM_Q1 + j] >= jc->q_max[j]) {
-                    ok = qdd[j] <= 0.0;
-                }
-            }
-            if (ok) {
-                st[0] = s[0], st[1] = s[1];
-                dir[0] = d[0], dir[1] = d[1];
-                return 1;
-            }
-        }
-    st[0] = cst[0][0], st[1] = cst[1][0];
-    dir[0] = cdir[0][0], dir[1] = cdir[1][0];
-    return 0;
-}
+int arm_resolve(const double M[2][2], const double b[2], const arm_joints_t *jc, const double *x,
+                int st[2], double dir[2]);
 
 /* Inelastic stop of the joints in mask `hit` (bit j: joint j): an impulse P along those joints,
  * q_dot+ = q_dot- + M^-1 E P, that brings their rates to zero. With one joint j stopped, the
  * generalized momentum of the other joint k, (M q_dot)_k, is unchanged. */
-static inline void arm_impact(const double M[2][2], int hit, double *x)
-{
-    double *qd = x + ARM_QD1;
-    if (hit == 3) {
-        qd[0] = qd[1] = 0.0;
-        return;
-    }
-    int j = hit == 1 ? 0 : 1, k = 1 - j;
-    qd[k] += M[k][j] * qd[j] / M[k][k];
-    qd[j] = 0.0;
-}
+void arm_impact(const double M[2][2], int hit, double *x);
 
 /* The dynamics a module supplies: mass matrix and b (see arm_accel) at state x, commands u, in
  * the entity's current saturation state. */
 typedef void (*arm_dynamics_fn)(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                                 const double *x, const double *u, double M[2][2], double b[2]);
 
-static inline void arm_status_of(int mode, int st[2])
-{
-    st[0] = mode % 4;
-    st[1] = (mode / 4) % 4;
-}
+/* The two joint statuses of a hybrid mode (mode = s1 + 4 s2). */
+void arm_status_of(int mode, int st[2]);
 
-static inline void arm_dirs_of(const rs_entity_data_t *ed, double dir[2])
-{
-    dir[0] = ed->aux[ARM_AUX_DIR1];
-    dir[1] = ed->aux[ARM_AUX_DIR2];
-}
+/* The two slip directions kept in aux. */
+void arm_dirs_of(const rs_entity_data_t *ed, double dir[2]);
 
 /* Accelerations in the entity's current joint mode (for derivs and guards). */
-static inline void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t *ed,
-                            const double *x, const double *u, arm_dynamics_fn dyn, double qdd[2],
-                            double lam[2], arm_joints_t *jc, int st[2], double dir[2])
-{
-    double M[2][2], b[2];
-    arm_joints_from(em, jc);
-    arm_status_of(ed->mode, st);
-    arm_dirs_of(ed, dir);
-    dyn(em, ed, x, u, M, b);
-    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
-    arm_accel(M, b, jc, st, dir, qd, qdd, lam);
-}
+void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+              const double *u, arm_dynamics_fn dyn, double qdd[2], double lam[2], arm_joints_t *jc,
+              int st[2], double dir[2]);
+
+/* The right-hand side of both arms in the entity's current joint mode: xdot = (q_dot, qdd from
+ * arm_flow, the PID integrals' rates). One call from a robot's derivs, so that the compiler
+ * inlines arm_flow, arm_accel and the rest within arm_common.c (callgrind, serial arm PID:
+ * calling them one by one from serial_arm.c cost 10% more instructions per control step than
+ * when they were inline in the header). */
+void arm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                const double *u, arm_dynamics_fn dyn, double *xdot);
+
+/* All ARM_NGUARDS guards in the entity's current joint mode (arm_guards). The holding torques
+ * lam, which need the mass matrix and so the full dynamics, are computed only when a joint is
+ * held: the guards of sliding joints read the state alone (for an arm without friction and
+ * stops, every root evaluation then skips dyn and its sines and cosines). */
+void arm_guard_values(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      const double *u, arm_dynamics_fn dyn, double *g);
 
 /* The jump map and the settle map of the joints, shared by both arms. `hit` has bit j set for a
  * joint that reached a stop (its guard 3 or 4 fired, or settle found it at or beyond a stop
@@ -365,191 +175,41 @@ static inline void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t 
  * would push into its stop is stopped with it; a stuck joint cannot hold an impulse and moves),
  * the joints at rest resolved, the new mode stored and the switches logged (value: joint 1 or 2).
  */
-static inline void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
-                              double *x, const double *u, arm_dynamics_fn dyn, int hit, int rest)
-{
-    arm_joints_t jc;
-    arm_joints_from(em, &jc);
-    int old[2], st[2];
-    double dir[2], before[ARM_NX], M[2][2], b[2];
-    arm_status_of(ed->mode, old);
-    memcpy(before, x, sizeof before);
-    for (int j = 0; j < 2; j++) {
-        if (!(hit >> j & 1))
-            continue;
-        double *q = &x[ARM_Q1 + j];
-        *q = *q <= 0.5 * (jc.q_min[j] + jc.q_max[j]) ? jc.q_min[j] : jc.q_max[j];
-    }
-    if (hit) {
-        dyn(em, ed, x, u, M, b);
-        if (hit != 3) {
-            int j = hit == 1 ? 0 : 1, k = 1 - j;
-            double kick = M[k][j] * x[ARM_QD1 + j] / M[k][k];
-            if ((old[k] == ARM_MIN && kick < 0) || (old[k] == ARM_MAX && kick > 0))
-                hit = 3;
-        }
-        arm_impact(M, hit, x);
-        for (int j = 0; j < 2; j++)
-            if (hit >> j & 1) {
-                rs_emit_event(ed, ARM_EV_STOP, t, j + 1, before, x, ARM_NX);
-                old[j] = x[ARM_Q1 + j] <= jc.q_min[j] ? ARM_MIN : ARM_MAX;
-            }
-        arm_saturation_from_values(em, ed, x, u); /* the rates jumped, and the PID's D term */
-    }
-    for (int j = 0; j < 2; j++)
-        if (rest >> j & 1)
-            x[ARM_QD1 + j] = 0.0;
-    dyn(em, ed, x, u, M, b);
-    arm_resolve(M, b, &jc, x, st, dir);
-    for (int j = 0; j < 2; j++) {
-        int o = old[j], s = st[j], kind = -1;
-        if (s == o)
-            continue;
-        if (s == ARM_MIN || s == ARM_MAX)
-            kind = ARM_EV_STOP;
-        else if (o == ARM_MIN || o == ARM_MAX)
-            kind = ARM_EV_RELEASE;
-        else
-            kind = s == ARM_STICK ? ARM_EV_STICK : ARM_EV_SLIP;
-        rs_emit_event(ed, kind, t, j + 1, before, x, ARM_NX);
-    }
-    ed->mode = st[0] + 4 * st[1];
-    ed->aux[ARM_AUX_DIR1] = dir[0];
-    ed->aux[ARM_AUX_DIR2] = dir[1];
-}
+void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                const double *u, arm_dynamics_fn dyn, int hit, int rest);
 
 /* The jump map of both arms at a root: saturation switches, then (if a friction or stop guard
  * fired) impacts, rates at rest and the joints' resolution. */
-static inline void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
-                            double *x, const double *u, arm_dynamics_fn dyn, const int *fired)
-{
-    arm_saturation_jump(ed, fired + ARM_G_SAT);
-    int hit = 0, rest = 0, held = 0;
-    for (int j = 0; j < 2; j++) {
-        hit |= (fired[5 * j + 3] || fired[5 * j + 4]) << j;
-        rest |= (fired[5 * j + 2] != 0) << j;
-        held |= fired[5 * j] || fired[5 * j + 1];
-    }
-    if (hit || rest || held)
-        arm_update(em, ed, t, x, u, dyn, hit, rest);
-}
+void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+              const double *u, arm_dynamics_fn dyn, const int *fired);
 
 /* Zero the PID integral of a joint whose actuator mode changed (the integral belongs to the
  * PID that built it up). */
-static inline void arm_settle_integrals(const rs_entity_model_t *em, rs_entity_data_t *ed,
-                                        double *x)
-{
-    for (int j = 0; j < 2; j++) {
-        double act = em->p[ARM_P_MODE + j];
-        if (ed->aux[ARM_AUX_ACT1 + j] != act) {
-            x[ARM_I1 + j] = 0.0;
-            ed->aux[ARM_AUX_ACT1 + j] = act;
-        }
-    }
-}
+void arm_settle_integrals(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);
 
 /* Settle the joints after a discontinuity the root finder does not see (reset, commands,
  * parameters): integrals as above, saturation states from the new values, clamp joints outside
  * new stops, stop joints at a stop moving into it, and resolve the joints at rest. */
-static inline void arm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
-                              double *x, const double *u, arm_dynamics_fn dyn)
-{
-    arm_joints_t jc;
-    arm_joints_from(em, &jc);
-    arm_settle_integrals(em, ed, x);
-    arm_saturation_from_values(em, ed, x, u);
-    int hit = 0;
-    for (int j = 0; j < 2; j++) {
-        if (!jc.limited)
-            continue;
-        /* beyond a stop (new limits under a running arm), or on one and moving into it */
-        double q = x[ARM_Q1 + j], qd = x[ARM_QD1 + j];
-        if (q < jc.q_min[j] || q > jc.q_max[j] || (q == jc.q_min[j] && qd < 0) ||
-            (q == jc.q_max[j] && qd > 0))
-            hit |= 1 << j;
-    }
-    arm_update(em, ed, t, x, u, dyn, hit, 0);
-}
+void arm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                const double *u, arm_dynamics_fn dyn);
 
 /* Joint sensors: stuck (0/1) and at a stop (-1 lower, +1 upper, 0 none) for both joints. */
-static inline void arm_joint_sensors(int mode, double *stick, double *limit)
-{
-    int st[2];
-    arm_status_of(mode, st);
-    for (int j = 0; j < 2; j++) {
-        stick[j] = st[j] == ARM_STICK;
-        limit[j] = st[j] == ARM_MIN ? -1.0 : st[j] == ARM_MAX ? 1.0 : 0.0;
-    }
-}
+void arm_joint_sensors(int mode, double *stick, double *limit);
 
 /* Validation shared by both arms: integer actuator modes, ordered stops, the start inside. */
-static inline int arm_validate_joints(const rs_entity_model_t *em, rs_status_t *st)
-{
-    for (int j = 0; j < 2; j++) {
-        double mo = em->p[ARM_P_MODE + j];
-        if (mo != ARM_TORQUE && mo != ARM_PID)
-            return rs_fail(st, RS_EINVAL,
-                           "'%s.actuator_mode' value %d is %g; it must be 0 (torque) or 1 (PID)",
-                           em->name, j + 1, mo);
-    }
-    int nmin = em->plen[ARM_PI_THETA_MIN], nmax = em->plen[ARM_PI_THETA_MAX];
-    if (nmin != nmax || (nmin != 0 && nmin != 2))
-        return rs_fail(st, RS_EINVAL,
-                       "'%s.theta_min' has %d values and '%s.theta_max' %d; give both with one "
-                       "value per joint, or neither",
-                       em->name, nmin, em->name, nmax);
-    if (nmin == 2)
-        for (int j = 0; j < 2; j++) {
-            double lo = em->p[ARM_P_THETA_MIN + j], hi = em->p[ARM_P_THETA_MAX + j];
-            double q0 = em->p[ARM_P_THETA0 + j];
-            if (!(lo < hi))
-                return rs_fail(st, RS_EINVAL,
-                               "joint %d of '%s': theta_min = %g must be below theta_max = %g rad",
-                               j + 1, em->name, lo, hi);
-            if (q0 < lo || q0 > hi)
-                return rs_fail(st, RS_EINVAL,
-                               "joint %d of '%s': theta0 = %g lies outside [theta_min, theta_max] "
-                               "= [%g, %g] rad",
-                               j + 1, em->name, q0, lo, hi);
-        }
-    return 0;
-}
+int arm_validate_joints(const rs_entity_model_t *em, rs_status_t *st);
 
 /* Initial state shared by both arms: angles and rates from theta0, theta_dot0; integrals 0;
  * every joint sliding until the first settle resolves it. */
-static inline void arm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
-{
-    for (int j = 0; j < 2; j++) {
-        x[ARM_Q1 + j] = em->p[ARM_P_THETA0 + j];
-        x[ARM_QD1 + j] = em->p[ARM_P_THETA_DOT0 + j];
-        x[ARM_I1 + j] = 0.0;
-        ed->aux[ARM_AUX_DIR1 + j] =
-            em->p[ARM_P_MU_D + j] > 0 && x[ARM_QD1 + j] != 0 ? copysign(1.0, x[ARM_QD1 + j]) : 0.0;
-        ed->aux[ARM_AUX_ACT1 + j] = em->p[ARM_P_MODE + j];
-    }
-    for (int j = 0; j < 2; j++)
-        ed->aux[ARM_AUX_SAT1 + j] = 0.0; /* settled at the first step */
-    ed->mode = ARM_SLIP + 4 * ARM_SLIP;
-}
+void arm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);
 
 /* ---- serial two-link arm kinematics (seed 002) --------------------------------------------- */
 
 /* x = a2 cos(t1 + t2) + a1 cos t1, y = a2 sin(t1 + t2) + a1 sin t1 */
-static inline void serial_fk(double a1, double a2, const double q[2], double p[2])
-{
-    p[0] = a2 * cos(q[0] + q[1]) + a1 * cos(q[0]);
-    p[1] = a2 * sin(q[0] + q[1]) + a1 * sin(q[0]);
-}
+void serial_fk(double a1, double a2, const double q[2], double p[2]);
 
 /* The Jacobian d(x, y)/d(t1, t2), row major. */
-static inline void serial_jacobian(double a1, double a2, const double q[2], double Jm[2][2])
-{
-    double s1 = sin(q[0]), c1 = cos(q[0]), s12 = sin(q[0] + q[1]), c12 = cos(q[0] + q[1]);
-    Jm[0][0] = -a1 * s1 - a2 * s12;
-    Jm[0][1] = -a2 * s12;
-    Jm[1][0] = a1 * c1 + a2 * c12;
-    Jm[1][1] = a2 * c12;
-}
+void serial_jacobian(double a1, double a2, const double q[2], double Jm[2][2]);
 
 /* Inverse kinematics, the seed's atan2 form:
  *   D = (x^2 + y^2 - a1^2 - a2^2) / (2 a1 a2),  t2 = atan2(-elbow sqrt(1 - D^2), D),
@@ -558,76 +218,25 @@ static inline void serial_jacobian(double a1, double a2, const double q[2], doub
  * elbow on the counter-clockwise side of the line from the base to (x, y) (above it when x > 0);
  * elbow = -1 is the mirror solution, "elbow down". Returns 0, or -1 when (x, y) is outside the
  * annulus |a1 - a2| <= r <= a1 + a2 (|D| > 1); D within 1e-12 of +-1 is rounded onto it. */
-static inline int serial_ik(double a1, double a2, double x, double y, int elbow, double q[2])
-{
-    double D = (x * x + y * y - a1 * a1 - a2 * a2) / (2.0 * a1 * a2);
-    if (fabs(D) > 1.0 + 1e-12 || !isfinite(D))
-        return -1;
-    if (D > 1.0)
-        D = 1.0;
-    if (D < -1.0)
-        D = -1.0;
-    q[1] = atan2(-(double)elbow * sqrt(1.0 - D * D), D);
-    q[0] = atan2(y, x) - atan2(a2 * sin(q[1]), a1 + a2 * cos(q[1]));
-    return 0;
-}
+int serial_ik(double a1, double a2, double x, double y, int elbow, double q[2]);
 
 /* ---- dual two-link parallel arm kinematics (seed 002) -------------------------------------- */
 
 /* x right, y down, origin at the middle of the base; angles from the horizontal (0) to straight
  * down (pi/2), each measured outward from its own side. Elbows:
  *   A = (a, b) = (-L1 cos t1 - L0/2, L1 sin t1),  B = (c, d) = (L1 cos t2 + L0/2, L1 sin t2). */
-static inline void parallel_elbows(double L0, double L1, const double q[2], double A[2],
-                                   double B[2])
-{
-    A[0] = -L1 * cos(q[0]) - 0.5 * L0;
-    A[1] = L1 * sin(q[0]);
-    B[0] = L1 * cos(q[1]) + 0.5 * L0;
-    B[1] = L1 * sin(q[1]);
-}
+void parallel_elbows(double L0, double L1, const double q[2], double A[2], double B[2]);
 
 /* u = |B - A|, the distance between the elbows, and its gradient d u / d(t1, t2). */
-static inline double parallel_u(double L0, double L1, const double q[2], double grad[2])
-{
-    double A[2], B[2];
-    parallel_elbows(L0, L1, q, A, B);
-    double wx = B[0] - A[0], wy = B[1] - A[1], u = hypot(wx, wy);
-    if (grad) {
-        double ex = wx / u, ey = wy / u;
-        /* dA/dt1 = (L1 sin t1, L1 cos t1), dB/dt2 = (-L1 sin t2, L1 cos t2) */
-        grad[0] = -(ex * L1 * sin(q[0]) + ey * L1 * cos(q[0]));
-        grad[1] = ex * (-L1 * sin(q[1])) + ey * L1 * cos(q[1]);
-    }
-    return u;
-}
+double parallel_u(double L0, double L1, const double q[2], double grad[2]);
 
 /* Forward kinematics, the seed's formula:
  *   (x, y) = ((a + c)/2 + v (b - d)/u, (b + d)/2 + v (c - a)/u),  v = sqrt(L2^2 - u^2/4),
  * the end effector below the line through the elbows. Optionally its velocity for joint rates
  * qd (the derivative of the same formula). Returns 0, or -1 when the linkage cannot be assembled
  * (u > 2 L2; v is then taken as 0, the stretched position). */
-static inline int parallel_fk(double L0, double L1, double L2, const double q[2],
-                              const double qd[2], double p[2], double pdot[2])
-{
-    double A[2], B[2];
-    parallel_elbows(L0, L1, q, A, B);
-    double wx = B[0] - A[0], wy = B[1] - A[1], u = hypot(wx, wy);
-    double v2 = L2 * L2 - 0.25 * u * u, v = v2 > 0 ? sqrt(v2) : 0.0;
-    double ex = wx / u, ey = wy / u, nx = -ey, ny = ex; /* n = (b - d, c - a) / u */
-    p[0] = 0.5 * (A[0] + B[0]) + v * nx;
-    p[1] = 0.5 * (A[1] + B[1]) + v * ny;
-    if (pdot) {
-        double dA[2] = {L1 * sin(q[0]) * qd[0], L1 * cos(q[0]) * qd[0]};
-        double dB[2] = {-L1 * sin(q[1]) * qd[1], L1 * cos(q[1]) * qd[1]};
-        double dwx = dB[0] - dA[0], dwy = dB[1] - dA[1];
-        double du = ex * dwx + ey * dwy;
-        double dex = (dwx - ex * du) / u, dey = (dwy - ey * du) / u;
-        double dv = v > 0 ? -0.25 * u * du / v : 0.0;
-        pdot[0] = 0.5 * (dA[0] + dB[0]) + dv * nx + v * (-dey);
-        pdot[1] = 0.5 * (dA[1] + dB[1]) + dv * ny + v * dex;
-    }
-    return v2 >= 0 ? 0 : -1;
-}
+int parallel_fk(double L0, double L1, double L2, const double q[2], const double qd[2], double p[2],
+                double pdot[2]);
 
 /* Inverse kinematics, the seed's formulas:
  *   G = sqrt((x - L0/2)^2 + y^2), H = sqrt((x + L0/2)^2 + y^2),
@@ -635,24 +244,6 @@ static inline int parallel_fk(double L0, double L1, double L2, const double q[2]
  *   gamma = acos((G^2 + L1^2 - L2^2)/(2 G L1)), eta = acos((H^2 + L1^2 - L2^2)/(2 H L1)),
  *   t1 = pi - beta - eta, t2 = pi - alpha - gamma.
  * Returns 0, or -1 when an acos argument leaves [-1, 1] (no elbow reaches the point). */
-static inline int parallel_ik(double L0, double L1, double L2, double x, double y, double q[2])
-{
-    double G = sqrt((x - 0.5 * L0) * (x - 0.5 * L0) + y * y);
-    double H = sqrt((x + 0.5 * L0) * (x + 0.5 * L0) + y * y);
-    if (!(G > 0) || !(H > 0))
-        return -1;
-    double ca = (G * G + L0 * L0 - H * H) / (2.0 * G * L0);
-    double cb = (H * H + L0 * L0 - G * G) / (2.0 * H * L0);
-    double cg = (G * G + L1 * L1 - L2 * L2) / (2.0 * G * L1);
-    double ce = (H * H + L1 * L1 - L2 * L2) / (2.0 * H * L1);
-    if (fabs(cg) > 1.0 || fabs(ce) > 1.0 || !isfinite(cg) || !isfinite(ce))
-        return -1;
-    /* the base-triangle cosines can only leave [-1, 1] by rounding */
-    ca = ca > 1 ? 1 : ca < -1 ? -1 : ca;
-    cb = cb > 1 ? 1 : cb < -1 ? -1 : cb;
-    q[0] = M_PI - acos(cb) - acos(ce);
-    q[1] = M_PI - acos(ca) - acos(cg);
-    return 0;
-}
+int parallel_ik(double L0, double L1, double L2, double x, double y, double q[2]);
 
 #endif

@@ -41,7 +41,9 @@
  * by that much while a ramp runs. */
 #include "arm_common.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { BX, BY, BTH, Q0 }; /* then per arm k: q1, q2, qd1, qd2 at Q0 + 4 k */
 #define NX (3 + 8)

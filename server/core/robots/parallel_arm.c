@@ -19,7 +19,9 @@
  * stretched set (the taut chain swinging sideways) is not modelled. */
 #include "arm_common.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum {
     S_X, S_Y, S_VX, S_VY, S_TAU1, S_TAU2, S_STICK1, S_STICK2, S_LIMIT1, S_LIMIT2, S_STRETCHED,
@@ -212,17 +214,14 @@ static void pa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
-    double qdd[2] = {0.0, 0.0};
     if (ed->mode != MODE_STRETCHED) {
-        arm_joints_t jc;
-        int st[2];
-        double dir[2], lam[2];
-        arm_flow(em, ed, x, u, pa_dynamics, qdd, lam, &jc, st, dir);
+        arm_derivs(em, ed, x, u, pa_dynamics, xdot);
+        return;
     }
-    xdot[ARM_Q1] = x[ARM_QD1];
+    xdot[ARM_Q1] = x[ARM_QD1]; /* the taut linkage holds the servos: qdd = 0 */
     xdot[ARM_Q2] = x[ARM_QD2];
-    xdot[ARM_QD1] = qdd[0];
-    xdot[ARM_QD2] = qdd[1];
+    xdot[ARM_QD1] = 0.0;
+    xdot[ARM_QD2] = 0.0;
     arm_integral_rates(em, x, u, xdot);
 }
 
@@ -239,11 +238,7 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         g[G_STRETCH] = stretch_pull(em, ed, x, u, st, dir);
         return;
     }
-    arm_joints_t jc;
-    int st[2];
-    double dir[2], qdd[2], lam[2];
-    arm_flow(em, ed, x, u, pa_dynamics, qdd, lam, &jc, st, dir);
-    arm_guards(em, ed, &jc, st, dir, x, u, lam, g);
+    arm_guard_values(em, ed, x, u, pa_dynamics, g);
     g[G_STRETCH] = stretch_guard(em, x);
 }
 
@@ -399,6 +394,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .event_names = pa_events,
     .naux = ARM_NAUX,
     .aux_vars = arm_aux_vars,
+    .erk_order = 5, /* Dormand-Prince 5(4): see bench_mujoco_serial_arm */
     .nwrench = 2,
     .wrench = pa_wrench,
     .nguards = pa_nguards,

@@ -16,7 +16,9 @@
  * joint stops are arm_common.h's. Joints turn fully unless theta_min/theta_max are given. */
 #include "arm_common.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 enum { S_X, S_Y, S_VX, S_VY, S_TAU1, S_TAU2, S_STICK1, S_STICK2, S_LIMIT1, S_LIMIT2, NS };
 
@@ -183,26 +185,14 @@ static void sa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
-    arm_joints_t jc;
-    int st[2];
-    double dir[2], qdd[2], lam[2];
-    arm_flow(em, ed, x, u, sa_dynamics, qdd, lam, &jc, st, dir);
-    xdot[ARM_Q1] = x[ARM_QD1];
-    xdot[ARM_Q2] = x[ARM_QD2];
-    xdot[ARM_QD1] = qdd[0];
-    xdot[ARM_QD2] = qdd[1];
-    arm_integral_rates(em, x, u, xdot);
+    arm_derivs(em, ed, x, u, sa_dynamics, xdot);
 }
 
 static void sa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *g)
 {
     (void)t;
-    arm_joints_t jc;
-    int st[2];
-    double dir[2], qdd[2], lam[2];
-    arm_flow(em, ed, x, u, sa_dynamics, qdd, lam, &jc, st, dir);
-    arm_guards(em, ed, &jc, st, dir, x, u, lam, g);
+    arm_guard_values(em, ed, x, u, sa_dynamics, g);
 }
 
 static void sa_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -372,6 +362,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .event_names = sa_events,
     .naux = ARM_NAUX,
     .aux_vars = arm_aux_vars,
+    .erk_order = 5, /* Dormand-Prince 5(4): see bench_mujoco_serial_arm */
     .nwrench = 3,
     .wrench = sa_wrench,
     .nguards = sa_nguards,
