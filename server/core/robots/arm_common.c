@@ -16,24 +16,6 @@ const rs_aux_desc_t arm_aux_vars[ARM_NAUX] = {
 
 /* ---- actuators (seed 003) -------------------------------------------------------------------- */
 
-double arm_raw_torque(const rs_entity_model_t *em, int j, double u, const double *x)
-{
-    const double *p = em->p;
-    if (p[ARM_P_MODE + j] != ARM_PID)
-        return u;
-    return p[ARM_P_KP + j] * (u - x[ARM_Q1 + j]) - p[ARM_P_KD + j] * x[ARM_QD1 + j] +
-           p[ARM_P_KI + j] * x[ARM_I1 + j];
-}
-
-double arm_actuator_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
-                           const double *x)
-{
-    double sat = ed->aux[ARM_AUX_SAT1 + j], cap = em->p[ARM_P_TAU_MAX + j];
-    if (!(cap > 0))
-        return 0.0; /* an actuator switched off */
-    return sat > 0 ? cap : sat < 0 ? -cap : arm_raw_torque(em, j, u, x);
-}
-
 double arm_applied_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
                           const double *x)
 {
@@ -77,12 +59,6 @@ int arm_saturation_jump(rs_entity_data_t *ed, const int *fired)
     return any;
 }
 
-void arm_integral_rates(const rs_entity_model_t *em, const double *x, const double *u, double *xdot)
-{
-    for (int j = 0; j < 2; j++)
-        xdot[ARM_I1 + j] = em->p[ARM_P_MODE + j] == ARM_PID ? u[j] - x[ARM_Q1 + j] : 0.0;
-}
-
 /* ---- joints: friction and stops -------------------------------------------------------------- */
 
 void arm_joints_from(const rs_entity_model_t *em, arm_joints_t *jc)
@@ -113,9 +89,7 @@ void arm_accel(const double M[2][2], const double b[2], const arm_joints_t *jc, 
     lam[0] = lam[1] = 0.0;
     int h0 = arm_held(st[0]), h1 = arm_held(st[1]);
     if (!h0 && !h1) {
-        double det = M[0][0] * M[1][1] - M[0][1] * M[1][0];
-        qdd[0] = (M[1][1] * r[0] - M[0][1] * r[1]) / det;
-        qdd[1] = (M[0][0] * r[1] - M[1][0] * r[0]) / det;
+        arm_solve2(M, r, qdd);
     } else if (h0 && h1) {
         qdd[0] = qdd[1] = 0.0;
         lam[0] = -b[0];

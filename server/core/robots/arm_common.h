@@ -61,13 +61,28 @@ enum {
 /* ---- actuators (seed 003) ------------------------------------------------------------------ */
 
 /* The torque joint j's actuator asks for before the cap: the command (torque mode) or the PID
- * law on the setpoint u (PID mode). */
-double arm_raw_torque(const rs_entity_model_t *em, int j, double u, const double *x);
+ * law on the setpoint u (PID mode). Inline here, as the two below: every right-hand side
+ * evaluation calls them (callgrind, serial arm PID: a call into arm_common.c cost 30
+ * instructions per joint and evaluation). */
+static inline double arm_raw_torque(const rs_entity_model_t *em, int j, double u, const double *x)
+{
+    const double *p = em->p;
+    if (p[ARM_P_MODE + j] != ARM_PID)
+        return u;
+    return p[ARM_P_KP + j] * (u - x[ARM_Q1 + j]) - p[ARM_P_KD + j] * x[ARM_QD1 + j] +
+           p[ARM_P_KI + j] * x[ARM_I1 + j];
+}
 
 /* The torque the actuator applies in the current saturation state: +-tau_max when saturated,
  * else the raw torque (exactly within the cap up to the root finder's tolerance). */
-double arm_actuator_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
-                           const double *x);
+static inline double arm_actuator_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                         int j, double u, const double *x)
+{
+    double sat = ed->aux[ARM_AUX_SAT1 + j], cap = em->p[ARM_P_TAU_MAX + j];
+    if (!(cap > 0))
+        return 0.0; /* an actuator switched off */
+    return sat > 0 ? cap : sat < 0 ? -cap : arm_raw_torque(em, j, u, x);
+}
 
 /* The applied torque as sensors report it: the same, clamped to the cap for good measure. */
 double arm_applied_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
@@ -87,8 +102,12 @@ void arm_saturation_guards(const rs_entity_model_t *em, const rs_entity_data_t *
 int arm_saturation_jump(rs_entity_data_t *ed, const int *fired);
 
 /* d/dt of the PID integrals: the error qD - q in PID mode, 0 in torque mode. */
-void arm_integral_rates(const rs_entity_model_t *em, const double *x, const double *u,
-                        double *xdot);
+static inline void arm_integral_rates(const rs_entity_model_t *em, const double *x,
+                                      const double *u, double *xdot)
+{
+    for (int j = 0; j < 2; j++)
+        xdot[ARM_I1 + j] = em->p[ARM_P_MODE + j] == ARM_PID ? u[j] - x[ARM_Q1 + j] : 0.0;
+}
 
 /* ---- joints: friction and stops -------------------------------------------------------------- */
 
@@ -114,6 +133,34 @@ void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi
  * and lam[j] is the friction/stop torque that holds them (0 for sliding joints). */
 void arm_accel(const double M[2][2], const double b[2], const arm_joints_t *jc, const int st[2],
                const double dir[2], const double qd[2], double qdd[2], double lam[2]);
+
+/* qdd = M^-1 r for a 2x2 M, Cramer's rule (arm_accel with both joints sliding). */
+static inline void arm_solve2(const double M[2][2], const double r[2], double qdd[2])
+{
+    double det = M[0][0] * M[1][1] - M[0][1] * M[1][0];
+    qdd[0] = (M[1][1] * r[0] - M[0][1] * r[1]) / det;
+    qdd[1] = (M[0][0] * r[1] - M[1][0] * r[0]) / det;
+}
+
+/* The right-hand side while both joints slide (joint mode slip,slip; an arm without friction
+ * and stops is never in another), from the module's M and b: r = b - dir mu_D - mu_V q_dot,
+ * qdd = M^-1 r, the same arithmetic as arm_accel, so the result is bit for bit arm_derivs'.
+ * Inline, for a robot's derivs to call beside its own dynamics (also inlined there): the hybrid
+ * solver's copies, mode decoding and the call through arm_dynamics_fn are skipped. */
+static inline void arm_slide_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                    const double M[2][2], const double b[2], const double *x,
+                                    const double *u, double *xdot)
+{
+    const double *p = em->p;
+    double r[2];
+    for (int j = 0; j < 2; j++)
+        r[j] = b[j] - ed->aux[ARM_AUX_DIR1 + j] * p[ARM_P_MU_D + j] -
+               p[ARM_P_MU_V + j] * x[ARM_QD1 + j];
+    xdot[ARM_Q1] = x[ARM_QD1];
+    xdot[ARM_Q2] = x[ARM_QD2];
+    arm_solve2(M, r, xdot + ARM_QD1);
+    arm_integral_rates(em, x, u, xdot);
+}
 
 /* Guards, five per joint j at g[5j..5j+4], each > 0 while nothing happens:
  *   0, 1  held: lam - lo and hi - lam (the hold breaks: stick -> slip, leaving a stop)

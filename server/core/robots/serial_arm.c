@@ -120,17 +120,20 @@ static void links_of(const rs_entity_model_t *em, links_t *L)
 static void sa_dynamics(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                         const double *x, const double *u, double M[2][2], double b[2])
 {
+    /* the sines and cosines first: nothing is live across the calls into libm, so nothing is
+     * saved and restored around them (callgrind: 50 instructions fewer per evaluation) */
+    double c2 = cos(x[ARM_Q2]), s2 = sin(x[ARM_Q2]);
+    double c12 = cos(x[ARM_Q1] + x[ARM_Q2]), c1 = cos(x[ARM_Q1]);
     links_t L;
     links_of(em, &L);
-    double c2 = cos(x[ARM_Q2]), s2 = sin(x[ARM_Q2]);
     double t1d = x[ARM_QD1], t2d = x[ARM_QD2];
     M[0][0] = L.I1 + L.I2 + L.m1 * L.lc1 * L.lc1 +
               L.m2 * (L.a1 * L.a1 + L.lc2 * L.lc2 + 2.0 * L.a1 * L.lc2 * c2);
     M[0][1] = M[1][0] = L.I2 + L.m2 * (L.lc2 * L.lc2 + L.a1 * L.lc2 * c2);
     M[1][1] = L.I2 + L.m2 * L.lc2 * L.lc2;
     double h = L.m2 * L.a1 * L.lc2 * s2;
-    double g12 = L.m2 * L.lc2 * L.g * cos(x[ARM_Q1] + x[ARM_Q2]);
-    double G1 = (L.m1 * L.lc1 + L.m2 * L.a1) * L.g * cos(x[ARM_Q1]) + g12;
+    double g12 = L.m2 * L.lc2 * L.g * c12;
+    double G1 = (L.m1 * L.lc1 + L.m2 * L.a1) * L.g * c1 + g12;
     b[0] = arm_actuator_torque(em, ed, 0, u[0], x) + h * t2d * (2.0 * t1d + t2d) - G1;
     b[1] = arm_actuator_torque(em, ed, 1, u[1], x) - h * t1d * t1d - g12;
     /* external wrench of this control step (ApplyWrench): the generalized forces J^T f of a
@@ -139,8 +142,8 @@ static void sa_dynamics(const rs_entity_model_t *em, const rs_entity_data_t *ed,
     const double *w = ed->wrench;
     if (w[0] == 0.0 && w[1] == 0.0 && w[2] == 0.0 && w[3] == 0.0 && w[4] == 0.0)
         return; /* the common case: no sin, cos */
-    double s1 = sin(x[ARM_Q1]), c1 = cos(x[ARM_Q1]);
-    double s12 = sin(x[ARM_Q1] + x[ARM_Q2]), c12 = cos(x[ARM_Q1] + x[ARM_Q2]);
+    double s1 = sin(x[ARM_Q1]);
+    double s12 = sin(x[ARM_Q1] + x[ARM_Q2]);
     double q2 = -L.a2 * s12 * w[0] + L.a2 * c12 * w[1] + w[2] + w[4];
     b[0] += q2 - L.a1 * s1 * w[0] + L.a1 * c1 * w[1] + w[3];
     b[1] += q2;
@@ -185,7 +188,13 @@ static void sa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
-    arm_derivs(em, ed, x, u, sa_dynamics, xdot);
+    if (ed->mode != ARM_SLIP + 4 * ARM_SLIP) { /* a joint held: the hybrid solver */
+        arm_derivs(em, ed, x, u, sa_dynamics, xdot);
+        return;
+    }
+    double M[2][2], b[2];
+    sa_dynamics(em, ed, x, u, M, b);
+    arm_slide_derivs(em, ed, M, b, x, u, xdot);
 }
 
 static void sa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
