@@ -734,10 +734,15 @@ static void params_while_running(void)
     command(&a, 1.0, 0.5);
     step(&a, 100);
     CHECK(a.x[4] != 0 && a.x[5] != 0, "integrals build up");
+    /* without friction and stops only the cap's guards are registered; stops bring the joints'
+     * guards with them (the count follows the model) */
+    CHECK(a.w->model->ent[a.e].ng == ARM_NSAT_GUARDS, "%d guards without friction and stops",
+          a.w->model->ent[a.e].ng);
     double lo[] = {-0.2, -0.2}, hi[] = {0.2, 0.2};
     rs_param_t p[] = {{"arm", "theta_min", lo, 2}, {"arm", "theta_max", hi, 2}};
     int rc = rs_world_set_params(a.w, p, 2, &st);
     CHECK_OK(rc, st);
+    CHECK(a.w->model->ent[a.e].ng == ARM_NGUARDS, "%d guards with stops", a.w->model->ent[a.e].ng);
     step(&a, 1);
     CHECK(count_events(&a, "stop", NULL, NULL) == 2, "two stop events");
     CHECK(a.x[0] == 0.2 && a.x[1] == 0.2, "clamped to the stops (%g, %g)", a.x[0], a.x[1]);
@@ -750,6 +755,52 @@ static void params_while_running(void)
     step(&a, 1);
     CHECK(a.x[4] == 0 && a.x[5] != 0 && fabs(a.x[5] - i2) < 0.1,
           "integral 1 zeroed, 2 kept: (%g, %g)", a.x[4], a.x[5]);
+    rs_world_destroy(&a.w);
+}
+
+/* A free arm (the cap's four guards alone) given dry friction while it spins: the friction
+ * guards come with the new model and both joints come to rest with stick events; friction taken
+ * away again, the count drops back and a torque turns the arm. */
+static void friction_while_running(void)
+{
+    double torque[] = {0, 0}, g0[] = {0}, qd0[] = {2.0, 0.0};
+    rs_param_t p[] = {{"arm", "actuator_mode", torque, 2}, {"arm", "gravity", g0, 1},
+                      {"arm", "theta_dot0", qd0, 2}};
+    arm_t a = make_arm(p, 3);
+    if (!a.w)
+        return;
+    rs_status_t st;
+    step(&a, 10);
+    CHECK(a.w->model->ent[a.e].ng == ARM_NSAT_GUARDS && a.x[2] != 0,
+          "free spin with %d guards, rate %g", a.w->model->ent[a.e].ng, a.x[2]);
+    double muD[] = {0.02, 0.02};
+    rs_param_t pf = {"arm", "mu_D", muD, 2};
+    int rc = rs_world_set_params(a.w, &pf, 1, &st);
+    CHECK_OK(rc, st);
+    CHECK(a.w->model->ent[a.e].ng == ARM_NGUARDS, "%d guards with friction",
+          a.w->model->ent[a.e].ng);
+    int sticks[2] = {0, 0};
+    for (int k = 0; k < 500 && !(sticks[0] && sticks[1]); k++) {
+        step(&a, 1);
+        for (int i = 0; i < a.w->data->nevents; i++) {
+            const rs_event_t *ev = &a.w->data->events[i];
+            if (strcmp(rs_event_kind_name(a.w->model, ev), "stick") == 0)
+                sticks[(int)ev->value - 1] = 1;
+        }
+    }
+    CHECK(sticks[0] && sticks[1], "both joints stick (%d, %d)", sticks[0], sticks[1]);
+    CHECK(a.x[2] == 0 && a.x[3] == 0 && strcmp(mode(&a), "stick,stick") == 0,
+          "at rest: rates %g %g, mode %s", a.x[2], a.x[3], mode(&a));
+    double none[] = {0, 0};
+    pf.values = none;
+    rc = rs_world_set_params(a.w, &pf, 1, &st);
+    CHECK_OK(rc, st);
+    CHECK(a.w->model->ent[a.e].ng == ARM_NSAT_GUARDS, "%d guards without friction",
+          a.w->model->ent[a.e].ng);
+    command(&a, 0.01, 0);
+    step(&a, 10);
+    CHECK(a.x[2] > 0 && strcmp(mode(&a), "slip,slip") == 0, "turns again: rate %g, mode %s",
+          a.x[2], mode(&a));
     rs_world_destroy(&a.w);
 }
 
@@ -909,6 +960,7 @@ int main(void)
     workspace();
     bad_params();
     params_while_running();
+    friction_while_running();
     reset_repeats();
     presets();
     default_method();

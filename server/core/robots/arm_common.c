@@ -72,6 +72,12 @@ void arm_joints_from(const rs_entity_model_t *em, arm_joints_t *jc)
     jc->limited = em->plen[ARM_PI_THETA_MIN] == 2;
 }
 
+int arm_joint_events(const rs_entity_model_t *em)
+{
+    return em->p[ARM_P_MU_D] > 0 || em->p[ARM_P_MU_D + 1] > 0 ||
+           em->plen[ARM_PI_THETA_MIN] == 2;
+}
+
 int arm_held(int s) { return s != ARM_SLIP; }
 
 void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi)

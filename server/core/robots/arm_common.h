@@ -40,6 +40,7 @@ extern const rs_aux_desc_t arm_aux_vars[ARM_NAUX];
 #define ARM_JOINT_MODES 16
 #define ARM_NGUARDS 14 /* five per joint for friction and stops, then two per joint for the cap */
 #define ARM_G_SAT 10
+#define ARM_NSAT_GUARDS 4 /* the cap's guards alone (arm_joint_events) */
 
 /* parameter slots (two values each) and table rows common to both arms */
 enum {
@@ -119,6 +120,12 @@ typedef struct arm_joints {
 
 /* The joints' friction coefficients and stops from the entity's parameters. */
 void arm_joints_from(const rs_entity_model_t *em, arm_joints_t *jc);
+
+/* Whether the joints can have events of their own: dry friction (mu_D > 0) or stops. Without
+ * them every joint always slides (arm_resolve has no other candidate) and the ten friction and
+ * stop guards stay at 1 for ever, so an arm may register only the ARM_NSAT_GUARDS saturation
+ * guards (its nguards is a function of the model: SetParams and a restore re-count them). */
+int arm_joint_events(const rs_entity_model_t *em);
 
 /* Whether joint status s holds the joint (stuck or at a stop) rather than letting it slide. */
 int arm_held(int s);
