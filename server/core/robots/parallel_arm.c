@@ -214,6 +214,12 @@ static void pa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
+    if (ed->mode == ARM_SLIP + 4 * ARM_SLIP) { /* both servos slide: the closed form */
+        double M[2][2], b[2];
+        pa_dynamics(em, ed, x, u, M, b);
+        arm_slide_derivs(em, ed, M, b, x, u, xdot);
+        return;
+    }
     if (ed->mode != MODE_STRETCHED) {
         arm_derivs(em, ed, x, u, pa_dynamics, xdot);
         return;
