@@ -1174,12 +1174,9 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 {
     const rs_task_t *t = rs_task_find(task);
     if (!t) {
-        char names[400];
-        size_t used = 0;
-        names[0] = '\0';
-        for (int i = 0; i < NTASKS && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                                     tasks[i].name);
+        char names[400] = "";
+        for (int i = 0; i < NTASKS; i++)
+            rs_join(names, sizeof names, "%s", tasks[i].name);
         rs_fail(st, RS_ENOTFOUND, "unknown task '%s' (tasks: %s)", task ? task : "", names);
         return NULL;
     }

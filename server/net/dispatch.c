@@ -29,12 +29,9 @@ static int find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
     int e = rs_model_entity(w->model, name ? name : "");
     if (e >= 0)
         return e;
-    char names[200];
-    size_t used = 0;
-    names[0] = '\0';
-    for (int i = 0; i < w->model->nentities && used < sizeof names; i++)
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s'%s'", i ? ", " : "",
-                                 w->model->ent[i].name);
+    char names[200] = "";
+    for (int i = 0; i < w->model->nentities; i++)
+        rs_join(names, sizeof names, "'%s'", w->model->ent[i].name);
     return rs_fail(st, RS_ENOTFOUND, "no entity '%s' in world (entities: %s)", name ? name : "",
                    names);
 }

@@ -112,11 +112,9 @@ static void error_reply(rs_server_t *s, uint64_t id, int code, const char *messa
 /* Field numbers of the unknown fields a request carried, for the UNIMPLEMENTED message. */
 static void unknown_ops(const Robosim__V1__Request *rq, char *buf, size_t len)
 {
-    size_t used = 0;
     buf[0] = '\0';
-    for (unsigned i = 0; i < rq->base.n_unknown_fields && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? ", " : "",
-                                 rq->base.unknown_fields[i].tag);
+    for (unsigned i = 0; i < rq->base.n_unknown_fields; i++)
+        rs_join(buf, len, "%u", rq->base.unknown_fields[i].tag);
 }
 
 /* protobuf-c allocates the unpacked request in the reply arena: no malloc per field (a batch
