@@ -1139,12 +1139,10 @@ static int same_shape(const world_entry_t *w, const world_entry_t *like)
            strcmp(w->world->model->preset, like->world->model->preset) == 0;
 }
 
-/* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
- * pass run on the worker pool, each writing its own rows of the reply's arrays. */
-static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
-                       Robosim__V1__Response *rp, rs_status_t *st)
+/* The request's lengths against the number of worlds n, before anything is looked up. */
+static int arrays_check_request(rs_server_t *s, const Robosim__V1__BatchArrays *in, size_t n,
+                                rs_status_t *st)
 {
-    size_t n = in->n_world_ids;
     int rc = batch_size_ok(s, n, "world_ids", st);
     if (rc < 0)
         return rc;
@@ -1162,54 +1160,55 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
                        "BatchArrays has %zu reset flags and %zu reset seeds for %zu worlds; give "
                        "one per world, in world_ids order, or none",
                        in->n_reset, in->n_reset_seeds, n);
-    uint64_t steps = in->steps ? in->steps : 1;
-    if ((rc = batch_total_ok(s, steps * n, st)) < 0)
-        return rc;
-    arrays_run_t run = {.s = s, .in = in, .steps = steps};
-    rs_cont_t *c = s->cont;
-    run.where = arena_alloc(&s->arena, n * sizeof *run.where);
-    run.jobs = arena_alloc(&s->arena, n * sizeof *run.jobs);
-    run.messages = arena_alloc(&s->arena, n * sizeof *run.messages);
-    run.built = arena_alloc(&s->arena, n);
-    if (!run.where || !run.jobs || !run.messages || !run.built)
-        return OOM(st);
-    if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0)
-        return rc;
+    return batch_total_ok(s, (in->steps ? in->steps : 1) * n, st);
+}
 
-    /* the shape is the first world's; the inputs must fit it */
-    const world_entry_t *like = NULL;
-    for (size_t i = 0; i < n && !like; i++)
-        like = run.where[i];
-    size_t nx = 0, ns = 0, nobs = 0, ninfo = 0;
-    if (like) {
-        const rs_world_t *lw = like->world;
-        nx = (size_t)lw->model->nx;
-        ns = (size_t)lw->model->ns;
-        run.nu = (size_t)lw->model->nu;
-        run.na = lw->task ? (size_t)lw->task->nact : 0;
-        nobs = lw->task ? (size_t)lw->task->nobs : 0;
-        ninfo = lw->task ? (size_t)lw->task->ninfo : 0;
-        if (in->n_commands && in->n_commands != n * run.nu)
-            return rs_fail(st, RS_EINVAL,
-                           "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
-                           "%zu actuators each take %zu (or none, to hold the commands)",
-                           in->n_commands, n, lw->model->preset, run.nu, n * run.nu);
-        if (in->n_actions && !lw->task)
-            return rs_fail(st, RS_EINVAL,
-                           "BatchArrays.actions is set, but the batch's worlds (preset '%s') run "
-                           "no task; drive them with commands",
-                           lw->model->preset);
-        if (in->n_actions && in->n_actions != n * run.na)
-            return rs_fail(st, RS_EINVAL,
-                           "BatchArrays.actions holds %zu values; %zu worlds of task '%s' with "
-                           "%zu action values each take %zu (or none, to hold the commands)",
-                           in->n_actions, n, lw->task->name, run.na, n * run.na);
-    }
+/* The batch's shape is its first existing world's (*like; NULL when none exists): its sizes go
+ * into run and *sz (state, sensors, observation, info per world); the commands or actions
+ * must fit it. */
+static int arrays_shape(arrays_run_t *run, size_t n, const world_entry_t **like, size_t sz[4],
+                        rs_status_t *st)
+{
+    const Robosim__V1__BatchArrays *in = run->in;
+    *like = NULL;
+    for (size_t i = 0; i < n && !*like; i++)
+        *like = run->where[i];
+    sz[0] = sz[1] = sz[2] = sz[3] = 0;
+    if (!*like)
+        return 0;
+    const rs_world_t *lw = (*like)->world;
+    sz[0] = (size_t)lw->model->nx;
+    sz[1] = (size_t)lw->model->ns;
+    sz[2] = lw->task ? (size_t)lw->task->nobs : 0;
+    sz[3] = lw->task ? (size_t)lw->task->ninfo : 0;
+    run->nu = (size_t)lw->model->nu;
+    run->na = lw->task ? (size_t)lw->task->nact : 0;
+    if (in->n_commands && in->n_commands != n * run->nu)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
+                       "%zu actuators each take %zu (or none, to hold the commands)",
+                       in->n_commands, n, lw->model->preset, run->nu, n * run->nu);
+    if (in->n_actions && !lw->task)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.actions is set, but the batch's worlds (preset '%s') run "
+                       "no task; drive them with commands",
+                       lw->model->preset);
+    if (in->n_actions && in->n_actions != n * run->na)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.actions holds %zu values; %zu worlds of task '%s' with "
+                       "%zu action values each take %zu (or none, to hold the commands)",
+                       in->n_actions, n, lw->task->name, run->na, n * run->na);
+    return 0;
+}
 
-    Robosim__V1__BatchArraysReply *out = arena_alloc(&s->arena, sizeof *out);
-    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
-    if (!out || !reply)
-        return OOM(st);
+/* The reply's arrays for n worlds of sizes sz (arrays_shape) in the request's arena. */
+static Robosim__V1__BatchArraysReply *arrays_reply_new(arena_t *a, size_t n, const size_t sz[4],
+                                                       const world_entry_t *like)
+{
+    size_t nx = sz[0], ns = sz[1], nobs = sz[2], ninfo = sz[3];
+    Robosim__V1__BatchArraysReply *out = arena_alloc(a, sizeof *out);
+    if (!out)
+        return NULL;
     robosim__v1__batch_arrays_reply__init(out);
     out->state_size = (uint32_t)nx;
     out->sensor_size = (uint32_t)ns;
@@ -1225,80 +1224,88 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         out->info_keys = (char **)like->world->task->info;
         out->n_info = n * ninfo;
     }
-    out->codes = arena_alloc(&s->arena, n * sizeof *out->codes);
-    out->time = arena_alloc(&s->arena, n * sizeof *out->time);
-    out->step_count = arena_alloc(&s->arena, n * sizeof *out->step_count);
-    out->events = arena_alloc(&s->arena, n * sizeof *out->events);
-    out->state = arena_alloc(&s->arena, (n * nx + 1) * sizeof *out->state);
-    out->sensors = arena_alloc(&s->arena, (n * ns + 1) * sizeof *out->sensors);
-    out->observation = arena_alloc(&s->arena, (n * nobs + 1) * sizeof *out->observation);
-    out->reward = arena_alloc(&s->arena, n * sizeof *out->reward);
-    out->terminated = arena_alloc(&s->arena, n * sizeof *out->terminated);
-    out->truncated = arena_alloc(&s->arena, n * sizeof *out->truncated);
-    out->info = arena_alloc(&s->arena, (n * ninfo + 1) * sizeof *out->info);
+    out->codes = arena_alloc(a, n * sizeof *out->codes);
+    out->time = arena_alloc(a, n * sizeof *out->time);
+    out->step_count = arena_alloc(a, n * sizeof *out->step_count);
+    out->events = arena_alloc(a, n * sizeof *out->events);
+    out->state = arena_alloc(a, (n * nx + 1) * sizeof *out->state);
+    out->sensors = arena_alloc(a, (n * ns + 1) * sizeof *out->sensors);
+    out->observation = arena_alloc(a, (n * nobs + 1) * sizeof *out->observation);
+    out->reward = arena_alloc(a, n * sizeof *out->reward);
+    out->terminated = arena_alloc(a, n * sizeof *out->terminated);
+    out->truncated = arena_alloc(a, n * sizeof *out->truncated);
+    out->info = arena_alloc(a, (n * ninfo + 1) * sizeof *out->info);
     if (!out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
         !out->sensors || !out->observation || !out->reward || !out->terminated ||
         !out->truncated)
-        return OOM(st);
-    run.out = out;
+        return NULL;
+    return out;
+}
 
-    /* world by world: it exists, its token, its shape; refused worlds are over with their
-     * error */
-    if (!c->resuming) {
-        if (!(c->items = calloc(n, sizeof *c->items)))
-            return OOM(st);
-        c->nitems = n;
-        for (size_t i = 0; i < n; i++) {
-            world_entry_t *w = run.where[i];
-            rs_status_t ist;
-            rs_status_clear(&ist);
-            if (!w)
-                rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server",
-                             i, (unsigned long long)in->world_ids[i]);
-            else if (!same_shape(w, like))
-                rc = rs_fail(&ist, RS_EINVAL,
-                             "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
-                             "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
-                             "worlds of one shape",
-                             i, (unsigned long long)w->id, w->world->model->preset,
-                             w->world->task ? ", task " : "",
-                             w->world->task ? w->world->task->name : "",
-                             (unsigned long long)like->id, like->world->model->preset,
-                             like->world->task ? ", task " : "",
-                             like->world->task ? like->world->task->name : "");
-            else
-                rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
-            if (rc < 0)
-                item_fail(&c->items[i], rc, ist.message);
-        }
+/* World by world, at the first slice: it exists, its token, its shape (that of `like`); a
+ * refused world is over with its error. */
+static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_entry_t *like,
+                               rs_status_t *st)
+{
+    rs_server_t *s = run->s;
+    const Robosim__V1__BatchArrays *in = run->in;
+    rs_cont_t *c = s->cont;
+    if (!(c->items = calloc(n, sizeof *c->items)))
+        return OOM(st);
+    c->nitems = n;
+    for (size_t i = 0; i < n; i++) {
+        world_entry_t *w = run->where[i];
+        rs_status_t ist;
+        rs_status_clear(&ist);
+        int rc;
+        if (!w)
+            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
+                         (unsigned long long)in->world_ids[i]);
+        else if (!same_shape(w, like))
+            rc = rs_fail(&ist, RS_EINVAL,
+                         "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
+                         "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
+                         "worlds of one shape",
+                         i, (unsigned long long)w->id, w->world->model->preset,
+                         w->world->task ? ", task " : "",
+                         w->world->task ? w->world->task->name : "",
+                         (unsigned long long)like->id, like->world->model->preset,
+                         like->world->task ? ", task " : "",
+                         like->world->task ? like->world->task->name : "");
+        else
+            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
+        if (rc < 0)
+            item_fail(&c->items[i], rc, ist.message);
     }
-    run.items = c->items;
-    size_t nrun = 0;
+    return 0;
+}
+
+/* This slice's jobs: the worlds not yet over; every row's flags cleared. */
+static void arrays_jobs(arrays_run_t *run, size_t n)
+{
+    Robosim__V1__BatchArraysReply *out = run->out;
+    run->njobs = 0;
     for (size_t i = 0; i < n; i++) {
         out->codes[i] = ROBOSIM__V1__ERROR_CODE__OK;
         out->step_count[i] = 0;
         out->events[i] = 0;
         out->terminated[i] = out->truncated[i] = 0;
-        run.messages[i] = NULL;
-        run.built[i] = 0;
-        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
-            run.jobs[nrun++] = i;
+        run->messages[i] = NULL;
+        run->built[i] = 0;
+        if (run->items[i].phase == RS_ITEM_NEW || run->items[i].phase == RS_ITEM_RUNNING)
+            run->jobs[run->njobs++] = i;
     }
+}
 
-    run.njobs = nrun;
-    run.one_slice = c->can_park;
-    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
-    rs_pool_run(s->pool, nrun, arrays_step, &run);
-    disarm_budget(s, run.deadline);
-    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs, .njobs = nrun};
-    if ((rc = batch_park(s, &park, n, st)) != 0)
-        return rc;
-    /* all over: the rows no worker wrote in this slice (refused at the start, or over in an
-     * earlier slice) */
+/* All over: the rows no worker wrote in this slice (refused at the start, or over in an
+ * earlier slice), the errors listed, the stepped worlds offered to the observer stream. */
+static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
+{
+    rs_server_t *s = run->s;
+    Robosim__V1__BatchArraysReply *out = run->out;
     for (size_t i = 0; i < n; i++)
-        if (!run.built[i])
-            arrays_rows(&run, i, &s->arena);
-
+        if (!run->built[i])
+            arrays_rows(run, i, &s->arena);
     size_t nerr = 0;
     for (size_t i = 0; i < n; i++)
         nerr += out->codes[i] != ROBOSIM__V1__ERROR_CODE__OK;
@@ -1308,24 +1315,64 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         return OOM(st);
     for (size_t i = 0, k = 0; i < n; i++) {
         if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
-            rs_stream_offer(s, run.where[i], NULL); /* the loop's thread only */
+            rs_stream_offer(s, run->where[i], NULL); /* the loop's thread only */
             continue;
         }
         Robosim__V1__BatchError *be = arena_alloc(&s->arena, sizeof *be);
         Robosim__V1__Error *e = arena_alloc(&s->arena, sizeof *e);
-        if (!be || !e || !run.messages[i])
+        if (!be || !e || !run->messages[i])
             return OOM(st);
         robosim__v1__batch_error__init(be);
         robosim__v1__error__init(e);
         e->code = out->codes[i];
-        e->message = run.messages[i];
+        e->message = run->messages[i];
         be->index = (uint32_t)i;
-        be->world_id = in->world_ids[i];
+        be->world_id = run->in->world_ids[i];
         be->error = e;
         out->errors[k++] = be;
     }
+    return 0;
+}
+
+/* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
+ * pass run on the worker pool, each writing its own rows of the reply's arrays. A request
+ * that outlasts its slice parks (batch_park) and resumes here with s->cont. */
+static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
+                       Robosim__V1__Response *rp, rs_status_t *st)
+{
+    size_t n = in->n_world_ids, sz[4];
+    int rc = arrays_check_request(s, in, n, st);
+    if (rc < 0)
+        return rc;
+    arrays_run_t run = {.s = s, .in = in, .steps = in->steps ? in->steps : 1};
+    run.where = arena_alloc(&s->arena, n * sizeof *run.where);
+    run.jobs = arena_alloc(&s->arena, n * sizeof *run.jobs);
+    run.messages = arena_alloc(&s->arena, n * sizeof *run.messages);
+    run.built = arena_alloc(&s->arena, n);
+    if (!run.where || !run.jobs || !run.messages || !run.built)
+        return OOM(st);
+    const world_entry_t *like;
+    if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0 ||
+        (rc = arrays_shape(&run, n, &like, sz, st)) < 0)
+        return rc;
+    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
+    if (!reply || !(run.out = arrays_reply_new(&s->arena, n, sz, like)))
+        return OOM(st);
+    if (!s->cont->resuming && (rc = arrays_check_worlds(&run, n, like, st)) < 0)
+        return rc;
+    run.items = s->cont->items;
+    arrays_jobs(&run, n);
+
+    run.one_slice = s->cont->can_park;
+    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
+    rs_pool_run(s->pool, run.njobs, arrays_step, &run);
+    disarm_budget(s, run.deadline);
+    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs,
+                        .njobs = run.njobs};
+    if ((rc = batch_park(s, &park, n, st)) != 0 || (rc = arrays_finish(&run, n, st)) < 0)
+        return rc;
     robosim__v1__step_batch_reply__init(reply);
-    reply->arrays = out;
+    reply->arrays = run.out;
     REPLY(rp, step_batch, STEP_BATCH, reply);
     return 0;
 }
