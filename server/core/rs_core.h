@@ -247,6 +247,11 @@ int rs_set_all_commands(const rs_model_t *m, rs_data_t *d, const double *u, rs_s
 /* The checks rs_set_commands makes, without applying anything. */
 int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_status_t *st);
 
+/* Whether entity e has an actuator with index a (0 <= a < its nu): 0, or RS_ENOTFOUND naming
+ * its actuators (index and name), so a client's wire index is checked against the robot's
+ * real actuator count before it is used. */
+int rs_check_actuator(const rs_model_t *m, int e, long long a, rs_status_t *st);
+
 /* Set (n > 0) or clear (n == 0) the schedule of actuator `a` of entity e. Validated first. */
 int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
                     const double *v, size_t n, rs_status_t *st);

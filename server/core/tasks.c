@@ -1291,8 +1291,8 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
         /* an action may drive the first actuators only (MobileAlign-v0: the wheels); the
          * others keep their held commands */
         const rs_entity_model_t *em = &m->ent[e];
-        double full[RS_MAX_PARAMS];
-        for (int i = 0; i < em->nu && i < RS_MAX_PARAMS; i++)
+        double full[RS_MAX_ACTUATORS]; /* em->nu <= RS_MAX_ACTUATORS: rs_robot_check */
+        for (int i = 0; i < em->nu && i < RS_MAX_ACTUATORS; i++)
             full[i] = (size_t)i < n ? action[i] : d->u[em->u_off + i];
         if ((rc = rs_set_commands(m, d, e, full, (size_t)em->nu, st)) < 0)
             return rc;

@@ -1509,9 +1509,11 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
     if (sc->n_times != sc->n_values)
         return rs_fail(st, RS_EINVAL, "a schedule needs as many values as times (%zu times, %zu values)",
                        sc->n_times, sc->n_values);
-    if (sc->actuator > (uint32_t)RS_MAX_PARAMS)
-        return rs_fail(st, RS_ENOTFOUND, "entity '%s' has no actuator %u", sc->entity, sc->actuator);
-    int rc = rs_set_schedule(w->world->model, w->world->data, e, (int)sc->actuator, sc->times,
+    /* the wire's index against the entity's real actuator count, before it becomes an int */
+    int rc = rs_check_actuator(w->world->model, e, sc->actuator, st);
+    if (rc < 0)
+        return rc;
+    rc = rs_set_schedule(w->world->model, w->world->data, e, (int)sc->actuator, sc->times,
                              sc->values, sc->n_times, st);
     if (rc < 0)
         return rc;
