@@ -280,7 +280,7 @@ static long batch_once(rsc_client_t *c, const uint64_t *ids, int b, int arrays, 
     }
     for (int i = 0; i < b; i++) {
         cmds[i] = (rsc_command_t){"finger", &f[i], 1};
-        items[i] = (rsc_batch_item_t){ids[i], 1, 0, &cmds[i], 1, NULL, 0};
+        items[i] = (rsc_batch_item_t){.world_id = ids[i], .steps = 1, .cmds = &cmds[i], .ncmds = 1};
     }
     Robosim__V1__StepBatchReply *r = NULL;
     if (rsc_step_batch(c, items, (size_t)b, &r, &err) != 0)

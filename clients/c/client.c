@@ -1057,7 +1057,8 @@ int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
                        n);
     size_t ncmds = 0;
     for (size_t i = 0; i < n; i++) {
-        if ((items[i].ncmds && !items[i].cmds) || (items[i].naction && !items[i].action))
+        if ((items[i].ncmds && !items[i].cmds) || (items[i].naction && !items[i].action) ||
+            (items[i].nparts && !items[i].parts))
             return set_err(err, RSC_EARG, "rsc_step_batch: item %zu announces values it lacks", i);
         ncmds += items[i].ncmds;
     }
@@ -1076,6 +1077,8 @@ int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
             set_length(&sp, items[i].steps, items[i].duration);
             sp.n_action = items[i].naction;
             sp.action = (double *)items[i].action;
+            sp.n_parts = items[i].nparts;
+            sp.parts = (Robosim__V1__StatePart *)items[i].parts;
             sp.n_commands = items[i].ncmds;
             sp.commands = ap + k;
             for (size_t j = 0; j < items[i].ncmds; j++, k++) {

@@ -317,8 +317,11 @@ int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, siz
 
 /* ---- batched stepping ---------------------------------------------------------------------- */
 
-/* One world's part of a StepBatch: as rsc_step (exactly one of steps and duration; commands,
- * or a task world's action vector). The client attaches the world's token itself. */
+/* One world's part of a StepBatch: as rsc_step_with (exactly one of steps and duration;
+ * commands, or a task world's action vector; the parts of its State the reply should carry,
+ * Step.parts: values of Robosim__V1__StatePart, none = all). The client attaches the world's
+ * token itself. Initialise with designated initializers ({.world_id = id, .steps = 1}): fields
+ * may be added. */
 typedef struct rsc_batch_item {
     uint64_t world_id;
     uint32_t steps;
@@ -327,6 +330,8 @@ typedef struct rsc_batch_item {
     size_t ncmds;
     const double *action;
     size_t naction;
+    const Robosim__V1__StatePart *parts;
+    size_t nparts;
 } rsc_batch_item_t;
 
 /* Step n worlds in one request. Returns 0 when the server took the batch: then (*out)->results

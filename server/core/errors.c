@@ -37,6 +37,23 @@ int rs_fail(rs_status_t *st, int code, const char *fmt, ...)
     return code;
 }
 
+char *rs_join(char *buf, size_t len, const char *fmt, ...)
+{
+    if (!buf || len == 0)
+        return buf;
+    size_t used = strnlen(buf, len - 1);
+    buf[used] = '\0';
+    if (used > 0 && used < len - 1)
+        used += (size_t)snprintf(buf + used, len - used, ", ");
+    if (used < len - 1) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf + used, len - used, fmt, ap);
+        va_end(ap);
+    }
+    return buf;
+}
+
 void rs_status_clear(rs_status_t *st)
 {
     if (st) {

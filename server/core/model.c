@@ -86,18 +86,16 @@ double rs_model_param(const rs_model_t *m, int e, const char *name, int i)
 
 static void list_names(char *buf, size_t len, const rs_model_t *m)
 {
-    size_t used = 0;
     buf[0] = '\0';
-    for (int e = 0; e < m->nentities && used < len; e++)
-        used += (size_t)snprintf(buf + used, len - used, "%s'%s'", e ? ", " : "", m->ent[e].name);
+    for (int e = 0; e < m->nentities; e++)
+        rs_join(buf, len, "'%s'", m->ent[e].name);
 }
 
 static void list_params(char *buf, size_t len, const rs_robot_t *r)
 {
-    size_t used = 0;
     buf[0] = '\0';
-    for (int i = 0; i < r->np && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? ", " : "", r->params[i].name);
+    for (int i = 0; i < r->np; i++)
+        rs_join(buf, len, "%s", r->params[i].name);
 }
 
 /* Apply one parameter to `m` after checking it; `m` may be left partly changed on error, so
@@ -214,12 +212,10 @@ int rs_model_build(rs_model_t *m, const char *preset, const rs_param_t *params, 
 {
     const rs_preset_t *ps = preset ? rs_preset_find(preset) : NULL;
     if (!ps) {
-        char names[200];
-        size_t used = 0;
+        char names[200] = "";
         const char *const *pn = rs_preset_names();
-        names[0] = '\0';
-        for (int i = 0; pn[i] && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "", pn[i]);
+        for (int i = 0; pn[i]; i++)
+            rs_join(names, sizeof names, "%s", pn[i]);
         return rs_fail(st, RS_ENOTFOUND, "unknown preset '%s' (presets: %s)", preset ? preset : "",
                        names);
     }

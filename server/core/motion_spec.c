@@ -477,8 +477,7 @@ static int parse_frame(parser_t *P, int i)
                 e->entity = k, e->frame = f;
                 return 0;
             }
-            size_t l = strlen(names);
-            snprintf(names + l, sizeof names - l, "%s%s", l ? ", " : "", em->robot->frame_names[f]);
+            rs_join(names, sizeof names, "%s", em->robot->frame_names[f]);
         }
     }
     return rs_fail(P->st, RS_ENOTFOUND, "entity '%s': no frame '%s'%s%s in this world (frames: %s)",

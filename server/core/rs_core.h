@@ -247,6 +247,11 @@ int rs_set_all_commands(const rs_model_t *m, rs_data_t *d, const double *u, rs_s
 /* The checks rs_set_commands makes, without applying anything. */
 int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_status_t *st);
 
+/* Whether entity e has an actuator with index a (0 <= a < its nu): 0, or RS_ENOTFOUND naming
+ * its actuators (index and name), so a client's wire index is checked against the robot's
+ * real actuator count before it is used. */
+int rs_check_actuator(const rs_model_t *m, int e, long long a, rs_status_t *st);
+
 /* Set (n > 0) or clear (n == 0) the schedule of actuator `a` of entity e. Validated first. */
 int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
                     const double *v, size_t n, rs_status_t *st);
@@ -350,10 +355,24 @@ const char *rs_event_kind_name(const rs_model_t *m, const rs_event_t *ev);
 
 /* ---- world: a model and its data, as the server keeps them ---------------------------- */
 
+#define RS_TASK_MAX_NAMES 16 /* state variables, sensors, parameters, event kinds a task reads */
+
+/* A task's names resolved against its world's model (rs_task_bind, tasks.c): the entity it
+ * drives and, for each name of its table (rs_task_t.names), an index: into rs_data_t.x (a
+ * state variable), rs_data_t.sensors (a sensor), the robot's parameter table (a parameter) or
+ * its event kinds. Resolved when the task is attached and at every reset, so a control step
+ * reads by index and never compares names. */
+typedef struct rs_task_bind {
+    const rs_robot_t *robot; /* the robot the indices were resolved for; NULL: not resolved */
+    int entity;
+    int index[RS_TASK_MAX_NAMES];
+} rs_task_bind_t;
+
 typedef struct rs_world {
     const rs_model_t *model; /* shared (rs_model_share): never written through a world */
     rs_data_t *data;
     const rs_task_t *task; /* the task the world runs as an episode (rs_task.h), or NULL */
+    rs_task_bind_t task_bind; /* the task's names resolved in `model` (with task) */
 } rs_world_t;
 
 /* Create a world from a preset with overrides, reset with `seed`. NULL on failure. */

@@ -49,4 +49,10 @@ int rs_fail(rs_status_t *st, int code, const char *fmt, ...) __attribute__((form
 /* Clear `st` to success. */
 void rs_status_clear(rs_status_t *st);
 
+/* Append one item, formatted printf-style, to the ", "-separated list in buf (len bytes, a
+ * NUL-terminated string; "" for an empty list), for messages that name the choices there are
+ * ("unknown preset 'x' (presets: finger, serial_arm, ...)"). What does not fit is cut off and
+ * buf stays terminated. Returns buf. */
+char *rs_join(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -167,6 +167,14 @@ struct rs_robot {
     /* Optional: whether the task-space point (x, y) is reachable. */
     int (*reachable)(const rs_entity_model_t *em, double x, double y);
 
+    /* Optional, with a task space: forward kinematics. The task-space point p = (x, y) of the
+     * joints at angles q (nu values) and, in *stretch (may be NULL), how stretched the linkage
+     * is there, in [0, 1]: 1 at a stretched (singular) configuration. Returns 0, or RS_EINVAL
+     * when no configuration has the angles q (a closed linkage that does not assemble). The
+     * tasks sample reach targets through it. */
+    int (*joints_to_point)(const rs_entity_model_t *em, const double *q, double p[2],
+                           double *stretch);
+
     /* Optional, for motion specifications (issue 11, motion_spec.c): named frames a
      * specification binds its quantities to. frame() writes frame i's world pose (x, y, angle),
      * its velocity (vx, vy, angular rate) and the contact force on it (fx, fy, world; 0 without

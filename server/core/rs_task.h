@@ -36,6 +36,20 @@ typedef struct rs_task_param {
     const double *values;
 } rs_task_param_t;
 
+/* What a name in a task's table is: looked up in the robot's state, sensor, parameter or
+ * event kind table of the task's entity. */
+typedef enum rs_task_name_kind {
+    RS_TASK_NAME_STATE,  /* index into rs_data_t.x */
+    RS_TASK_NAME_SENSOR, /* index into rs_data_t.sensors */
+    RS_TASK_NAME_PARAM,  /* row in the robot's parameter table */
+    RS_TASK_NAME_EVENT,  /* event kind (rs_event_t.kind) */
+} rs_task_name_kind_t;
+
+typedef struct rs_task_name {
+    rs_task_name_kind_t kind;
+    const char *name;
+} rs_task_name_t;
+
 struct rs_task {
     const char *name;   /* "FingerPush-v0" */
     const char *preset; /* the preset the world is built from */
@@ -60,20 +74,28 @@ struct rs_task {
     const double *obs_scale;
     double reward_scale;
 
+    /* The names the callbacks below read (at most RS_TASK_MAX_NAMES), resolved once per world
+     * into its rs_task_bind_t (b->index[i] for names[i]); a name the robot lacks refuses the
+     * world (RS_EINTERNAL). */
+    int nnames;
+    const rs_task_name_t *names;
+
     /* Optional: refuse a model the task cannot run on (a parameter override that breaks it). */
     int (*validate)(const rs_model_t *m, int e, rs_status_t *st);
 
     /* Sample the episode's start and targets from the rng (rs_data_uniform) after rs_reset:
-     * initial state through rs_reset_initial, targets into task[RS_TASK_PRIVATE...]. */
-    int (*reset)(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st);
+     * initial state through rs_reset_initial, targets into task[RS_TASK_PRIVATE...]. The
+     * task's entity is b->entity. */
+    int (*reset)(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b, rs_status_t *st);
 
     /* The observation (nobs values) from the data. */
-    void (*observe)(const rs_model_t *m, const rs_data_t *d, int e, double *obs);
+    void (*observe)(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                    double *obs);
 
     /* After each control step: the reward of that step, *terminated, the info figures. Events
      * of this control step are d->events[first_event ... d->nevents - 1]. */
-    double (*evaluate)(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                       int *terminated, double *info);
+    double (*evaluate)(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                       int first_event, int *terminated, double *info);
 };
 
 /* The task called `name`, or NULL. */
@@ -93,6 +115,10 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 /* Whether task t can run on model m (its entity is there, its validate accepts it): 0, or the
  * reason (SetParams on a task world is refused with it). */
 int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st);
+
+/* Resolve task t's names (t->names) in model m into *b: 0, or RS_EINTERNAL when m lacks
+ * the task's entity or its robot lacks one of the names (the message says which). */
+int rs_task_bind(const rs_task_t *t, const rs_model_t *m, rs_task_bind_t *b, rs_status_t *st);
 
 /* The control steps after which task t's episodes on model m are truncated: the world
  * parameter max_episode_steps when set (> 0), else the task's own limit. */

@@ -353,6 +353,7 @@ rs_world_t *rs_world_fork(const rs_world_t *src, const uint8_t *snap, size_t len
     }
     w->model = rs_model_retain(src->model);
     w->task = src->task;
+    w->task_bind = src->task_bind;
     if (!(w->data = rs_data_new(w->model, src->data->seed, st)) ||
         (snap ? rs_snapshot_read(w, snap, len, st)
               : rs_data_copy(w->model, w->data, src->data, st)) < 0)

@@ -9,8 +9,6 @@
  * costing until the time limit truncates the episode. */
 #include "rs_task.h"
 
-#include "robots/arm_common.h" /* the arms' closed-form kinematics, for sampling targets */
-
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,33 +20,29 @@
 
 /* ---- helpers ------------------------------------------------------------------------------ */
 
-static int var_index(const rs_var_desc_t *v, int n, const char *name)
+/* The values of a task's names by their resolved index (rs_task_bind): state variable k,
+ * sensor k, value i of parameter k (NAN past the values set, as rs_model_param). */
+static double state_of(const rs_data_t *d, const rs_task_bind_t *b, int k)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(v[i].name, name) == 0)
-            return i;
-    return -1;
+    return d->x[b->index[k]];
 }
 
-/* State variable / sensor `name` of entity e (by the robot's own names); NAN if unknown. */
-static double state_of(const rs_model_t *m, const rs_data_t *d, int e, const char *name)
+static double sensor_of(const rs_data_t *d, const rs_task_bind_t *b, int k)
 {
-    const rs_entity_model_t *em = &m->ent[e];
-    int i = var_index(em->robot->state, em->nx, name);
-    return i < 0 ? NAN : d->x[em->x_off + i];
+    return d->sensors[b->index[k]];
 }
 
-static double sensor_of(const rs_model_t *m, const rs_data_t *d, int e, const char *name)
+static double param_of(const rs_model_t *m, const rs_task_bind_t *b, int k, int i)
 {
-    const rs_entity_model_t *em = &m->ent[e];
-    int i = var_index(em->robot->sensors, em->ns, name);
-    return i < 0 ? NAN : d->sensors[em->s_off + i];
+    const rs_entity_model_t *em = &m->ent[b->entity];
+    int row = b->index[k];
+    return i >= 0 && i < em->plen[row] ? em->p[em->robot->params[row].offset + i] : NAN;
 }
 
-/* Held command of actuator a of entity e. */
-static double command_of(const rs_model_t *m, const rs_data_t *d, int e, int a)
+/* Held command of actuator a of the task's entity. */
+static double command_of(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b, int a)
 {
-    return d->u[m->ent[e].u_off + a];
+    return d->u[m->ent[b->entity].u_off + a];
 }
 
 static double uniform(rs_data_t *d, double lo, double hi)
@@ -85,32 +79,45 @@ static const rs_var_desc_t push_act[] = {
 
 static const char *const push_info[] = {"distance", "gap", "effort", "success"};
 
-static int push_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+/* the names the finger tasks read */
+enum { F_X_F, F_V_F, F_X_O, F_V_O, F_TIP_FORCE };
+static const rs_task_name_t finger_names[] = {
+    [F_X_F] = {RS_TASK_NAME_STATE, "x_f"},
+    [F_V_F] = {RS_TASK_NAME_STATE, "v_f"},
+    [F_X_O] = {RS_TASK_NAME_STATE, "x_o"},
+    [F_V_O] = {RS_TASK_NAME_STATE, "v_o"},
+    [F_TIP_FORCE] = {RS_TASK_NAME_SENSOR, "tip_force"},
+};
+
+static int push_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                      rs_status_t *st)
 {
     double xf = 0.0, xo = uniform(d, 0.2, 0.6);
     d->task[PUSH_TARGET] = xo + uniform(d, 0.5, 1.5);
-    const char *ent = m->ent[e].name;
+    const char *ent = m->ent[b->entity].name;
     rs_param_t init[] = {{ent, "finger_x0", &xf, 1}, {ent, "object_x0", &xo, 1}};
     return rs_reset_initial(m, d, init, 2, st);
 }
 
-static void push_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+static void push_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                         double *obs)
 {
-    obs[0] = state_of(m, d, e, "x_f");
-    obs[1] = state_of(m, d, e, "v_f");
-    obs[2] = state_of(m, d, e, "x_o");
-    obs[3] = state_of(m, d, e, "v_o");
+    (void)m;
+    obs[0] = state_of(d, b, F_X_F);
+    obs[1] = state_of(d, b, F_V_F);
+    obs[2] = state_of(d, b, F_X_O);
+    obs[3] = state_of(d, b, F_V_O);
     obs[4] = d->task[PUSH_TARGET];
-    obs[5] = sensor_of(m, d, e, "tip_force");
+    obs[5] = sensor_of(d, b, F_TIP_FORCE);
 }
 
-static double push_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                            int *terminated, double *info)
+static double push_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                            int first_event, int *terminated, double *info)
 {
-    double xf = state_of(m, d, e, "x_f"), xo = state_of(m, d, e, "x_o");
-    double vo = state_of(m, d, e, "v_o");
+    double xf = state_of(d, b, F_X_F), xo = state_of(d, b, F_X_O);
+    double vo = state_of(d, b, F_V_O);
     double dist = fabs(xo - d->task[PUSH_TARGET]), gap = fmax(0.0, xo - xf);
-    double effort = sq(command_of(m, d, e, 0) / PUSH_F_MAX);
+    double effort = sq(command_of(m, d, b, 0) / PUSH_F_MAX);
     int success = dist < PUSH_TOL && fabs(vo) < REST_SPEED;
     info[0] = dist, info[1] = gap, info[2] = effort, info[3] = success;
     *terminated = success;
@@ -141,35 +148,38 @@ static const rs_var_desc_t touch_act[] = {
 static const char *const touch_info[] = {"force_error", "displacement", "effort", "held_steps",
                                          "success"};
 
-static int touch_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+static int touch_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                       rs_status_t *st)
 {
     double xf = 0.0, xo = uniform(d, 0.1, 0.5);
     d->task[TOUCH_FORCE] = uniform(d, 0.2, 0.8);
     d->task[TOUCH_X_O0] = xo;
     d->task[TOUCH_HELD] = 0.0;
-    const char *ent = m->ent[e].name;
+    const char *ent = m->ent[b->entity].name;
     rs_param_t init[] = {{ent, "finger_x0", &xf, 1}, {ent, "object_x0", &xo, 1}};
     return rs_reset_initial(m, d, init, 2, st);
 }
 
-static void touch_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+static void touch_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                          double *obs)
 {
-    double xo = state_of(m, d, e, "x_o");
-    obs[0] = xo - state_of(m, d, e, "x_f");
-    obs[1] = state_of(m, d, e, "v_f");
+    (void)m;
+    double xo = state_of(d, b, F_X_O);
+    obs[0] = xo - state_of(d, b, F_X_F);
+    obs[1] = state_of(d, b, F_V_F);
     obs[2] = xo - d->task[TOUCH_X_O0];
-    obs[3] = state_of(m, d, e, "v_o");
-    obs[4] = sensor_of(m, d, e, "tip_force");
+    obs[3] = state_of(d, b, F_V_O);
+    obs[4] = sensor_of(d, b, F_TIP_FORCE);
     obs[5] = d->task[TOUCH_FORCE];
 }
 
-static double touch_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                             int *terminated, double *info)
+static double touch_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                             int first_event, int *terminated, double *info)
 {
-    double err = fabs(sensor_of(m, d, e, "tip_force") - d->task[TOUCH_FORCE]);
-    double disp = fabs(state_of(m, d, e, "x_o") - d->task[TOUCH_X_O0]);
-    double vo = state_of(m, d, e, "v_o");
-    double effort = sq(command_of(m, d, e, 0) / TOUCH_F_MAX);
+    double err = fabs(sensor_of(d, b, F_TIP_FORCE) - d->task[TOUCH_FORCE]);
+    double disp = fabs(state_of(d, b, F_X_O) - d->task[TOUCH_X_O0]);
+    double vo = state_of(d, b, F_V_O);
+    double effort = sq(command_of(m, d, b, 0) / TOUCH_F_MAX);
     int on = err < TOUCH_FORCE_TOL && disp < TOUCH_MOVE_TOL && fabs(vo) < REST_SPEED;
     d->task[TOUCH_HELD] = on ? d->task[TOUCH_HELD] + 1.0 : 0.0;
     int success = d->task[TOUCH_HELD] >= TOUCH_HOLD;
@@ -196,6 +206,23 @@ static const rs_var_desc_t reach_obs[] = {
 };
 
 static const char *const reach_info[] = {"distance", "speed", "effort", "success"};
+
+/* the names the reach tasks read (both arms have them) */
+enum { R_THETA1, R_THETA2, R_THETA1_DOT, R_THETA2_DOT, R_X, R_Y, R_VX, R_VY, R_TAU1, R_TAU2,
+       R_TAU_MAX };
+static const rs_task_name_t reach_names[] = {
+    [R_THETA1] = {RS_TASK_NAME_STATE, "theta1"},
+    [R_THETA2] = {RS_TASK_NAME_STATE, "theta2"},
+    [R_THETA1_DOT] = {RS_TASK_NAME_STATE, "theta1_dot"},
+    [R_THETA2_DOT] = {RS_TASK_NAME_STATE, "theta2_dot"},
+    [R_X] = {RS_TASK_NAME_SENSOR, "x"},
+    [R_Y] = {RS_TASK_NAME_SENSOR, "y"},
+    [R_VX] = {RS_TASK_NAME_SENSOR, "vx"},
+    [R_VY] = {RS_TASK_NAME_SENSOR, "vy"},
+    [R_TAU1] = {RS_TASK_NAME_SENSOR, "tau1"},
+    [R_TAU2] = {RS_TASK_NAME_SENSOR, "tau2"},
+    [R_TAU_MAX] = {RS_TASK_NAME_PARAM, "tau_max"},
+};
 
 static const rs_var_desc_t serial_act[] = {
     {"joint1", "rad", -M_PI, M_PI, "joint 1 PID setpoint angle"},
@@ -233,27 +260,29 @@ static int reach_validate(const rs_model_t *m, int e, rs_status_t *st)
     return 0;
 }
 
-static void reach_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+static void reach_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                          double *obs)
 {
-    obs[0] = state_of(m, d, e, "theta1");
-    obs[1] = state_of(m, d, e, "theta2");
-    obs[2] = state_of(m, d, e, "theta1_dot");
-    obs[3] = state_of(m, d, e, "theta2_dot");
-    obs[4] = sensor_of(m, d, e, "x");
-    obs[5] = sensor_of(m, d, e, "y");
+    (void)m;
+    obs[0] = state_of(d, b, R_THETA1);
+    obs[1] = state_of(d, b, R_THETA2);
+    obs[2] = state_of(d, b, R_THETA1_DOT);
+    obs[3] = state_of(d, b, R_THETA2_DOT);
+    obs[4] = sensor_of(d, b, R_X);
+    obs[5] = sensor_of(d, b, R_Y);
     obs[6] = d->task[REACH_X];
     obs[7] = d->task[REACH_Y];
 }
 
 /* -scale d - 0.01 effort + 10 [success]; success: d < tol and the end effector stopped. */
-static double reach_evaluate(const rs_model_t *m, rs_data_t *d, int e, double scale, double tol,
-                             int *terminated, double *info)
+static double reach_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                             double scale, double tol, int *terminated, double *info)
 {
-    double dist = hypot(sensor_of(m, d, e, "x") - d->task[REACH_X],
-                        sensor_of(m, d, e, "y") - d->task[REACH_Y]);
-    double speed = hypot(sensor_of(m, d, e, "vx"), sensor_of(m, d, e, "vy"));
-    double effort = 0.5 * (sq(sensor_of(m, d, e, "tau1") / rs_model_param(m, e, "tau_max", 0)) +
-                           sq(sensor_of(m, d, e, "tau2") / rs_model_param(m, e, "tau_max", 1)));
+    double dist = hypot(sensor_of(d, b, R_X) - d->task[REACH_X],
+                        sensor_of(d, b, R_Y) - d->task[REACH_Y]);
+    double speed = hypot(sensor_of(d, b, R_VX), sensor_of(d, b, R_VY));
+    double effort = 0.5 * (sq(sensor_of(d, b, R_TAU1) / param_of(m, b, R_TAU_MAX, 0)) +
+                           sq(sensor_of(d, b, R_TAU2) / param_of(m, b, R_TAU_MAX, 1)));
     int success = dist < tol && speed < REACH_SPEED;
     info[0] = dist, info[1] = speed, info[2] = effort, info[3] = success;
     *terminated = success;
@@ -263,18 +292,29 @@ static double reach_evaluate(const rs_model_t *m, rs_data_t *d, int e, double sc
 #define SERIAL_TOL 0.01  /* m */
 #define PARALLEL_TOL 0.005
 
-static int serial_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+/* The end effector's point at joint angles q, through the robot table's forward kinematics
+ * (rs_robot_t.joints_to_point); RS_EINVAL when the linkage does not assemble there. */
+static int arm_point(const rs_model_t *m, int e, const double q[2], double p[2], double *stretch)
 {
-    double a1 = rs_model_param(m, e, "a1", 0), a2 = rs_model_param(m, e, "a2", 0);
+    const rs_entity_model_t *em = &m->ent[e];
+    return em->robot->joints_to_point ? em->robot->joints_to_point(em, q, p, stretch) : RS_EUNIMPL;
+}
+
+static int serial_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                        rs_status_t *st)
+{
+    int e = b->entity;
     double q0[2], p0[2], q[2], p[2];
     q0[0] = uniform(d, -M_PI, M_PI);
     q0[1] = uniform(d, -M_PI, M_PI);
-    serial_fk(a1, a2, q0, p0);
+    if (arm_point(m, e, q0, p0, NULL) < 0)
+        return rs_fail(st, RS_EINTERNAL, "'%s' (%s) has no forward kinematics",
+                       m->ent[e].name, m->ent[e].robot->kind);
     /* a target point at least 3 tolerances away, as the image of random joint angles */
     for (int k = 0;; k++) {
         q[0] = uniform(d, -M_PI, M_PI);
         q[1] = uniform(d, -M_PI, M_PI);
-        serial_fk(a1, a2, q, p);
+        arm_point(m, e, q, p, NULL);
         if (hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * SERIAL_TOL || k == SAMPLE_TRIES)
             break;
     }
@@ -284,18 +324,17 @@ static int serial_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *s
     return rs_reset_initial(m, d, init, 1, st);
 }
 
-static double serial_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                              int *terminated, double *info)
+static double serial_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                              int first_event, int *terminated, double *info)
 {
-    return reach_evaluate(m, d, e, 10.0, SERIAL_TOL, terminated, info);
+    return reach_evaluate(m, d, b, 10.0, SERIAL_TOL, terminated, info);
 }
 
-/* Joint angles inside the servo range with a margin, where the linkage assembles. */
+/* Joint angles inside the servo range with a margin, where the linkage assembles at least 2%
+ * short of stretched. */
 static int parallel_sample(const rs_model_t *m, rs_data_t *d, int e, double q[2], double p[2])
 {
-    double L0 = rs_model_param(m, e, "L0", 0), L1 = rs_model_param(m, e, "L1", 0);
-    double L2 = rs_model_param(m, e, "L2", 0);
-    double lo[2], hi[2];
+    double lo[2], hi[2], stretch;
     for (int j = 0; j < 2; j++) {
         lo[j] = rs_model_param(m, e, "theta_min", j);
         hi[j] = rs_model_param(m, e, "theta_max", j);
@@ -305,15 +344,16 @@ static int parallel_sample(const rs_model_t *m, rs_data_t *d, int e, double q[2]
     for (int k = 0; k < SAMPLE_TRIES; k++) {
         q[0] = uniform(d, lo[0], hi[0]);
         q[1] = uniform(d, lo[1], hi[1]);
-        if (parallel_fk(L0, L1, L2, q, NULL, p, NULL) == 0 &&
-            parallel_u(L0, L1, q, NULL) < 2.0 * L2 * 0.98)
+        if (arm_point(m, e, q, p, &stretch) == 0 && stretch < 0.98)
             return 0;
     }
     return -1;
 }
 
-static int parallel_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+static int parallel_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                          rs_status_t *st)
 {
+    int e = b->entity;
     double q0[2], p0[2], q[2], p[2];
     if (parallel_sample(m, d, e, q0, p0) < 0)
         return rs_fail(st, RS_EINVAL,
@@ -332,10 +372,10 @@ static int parallel_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t 
     return rs_reset_initial(m, d, init, 1, st);
 }
 
-static double parallel_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                                int *terminated, double *info)
+static double parallel_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                                int first_event, int *terminated, double *info)
 {
-    return reach_evaluate(m, d, e, 20.0, PARALLEL_TOL, terminated, info);
+    return reach_evaluate(m, d, b, 20.0, PARALLEL_TOL, terminated, info);
 }
 
 /* ---- ParallelArmReach-v1: the servos driven by torque ------------------------------------ */
@@ -432,18 +472,31 @@ static const rs_var_desc_t dd_act[] = {
 
 static const char *const dd_info[] = {"distance", "effort", "collision", "success"};
 
+/* the names DiffDriveGoal reads */
+enum { DD_N_X, DD_N_Y, DD_N_THETA, DD_N_BUMPER, DD_N_RADIUS, DD_N_OBSTACLES, DD_N_CONTACT };
+static const rs_task_name_t dd_names[] = {
+    [DD_N_X] = {RS_TASK_NAME_STATE, "x"},
+    [DD_N_Y] = {RS_TASK_NAME_STATE, "y"},
+    [DD_N_THETA] = {RS_TASK_NAME_STATE, "theta"},
+    [DD_N_BUMPER] = {RS_TASK_NAME_SENSOR, "bumper"},
+    [DD_N_RADIUS] = {RS_TASK_NAME_PARAM, "robot_radius"},
+    [DD_N_OBSTACLES] = {RS_TASK_NAME_PARAM, "obstacles"},
+    [DD_N_CONTACT] = {RS_TASK_NAME_EVENT, "contact"},
+};
+
 /* The obstacle nearest (x, y) by rim-to-rim clearance; -1 when there are none. */
-static int dd_nearest(const rs_model_t *m, int e, double x, double y, double *clearance)
+static int dd_nearest(const rs_model_t *m, const rs_task_bind_t *b, double x, double y,
+                      double *clearance)
 {
-    double R = rs_model_param(m, e, "robot_radius", 0);
+    double R = param_of(m, b, DD_N_RADIUS, 0);
     int best = -1;
     *clearance = DD_NO_OBSTACLE;
     for (int i = 0;; i++) {
-        double ox = rs_model_param(m, e, "obstacles", 3 * i);
+        double ox = param_of(m, b, DD_N_OBSTACLES, 3 * i);
         if (isnan(ox))
             break;
-        double oy = rs_model_param(m, e, "obstacles", 3 * i + 1);
-        double orad = rs_model_param(m, e, "obstacles", 3 * i + 2);
+        double oy = param_of(m, b, DD_N_OBSTACLES, 3 * i + 1);
+        double orad = param_of(m, b, DD_N_OBSTACLES, 3 * i + 2);
         double c = hypot(x - ox, y - oy) - R - orad;
         if (best < 0 || c < *clearance)
             best = i, *clearance = c;
@@ -451,25 +504,28 @@ static int dd_nearest(const rs_model_t *m, int e, double x, double y, double *cl
     return best;
 }
 
-static int dd_free_point(const rs_model_t *m, rs_data_t *d, int e, double *x, double *y)
+static int dd_free_point(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b, double *x,
+                         double *y)
 {
     for (int k = 0; k < SAMPLE_TRIES; k++) {
         double c;
         *x = uniform(d, -DD_ARENA, DD_ARENA);
         *y = uniform(d, -DD_ARENA, DD_ARENA);
-        if (dd_nearest(m, e, *x, *y, &c) < 0 || c >= DD_CLEAR)
+        if (dd_nearest(m, b, *x, *y, &c) < 0 || c >= DD_CLEAR)
             return 0;
     }
     return -1;
 }
 
-static int dd_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+static int dd_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                    rs_status_t *st)
 {
+    int e = b->entity;
     double x0 = 0, y0 = 0, th0 = uniform(d, -M_PI, M_PI), gx = 0, gy = 0;
     int found = 0;
-    if (dd_free_point(m, d, e, &x0, &y0) == 0)
+    if (dd_free_point(m, d, b, &x0, &y0) == 0)
         for (int k = 0; k < SAMPLE_TRIES && !found; k++)
-            found = dd_free_point(m, d, e, &gx, &gy) == 0 &&
+            found = dd_free_point(m, d, b, &gx, &gy) == 0 &&
                     hypot(gx - x0, gy - y0) >= DD_MIN_START;
     if (!found)
         return rs_fail(st, RS_EINVAL,
@@ -483,35 +539,36 @@ static int dd_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
     return rs_reset_initial(m, d, init, 3, st);
 }
 
-static void dd_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+static void dd_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                       double *obs)
 {
-    double x = state_of(m, d, e, "x"), y = state_of(m, d, e, "y");
-    double th = state_of(m, d, e, "theta"), c;
-    int i = dd_nearest(m, e, x, y, &c);
+    double x = state_of(d, b, DD_N_X), y = state_of(d, b, DD_N_Y);
+    double th = state_of(d, b, DD_N_THETA), c;
+    int i = dd_nearest(m, b, x, y, &c);
     obs[0] = x;
     obs[1] = y;
     obs[2] = cos(th);
     obs[3] = sin(th);
     obs[4] = d->task[DD_GOAL_X] - x;
     obs[5] = d->task[DD_GOAL_Y] - y;
-    obs[6] = i < 0 ? 0.0 : rs_model_param(m, e, "obstacles", 3 * i) - x;
-    obs[7] = i < 0 ? 0.0 : rs_model_param(m, e, "obstacles", 3 * i + 1) - y;
+    obs[6] = i < 0 ? 0.0 : param_of(m, b, DD_N_OBSTACLES, 3 * i) - x;
+    obs[7] = i < 0 ? 0.0 : param_of(m, b, DD_N_OBSTACLES, 3 * i + 1) - y;
     obs[8] = c;
-    obs[9] = sensor_of(m, d, e, "bumper");
+    obs[9] = sensor_of(d, b, DD_N_BUMPER);
 }
 
-static double dd_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                          int *terminated, double *info)
+static double dd_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                          int first_event, int *terminated, double *info)
 {
-    double x = state_of(m, d, e, "x"), y = state_of(m, d, e, "y");
+    double x = state_of(d, b, DD_N_X), y = state_of(d, b, DD_N_Y);
     double dist = hypot(d->task[DD_GOAL_X] - x, d->task[DD_GOAL_Y] - y);
-    double effort = 0.5 * (sq(command_of(m, d, e, 0) / DD_W_MAX) +
-                           sq(command_of(m, d, e, 1) / DD_W_MAX));
+    double effort = 0.5 * (sq(command_of(m, d, b, 0) / DD_W_MAX) +
+                           sq(command_of(m, d, b, 1) / DD_W_MAX));
     /* a collision: a contact event in this control step, or still held at an obstacle */
-    int collision = sensor_of(m, d, e, "bumper") > 0.5;
+    int collision = sensor_of(d, b, DD_N_BUMPER) > 0.5;
     for (int i = first_event; i < d->nevents; i++)
-        collision |= d->events[i].entity == e &&
-                     strcmp(rs_event_kind_name(m, &d->events[i]), "contact") == 0;
+        collision |= d->events[i].entity == b->entity &&
+                     d->events[i].kind == b->index[DD_N_CONTACT];
     int success = dist < DD_GOAL_TOL;
     info[0] = dist, info[1] = effort, info[2] = collision, info[3] = success;
     *terminated = success;
@@ -564,9 +621,10 @@ static const double serial_scale_v1[] = {1, 1, 10, 10, 1, 1, 1, 1};
 
 /* v0's observation with the joint angles wrapped to [-pi, pi] (the serial arm's joints turn
  * freely, so v0's angles are unbounded). */
-static void serial_observe_v1(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+static void serial_observe_v1(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                              double *obs)
 {
-    reach_observe(m, d, e, obs);
+    reach_observe(m, d, b, obs);
     obs[0] = atan2(sin(obs[0]), cos(obs[0]));
     obs[1] = atan2(sin(obs[1]), cos(obs[1]));
 }
@@ -614,26 +672,43 @@ static const rs_var_desc_t align_act[] = {
 };
 static const char *const align_info[] = {"heading_error", "tube_violation", "success"};
 
-static int align_reset(const rs_model_t *m, rs_data_t *d, int e, rs_status_t *st)
+/* the names MobileAlign reads */
+enum { AL_THETA, AL_Y, AL_LEFT_DIST, AL_RIGHT_DIST, AL_LEFT_FN, AL_RIGHT_FN, AL_LEFT_CONTACT,
+       AL_RIGHT_CONTACT };
+static const rs_task_name_t align_names[] = {
+    [AL_THETA] = {RS_TASK_NAME_STATE, "theta"},
+    [AL_Y] = {RS_TASK_NAME_STATE, "y"},
+    [AL_LEFT_DIST] = {RS_TASK_NAME_SENSOR, "left_distance"},
+    [AL_RIGHT_DIST] = {RS_TASK_NAME_SENSOR, "right_distance"},
+    [AL_LEFT_FN] = {RS_TASK_NAME_SENSOR, "left_force_normal"},
+    [AL_RIGHT_FN] = {RS_TASK_NAME_SENSOR, "right_force_normal"},
+    [AL_LEFT_CONTACT] = {RS_TASK_NAME_SENSOR, "left_contact"},
+    [AL_RIGHT_CONTACT] = {RS_TASK_NAME_SENSOR, "right_contact"},
+};
+
+static int align_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                       rs_status_t *st)
 {
     /* a start angle of 0.1 to 0.3 rad either way, as the seed's figure */
     double a = uniform(d, 0.1, 0.3) * (uniform(d, 0, 1) < 0.5 ? -1.0 : 1.0);
     double th = M_PI / 2 + a;
-    rs_param_t init[] = {{m->ent[e].name, "theta0", &th, 1}};
+    rs_param_t init[] = {{m->ent[b->entity].name, "theta0", &th, 1}};
     return rs_reset_initial(m, d, init, 1, st);
 }
 
-static void align_observe(const rs_model_t *m, const rs_data_t *d, int e, double *obs)
+static void align_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                          double *obs)
 {
-    double th = state_of(m, d, e, "theta") - M_PI / 2;
+    (void)m;
+    double th = state_of(d, b, AL_THETA) - M_PI / 2;
     obs[0] = atan2(sin(th), cos(th));
-    obs[1] = state_of(m, d, e, "y");
-    obs[2] = sensor_of(m, d, e, "left_distance");
-    obs[3] = sensor_of(m, d, e, "right_distance");
-    obs[4] = sensor_of(m, d, e, "left_force_normal");
-    obs[5] = sensor_of(m, d, e, "right_force_normal");
-    obs[6] = sensor_of(m, d, e, "left_contact");
-    obs[7] = sensor_of(m, d, e, "right_contact");
+    obs[1] = state_of(d, b, AL_Y);
+    obs[2] = sensor_of(d, b, AL_LEFT_DIST);
+    obs[3] = sensor_of(d, b, AL_RIGHT_DIST);
+    obs[4] = sensor_of(d, b, AL_LEFT_FN);
+    obs[5] = sensor_of(d, b, AL_RIGHT_FN);
+    obs[6] = sensor_of(d, b, AL_LEFT_CONTACT);
+    obs[7] = sensor_of(d, b, AL_RIGHT_CONTACT);
 }
 
 static double tube_violation(double dist)
@@ -641,12 +716,12 @@ static double tube_violation(double dist)
     return dist < ALIGN_TUBE_LO ? ALIGN_TUBE_LO - dist : dist > ALIGN_TUBE_HI ? dist - ALIGN_TUBE_HI : 0.0;
 }
 
-static double align_evaluate(const rs_model_t *m, rs_data_t *d, int e, int first_event,
-                             int *terminated, double *info)
+static double align_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                             int first_event, int *terminated, double *info)
 {
     (void)first_event;
     double obs[8];
-    align_observe(m, d, e, obs);
+    align_observe(m, d, b, obs);
     double tube = tube_violation(obs[2]) + tube_violation(obs[3]);
     int success = fabs(obs[0]) < ALIGN_TOL && tube <= 2 * ALIGN_SLACK &&
                   tube_violation(obs[2]) <= ALIGN_SLACK && tube_violation(obs[3]) <= ALIGN_SLACK &&
@@ -682,6 +757,8 @@ static const rs_task_t tasks[] = {
         .max_episode_steps = 200,
         .nparams = N(finger_params),
         .params = finger_params,
+        .nnames = N(finger_names),
+        .names = finger_names,
         .reset = push_reset,
         .observe = push_observe,
         .evaluate = push_evaluate,
@@ -706,6 +783,8 @@ static const rs_task_t tasks[] = {
         .max_episode_steps = 200,
         .nparams = N(finger_params),
         .params = finger_params,
+        .nnames = N(finger_names),
+        .names = finger_names,
         .reset = push_reset,
         .observe = push_observe,
         .evaluate = push_evaluate,
@@ -735,6 +814,8 @@ static const rs_task_t tasks[] = {
         .max_episode_steps = 200,
         .nparams = N(finger_params),
         .params = finger_params,
+        .nnames = N(finger_names),
+        .names = finger_names,
         .reset = touch_reset,
         .observe = touch_observe,
         .evaluate = touch_evaluate,
@@ -760,6 +841,8 @@ static const rs_task_t tasks[] = {
         .max_episode_steps = 200,
         .nparams = N(finger_params),
         .params = finger_params,
+        .nnames = N(finger_names),
+        .names = finger_names,
         .reset = touch_reset,
         .observe = touch_observe,
         .evaluate = touch_evaluate,
@@ -791,6 +874,8 @@ static const rs_task_t tasks[] = {
         .nparams = N(serial_params),
         .params = serial_params,
         .validate = reach_validate,
+        .nnames = N(reach_names),
+        .names = reach_names,
         .reset = serial_reset,
         .observe = reach_observe,
         .evaluate = serial_evaluate,
@@ -818,6 +903,8 @@ static const rs_task_t tasks[] = {
         .nparams = N(serial_params),
         .params = serial_params,
         .validate = reach_validate,
+        .nnames = N(reach_names),
+        .names = reach_names,
         .reset = serial_reset,
         .observe = serial_observe_v1,
         .evaluate = serial_evaluate,
@@ -849,6 +936,8 @@ static const rs_task_t tasks[] = {
         .nparams = N(parallel_params),
         .params = parallel_params,
         .validate = reach_validate,
+        .nnames = N(reach_names),
+        .names = reach_names,
         .reset = parallel_reset,
         .observe = reach_observe,
         .evaluate = parallel_evaluate,
@@ -878,6 +967,8 @@ static const rs_task_t tasks[] = {
         .nparams = N(parallel_v1_params),
         .params = parallel_v1_params,
         .validate = torque_validate,
+        .nnames = N(reach_names),
+        .names = reach_names,
         .reset = parallel_reset,
         .observe = reach_observe,
         .evaluate = parallel_evaluate,
@@ -908,6 +999,8 @@ static const rs_task_t tasks[] = {
         .max_episode_steps = 300,
         .nparams = N(dd_params),
         .params = dd_params,
+        .nnames = N(dd_names),
+        .names = dd_names,
         .reset = dd_reset,
         .observe = dd_observe,
         .evaluate = dd_evaluate,
@@ -933,6 +1026,8 @@ static const rs_task_t tasks[] = {
         .max_episode_steps = 300,
         .nparams = N(dd_params),
         .params = dd_params,
+        .nnames = N(dd_names),
+        .names = dd_names,
         .reset = dd_reset,
         .observe = dd_observe,
         .evaluate = dd_evaluate,
@@ -961,6 +1056,8 @@ static const rs_task_t tasks[] = {
         .ninfo = N(align_info),
         .info = align_info,
         .max_episode_steps = 3000,
+        .nnames = N(align_names),
+        .names = align_names,
         .reset = align_reset,
         .observe = align_observe,
         .evaluate = align_evaluate,
@@ -988,13 +1085,74 @@ const char *const *rs_task_names(void)
 
 /* ---- episodes ----------------------------------------------------------------------------- */
 
-static int task_entity(const rs_world_t *w, rs_status_t *st)
+static int name_index(const rs_var_desc_t *v, int n, const char *name)
 {
-    int e = rs_model_entity(w->model, w->task->entity);
+    for (int i = 0; i < n; i++)
+        if (strcmp(v[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int rs_task_bind(const rs_task_t *t, const rs_model_t *m, rs_task_bind_t *b, rs_status_t *st)
+{
+    static const char *const kinds[] = {"state variable", "sensor", "parameter", "event kind"};
+    int e = rs_model_entity(m, t->entity);
     if (e < 0)
-        return rs_fail(st, RS_EINTERNAL, "task '%s' drives entity '%s', which world lacks",
-                       w->task->name, w->task->entity);
-    return e;
+        return rs_fail(st, RS_EINTERNAL, "task '%s' drives entity '%s', which the world lacks",
+                       t->name, t->entity);
+    if (t->nnames > RS_TASK_MAX_NAMES)
+        return rs_fail(st, RS_EINTERNAL, "task '%s' reads %d names, more than %d", t->name,
+                       t->nnames, RS_TASK_MAX_NAMES);
+    const rs_entity_model_t *em = &m->ent[e];
+    const rs_robot_t *r = em->robot;
+    rs_task_bind_t next = {.robot = r, .entity = e};
+    for (int k = 0; k < t->nnames; k++) {
+        const rs_task_name_t *n = &t->names[k];
+        int i = -1;
+        switch (n->kind) {
+        case RS_TASK_NAME_STATE:
+            i = name_index(r->state, em->nx, n->name);
+            next.index[k] = em->x_off + i;
+            break;
+        case RS_TASK_NAME_SENSOR:
+            i = name_index(r->sensors, em->ns, n->name);
+            next.index[k] = em->s_off + i;
+            break;
+        case RS_TASK_NAME_PARAM:
+            for (int j = 0; j < r->np && i < 0; j++)
+                if (strcmp(r->params[j].name, n->name) == 0)
+                    i = j;
+            next.index[k] = i;
+            break;
+        case RS_TASK_NAME_EVENT:
+            for (int j = 0; j < r->nevent_kinds && i < 0; j++)
+                if (strcmp(r->event_names[j], n->name) == 0)
+                    i = j;
+            next.index[k] = i;
+            break;
+        }
+        if (i < 0)
+            return rs_fail(st, RS_EINTERNAL, "task '%s' reads %s '%s', which robot '%s' lacks",
+                           t->name, kinds[n->kind], n->name, r->kind);
+    }
+    *b = next;
+    return 0;
+}
+
+/* The world's task binding in *out: w->task_bind, or, if the model's entity has another robot
+ * than the one it was resolved for (never, in practice: a task world's preset is fixed, and
+ * SetParams and snapshots keep it), the names resolved again into *scratch. 0 or an error. */
+static int task_bound(const rs_world_t *w, rs_task_bind_t *scratch, const rs_task_bind_t **out,
+                      rs_status_t *st)
+{
+    const rs_task_bind_t *b = &w->task_bind;
+    const rs_model_t *m = w->model;
+    *out = scratch;
+    if (b->robot && b->entity < m->nentities && m->ent[b->entity].robot == b->robot) {
+        *out = b;
+        return 0;
+    }
+    return rs_task_bind(w->task, m, scratch, st);
 }
 
 uint64_t rs_task_episode_limit(const rs_task_t *t, const rs_model_t *m)
@@ -1016,12 +1174,9 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 {
     const rs_task_t *t = rs_task_find(task);
     if (!t) {
-        char names[400];
-        size_t used = 0;
-        names[0] = '\0';
-        for (int i = 0; i < NTASKS && used < sizeof names; i++)
-            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
-                                     tasks[i].name);
+        char names[400] = "";
+        for (int i = 0; i < NTASKS; i++)
+            rs_join(names, sizeof names, "%s", tasks[i].name);
         rs_fail(st, RS_ENOTFOUND, "unknown task '%s' (tasks: %s)", task ? task : "", names);
         return NULL;
     }
@@ -1048,7 +1203,8 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
     if (!w)
         return NULL;
     w->task = t;
-    if (rs_task_check_model(t, w->model, st) < 0 || rs_world_reset(w, seed, st) < 0)
+    if (rs_task_check_model(t, w->model, st) < 0 ||
+        rs_task_bind(t, w->model, &w->task_bind, st) < 0 || rs_world_reset(w, seed, st) < 0)
         rs_world_destroy(&w);
     return w;
 }
@@ -1061,10 +1217,10 @@ int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
     rs_data_t *d = w->data;
     memset(d->task, 0, sizeof d->task);
     d->episode_steps = 0;
-    int e = task_entity(w, st);
-    if (e < 0)
-        return e;
-    return w->task->reset(w->model, d, e, st);
+    int bc = rs_task_bind(w->task, w->model, &w->task_bind, st);
+    if (bc < 0)
+        return bc;
+    return w->task->reset(w->model, d, &w->task_bind, st);
 }
 
 int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st)
@@ -1114,9 +1270,12 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
                        "one",
                        t->name, d->task[RS_TASK_TERMINATED] != 0.0 ? "terminated" : "truncated",
                        (unsigned long long)d->episode_steps);
-    int e = task_entity(w, st);
-    if (e < 0)
-        return e;
+    rs_task_bind_t scratch;
+    const rs_task_bind_t *b;
+    int bc = task_bound(w, &scratch, &b, st);
+    if (bc < 0)
+        return bc;
+    int e = b->entity;
     if (n && !resume) {
         int rc = rs_task_check_action(t, action, n, st);
         if (rc < 0)
@@ -1132,8 +1291,8 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
         /* an action may drive the first actuators only (MobileAlign-v0: the wheels); the
          * others keep their held commands */
         const rs_entity_model_t *em = &m->ent[e];
-        double full[RS_MAX_PARAMS];
-        for (int i = 0; i < em->nu && i < RS_MAX_PARAMS; i++)
+        double full[RS_MAX_ACTUATORS]; /* em->nu <= RS_MAX_ACTUATORS: rs_robot_check */
+        for (int i = 0; i < em->nu && i < RS_MAX_ACTUATORS; i++)
             full[i] = (size_t)i < n ? action[i] : d->u[em->u_off + i];
         if ((rc = rs_set_commands(m, d, e, full, (size_t)em->nu, st)) < 0)
             return rc;
@@ -1158,7 +1317,7 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
             return rc;
         }
         d->episode_steps++;
-        double r = t->evaluate(m, d, e, first, &terminated, info);
+        double r = t->evaluate(m, d, b, first, &terminated, info);
         reward += t->reward_scale > 0.0 ? t->reward_scale * r : r;
         memcpy(d->task + RS_TASK_INFO, info, sizeof info);
         if (terminated)
@@ -1186,13 +1345,15 @@ int rs_world_task_view(const rs_world_t *w, rs_task_view_t *out, rs_status_t *st
     const rs_task_t *t = w->task;
     if (!t)
         return rs_fail(st, RS_EPRECOND, "this world runs no task");
-    int e = task_entity(w, st);
-    if (e < 0)
-        return e;
+    rs_task_bind_t scratch;
+    const rs_task_bind_t *b;
+    int bc = task_bound(w, &scratch, &b, st);
+    if (bc < 0)
+        return bc;
     const rs_data_t *d = w->data;
     memset(out, 0, sizeof *out);
     out->nobs = t->nobs;
-    t->observe(w->model, d, e, out->obs);
+    t->observe(w->model, d, b, out->obs);
     for (int i = 0; t->obs_scale && i < t->nobs; i++)
         out->obs[i] = fmin(fmax(out->obs[i] / t->obs_scale[i], t->obs[i].lower), t->obs[i].upper);
     out->reward = d->task[RS_TASK_REWARD];

@@ -513,16 +513,29 @@ int rs_set_all_commands(const rs_model_t *m, rs_data_t *d, const double *u, rs_s
     return 0;
 }
 
-int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
-                    const double *v, size_t n, rs_status_t *st)
+int rs_check_actuator(const rs_model_t *m, int e, long long a, rs_status_t *st)
 {
     if (e < 0 || e >= m->nentities)
         return rs_fail(st, RS_ENOTFOUND, "no entity %d", e);
     const rs_entity_model_t *em = &m->ent[e];
+    if (a >= 0 && a < em->nu)
+        return 0;
+    char names[200] = "";
+    for (int i = 0; i < em->nu; i++)
+        rs_join(names, sizeof names, "%d: %s", i, em->robot->actuators[i].name);
+    return rs_fail(st, RS_ENOTFOUND,
+                   "entity '%s' (%s) has %d actuator%s (%s); there is no actuator %lld", em->name,
+                   em->robot->kind, em->nu, em->nu == 1 ? "" : "s", names, a);
+}
+
+int rs_set_schedule(const rs_model_t *m, rs_data_t *d, int e, int a, const double *t,
+                    const double *v, size_t n, rs_status_t *st)
+{
+    int rc = rs_check_actuator(m, e, a, st);
+    if (rc < 0)
+        return rc;
+    const rs_entity_model_t *em = &m->ent[e];
     const rs_robot_t *r = em->robot;
-    if (a < 0 || a >= em->nu)
-        return rs_fail(st, RS_ENOTFOUND, "entity '%s' (%s) has %d actuator%s; there is no index %d",
-                       em->name, r->kind, em->nu, em->nu == 1 ? "" : "s", a);
     if (n > RS_MAX_SCHEDULE)
         return rs_fail(st, RS_EEXHAUSTED, "a schedule holds at most %d knots, got %zu",
                        RS_MAX_SCHEDULE, n);

@@ -21,8 +21,7 @@ int rs_apply_wrench(const rs_model_t *m, rs_data_t *d, int e, const char *body, 
     if (b == r->nwrench) {
         char names[200] = "";
         for (int i = 0; i < r->nwrench; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s'%s' (%s)",
-                     i ? ", " : "", r->wrench[i].body, r->wrench[i].doc);
+            rs_join(names, sizeof names, "'%s' (%s)", r->wrench[i].body, r->wrench[i].doc);
         return rs_fail(st, RS_ENOTFOUND, "'%s' (a %s) has no body '%s' for a wrench; %s%s",
                        m->ent[e].name, r->kind, body ? body : "",
                        r->nwrench ? "its bodies: " : "it takes no external wrench", names);

@@ -7,17 +7,17 @@
 
 #define MAP_AT (1u << 20) /* chunks this large are mapped: freeing them unmaps at once */
 
-struct arena_chunk {
-    arena_chunk_t *next;
+struct rs_arena_chunk {
+    rs_arena_chunk_t *next;
     size_t size, used;
     int mapped;
     alignas(max_align_t) unsigned char mem[];
 };
 
-static arena_chunk_t *chunk_new(size_t cap)
+static rs_arena_chunk_t *chunk_new(size_t cap)
 {
-    size_t bytes = sizeof(arena_chunk_t) + cap;
-    arena_chunk_t *c;
+    size_t bytes = sizeof(rs_arena_chunk_t) + cap;
+    rs_arena_chunk_t *c;
     int mapped = bytes >= MAP_AT;
     if (mapped) {
         void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -34,7 +34,7 @@ static arena_chunk_t *chunk_new(size_t cap)
     return c;
 }
 
-static void chunk_free(arena_chunk_t *c)
+static void chunk_free(rs_arena_chunk_t *c)
 {
     if (c->mapped)
         munmap(c, sizeof *c + c->size);
@@ -42,21 +42,21 @@ static void chunk_free(arena_chunk_t *c)
         free(c);
 }
 
-void arena_init(arena_t *a, size_t chunk_size)
+void rs_arena_init(rs_arena_t *a, size_t chunk_size)
 {
     a->head = a->first = NULL;
     a->chunk_size = chunk_size;
 }
 
-void *arena_alloc(arena_t *a, size_t size)
+void *rs_arena_alloc(rs_arena_t *a, size_t size)
 {
     size = (size + alignof(max_align_t) - 1) & ~(alignof(max_align_t) - 1);
-    arena_chunk_t *c = a->head;
+    rs_arena_chunk_t *c = a->head;
     while (c && c->used + size > c->size)
         c = c->next; /* a later, already allocated chunk may be free */
     if (!c) {
         /* as large as the arena so far: a request that needs much takes few chunks */
-        size_t cap = size > a->chunk_size ? size : a->chunk_size, held = arena_capacity(a);
+        size_t cap = size > a->chunk_size ? size : a->chunk_size, held = rs_arena_capacity(a);
         if (held > cap)
             cap = held;
         if (!(c = chunk_new(cap)))
@@ -75,35 +75,35 @@ void *arena_alloc(arena_t *a, size_t size)
     return p;
 }
 
-char *arena_strdup(arena_t *a, const char *s)
+char *rs_arena_strdup(rs_arena_t *a, const char *s)
 {
     size_t n = strlen(s) + 1;
-    char *p = arena_alloc(a, n);
+    char *p = rs_arena_alloc(a, n);
     if (p)
         memcpy(p, s, n);
     return p;
 }
 
-void arena_reset(arena_t *a)
+void rs_arena_reset(rs_arena_t *a)
 {
-    for (arena_chunk_t *c = a->first; c; c = c->next)
+    for (rs_arena_chunk_t *c = a->first; c; c = c->next)
         c->used = 0;
     a->head = a->first;
 }
 
-size_t arena_capacity(const arena_t *a)
+size_t rs_arena_capacity(const rs_arena_t *a)
 {
     size_t n = 0;
-    for (const arena_chunk_t *c = a->first; c; c = c->next)
+    for (const rs_arena_chunk_t *c = a->first; c; c = c->next)
         n += c->size;
     return n;
 }
 
-void arena_free(arena_t *a)
+void rs_arena_free(rs_arena_t *a)
 {
-    arena_chunk_t *c = a->first;
+    rs_arena_chunk_t *c = a->first;
     while (c) {
-        arena_chunk_t *next = c->next;
+        rs_arena_chunk_t *next = c->next;
         chunk_free(c);
         c = next;
     }

@@ -9,26 +9,26 @@
 
 #define NEW(a, type, init)                                                                     \
     ({                                                                                         \
-        type *p_ = arena_alloc((a), sizeof(type));                                             \
+        type *p_ = rs_arena_alloc((a), sizeof(type));                                             \
         if (p_)                                                                                \
             init(p_);                                                                          \
         p_;                                                                                    \
     })
 
 /* A copy of n doubles in the arena. */
-static double *doubles(arena_t *a, const double *v, size_t n)
+static double *doubles(rs_arena_t *a, const double *v, size_t n)
 {
-    double *p = arena_alloc(a, n ? n * sizeof(double) : 1);
+    double *p = rs_arena_alloc(a, n ? n * sizeof(double) : 1);
     if (p && n)
         memcpy(p, v, n * sizeof(double));
     return p;
 }
 
-Robosim__V1__WorldInfo *codec_world_info(arena_t *a, uint64_t id, const rs_world_t *w)
+Robosim__V1__WorldInfo *rs_codec_world_info(rs_arena_t *a, uint64_t id, const rs_world_t *w)
 {
     const rs_model_t *m = w->model;
     Robosim__V1__WorldInfo *wi = NEW(a, Robosim__V1__WorldInfo, robosim__v1__world_info__init);
-    char **names = arena_alloc(a, (size_t)m->nentities * sizeof(char *) + 1);
+    char **names = rs_arena_alloc(a, (size_t)m->nentities * sizeof(char *) + 1);
     if (!wi || !names)
         return NULL;
     wi->world_id = id;
@@ -45,7 +45,7 @@ Robosim__V1__WorldInfo *codec_world_info(arena_t *a, uint64_t id, const rs_world
 }
 
 /* The agent's view of a task world: observation, reward, flags, info figures. */
-static Robosim__V1__TaskStep *task_step(arena_t *a, const rs_world_t *w)
+static Robosim__V1__TaskStep *task_step(rs_arena_t *a, const rs_world_t *w)
 {
     rs_task_view_t v;
     Robosim__V1__TaskStep *ts = NEW(a, Robosim__V1__TaskStep, robosim__v1__task_step__init);
@@ -63,7 +63,7 @@ static Robosim__V1__TaskStep *task_step(arena_t *a, const rs_world_t *w)
 }
 
 /* State.contacts: the pairs of the entities whose robots report contact feedback */
-static int contact_feedback(arena_t *a, Robosim__V1__State *s, const rs_world_t *w)
+static int contact_feedback(rs_arena_t *a, Robosim__V1__State *s, const rs_world_t *w)
 {
     enum { PER_ENTITY = 4 };
     const rs_model_t *m = w->model;
@@ -74,7 +74,7 @@ static int contact_feedback(arena_t *a, Robosim__V1__State *s, const rs_world_t 
             cap += PER_ENTITY;
     if (!cap)
         return 0;
-    Robosim__V1__ContactFeedback **out = arena_alloc(a, cap * sizeof(void *) + 1);
+    Robosim__V1__ContactFeedback **out = rs_arena_alloc(a, cap * sizeof(void *) + 1);
     if (!out)
         return -1;
     for (int e = 0; e < m->nentities; e++) {
@@ -108,13 +108,13 @@ static int contact_feedback(arena_t *a, Robosim__V1__State *s, const rs_world_t 
     return 0;
 }
 
-Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
+Robosim__V1__State *rs_codec_state(rs_arena_t *a, uint64_t id, const rs_world_t *w)
 {
     const rs_model_t *m = w->model;
     const rs_data_t *d = w->data;
     Robosim__V1__State *s = NEW(a, Robosim__V1__State, robosim__v1__state__init);
-    Robosim__V1__EntityState **ents = arena_alloc(a, (size_t)m->nentities * sizeof(void *) + 1);
-    Robosim__V1__Event **evs = arena_alloc(a, (size_t)d->nevents * sizeof(void *) + 1);
+    Robosim__V1__EntityState **ents = rs_arena_alloc(a, (size_t)m->nentities * sizeof(void *) + 1);
+    Robosim__V1__Event **evs = rs_arena_alloc(a, (size_t)d->nevents * sizeof(void *) + 1);
     Robosim__V1__IntegratorStats *stats =
         NEW(a, Robosim__V1__IntegratorStats, robosim__v1__integrator_stats__init);
     if (!s || !ents || !evs || !stats)
@@ -125,7 +125,7 @@ Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         Robosim__V1__EntityState *es = NEW(a, Robosim__V1__EntityState, robosim__v1__entity_state__init);
-        double *cmd = arena_alloc(a, (size_t)em->nu * sizeof(double) + 1);
+        double *cmd = rs_arena_alloc(a, (size_t)em->nu * sizeof(double) + 1);
         if (!es || !cmd)
             return NULL;
         rs_current_commands(m, d, e, cmd);
@@ -175,8 +175,8 @@ Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
     if (d->spec) {
         /* the specification's readouts, in MotionSpecReply's order */
         int ne = rs_motion_spec_nevaluators(d->spec), nc = rs_motion_spec_ncontrollers(d->spec);
-        double *err = arena_alloc(a, (size_t)ne * sizeof(double) + 1);
-        double *out = arena_alloc(a, (size_t)nc * sizeof(double) + 1);
+        double *err = rs_arena_alloc(a, (size_t)ne * sizeof(double) + 1);
+        double *out = rs_arena_alloc(a, (size_t)nc * sizeof(double) + 1);
         if (!err || !out || !(s->spec_commands = doubles(a, d->u_spec, (size_t)m->nu)))
             return NULL;
         for (int i = 0; i < ne; i++)
@@ -193,7 +193,7 @@ Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w)
     return s;
 }
 
-Robosim__V1__MotionSpecReply *codec_motion_spec(arena_t *a, const rs_world_t *w)
+Robosim__V1__MotionSpecReply *rs_codec_motion_spec(rs_arena_t *a, const rs_world_t *w)
 {
     Robosim__V1__MotionSpecReply *r =
         NEW(a, Robosim__V1__MotionSpecReply, robosim__v1__motion_spec_reply__init);
@@ -202,8 +202,8 @@ Robosim__V1__MotionSpecReply *codec_motion_spec(arena_t *a, const rs_world_t *w)
         return r;
     size_t len;
     int ne = rs_motion_spec_nevaluators(sp), nc = rs_motion_spec_ncontrollers(sp);
-    char **ev = arena_alloc(a, (size_t)ne * sizeof(char *) + 1);
-    char **ct = arena_alloc(a, (size_t)nc * sizeof(char *) + 1);
+    char **ev = rs_arena_alloc(a, (size_t)ne * sizeof(char *) + 1);
+    char **ct = rs_arena_alloc(a, (size_t)nc * sizeof(char *) + 1);
     if (!ev || !ct)
         return NULL;
     double ignored;
@@ -222,9 +222,9 @@ Robosim__V1__MotionSpecReply *codec_motion_spec(arena_t *a, const rs_world_t *w)
     return r;
 }
 
-static Robosim__V1__VarSpec **var_specs(arena_t *a, const rs_var_desc_t *v, int n)
+static Robosim__V1__VarSpec **var_specs(rs_arena_t *a, const rs_var_desc_t *v, int n)
 {
-    Robosim__V1__VarSpec **out = arena_alloc(a, (size_t)n * sizeof(void *) + 1);
+    Robosim__V1__VarSpec **out = rs_arena_alloc(a, (size_t)n * sizeof(void *) + 1);
     if (!out)
         return NULL;
     for (int i = 0; i < n; i++) {
@@ -242,7 +242,7 @@ static Robosim__V1__VarSpec **var_specs(arena_t *a, const rs_var_desc_t *v, int 
     return out;
 }
 
-static Robosim__V1__ParamSpec *param_spec(arena_t *a, const char *name, const char *unit,
+static Robosim__V1__ParamSpec *param_spec(rs_arena_t *a, const char *name, const char *unit,
                                           double lower, double upper, int len_min, int len_max,
                                           const double *values, int n, const char *doc)
 {
@@ -261,14 +261,14 @@ static Robosim__V1__ParamSpec *param_spec(arena_t *a, const char *name, const ch
     return ps->values ? ps : NULL;
 }
 
-Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w)
+Robosim__V1__Spec *rs_codec_spec(rs_arena_t *a, uint64_t id, const rs_world_t *w)
 {
     const rs_model_t *m = w->model;
     Robosim__V1__Spec *sp = NEW(a, Robosim__V1__Spec, robosim__v1__spec__init);
-    Robosim__V1__EntitySpec **ents = arena_alloc(a, (size_t)m->nentities * sizeof(void *) + 1);
+    Robosim__V1__EntitySpec **ents = rs_arena_alloc(a, (size_t)m->nentities * sizeof(void *) + 1);
     int nwp = rs_world_param_count();
-    Robosim__V1__ParamSpec **wps = arena_alloc(a, (size_t)nwp * sizeof(void *) + 1);
-    if (!sp || !ents || !wps || !(sp->world = codec_world_info(a, id, w)))
+    Robosim__V1__ParamSpec **wps = rs_arena_alloc(a, (size_t)nwp * sizeof(void *) + 1);
+    if (!sp || !ents || !wps || !(sp->world = rs_codec_world_info(a, id, w)))
         return NULL;
     for (int i = 0; i < nwp; i++) {
         const char *name, *unit, *doc;
@@ -283,7 +283,7 @@ Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w)
         const rs_entity_model_t *em = &m->ent[e];
         const rs_robot_t *r = em->robot;
         Robosim__V1__EntitySpec *es = NEW(a, Robosim__V1__EntitySpec, robosim__v1__entity_spec__init);
-        Robosim__V1__ParamSpec **ps = arena_alloc(a, (size_t)r->np * sizeof(void *) + 1);
+        Robosim__V1__ParamSpec **ps = rs_arena_alloc(a, (size_t)r->np * sizeof(void *) + 1);
         if (!es || !ps)
             return NULL;
         es->name = (char *)em->name;
@@ -338,9 +338,9 @@ Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w)
     return sp;
 }
 
-rs_param_t *codec_params(arena_t *a, Robosim__V1__Param *const *params, size_t n)
+rs_param_t *rs_codec_params(rs_arena_t *a, Robosim__V1__Param *const *params, size_t n)
 {
-    rs_param_t *out = arena_alloc(a, n * sizeof(rs_param_t) + 1);
+    rs_param_t *out = rs_arena_alloc(a, n * sizeof(rs_param_t) + 1);
     if (!out)
         return NULL;
     for (size_t i = 0; i < n; i++) {

@@ -29,12 +29,9 @@ static int find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
     int e = rs_model_entity(w->model, name ? name : "");
     if (e >= 0)
         return e;
-    char names[200];
-    size_t used = 0;
-    names[0] = '\0';
-    for (int i = 0; i < w->model->nentities && used < sizeof names; i++)
-        used += (size_t)snprintf(names + used, sizeof names - used, "%s'%s'", i ? ", " : "",
-                                 w->model->ent[i].name);
+    char names[200] = "";
+    for (int i = 0; i < w->model->nentities; i++)
+        rs_join(names, sizeof names, "'%s'", w->model->ent[i].name);
     return rs_fail(st, RS_ENOTFOUND, "no entity '%s' in world (entities: %s)", name ? name : "",
                    names);
 }
@@ -42,7 +39,7 @@ static int find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
 /* WorldInfo of an entry, with its lease. */
 static Robosim__V1__WorldInfo *world_info(rs_server_t *s, const world_entry_t *we)
 {
-    Robosim__V1__WorldInfo *wi = codec_world_info(&s->arena, we->id, we->world);
+    Robosim__V1__WorldInfo *wi = rs_codec_world_info(&s->arena, we->id, we->world);
     if (wi)
         wi->lease_remaining = rs_lease_remaining(s, we);
     return wi;
@@ -51,11 +48,11 @@ static Robosim__V1__WorldInfo *world_info(rs_server_t *s, const world_entry_t *w
 /* A CreateWorldReply (CreateWorld, ForkWorld, Claim): the world and its controller token. */
 static Robosim__V1__CreateWorldReply *controller_reply(rs_server_t *s, const world_entry_t *we)
 {
-    Robosim__V1__CreateWorldReply *cr = arena_alloc(&s->arena, sizeof *cr);
+    Robosim__V1__CreateWorldReply *cr = rs_arena_alloc(&s->arena, sizeof *cr);
     if (!cr)
         return NULL;
     robosim__v1__create_world_reply__init(cr);
-    if (!(cr->world = world_info(s, we)) || !(cr->token = arena_strdup(&s->arena, we->token)))
+    if (!(cr->world = world_info(s, we)) || !(cr->token = rs_arena_strdup(&s->arena, we->token)))
         return NULL;
     return cr;
 }
@@ -125,14 +122,14 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
                        "client speaks protocol %u.%u, this server speaks %d.%d; use a client "
                        "built for protocol major %d",
                        h->major, h->minor, RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR, RS_PROTOCOL_MAJOR);
-    Robosim__V1__HelloReply *r = arena_alloc(&s->arena, sizeof *r);
+    Robosim__V1__HelloReply *r = rs_arena_alloc(&s->arena, sizeof *r);
     size_t nops;
     const rs_op_t *ops = rs_ops(&nops);
     static const char *const features[] = {"step_batch.arrays", "step_batch.arrays.reset",
                                            "step_batch.arrays.info", "step.parts",
                                            "spec.base_pose"}; /* parts of operations */
     size_t nfeatures = sizeof features / sizeof features[0];
-    char **caps = arena_alloc(&s->arena, (nops + nfeatures) * sizeof(char *));
+    char **caps = rs_arena_alloc(&s->arena, (nops + nfeatures) * sizeof(char *));
     const char *const *presets = rs_preset_names();
     size_t npresets = 0;
     while (presets[npresets])
@@ -167,8 +164,9 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
 static int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                           Robosim__V1__Response *rp, rs_status_t *st)
 {
-    Robosim__V1__ListWorldsReply *r = arena_alloc(&s->arena, sizeof *r);
-    Robosim__V1__WorldInfo **infos = arena_alloc(&s->arena, (size_t)s->nworlds * sizeof(void *) + 1);
+    Robosim__V1__ListWorldsReply *r = rs_arena_alloc(&s->arena, sizeof *r);
+    Robosim__V1__WorldInfo **infos =
+        rs_arena_alloc(&s->arena, (size_t)s->nworlds * sizeof(void *) + 1);
     if (!r || !infos)
         return OOM(st);
     robosim__v1__list_worlds_reply__init(r);
@@ -192,7 +190,7 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
     int rc = world_quota_ok(s, "create", st);
     if (rc < 0)
         return rc;
-    rs_param_t *params = codec_params(&s->arena, c->params, c->n_params);
+    rs_param_t *params = rs_codec_params(&s->arena, c->params, c->n_params);
     if (!params)
         return OOM(st);
     rs_world_t *world =
@@ -226,7 +224,7 @@ static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, worl
 static int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                        Robosim__V1__Response *rp, rs_status_t *st)
 {
-    Robosim__V1__Spec *spec = codec_spec(&s->arena, w->id, w->world);
+    Robosim__V1__Spec *spec = rs_codec_spec(&s->arena, w->id, w->world);
     if (!spec)
         return OOM(st);
     spec->world->lease_remaining = rs_lease_remaining(s, w);
@@ -237,7 +235,7 @@ static int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_ent
 static int reply_state(rs_server_t *s, world_entry_t *w, Robosim__V1__Response *rp,
                        Robosim__V1__Response__ResultCase which, rs_status_t *st)
 {
-    Robosim__V1__State *state = codec_state(&s->arena, w->id, w->world);
+    Robosim__V1__State *state = rs_codec_state(&s->arena, w->id, w->world);
     if (!state)
         return OOM(st);
     state->seq = w->stream_seq;
@@ -357,9 +355,9 @@ static void keep_parts(Robosim__V1__State *state, const Robosim__V1__Step *sp)
 
 /* The State of w after a Step, in arena a; its seq is the stream's so far (rs_stream_offer
  * moves it on when the state is published). */
-static int step_state(world_entry_t *w, arena_t *a, Robosim__V1__State **out, rs_status_t *st)
+static int step_state(world_entry_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_status_t *st)
 {
-    if (!(*out = codec_state(a, w->id, w->world)))
+    if (!(*out = rs_codec_state(a, w->id, w->world)))
         return OOM(st);
     (*out)->seq = w->stream_seq;
     return 0;
@@ -617,10 +615,10 @@ typedef struct batch_run {
 } batch_run_t;
 
 /* An Error result built in arena a. */
-static int batch_error(arena_t *a, Robosim__V1__BatchResult *r, int code, const char *message)
+static int batch_error(rs_arena_t *a, Robosim__V1__BatchResult *r, int code, const char *message)
 {
-    Robosim__V1__Error *e = arena_alloc(a, sizeof *e);
-    char *msg = arena_strdup(a, message);
+    Robosim__V1__Error *e = rs_arena_alloc(a, sizeof *e);
+    char *msg = rs_arena_strdup(a, message);
     if (!e || !msg)
         return -1;
     robosim__v1__error__init(e);
@@ -666,7 +664,7 @@ static void item_slice(rs_server_t *s, world_entry_t *w, rs_item_progress_t *it,
 /* The result of an item whose Step is over, in arena a: its State or its Error; NOT_SET when
  * out of memory. */
 static void item_result(world_entry_t *w, const rs_item_progress_t *it,
-                        Robosim__V1__BatchResult *r, arena_t *a)
+                        Robosim__V1__BatchResult *r, rs_arena_t *a)
 {
     rs_status_t st;
     Robosim__V1__State *state = NULL;
@@ -749,7 +747,7 @@ static int batch_size_ok(const rs_server_t *s, size_t n, const char *what, rs_st
 static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_entry_t **where,
                         rs_status_t *st)
 {
-    uint64_t *unknown = arena_alloc(&s->arena, n * sizeof *unknown);
+    uint64_t *unknown = rs_arena_alloc(&s->arena, n * sizeof *unknown);
     if (!unknown)
         return OOM(st);
     uint64_t mark = ++s->batches;
@@ -814,11 +812,11 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     int rc = batch_size_ok(s, n, "items", st);
     if (rc < 0)
         return rc;
-    size_t *jobs = arena_alloc(&s->arena, n * sizeof *jobs);
-    world_entry_t **where = arena_alloc(&s->arena, n * sizeof *where);
-    uint64_t *ids = arena_alloc(&s->arena, n * sizeof *ids);
-    Robosim__V1__BatchResult **results = arena_alloc(&s->arena, n * sizeof *results);
-    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
+    size_t *jobs = rs_arena_alloc(&s->arena, n * sizeof *jobs);
+    world_entry_t **where = rs_arena_alloc(&s->arena, n * sizeof *where);
+    uint64_t *ids = rs_arena_alloc(&s->arena, n * sizeof *ids);
+    Robosim__V1__BatchResult **results = rs_arena_alloc(&s->arena, n * sizeof *results);
+    Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
     if (!jobs || !where || !ids || !results || !reply)
         return OOM(st);
     for (size_t i = 0; i < n; i++)
@@ -858,7 +856,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     }
     size_t nrun = 0;
     for (size_t i = 0; i < n; i++) {
-        Robosim__V1__BatchResult *r = arena_alloc(&s->arena, sizeof *r);
+        Robosim__V1__BatchResult *r = rs_arena_alloc(&s->arena, sizeof *r);
         if (!r)
             return OOM(st);
         robosim__v1__batch_result__init(r);
@@ -973,10 +971,10 @@ static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_
     for (size_t k = 0; k < nr; k++)
         if ((rc = rs_mc_parse_item(m, mc->returns[k], &items[k], st)) < 0)
             return rc;
-    Robosim__V1__MonteCarloReply *reply = arena_alloc(&s->arena, sizeof *reply);
-    double *initial = arena_alloc(&s->arena, n * ns * sizeof *initial);
-    double *final = arena_alloc(&s->arena, n * nr * sizeof *final);
-    double *t_end = arena_alloc(&s->arena, n * sizeof *t_end);
+    Robosim__V1__MonteCarloReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
+    double *initial = rs_arena_alloc(&s->arena, n * ns * sizeof *initial);
+    double *final = rs_arena_alloc(&s->arena, n * nr * sizeof *final);
+    double *t_end = rs_arena_alloc(&s->arena, n * sizeof *t_end);
     rs_status_t *status = calloc(n, sizeof *status);
     if (!reply || !initial || !final || !t_end || !status) {
         free(status);
@@ -1011,15 +1009,15 @@ static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_
     reply->runs = (uint32_t)n;
     reply->n_samplers = ns;
     reply->n_returns = nr;
-    reply->samplers = arena_alloc(&s->arena, ns * sizeof(char *));
-    reply->returns = arena_alloc(&s->arena, nr * sizeof(char *));
+    reply->samplers = rs_arena_alloc(&s->arena, ns * sizeof(char *));
+    reply->returns = rs_arena_alloc(&s->arena, nr * sizeof(char *));
     if (!reply->samplers || !reply->returns)
         return OOM(st);
     for (size_t j = 0; j < ns; j++)
-        if (!(reply->samplers[j] = arena_strdup(&s->arena, mc->samplers[j]->item)))
+        if (!(reply->samplers[j] = rs_arena_strdup(&s->arena, mc->samplers[j]->item)))
             return OOM(st);
     for (size_t k = 0; k < nr; k++)
-        if (!(reply->returns[k] = arena_strdup(&s->arena, mc->returns[k])))
+        if (!(reply->returns[k] = rs_arena_strdup(&s->arena, mc->returns[k])))
             return OOM(st);
     reply->n_initial = n * ns;
     reply->initial = initial;
@@ -1065,14 +1063,14 @@ static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
 
 /* World i's rows once its Step is over (each world its own rows: no sharing): its state, or
  * its code and message (in arena a) and NaN rows. */
-static void arrays_rows(arrays_run_t *run, size_t i, arena_t *a)
+static void arrays_rows(arrays_run_t *run, size_t i, rs_arena_t *a)
 {
     Robosim__V1__BatchArraysReply *out = run->out;
     const rs_item_progress_t *it = &run->items[i];
     run->built[i] = 1;
     if (it->phase == RS_ITEM_FAILED) {
         out->codes[i] = (Robosim__V1__ErrorCode)(-it->code);
-        run->messages[i] = it->message ? arena_strdup(a, it->message) : NULL;
+        run->messages[i] = it->message ? rs_arena_strdup(a, it->message) : NULL;
         arrays_nan_rows(out, i);
         return;
     }
@@ -1142,12 +1140,10 @@ static int same_shape(const world_entry_t *w, const world_entry_t *like)
            strcmp(w->world->model->preset, like->world->model->preset) == 0;
 }
 
-/* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
- * pass run on the worker pool, each writing its own rows of the reply's arrays. */
-static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
-                       Robosim__V1__Response *rp, rs_status_t *st)
+/* The request's lengths against the number of worlds n, before anything is looked up. */
+static int arrays_check_request(rs_server_t *s, const Robosim__V1__BatchArrays *in, size_t n,
+                                rs_status_t *st)
 {
-    size_t n = in->n_world_ids;
     int rc = batch_size_ok(s, n, "world_ids", st);
     if (rc < 0)
         return rc;
@@ -1165,54 +1161,55 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
                        "BatchArrays has %zu reset flags and %zu reset seeds for %zu worlds; give "
                        "one per world, in world_ids order, or none",
                        in->n_reset, in->n_reset_seeds, n);
-    uint64_t steps = in->steps ? in->steps : 1;
-    if ((rc = batch_total_ok(s, steps * n, st)) < 0)
-        return rc;
-    arrays_run_t run = {.s = s, .in = in, .steps = steps};
-    rs_cont_t *c = s->cont;
-    run.where = arena_alloc(&s->arena, n * sizeof *run.where);
-    run.jobs = arena_alloc(&s->arena, n * sizeof *run.jobs);
-    run.messages = arena_alloc(&s->arena, n * sizeof *run.messages);
-    run.built = arena_alloc(&s->arena, n);
-    if (!run.where || !run.jobs || !run.messages || !run.built)
-        return OOM(st);
-    if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0)
-        return rc;
+    return batch_total_ok(s, (in->steps ? in->steps : 1) * n, st);
+}
 
-    /* the shape is the first world's; the inputs must fit it */
-    const world_entry_t *like = NULL;
-    for (size_t i = 0; i < n && !like; i++)
-        like = run.where[i];
-    size_t nx = 0, ns = 0, nobs = 0, ninfo = 0;
-    if (like) {
-        const rs_world_t *lw = like->world;
-        nx = (size_t)lw->model->nx;
-        ns = (size_t)lw->model->ns;
-        run.nu = (size_t)lw->model->nu;
-        run.na = lw->task ? (size_t)lw->task->nact : 0;
-        nobs = lw->task ? (size_t)lw->task->nobs : 0;
-        ninfo = lw->task ? (size_t)lw->task->ninfo : 0;
-        if (in->n_commands && in->n_commands != n * run.nu)
-            return rs_fail(st, RS_EINVAL,
-                           "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
-                           "%zu actuators each take %zu (or none, to hold the commands)",
-                           in->n_commands, n, lw->model->preset, run.nu, n * run.nu);
-        if (in->n_actions && !lw->task)
-            return rs_fail(st, RS_EINVAL,
-                           "BatchArrays.actions is set, but the batch's worlds (preset '%s') run "
-                           "no task; drive them with commands",
-                           lw->model->preset);
-        if (in->n_actions && in->n_actions != n * run.na)
-            return rs_fail(st, RS_EINVAL,
-                           "BatchArrays.actions holds %zu values; %zu worlds of task '%s' with "
-                           "%zu action values each take %zu (or none, to hold the commands)",
-                           in->n_actions, n, lw->task->name, run.na, n * run.na);
-    }
+/* The batch's shape is its first existing world's (*like; NULL when none exists): its sizes go
+ * into run and *sz (state, sensors, observation, info per world); the commands or actions
+ * must fit it. */
+static int arrays_shape(arrays_run_t *run, size_t n, const world_entry_t **like, size_t sz[4],
+                        rs_status_t *st)
+{
+    const Robosim__V1__BatchArrays *in = run->in;
+    *like = NULL;
+    for (size_t i = 0; i < n && !*like; i++)
+        *like = run->where[i];
+    sz[0] = sz[1] = sz[2] = sz[3] = 0;
+    if (!*like)
+        return 0;
+    const rs_world_t *lw = (*like)->world;
+    sz[0] = (size_t)lw->model->nx;
+    sz[1] = (size_t)lw->model->ns;
+    sz[2] = lw->task ? (size_t)lw->task->nobs : 0;
+    sz[3] = lw->task ? (size_t)lw->task->ninfo : 0;
+    run->nu = (size_t)lw->model->nu;
+    run->na = lw->task ? (size_t)lw->task->nact : 0;
+    if (in->n_commands && in->n_commands != n * run->nu)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
+                       "%zu actuators each take %zu (or none, to hold the commands)",
+                       in->n_commands, n, lw->model->preset, run->nu, n * run->nu);
+    if (in->n_actions && !lw->task)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.actions is set, but the batch's worlds (preset '%s') run "
+                       "no task; drive them with commands",
+                       lw->model->preset);
+    if (in->n_actions && in->n_actions != n * run->na)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.actions holds %zu values; %zu worlds of task '%s' with "
+                       "%zu action values each take %zu (or none, to hold the commands)",
+                       in->n_actions, n, lw->task->name, run->na, n * run->na);
+    return 0;
+}
 
-    Robosim__V1__BatchArraysReply *out = arena_alloc(&s->arena, sizeof *out);
-    Robosim__V1__StepBatchReply *reply = arena_alloc(&s->arena, sizeof *reply);
-    if (!out || !reply)
-        return OOM(st);
+/* The reply's arrays for n worlds of sizes sz (arrays_shape) in the request's arena. */
+static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, const size_t sz[4],
+                                                       const world_entry_t *like)
+{
+    size_t nx = sz[0], ns = sz[1], nobs = sz[2], ninfo = sz[3];
+    Robosim__V1__BatchArraysReply *out = rs_arena_alloc(a, sizeof *out);
+    if (!out)
+        return NULL;
     robosim__v1__batch_arrays_reply__init(out);
     out->state_size = (uint32_t)nx;
     out->sensor_size = (uint32_t)ns;
@@ -1228,107 +1225,155 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         out->info_keys = (char **)like->world->task->info;
         out->n_info = n * ninfo;
     }
-    out->codes = arena_alloc(&s->arena, n * sizeof *out->codes);
-    out->time = arena_alloc(&s->arena, n * sizeof *out->time);
-    out->step_count = arena_alloc(&s->arena, n * sizeof *out->step_count);
-    out->events = arena_alloc(&s->arena, n * sizeof *out->events);
-    out->state = arena_alloc(&s->arena, (n * nx + 1) * sizeof *out->state);
-    out->sensors = arena_alloc(&s->arena, (n * ns + 1) * sizeof *out->sensors);
-    out->observation = arena_alloc(&s->arena, (n * nobs + 1) * sizeof *out->observation);
-    out->reward = arena_alloc(&s->arena, n * sizeof *out->reward);
-    out->terminated = arena_alloc(&s->arena, n * sizeof *out->terminated);
-    out->truncated = arena_alloc(&s->arena, n * sizeof *out->truncated);
-    out->info = arena_alloc(&s->arena, (n * ninfo + 1) * sizeof *out->info);
+    out->codes = rs_arena_alloc(a, n * sizeof *out->codes);
+    out->time = rs_arena_alloc(a, n * sizeof *out->time);
+    out->step_count = rs_arena_alloc(a, n * sizeof *out->step_count);
+    out->events = rs_arena_alloc(a, n * sizeof *out->events);
+    out->state = rs_arena_alloc(a, (n * nx + 1) * sizeof *out->state);
+    out->sensors = rs_arena_alloc(a, (n * ns + 1) * sizeof *out->sensors);
+    out->observation = rs_arena_alloc(a, (n * nobs + 1) * sizeof *out->observation);
+    out->reward = rs_arena_alloc(a, n * sizeof *out->reward);
+    out->terminated = rs_arena_alloc(a, n * sizeof *out->terminated);
+    out->truncated = rs_arena_alloc(a, n * sizeof *out->truncated);
+    out->info = rs_arena_alloc(a, (n * ninfo + 1) * sizeof *out->info);
     if (!out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
         !out->sensors || !out->observation || !out->reward || !out->terminated ||
         !out->truncated)
-        return OOM(st);
-    run.out = out;
+        return NULL;
+    return out;
+}
 
-    /* world by world: it exists, its token, its shape; refused worlds are over with their
-     * error */
-    if (!c->resuming) {
-        if (!(c->items = calloc(n, sizeof *c->items)))
-            return OOM(st);
-        c->nitems = n;
-        for (size_t i = 0; i < n; i++) {
-            world_entry_t *w = run.where[i];
-            rs_status_t ist;
-            rs_status_clear(&ist);
-            if (!w)
-                rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server",
-                             i, (unsigned long long)in->world_ids[i]);
-            else if (!same_shape(w, like))
-                rc = rs_fail(&ist, RS_EINVAL,
-                             "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
-                             "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
-                             "worlds of one shape",
-                             i, (unsigned long long)w->id, w->world->model->preset,
-                             w->world->task ? ", task " : "",
-                             w->world->task ? w->world->task->name : "",
-                             (unsigned long long)like->id, like->world->model->preset,
-                             like->world->task ? ", task " : "",
-                             like->world->task ? like->world->task->name : "");
-            else
-                rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
-            if (rc < 0)
-                item_fail(&c->items[i], rc, ist.message);
-        }
+/* World by world, at the first slice: it exists, its token, its shape (that of `like`); a
+ * refused world is over with its error. */
+static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_entry_t *like,
+                               rs_status_t *st)
+{
+    rs_server_t *s = run->s;
+    const Robosim__V1__BatchArrays *in = run->in;
+    rs_cont_t *c = s->cont;
+    if (!(c->items = calloc(n, sizeof *c->items)))
+        return OOM(st);
+    c->nitems = n;
+    for (size_t i = 0; i < n; i++) {
+        world_entry_t *w = run->where[i];
+        rs_status_t ist;
+        rs_status_clear(&ist);
+        int rc;
+        if (!w)
+            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
+                         (unsigned long long)in->world_ids[i]);
+        else if (!same_shape(w, like))
+            rc = rs_fail(&ist, RS_EINVAL,
+                         "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
+                         "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
+                         "worlds of one shape",
+                         i, (unsigned long long)w->id, w->world->model->preset,
+                         w->world->task ? ", task " : "",
+                         w->world->task ? w->world->task->name : "",
+                         (unsigned long long)like->id, like->world->model->preset,
+                         like->world->task ? ", task " : "",
+                         like->world->task ? like->world->task->name : "");
+        else
+            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
+        if (rc < 0)
+            item_fail(&c->items[i], rc, ist.message);
     }
-    run.items = c->items;
-    size_t nrun = 0;
+    return 0;
+}
+
+/* This slice's jobs: the worlds not yet over; every row's flags cleared. */
+static void arrays_jobs(arrays_run_t *run, size_t n)
+{
+    Robosim__V1__BatchArraysReply *out = run->out;
+    run->njobs = 0;
     for (size_t i = 0; i < n; i++) {
         out->codes[i] = ROBOSIM__V1__ERROR_CODE__OK;
         out->step_count[i] = 0;
         out->events[i] = 0;
         out->terminated[i] = out->truncated[i] = 0;
-        run.messages[i] = NULL;
-        run.built[i] = 0;
-        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
-            run.jobs[nrun++] = i;
+        run->messages[i] = NULL;
+        run->built[i] = 0;
+        if (run->items[i].phase == RS_ITEM_NEW || run->items[i].phase == RS_ITEM_RUNNING)
+            run->jobs[run->njobs++] = i;
     }
+}
 
-    run.njobs = nrun;
-    run.one_slice = c->can_park;
-    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
-    rs_pool_run(s->pool, nrun, arrays_step, &run);
-    disarm_budget(s, run.deadline);
-    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs, .njobs = nrun};
-    if ((rc = batch_park(s, &park, n, st)) != 0)
-        return rc;
-    /* all over: the rows no worker wrote in this slice (refused at the start, or over in an
-     * earlier slice) */
+/* All over: the rows no worker wrote in this slice (refused at the start, or over in an
+ * earlier slice), the errors listed, the stepped worlds offered to the observer stream. */
+static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
+{
+    rs_server_t *s = run->s;
+    Robosim__V1__BatchArraysReply *out = run->out;
     for (size_t i = 0; i < n; i++)
-        if (!run.built[i])
-            arrays_rows(&run, i, &s->arena);
-
+        if (!run->built[i])
+            arrays_rows(run, i, &s->arena);
     size_t nerr = 0;
     for (size_t i = 0; i < n; i++)
         nerr += out->codes[i] != ROBOSIM__V1__ERROR_CODE__OK;
     out->n_errors = nerr;
-    out->errors = arena_alloc(&s->arena, (nerr + 1) * sizeof *out->errors);
+    out->errors = rs_arena_alloc(&s->arena, (nerr + 1) * sizeof *out->errors);
     if (!out->errors)
         return OOM(st);
     for (size_t i = 0, k = 0; i < n; i++) {
         if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
-            rs_stream_offer(s, run.where[i], NULL); /* the loop's thread only */
+            rs_stream_offer(s, run->where[i], NULL); /* the loop's thread only */
             continue;
         }
-        Robosim__V1__BatchError *be = arena_alloc(&s->arena, sizeof *be);
-        Robosim__V1__Error *e = arena_alloc(&s->arena, sizeof *e);
-        if (!be || !e || !run.messages[i])
+        Robosim__V1__BatchError *be = rs_arena_alloc(&s->arena, sizeof *be);
+        Robosim__V1__Error *e = rs_arena_alloc(&s->arena, sizeof *e);
+        if (!be || !e || !run->messages[i])
             return OOM(st);
         robosim__v1__batch_error__init(be);
         robosim__v1__error__init(e);
         e->code = out->codes[i];
-        e->message = run.messages[i];
+        e->message = run->messages[i];
         be->index = (uint32_t)i;
-        be->world_id = in->world_ids[i];
+        be->world_id = run->in->world_ids[i];
         be->error = e;
         out->errors[k++] = be;
     }
+    return 0;
+}
+
+/* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
+ * pass run on the worker pool, each writing its own rows of the reply's arrays. A request
+ * that outlasts its slice parks (batch_park) and resumes here with s->cont. */
+static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
+                       Robosim__V1__Response *rp, rs_status_t *st)
+{
+    size_t n = in->n_world_ids, sz[4];
+    int rc = arrays_check_request(s, in, n, st);
+    if (rc < 0)
+        return rc;
+    arrays_run_t run = {.s = s, .in = in, .steps = in->steps ? in->steps : 1};
+    run.where = rs_arena_alloc(&s->arena, n * sizeof *run.where);
+    run.jobs = rs_arena_alloc(&s->arena, n * sizeof *run.jobs);
+    run.messages = rs_arena_alloc(&s->arena, n * sizeof *run.messages);
+    run.built = rs_arena_alloc(&s->arena, n);
+    if (!run.where || !run.jobs || !run.messages || !run.built)
+        return OOM(st);
+    const world_entry_t *like;
+    if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0 ||
+        (rc = arrays_shape(&run, n, &like, sz, st)) < 0)
+        return rc;
+    Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
+    if (!reply || !(run.out = arrays_reply_new(&s->arena, n, sz, like)))
+        return OOM(st);
+    if (!s->cont->resuming && (rc = arrays_check_worlds(&run, n, like, st)) < 0)
+        return rc;
+    run.items = s->cont->items;
+    arrays_jobs(&run, n);
+
+    run.one_slice = s->cont->can_park;
+    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
+    rs_pool_run(s->pool, run.njobs, arrays_step, &run);
+    disarm_budget(s, run.deadline);
+    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs,
+                        .njobs = run.njobs};
+    if ((rc = batch_park(s, &park, n, st)) != 0 || (rc = arrays_finish(&run, n, st)) < 0)
+        return rc;
     robosim__v1__step_batch_reply__init(reply);
-    reply->arrays = out;
+    reply->arrays = run.out;
     REPLY(rp, step_batch, STEP_BATCH, reply);
     return 0;
 }
@@ -1341,7 +1386,7 @@ static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
         return rc;
     size_t n = 0;
     rs_snapshot_size(w->world, &n);
-    uint8_t *buf = arena_alloc(&s->arena, n + RS_SNAPSHOT_MAC_BYTES);
+    uint8_t *buf = rs_arena_alloc(&s->arena, n + RS_SNAPSHOT_MAC_BYTES);
     if (!buf)
         return OOM(st);
     if ((rc = rs_snapshot_write(w->world, buf, n, &n, st)) < 0)
@@ -1442,7 +1487,7 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
         return st->code;
     if (!p->n_params)
         return rs_fail(st, RS_EINVAL, "SetParams carries no parameters");
-    rs_param_t *params = codec_params(&s->arena, p->params, p->n_params);
+    rs_param_t *params = rs_codec_params(&s->arena, p->params, p->n_params);
     if (!params)
         return OOM(st);
     int rc = rs_world_set_params(w->world, params, p->n_params, st);
@@ -1465,9 +1510,11 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
     if (sc->n_times != sc->n_values)
         return rs_fail(st, RS_EINVAL, "a schedule needs as many values as times (%zu times, %zu values)",
                        sc->n_times, sc->n_values);
-    if (sc->actuator > (uint32_t)RS_MAX_PARAMS)
-        return rs_fail(st, RS_ENOTFOUND, "entity '%s' has no actuator %u", sc->entity, sc->actuator);
-    int rc = rs_set_schedule(w->world->model, w->world->data, e, (int)sc->actuator, sc->times,
+    /* the wire's index against the entity's real actuator count, before it becomes an int */
+    int rc = rs_check_actuator(w->world->model, e, sc->actuator, st);
+    if (rc < 0)
+        return rc;
+    rc = rs_set_schedule(w->world->model, w->world->data, e, (int)sc->actuator, sc->times,
                              sc->values, sc->n_times, st);
     if (rc < 0)
         return rc;
@@ -1511,9 +1558,10 @@ static int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, worl
     for (size_t i = 0; i < g->n_query; i++)
         if (!isfinite(g->query[i]))
             return rs_fail(st, RS_EINVAL, "query value %zu is not finite", i);
-    Robosim__V1__WorkspaceReply *wr = arena_alloc(&s->arena, sizeof *wr);
-    double *xy = arena_alloc(&s->arena, 2 * (size_t)g->samples * sizeof(double) + 1);
-    protobuf_c_boolean *reach = arena_alloc(&s->arena, g->n_query / 2 * sizeof(protobuf_c_boolean) + 1);
+    Robosim__V1__WorkspaceReply *wr = rs_arena_alloc(&s->arena, sizeof *wr);
+    double *xy = rs_arena_alloc(&s->arena, 2 * (size_t)g->samples * sizeof(double) + 1);
+    protobuf_c_boolean *reach =
+        rs_arena_alloc(&s->arena, g->n_query / 2 * sizeof(protobuf_c_boolean) + 1);
     if (!wr || !xy || !reach)
         return OOM(st);
     robosim__v1__workspace_reply__init(wr);
@@ -1581,7 +1629,7 @@ static int op_get_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, wo
                               Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)rq;
-    Robosim__V1__MotionSpecReply *r = codec_motion_spec(&s->arena, w->world);
+    Robosim__V1__MotionSpecReply *r = rs_codec_motion_spec(&s->arena, w->world);
     if (!r)
         return OOM(st);
     REPLY(rp, get_motion_spec, GET_MOTION_SPEC, r);

@@ -130,7 +130,7 @@ int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_entr
         age_out(s, h, rs_monotonic());
     int count = h ? h->count : 0;
     uint64_t first = count ? h->slots[h->head].seq : last + 1;
-    Robosim__V1__GetHistoryReply *r = arena_alloc(&s->arena, sizeof *r);
+    Robosim__V1__GetHistoryReply *r = rs_arena_alloc(&s->arena, sizeof *r);
     if (!r)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     robosim__v1__get_history_reply__init(r);
@@ -143,7 +143,7 @@ int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_entr
         want = 0; /* the last frame was never held (out of memory): nothing consecutive */
     if (g->max_frames && want > g->max_frames)
         want = g->max_frames;
-    ProtobufCBinaryData *frames = want ? arena_alloc(&s->arena, want * sizeof *frames) : NULL;
+    ProtobufCBinaryData *frames = want ? rs_arena_alloc(&s->arena, want * sizeof *frames) : NULL;
     if (want && !frames)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     size_t n = 0, bytes = 0;

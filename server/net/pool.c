@@ -13,7 +13,7 @@
 struct rs_pool {
     int nthreads;           /* workers, the caller included */
     pthread_t *threads;     /* nthreads - 1 */
-    arena_t *arenas;        /* nthreads */
+    rs_arena_t *arenas;        /* nthreads */
     pthread_mutex_t lock;
     pthread_cond_t work;    /* a new run (generation) or stop */
     pthread_cond_t done;    /* the last helper finished its share */
@@ -67,7 +67,7 @@ static void *helper_main(void *arg)
     return NULL;
 }
 
-rs_pool_t *rs_pool_new(int nthreads, size_t arena_chunk, rs_status_t *st)
+rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st)
 {
     if (nthreads < 1)
         nthreads = 1;
@@ -87,7 +87,7 @@ rs_pool_t *rs_pool_new(int nthreads, size_t arena_chunk, rs_status_t *st)
         return NULL;
     }
     for (int i = 0; i < nthreads; i++)
-        arena_init(&p->arenas[i], arena_chunk);
+        rs_arena_init(&p->arenas[i], rs_arena_chunk);
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
@@ -121,7 +121,7 @@ void rs_pool_destroy(rs_pool_t **pp)
     for (int i = 1; i < p->nthreads; i++)
         pthread_join(p->threads[i - 1], NULL);
     for (int i = 0; i < p->nthreads; i++)
-        arena_free(&p->arenas[i]);
+        rs_arena_free(&p->arenas[i]);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
@@ -132,12 +132,12 @@ void rs_pool_destroy(rs_pool_t **pp)
 }
 
 
-arena_t *rs_pool_arena(rs_pool_t *p, int worker) { return &p->arenas[worker]; }
+rs_arena_t *rs_pool_arena(rs_pool_t *p, int worker) { return &p->arenas[worker]; }
 
 void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
 {
     for (int i = 0; i < p->nthreads; i++)
-        arena_reset(&p->arenas[i]);
+        rs_arena_reset(&p->arenas[i]);
     if (n == 0)
         return;
     p->fn = fn;

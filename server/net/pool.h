@@ -23,15 +23,15 @@ static inline int rs_pool_next_is_mine(size_t item, size_t n)
 typedef void (*rs_pool_fn)(void *ctx, size_t item, int worker);
 
 /* A pool of `nthreads` workers: the calling thread and nthreads - 1 helper threads, each with
- * an arena of `arena_chunk`-byte chunks. NULL on failure (reason in st). */
-rs_pool_t *rs_pool_new(int nthreads, size_t arena_chunk, rs_status_t *st);
+ * an arena of `rs_arena_chunk`-byte chunks. NULL on failure (reason in st). */
+rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st);
 
 /* Stop and join the helpers, free the arenas and `*p` (NULL-safe); set `*p` to NULL. */
 void rs_pool_destroy(rs_pool_t **p);
 
 /* Worker w's arena: reset at the start of each rs_pool_run, so what fn builds there lives
  * until the next run. */
-arena_t *rs_pool_arena(rs_pool_t *p, int worker);
+rs_arena_t *rs_pool_arena(rs_pool_t *p, int worker);
 
 /* Run fn on items 0 .. n-1 across the workers and return when all are done. Items run in no
  * particular order and concurrently: fn must touch only what its item owns (and its worker's

@@ -8,19 +8,19 @@
 #include "rs_core.h"
 
 /* WorldInfo for world `id`; NULL when out of memory. */
-Robosim__V1__WorldInfo *codec_world_info(arena_t *a, uint64_t id, const rs_world_t *w);
+Robosim__V1__WorldInfo *rs_codec_world_info(rs_arena_t *a, uint64_t id, const rs_world_t *w);
 
 /* The world's State (entities, events of the last step, stats). */
-Robosim__V1__State *codec_state(arena_t *a, uint64_t id, const rs_world_t *w);
+Robosim__V1__State *rs_codec_state(rs_arena_t *a, uint64_t id, const rs_world_t *w);
 
 /* The world's Spec (entities' variables, actuators, sensors, parameters, modes, events). */
-Robosim__V1__Spec *codec_spec(arena_t *a, uint64_t id, const rs_world_t *w);
+Robosim__V1__Spec *rs_codec_spec(rs_arena_t *a, uint64_t id, const rs_world_t *w);
 
 /* The request's parameters as core rs_param_t (pointing into the request). */
-rs_param_t *codec_params(arena_t *a, Robosim__V1__Param *const *params, size_t n);
+rs_param_t *rs_codec_params(rs_arena_t *a, Robosim__V1__Param *const *params, size_t n);
 
 /* The motion specification of world w as a MotionSpecReply (loaded = 0 without one), in arena a;
  * NULL when out of memory. */
-Robosim__V1__MotionSpecReply *codec_motion_spec(arena_t *a, const rs_world_t *w);
+Robosim__V1__MotionSpecReply *rs_codec_motion_spec(rs_arena_t *a, const rs_world_t *w);
 
 #endif

@@ -112,18 +112,16 @@ static void error_reply(rs_server_t *s, uint64_t id, int code, const char *messa
 /* Field numbers of the unknown fields a request carried, for the UNIMPLEMENTED message. */
 static void unknown_ops(const Robosim__V1__Request *rq, char *buf, size_t len)
 {
-    size_t used = 0;
     buf[0] = '\0';
-    for (unsigned i = 0; i < rq->base.n_unknown_fields && used < len; i++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%u", i ? ", " : "",
-                                 rq->base.unknown_fields[i].tag);
+    for (unsigned i = 0; i < rq->base.n_unknown_fields; i++)
+        rs_join(buf, len, "%u", rq->base.unknown_fields[i].tag);
 }
 
 /* protobuf-c allocates the unpacked request in the reply arena: no malloc per field (a batch
- * of 1024 items is thousands of them), and everything goes at the next arena_reset. What one
+ * of 1024 items is thousands of them), and everything goes at the next rs_arena_reset. What one
  * request may take is budgeted: past it the allocation fails, and so does the unpack. */
 typedef struct decode_budget {
-    arena_t *arena;
+    rs_arena_t *arena;
     size_t left;
     int over;
 } decode_budget_t;
@@ -136,9 +134,9 @@ static void *arena_pb_alloc(void *ctx, size_t size)
         return NULL;
     }
     b->left -= size;
-    return arena_alloc(b->arena, size);
+    return rs_arena_alloc(b->arena, size);
 }
-static void arena_pb_free(void *arena, void *p) {} /* everything goes at arena_reset */
+static void arena_pb_free(void *arena, void *p) {} /* everything goes at rs_arena_reset */
 
 void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
                       size_t *outlen)
@@ -167,9 +165,9 @@ void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint
     s->cont = NULL;
     /* keep the arena's chunks between requests, but give back at once what one huge request
      * grew (its large chunks are mapped: unmapping returns them to the system) */
-    if (arena_capacity(&s->arena) > ARENA_KEEP) {
-        arena_free(&s->arena);
-        arena_init(&s->arena, 64 << 10);
+    if (rs_arena_capacity(&s->arena) > ARENA_KEEP) {
+        rs_arena_free(&s->arena);
+        rs_arena_init(&s->arena, 64 << 10);
     }
 }
 
@@ -182,7 +180,7 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
     ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &budget};
     rs_status_t st;
     rs_status_clear(&st);
-    arena_reset(&s->arena);
+    rs_arena_reset(&s->arena);
     s->requests++;
 
     if (len > s->cfg.max_message_size) {
@@ -388,7 +386,7 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         rs_server_destroy(&s);
         return NULL;
     }
-    arena_init(&s->arena, 64 << 10);
+    rs_arena_init(&s->arena, 64 << 10);
     if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
         rs_server_destroy(&s);
         return NULL;
@@ -489,7 +487,7 @@ void rs_server_destroy(rs_server_t **ps)
     rs_persist_close(s);
     free(s->worlds);
     free(s->out);
-    arena_free(&s->arena);
+    rs_arena_free(&s->arena);
     rs_pool_destroy(&s->pool);
     free(s);
     *ps = NULL;
@@ -748,7 +746,7 @@ static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const cha
     const uint8_t *out;
     size_t outlen;
     zmq_msg_t *payload = &frames[n - 1];
-    arena_reset(&s->arena);
+    rs_arena_reset(&s->arena);
     Robosim__V1__Request *rq =
         zmq_msg_size(payload) <= s->cfg.max_message_size
             ? robosim__v1__request__unpack(NULL, zmq_msg_size(payload), zmq_msg_data(payload))

@@ -88,7 +88,7 @@ struct rs_server {
     world_entry_t *worlds; /* cfg.max_worlds slots, the first nworlds used, sorted by id */
     int nworlds;
     uint64_t next_world_id;
-    arena_t arena;         /* the reply being built */
+    rs_arena_t arena;         /* the reply being built */
     rs_pool_t *pool;       /* StepBatch workers, each with its arena for the States it builds */
     /* observer stream (stream.c) */
     void *xpub;            /* the PUB side (an XPUB, to see subscriptions), or NULL */

@@ -203,7 +203,7 @@ static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state,
     if (!watching && !keep)
         return;
     if (!state) {
-        if (!(state = codec_state(&s->arena, w->id, w->world))) {
+        if (!(state = rs_codec_state(&s->arena, w->id, w->world))) {
             s->frames_dropped++; /* out of memory: the next state goes out as usual */
             return;
         }
@@ -274,7 +274,7 @@ int rs_stream_flush(rs_server_t *s)
             next = fmin(next, due);
             continue;
         }
-        arena_reset(&s->arena);
+        rs_arena_reset(&s->arena);
         publish(s, w, NULL, now);
     }
     s->stream_next_due = next;

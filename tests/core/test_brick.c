@@ -7,6 +7,7 @@
 #include "rs_robot.h"
 #include "rs_snapshot.h"
 #include "rs_test.h"
+#include "world_with.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,25 +19,7 @@ enum { S_FX, S_FY, S_IN, S_HAD, S_SEP, S_PEN, S_CX, S_DEPTH };
 #define G 9.81
 #define H_BRICK 0.1
 
-typedef struct kv {
-    const char *name;
-    double value;
-} kv_t;
-
-static rs_world_t *brick_with(const kv_t *kv)
-{
-    rs_param_t p[32];
-    size_t n = 0;
-    for (; kv && kv[n].name; n++)
-        p[n] = (rs_param_t){strcmp(kv[n].name, "control_dt") ? "brick" : "", kv[n].name,
-                            &kv[n].value, 1};
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("brick_drop", p, n, 1, &st);
-    CHECK(w != NULL, "rs_world_new: %s", st.message);
-    if (!w)
-        exit(1);
-    return w;
-}
+static rs_world_t *brick_with(const kv_t *kv) { return world_with("brick_drop", "brick", kv); }
 
 /* events seen over a run */
 #define LOG_MAX 4096
@@ -269,9 +252,7 @@ static void test_snapshots(void)
         CHECK(f != NULL, "fork: %s", st.message);
         if (f) {
             step(f, 30);
-            CHECK(!memcmp(f->data->x, w->data->x, 6 * sizeof(double)) &&
-                      !memcmp(f->data->sensors, w->data->sensors, 8 * sizeof(double)),
-                  "model %d: fork differs from the original", model);
+            CHECK(same_state(f, w), "model %d: fork differs from the original", model);
             rs_world_destroy(&f);
         }
         free(buf);

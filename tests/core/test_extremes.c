@@ -24,7 +24,7 @@ static void drive(rs_world_t *w, const char *what)
     for (int side = 0; side < 2; side++) {
         for (int e = 0; e < m->nentities; e++) {
             const rs_robot_t *r = m->ent[e].robot;
-            double u[RS_MAX_PARAMS];
+            double u[RS_MAX_ACTUATORS];
             for (int a = 0; a < r->nu; a++)
                 u[a] = side ? r->actuators[a].upper : r->actuators[a].lower;
             int rc = rs_set_commands(m, w->data, e, u, (size_t)r->nu, &st);

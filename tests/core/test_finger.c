@@ -1,6 +1,7 @@
 /* The 1D finger and object (seed 000, issue 3) against closed forms and conservation laws. */
 #include "rs_robot.h"
 #include "rs_test.h"
+#include "world_with.h"
 
 #include <float.h>
 #include <stdint.h>
@@ -12,30 +13,7 @@ enum { S_TIP, S_N, S_J };
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef struct kv {
-    const char *name; /* world parameters (rtol, atol, control_dt) go to entity "" */
-    double value;
-} kv_t;
-
-static int is_world_param(const char *name)
-{
-    return !strcmp(name, "rtol") || !strcmp(name, "atol") || !strcmp(name, "control_dt") ||
-           !strcmp(name, "max_internal_steps") || !strcmp(name, "sim_step");
-}
-
-/* A "finger" world with the overrides in kv (terminated by a NULL name). */
-static rs_world_t *world_with(const kv_t *kv)
-{
-    rs_param_t p[32];
-    size_t n = 0;
-    for (; kv && kv[n].name; n++)
-        p[n] = (rs_param_t){is_world_param(kv[n].name) ? "" : "finger", kv[n].name,
-                            &kv[n].value, 1};
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("finger", p, n, 1, &st);
-    CHECK(w != NULL, "rs_world_new: %s", st.message);
-    return w;
-}
+static rs_world_t *finger_with(const kv_t *kv) { return world_with("finger", "finger", kv); }
 
 /* Events seen over a run, copied out of each Step's log. */
 #define LOG_MAX 20000
@@ -120,7 +98,7 @@ static void push_quadratic(double m, double c, double fa, int use_schedule)
 {
     kv_t kv[] = {{"finger_mass", m}, {"finger_drag", c}, {"rtol", 1e-12}, {"atol", 1e-14},
                  {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -162,7 +140,7 @@ static void push_quadratic(double m, double c, double fa, int use_schedule)
 /* With the default tolerances (what an agent gets) the first touch is still within 1e-8. */
 static void touch_time_default_tolerances(void)
 {
-    rs_world_t *w = world_with(NULL);
+    rs_world_t *w = finger_with(NULL);
     if (!w)
         return;
     nlog = 0;
@@ -183,7 +161,7 @@ static void coast_linear(double m, double c, double v0)
     kv_t kv[] = {{"object_mass", m}, {"object_drag", c}, {"object_v0", v0},
                  {"static_friction", 0}, {"kinetic_friction", 0}, {"rtol", 1e-12},
                  {"atol", 1e-14}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -206,7 +184,7 @@ static void coast_kinetic(double m, double fk, double v0)
     kv_t kv[] = {{"object_mass", m}, {"object_drag", 0}, {"object_v0", v0},
                  {"static_friction", fk * 1.5}, {"kinetic_friction", fk}, {"rtol", 1e-12},
                  {"atol", 1e-14}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -243,7 +221,7 @@ static void impact(double e, double mf, double mo, double vf0, double vo0)
                  {"object_drag", 0}, {"static_friction", 0}, {"kinetic_friction", 0},
                  {"restitution", e}, {"finger_v0", vf0}, {"object_v0", vo0},
                  {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -293,7 +271,7 @@ static void stick_slip_threshold(void)
 {
     /* just below F_static: nothing moves, the sensor reads F_a - D_f (D_f = 0 at rest) */
     kv_t kv[] = {{"finger_x0", 1.5}, {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -314,7 +292,7 @@ static void stick_slip_threshold(void)
     rs_world_destroy(&w);
 
     /* just above: both accelerate; the sensor reads the sliding formula */
-    w = world_with(kv);
+    w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -340,7 +318,7 @@ static void stick_slip_threshold(void)
     rs_world_destroy(&w);
 
     /* a ramp F_a = t N (schedule) while pressing: slips exactly when F_a reaches F_static */
-    w = world_with(kv);
+    w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -363,7 +341,7 @@ static void ties(void)
 {
     kv_t kv[] = {{"finger_x0", 1.5}, {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
     rs_status_t st;
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -381,7 +359,7 @@ static void ties(void)
     CHECK(nlog == 3, "%d events (touch, merge, separate)", nlog);
     rs_world_destroy(&w);
 
-    w = world_with(kv);
+    w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -403,7 +381,7 @@ static void ties(void)
      * pressed, not pulled */
     kv_t eq[] = {{"finger_x0", 1.5}, {"kinetic_friction", 1.0}, {"finger_drag", 0},
                  {"object_drag", 0}, {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
-    w = world_with(eq);
+    w = finger_with(eq);
     if (!w)
         return;
     nlog = 0;
@@ -432,7 +410,7 @@ static void ties(void)
 static void story_press_push_release(void)
 {
     kv_t kv[] = {{"finger_x0", 1.5}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -466,7 +444,7 @@ static void story_press_push_release(void)
 
     /* and from a distance: pushed by 0.4 N (< F_kinetic) the finger hits the object, bounces
      * until it merges, and ends pressing on it with nothing moving */
-    w = world_with(NULL);
+    w = finger_with(NULL);
     if (!w)
         return;
     nlog = 0;
@@ -489,7 +467,7 @@ static void story_coast_and_bounce(void)
 {
     double v0 = 2.0;
     kv_t kv[] = {{"finger_v0", v0}, {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -515,7 +493,7 @@ static void story_coast_and_bounce(void)
 
     /* a heavier object: the finger bounces back */
     kv_t heavy[] = {{"finger_v0", v0}, {"object_mass", 5.0}, {NULL, 0}};
-    w = world_with(heavy);
+    w = finger_with(heavy);
     if (!w)
         return;
     nlog = 0;
@@ -555,7 +533,7 @@ static void random_schedules(int nruns)
                      {"finger_v0", uniform(-1, 2)},
                      {"object_v0", prng() < 0.5 ? 0.0 : uniform(-1, 1)},
                      {NULL, 0}};
-        rs_world_t *w = world_with(kv);
+        rs_world_t *w = finger_with(kv);
         if (!w)
             return;
         const rs_model_t *m = w->model;
@@ -823,7 +801,7 @@ static void seed000_example1(void)
 {
     kv_t kv[] = {{"friction_law", 1}, {"object_x0", 0.7}, {"rtol", 1e-12}, {"atol", 1e-14},
                  {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -878,7 +856,7 @@ static void seed000_example1(void)
 
     /* the same under Coulomb's law (the default): the first impact moves the free object */
     kv_t coulomb[] = {{"object_x0", 0.7}, {NULL, 0}};
-    w = world_with(coulomb);
+    w = finger_with(coulomb);
     if (!w)
         return;
     nlog = 0;
@@ -898,7 +876,7 @@ static void seed000_example1(void)
 static void seed000_example2(void)
 {
     kv_t kv[] = {{"friction_law", 1}, {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
-    rs_world_t *w = world_with(kv);
+    rs_world_t *w = finger_with(kv);
     if (!w)
         return;
     nlog = 0;
@@ -961,7 +939,7 @@ static void sim_step_substeps(void)
     for (int k = 0; k < 3; k++) {
         double h = k == 0 ? 0.0 : k == 1 ? 1e-3 : 2.5e-4;
         kv_t kv[] = {{"sim_step", h}, {"rtol", 1e-6}, {"atol", 1e-9}, {NULL, 0}};
-        rs_world_t *w = world_with(kv);
+        rs_world_t *w = finger_with(kv);
         if (!w)
             return;
         nlog = 0;
@@ -991,7 +969,7 @@ static void sim_step_substeps(void)
  * that force for the step (0 + f == f), then back to the command. */
 static void wrench_on_finger(void)
 {
-    rs_world_t *a = world_with(NULL), *b = world_with(NULL);
+    rs_world_t *a = finger_with(NULL), *b = finger_with(NULL);
     if (!a || !b)
         return;
     rs_status_t st;
@@ -1035,7 +1013,7 @@ static void seed000_random(int nruns)
                      {"object_x0", uniform(0, 2)},
                      {"finger_v0", uniform(-1, 2)},
                      {NULL, 0}};
-        rs_world_t *w = world_with(kv);
+        rs_world_t *w = finger_with(kv);
         if (!w)
             return;
         double mf = kv[1].value, mo = kv[2].value, fk = kv[6].value;

@@ -7,31 +7,14 @@
 #include "rs_robot.h"
 #include "rs_snapshot.h"
 #include "rs_test.h"
+#include "world_with.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 enum { X_F, V_F, X_O, V_O, IMPULSE, WORK };
 
-typedef struct kv {
-    const char *name;
-    double value;
-} kv_t;
-
-static rs_world_t *finger_with(const kv_t *kv)
-{
-    rs_param_t p[32];
-    size_t n = 0;
-    for (; kv && kv[n].name; n++)
-        p[n] = (rs_param_t){strcmp(kv[n].name, "control_dt") ? "finger" : "", kv[n].name,
-                            &kv[n].value, 1};
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("finger", p, n, 1, &st);
-    CHECK(w != NULL, "rs_world_new: %s", st.message);
-    if (!w)
-        exit(1);
-    return w;
-}
+static rs_world_t *finger_with(const kv_t *kv) { return world_with("finger", "finger", kv); }
 
 static double first_event(rs_world_t *w, int steps, const char *kind, double *t2,
                           const char *kind2)
@@ -100,9 +83,7 @@ int main(void)
         first_event(w, 150, "touch", &t2, "separate");
         if (c) {
             first_event(c, 150, "touch", &t2, "separate");
-            CHECK(!memcmp(c->data->x, w->data->x, 6 * sizeof(double)) &&
-                      !memcmp(c->data->sensors, w->data->sensors, 3 * sizeof(double)),
-                  "model %d: the fork differs", model);
+            CHECK(same_state(c, w), "model %d: the fork differs", model);
             rs_world_destroy(&c);
         }
         rs_world_destroy(&w);

@@ -41,7 +41,7 @@ static void record(trace_t *tr, const rs_world_t *w)
     put(tr, d->rng, sizeof d->rng);
     PUT(tr, d->h_next);
     for (int e = 0; e < m->nentities; e++) {
-        double u[RS_MAX_PARAMS];
+        double u[RS_MAX_ACTUATORS];
         rs_current_commands(m, d, e, u);
         put(tr, u, (size_t)m->ent[e].nu * sizeof(double));
         PUT(tr, d->ent[e].mode);
@@ -94,7 +94,7 @@ static int drive(rs_world_t *w, int k, rs_status_t *st)
 {
     const rs_model_t *m = w->model;
     for (int e = 0; e < m->nentities; e++) {
-        double u[RS_MAX_PARAMS];
+        double u[RS_MAX_ACTUATORS];
         commands_for(&m->ent[e], w->data, k, u);
         int rc = rs_set_commands(m, w->data, e, u, (size_t)m->ent[e].nu, st);
         if (rc < 0)
@@ -107,7 +107,7 @@ static int drive(rs_world_t *w, int k, rs_status_t *st)
 static int schedule(rs_world_t *w, int e, double t0, rs_status_t *st)
 {
     const rs_entity_model_t *em = &w->model->ent[e];
-    double u[RS_MAX_PARAMS];
+    double u[RS_MAX_ACTUATORS];
     commands_for(em, w->data, 1, u);
     double t[3] = {t0 + 0.013, t0 + 0.05, t0 + 0.111};
     double v[3] = {u[0], 0.5 * u[0], u[0]};

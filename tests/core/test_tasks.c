@@ -2,6 +2,7 @@
  * documented formula on hand-computed cases, termination on success with a scripted controller,
  * truncation at max_episode_steps. */
 #include "robots/arm_common.h"
+#include "rs_snapshot.h"
 #include "rs_task.h"
 #include "rs_test.h"
 
@@ -514,9 +515,107 @@ static void parallel_v1(void)
     rs_world_destroy(&w);
 }
 
+/* Every task's names resolve once, at creation, to the robot's own entries; a name the robot
+ * lacks refuses the world; a fork carries the binding. */
+static void names_bound(void)
+{
+    for (const char *const *name = rs_task_names(); *name; name++) {
+        rs_world_t *w = make(*name, NULL, 0, 3);
+        if (!w)
+            continue;
+        const rs_task_t *t = w->task;
+        const rs_task_bind_t *b = &w->task_bind;
+        const rs_entity_model_t *em = &w->model->ent[b->entity];
+        CHECK(b->robot == em->robot && strcmp(em->name, t->entity) == 0 && t->nnames > 0,
+              "%s bound to entity '%s'", *name, t->entity);
+        for (int k = 0; k < t->nnames; k++) {
+            const char *found = NULL;
+            int i = b->index[k];
+            switch (t->names[k].kind) {
+            case RS_TASK_NAME_STATE:
+                found = i >= em->x_off && i < em->x_off + em->nx
+                            ? em->robot->state[i - em->x_off].name : NULL;
+                break;
+            case RS_TASK_NAME_SENSOR:
+                found = i >= em->s_off && i < em->s_off + em->ns
+                            ? em->robot->sensors[i - em->s_off].name : NULL;
+                break;
+            case RS_TASK_NAME_PARAM:
+                found = i >= 0 && i < em->robot->np ? em->robot->params[i].name : NULL;
+                break;
+            case RS_TASK_NAME_EVENT:
+                found = i >= 0 && i < em->robot->nevent_kinds ? em->robot->event_names[i] : NULL;
+                break;
+            }
+            CHECK(found && strcmp(found, t->names[k].name) == 0, "%s: name %d '%s' -> '%s'",
+                  *name, k, t->names[k].name, found ? found : "(out of range)");
+        }
+        rs_status_t st;
+        rs_world_t *f = rs_world_fork(w, NULL, 0, &st);
+        CHECK(f && memcmp(&f->task_bind, b, sizeof *b) == 0, "%s: a fork keeps the binding: %s",
+              *name, st.message);
+        rs_world_destroy(&f);
+        /* the same row with a name its robot lacks */
+        rs_task_t bad = *t;
+        rs_task_name_t names[RS_TASK_MAX_NAMES];
+        memcpy(names, t->names, (size_t)t->nnames * sizeof names[0]);
+        names[t->nnames - 1].name = "no_such_name";
+        bad.names = names;
+        rs_task_bind_t out;
+        CHECK(rs_task_bind(&bad, w->model, &out, &st) == RS_EINTERNAL &&
+                  strstr(st.message, "'no_such_name'") && strstr(st.message, em->robot->kind),
+              "%s: a missing name is refused: %s", *name, st.message);
+        rs_world_destroy(&w);
+    }
+}
+
+/* The arms' forward kinematics through the robot table (rs_robot_t.joints_to_point), against
+ * closed forms: serial (a1 + a2, 0) stretched and (a2, a1) at (pi/2, -pi/2); the parallel arm
+ * at equal angles t: x = 0, y = L1 sin t + sqrt(L2^2 - u^2/4), u = L0 + 2 L1 cos t. */
+static void arm_forward_kinematics(void)
+{
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("serial_arm", NULL, 0, 1, &st);
+    CHECK(w != NULL, "serial arm: %s", st.message);
+    if (w) {
+        const rs_entity_model_t *em = &w->model->ent[0];
+        double a1 = rs_model_param(w->model, 0, "a1", 0), a2 = rs_model_param(w->model, 0, "a2", 0);
+        double q[2] = {0, 0}, p[2], stretch = -1;
+        CHECK(em->robot->joints_to_point(em, q, p, &stretch) == 0 &&
+                  fabs(p[0] - (a1 + a2)) < 1e-15 && fabs(p[1]) < 1e-15 && fabs(stretch - 1.0) < 1e-15,
+              "serial straight: (%g, %g) stretch %g", p[0], p[1], stretch);
+        q[0] = M_PI / 2, q[1] = -M_PI / 2;
+        CHECK(em->robot->joints_to_point(em, q, p, &stretch) == 0 && fabs(p[0] - a2) < 1e-15 &&
+                  fabs(p[1] - a1) < 1e-15 && fabs(stretch - hypot(a1, a2) / (a1 + a2)) < 1e-15,
+              "serial bent: (%g, %g) stretch %g", p[0], p[1], stretch);
+    }
+    rs_world_destroy(&w);
+    w = rs_world_new("parallel_arm", NULL, 0, 1, &st);
+    CHECK(w != NULL, "parallel arm: %s", st.message);
+    if (w) {
+        rs_entity_model_t em = w->model->ent[0];
+        double L0 = rs_model_param(w->model, 0, "L0", 0), L1 = rs_model_param(w->model, 0, "L1", 0);
+        double L2 = rs_model_param(w->model, 0, "L2", 0), t = 0.7, p[2], stretch = -1;
+        double q[2] = {t, t}, u = L0 + 2 * L1 * cos(t);
+        CHECK(em.robot->joints_to_point(&em, q, p, &stretch) == 0 && fabs(p[0]) < 1e-15 &&
+                  fabs(p[1] - (L1 * sin(t) + sqrt(L2 * L2 - 0.25 * u * u))) < 1e-15 &&
+                  fabs(stretch - u / (2 * L2)) < 1e-15,
+              "parallel at t = %g: (%g, %g) stretch %g", t, p[0], p[1], stretch);
+        /* distal links shorter than half the elbows' distance: no assembly */
+        for (int i = 0; i < em.robot->np; i++)
+            if (strcmp(em.robot->params[i].name, "L2") == 0)
+                em.p[em.robot->params[i].offset] = 0.49 * u;
+        CHECK(em.robot->joints_to_point(&em, q, p, NULL) == RS_EINVAL,
+              "a linkage that does not assemble is refused");
+    }
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
     table_and_creation();
+    names_bound();
+    arm_forward_kinematics();
     determinism();
     reset_ranges();
     bad_actions();

@@ -81,6 +81,26 @@ static inline int server_start(server_proc_t *sp, const char *binary, const char
     return server_start_with(sp, binary, extra, NULL);
 }
 
+/* A client of `endpoint` (timeout_ms per reply); a test that cannot connect stops here (exit
+ * status 1, the reason on stderr). */
+static inline rsc_client_t *client_of(const char *endpoint, int timeout_ms)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, timeout_ms, &err);
+    if (!c) {
+        fprintf(stderr, "cannot connect to %s: %s\n", endpoint, err.message);
+        exit(1);
+    }
+    return c;
+}
+
+/* Sleep s seconds. */
+static inline void sleep_s(double s)
+{
+    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
+    nanosleep(&ts, NULL);
+}
+
 /* SIGTERM the server and wait; returns its exit status (or -1 if it had to be killed). */
 static int server_stop(server_proc_t *sp)
 {

@@ -29,7 +29,8 @@ typedef struct bad_case {
 } bad_case_t;
 
 /* Keys every operation understands: world=ID, token=none|wrong, corrupt (the op's sub-message
- * replaced by bytes that do not decode), item (the code is the first batch item's / world's).
+ * replaced by bytes that do not decode), item (the code is the first batch item's / world's),
+ * says=TEXT (the error message must contain TEXT, '_' standing for a space).
  * Values: numbers separated by commas, with nan, inf, -inf, huge (1e308); "@N" is a name of N
  * letters; an empty value is the empty string or no values. */
 static const bad_case_t cases[] = {
@@ -140,6 +141,12 @@ static const bad_case_t cases[] = {
     {"set_schedule", "entity=@300", CODE(NOT_FOUND), 0},
     {"set_schedule", "actuator=1", CODE(NOT_FOUND), 0},
     {"set_schedule", "actuator=4294967295", CODE(NOT_FOUND), 0},
+    /* indices the old RS_MAX_PARAMS (48) bound let through, refused by the entity's own count
+     * with a message naming its actuators */
+    {"set_schedule", "actuator=47 says=(0:_force)", CODE(NOT_FOUND), 0},
+    {"set_schedule", "actuator=48 says=no_actuator_48", CODE(NOT_FOUND), 0},
+    {"set_schedule", "world=1 entity=arm actuator=2 says=(0:_joint1,_1:_joint2)", CODE(NOT_FOUND),
+     0},
     {"set_schedule", "times=0.1,0.2 values=1", CODE(INVALID_ARGUMENT), 0},
     {"set_schedule", "times=0.2,0.1", CODE(INVALID_ARGUMENT), 0},
     {"set_schedule", "times=0.1,0.1", CODE(INVALID_ARGUMENT), 0},
@@ -878,6 +885,17 @@ int main(int argc, char **argv)
         if (rc > 0 && rp && rp->error)
             CHECK(rp->error->message && strlen(rp->error->message) > 10,
                   "%s {%s}: no message a person can act on", c->op, c->edit);
+        const char *says = kv(c->edit, "says"); /* '_' stands for a space */
+        if (says) {
+            char want[400];
+            snprintf(want, sizeof want, "%s", says);
+            for (char *q = want; *q; q++)
+                *q = *q == '_' ? ' ' : *q;
+            CHECK(rc > 0 && rp && rp->error && rp->error->message &&
+                      strstr(rp->error->message, want),
+                  "%s {%s}: the message '%s' does not say '%s'", c->op, c->edit,
+                  rc > 0 && rp && rp->error ? rp->error->message : "", want);
+        }
         rsc_free(rp);
         size_t na = everything(after, sizeof after);
         CHECK(nb > 0 && na == nb && !memcmp(before, after, nb),

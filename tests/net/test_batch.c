@@ -68,7 +68,8 @@ static void batch_equals_one_by_one(const char *endpoint, int server, int bi, in
         for (int i = 0; i < nb; i++) {
             f[i] = force(i, r);
             cmds[i] = (rsc_command_t){"finger", &f[i], 1};
-            items[i] = (rsc_batch_item_t){a[i], (uint32_t)(1 + (i + r) % 4), 0, &cmds[i], 1, NULL, 0};
+            items[i] = (rsc_batch_item_t){.world_id = a[i], .steps = (uint32_t)(1 + (i + r) % 4),
+                                          .cmds = &cmds[i], .ncmds = 1};
         }
         Robosim__V1__StepBatchReply *br = NULL;
         int rc = rsc_step_batch(c, items, (size_t)nb, &br, &err);
@@ -125,12 +126,12 @@ static void errors_per_item(const char *endpoint)
     double nan1[] = {NAN}, ok1[] = {5}, wheels[] = {2, 2};
     rsc_command_t cnan = {"finger", nan1, 1}, cok = {"finger", ok1, 1}, cw = {"robot", wheels, 2};
     rsc_batch_item_t items[] = {
-        {good1, 2, 0, &cok, 1, NULL, 0},
-        {987654, 1, 0, NULL, 0, NULL, 0},
-        {foreign, 1, 0, NULL, 0, NULL, 0},
-        {badcmd, 1, 0, &cnan, 1, NULL, 0},
-        {good2, 0, 0.05, &cw, 1, NULL, 0},
-        {baddur, 0, 0.015, NULL, 0, NULL, 0},
+        {.world_id = good1, .steps = 2, .cmds = &cok, .ncmds = 1},
+        {.world_id = 987654, .steps = 1},
+        {.world_id = foreign, .steps = 1},
+        {.world_id = badcmd, .steps = 1, .cmds = &cnan, .ncmds = 1},
+        {.world_id = good2, .duration = 0.05, .cmds = &cw, .ncmds = 1},
+        {.world_id = baddur, .duration = 0.015},
     };
     int want[] = {0, CODE(NOT_FOUND), CODE(PERMISSION_DENIED), CODE(INVALID_ARGUMENT), 0,
                   CODE(INVALID_ARGUMENT)};
@@ -166,9 +167,9 @@ static void errors_per_item(const char *endpoint)
     rc = rsc_step_batch(c, items, 0, &br, &err);
     CHECK(rc == CODE(INVALID_ARGUMENT) && strstr(err.message, "no items"), "empty batch: %d %s", rc,
           err.message);
-    rsc_batch_item_t twice[] = {{good1, 1, 0, NULL, 0, NULL, 0},
-                                {good2, 1, 0, NULL, 0, NULL, 0},
-                                {good1, 1, 0, NULL, 0, NULL, 0}};
+    rsc_batch_item_t twice[] = {{.world_id = good1, .steps = 1},
+                                {.world_id = good2, .steps = 1},
+                                {.world_id = good1, .steps = 1}};
     rc = rsc_step_batch(c, twice, 3, &br, &err);
     char idw[64];
     snprintf(idw, sizeof idw, "world %llu appears twice", (unsigned long long)good1);
@@ -176,13 +177,13 @@ static void errors_per_item(const char *endpoint)
           err.message);
     rsc_batch_item_t many[9];
     for (int i = 0; i < 9; i++)
-        many[i] = (rsc_batch_item_t){(uint64_t)(100 + i), 1, 0, NULL, 0, NULL, 0};
+        many[i] = (rsc_batch_item_t){.world_id = (uint64_t)(100 + i), .steps = 1};
     rc = rsc_step_batch(c, many, 9, &br, &err);
     CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "limit of 8") &&
               strstr(err.message, "--max-batch"),
           "9 items over --max-batch 8: %d %s", rc, err.message);
-    rsc_batch_item_t long_run[] = {{good1, 600000, 0, NULL, 0, NULL, 0},
-                                   {badcmd, 600000, 0, NULL, 0, NULL, 0}};
+    rsc_batch_item_t long_run[] = {{.world_id = good1, .steps = 600000},
+                                   {.world_id = badcmd, .steps = 600000}};
     rc = rsc_step_batch(c, long_run, 2, &br, &err);
     CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "1200000") &&
               strstr(err.message, "--max-steps-per-request"),
@@ -196,7 +197,7 @@ static void errors_per_item(const char *endpoint)
 
     /* a batch step is a mutation: it renews the lease, and the old token is refused after a
      * claim (covered in test_roles); a reader may not batch-step a world */
-    rsc_batch_item_t foreign_only = {good1, 1, 0, NULL, 0, NULL, 0};
+    rsc_batch_item_t foreign_only = {.world_id = good1, .steps = 1};
     rc = rsc_step_batch(other, &foreign_only, 1, &br, &err);
     CHECK(rc == 0 && br && br->results[0]->error &&
               br->results[0]->error->code == CODE(PERMISSION_DENIED),
@@ -328,7 +329,7 @@ static void arrays_tasks(const char *endpoint)
                 failed++;
                 continue;
             }
-            rsc_batch_item_t it = {b[i], 2, 0, NULL, 0, &act[i], 1};
+            rsc_batch_item_t it = {.world_id = b[i], .steps = 2, .action = &act[i], .naction = 1};
             Robosim__V1__StepBatchReply *br = NULL;
             rc = rsc_step_batch(c, &it, 1, &br, &err);
             const Robosim__V1__State *s =
@@ -531,6 +532,62 @@ static void monte_carlo_closed_form(const char *endpoint, int server)
     rsc_close(&c);
 }
 
+/* StepBatch items through the C client, each asking for its own parts of State (protocol
+ * 1.2's Step.parts): an item's reply carries only those; an item without parts gets all; an
+ * unknown part is that item's INVALID_ARGUMENT; a parts count without the array is refused by
+ * the client before anything is sent. */
+static void items_with_parts(const char *endpoint)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
+    uint64_t plain = 0, task = 0, all = 0, bad = 0;
+    int rc = rsc_create_world(c, "finger", NULL, 0, 1, &plain, &err);
+    rc |= rsc_create_task_world(c, "FingerPush-v0", NULL, NULL, 0, 7, &task, &err);
+    rc |= rsc_create_world(c, "finger", NULL, 0, 1, &all, &err);
+    rc |= rsc_create_world(c, "finger", NULL, 0, 1, &bad, &err);
+    CHECK(rc == 0, "worlds for the parts batch: %s", err.message);
+    const Robosim__V1__StatePart sensors[] = {ROBOSIM__V1__STATE_PART__STATE_PART_SENSORS};
+    const Robosim__V1__StatePart task_only[] = {ROBOSIM__V1__STATE_PART__STATE_PART_TASK};
+    const Robosim__V1__StatePart unknown[] = {(Robosim__V1__StatePart)99};
+    double act = 2.0;
+    rsc_batch_item_t items[] = {
+        {.world_id = plain, .steps = 3, .parts = sensors, .nparts = 1},
+        {.world_id = task, .steps = 3, .action = &act, .naction = 1, .parts = task_only,
+         .nparts = 1},
+        {.world_id = all, .steps = 3},
+        {.world_id = bad, .steps = 3, .parts = unknown, .nparts = 1},
+    };
+    Robosim__V1__StepBatchReply *br = NULL;
+    rc = rsc_step_batch(c, items, 4, &br, &err);
+    CHECK(rc == 0 && br && br->n_results == 4, "parts batch: %d %s", rc, err.message);
+    const Robosim__V1__State *s[4] = {NULL};
+    for (size_t i = 0; rc == 0 && br && i < br->n_results && i < 4; i++)
+        if (br->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
+            s[i] = br->results[i]->state;
+    CHECK(s[0] && s[0]->step_count == 3 && s[0]->n_entities == 1 && s[0]->entities[0] &&
+              s[0]->entities[0]->n_state == 0 && s[0]->entities[0]->n_sensors > 0 &&
+              !s[0]->stats && !s[0]->task,
+          "sensors only (%zu entities)", s[0] ? s[0]->n_entities : 0);
+    CHECK(s[1] && s[1]->step_count == 3 && s[1]->task && s[1]->task->n_observation > 0 &&
+              s[1]->n_entities == 0 && !s[1]->stats,
+          "task row only (no entities without STATE or SENSORS)");
+    CHECK(s[2] && s[2]->n_entities == 1 && s[2]->entities[0]->n_state > 0 && s[2]->entities[0]->n_sensors > 0 &&
+              s[2]->stats,
+          "no parts: the whole state");
+    CHECK(!s[3] && rc == 0 && br && br->n_results == 4 && br->results[3]->error &&
+              br->results[3]->error->code == ROBOSIM__V1__ERROR_CODE__INVALID_ARGUMENT,
+          "an unknown part is the item's INVALID_ARGUMENT: %s",
+          rc == 0 && br && br->n_results == 4 && br->results[3]->error
+              ? br->results[3]->error->message
+              : "");
+    rsc_free(br);
+    br = NULL;
+    rsc_batch_item_t no_array = {.world_id = plain, .steps = 1, .nparts = 2};
+    CHECK(rsc_step_batch(c, &no_array, 1, &br, &err) == RSC_EARG && !br,
+          "parts announced without the array: %s", err.message);
+    rsc_close(&c);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -584,6 +641,7 @@ int main(int argc, char **argv)
     if (sp.pid > 0) {
         errors_per_item(sp.endpoint);
         arrays_errors(sp.endpoint);
+        items_with_parts(sp.endpoint);
         CHECK(server_stop(&sp) == 0, "server exits 0");
     }
     return rs_test_done("test_batch");

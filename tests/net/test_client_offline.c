@@ -428,7 +428,7 @@ static void test_null_client(void)
     double v[2] = {1, 2}, xy[2] = {0, 0};
     rsc_command_t cmd = {"robot", v, 2};
     rsc_param_t param = {"robot", "wheel_radius", v, 1};
-    rsc_batch_item_t item = {1, 1, 0, &cmd, 1, NULL, 0};
+    rsc_batch_item_t item = {.world_id = 1, .steps = 1, .cmds = &cmd, .ncmds = 1};
     uint64_t ids[1] = {1};
     Robosim__V1__State *st = (Robosim__V1__State *)&err; /* must come back NULL */
     Robosim__V1__Spec *spec = (Robosim__V1__Spec *)&err;

@@ -19,22 +19,6 @@
 
 static void *zctx;
 
-static rsc_client_t *connect_to(const char *ep)
-{
-    rsc_error_t err;
-    rsc_client_t *c = rsc_connect(ep, 5000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        exit(1);
-    return c;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static char *stream_of(rsc_client_t *c)
 {
     rsc_error_t err;
@@ -140,7 +124,7 @@ static void late_joiner_sees_everything(const char *binary)
     CHECK(server_start(&sp, binary, extra) == 0, "server did not start");
     if (sp.pid <= 0)
         return;
-    rsc_client_t *c = connect_to(sp.endpoint);
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
     char *ep = stream_of(c);
     rsc_error_t err;
     uint64_t id = 0;
@@ -148,7 +132,7 @@ static void late_joiner_sees_everything(const char *binary)
 
     /* watcher A from the start: subscribed before the first frame */
     void *a = subscriber(ep, id);
-    sleep_ms(300);
+    sleep_s(0.3);
     static frames_t fa, fb;
     int dups_a = 0, dups_b = 0;
     step(c, id, 500);
@@ -248,7 +232,7 @@ static void bounds_reported_as_dropped(const char *binary)
     CHECK(server_start(&sp, binary, extra) == 0, "server did not start");
     if (sp.pid <= 0)
         return;
-    rsc_client_t *c = connect_to(sp.endpoint);
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
     rsc_error_t err;
     uint64_t id = 0;
     rsc_create_world(c, "diff_drive", NULL, 0, 1, &id, &err);
@@ -268,7 +252,7 @@ static void bounds_reported_as_dropped(const char *binary)
     r = get_history(c, id, 250, 0, &code, &keep);
     CHECK(r && r->dropped == 0 && r->n_frames == 51, "from inside the history: nothing dropped");
     rsc_free(keep);
-    sleep_ms(1300);
+    sleep_s(1.3);
     r = get_history(c, id, 1, 0, &code, &keep);
     CHECK(r && r->n_frames == 0 && r->dropped == 300 && r->first_seq == 301,
           "older than --history-seconds: all 300 reported dropped");
@@ -280,7 +264,7 @@ static void bounds_reported_as_dropped(const char *binary)
     CHECK(server_start(&sp, binary, off) == 0, "server did not start");
     if (sp.pid <= 0)
         return;
-    c = connect_to(sp.endpoint);
+    c = client_of(sp.endpoint, 5000);
     CHECK(!get_history(c, 1, 1, 0, &code, &keep) && code == CODE(FAILED_PRECONDITION),
           "--history-frames 0: FAILED_PRECONDITION (%d)", code);
     rsc_free(keep);

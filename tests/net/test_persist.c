@@ -132,16 +132,16 @@ static int file_matches(rsc_client_t *c, int i, rs_persisted_world_t *pw)
         rs_world_destroy(&w);
         return -1;
     }
-    arena_t a;
-    arena_init(&a, 1 << 16);
-    Robosim__V1__State *mine = codec_state(&a, ids[i], w);
+    rs_arena_t a;
+    rs_arena_init(&a, 1 << 16);
+    Robosim__V1__State *mine = rs_codec_state(&a, ids[i], w);
     size_t n1 = robosim__v1__state__get_packed_size(mine), n2 = 0;
     unsigned char *b1 = malloc(n1), *b2 = state_bytes(c, ids[i], &n2);
     robosim__v1__state__pack(mine, b1);
     int ok = same(b1, n1, b2, n2);
     free(b1);
     free(b2);
-    arena_free(&a);
+    rs_arena_free(&a);
     rs_world_destroy(&w);
     return ok;
 }

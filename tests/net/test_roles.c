@@ -9,22 +9,6 @@
 
 static server_proc_t server;
 
-static rsc_client_t *connect_to(const char *endpoint)
-{
-    rsc_error_t err;
-    rsc_client_t *c = rsc_connect(endpoint, 3000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        exit(1);
-    return c;
-}
-
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
 /* The state of world `id` as a reader sees it: time and the finger's state. */
 static double world_time(rsc_client_t *c, uint64_t id)
 {
@@ -64,7 +48,7 @@ static void all_mutations_refused(rsc_client_t *other, uint64_t id, const char *
 
 static void tokens_and_lease(void)
 {
-    rsc_client_t *ctl = connect_to(server.endpoint);
+    rsc_client_t *ctl = client_of(server.endpoint, 3000);
     rsc_error_t err;
     uint64_t id = 0;
     int rc = rsc_create_world(ctl, "finger", NULL, 0, 3, &id, &err);
@@ -80,7 +64,7 @@ static void tokens_and_lease(void)
     CHECK(rc == 0, "controller steps: %s", err.message);
 
     /* another client: reads freely, changes nothing */
-    rsc_client_t *other = connect_to(server.endpoint);
+    rsc_client_t *other = client_of(server.endpoint, 3000);
     CHECK(fabs(world_time(other, id) - 0.05) < 1e-12, "a reader sees t = 0.05");
     Robosim__V1__Spec *spec = NULL;
     rc = rsc_get_spec(other, id, &spec, &err);
@@ -115,7 +99,7 @@ static void tokens_and_lease(void)
 
     /* the controller reconnects: a new client with the saved token carries on */
     rsc_close(&ctl);
-    rsc_client_t *back = connect_to(server.endpoint);
+    rsc_client_t *back = client_of(server.endpoint, 3000);
     rc = rsc_step(back, id, 1, 0, NULL, 0, NULL, &err);
     CHECK(rc == CODE(PERMISSION_DENIED), "a new client without the token is refused");
     CHECK(rsc_set_world_token(back, id, saved) == 0, "set token");
@@ -184,7 +168,7 @@ static void tokens_and_lease(void)
 /* World 1 without --controller-token: claimable at once. */
 static void default_world_claimable(void)
 {
-    rsc_client_t *c = connect_to(server.endpoint);
+    rsc_client_t *c = client_of(server.endpoint, 3000);
     rsc_error_t err;
     int rc = rsc_step(c, 1, 1, 0, NULL, 0, NULL, &err);
     CHECK(rc == CODE(PERMISSION_DENIED) && strstr(err.message, "world 1"),
@@ -197,7 +181,7 @@ static void default_world_claimable(void)
     rsc_free(cr);
     rc = rsc_step(c, 1, 1, 0, NULL, 0, NULL, &err);
     CHECK(rc == 0, "world 1 steps after the claim: %s", err.message);
-    rsc_client_t *d = connect_to(server.endpoint);
+    rsc_client_t *d = client_of(server.endpoint, 3000);
     rc = rsc_claim(d, 1, NULL, &err);
     CHECK(rc == CODE(FAILED_PRECONDITION), "a second claim waits for the lease: %d %s", rc,
           err.message);
@@ -214,7 +198,7 @@ static void default_world_with_token(const char *binary)
     CHECK(server_start(&sp, binary, extra) == 0, "server with --controller-token starts");
     if (sp.pid <= 0)
         return;
-    rsc_client_t *c = connect_to(sp.endpoint);
+    rsc_client_t *c = client_of(sp.endpoint, 3000);
     rsc_error_t err;
     int rc = rsc_claim(c, 1, NULL, &err);
     CHECK(rc == CODE(FAILED_PRECONDITION), "world 1 with a start-up token is not claimable: %d %s",

@@ -31,12 +31,6 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void sleep_s(double s)
-{
-    struct timespec ts = {(time_t)s, (long)((s - floor(s)) * 1e9)};
-    nanosleep(&ts, NULL);
-}
-
 static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
 {
     rsc_error_t err;

@@ -17,16 +17,6 @@
 
 static server_proc_t server;
 
-static rsc_client_t *connect_to(void)
-{
-    rsc_error_t err;
-    rsc_client_t *c = rsc_connect(server.endpoint, 5000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        exit(1);
-    return c;
-}
-
 /* A State as bytes, without what legitimately differs between the runs compared: the world id
  * (a fork has its own) and the stream sequence number. */
 static void append_state(unsigned char **buf, size_t *n, Robosim__V1__State *s)
@@ -147,7 +137,7 @@ static void preset_roundtrip(rsc_client_t *c, const char *preset)
           nagain);
 
     /* ForkWorld from the snapshot, by another client: it controls the fork */
-    rsc_client_t *other = connect_to();
+    rsc_client_t *other = client_of(server.endpoint, 5000);
     uint64_t fork_id = 0;
     rc = rsc_fork_world(other, id, snap->snapshot.data, snap->snapshot.len, &fork_id, &err);
     CHECK(rc == 0 && fork_id != id && rsc_world_token(other, fork_id),
@@ -191,7 +181,7 @@ static Robosim__V1__State *snapshot_of(rsc_client_t *c, uint64_t id)
 
 static void bad_snapshots(void)
 {
-    rsc_client_t *c = connect_to();
+    rsc_client_t *c = client_of(server.endpoint, 5000);
     rsc_error_t err;
     uint64_t id = 0, other_id = 0;
     rsc_create_world(c, "finger", NULL, 0, 1, &id, &err);
@@ -266,7 +256,7 @@ static void bad_snapshots(void)
           err.message);
 
     /* SetState changes the world: the controller's token is needed */
-    rsc_client_t *reader = connect_to();
+    rsc_client_t *reader = client_of(server.endpoint, 5000);
     rc = rsc_set_state(reader, id, good->snapshot.data, n, NULL, &err);
     CHECK(rc == CODE(PERMISSION_DENIED), "set_state without the token: %d %s", rc, err.message);
     /* reading a snapshot needs none */
@@ -418,7 +408,7 @@ int main(int argc, char **argv)
           server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_snapshot_net");
-    rsc_client_t *c = connect_to();
+    rsc_client_t *c = client_of(server.endpoint, 5000);
     Robosim__V1__HelloReply *h = NULL;
     rsc_error_t err;
     rsc_hello(c, 1, 0, &h, &err);

@@ -12,22 +12,6 @@ static server_proc_t server;
 static char stream_ep[256];
 static void *zctx;
 
-static rsc_client_t *connect_to(const char *ep)
-{
-    rsc_error_t err;
-    rsc_client_t *c = rsc_connect(ep, 5000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        exit(1);
-    return c;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
 static void *subscriber(const char *prefix)
 {
     void *sub = zmq_socket(zctx, ZMQ_SUB);
@@ -131,7 +115,7 @@ static void every_step_in_order(rsc_client_t *c, uint64_t id)
         if (f)
             robosim__v1__stream_frame__free_unpacked(f, NULL);
         rsc_free(s);
-        sleep_ms(5);
+        sleep_s(0.005);
     }
     CHECK(in_order == 40 && same == 40,
           "every step of a slow run arrives in order with consecutive seq (%d of 40) and the "
@@ -143,7 +127,7 @@ static void every_step_in_order(rsc_client_t *c, uint64_t id)
     rsc_get_snapshot(c, id, &snap, &err);
     CHECK(snap && snap->seq == seq, "GetState's seq is the last published: %llu vs %llu",
           snap ? (unsigned long long)snap->seq : 0ULL, (unsigned long long)seq);
-    sleep_ms(5);
+    sleep_s(0.005);
     rsc_reset(c, id, 0, 0, &s, &err);
     Robosim__V1__StreamFrame *f = next_frame(sub, 1000);
     CHECK(f && f->seq == seq + 1 && f->state->step_count == 0 && s && s->seq == f->seq,
@@ -151,7 +135,7 @@ static void every_step_in_order(rsc_client_t *c, uint64_t id)
     if (f)
         seq = f->seq, robosim__v1__stream_frame__free_unpacked(f, NULL);
     rsc_free(s);
-    sleep_ms(5);
+    sleep_s(0.005);
     s = NULL;
     rsc_set_state(c, id, snap->snapshot.data, snap->snapshot.len, &s, &err);
     f = next_frame(sub, 1000);
@@ -168,7 +152,7 @@ static void every_step_in_order(rsc_client_t *c, uint64_t id)
     rsc_param_t p = {"", "stream_max_hz", hz, 1};
     int rc = rsc_set_params(c, id, &p, 1, &err);
     CHECK(rc == 0, "set stream_max_hz: %s", err.message);
-    sleep_ms(60);
+    sleep_s(0.06);
     Robosim__V1__State *last = NULL;
     for (int k = 0; k < 60; k++) {
         rsc_free(last);
@@ -213,11 +197,11 @@ static void late_joiner(rsc_client_t *c, uint64_t id)
     /* the world has been running (every_step_in_order); a watcher of all worlds joins */
     void *sub = subscriber("world/");
     wait_subscribed(c, id, sub);
-    rsc_client_t *watcher = connect_to(server.endpoint);
+    rsc_client_t *watcher = client_of(server.endpoint, 5000);
     Robosim__V1__State *now = NULL;
     rsc_get_state(watcher, id, &now, &err);
     CHECK(now && now->seq > 0, "GetState carries the stream seq");
-    sleep_ms(5);
+    sleep_s(0.005);
     Robosim__V1__State *s = NULL;
     rsc_step(c, id, 1, 0, NULL, 0, &s, &err);
     /* frames up to now->seq are history for the watcher; the next is seq + 1 */
@@ -260,7 +244,7 @@ static long rss_kb(pid_t pid)
 static void subscriber_never_reads(void)
 {
     rsc_error_t err;
-    rsc_client_t *c = connect_to(server.endpoint);
+    rsc_client_t *c = client_of(server.endpoint, 5000);
     uint64_t id;
     rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err);
     double hz[] = {1e6};
@@ -277,7 +261,7 @@ static void subscriber_never_reads(void)
     long before = rss_kb(server.pid);
 
     /* another client keeps being served while the stream floods the deaf subscriber */
-    rsc_client_t *other = connect_to(server.endpoint);
+    rsc_client_t *other = client_of(server.endpoint, 5000);
     uint64_t mine;
     rsc_create_world(other, "diff_drive", NULL, 0, 1, &mine, &err);
     int ok = 0, other_ok = 0;
@@ -311,7 +295,7 @@ static void no_stream(const char *binary)
     const char *extra[] = {"--no-stream", NULL};
     server_proc_t sp;
     CHECK(server_start(&sp, binary, extra) == 0, "server with --no-stream");
-    rsc_client_t *c = connect_to(sp.endpoint);
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
     rsc_error_t err;
     Robosim__V1__HelloReply *h = NULL;
     rsc_hello(c, 1, 0, &h, &err);
@@ -345,7 +329,7 @@ int main(int argc, char **argv)
     if (server.pid <= 0)
         return rs_test_done("test_stream");
     zctx = zmq_ctx_new();
-    rsc_client_t *c = connect_to(server.endpoint);
+    rsc_client_t *c = client_of(server.endpoint, 5000);
     rsc_error_t err;
     Robosim__V1__HelloReply *h = NULL;
     rsc_hello(c, 1, 0, &h, &err);

@@ -361,6 +361,20 @@ static int pa_reachable(const rs_entity_model_t *em, double x, double y)
     return pa_solve(em, x, y, q, NULL) == 0;
 }
 
+/* Forward kinematics (seed 002, parallel_fk); stretch u / (2 L2), the distance between the
+ * elbows over its largest value, 1 with the distal links in line. RS_EINVAL when the linkage
+ * does not assemble (u > 2 L2). */
+static int pa_joints_to_point(const rs_entity_model_t *em, const double *q, double p[2],
+                              double *stretch)
+{
+    double L0 = em->p[P_L0], L1 = em->p[P_L1], L2 = em->p[P_L2];
+    if (parallel_fk(L0, L1, L2, q, NULL, p, NULL) < 0)
+        return RS_EINVAL;
+    if (stretch)
+        *stretch = parallel_u(L0, L1, q, NULL) / (2.0 * L2);
+    return 0;
+}
+
 /* Boundary samples: the seed's sampled workspace is the image of the configuration square
  * [theta_min, theta_max]^2; its boundary is traced here as the image of the square's edges
  * (counter-clockwise in (t1, t2)), leaving out configurations the linkage cannot assemble. */
@@ -413,5 +427,6 @@ const rs_robot_t rs_robot_parallel_arm = {
     .sense = pa_sense,
     .target_to_commands = pa_target,
     .reachable = pa_reachable,
+    .joints_to_point = pa_joints_to_point,
     .workspace = pa_workspace,
 };

@@ -321,6 +321,17 @@ static int sa_reachable(const rs_entity_model_t *em, double x, double y)
     return 0;
 }
 
+/* Forward kinematics (seed 002, serial_fk); stretch r / (a1 + a2), 1 with the arm straight. */
+static int sa_joints_to_point(const rs_entity_model_t *em, const double *q, double p[2],
+                              double *stretch)
+{
+    double a1 = em->p[P_A1], a2 = em->p[P_A2];
+    serial_fk(a1, a2, q, p);
+    if (stretch)
+        *stretch = hypot(p[0], p[1]) / (a1 + a2);
+    return 0;
+}
+
 /* Boundary samples: the workspace boundary lies on the images of the stretched (t2 = 0) and
  * folded (t2 = pi) configurations (the circles r = a1 + a2 and r = |a1 - a2|) and, with stops,
  * of the edges of the joint box. Points are spread over those curves in order. */
@@ -391,5 +402,6 @@ const rs_robot_t rs_robot_serial_arm = {
     .sense = sa_sense,
     .target_to_commands = sa_target,
     .reachable = sa_reachable,
+    .joints_to_point = sa_joints_to_point,
     .workspace = sa_workspace,
 };
