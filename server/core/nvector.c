@@ -272,23 +272,47 @@ static sunrealtype nvec_min(N_Vector x)
 
 /* ---- fused operations ------------------------------------------------------------------- */
 
-/* z = sum c_i X_i, element by element, the terms added in the order of the vectors (X[0] may be
- * z: each element is read before it is written). ERKStep's stages and solutions, and the
- * Hermite interpolation root finding evaluates, are such sums. */
+#define LINCOMB_MAX 16
+
+/* Two values at once (GCC's and Clang's vector extension: one SSE2 register on x86-64); the
+ * arithmetic per value is the scalar one, so results are the same bits. */
+typedef sunrealtype pair_t __attribute__((vector_size(2 * sizeof(sunrealtype))));
+
+static inline pair_t load2(const sunrealtype *p)
+{
+    pair_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* z = sum c_i X_i, the terms of each element added in the order of the vectors. ERKStep's
+ * stages and solutions, and the Hermite interpolation root finding evaluates, are such sums
+ * (3-8 terms, some with X[0] == z). Two elements at a time, all terms summed in registers
+ * before z is written, so any X[i] may be z. Measured with callgrind (finger, 20,000 control
+ * steps): 215 -> about 90 instructions per call, 7 calls per control step. */
 static int nvec_linear_combination(int nvec, sunrealtype *c, N_Vector *X, N_Vector z)
 {
-    if (nvec < 1)
-        return -1;
+    if (nvec < 1 || nvec > LINCOMB_MAX)
+        return -1; /* ARKODE's sums have 1 + stages terms at most */
     if (nvec == 2) { /* as N_VLinearSum (its a == b and a == -b forms) */
         nvec_linear_sum(c[0], X[0], c[1], X[1], z);
         return 0;
     }
-    sunindextype n = content(z)->n;
+    sunindextype n = content(z)->n, j = 0;
     sunrealtype *zd = rs_nvec_data(z);
-    for (sunindextype j = 0; j < n; j++) {
-        sunrealtype s = c[0] * rs_nvec_data(X[0])[j];
+    const sunrealtype *xd[LINCOMB_MAX];
+    for (int i = 0; i < nvec; i++)
+        xd[i] = rs_nvec_data(X[i]);
+    for (; j + 1 < n; j += 2) {
+        pair_t s = c[0] * load2(xd[0] + j);
         for (int i = 1; i < nvec; i++)
-            s += c[i] * rs_nvec_data(X[i])[j];
+            s += c[i] * load2(xd[i] + j);
+        memcpy(zd + j, &s, sizeof s);
+    }
+    if (j < n) {
+        sunrealtype s = c[0] * xd[0][j];
+        for (int i = 1; i < nvec; i++)
+            s += c[i] * xd[i][j];
         zd[j] = s;
     }
     return 0;
