@@ -292,14 +292,23 @@ static inline pair_t load2(const sunrealtype *p)
  * steps): 215 -> about 90 instructions per call, 7 calls per control step. */
 static int nvec_linear_combination(int nvec, sunrealtype *c, N_Vector *X, N_Vector z)
 {
-    if (nvec < 1 || nvec > LINCOMB_MAX)
-        return -1; /* ARKODE's sums have 1 + stages terms at most */
+    if (nvec < 1)
+        return -1;
     if (nvec == 2) { /* as N_VLinearSum (its a == b and a == -b forms) */
         nvec_linear_sum(c[0], X[0], c[1], X[1], z);
         return 0;
     }
     sunindextype n = content(z)->n, j = 0;
     sunrealtype *zd = rs_nvec_data(z);
+    if (nvec > LINCOMB_MAX) { /* a table of more than 15 stages: the same sums, one by one */
+        for (; j < n; j++) {
+            sunrealtype s = c[0] * rs_nvec_data(X[0])[j];
+            for (int i = 1; i < nvec; i++)
+                s += c[i] * rs_nvec_data(X[i])[j];
+            zd[j] = s;
+        }
+        return 0;
+    }
     const sunrealtype *xd[LINCOMB_MAX];
     for (int i = 0; i < nvec; i++)
         xd[i] = rs_nvec_data(X[i]);

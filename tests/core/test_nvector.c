@@ -78,6 +78,19 @@ int main(void)
     CHECK(N_VScaleAddMulti(2, sc, x, Y, Z) == 0 && equal(b, 4, 6, 10) && equal(c, 4, 4, 4),
           "2 x + a, -x + c into c");
 
+    /* more terms than the kernel's table of addresses holds (17: a 16-stage method's solution);
+     * coefficients 1..17, x at the odd ones (sum 81), a = (2, 2, 2) at the even ones (sum 72) */
+    sunrealtype many_c[17];
+    N_Vector many_x[17];
+    for (int i = 0; i < 17; i++)
+        many_c[i] = (double)(i + 1), many_x[i] = i % 2 ? a : x;
+    CHECK(N_VLinearCombination(17, many_c, many_x, c) == 0 && equal(c, 225, 306, 468),
+          "17 terms: 81 x + 72 a");
+    many_x[16] = c; /* the last term, 17 c, is z itself */
+    CHECK(N_VLinearCombination(17, many_c, many_x, c) == 0 &&
+              equal(c, 64 + 144 + 17 * 225, 128 + 144 + 17 * 306, 256 + 144 + 17 * 468),
+          "17 terms, the last one z itself: 64 x + 72 a + 17 c");
+
     N_VConst(0.5, a);
     CHECK(N_VWrmsNorm(x, a) == 0.5 * sqrt(21.0 / 3.0), "wrms norm: %.17g", N_VWrmsNorm(x, a));
     N_VLinearSum(1.0, a, -1.0, b, c); /* (-3.5, -5.5, -9.5) */
