@@ -2,11 +2,11 @@
  * (nvector.c, its vectors, includes SUNDIALS' vector header only).
  *
  * Public API only: the state is one of robosim's N_Vectors (rs_nvector.h) made over the
- * caller's array, the work vectors are ARKODE's own clones of it, in slots of a slab inside this
- * integrator's block, every ERKStep call's flag is checked. SUNDIALS 6.x and 7.x differ in two places here, both behind
- * SUNDIALS_VERSION_MAJOR: SUNContext_Create's communicator argument, and error reporting
- * (6.x: ERKStepSetErrHandlerFn per integrator memory; 7.x: SUNContext_PushErrHandler on the
- * context, with a different handler signature). */
+ * caller's array, the work vectors are ARKODE's own clones of it, in slots of a slab inside
+ * this integrator's block; every ERKStep call's flag is checked. SUNDIALS 6.x and 7.x differ
+ * in two places here, both behind SUNDIALS_VERSION_MAJOR: SUNContext_Create's communicator
+ * argument, and error reporting (6.x: ERKStepSetErrHandlerFn per integrator memory; 7.x:
+ * SUNContext_PushErrHandler on the context, with a different handler signature). */
 #include "rs_integrator.h"
 
 #include "rs_nvector.h"
