@@ -1,15 +1,17 @@
-/* ARKODE's ERKStep behind rs_integrator.h: the only file of the core that includes SUNDIALS.
+/* ARKODE's ERKStep behind rs_integrator.h: the only file of the core that includes ARKODE
+ * (nvector.c, its vectors, includes SUNDIALS' vector header only).
  *
- * Public API only: the state is an NVECTOR_SERIAL made over the caller's array
- * (N_VMake_Serial), the work vectors are ARKODE's own clones of it, every ERKStep call's flag
- * is checked. SUNDIALS 6.x and 7.x differ in two places here, both behind
- * SUNDIALS_VERSION_MAJOR: SUNContext_Create's communicator argument, and error reporting
- * (6.x: ERKStepSetErrHandlerFn per integrator memory; 7.x: SUNContext_PushErrHandler on the
- * context, with a different handler signature). */
+ * Public API only: the state is one of robosim's N_Vectors (rs_nvector.h) made over the
+ * caller's array, the work vectors are ARKODE's own clones of it, in slots of a slab inside
+ * this integrator's block; every ERKStep call's flag is checked. SUNDIALS 6.x and 7.x differ
+ * in two places here, both behind SUNDIALS_VERSION_MAJOR: SUNContext_Create's communicator
+ * argument, and error reporting (6.x: ERKStepSetErrHandlerFn per integrator memory; 7.x:
+ * SUNContext_PushErrHandler on the context, with a different handler signature). */
 #include "rs_integrator.h"
 
+#include "rs_nvector.h"
+
 #include <arkode/arkode_erkstep.h>
-#include <nvector/nvector_serial.h>
 #include <sundials/sundials_config.h>
 #include <sundials/sundials_context.h>
 
@@ -18,16 +20,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Vectors the slab inside the integrator's block holds: the state and ERKStep's clones of it
+ * (15 in all with the 5-stage default table and root finding, 18 with Dormand-Prince's 7
+ * stages and its higher-degree interpolation, SUNDIALS 6.4.1; test_integrator counts them).
+ * More (another table, another SUNDIALS) are one malloc each. */
+#define VECTOR_SLOTS 18
+
 struct rs_integrator {
     SUNContext ctx;
     N_Vector y;     /* over the caller's state array */
+    rs_nvec_slab_t *slab; /* at the end of this block: the vectors' slots */
+    int n;          /* the state's length */
     void *mem;      /* ERKStep memory */
     rs_integrator_rhs_fn rhs;
     rs_integrator_guards_fn guards;
     void *user;
     int ng;         /* guards registered with ARKODE */
     int order;      /* of the method: 4, 5 or 8 (method_order) */
-    int *fired;     /* root info, ng */
+    int *fired;     /* root info, ng; one block with rootdir */
     int *rootdir;   /* all -1: guards fire when they fall through zero */
     double tstop;   /* end of the current interval */
     long folded;    /* ARKODE's step count already handed out (take_steps) */
@@ -46,13 +56,13 @@ static int ark_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
      * ARK_RHSFUNC_FAIL and rs_integrator_evolve reports RS_EDEADLINE */
     if (atomic_load_explicit(in->abort, memory_order_relaxed))
         return -1;
-    return in->rhs(t, N_VGetArrayPointer(y), N_VGetArrayPointer(ydot), in->user) ? -1 : 0;
+    return in->rhs(t, rs_nvec_data(y), rs_nvec_data(ydot), in->user) ? -1 : 0;
 }
 
 static int ark_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data)
 {
     rs_integrator_t *in = user_data;
-    in->guards(t, N_VGetArrayPointer(y), g, in->user);
+    in->guards(t, rs_nvec_data(y), g, in->user);
     return 0;
 }
 
@@ -109,13 +119,18 @@ void rs_integrator_destroy(rs_integrator_t **pin)
         N_VDestroy(in->y);
     if (in->ctx)
         SUNContext_Free(&in->ctx);
-    free(in->fired);
-    free(in->rootdir);
-    free(in);
+    free(in->fired); /* and rootdir */
+    free(in); /* and the slab */
     *pin = NULL;
 }
 
 static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st);
+
+/* Where the slab starts in the integrator's block (aligned for its doubles and pointers). */
+static size_t slab_offset(void)
+{
+    return (sizeof(rs_integrator_t) + 15) & ~(size_t)15;
+}
 
 static int integrator_init(rs_integrator_t *in, int n, double *x, rs_status_t *st)
 {
@@ -128,14 +143,9 @@ static int integrator_init(rs_integrator_t *in, int n, double *x, rs_status_t *s
     if (SUNContext_Create(NULL, &in->ctx) != 0)
         return rs_fail(st, RS_EEXHAUSTED, "cannot create the SUNDIALS context");
 #endif
-    if (!(in->y = N_VMake_Serial(n, x, in->ctx)))
+    in->slab = rs_nvec_slab_init((char *)in + slab_offset(), n, VECTOR_SLOTS, in->ctx);
+    if (!(in->y = rs_nvec_make(in->slab, x)))
         return rs_fail(st, RS_EEXHAUSTED, "cannot create the state vector");
-    /* ERKStep forms each stage and each solution with N_VLinearCombination; NVECTOR_SERIAL
-     * ships its fused kernel switched off, and the fallback chains N_VScale and N_VLinearSum
-     * calls. Switched on: 6-8% fewer instructions per control step (finger 11.7k -> 11.0k) and
-     * about 8% more steps/s. ARKODE's clones of y (its work vectors) inherit the setting. */
-    if (N_VEnableLinearCombination_Serial(in->y, SUNTRUE) != 0)
-        return rs_fail(st, RS_EINTERNAL, "cannot enable NVECTOR_SERIAL's fused operations");
     return create_stepper(in, 4, st);
 }
 
@@ -188,11 +198,13 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
                                    rs_integrator_guards_fn guards, void *user, rs_status_t *st)
 {
-    rs_integrator_t *in = calloc(1, sizeof *in);
+    /* one block: the integrator, then its vectors' slab */
+    rs_integrator_t *in = calloc(1, slab_offset() + rs_nvec_slab_bytes(n, VECTOR_SLOTS));
     if (!in) {
         rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
         return NULL;
     }
+    in->n = n;
     in->rhs = rhs;
     in->guards = guards;
     in->user = user;
@@ -213,17 +225,12 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     ARK_CHECK(in, st, ERKStepSetMaxNumSteps(in->mem, max_steps));
     ARK_CHECK(in, st, ERKStepSetMaxStep(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {
-        int *fired = calloc((size_t)(ng > 0 ? ng : 1), sizeof(int));
-        int *rootdir = calloc((size_t)(ng > 0 ? ng : 1), sizeof(int));
-        if (!fired || !rootdir) {
-            free(fired);
-            free(rootdir);
+        int *fired = calloc(2 * (size_t)(ng > 0 ? ng : 1), sizeof(int)); /* fired, rootdir */
+        if (!fired)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", ng);
-        }
         free(in->fired);
-        free(in->rootdir);
         in->fired = fired;
-        in->rootdir = rootdir;
+        in->rootdir = fired + (ng > 0 ? ng : 1);
         for (int i = 0; i < ng; i++)
             in->rootdir[i] = -1;
         ARK_CHECK(in, st, ERKStepRootInit(in->mem, ng, ng ? ark_guards : NULL));
@@ -312,8 +319,18 @@ int rs_integrator_aborted(const rs_integrator_t *in)
     return atomic_load_explicit(in->abort, memory_order_relaxed) != 0;
 }
 
+void rs_integrator_vectors(const rs_integrator_t *in, int *in_block, int *beyond)
+{
+    rs_nvec_slab_count(in->slab, in_block, beyond);
+}
+
 void rs_integrator_prefetch(const rs_integrator_t *in)
 {
-    for (const char *p = (const char *)in; p < (const char *)(in + 1); p += 64)
+    /* the integrator and the slots of its live vectors (the state and ARKODE's work vectors,
+     * which every step reads) */
+    int used, beyond;
+    rs_nvec_slab_count(in->slab, &used, &beyond);
+    const char *end = (const char *)in->slab + rs_nvec_slab_bytes(in->n, used);
+    for (const char *p = (const char *)in; p < end; p += 64)
         __builtin_prefetch(p);
 }

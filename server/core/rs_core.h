@@ -203,7 +203,6 @@ typedef struct rs_integrator rs_integrator_t; /* opaque: ARKODE memory lives in 
 
 typedef struct rs_data {
     RS_DATA_FIELDS(RS_DATA_MEMBER)    /* time, grid, rng, x, u, u_eff, sensors, ... (above) */
-    rs_entity_data_t ent[RS_MAX_ENTITIES];
     rs_schedule_t *sched;             /* model->nu schedules (field "schedules") */
     struct rs_motion_spec *spec;      /* the motion specification in force, or NULL (field
                                          "motion_spec"; rs_motion_spec.h) */
@@ -216,6 +215,10 @@ typedef struct rs_data {
      * log of RS_EVENT_LOG entries was 56 KiB of a 68 kB finger world) */
     rs_event_t *events;
     int events_cap;                   /* entries allocated in events[] */
+    size_t block_bytes;               /* of this block (rs_data_scratch), for prefetching */
+    /* The model's entities (nentities of them, at most RS_MAX_ENTITIES): the data is one block
+     * sized for its model (rs_data_scratch), these, then the vectors and the schedules */
+    rs_entity_data_t ent[];
 } rs_data_t;
 
 /* Allocate data for `m` and reset it with `seed`. NULL on failure (reason in `st`).

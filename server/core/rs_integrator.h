@@ -1,8 +1,8 @@
 /* The integrator: ARKODE's ERKStep with root finding, behind this one interface (core-private).
  *
- * integrator.c is the only file that includes SUNDIALS. It uses SUNDIALS' public API only
- * (NVECTOR_SERIAL over the caller's state array, ERKStep's documented functions), checks every
- * return flag and turns failures into RS_E* codes with a message. It builds against SUNDIALS
+ * integrator.c is the only file that includes ARKODE. It uses SUNDIALS' public API only
+ * (robosim's own N_Vector over the caller's state array, rs_nvector.h, and ERKStep's documented
+ * functions), checks every return flag and turns failures into RS_E* codes with a message. It builds against SUNDIALS
  * 6.x (Debian bookworm's 6.4, what scripts/install builds) and 7.x (SUNContext creation and the
  * error handler differ; see SUNDIALS_VERSION_MAJOR in integrator.c).
  *
@@ -65,7 +65,12 @@ long rs_integrator_take_steps(rs_integrator_t *in);
 void rs_integrator_set_abort(rs_integrator_t *in, const atomic_int *flag);
 int rs_integrator_aborted(const rs_integrator_t *in);
 
-/* A hint, changing nothing: load the integrator's own block (not ARKODE's opaque memory). */
+/* How many vectors of the integrator (the state and ARKODE's work vectors) live in its own
+ * block, and how many beyond it (one malloc each). */
+void rs_integrator_vectors(const rs_integrator_t *in, int *in_block, int *beyond);
+
+/* A hint, changing nothing: load the integrator's own block with its vectors (not ARKODE's
+ * opaque memory). */
 void rs_integrator_prefetch(const rs_integrator_t *in);
 
 #endif

@@ -206,25 +206,20 @@ static void world_guards(double t, const double *x, double *g, void *user)
     }
 }
 
-/* Ask the caches for the memory a control step of w reads: the data's head and vectors, the
- * model's head and entities, the integrator's own block. ARKODE's memory is opaque and not
- * guessed at. */
+/* Ask the caches for the memory a control step of w reads: the data's block (head, entities,
+ * vectors, schedules), the model's head and entities, the integrator's block with its vectors.
+ * ARKODE's memory is opaque and not guessed at. */
 void rs_world_prefetch(const rs_world_t *w)
 {
     const rs_data_t *d = w->data;
-    const char *p;
-    for (p = (const char *)d; p < (const char *)(d + 1); p += 64)
+    const char *p, *end = (const char *)d + d->block_bytes;
+    for (p = (const char *)d; p < end; p += 64)
         __builtin_prefetch(p);
     /* one line in four of the entities' models: their parameter storage is large and a robot
      * reads a few values of it */
     for (p = (const char *)w->model; p < (const char *)&w->model->ent[w->model->nentities]; p += 256)
         __builtin_prefetch(p);
     rs_integrator_prefetch(d->integ);
-    int nf;
-    const rs_field_t *f = rs_data_fields(&nf);
-    for (int i = 0; i < nf; i++)
-        if (f[i].shape == RS_SHAPE_VECTOR)
-            __builtin_prefetch(*(void *const *)((const char *)d + f[i].offset));
 }
 
 /* Apply the model's integrator options (tolerances, step limit, guards). Called whenever the
@@ -273,36 +268,47 @@ void rs_data_destroy(rs_data_t **pd)
     if (d->sched && d->m)
         for (int i = 0; i < d->m->nu; i++)
             schedule_clear(&d->sched[i]);
-    free(d->sched);
     free(d->events);
+    free(d); /* with its entities, vectors and schedules */
+    *pd = NULL;
+}
+
+/* Bytes from p rounded up to a multiple of 8 (the vectors' and schedules' alignment). */
+static size_t align8(size_t p)
+{
+    return (p + 7) & ~(size_t)7;
+}
+
+/* One block per data: the head, the model's entities, each vector field, the schedules (a
+ * world's control step reads them all: one block keeps them in consecutive cache lines and
+ * costs one allocation). The event log, grown on demand, stays apart. With d non-NULL, sets
+ * each vector field of d and its schedules to their places in the block; returns the block's
+ * bytes. */
+static size_t data_layout(const rs_model_t *m, rs_data_t *d)
+{
     int nf;
     const rs_field_t *f = rs_data_fields(&nf);
+    size_t at = align8(offsetof(rs_data_t, ent) + (size_t)m->nentities * sizeof(rs_entity_data_t));
     for (int i = 0; i < nf; i++)
-        if (f[i].shape == RS_SHAPE_VECTOR)
-            free(*(void **)((char *)d + f[i].offset));
-    free(d);
-    *pd = NULL;
+        if (f[i].shape == RS_SHAPE_VECTOR) {
+            if (d)
+                *(void **)((char *)d + f[i].offset) = (char *)d + at;
+            at += align8(rs_field_count(&f[i], m, NULL) * rs_field_type_size(f[i].type));
+        }
+    if (d)
+        d->sched = (rs_schedule_t *)((char *)d + at);
+    return at + (size_t)m->nu * sizeof(rs_schedule_t);
 }
 
 rs_data_t *rs_data_scratch(const rs_model_t *m)
 {
-    rs_data_t *d = calloc(1, sizeof *d); /* the event log comes with the first event */
+    size_t bytes = data_layout(m, NULL);
+    rs_data_t *d = calloc(1, bytes);
     if (!d)
         return NULL;
     d->m = m;
-    int nf, ok = 1;
-    const rs_field_t *f = rs_data_fields(&nf);
-    for (int i = 0; i < nf; i++)
-        if (f[i].shape == RS_SHAPE_VECTOR) {
-            size_t n = rs_field_count(&f[i], m, d);
-            void **at = (void **)((char *)d + f[i].offset);
-            ok &= (*at = calloc(n ? n : 1, rs_field_type_size(f[i].type))) != NULL;
-        }
-    d->sched = calloc((size_t)(m->nu ? m->nu : 1), sizeof(rs_schedule_t));
-    if (!ok || !d->sched) {
-        rs_data_destroy(&d);
-        return NULL;
-    }
+    d->block_bytes = bytes;
+    data_layout(m, d);
     for (int e = 0; e < m->nentities; e++) {
         d->ent[e].index = e;
         d->ent[e].data = d;

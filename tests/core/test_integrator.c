@@ -3,12 +3,15 @@
  *   - every method (order 4, 5 and 8) follows the closed form at rtol 1e-10;
  *   - a guard g = x falling through zero fires at t = pi/2 exactly (to the tolerance);
  *   - the method can change between intervals (ERKStep's memory is made anew);
+ *   - the state and ARKODE's work vectors (robosim's N_Vector, rs_nvector.h) all live in the
+ *     integrator's own block, for both methods, and a method change reuses their slots;
  *   - failures come back as RS_E* codes with ARKODE's reason: too many steps, a failing
  *     right-hand side, the abort flag (RS_EDEADLINE). */
 #include "rs_integrator.h"
 #include "rs_test.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 static int fail_rhs_at_all;
@@ -50,6 +53,7 @@ int main(void)
     if (!in)
         return rs_test_done("test_integrator");
 
+    int vectors[9] = {0};
     for (int order = 4; order <= 8; order += order == 5 ? 3 : 1) {
         double t;
         int rc = run(in, x, order, 0, 3.0, &t, &st);
@@ -64,7 +68,25 @@ int main(void)
         rc = run(in, x, order, 1, 3.0, &t, &st);
         CHECK(rc == 1 && fabs(t - M_PI / 2) < 1e-9 && rs_integrator_fired(in)[0] != 0,
               "order %d: the guard x = 0 fires at t = %.12g, closed form pi/2", order, t);
+
+        int beyond;
+        rs_integrator_vectors(in, &vectors[order], &beyond);
+        printf("order %d: %d vectors in the integrator's block, %d beyond it\n", order,
+               vectors[order], beyond);
+        /* the state, the stages (5 or 7), the solution, error weights and interpolation's */
+        CHECK(vectors[order] >= 1 + (order == 4 ? 5 : order == 5 ? 7 : 13) + 3 && beyond == 0,
+              "order %d: all vectors in the block (%d in it, %d beyond)", order, vectors[order],
+              beyond);
     }
+    /* back to order 4: ERKStep's memory made anew, its vectors in the slots the 7-stage
+     * method's left (none lost, none beyond) */
+    double t4;
+    CHECK(run(in, x, 4, 1, 3.0, &t4, &st) == 1, "order 4 again: the guard fires (%s)", st.message);
+    int again, beyond_again;
+    rs_integrator_vectors(in, &again, &beyond_again);
+    CHECK(again == vectors[4] && beyond_again == 0 && vectors[5] > vectors[4],
+          "order 4 again: %d vectors in the block (first time %d; order 5: %d), %d beyond",
+          again, vectors[4], vectors[5], beyond_again);
     /* more steps wanted than allowed: ARKODE's too-much-work, as RS_ESIMFAIL */
     x[0] = 1.0, x[1] = 0.0;
     double t = 0.0;
