@@ -46,15 +46,24 @@ static int aligned(const rs_world_t *w)
            dl <= 0.72 + TUBE_SLACK && dr >= 0.68 - TUBE_SLACK && dr <= 0.72 + TUBE_SLACK;
 }
 
-static rs_world_t *world_with_spec(double angle0)
+/* The preset's world from start angle angle0; scenario 2 makes the base passive and loads the
+ * passive-base specification. */
+static rs_world_t *world_with_spec(double angle0, int scenario)
 {
-    double th[] = {M_PI / 2 + angle0};
-    rs_param_t p[] = {{"mm", "theta0", th, 1}};
+    double th[] = {M_PI / 2 + angle0}, mode[] = {scenario == 2 ? 1.0 : 0.0};
+    /* scenario 2 starts 0.1 m nearer the table with the arms folded (the preset
+     * mobile_manipulator_passive): pushes can only move a passive base away from the table */
+    double y0[] = {scenario == 2 ? 0.1 : 0.0};
+    double q1[] = {0.9}, q2[] = {-1.8}, q3[] = {-0.9}, q4[] = {1.8};
+    rs_param_t p[] = {{"mm", "theta0", th, 1}, {"mm", "base_mode", mode, 1}, {"mm", "y0", y0, 1},
+                      {"mm", "left_theta1_0", q1, 1}, {"mm", "left_theta2_0", q2, 1},
+                      {"mm", "right_theta1_0", q3, 1}, {"mm", "right_theta2_0", q4, 1}};
     rs_status_t st;
-    rs_world_t *w = rs_world_new("mobile_manipulator", p, 1, 1, &st);
+    rs_world_t *w = rs_world_new("mobile_manipulator", p, scenario == 2 ? 7 : 3, 1, &st);
     CHECK(w != NULL, "start angle %g: %s", angle0, st.message);
     size_t n;
-    char *doc = read_example("dual_arm_alignment.jsonld", &n);
+    char *doc = read_example(scenario == 2 ? "dual_arm_alignment_passive.jsonld"
+                                           : "dual_arm_alignment.jsonld", &n);
     if (w && doc) {
         int rc = rs_set_motion_spec(w->model, w->data, doc, n, &st);
         CHECK_OK(rc, st);
@@ -64,10 +73,13 @@ static rs_world_t *world_with_spec(double angle0)
 }
 
 /* Scenario 1: the base is driven by the distance and angle controllers, the arms keep contact
- * with the edge (5 N along the approach, zero lateral velocity) */
-static void scenario1(double angle0, int verbose)
+ * with the edge (5 N along the approach, zero lateral velocity). Scenario 2: the base is passive
+ * (rolling wheels with rolling resistance); the arms push on the edge (the same contact and
+ * distance constraints, the distance force on the end effectors only, and the alignment angle
+ * through a force pair on them) and the base moves under the reactions. */
+static void scenario(int which, double angle0, int verbose)
 {
-    rs_world_t *w = world_with_spec(angle0);
+    rs_world_t *w = world_with_spec(angle0, which);
     if (!w)
         return;
     rs_status_t st;
@@ -93,16 +105,17 @@ static void scenario1(double angle0, int verbose)
             double v[3], err;
             int dim;
             rs_motion_spec_quantity(w->data->spec, "angle-alignment", v, &dim);
-            printf("%.2f %.5f %.5f %.5f %.4f %.4f %.5f\n", w->data->t,
-                   wrap(w->data->x[2] - M_PI / 2) * 180 / M_PI, s[7], s[15], s[2], s[10],
-                   (rs_motion_spec_evaluator(w->data->spec, 0, &err), v[0]));
+            printf("%.2f %.5f %.5f %.5f %.4f %.4f %.5f ee %.3f %.3f %.3f %.3f base %.3f %.3f\n",
+                   w->data->t, wrap(w->data->x[2] - M_PI / 2) * 180 / M_PI, s[7], s[15], s[2],
+                   s[10], (rs_motion_spec_evaluator(w->data->spec, 0, &err), v[0]), s[0], s[1],
+                   s[8], s[9], w->data->x[0], w->data->x[1]);
         }
     }
     const double *s = w->data->sensors;
     double ang = wrap(w->data->x[2] - M_PI / 2) * 180 / M_PI;
-    printf("scenario 1 from %+.2f rad: aligned from t = %.2f s; at %.0f s: angle %+.3f deg, "
+    printf("scenario %d from %+.2f rad: aligned from t = %.2f s; at %.0f s: angle %+.3f deg, "
            "distances %.4f %.4f m, normal forces %.2f %.2f N\n",
-           angle0, t_done, RUN_SECONDS, ang, s[7], s[15], s[2], s[10]);
+           which, angle0, t_done, RUN_SECONDS, ang, s[7], s[15], s[2], s[10]);
     CHECK(t_done >= 0 && t_done <= 30.0,
           "from %g rad: aligned within 30 s and held (from t = %g s; angle %g deg, distances %g %g)",
           angle0, t_done, ang, s[7], s[15]);
@@ -115,7 +128,7 @@ static void scenario1(double angle0, int verbose)
 /* A world running the specification: a snapshot restores, and forks, bit-exactly */
 static void snapshot_with_spec(void)
 {
-    rs_world_t *w = world_with_spec(0.2);
+    rs_world_t *w = world_with_spec(0.2, 1);
     if (!w)
         return;
     rs_status_t st;
@@ -153,13 +166,14 @@ static void snapshot_with_spec(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1) {
-        scenario1(atof(argv[1]), 1);
+    if (argc > 2) { /* test_mobile_align SCENARIO ANGLE: one run, printing every 0.5 s */
+        scenario(atoi(argv[1]), atof(argv[2]), 1);
         return rs_test_done("test_mobile_align");
     }
     static const double starts[] = {0.1, 0.2, 0.3, -0.2};
-    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
-        scenario1(starts[i], 0);
+    for (int sc = 1; sc <= 2; sc++)
+        for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
+            scenario(sc, starts[i], 0);
     snapshot_with_spec();
     return rs_test_done("test_mobile_align");
 }
