@@ -221,15 +221,15 @@ static void base_speeds(const rs_entity_model_t *em, const double *x, const doub
 static void arm_point(const rs_entity_model_t *em, const double *xa, int k, double l1, double l2,
                       double r[2], double J[2][2], double jd[2])
 {
-    double side = k == 0 ? 1.0 : -1.0, q1 = xa[0], q12 = xa[0] + xa[1];
-    double s1 = sin(q1), c1 = cos(q1), s12 = sin(q12), c12 = cos(q12);
-    double w1 = xa[2], w12 = xa[2] + xa[3];
-    r[0] = em->p[P_SHOULDER] + l1 * c1 + l2 * c12;
-    r[1] = side * em->p[P_SHOULDER + 1] + l1 * s1 + l2 * s12;
-    J[0][0] = -l1 * s1 - l2 * s12, J[0][1] = -l2 * s12;
-    J[1][0] = l1 * c1 + l2 * c12, J[1][1] = l2 * c12;
-    jd[0] = -l1 * w1 * w1 * c1 - l2 * w12 * w12 * c12;
-    jd[1] = -l1 * w1 * w1 * s1 - l2 * w12 * w12 * s12;
+    double side = k == 0 ? 1.0 : -1.0, fk[2];
+    serial_fk(l1, l2, xa, fk); /* arm_common's seed 002 kinematics with lengths l1, l2 */
+    serial_jacobian(l1, l2, xa, J);
+    r[0] = em->p[P_SHOULDER] + fk[0];
+    r[1] = side * em->p[P_SHOULDER + 1] + fk[1];
+    /* dJ/dt qd = -l1 w1^2 (c1, s1) - l2 w12^2 (c12, s12) */
+    double q1 = xa[0], q12 = xa[0] + xa[1], w1 = xa[2], w12 = xa[2] + xa[3];
+    jd[0] = -l1 * w1 * w1 * cos(q1) - l2 * w12 * w12 * cos(q12);
+    jd[1] = -l1 * w1 * w1 * sin(q1) - l2 * w12 * w12 * sin(q12);
 }
 
 /* A moving point in nu: its world position, Jacobian (2 x NV), velocity and a0. */
