@@ -649,8 +649,9 @@ static void mm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         xdot[Q0 + 4 * k + 2] = nud[2 + 2 * k];
         xdot[Q0 + 4 * k + 3] = nud[3 + 2 * k];
     }
-    xdot[BV] = passive(em) ? nud[0] : 0.0;
-    xdot[BW] = passive(em) ? nud[1] : 0.0;
+    /* held speeds (wheels mode, or a stuck passive base) exactly constant, not to round-off */
+    xdot[BV] = cf.fixed[0] ? 0.0 : nud[0];
+    xdot[BW] = cf.fixed[1] ? 0.0 : nud[1];
 }
 
 static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
@@ -793,11 +794,12 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
         rs_emit_event(ed, kind, t, k, before, x, NX);
 }
 
-/* A passive base's speed i (0: v, 1: w) at rest or reaching rest: stuck if the wheels' friction
- * can hold it (|holding force| <= the limit), else rolling against the net load. Speed exactly
- * 0 when stuck. */
+/* A passive base's speed i (0: v, 1: w): moving, it rolls (friction against its sign); at rest
+ * or reaching rest (the rolling guard's root, where the speed is 0 to the root's tolerance),
+ * stuck if the wheels' friction can hold it (|holding force| <= the limit), else rolling
+ * against the net load. Speed exactly 0 when stuck. */
 static void resolve_base(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                         const double *u, int i)
+                         const double *u, int i, int at_root)
 {
     double before[NX];
     memcpy(before, x, sizeof before);
@@ -806,6 +808,13 @@ static void resolve_base(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     mm_cfg_t cf = cfg_of(em, ed);
     double nud[NV], lam_b[2], lim = em->p[i == 0 ? P_ROLL_F : P_ROLL_T];
     sys_build(em, x, u, &S);
+    if (!at_root && S.nu[i] != 0.0) {
+        /* moving (a restored or set state): rolling its way, the friction against it */
+        ed->aux[AUX_BASE_V + i] = S.nu[i] > 0 ? 1.0 : -1.0;
+        if (old)
+            rs_emit_event(ed, EV_BASE_ROLL, t, i, before, x, NX);
+        return;
+    }
     cf.fixed[i] = 1, cf.base_dir[i] = 0.0;
     sys_solve(em, &S, &cf, 0, nud, NULL, lam_b);
     if (fabs(lam_b[i]) <= lim) {
@@ -866,7 +875,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             ed->aux[AUX_BASE_V + i] = fb[0] ? -1.0 : 1.0; /* lam reached +limit: the load is - */
             rs_emit_event(ed, EV_BASE_ROLL, t, i, before, x, NX);
         } else if (ed->aux[AUX_BASE_V + i] != 0.0 && fb[0]) {
-            resolve_base(em, ed, t, x, u, i);
+            resolve_base(em, ed, t, x, u, i, 1);
         }
     }
 }
@@ -890,8 +899,9 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     } else {
         for (int i = 0; i < 2; i++) {
             double dir = ed->aux[AUX_BASE_V + i];
+            /* stuck (is it moving?), or rolling but no longer that way (reached rest) */
             if (dir == 0.0 || !(dir * x[BV + i] > 0))
-                resolve_base(em, ed, t, x, u, i);
+                resolve_base(em, ed, t, x, u, i, dir != 0.0);
         }
     }
     for (int k = 0; k < 2; k++) {
