@@ -138,9 +138,9 @@ static void scenario(int which, double angle0, int verbose)
 }
 
 /* A world running the specification: a snapshot restores, and forks, bit-exactly */
-static void snapshot_with_spec(void)
+static void snapshot_with_spec(int scenario)
 {
-    rs_world_t *w = world_with_spec(0.2, 1);
+    rs_world_t *w = world_with_spec(0.2, scenario);
     if (!w)
         return;
     rs_status_t st;
@@ -159,7 +159,7 @@ static void snapshot_with_spec(void)
               "the fork steps on bit-identically");
     }
     /* restore into the same world and step again */
-    rs_world_t *g = rs_world_new("mobile_manipulator", NULL, 0, 5, &st);
+    rs_world_t *g = rs_world_new("mobile_manipulator", NULL, 0, 5, &st); /* params: the snapshot's */
     CHECK(rs_snapshot_read(g, snap, len, &st) == 0 && g->data->spec != NULL, "restore: %s",
           st.message);
     CHECK_OK(rs_step(g->model, g->data, 200, &st), st);
@@ -186,6 +186,7 @@ int main(int argc, char **argv)
     for (int sc = 1; sc <= 2; sc++)
         for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
             scenario(sc, starts[i], 0);
-    snapshot_with_spec();
+    snapshot_with_spec(1);
+    snapshot_with_spec(2);
     return rs_test_done("test_mobile_align");
 }
