@@ -58,6 +58,7 @@
  * but the contact constraint takes their rates as 0, so a stuck end effector drifts by that much
  * while a ramp runs (settle() puts it back on the edge at the next step). */
 #include "arm_common.h"
+#include "diff_drive_common.h"
 
 #include <stdio.h>
 
@@ -211,9 +212,8 @@ static void base_speeds(const rs_entity_model_t *em, const double *x, const doub
         *v = x[BV], *w = x[BW];
         return;
     }
-    double r = em->p[P_R];
-    *v = 0.5 * r * (u[U_PHI1] + u[U_PHI2]);
-    *w = r / (2.0 * em->p[P_L]) * (u[U_PHI1] - u[U_PHI2]);
+    *v = wheels_forward_speed(em->p[P_R], u[U_PHI1], u[U_PHI2]);
+    *w = wheels_turn_rate(em->p[P_R], em->p[P_L], u[U_PHI1], u[U_PHI2]);
 }
 
 /* A point of arm k's chain, r = shoulder + l1 (c1, s1) + l2 (c12, s12) in the base frame, its
