@@ -251,14 +251,15 @@ static void jacobian_transpose(rs_world_t *w)
 
 static void examples(const rs_model_t *m)
 {
-    static const char *const files[] = {"single_arm.jsonld", "dual_arm_alignment.jsonld"};
+    static const char *const files[] = {"single_arm.jsonld", "dual_arm_alignment.jsonld",
+                                        "dual_arm_alignment_passive.jsonld"};
     char dir[512];
     snprintf(dir, sizeof dir, "%s", __FILE__);
     char *slash = strstr(dir, "tests/core/");
     if (!slash)
         return;
     *slash = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         char path[700];
         snprintf(path, sizeof path, "%sexamples/specs/%s", dir, files[i]);
         FILE *f = fopen(path, "rb");
@@ -381,6 +382,40 @@ static void monitor_exact_time(void)
     rs_world_destroy(&w);
 }
 
+/* Scenario 1's specification drives the base with a wrench; on a passive base (base_mode 1) the
+ * step is refused with RS_EINVAL naming base_mode, nothing moves, and once the specification is
+ * cleared the world steps on. */
+static void wrench_on_passive_base(void)
+{
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("mobile_manipulator_passive", NULL, 0, 1, &st);
+    CHECK(w != NULL, "%s", st.message);
+    if (!w)
+        return;
+    char path[700];
+    snprintf(path, sizeof path, "%s", __FILE__);
+    char *at = strstr(path, "tests/core/");
+    if (at)
+        snprintf(at, sizeof path - (size_t)(at - path), "examples/specs/dual_arm_alignment.jsonld");
+    FILE *f = at ? fopen(path, "rb") : NULL;
+    CHECK(f != NULL, "open %s", path);
+    if (f) {
+        static char buf[1 << 17];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        CHECK_OK(rs_set_motion_spec(w->model, w->data, buf, n, &st), st);
+        double x0[13];
+        memcpy(x0, w->data->x, sizeof x0);
+        int rc = rs_step(w->model, w->data, 1, &st);
+        CHECK(rc == RS_EINVAL && strstr(st.message, "base_mode") != NULL,
+              "refused: %d %s", rc, st.message);
+        CHECK(memcmp(x0, w->data->x, sizeof x0) == 0 && w->data->t == 0.0, "nothing moved");
+        CHECK_OK(rs_set_motion_spec(w->model, w->data, NULL, 0, &st), st);
+        CHECK_OK(rs_step(w->model, w->data, 10, &st), st);
+    }
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
     rs_status_t st;
@@ -395,5 +430,6 @@ int main(void)
     monitor_event(w);
     rs_world_destroy(&w);
     monitor_exact_time();
+    wrench_on_passive_base();
     return rs_test_done("test_motion_spec");
 }
