@@ -301,6 +301,8 @@ const int *rs_integrator_fired(const rs_integrator_t *in)
     return in->fired;
 }
 
+int rs_integrator_nguards(const rs_integrator_t *in) { return in->ng; }
+
 double rs_integrator_next_step(const rs_integrator_t *in)
 {
     double h = 0.0;

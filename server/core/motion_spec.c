@@ -102,8 +102,11 @@ struct rs_motion_spec {
     size_t source_len;
     int n;
     ent_t e[MAX_ENT];
-    double val[MAX_ENT][3];
-    double fpose[MAX_ENT][3], ftwist[MAX_ENT][3], fforce[MAX_ENT][2];
+    /* quantity values and frame readings: buffer 0 for the control step (what readouts show),
+     * buffer 1 for the integrator's guard evaluations at trial states; the pointers select */
+    double val_buf[2][MAX_ENT][3];
+    double fpose_buf[2][MAX_ENT][3], ftwist_buf[2][MAX_ENT][3], fforce_buf[2][MAX_ENT][2];
+    double (*val)[3], (*fpose)[3], (*ftwist)[3], (*fforce)[2];
     int ncomp;
     comp_t comp[MAX_ENT];
     /* indexes of evaluators, controllers, monitors, motions, solvers in document order */
@@ -116,6 +119,12 @@ struct rs_motion_spec {
     double integ[MAX_ENT], eprev[MAX_ENT], hasprev[MAX_ENT], out[MAX_ENT], sat[MAX_ENT],
         err[MAX_ENT];
 };
+
+static void use_buffer(rs_motion_spec_t *s, int b)
+{
+    s->val = s->val_buf[b], s->fpose = s->fpose_buf[b];
+    s->ftwist = s->ftwist_buf[b], s->fforce = s->fforce_buf[b];
+}
 
 /* ---- JSON-LD names ------------------------------------------------------------------------- */
 
@@ -915,6 +924,8 @@ rs_motion_spec_t *rs_motion_spec_parse(const rs_model_t *m, const char *json, si
     rs_motion_spec_t *s = calloc(1, sizeof *s);
     parser_t *P = calloc(1, sizeof *P);
     int rc = 0;
+    if (s)
+        use_buffer(s, 0);
     if (!s || !P) {
         rc = rs_fail(st, RS_EEXHAUSTED, "out of memory");
         goto done;
@@ -1052,7 +1063,7 @@ void rs_motion_spec_reset(rs_motion_spec_t *s)
     memset(s->out, 0, sizeof s->out);
     memset(s->sat, 0, sizeof s->sat);
     memset(s->err, 0, sizeof s->err);
-    memset(s->val, 0, sizeof s->val);
+    memset(s->val_buf[0], 0, sizeof s->val_buf[0]);
 }
 
 /* ---- evaluation ---------------------------------------------------------------------------- */
@@ -1068,6 +1079,18 @@ static void rotate(double ang, const double in[2], double out[2])
 static double axes_angle(const rs_motion_spec_t *s, int frame)
 {
     return frame >= 0 ? s->fpose[frame][2] : 0.0;
+}
+
+/* How far constraint c is inside its monitor's tolerance tol (>= 0: satisfied, |e| <= tol): a
+ * continuous function of the quantities (the tube's error is 0 inside; this is the distance to
+ * the nearer threshold there), so the integrator can find its zero as a guard. */
+static double constraint_margin(const rs_motion_spec_t *s, int c, double tol)
+{
+    const ent_t *e = &s->e[c];
+    double q = s->val[e->a][0];
+    if (e->ctype == C_EQUALITY)
+        return tol - fabs(s->val[e->b][0] - q);
+    return tol + fmin(q - s->val[e->b][0], s->val[e->c][0] - q);
 }
 
 static double constraint_error(const rs_motion_spec_t *s, int c)
@@ -1124,13 +1147,12 @@ static void push_event(int kind, int index, int *ev_kind, int *ev_index, int max
     (*nev)++;
 }
 
-int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_t *d, double dt,
-                        double *u, int *replace, int *ev_kind, int *ev_index, int max_events,
-                        int *nev, rs_status_t *st)
+/* Evaluate the frames and quantities at state x (the world's full state vector) in the selected
+ * buffer. With guard != 0 (a trial state of the integrator) the run state is left alone:
+ * controllers give their held outputs, evaluators do not record their errors. */
+static void evaluate(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_t *d,
+                     const double *x, double dt, int guard)
 {
-    *nev = 0;
-    *replace = 0;
-    memset(u, 0, sizeof(double) * (size_t)m->nu);
     /* frames */
     for (int i = 0; i < s->n; i++) {
         const ent_t *e = &s->e[i];
@@ -1142,7 +1164,7 @@ int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_
         if (e->entity < 0)
             continue;
         const rs_entity_model_t *em = &m->ent[e->entity];
-        em->robot->frame(em, &d->ent[e->entity], d->x + em->x_off, d->u_eff + em->u_off, e->frame,
+        em->robot->frame(em, &d->ent[e->entity], x + em->x_off, d->u_eff + em->u_off, e->frame,
                          s->fpose[i], s->ftwist[i], s->fforce[i]);
     }
     /* quantities in dependency order; controllers use the step's errors */
@@ -1198,10 +1220,15 @@ int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_
                 }
             } else if (p->kind == E_EVALUATOR) {
                 v[0] = constraint_error(s, p->a);
-                s->err[e->producer] = v[0];
+                if (!guard)
+                    s->err[e->producer] = v[0];
             } else if (p->kind == E_CONTROLLER) {
                 int ci = e->producer;
                 double err = s->val[p->a][0];
+                if (guard) {
+                    v[0] = s->out[ci];
+                    continue;
+                }
                 if (!controller_active(s, ci)) {
                     s->integ[ci] = 0, s->hasprev[ci] = 0, s->out[ci] = 0;
                     v[0] = 0;
@@ -1222,17 +1249,13 @@ int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_
             }
         }
     }
-    /* monitors */
-    for (int j = 0; j < s->nmon; j++) {
-        int mi = s->mon[j];
-        const ent_t *mo = &s->e[mi];
-        int now = fabs(constraint_error(s, mo->a)) <= mo->tol;
-        if (now != (s->sat[mi] > 0))
-            push_event(now ? RS_SPEC_EV_MONITOR_SATISFIED : RS_SPEC_EV_MONITOR_VIOLATED, j, ev_kind,
-                       ev_index, max_events, nev);
-        s->sat[mi] = now;
-    }
-    /* guarded motions: start when `when` holds, move on when `until` (non-empty) holds */
+}
+
+/* Start the active motion when its `when` holds; move on when its `until` (non-empty) holds,
+ * logging the switch. */
+static void switch_motions(rs_motion_spec_t *s, int *ev_kind, int *ev_index, int max_events,
+                           int *nev)
+{
     if (s->active >= 0) {
         const ent_t *mo = &s->e[s->mot[(int)s->active]];
         if (!s->started && all_satisfied(s, mo->list[0], mo->nlist[0], 0))
@@ -1243,6 +1266,30 @@ int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_
             push_event(RS_SPEC_EV_MOTION_SWITCH, (int)s->active, ev_kind, ev_index, max_events, nev);
         }
     }
+}
+
+int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_t *d, double dt,
+                        double *u, int *replace, int *ev_kind, int *ev_index, int max_events,
+                        int *nev, rs_status_t *st)
+{
+    *nev = 0;
+    *replace = 0;
+    memset(u, 0, sizeof(double) * (size_t)m->nu);
+    use_buffer(s, 0);
+    evaluate(s, m, d, d->x, dt, 0);
+    /* monitors (their changes across a control-step boundary: within a step the integrator
+     * finds them as guards, rs_motion_spec_guards) */
+    for (int j = 0; j < s->nmon; j++) {
+        int mi = s->mon[j];
+        const ent_t *mo = &s->e[mi];
+        int now = fabs(constraint_error(s, mo->a)) <= mo->tol;
+        if (now != (s->sat[mi] > 0))
+            push_event(now ? RS_SPEC_EV_MONITOR_SATISFIED : RS_SPEC_EV_MONITOR_VIOLATED, j, ev_kind,
+                       ev_index, max_events, nev);
+        s->sat[mi] = now;
+    }
+    /* guarded motions: start when `when` holds, move on when `until` (non-empty) holds */
+    switch_motions(s, ev_kind, ev_index, max_events, nev);
     /* solvers: every driver's wrench, in world axes, through the robot */
     for (int k = 0; k < s->nsol; k++) {
         const ent_t *sv = &s->e[s->sol[k]];
@@ -1268,6 +1315,36 @@ int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_
         }
     }
     return 0;
+}
+
+int rs_motion_spec_nguards(const rs_motion_spec_t *s) { return s->nmon; }
+
+void rs_motion_spec_guards(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_t *d,
+                           const double *x, double *g)
+{
+    use_buffer(s, 1);
+    evaluate(s, m, d, x, 0.0, 1);
+    for (int j = 0; j < s->nmon; j++) {
+        const ent_t *mo = &s->e[s->mon[j]];
+        double margin = constraint_margin(s, mo->a, mo->tol);
+        g[j] = s->sat[s->mon[j]] > 0 ? margin : -margin;
+    }
+    use_buffer(s, 0);
+}
+
+void rs_motion_spec_fired(rs_motion_spec_t *s, const int *fired, int *ev_kind, int *ev_index,
+                          int max_events, int *nev)
+{
+    *nev = 0;
+    for (int j = 0; j < s->nmon; j++) {
+        if (!fired[j])
+            continue;
+        int mi = s->mon[j];
+        s->sat[mi] = s->sat[mi] > 0 ? 0 : 1;
+        push_event(s->sat[mi] > 0 ? RS_SPEC_EV_MONITOR_SATISFIED : RS_SPEC_EV_MONITOR_VIOLATED, j,
+                   ev_kind, ev_index, max_events, nev);
+    }
+    switch_motions(s, ev_kind, ev_index, max_events, nev);
 }
 
 /* ---- readouts and run state ---------------------------------------------------------------- */
@@ -1377,6 +1454,21 @@ int rs_set_motion_spec(const rs_model_t *m, rs_data_t *d, const char *json, size
     return 0;
 }
 
+/* Log a step's specification events on entity 0, after its robot's own kinds, at d->t. */
+static void log_events(const rs_model_t *m, rs_data_t *d, const int *kinds, const int *index,
+                       int nev, int max)
+{
+    int base = m->ent[0].robot->nevent_kinds;
+    for (int i = 0; i < nev; i++) {
+        if (i >= max) { /* more than the buffer took: counted as dropped */
+            d->events_total++;
+            d->events_dropped++;
+            continue;
+        }
+        rs_emit_event(&d->ent[0], base + kinds[i], d->t, index[i], NULL, NULL, 0);
+    }
+}
+
 int rs_motion_spec_control(const rs_model_t *m, rs_data_t *d, double dt, rs_status_t *st)
 {
     int kinds[16], index[16], nev, replace;
@@ -1385,15 +1477,13 @@ int rs_motion_spec_control(const rs_model_t *m, rs_data_t *d, double dt, rs_stat
     (void)replace;
     if (rc < 0)
         return rc;
-    /* monitors and motion switches: events of entity 0, after its robot's own kinds */
-    int base = m->ent[0].robot->nevent_kinds;
-    for (int i = 0; i < nev; i++) {
-        if (i >= 16) { /* more than the buffer took: counted as dropped */
-            d->events_total++;
-            d->events_dropped++;
-            continue;
-        }
-        rs_emit_event(&d->ent[0], base + kinds[i], d->t, index[i], NULL, NULL, 0);
-    }
+    log_events(m, d, kinds, index, nev, 16);
     return 0;
+}
+
+void rs_motion_spec_roots(const rs_model_t *m, rs_data_t *d, const int *fired)
+{
+    int kinds[16], index[16], nev;
+    rs_motion_spec_fired(d->spec, fired, kinds, index, 16, &nev);
+    log_events(m, d, kinds, index, nev, 16);
 }

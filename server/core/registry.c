@@ -60,6 +60,18 @@ static const rs_preset_t presets[] = {
                       {"mm", "y0", 0.0}},
     },
     {
+        .name = "mobile_manipulator_passive",
+        .doc = "issue 11, scenario 2: the mobile manipulator with a passive base (rolling wheels "
+               "with rolling resistance), 0.1 m nearer the table edge than mobile_manipulator, "
+               "at 0.2 rad to it, the arms folded (pushes can only move a passive base away)",
+        .nentities = 1,
+        .entities = {{"mm", "mobile_manipulator", {0.0, 0.0, 0.0}}},
+        .overrides = {{"mm", "theta0", M_PI / 2 + 0.2}, {"mm", "y0", 0.1},
+                      {"mm", "base_mode", 1.0}, {"mm", "left_theta1_0", 0.9},
+                      {"mm", "left_theta2_0", -1.8}, {"mm", "right_theta1_0", -0.9},
+                      {"mm", "right_theta2_0", 1.8}},
+    },
+    {
         .name = "workshop",
         .doc = "the default world: the finger and object, the serial arm, the parallel arm and "
                "the differential-drive robot side by side in one world frame (base poses: "

@@ -54,6 +54,9 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st);
 /* Which guards fired at the last root return (ng values, non-zero: fired); owned by in. */
 const int *rs_integrator_fired(const rs_integrator_t *in);
 
+/* The number of guards registered by the last rs_integrator_configure (-1: none yet). */
+int rs_integrator_nguards(const rs_integrator_t *in);
+
 /* The step size ARKODE would try next (0 if unknown). */
 double rs_integrator_next_step(const rs_integrator_t *in);
 

@@ -59,8 +59,11 @@ typedef enum rs_spec_event_kind {
 
 /* In a world's event log, these are logged on entity 0 with kinds after its robot's own
  * (robot event kinds + the rs_spec_event_kind_t value), named rs_spec_event_names[]; the
- * event's value is the monitor's index (in document order) or the new motion's index. They are
- * found once per control step (at its start), not by root finding. */
+ * event's value is the monitor's index (in document order) or the new motion's index. A
+ * monitor changing within a control step is a guard of the integrator (rs_motion_spec_guards):
+ * its event carries the exact time of the crossing, and a motion switch it causes happens at
+ * that time (the new motion's controllers act from the next control step, when commands are
+ * computed). Changes across a control-step boundary (new commands) are found at its start. */
 #define RS_SPEC_EVENT_KINDS 3
 extern const char *const rs_spec_event_names[RS_SPEC_EVENT_KINDS];
 
@@ -90,6 +93,21 @@ int rs_motion_spec_step(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_
                         double *u, int *replace, int *ev_kind, int *ev_index, int max_events,
                         int *nev, rs_status_t *st);
 
+/* The number of guard functions the specification adds to the integrator's (one per monitor),
+ * and their values at the world's trial state x (all m->nx values) into g: the monitor's
+ * margin (how far its constraint is inside the tolerance: >= 0 satisfied), negated while it is
+ * not satisfied, so that a guard falls through 0 when the monitor changes. Leaves the run state
+ * and the readouts alone. */
+int rs_motion_spec_nguards(const rs_motion_spec_t *s);
+void rs_motion_spec_guards(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_t *d,
+                           const double *x, double *g);
+
+/* At a root of the specification's guards (fired[j] != 0: monitor j changed): flip those
+ * monitors, switch motions whose `until` now holds, and write the events (kind, index) as
+ * rs_motion_spec_step does. */
+void rs_motion_spec_fired(rs_motion_spec_t *s, const int *fired, int *ev_kind, int *ev_index,
+                          int max_events, int *nev);
+
 /* Whether the specification's commands replace the agent's (a solver's combine "replace"). */
 int rs_motion_spec_replaces(const rs_motion_spec_t *s);
 
@@ -101,6 +119,10 @@ int rs_set_motion_spec(const rs_model_t *m, rs_data_t *d, const char *json, size
 /* The control-step hook (world.c): evaluate d->spec at d's state into d->u_spec, logging its
  * events (monitors, motion switches) in d's event log. */
 int rs_motion_spec_control(const rs_model_t *m, rs_data_t *d, double dt, rs_status_t *st);
+
+/* The root hook (world.c): monitors of d->spec whose guards fired (fired: its guards' flags)
+ * changed at d->t; log their events and any motion switch at d->t in d's event log. */
+void rs_motion_spec_roots(const rs_model_t *m, rs_data_t *d, const int *fired);
 
 /* Readouts for the state and the observers: the evaluators (their errors) and controllers (their
  * outputs), by index, with their @id. */

@@ -204,6 +204,10 @@ static void world_guards(double t, const double *x, double *g, void *user)
             em->robot->guards(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
                               g + em->g_off);
     }
+    /* a motion specification's monitors, after the robots' guards (once the integrator has
+     * room for them: control_step configures it) */
+    if (d->spec && rs_integrator_nguards(d->integ) == m->ng + rs_motion_spec_nguards(d->spec))
+        rs_motion_spec_guards(d->spec, m, d, x, g + m->ng);
 }
 
 /* Ask the caches for the memory a control step of w reads: the data's block (head, entities,
@@ -222,6 +226,12 @@ void rs_world_prefetch(const rs_world_t *w)
     rs_integrator_prefetch(d->integ);
 }
 
+/* The guards a motion specification adds (its monitors; 0 without one). */
+static int spec_nguards(const rs_data_t *d)
+{
+    return d->spec ? rs_motion_spec_nguards(d->spec) : 0;
+}
+
 /* Apply the model's integrator options (tolerances, step limit, guards). Called whenever the
  * model may have changed; a restart keeps all of it. */
 static int integrator_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
@@ -231,7 +241,8 @@ static int integrator_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *
         if (m->ent[e].robot->erk_order > order)
             order = m->ent[e].robot->erk_order;
     return rs_integrator_configure(d->integ, order, m->rtol, m->atol,
-                                   (long)m->max_internal_steps, m->sim_step, m->ng, st);
+                                   (long)m->max_internal_steps, m->sim_step,
+                                   m->ng + spec_nguards(d), st);
 }
 
 /* Add the integrator's steps not yet counted to d->internal_steps, so that the data alone
@@ -641,6 +652,11 @@ static void apply_jumps(const rs_model_t *m, rs_data_t *d)
             em->robot->jump(em, &d->ent[e], d->t, d->x + em->x_off, commands_at(m, d, e, d->t),
                             fired + em->g_off);
     }
+    int ns = spec_nguards(d), any = 0;
+    for (int j = 0; j < ns; j++)
+        any |= fired[m->ng + j] != 0;
+    if (any) /* monitors changed at d->t: their events (and a motion switch) at that time */
+        rs_motion_spec_roots(m, d, fired + m->ng);
 }
 
 static void remember_step_size(const rs_model_t *m, rs_data_t *d)
@@ -708,6 +724,12 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
         if (rc < 0)
             return rc;
         d->dirty = 1; /* new commands: settle the robots' modes with them */
+    }
+    if (rs_integrator_nguards(d->integ) != m->ng + spec_nguards(d)) {
+        /* a specification was loaded, cleared or restored: its monitors' guards */
+        int rc = integrator_configure(m, d, st);
+        if (rc < 0)
+            return rc;
     }
     if (d->dirty)
         settle_all(m, d);

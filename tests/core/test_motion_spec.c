@@ -194,7 +194,7 @@ static void evaluate(rs_world_t *w)
         CHECK(fabs(out - f) < 1e-9, "controller %.15g, closed form %.15g", out, f);
         /* the wrench f * (p / |p|) (base axes) on the base: v = k F . heading, w = 0;
          * the direction is in the base's axes, so F . heading = f px / d */
-        double vb = 0.01 * f * px / d, r = 0.1;
+        double vb = 0.002 * f * px / d, r = 0.1; /* base_admittance 0.002 m/(N s) */
         CHECK(fabs(u[0] - vb / r) < 1e-9 && fabs(u[1] - vb / r) < 1e-9 && u[2] == 0 && u[5] == 0,
               "wheel speeds %g %g, closed form %g", u[0], u[1], vb / r);
         CHECK(replace == 0 && nev == 0, "combine add, no events");
@@ -251,14 +251,15 @@ static void jacobian_transpose(rs_world_t *w)
 
 static void examples(const rs_model_t *m)
 {
-    static const char *const files[] = {"single_arm.jsonld", "dual_arm_alignment.jsonld"};
+    static const char *const files[] = {"single_arm.jsonld", "dual_arm_alignment.jsonld",
+                                        "dual_arm_alignment_passive.jsonld"};
     char dir[512];
     snprintf(dir, sizeof dir, "%s", __FILE__);
     char *slash = strstr(dir, "tests/core/");
     if (!slash)
         return;
     *slash = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
         char path[700];
         snprintf(path, sizeof path, "%sexamples/specs/%s", dir, files[i]);
         FILE *f = fopen(path, "rb");
@@ -299,6 +300,122 @@ static void monitor_event(rs_world_t *w)
     free(doc);
 }
 
+/* Monitors are guards of the integrator: a distance monitor on a base moving at constant speed
+ * changes at the closed-form time, not at the next control step. The base starts at x = 0.01 m
+ * heading +x with both wheels at 2 rad/s: v = r/2 (2 + 2) = 0.2 m/s (seed 002), so its distance
+ * from the world origin is 0.01 + 0.2 t. Monitor 0 (distance within [0, 0.123]) is violated at
+ * t = 0.113 / 0.2 = 0.565 s; monitor 1 (within [0.2, 100]) is satisfied at t = 0.19 / 0.2 =
+ * 0.95 s, and with it the first guarded motion's `until` holds: the switch is at 0.95 s too.
+ * Neither time is on the 10 ms control grid's points by more than round-off: the grid would
+ * give 0.57 and 0.95 + up to 10 ms. */
+static void monitor_exact_time(void)
+{
+    double th[] = {0.0}, x0[] = {0.01}, far[] = {100.0};
+    rs_param_t p[] = {{"mm", "theta0", th, 1}, {"mm", "x0", x0, 1}, {"mm", "table_y", far, 1}};
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("mobile_manipulator", p, 3, 1, &st);
+    CHECK(w != NULL, "%s", st.message);
+    if (!w)
+        return;
+    static const char doc[] =
+        "[{\"@id\": \"fw\", \"@type\": \"Frame\", \"world-frame\": \"world\"},\n"
+        " {\"@id\": \"fb\", \"@type\": \"Frame\", \"world-frame\": \"base\"},\n"
+        " {\"@id\": \"pose\", \"@type\": \"Pose\", \"of\": \"fb\", \"with-respect-to\": \"fw\"},\n"
+        " {\"@id\": \"dist\", \"@type\": [\"Quantity\", \"LinearDistance\"], \"quantity-kind\": "
+        "\"Distance\", \"unit\": \"M\"},\n"
+        " {\"@id\": \"op\", \"@type\": \"PoseToLinearDistance\", \"pose\": \"pose\", \"distance\": "
+        "\"dist\"},\n"
+        " {\"@id\": \"lo\", \"@type\": \"Quantity\", \"quantity-kind\": \"Distance\", \"unit\": "
+        "\"M\", \"value\": \"0.0\"},\n"
+        " {\"@id\": \"hi\", \"@type\": \"Quantity\", \"quantity-kind\": \"Distance\", \"unit\": "
+        "\"M\", \"value\": \"0.123\"},\n"
+        " {\"@id\": \"lo2\", \"@type\": \"Quantity\", \"quantity-kind\": \"Distance\", \"unit\": "
+        "\"M\", \"value\": \"0.2\"},\n"
+        " {\"@id\": \"hi2\", \"@type\": \"Quantity\", \"quantity-kind\": \"Distance\", \"unit\": "
+        "\"M\", \"value\": \"100.0\"},\n"
+        " {\"@id\": \"near\", \"@type\": [\"Constraint\", \"BilateralConstraint\", "
+        "\"LinearDistanceConstraint\"], \"quantity\": \"dist\", \"lower-threshold\": \"lo\", "
+        "\"upper-threshold\": \"hi\"},\n"
+        " {\"@id\": \"far\", \"@type\": [\"Constraint\", \"BilateralConstraint\", "
+        "\"LinearDistanceConstraint\"], \"quantity\": \"dist\", \"lower-threshold\": \"lo2\", "
+        "\"upper-threshold\": \"hi2\"},\n"
+        " {\"@id\": \"mon-near\", \"@type\": \"Monitor\", \"constraint\": \"near\"},\n"
+        " {\"@id\": \"mon-far\", \"@type\": \"Monitor\", \"constraint\": \"far\"},\n"
+        " {\"@id\": \"h-near\", \"@type\": \"ConstraintHandler\", \"constraint\": \"near\", "
+        "\"monitor\": \"mon-near\"},\n"
+        " {\"@id\": \"h-far\", \"@type\": \"ConstraintHandler\", \"constraint\": \"far\", "
+        "\"monitor\": \"mon-far\"},\n"
+        " {\"@id\": \"go\", \"@type\": \"GuardedMotion\", \"when\": [], \"while\": [\"near\"], "
+        "\"until\": [\"far\"]},\n"
+        " {\"@id\": \"there\", \"@type\": \"GuardedMotion\", \"when\": [], \"while\": [\"far\"], "
+        "\"until\": []}]";
+    int rc = rs_set_motion_spec(w->model, w->data, doc, strlen(doc), &st);
+    CHECK_OK(rc, st);
+    double u[6] = {2.0, 2.0, 0, 0, 0, 0};
+    CHECK_OK(rs_set_commands(w->model, w->data, 0, u, 6, &st), st);
+    double t_violated = -1, t_satisfied = -1, t_switch = -1;
+    for (int k = 0; k < 120 && rc == 0; k++) {
+        rc = rs_step(w->model, w->data, 1, &st);
+        CHECK_OK(rc, st);
+        for (int i = 0; i < w->data->nevents; i++) {
+            const rs_event_t *e = &w->data->events[i];
+            const char *name = rs_event_kind_name(w->model, e);
+            if (strcmp(name, "spec_monitor_violated") == 0 && e->value == 0)
+                t_violated = e->t;
+            if (strcmp(name, "spec_monitor_satisfied") == 0 && e->value == 1)
+                t_satisfied = e->t;
+            if (strcmp(name, "spec_motion_switch") == 0 && e->value == 1)
+                t_switch = e->t;
+        }
+    }
+    CHECK(fabs(t_violated - 0.565) < 1e-9, "monitor 0 violated at t = %.12g s, closed form 0.565",
+          t_violated);
+    CHECK(fabs(t_satisfied - 0.95) < 1e-9, "monitor 1 satisfied at t = %.12g s, closed form 0.95",
+          t_satisfied);
+    CHECK(fabs(t_switch - 0.95) < 1e-9, "motion switch at t = %.12g s, closed form 0.95",
+          t_switch);
+    const char *id;
+    CHECK(rs_motion_spec_active_motion(w->data->spec, &id) == 1 && strcmp(id, "there") == 0,
+          "the second motion runs");
+    CHECK(fabs(w->data->x[0] - (0.01 + 0.2 * w->data->t)) < 1e-9, "base x %.12g at t %g",
+          w->data->x[0], w->data->t);
+    rs_world_destroy(&w);
+}
+
+/* Scenario 1's specification drives the base with a wrench; on a passive base (base_mode 1) the
+ * step is refused with RS_EINVAL naming base_mode, nothing moves, and once the specification is
+ * cleared the world steps on. */
+static void wrench_on_passive_base(void)
+{
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("mobile_manipulator_passive", NULL, 0, 1, &st);
+    CHECK(w != NULL, "%s", st.message);
+    if (!w)
+        return;
+    char path[700];
+    snprintf(path, sizeof path, "%s", __FILE__);
+    char *at = strstr(path, "tests/core/");
+    if (at)
+        snprintf(at, sizeof path - (size_t)(at - path), "examples/specs/dual_arm_alignment.jsonld");
+    FILE *f = at ? fopen(path, "rb") : NULL;
+    CHECK(f != NULL, "open %s", path);
+    if (f) {
+        static char buf[1 << 17];
+        size_t n = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        CHECK_OK(rs_set_motion_spec(w->model, w->data, buf, n, &st), st);
+        double x0[13];
+        memcpy(x0, w->data->x, sizeof x0);
+        int rc = rs_step(w->model, w->data, 1, &st);
+        CHECK(rc == RS_EINVAL && strstr(st.message, "base_mode") != NULL,
+              "refused: %d %s", rc, st.message);
+        CHECK(memcmp(x0, w->data->x, sizeof x0) == 0 && w->data->t == 0.0, "nothing moved");
+        CHECK_OK(rs_set_motion_spec(w->model, w->data, NULL, 0, &st), st);
+        CHECK_OK(rs_step(w->model, w->data, 10, &st), st);
+    }
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
     rs_status_t st;
@@ -312,5 +429,7 @@ int main(void)
     examples(w->model);
     monitor_event(w);
     rs_world_destroy(&w);
+    monitor_exact_time();
+    wrench_on_passive_base();
     return rs_test_done("test_motion_spec");
 }

@@ -89,13 +89,16 @@ def test_mobile_align_env_on_top_of_the_spec(endpoint):
         env.close()
 
 
-def test_align_plot_command(endpoint, tmp_path):
-    """robosim align-plot runs the alignment and writes the plot of angle, distances, forces."""
+@pytest.mark.parametrize("scenario, spec", [(1, "dual_arm_alignment.jsonld"),
+                                            (2, "dual_arm_alignment_passive.jsonld")])
+def test_align_plot_command(endpoint, tmp_path, scenario, spec):
+    """robosim align-plot runs the alignment (scenario 1: wheels; 2: a passive base) and writes
+    the plot of angle, distances, forces."""
     import subprocess
     import sys
     out = tmp_path / "alignment.png"
     r = subprocess.run([sys.executable, "-m", "robosim.cli", "align-plot", "--endpoint", endpoint,
-                        "--spec", os.path.join(SPECS, "dual_arm_alignment.jsonld"),
+                        "--scenario", str(scenario), "--spec", os.path.join(SPECS, spec),
                         "--seconds", "15", "--out", str(out)],
                        capture_output=True, text=True, timeout=300,
                        env=dict(os.environ, PYTHONPATH=os.pathsep.join(

@@ -32,6 +32,7 @@
  *     approach at speed v_cmd settles at the depth c v_cmd / k with the time constant c / k. */
 #include "../contact.h"
 #include "../rs_robot.h"
+#include "diff_drive_common.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -123,7 +124,7 @@ static double clearance(const rs_entity_model_t *em, const double *x, int i, dou
 
 static double forward_speed(const rs_entity_model_t *em, const double *u)
 {
-    return 0.5 * em->p[P_R] * (u[PHI1_DOT] + u[PHI2_DOT]);
+    return wheels_forward_speed(em->p[P_R], u[PHI1_DOT], u[PHI2_DOT]);
 }
 
 /* Forward velocity along the outward normal of obstacle i: > 0 moves away from it. */
@@ -189,7 +190,7 @@ static void dd_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
 {
     (void)t;
     double r = em->p[P_R], L = em->p[P_L];
-    double v = ed->mode == MODE_BLOCKED ? 0.0 : 0.5 * r * (u[PHI1_DOT] + u[PHI2_DOT]);
+    double v = ed->mode == MODE_BLOCKED ? 0.0 : wheels_forward_speed(r, u[PHI1_DOT], u[PHI2_DOT]);
     if (ed->mode == MODE_TS) { /* advanced by dd_advance */
         xdot[X] = xdot[Y] = xdot[THETA] = 0.0;
         return;
@@ -206,7 +207,7 @@ static void dd_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     }
     xdot[X] = v * cos(x[THETA]);
     xdot[Y] = v * sin(x[THETA]);
-    xdot[THETA] = r / (2.0 * L) * (u[PHI1_DOT] - u[PHI2_DOT]);
+    xdot[THETA] = wheels_turn_rate(r, L, u[PHI1_DOT], u[PHI2_DOT]);
 }
 
 static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
@@ -300,7 +301,7 @@ static void dd_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double
         return;
     double h, steps = rs_ts_substeps(dt, em->p[P_TS_STEP], &h), one = 1.0;
     double v_cmd = forward_speed(em, u);
-    double w = em->p[P_R] / (2.0 * em->p[P_L]) * (u[PHI1_DOT] - u[PHI2_DOT]);
+    double w = wheels_turn_rate(em->p[P_R], em->p[P_L], u[PHI1_DOT], u[PHI2_DOT]);
     for (double k = 0.0; k < steps; k += 1.0) {
         rs_contact_point_t pts[MAX_OBSTACLES];
         int which[MAX_OBSTACLES], nc = 0, touching = -1;

@@ -3,62 +3,88 @@
  * plane, and a table whose edge is the segment y = table_y, table_x0 <= x <= table_x1 (the
  * table lies at y > table_y). SI units throughout (metres, radians, seconds).
  *
- * Base: seed 002's boxed kinematics (ddkinematicsmodel) with phi1_dot, phi2_dot the right and
- * left wheel speeds, r the wheel radius, L half the axle:
- *     xdot = r/2 (phi1_dot + phi2_dot) cos(theta),  ydot = ... sin(theta),
- *     thetadot = r/(2L) (phi1_dot - phi2_dot).
- * The base is velocity controlled (the wheels' servos hold their speeds whatever the arms do).
+ * Base, two modes (parameter base_mode):
+ *   0, wheels (scenario 1): seed 002's boxed kinematics (ddkinematicsmodel) with phi1_dot,
+ *      phi2_dot the right and left wheel speeds, r the wheel radius, L half the axle:
+ *          v = r/2 (phi1_dot + phi2_dot),  w = r/(2L) (phi1_dot - phi2_dot),
+ *          xdot = v cos(theta), ydot = v sin(theta), thetadot = w;
+ *      the wheels' servos hold those speeds whatever the arms do (the wheel commands' forces are
+ *      whatever it takes: constraint forces).
+ *   1, passive (scenario 2): the wheels are unactuated; the base is a planar rigid body (mass
+ *      base_mass at the axle centre, yaw inertia base_inertia about it) on two wheels that
+ *      roll without skidding: the nonholonomic constraint "no velocity across the axle", so the
+ *      base's velocity is v (cos th, sin th) with v and w = thetadot its two generalised speeds
+ *      (state base_v, base_w). Wheel losses: rolling resistance as Coulomb friction on each
+ *      generalised speed (a force up to roll_force along the heading, a torque up to
+ *      roll_torque about the axle centre, independent of each other: a box, stated
+ *      simplification) holding it at rest (stuck) or opposing its sign (rolling), plus
+ *      viscous damping roll_damping v and turn_damping w. Stuck / rolling are exact events (aux
+ *      base_v_dir, base_w_dir: 0 stuck, +-1 rolling that way).
  *
- * Arms: shoulders at (shoulder_x, +shoulder_y) (left) and (shoulder_x, -shoulder_y) (right) in
- * the base frame (x forward). Joint angles are measured in the base frame as serial_arm.c's
- * (theta1 from the base x axis, theta2 from link 1), forward kinematics and Jacobian are
- * arm_common.h's serial_fk / serial_jacobian (seed 002). Each arm's joint dynamics is the
- * serial arm's Lagrangian with gravity 0 (a horizontal plane), uniform rods:
- *     M(q) qdd + C(q, qd) qd = tau + J_w^T f
- * with f the table's force on the end effector (world frame) and J_w = R(theta) J the Jacobian
- * of the world end-effector position. Simplification, stated: the arms' equations are written
- * in the base frame and omit the fictitious forces of the base's motion (exact while the base is
- * at rest or translates at constant velocity; the kinematic contact constraint below does
- * include the base's motion exactly).
+ * Dynamics of the whole: Kane's equations in the generalised speeds nu = (v, w, left qd1, qd2,
+ * right qd1, qd2) (valid with the nonholonomic constraint built in). Each body (the base; per
+ * arm two uniform rods, centres of mass at half length, I = m a^2 / 12) has a centre-of-mass
+ * velocity J_c nu and an angular rate J_phi nu (J_phi constant: w, w + qd1, w + qd1 + qd2), so
+ *     M = sum m J_c^T J_c + I J_phi^T J_phi,   h = sum m J_c^T (dJ_c/dt nu),
+ *     M nudot + h = Q + sum_contacts J_e^T f,
+ * with Q the joint torques on the q rows and, in the passive mode, the wheel losses on v, w.
+ * A point r(q) of an arm (base frame) moves in the world at
+ *     p_dot = v (cos th, sin th) + w R S r + R J_r qd,      S = [[0, -1], [1, 0]],
+ * and accelerates at J nudot + a0 with a0 = v w (-sin th, cos th) - w^2 R r + 2 w R S J_r qd
+ * + R (dJ_r/dt qd). With the base fixed (at rest), the q block of M is the serial arm's mass
+ * matrix with g = 0 (checked in test_mobile_manipulator) and h the arm's Coriolis terms; with
+ * the base moving, h carries the base's fictitious forces on the arms (the previous version
+ * omitted them). In the wheels mode the rows of v and w are replaced by vdot = wdot = 0
+ * (servoed speeds held constant between control steps).
  *
  * Contact (seed 004's hybrid formulation, the finger's pattern of exact events): per arm a
- * mode free / slide / stick. World end-effector position p = b + R (s + fk(q)); velocity
- *     p_dot = v (cos th, sin th) + w R S (s + fk) + R J qd,      S = [[0, -1], [1, 0]],
- * and acceleration p_ddot = R J qdd + a0 with (qdd = 0 part, v and w constant between steps)
- *     a0 = v w (-sin th, cos th) - w^2 R (s + fk) + 2 w R S J qd + R (Jdot qd).
- *   - free: qdd = M^-1 (tau - C qd). Guard: the gap table_y - p_y (only while p_x lies on the
- *     segment). Touch: an inelastic impulse along the normal, qd += M^-1 J_w^T n P with P such
- *     that the normal velocity becomes 0 (event "touch"), then stick or slide as below.
+ * mode free / slide / stick at the end effector p:
+ *   - free: no force. Guard: the gap table_y - p_y (only while p_x lies on the segment). Touch:
+ *     an inelastic impulse along the normal so that the normal velocity becomes 0 (event
+ *     "touch"), then stick or slide as below.
  *   - slide: p_y'' = 0 with the force f = lambda (-mu dir, -1) (Coulomb: friction mu lambda
- *     against the slip direction dir = sgn(p_x')), lambda from the 1x1 constraint equation.
- *     Guards: lambda (release when it falls through 0), dir p_x' (the slip stops: stick).
- *   - stick: p'' = 0 (both components), qdd = -J_w^-1 a0, f = J_w^-T (M qdd - tau + C qd).
- *     Guards: lambda = -f_y, mu lambda - f_x, mu lambda + f_x (the cone's edges: slip).
+ *     against the slip direction dir = sgn(p_x')). Guards: lambda (release when it falls
+ *     through 0), dir p_x' (the slip stops: stick).
+ *   - stick: p'' = 0 (both components), force f free. Guards: lambda = -f_y, mu lambda - f_x,
+ *     mu lambda + f_x (the cone's edges: slip).
+ * All constraints of a mode (stuck wheel speeds or servoed ones, the contacts) are solved
+ * together: [M, -G; A, 0] (nudot, lambda) = (Q - h, -a0), G the constraint forces' directions
+ * in nu, A the constrained rows (a dense LU solve, at most 12 unknowns); impulses solve the same
+ * matrix with (0, -A nu). Impacts treat stuck wheels as rigid (stated).
  * Commands change the base velocity at control-step boundaries; settle() then re-resolves each
- * arm's contact (an impulse if the end effector now moves into the table, release if away).
- * Limitation: a0 takes the wheel speeds as constant; under a wheel-speed schedule (a ramp) the
- * contact constraint omits the base's acceleration dv/dt, dw/dt, so a stuck end effector drifts
- * by that much while a ramp runs. */
+ * arm's contact (an impulse if the end effector now moves into the table, release if away) and
+ * the passive base's stuck / rolling state.
+ * Limitation: in the wheels mode, a wheel-speed schedule (a ramp) changes v, w within a step
+ * but the contact constraint takes their rates as 0, so a stuck end effector drifts by that much
+ * while a ramp runs (settle() puts it back on the edge at the next step). */
 #include "arm_common.h"
+#include "diff_drive_common.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-enum { BX, BY, BTH, Q0 }; /* then per arm k: q1, q2, qd1, qd2 at Q0 + 4 k */
-#define NX (3 + 8)
+enum { BX, BY, BTH, Q0 }; /* then per arm k: q1, q2, qd1, qd2 at Q0 + 4 k; then v, w */
+enum { BV = Q0 + 8, BW };
+#define NX (3 + 8 + 2)
 enum { U_PHI1, U_PHI2, U_TAU }; /* then left tau1, tau2, right tau1, tau2 */
 #define NU 6
 enum { S_EEX, S_EEY, S_FN, S_FT, S_CONTACT, S_Q1, S_Q2, S_DIST, NS_ARM };
 #define NS (2 * NS_ARM)
 enum { C_FREE, C_SLIDE, C_STICK };
-enum { EV_TOUCH, EV_RELEASE, EV_STICK, EV_SLIP };
-enum { AUX_DIR_L, AUX_DIR_R, NAUX };
+enum { EV_TOUCH, EV_RELEASE, EV_STICK, EV_SLIP, EV_BASE_ROLL, EV_BASE_STOP };
+enum { AUX_DIR_L, AUX_DIR_R, AUX_BASE_V, AUX_BASE_W, NAUX };
+enum { BASE_WHEELS = 0, BASE_PASSIVE = 1 };
 #define G_PER_ARM 5
+#define G_BASE (2 * G_PER_ARM) /* then two per base speed */
+#define NG (G_BASE + 4)
+#define NV 6 /* generalised speeds: v, w, left qd1, qd2, right qd1, qd2 */
+#define NC_MAX (NV + 6) /* unknowns of a constrained solve: nudot and at most 6 multipliers */
 
 enum {
     P_R, P_L, P_X0, P_Y0, P_TH0, P_SHOULDER, P_LINK = P_SHOULDER + 2, P_MASS = P_LINK + 2,
-    P_TABLE = P_MASS + 2, P_MU = P_TABLE + 3, P_Q0 = P_MU + 1, P_ADM = P_Q0 + 4, P_END = P_ADM + 2
+    P_TABLE = P_MASS + 2, P_MU = P_TABLE + 3, P_Q0 = P_MU + 1, P_ADM = P_Q0 + 4,
+    P_BASE_MODE = P_ADM + 2, P_MB, P_IB, P_ROLL_F, P_ROLL_T, P_DAMP_V, P_DAMP_W, P_END
 };
 
 static const rs_var_desc_t mm_state[NX] = {
@@ -73,11 +99,15 @@ static const rs_var_desc_t mm_state[NX] = {
     {"right_theta2", "rad", -INFINITY, INFINITY, "right arm joint 2, from link 1"},
     {"right_theta1_dot", "rad/s", -INFINITY, INFINITY, "right arm joint 1 rate"},
     {"right_theta2_dot", "rad/s", -INFINITY, INFINITY, "right arm joint 2 rate"},
+    {"base_v", "m/s", -INFINITY, INFINITY,
+     "base forward speed (passive base: a state; wheels mode: the commanded speed, set at each "
+     "control step)"},
+    {"base_w", "rad/s", -INFINITY, INFINITY, "base turn rate (as base_v)"},
 };
 
 static const rs_var_desc_t mm_actuators[NU] = {
-    {"phi1_dot", "rad/s", -100.0, 100.0, "right wheel speed"},
-    {"phi2_dot", "rad/s", -100.0, 100.0, "left wheel speed"},
+    {"phi1_dot", "rad/s", -100.0, 100.0, "right wheel speed (ignored when base_mode is 1)"},
+    {"phi2_dot", "rad/s", -100.0, 100.0, "left wheel speed (ignored when base_mode is 1)"},
     {"left_tau1", "N*m", -1e3, 1e3, "left arm joint 1 torque"},
     {"left_tau2", "N*m", -1e3, 1e3, "left arm joint 2 torque"},
     {"right_tau1", "N*m", -1e3, 1e3, "right arm joint 1 torque"},
@@ -117,38 +147,51 @@ static const rs_param_desc_t mm_params[] = {
     {"table_x_min", "m", -1e6, 1e6, P_TABLE + 1, 1, 1, -2.0, "the table edge's left end"},
     {"table_x_max", "m", -1e6, 1e6, P_TABLE + 2, 1, 1, 2.0, "the table edge's right end"},
     {"mu", "1", 0.0, 10.0, P_MU, 1, 1, 0.5, "Coulomb friction coefficient end effector/table"},
-    {"base_admittance", "m/(N*s)", 0.0, 1e3, P_ADM, 1, 1, 0.01,
+    /* 0.002, not 0.01: with the base's motion in the arms' equations, a base driven at up to
+     * 0.01 * 80 N = 0.8 m/s jerks the arms (their momentum about the shoulders) past what the
+     * alignment spec's end-effector controllers hold; at 0.002 scenario 1 aligns from 0.3 rad
+     * (test_mobile_align) */
+    {"base_admittance", "m/(N*s)", 0.0, 1e3, P_ADM, 1, 1, 0.002,
      "a wrench applied to the base frame (motion specifications) drives it at v = this * F "
-     "forward (the base is velocity controlled)"},
+     "forward (wheels mode: the base is velocity controlled)"},
     {"base_admittance_turn", "rad/(N*m*s)", 0.0, 1e3, P_ADM + 1, 1, 1, 0.05,
      "and turns it at w = this * torque"},
     {"left_theta1_0", "rad", -1e3, 1e3, P_Q0, 1, 1, 0.8, "initial left joint 1 angle"},
     {"left_theta2_0", "rad", -1e3, 1e3, P_Q0 + 1, 1, 1, -1.6, "initial left joint 2 angle"},
     {"right_theta1_0", "rad", -1e3, 1e3, P_Q0 + 2, 1, 1, -0.8, "initial right joint 1 angle"},
     {"right_theta2_0", "rad", -1e3, 1e3, P_Q0 + 3, 1, 1, 1.6, "initial right joint 2 angle"},
+    {"base_mode", "1", 0.0, 1.0, P_BASE_MODE, 1, 1, 0.0,
+     "0: wheels servo the commanded speeds (scenario 1); 1: passive base, moved only by the "
+     "arms' reactions (scenario 2)"},
+    {"base_mass", "kg", 1e-3, 1e6, P_MB, 1, 1, 40.0, "passive base: mass, at the axle centre"},
+    {"base_inertia", "kg*m^2", 1e-6, 1e6, P_IB, 1, 1, 2.0,
+     "passive base: yaw moment of inertia about the axle centre"},
+    {"roll_force", "N", 0.0, 1e6, P_ROLL_F, 1, 1, 7.0,
+     "passive base: rolling resistance, Coulomb, along the heading (holds it at rest up to this)"},
+    {"roll_torque", "N*m", 0.0, 1e6, P_ROLL_T, 1, 1, 1.0,
+     "passive base: turning resistance, Coulomb, about the axle centre"},
+    {"roll_damping", "N*s/m", 0.0, 1e6, P_DAMP_V, 1, 1, 40.0,
+     "passive base: viscous rolling loss, force -this * v"},
+    {"turn_damping", "N*m*s", 0.0, 1e6, P_DAMP_W, 1, 1, 5.0,
+     "passive base: viscous turning loss, torque -this * w"},
 };
 
 static const rs_aux_desc_t mm_aux[NAUX] = {
     {"left_dir", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "left end effector slip direction"},
     {"right_dir", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "right end effector slip direction"},
+    {"base_v_dir", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0,
+     "passive base: 0 stuck (v = 0), +-1 rolling forward / backward"},
+    {"base_w_dir", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0,
+     "passive base: 0 stuck (w = 0), +-1 turning left / right"},
 };
 
 static const char *const mm_modes[9] = {"free,free",  "slide,free",  "stick,free",
                                         "free,slide", "slide,slide", "stick,slide",
                                         "free,stick", "slide,stick", "stick,stick"};
-static const char *const mm_events[] = {"touch", "release", "stick", "slip"};
+static const char *const mm_events[] = {"touch", "release", "stick", "slip", "base_roll",
+                                        "base_stop"};
 
-/* ---- kinematics and dynamics of one arm ---------------------------------------------------- */
-
-/* Everything about arm k at state x that the flow, guards and jumps need. */
-typedef struct arm_view {
-    double q[2], qd[2], tau[2];
-    double rb[2];      /* end effector in the base frame, from the base origin */
-    double p[2], v[2]; /* world end-effector position and velocity */
-    double Jw[2][2];   /* world Jacobian R J */
-    double a0[2];      /* world end-effector acceleration at qdd = 0 */
-    double M[2][2], b[2]; /* mass matrix, tau - C qd */
-} arm_view_t;
+/* ---- kinematics and dynamics of the whole ------------------------------------------------- */
 
 static int contact_of(int mode, int k) { return k == 0 ? mode % 3 : mode / 3; }
 static int mode_with(int mode, int k, int c)
@@ -161,131 +204,287 @@ static int mode_with(int mode, int k, int c)
     return l + 3 * r;
 }
 
-static void base_rates(const rs_entity_model_t *em, const double *u, double *v, double *w)
+static int passive(const rs_entity_model_t *em) { return em->p[P_BASE_MODE] != 0.0; }
+
+/* The base's generalised speeds: the state (passive) or the wheel commands (seed 002). */
+static void base_speeds(const rs_entity_model_t *em, const double *x, const double *u, double *v,
+                        double *w)
 {
-    double r = em->p[P_R];
-    *v = 0.5 * r * (u[U_PHI1] + u[U_PHI2]);
-    *w = r / (2.0 * em->p[P_L]) * (u[U_PHI1] - u[U_PHI2]);
+    if (passive(em)) {
+        *v = x[BV], *w = x[BW];
+        return;
+    }
+    *v = wheels_forward_speed(em->p[P_R], u[U_PHI1], u[U_PHI2]);
+    *w = wheels_turn_rate(em->p[P_R], em->p[P_L], u[U_PHI1], u[U_PHI2]);
 }
 
-/* M(q) and C qd of a horizontal two-link arm of uniform rods (serial_arm.c's with g = 0). */
-static void arm_mass(const rs_entity_model_t *em, const double q[2], const double qd[2],
-                     double M[2][2], double cqd[2])
+/* A point of arm k's chain, r = shoulder + l1 (c1, s1) + l2 (c12, s12) in the base frame, its
+ * base-frame Jacobian d r / d q and dJ/dt qd (seed 002's serial_fk differentiated). */
+static void arm_point(const rs_entity_model_t *em, const double *xa, int k, double l1, double l2,
+                      double r[2], double J[2][2], double jd[2])
 {
-    double a1 = em->p[P_LINK], a2 = em->p[P_LINK + 1], m1 = em->p[P_MASS], m2 = em->p[P_MASS + 1];
-    double lc1 = 0.5 * a1, lc2 = 0.5 * a2, I1 = m1 * a1 * a1 / 12.0, I2 = m2 * a2 * a2 / 12.0;
-    double c2 = cos(q[1]), h = m2 * a1 * lc2 * sin(q[1]);
-    M[0][0] = I1 + I2 + m1 * lc1 * lc1 + m2 * (a1 * a1 + lc2 * lc2 + 2.0 * a1 * lc2 * c2);
-    M[0][1] = M[1][0] = I2 + m2 * (lc2 * lc2 + a1 * lc2 * c2);
-    M[1][1] = I2 + m2 * lc2 * lc2;
-    cqd[0] = -h * qd[1] * (2.0 * qd[0] + qd[1]);
-    cqd[1] = h * qd[0] * qd[0];
+    double side = k == 0 ? 1.0 : -1.0, fk[2];
+    serial_fk(l1, l2, xa, fk); /* arm_common's seed 002 kinematics with lengths l1, l2 */
+    serial_jacobian(l1, l2, xa, J);
+    r[0] = em->p[P_SHOULDER] + fk[0];
+    r[1] = side * em->p[P_SHOULDER + 1] + fk[1];
+    /* dJ/dt qd = -l1 w1^2 (c1, s1) - l2 w12^2 (c12, s12) */
+    double q1 = xa[0], q12 = xa[0] + xa[1], w1 = xa[2], w12 = xa[2] + xa[3];
+    jd[0] = -l1 * w1 * w1 * cos(q1) - l2 * w12 * w12 * cos(q12);
+    jd[1] = -l1 * w1 * w1 * sin(q1) - l2 * w12 * w12 * sin(q12);
 }
 
-static void arm_view(const rs_entity_model_t *em, const double *x, const double *u, int k,
-                     arm_view_t *a)
+/* A moving point in nu: its world position, Jacobian (2 x NV), velocity and a0. */
+typedef struct point_terms {
+    double p[2], J[2][NV], v[2], a0[2];
+} point_terms_t;
+
+static void point_of(const double *x, const double nu[NV], int k, const double r[2],
+                     const double Jr[2][2], const double jd[2], point_terms_t *pt)
+{
+    double th = x[BTH], c = cos(th), s = sin(th), v = nu[0], w = nu[1];
+    const double *qd = x + Q0 + 4 * k + 2;
+    memset(pt->J, 0, sizeof pt->J);
+    pt->p[0] = x[BX] + c * r[0] - s * r[1];
+    pt->p[1] = x[BY] + s * r[0] + c * r[1];
+    pt->J[0][0] = c, pt->J[1][0] = s;                                    /* d/dv */
+    pt->J[0][1] = -s * r[0] - c * r[1], pt->J[1][1] = c * r[0] - s * r[1]; /* R S r */
+    for (int i = 0; i < 2; i++) {
+        pt->J[0][2 + 2 * k + i] = c * Jr[0][i] - s * Jr[1][i];
+        pt->J[1][2 + 2 * k + i] = s * Jr[0][i] + c * Jr[1][i];
+    }
+    for (int i = 0; i < 2; i++) {
+        pt->v[i] = 0.0;
+        for (int j = 0; j < NV; j++)
+            pt->v[i] += pt->J[i][j] * nu[j];
+    }
+    double Jq[2] = {Jr[0][0] * qd[0] + Jr[0][1] * qd[1], Jr[1][0] * qd[0] + Jr[1][1] * qd[1]};
+    /* base frame: -w^2 r + 2 w S J qd + Jdot qd; rotated; plus v w (-s, c) */
+    double ab[2] = {-w * w * r[0] - 2.0 * w * Jq[1] + jd[0], -w * w * r[1] + 2.0 * w * Jq[0] + jd[1]};
+    pt->a0[0] = -v * w * s + c * ab[0] - s * ab[1];
+    pt->a0[1] = v * w * c + s * ab[0] + c * ab[1];
+}
+
+/* Everything the flow, guards and jumps need at state x. */
+typedef struct mm_sys {
+    double nu[NV];
+    double nub_target[2]; /* impulses: the fixed base speeds after it (wheels mode) */
+    double M[NV][NV], rhs[NV]; /* M nudot = rhs + constraint forces; rhs = Q - h */
+    point_terms_t ee[2];
+    double q[2][2], dist[2];
+} mm_sys_t;
+
+/* The system at state x under commands u; nub, when given, overrides the base's speeds. */
+static void sys_build_at(const rs_entity_model_t *em, const double *x, const double *u,
+                         const double *nub, mm_sys_t *S)
 {
     double a1 = em->p[P_LINK], a2 = em->p[P_LINK + 1];
-    const double *xa = x + Q0 + 4 * k;
-    a->q[0] = xa[0], a->q[1] = xa[1], a->qd[0] = xa[2], a->qd[1] = xa[3];
-    a->tau[0] = u[U_TAU + 2 * k], a->tau[1] = u[U_TAU + 2 * k + 1];
-    double f[2], J[2][2];
-    serial_fk(a1, a2, a->q, f);
-    serial_jacobian(a1, a2, a->q, J);
-    double side = k == 0 ? 1.0 : -1.0;
-    a->rb[0] = em->p[P_SHOULDER] + f[0];
-    a->rb[1] = side * em->p[P_SHOULDER + 1] + f[1];
-    double th = x[BTH], c = cos(th), s = sin(th), v, w;
-    base_rates(em, u, &v, &w);
-    a->p[0] = x[BX] + c * a->rb[0] - s * a->rb[1];
-    a->p[1] = x[BY] + s * a->rb[0] + c * a->rb[1];
-    for (int i = 0; i < 2; i++) {
-        a->Jw[0][i] = c * J[0][i] - s * J[1][i];
-        a->Jw[1][i] = s * J[0][i] + c * J[1][i];
+    memset(S, 0, sizeof *S);
+    base_speeds(em, x, u, &S->nu[0], &S->nu[1]);
+    S->nub_target[0] = S->nu[0], S->nub_target[1] = S->nu[1];
+    if (nub)
+        S->nu[0] = nub[0], S->nu[1] = nub[1];
+    for (int k = 0; k < 2; k++)
+        S->nu[2 + 2 * k] = x[Q0 + 4 * k + 2], S->nu[3 + 2 * k] = x[Q0 + 4 * k + 3];
+    S->M[0][0] = em->p[P_MB];
+    S->M[1][1] = em->p[P_IB];
+    for (int k = 0; k < 2; k++) {
+        const double *xa = x + Q0 + 4 * k;
+        for (int l = 0; l < 2; l++) { /* the links: uniform rods */
+            double m = em->p[P_MASS + l], len = em->p[P_LINK + l], I = m * len * len / 12.0;
+            double r[2], Jr[2][2], jd[2];
+            arm_point(em, xa, k, l == 0 ? 0.5 * a1 : a1, l == 0 ? 0.0 : 0.5 * a2, r, Jr, jd);
+            point_terms_t c;
+            point_of(x, S->nu, k, r, Jr, jd, &c);
+            int phi[3] = {1, 2 + 2 * k, l == 1 ? 3 + 2 * k : -1}; /* J_phi's unit entries */
+            for (int i = 0; i < NV; i++) {
+                for (int j = 0; j < NV; j++)
+                    S->M[i][j] += m * (c.J[0][i] * c.J[0][j] + c.J[1][i] * c.J[1][j]);
+                S->rhs[i] -= m * (c.J[0][i] * c.a0[0] + c.J[1][i] * c.a0[1]);
+            }
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++)
+                    if (phi[i] >= 0 && phi[j] >= 0)
+                        S->M[phi[i]][phi[j]] += I;
+        }
+        double r[2], Jr[2][2], jd[2];
+        arm_point(em, xa, k, a1, a2, r, Jr, jd);
+        point_of(x, S->nu, k, r, Jr, jd, &S->ee[k]);
+        S->q[k][0] = xa[0], S->q[k][1] = xa[1];
+        double fk[2];
+        serial_fk(a1, a2, xa, fk);
+        S->dist[k] = hypot(fk[0], fk[1]);
+        S->rhs[2 + 2 * k] += u[U_TAU + 2 * k];
+        S->rhs[3 + 2 * k] += u[U_TAU + 2 * k + 1];
     }
-    double Jqd[2] = {J[0][0] * a->qd[0] + J[0][1] * a->qd[1], J[1][0] * a->qd[0] + J[1][1] * a->qd[1]};
-    /* Jdot qd of serial_fk: -a1 qd1^2 (c1, s1) - a2 (qd1 + qd2)^2 (c12, s12) */
-    double w1 = a->qd[0], w12 = a->qd[0] + a->qd[1];
-    double jd[2] = {-a1 * w1 * w1 * cos(a->q[0]) - a2 * w12 * w12 * cos(a->q[0] + a->q[1]),
-                    -a1 * w1 * w1 * sin(a->q[0]) - a2 * w12 * w12 * sin(a->q[0] + a->q[1])};
-    /* base frame: w S rb + J qd (velocity), -w^2 rb + 2 w S J qd + Jdot qd (acceleration) */
-    double vb[2] = {-w * a->rb[1] + Jqd[0], w * a->rb[0] + Jqd[1]};
-    double ab[2] = {-w * w * a->rb[0] - 2.0 * w * Jqd[1] + jd[0],
-                    -w * w * a->rb[1] + 2.0 * w * Jqd[0] + jd[1]};
-    a->v[0] = v * c + c * vb[0] - s * vb[1];
-    a->v[1] = v * s + s * vb[0] + c * vb[1];
-    a->a0[0] = -v * w * s + c * ab[0] - s * ab[1];
-    a->a0[1] = v * w * c + s * ab[0] + c * ab[1];
-    double cqd[2];
-    arm_mass(em, a->q, a->qd, a->M, cqd);
-    a->b[0] = a->tau[0] - cqd[0];
-    a->b[1] = a->tau[1] - cqd[1];
+    if (passive(em)) { /* the wheels' viscous losses */
+        S->rhs[0] -= em->p[P_DAMP_V] * S->nu[0];
+        S->rhs[1] -= em->p[P_DAMP_W] * S->nu[1];
+    }
 }
 
-static void solve2(const double A[2][2], const double r[2], double x[2])
+static void sys_build(const rs_entity_model_t *em, const double *x, const double *u, mm_sys_t *S)
 {
-    double det = A[0][0] * A[1][1] - A[0][1] * A[1][0];
-    x[0] = (A[1][1] * r[0] - A[0][1] * r[1]) / det;
-    x[1] = (A[0][0] * r[1] - A[1][0] * r[0]) / det;
+    sys_build_at(em, x, u, NULL, S);
 }
 
-/* An impulse at the end effector, qd += M^-1 J_w^T P, that brings its world velocity to zero
- * (both components: a stuck contact; P = -(J_w M^-1 J_w^T)^-1 v). */
-static void stop_end_effector(const arm_view_t *a, double *qd)
+/* Which constraints hold: each arm's contact (and slip direction), each base speed fixed (the
+ * wheels mode, or a stuck passive base) or rolling the way dir says. */
+typedef struct mm_cfg {
+    int c[2];
+    double dir[2];
+    int fixed[2];
+    double base_dir[2];
+} mm_cfg_t;
+
+static mm_cfg_t cfg_of(const rs_entity_model_t *em, const rs_entity_data_t *ed)
 {
-    double MiJt[2][2], c0[2], c1[2]; /* columns of M^-1 J_w^T */
-    double r0[2] = {a->Jw[0][0], a->Jw[0][1]}, r1[2] = {a->Jw[1][0], a->Jw[1][1]};
-    solve2(a->M, r0, c0);
-    solve2(a->M, r1, c1);
-    MiJt[0][0] = c0[0], MiJt[1][0] = c0[1], MiJt[0][1] = c1[0], MiJt[1][1] = c1[1];
-    double K[2][2];
+    mm_cfg_t cf;
+    for (int k = 0; k < 2; k++) {
+        cf.c[k] = contact_of(ed->mode, k);
+        cf.dir[k] = ed->aux[AUX_DIR_L + k];
+        cf.base_dir[k] = passive(em) ? ed->aux[AUX_BASE_V + k] : 0.0;
+        cf.fixed[k] = !passive(em) || cf.base_dir[k] == 0.0;
+    }
+    return cf;
+}
+
+/* Solve A z = b (n unknowns, row-major n x n) by Gaussian elimination with partial pivoting;
+ * -1 if singular. */
+static int dense_solve(int n, double *A, double *b)
+{
+    for (int c = 0; c < n; c++) {
+        int piv = c;
+        for (int r = c + 1; r < n; r++)
+            if (fabs(A[r * n + c]) > fabs(A[piv * n + c]))
+                piv = r;
+        if (!(fabs(A[piv * n + c]) > 0))
+            return -1;
+        if (piv != c) {
+            for (int j = 0; j < n; j++) {
+                double t = A[c * n + j];
+                A[c * n + j] = A[piv * n + j], A[piv * n + j] = t;
+            }
+            double t = b[c];
+            b[c] = b[piv], b[piv] = t;
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = A[r * n + c] / A[c * n + c];
+            for (int j = c; j < n; j++)
+                A[r * n + j] -= f * A[c * n + j];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int c = n - 1; c >= 0; c--) {
+        for (int j = c + 1; j < n; j++)
+            b[c] -= A[c * n + j] * b[j];
+        b[c] /= A[c * n + c];
+    }
+    return 0;
+}
+
+/* The constrained solve of configuration cf: accelerations (impulse = 0: out = nudot, forces
+ * f[k] on each end effector (world), the base's holding force / torque lam_b) or an impulse
+ * (impulse = 1: out = the velocity change that makes every constrained row's velocity 0; the
+ * wheels mode keeps v, w). */
+static void sys_solve(const rs_entity_model_t *em, const mm_sys_t *S, const mm_cfg_t *cf,
+                      int impulse, double out[NV], double f[2][2], double lam_b[2])
+{
+    double G[NC_MAX - NV][NV], A[NC_MAX - NV][NV], b[NC_MAX - NV];
+    int m = 0, owner[NC_MAX - NV];
+    memset(G, 0, sizeof G);
+    memset(A, 0, sizeof A);
     for (int i = 0; i < 2; i++)
-        for (int j = 0; j < 2; j++)
-            K[i][j] = a->Jw[i][0] * MiJt[0][j] + a->Jw[i][1] * MiJt[1][j];
-    double mv[2] = {-a->v[0], -a->v[1]}, P[2];
-    solve2(K, mv, P);
-    qd[0] += MiJt[0][0] * P[0] + MiJt[0][1] * P[1];
-    qd[1] += MiJt[1][0] * P[0] + MiJt[1][1] * P[1];
+        if (cf->fixed[i]) {
+            G[m][i] = A[m][i] = 1.0;
+            b[m] = impulse ? (passive(em) ? 0.0 : S->nub_target[i]) - S->nu[i] : 0.0;
+            owner[m++] = -1 - i;
+        }
+    for (int k = 0; k < 2; k++) {
+        const point_terms_t *e = &S->ee[k];
+        if (cf->c[k] == C_STICK) {
+            for (int d = 0; d < 2; d++) {
+                for (int j = 0; j < NV; j++)
+                    G[m][j] = A[m][j] = e->J[d][j];
+                b[m] = impulse ? -e->v[d] : -e->a0[d];
+                owner[m++] = k;
+            }
+        } else if (cf->c[k] == C_SLIDE) {
+            double dv[2] = {-em->p[P_MU] * cf->dir[k], -1.0};
+            for (int j = 0; j < NV; j++) {
+                G[m][j] = e->J[0][j] * dv[0] + e->J[1][j] * dv[1];
+                A[m][j] = e->J[1][j];
+            }
+            b[m] = impulse ? -e->v[1] : -e->a0[1];
+            owner[m++] = k;
+        }
+    }
+    int n = NV + m;
+    double K[NC_MAX * NC_MAX], z[NC_MAX];
+    memset(K, 0, sizeof(double) * (size_t)(n * n));
+    for (int i = 0; i < NV; i++) {
+        for (int j = 0; j < NV; j++)
+            K[i * n + j] = S->M[i][j];
+        for (int c = 0; c < m; c++)
+            K[i * n + NV + c] = -G[c][i];
+        z[i] = impulse ? 0.0 : S->rhs[i];
+    }
+    if (!impulse && passive(em)) /* rolling resistance against the rolling direction */
+        for (int i = 0; i < 2; i++)
+            if (!cf->fixed[i])
+                z[i] -= em->p[i == 0 ? P_ROLL_F : P_ROLL_T] * cf->base_dir[i];
+    for (int c = 0; c < m; c++) {
+        for (int j = 0; j < NV; j++)
+            K[(NV + c) * n + j] = A[c][j];
+        z[NV + c] = b[c];
+    }
+    if (dense_solve(n, K, z) < 0)
+        memset(z, 0, sizeof z); /* a singular configuration (a stretched arm): no motion */
+    memcpy(out, z, sizeof(double) * NV);
+    if (f)
+        f[0][0] = f[0][1] = f[1][0] = f[1][1] = 0.0;
+    if (lam_b)
+        lam_b[0] = lam_b[1] = 0.0;
+    for (int c = 0; c < m; c++) {
+        double lam = z[NV + c];
+        if (owner[c] < 0) {
+            if (lam_b)
+                lam_b[-1 - owner[c]] = lam;
+            continue;
+        }
+        int k = owner[c];
+        if (!f)
+            continue;
+        if (cf->c[k] == C_STICK) {
+            int d = c > 0 && owner[c - 1] == k; /* the second row of a stuck arm is its y */
+            f[k][d] = lam;
+        } else {
+            f[k][0] = lam * -em->p[P_MU] * cf->dir[k];
+            f[k][1] = -lam;
+        }
+    }
 }
 
-/* Joint accelerations and the table's force f (world) on arm a in contact state c; dir is the
- * slip direction when sliding. */
-static void arm_solve(const rs_entity_model_t *em, const arm_view_t *a, int c, double dir,
-                      double qdd[2], double f[2])
+/* Apply the impulse of configuration cf to x (the arms' rates and a passive base's speeds). */
+static void apply_impulse(const rs_entity_model_t *em, const mm_sys_t *S, const mm_cfg_t *cf,
+                          double *x)
 {
-    f[0] = f[1] = 0.0;
-    if (c == C_FREE) {
-        solve2(a->M, a->b, qdd);
-        return;
+    double dnu[NV];
+    sys_solve(em, S, cf, 1, dnu, NULL, NULL);
+    for (int k = 0; k < 2; k++)
+        x[Q0 + 4 * k + 2] += dnu[2 + 2 * k], x[Q0 + 4 * k + 3] += dnu[3 + 2 * k];
+    if (passive(em)) {
+        x[BV] += dnu[0], x[BW] += dnu[1];
+        for (int i = 0; i < 2; i++)
+            if (cf->fixed[i])
+                x[BV + i] = 0.0; /* stuck: exactly at rest */
     }
-    if (c == C_SLIDE) {
-        double d[2] = {-em->p[P_MU] * dir, -1.0};
-        double g[2] = {a->Jw[0][0] * d[0] + a->Jw[1][0] * d[1], a->Jw[0][1] * d[0] + a->Jw[1][1] * d[1]};
-        double q0[2], qg[2];
-        solve2(a->M, a->b, q0);
-        solve2(a->M, g, qg);
-        double A0 = a->Jw[1][0] * q0[0] + a->Jw[1][1] * q0[1];
-        double Ag = a->Jw[1][0] * qg[0] + a->Jw[1][1] * qg[1];
-        double lam = -(a->a0[1] + A0) / Ag;
-        qdd[0] = q0[0] + lam * qg[0];
-        qdd[1] = q0[1] + lam * qg[1];
-        f[0] = lam * d[0];
-        f[1] = lam * d[1];
-        return;
-    }
-    double r[2] = {-a->a0[0], -a->a0[1]};
-    solve2(a->Jw, r, qdd);
-    double gen[2] = {a->M[0][0] * qdd[0] + a->M[0][1] * qdd[1] - a->b[0],
-                     a->M[1][0] * qdd[0] + a->M[1][1] * qdd[1] - a->b[1]};
-    double JT[2][2] = {{a->Jw[0][0], a->Jw[1][0]}, {a->Jw[0][1], a->Jw[1][1]}};
-    solve2(JT, gen, f);
 }
 
 static int on_segment(const rs_entity_model_t *em, const double p[2])
 {
     return p[0] >= em->p[P_TABLE + 1] && p[0] <= em->p[P_TABLE + 2];
 }
-
 
 /* ---- frames for motion specifications ------------------------------------------------------ */
 
@@ -296,24 +495,19 @@ static const char *const mm_frames[NFRAMES] = {"base",           "left_shoulder"
 
 /* A point r (base frame) of arm k's chain: shoulder (n = 0), elbow (1), end effector (2), its
  * base-frame Jacobian d r / d q and link angle. */
-static void chain_point(const rs_entity_model_t *em, const double *q, int k, int n, double r[2],
+static void chain_point(const rs_entity_model_t *em, const double *xa, int k, int n, double r[2],
                         double J[2][2], double *angle)
 {
-    double a1 = em->p[P_LINK], a2 = n == 2 ? em->p[P_LINK + 1] : 0.0;
-    double l1 = n >= 1 ? a1 : 0.0, side = k == 0 ? 1.0 : -1.0;
-    double s1 = sin(q[0]), c1 = cos(q[0]), s12 = sin(q[0] + q[1]), c12 = cos(q[0] + q[1]);
-    r[0] = em->p[P_SHOULDER] + l1 * c1 + a2 * c12;
-    r[1] = side * em->p[P_SHOULDER + 1] + l1 * s1 + a2 * s12;
-    J[0][0] = -l1 * s1 - a2 * s12, J[0][1] = -a2 * s12;
-    J[1][0] = l1 * c1 + a2 * c12, J[1][1] = a2 * c12;
-    *angle = n == 0 ? 0.0 : n == 1 ? q[0] : q[0] + q[1];
+    double jd[2];
+    arm_point(em, xa, k, n >= 1 ? em->p[P_LINK] : 0.0, n == 2 ? em->p[P_LINK + 1] : 0.0, r, J, jd);
+    *angle = n == 0 ? 0.0 : n == 1 ? xa[0] : xa[0] + xa[1];
 }
 
 static void mm_frame(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                      const double *u, int i, double pose[3], double twist[3], double force[2])
 {
     double v, w, th = x[BTH], c = cos(th), s = sin(th);
-    base_rates(em, u, &v, &w);
+    base_speeds(em, x, u, &v, &w);
     force[0] = force[1] = 0.0;
     if (i == F_TABLE) {
         pose[0] = em->p[P_TABLE + 1], pose[1] = em->p[P_TABLE], pose[2] = 0.0;
@@ -328,10 +522,12 @@ static void mm_frame(const rs_entity_model_t *em, const rs_entity_data_t *ed, co
         qd[0] = xa[2], qd[1] = xa[3];
         rel = n == 0 ? 0.0 : n == 1 ? qd[0] : qd[0] + qd[1];
         if (n == 2 && contact_of(ed->mode, k) != C_FREE) {
-            arm_view_t a;
-            double qdd[2];
-            arm_view(em, x, u, k, &a);
-            arm_solve(em, &a, contact_of(ed->mode, k), ed->aux[AUX_DIR_L + k], qdd, force);
+            mm_sys_t S;
+            mm_cfg_t cf = cfg_of(em, ed);
+            double nud[NV], f[2][2];
+            sys_build(em, x, u, &S);
+            sys_solve(em, &S, &cf, 0, nud, f, NULL);
+            force[0] = f[k][0], force[1] = f[k][1];
         }
     }
     /* base-frame velocity w S r + J qd, then rotated; plus the base's own */
@@ -347,7 +543,7 @@ static void mm_frame(const rs_entity_model_t *em, const rs_entity_data_t *ed, co
 
 /* tau = J_w^T F + (torque on every joint up to the frame) for an arm's frame; the admittance
  * v = k F . heading, w = k_turn torque (wheel speeds from seed 002's equations inverted) for the
- * base. The table cannot take a wrench. */
+ * base in the wheels mode. The table and a passive base cannot take a wrench. */
 static int mm_apply_wrench(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                            const double *x, int i, const double w[3], double *du,
                            rs_status_t *st)
@@ -358,6 +554,11 @@ static int mm_apply_wrench(const rs_entity_model_t *em, const rs_entity_data_t *
         return rs_fail(st, RS_EINVAL, "the table edge of '%s' is fixed: it takes no wrench",
                        em->name);
     if (i == F_BASE) {
+        if (passive(em))
+            return rs_fail(st, RS_EINVAL,
+                           "the base of '%s' is passive (base_mode 1): it takes no wrench; "
+                           "attach the motion driver to an end effector, or set base_mode 0",
+                           em->name);
         double v = em->p[P_ADM] * (w[0] * c + w[1] * s), om = em->p[P_ADM + 1] * w[2];
         double r = em->p[P_R], L = em->p[P_L];
         du[U_PHI1] += (v + om * L) / r;
@@ -379,7 +580,15 @@ static int mm_apply_wrench(const rs_entity_model_t *em, const rs_entity_data_t *
 static int mm_nguards(const rs_entity_model_t *em)
 {
     (void)em;
-    return 2 * G_PER_ARM;
+    return NG;
+}
+
+static void ee_position(const rs_entity_model_t *em, const double *x, int k, double p[2])
+{
+    double r[2], J[2][2], ang, th = x[BTH];
+    chain_point(em, x + Q0 + 4 * k, k, 2, r, J, &ang);
+    p[0] = x[BX] + cos(th) * r[0] - sin(th) * r[1];
+    p[1] = x[BY] + sin(th) * r[0] + cos(th) * r[1];
 }
 
 static int mm_validate(const rs_entity_model_t *em, rs_status_t *st)
@@ -387,19 +596,22 @@ static int mm_validate(const rs_entity_model_t *em, rs_status_t *st)
     if (!(em->p[P_TABLE + 1] < em->p[P_TABLE + 2]))
         return rs_fail(st, RS_EINVAL, "'%s.table_x_min' = %g must be below table_x_max = %g", em->name,
                        em->p[P_TABLE + 1], em->p[P_TABLE + 2]);
-    double x[NX] = {em->p[P_X0], em->p[P_Y0], em->p[P_TH0]}, u[NU] = {0};
+    if (em->p[P_BASE_MODE] != 0.0 && em->p[P_BASE_MODE] != 1.0)
+        return rs_fail(st, RS_EINVAL, "'%s.base_mode' = %g: 0 (wheels) or 1 (passive base)",
+                       em->name, em->p[P_BASE_MODE]);
+    double x[NX] = {em->p[P_X0], em->p[P_Y0], em->p[P_TH0]};
     for (int k = 0; k < 2; k++) {
         x[Q0 + 4 * k] = em->p[P_Q0 + 2 * k];
         x[Q0 + 4 * k + 1] = em->p[P_Q0 + 2 * k + 1];
     }
     for (int k = 0; k < 2; k++) {
-        arm_view_t a;
-        arm_view(em, x, u, k, &a);
-        if (on_segment(em, a.p) && a.p[1] > em->p[P_TABLE])
+        double p[2];
+        ee_position(em, x, k, p);
+        if (on_segment(em, p) && p[1] > em->p[P_TABLE])
             return rs_fail(st, RS_EINVAL,
                            "the %s end effector of '%s' starts %g m inside the table (y = %g > "
                            "table y %g); move the base or change theta0_arms",
-                           k == 0 ? "left" : "right", em->name, a.p[1] - em->p[P_TABLE], a.p[1],
+                           k == 0 ? "left" : "right", em->name, p[1] - em->p[P_TABLE], p[1],
                            em->p[P_TABLE]);
     }
     return 0;
@@ -415,54 +627,69 @@ static void mm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x
         x[Q0 + 4 * k + 1] = em->p[P_Q0 + 2 * k + 1];
         x[Q0 + 4 * k + 2] = x[Q0 + 4 * k + 3] = 0.0;
     }
+    x[BV] = x[BW] = 0.0;
     ed->mode = 0;
-    ed->aux[AUX_DIR_L] = ed->aux[AUX_DIR_R] = 0.0;
+    for (int i = 0; i < NAUX; i++)
+        ed->aux[i] = 0.0;
 }
 
 static void mm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *xdot)
 {
     (void)t;
-    double v, w;
-    base_rates(em, u, &v, &w);
-    xdot[BX] = v * cos(x[BTH]);
-    xdot[BY] = v * sin(x[BTH]);
-    xdot[BTH] = w;
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    double nud[NV];
+    sys_build(em, x, u, &S);
+    sys_solve(em, &S, &cf, 0, nud, NULL, NULL);
+    xdot[BX] = S.nu[0] * cos(x[BTH]);
+    xdot[BY] = S.nu[0] * sin(x[BTH]);
+    xdot[BTH] = S.nu[1];
     for (int k = 0; k < 2; k++) {
-        arm_view_t a;
-        double qdd[2], f[2];
-        arm_view(em, x, u, k, &a);
-        arm_solve(em, &a, contact_of(ed->mode, k), ed->aux[AUX_DIR_L + k], qdd, f);
-        xdot[Q0 + 4 * k] = a.qd[0];
-        xdot[Q0 + 4 * k + 1] = a.qd[1];
-        xdot[Q0 + 4 * k + 2] = qdd[0];
-        xdot[Q0 + 4 * k + 3] = qdd[1];
+        xdot[Q0 + 4 * k] = x[Q0 + 4 * k + 2];
+        xdot[Q0 + 4 * k + 1] = x[Q0 + 4 * k + 3];
+        xdot[Q0 + 4 * k + 2] = nud[2 + 2 * k];
+        xdot[Q0 + 4 * k + 3] = nud[3 + 2 * k];
     }
+    /* held speeds (wheels mode, or a stuck passive base) exactly constant, not to round-off */
+    xdot[BV] = cf.fixed[0] ? 0.0 : nud[0];
+    xdot[BW] = cf.fixed[1] ? 0.0 : nud[1];
 }
 
 static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *g)
 {
     (void)t;
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    double nud[NV], f[2][2], lam_b[2];
+    sys_build(em, x, u, &S);
+    sys_solve(em, &S, &cf, 0, nud, f, lam_b);
+    for (int i = 0; i < NG; i++)
+        g[i] = 1.0;
     for (int k = 0; k < 2; k++) {
-        double *gk = g + G_PER_ARM * k;
-        int c = contact_of(ed->mode, k);
-        double dir = ed->aux[AUX_DIR_L + k], mu = em->p[P_MU];
-        arm_view_t a;
-        double qdd[2], f[2];
-        arm_view(em, x, u, k, &a);
-        arm_solve(em, &a, c, dir, qdd, f);
-        for (int i = 0; i < G_PER_ARM; i++)
-            gk[i] = 1.0;
-        if (c == C_FREE && on_segment(em, a.p))
-            gk[0] = em->p[P_TABLE] - a.p[1];
-        if (c != C_FREE)
-            gk[1] = -f[1];
-        if (c == C_SLIDE)
-            gk[2] = dir * a.v[0];
-        if (c == C_STICK) {
-            gk[3] = mu * -f[1] - f[0];
-            gk[4] = mu * -f[1] + f[0];
+        double *gk = g + G_PER_ARM * k, mu = em->p[P_MU];
+        const point_terms_t *e = &S.ee[k];
+        if (cf.c[k] == C_FREE && on_segment(em, e->p))
+            gk[0] = em->p[P_TABLE] - e->p[1];
+        if (cf.c[k] != C_FREE)
+            gk[1] = -f[k][1];
+        if (cf.c[k] == C_SLIDE)
+            gk[2] = cf.dir[k] * e->v[0];
+        if (cf.c[k] == C_STICK) {
+            gk[3] = mu * -f[k][1] - f[k][0];
+            gk[4] = mu * -f[k][1] + f[k][0];
+        }
+    }
+    if (!passive(em))
+        return;
+    for (int i = 0; i < 2; i++) {
+        double *gb = g + G_BASE + 2 * i, lim = em->p[i == 0 ? P_ROLL_F : P_ROLL_T];
+        if (cf.fixed[i]) { /* stuck: the wheels' friction holds while |lam| <= its limit */
+            gb[0] = lim - lam_b[i];
+            gb[1] = lim + lam_b[i];
+        } else { /* rolling: until the speed passes through 0 */
+            gb[0] = cf.base_dir[i] * S.nu[i];
         }
     }
 }
@@ -470,12 +697,14 @@ static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
 /* Put arm k's end effector back on the edge (y = table_y) by the least joint motion
  * dq = n J_w^T dy / |n J_w|^2: the contact is kept at the acceleration level, so the position
  * drifts by the integrator's error; settle() removes that drift at each control step. */
-static void onto_edge(const rs_entity_model_t *em, double *x, const double *u, int k)
+static void onto_edge(const rs_entity_model_t *em, double *x, int k)
 {
     for (int it = 0; it < 3; it++) {
-        arm_view_t a;
-        arm_view(em, x, u, k, &a);
-        double dy = em->p[P_TABLE] - a.p[1], g0 = a.Jw[1][0], g1 = a.Jw[1][1];
+        double r[2], J[2][2], ang, p[2], th = x[BTH];
+        chain_point(em, x + Q0 + 4 * k, k, 2, r, J, &ang);
+        ee_position(em, x, k, p);
+        double dy = em->p[P_TABLE] - p[1];
+        double g0 = sin(th) * J[0][0] + cos(th) * J[1][0], g1 = sin(th) * J[0][1] + cos(th) * J[1][1];
         double nn = g0 * g0 + g1 * g1;
         if (dy == 0 || !(nn > 0))
             return;
@@ -492,64 +721,66 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     int old = contact_of(ed->mode, k);
     double before[NX];
     memcpy(before, x, sizeof before);
-    arm_view_t a;
-    arm_view(em, x, u, k, &a);
-    double *qd = x + Q0 + 4 * k + 2;
-    double vscale = 1e-9 * (1.0 + fabs(a.qd[0]) + fabs(a.qd[1]));
-    if (old != C_FREE && fabs(a.v[1]) <= vscale) {
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    double nud[NV], f[2][2], mu = em->p[P_MU];
+    sys_build(em, x, u, &S);
+    const point_terms_t *e = &S.ee[k];
+    double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
+    if (old != C_FREE && fabs(e->v[1]) <= vscale) {
         /* a state already consistent with its contact (a restore, unchanged commands): kept as
          * it is, so that settling twice changes nothing */
-        double qdd[2], f[2], dir = ed->aux[AUX_DIR_L + k];
-        arm_solve(em, &a, old, dir, qdd, f);
-        int ok = -f[1] > 0;
+        sys_solve(em, &S, &cf, 0, nud, f, NULL);
+        int ok = -f[k][1] > 0;
         if (old == C_STICK)
-            ok = ok && fabs(a.v[0]) <= vscale && fabs(f[0]) <= em->p[P_MU] * -f[1];
+            ok = ok && fabs(e->v[0]) <= vscale && fabs(f[k][0]) <= mu * -f[k][1];
         else
-            ok = ok && dir * a.v[0] > 0;
+            ok = ok && cf.dir[k] * e->v[0] > 0;
         if (ok) {
-            onto_edge(em, x, u, k);
+            onto_edge(em, x, k);
             if (old == C_STICK) {
-                arm_view(em, x, u, k, &a);
-                stop_end_effector(&a, qd);
+                sys_build(em, x, u, &S);
+                apply_impulse(em, &S, &cf, x);
             }
             return;
         }
     }
-    if (old != C_FREE && a.v[1] < -vscale) {
+    if (old != C_FREE && e->v[1] < -vscale) {
         /* moving away from the table (the base backs off): it lets go */
         ed->mode = mode_with(ed->mode, k, C_FREE);
+        ed->aux[AUX_DIR_L + k] = 0.0;
         rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
         return;
     }
-    if (a.v[1] > vscale) {
-        /* impulse P along n = +y: qd += M^-1 Jw^T n P with the normal velocity brought to 0 */
-        double An[2] = {a.Jw[1][0], a.Jw[1][1]}, y[2];
-        solve2(a.M, An, y);
-        double P = -a.v[1] / (An[0] * y[0] + An[1] * y[1]);
-        qd[0] += P * y[0];
-        qd[1] += P * y[1];
-        arm_view(em, x, u, k, &a);
+    mm_cfg_t trial = cf;
+    if (e->v[1] > vscale) {
+        /* the inelastic normal impulse: the other constraints held, this arm's normal velocity
+         * brought to 0 (a frictionless row: dir 0) */
+        trial.c[k] = C_SLIDE, trial.dir[k] = 0.0;
+        apply_impulse(em, &S, &trial, x);
+        sys_build(em, x, u, &S);
     }
-    double qdd[2], f[2], mu = em->p[P_MU];
     int c = C_FREE;
     double dir = 0.0;
-    if (fabs(a.v[0]) <= vscale) {
-        arm_solve(em, &a, C_STICK, 0.0, qdd, f);
-        if (-f[1] > 0 && fabs(f[0]) <= mu * -f[1]) {
+    if (fabs(e->v[0]) <= vscale) {
+        trial.c[k] = C_STICK, trial.dir[k] = 0.0;
+        sys_solve(em, &S, &trial, 0, nud, f, NULL);
+        if (-f[k][1] > 0 && fabs(f[k][0]) <= mu * -f[k][1]) {
             c = C_STICK;
-            stop_end_effector(&a, qd); /* at rest on the table, both components exactly 0 */
+            apply_impulse(em, &S, &trial, x); /* at rest on the table, both components exactly 0 */
         } else {
-            dir = f[0] > 0 ? -1.0 : 1.0; /* the friction needed was missing: slips against it */
+            dir = f[k][0] > 0 ? -1.0 : 1.0; /* the friction needed was missing: slips against it */
         }
     } else {
-        dir = a.v[0] > 0 ? 1.0 : -1.0;
+        dir = e->v[0] > 0 ? 1.0 : -1.0;
     }
     if (c != C_STICK) {
-        arm_solve(em, &a, C_SLIDE, dir, qdd, f);
-        c = -f[1] > 0 ? C_SLIDE : C_FREE;
+        trial.c[k] = C_SLIDE, trial.dir[k] = dir;
+        sys_solve(em, &S, &trial, 0, nud, f, NULL);
+        c = -f[k][1] > 0 ? C_SLIDE : C_FREE;
     }
     if (c != C_FREE)
-        onto_edge(em, x, u, k);
+        onto_edge(em, x, k);
     ed->mode = mode_with(ed->mode, k, c);
     ed->aux[AUX_DIR_L + k] = c == C_SLIDE ? dir : 0.0;
     int kind = -1;
@@ -563,6 +794,42 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
         kind = EV_SLIP;
     if (kind >= 0)
         rs_emit_event(ed, kind, t, k, before, x, NX);
+}
+
+/* A passive base's speed i (0: v, 1: w): moving, it rolls (friction against its sign); at rest
+ * or reaching rest (the rolling guard's root, where the speed is 0 to the root's tolerance),
+ * stuck if the wheels' friction can hold it (|holding force| <= the limit), else rolling
+ * against the net load. Speed exactly 0 when stuck. */
+static void resolve_base(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                         const double *u, int i, int at_root)
+{
+    double before[NX];
+    memcpy(before, x, sizeof before);
+    int old = ed->aux[AUX_BASE_V + i] == 0.0;
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    double nud[NV], lam_b[2], lim = em->p[i == 0 ? P_ROLL_F : P_ROLL_T];
+    sys_build(em, x, u, &S);
+    if (!at_root && S.nu[i] != 0.0) {
+        /* moving (a restored or set state): rolling its way, the friction against it */
+        ed->aux[AUX_BASE_V + i] = S.nu[i] > 0 ? 1.0 : -1.0;
+        if (old)
+            rs_emit_event(ed, EV_BASE_ROLL, t, i, before, x, NX);
+        return;
+    }
+    cf.fixed[i] = 1, cf.base_dir[i] = 0.0;
+    sys_solve(em, &S, &cf, 0, nud, NULL, lam_b);
+    if (fabs(lam_b[i]) <= lim) {
+        ed->aux[AUX_BASE_V + i] = 0.0;
+        apply_impulse(em, &S, &cf, x);
+        if (!old)
+            rs_emit_event(ed, EV_BASE_STOP, t, i, before, x, NX);
+    } else {
+        /* the holding force needed exceeds the friction: it rolls the way the load pushes */
+        ed->aux[AUX_BASE_V + i] = lam_b[i] > 0 ? -1.0 : 1.0;
+        if (old)
+            rs_emit_event(ed, EV_BASE_ROLL, t, i, before, x, NX);
+    }
 }
 
 static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -579,14 +846,15 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             rs_emit_event(ed, EV_RELEASE, t, k, x, x, NX);
         } else if (c == C_SLIDE && fk[2]) {
             /* the slip stopped: stick if the cone holds, else slide the other way */
-            arm_view_t a;
-            double qdd[2], f[2];
-            arm_view(em, x, u, k, &a);
-            arm_solve(em, &a, C_STICK, 0.0, qdd, f);
-            double before[NX];
+            mm_sys_t S;
+            mm_cfg_t cf = cfg_of(em, ed);
+            double nud[NV], f[2][2], before[NX];
+            sys_build(em, x, u, &S);
+            cf.c[k] = C_STICK, cf.dir[k] = 0.0;
+            sys_solve(em, &S, &cf, 0, nud, f, NULL);
             memcpy(before, x, sizeof before);
-            if (fabs(f[0]) <= em->p[P_MU] * -f[1]) {
-                stop_end_effector(&a, x + Q0 + 4 * k + 2);
+            if (fabs(f[k][0]) <= em->p[P_MU] * -f[k][1]) {
+                apply_impulse(em, &S, &cf, x);
                 ed->mode = mode_with(ed->mode, k, C_STICK);
                 ed->aux[AUX_DIR_L + k] = 0.0;
                 rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
@@ -599,20 +867,57 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
         }
     }
+    if (!passive(em))
+        return;
+    for (int i = 0; i < 2; i++) {
+        const int *fb = fired + G_BASE + 2 * i;
+        if (ed->aux[AUX_BASE_V + i] == 0.0 && (fb[0] || fb[1])) {
+            double before[NX];
+            memcpy(before, x, sizeof before);
+            ed->aux[AUX_BASE_V + i] = fb[0] ? -1.0 : 1.0; /* lam reached +limit: the load is - */
+            rs_emit_event(ed, EV_BASE_ROLL, t, i, before, x, NX);
+        } else if (ed->aux[AUX_BASE_V + i] != 0.0 && fb[0]) {
+            resolve_base(em, ed, t, x, u, i, 1);
+        }
+    }
 }
 
 static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                       const double *u)
 {
+    if (!passive(em)) {
+        /* new wheel speeds: a step in the base's velocity is an impulse through the shoulders;
+         * the arms' rates jump with it (M dnu = impulse on the v, w rows only, the contacts
+         * held), so that e.g. a free arm's angular momentum about its shoulder is kept */
+        double nub[2];
+        base_speeds(em, x, u, &nub[0], &nub[1]);
+        if (nub[0] != x[BV] || nub[1] != x[BW]) {
+            mm_sys_t S;
+            mm_cfg_t cf = cfg_of(em, ed);
+            sys_build_at(em, x, u, x + BV, &S);
+            apply_impulse(em, &S, &cf, x);
+            x[BV] = nub[0], x[BW] = nub[1];
+        }
+    } else {
+        for (int i = 0; i < 2; i++) {
+            double dir = ed->aux[AUX_BASE_V + i];
+            /* stuck (is it moving?), or rolling but no longer that way (reached rest) */
+            if (dir == 0.0 || !(dir * x[BV + i] > 0))
+                resolve_base(em, ed, t, x, u, i, dir != 0.0);
+        }
+    }
     for (int k = 0; k < 2; k++) {
         int c = contact_of(ed->mode, k);
-        arm_view_t a;
-        arm_view(em, x, u, k, &a);
-        double gap = em->p[P_TABLE] - a.p[1];
-        /* free: at or (by the integrator's tolerance) past the edge, and not leaving it */
-        if (c != C_FREE || (on_segment(em, a.p) && gap <= 1e-12 * (1.0 + fabs(em->p[P_TABLE])) &&
-                            a.v[1] >= 0))
-            resolve_arm(em, ed, t, x, u, k);
+        double p[2];
+        ee_position(em, x, k, p);
+        double gap = em->p[P_TABLE] - p[1];
+        if (c != C_FREE || (on_segment(em, p) && gap <= 1e-12 * (1.0 + fabs(em->p[P_TABLE])))) {
+            /* free: at or (by the integrator's tolerance) past the edge, and not leaving it */
+            mm_sys_t S;
+            sys_build(em, x, u, &S);
+            if (c != C_FREE || S.ee[k].v[1] >= 0)
+                resolve_arm(em, ed, t, x, u, k);
+        }
     }
 }
 
@@ -620,30 +925,30 @@ static void mm_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t
                      const double *u, double dt)
 {
     (void)t, (void)dt;
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    double nud[NV], f[2][2];
+    sys_build(em, x, u, &S);
+    sys_solve(em, &S, &cf, 0, nud, f, NULL);
     for (int k = 0; k < 2; k++) {
         double *s = ed->s + NS_ARM * k;
-        int c = contact_of(ed->mode, k);
-        arm_view_t a;
-        double qdd[2], f[2];
-        arm_view(em, x, u, k, &a);
-        arm_solve(em, &a, c, ed->aux[AUX_DIR_L + k], qdd, f);
-        double fk[2];
-        serial_fk(em->p[P_LINK], em->p[P_LINK + 1], a.q, fk);
-        s[S_EEX] = a.p[0];
-        s[S_EEY] = a.p[1];
-        s[S_FN] = c == C_FREE ? 0.0 : fmax(0.0, -f[1]);
-        s[S_FT] = f[0];
+        int c = cf.c[k];
+        s[S_EEX] = S.ee[k].p[0];
+        s[S_EEY] = S.ee[k].p[1];
+        s[S_FN] = c == C_FREE ? 0.0 : fmax(0.0, -f[k][1]);
+        s[S_FT] = f[k][0];
         s[S_CONTACT] = c;
-        s[S_Q1] = a.q[0];
-        s[S_Q2] = a.q[1];
-        s[S_DIST] = hypot(fk[0], fk[1]);
+        s[S_Q1] = S.q[k][0];
+        s[S_Q2] = S.q[k][1];
+        s[S_DIST] = S.dist[k];
     }
 }
 
 const rs_robot_t rs_robot_mobile_manipulator = {
     .kind = "mobile_manipulator",
-    .doc = "differential-drive base with two torque-controlled planar two-link arms and a table "
-           "edge with unilateral contact and Coulomb friction (issue 11, seeds 001/002; SI)",
+    .doc = "differential-drive base (wheel-speed servos, or passive on rolling wheels) with two "
+           "torque-controlled planar two-link arms and a table edge with unilateral contact and "
+           "Coulomb friction (issue 11, seeds 001/002; SI)",
     .nx = NX,
     .state = mm_state,
     .nu = NU,
@@ -654,7 +959,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .params = mm_params,
     .nmodes = 9,
     .mode_names = mm_modes,
-    .nevent_kinds = 4,
+    .nevent_kinds = 6,
     .event_names = mm_events,
     .naux = NAUX,
     .aux_vars = mm_aux,

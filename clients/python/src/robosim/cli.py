@@ -7,7 +7,7 @@
     robosim record [--world ID | --all] --out run.mcap    the stream into MCAP (robosim.record)
     robosim replay run.mcap [--plot run.png | --view]   print, plot or view a recording
     robosim view [--endpoint E] [--port P]   a live view in the browser (robosim.view)
-    robosim align-plot [--spec FILE] [--angle RAD] [--seconds S] [--out alignment.png]
+    robosim align-plot [--scenario 1|2] [--spec FILE] [--angle RAD] [--seconds S] [--out F.png]
                                             seed 001's alignment: angle, distances, forces
 
 The endpoint defaults to $ROBOSIM_ENDPOINT; without either, `tasks` and `plot` start a local
@@ -131,11 +131,13 @@ def cmd_align_plot(args):
     from . import plot
     client, server = _client(args.endpoint, args.timeout)
     try:
-        states, _info = plot.alignment_run(client, args.spec, angle=args.angle,
-                                           seconds=args.seconds)
+        spec = args.spec or ("examples/specs/dual_arm_alignment.jsonld" if args.scenario == 1
+                             else "examples/specs/dual_arm_alignment_passive.jsonld")
+        states, _info = plot.alignment_run(client, spec, angle=args.angle,
+                                           seconds=args.seconds, scenario=args.scenario)
         t, ang, dl, dr, fl, fr = plot.alignment_figures(states)
-        plot.plot_alignment(states, args.out, title="Alignment from %+.2f rad (%s)"
-                            % (args.angle, os.path.basename(args.spec)))
+        plot.plot_alignment(states, args.out, title="Scenario %d: alignment from %+.2f rad (%s)"
+                            % (args.scenario, args.angle, os.path.basename(spec)))
         ok = (np.abs(ang) < 1.0) & (dl > 0.679) & (dl < 0.721) & (dr > 0.679) & (dr < 0.721)
         # the first time from which it stays aligned to the end
         since = None
@@ -190,8 +192,13 @@ def main(argv=None):
     view.add_parser(sub)
     ap = sub.add_parser("align-plot", help="run seed 001's alignment on a mobile_manipulator "
                                            "world and plot angle, distances and forces")
-    ap.add_argument("--spec", default="examples/specs/dual_arm_alignment.jsonld",
-                    help="motion specification (JSON-LD) to load")
+    ap.add_argument("--scenario", type=int, choices=(1, 2), default=1,
+                    help="1: the base driven by its wheels (preset mobile_manipulator); 2: a "
+                         "passive base pushed by the arms (preset mobile_manipulator_passive)")
+    ap.add_argument("--spec", default=None,
+                    help="motion specification (JSON-LD) to load (default: "
+                         "examples/specs/dual_arm_alignment.jsonld, scenario 2: "
+                         "dual_arm_alignment_passive.jsonld)")
     ap.add_argument("--angle", type=float, default=0.2, help="start angle to the edge (rad)")
     ap.add_argument("--seconds", type=float, default=30.0)
     ap.add_argument("--out", default="alignment.png", help="PNG to write")

@@ -147,12 +147,18 @@ def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=2
     return out
 
 
-def alignment_run(client, spec_path, angle=0.2, seconds=30.0, every=5):
+ALIGNMENT_PRESETS = {1: "mobile_manipulator", 2: "mobile_manipulator_passive"}
+
+
+def alignment_run(client, spec_path, angle=0.2, seconds=30.0, every=5, scenario=1):
     """Seed 001's alignment (issue 11): a mobile_manipulator world started at `angle` (rad) from
     facing the table edge, the specification at spec_path loaded, run for `seconds`; the State
-    dicts every `every` control steps (the first included), and the world's MotionSpecReply."""
+    dicts every `every` control steps (the first included), and the world's MotionSpecReply.
+    Scenario 1: the preset mobile_manipulator (the base driven by its wheels); scenario 2:
+    mobile_manipulator_passive (a passive base, moved by the arms' pushes on the edge)."""
     import math
-    wid = client.create_world("mobile_manipulator", params={"mm.theta0": [math.pi / 2 + angle]})
+    wid = client.create_world(ALIGNMENT_PRESETS[scenario],
+                              params={"mm.theta0": [math.pi / 2 + angle]})
     try:
         client.load_motion_spec(wid, path=spec_path)
         info = client.get_motion_spec(wid)
