@@ -15,6 +15,7 @@
 #include <sundials/sundials_config.h>
 #include <sundials/sundials_context.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,12 @@ struct rs_integrator {
     long folded;    /* ARKODE's step count already handed out (take_steps) */
     const atomic_int *abort; /* never NULL */
     char last_error[200];    /* ARKODE's last message, for the RS_E* message */
+    /* event refinement (order 8, refine_root): the states at the ends of the last two steps,
+     * in this block after the slab, recorded by ark_guards; guards masked while refining */
+    int refine, masked;
+    double t_prev, t_last;
+    double *y_prev, *y_last;
+    double *gbuf; /* ng guard values (one block with fired and rootdir) */
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -62,6 +69,21 @@ static int ark_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
 static int ark_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data)
 {
     rs_integrator_t *in = user_data;
+    if (in->masked) { /* refining an event: no root is looked for */
+        for (int i = 0; i < in->ng; i++)
+            g[i] = 1.0;
+        return 0;
+    }
+    if (in->refine && t > in->t_last) {
+        /* ARKODE checks the guards at the end of every step, on the step's own solution, and
+         * in between (root finding) only at earlier times: keep the last two step ends */
+        double *keep = in->y_prev;
+        in->y_prev = in->y_last;
+        in->t_prev = in->t_last;
+        in->y_last = keep;
+        in->t_last = t;
+        memcpy(keep, rs_nvec_data(y), (size_t)in->n * sizeof(double));
+    }
     in->guards(t, rs_nvec_data(y), g, in->user);
     return 0;
 }
@@ -119,7 +141,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
         N_VDestroy(in->y);
     if (in->ctx)
         SUNContext_Free(&in->ctx);
-    free(in->fired); /* and rootdir */
+    free(in->gbuf); /* and fired, rootdir */
     free(in); /* and the slab */
     *pin = NULL;
 }
@@ -149,17 +171,125 @@ static int integrator_init(rs_integrator_t *in, int n, double *x, rs_status_t *s
     return create_stepper(in, 4, st);
 }
 
-/* The explicit Runge-Kutta methods by order, ARKODE's tables by their public IDs:
- *   4  ERKStep's default, Zonneveld 4(3), 5 stages (ARKODE_ZONNEVELD_5_3_4)
- *   5  Dormand-Prince 5(4), 7 stages (ARKODE_DORMAND_PRINCE_7_4_5)
- *   8  Fehlberg 8(7), 13 stages (ARKODE_FEHLBERG_13_7_8)
+/* The explicit Runge-Kutta methods by order:
+ *   4  Zonneveld 4(3), 5 stages (ARKODE_ZONNEVELD_5_3_4: ERKStep's default up to SUNDIALS 7.2,
+ *      named here so that 7.3's new default changes nothing)
+ *   5  Dormand-Prince 5(4), 7 stages, first same as last (ARKODE_DORMAND_PRINCE_7_4_5)
+ *   8  Verner's "most efficient" 8(7), 13 stages (verner_8_7 below)
  * An order between these reads as the next lower one. Not offered: ARKODE_VERNER_8_5_6, the
  * only 6th-order table of SUNDIALS 6.4: with fixed steps on x'' = -x its error falls as h^3
  * (2.6e-5, 3.3e-6, 4.1e-7 at h = 0.1, 0.05, 0.025 over t = 3.2), where Dormand-Prince's
- * falls as h^5 and Fehlberg's as h^7; at rtol 1e-10 it missed the closed form by 2e-8. */
+ * falls as h^5 and Verner's as h^8; at rtol 1e-10 it missed the closed form by 2e-8. */
 static int method_order(int order)
 {
     return order >= 8 ? 8 : order >= 5 ? 5 : 4;
+}
+
+/* Verner's 8(7) pair, "most efficient" of his 2010 families (J. H. Verner, Numerical solution
+ * of the IVP by explicit RK methods of orders 8 and 9, Numer. Algorithms 53 (2010), DOI
+ * 10.1007/s11075-009-9290-3; the same coefficients as SUNDIALS 6.7+'s ARKODE_VERNER_13_7_8),
+ * with a 14th stage f(t + h, y_new) (row b, weight 0) appended. Why the extra stage: ERKStep of
+ * SUNDIALS 6.x takes a table whose last node is c = 1 as "first same as last" and starts the
+ * next step from that stage's derivative; Verner's 13th stage sits at c = 1 but at another
+ * point than y_new, so that shortcut would start every step from a wrong derivative (measured:
+ * serial-arm PID 3.1 steps per control step and a wrong trajectory). With the appended row it
+ * is the true derivative at y_new: 13 new evaluations per step on SUNDIALS 6.x and 7.x alike
+ * (7.x would recompute the same value for the library's own 13-stage table).
+ * Where it pays: serial arm PID at rtol 1e-8, 10 ms control steps (bench_mujoco_serial_arm):
+ * per control step 7.0 steps and 46 evaluations with Dormand-Prince, 2.5 and 39 with this. */
+static ARKodeButcherTable verner_8_7(void)
+{
+    /* c, b (order 8), d (the embedded order 7) and A of the 13 stages, zeros written out */
+    static const double c[13] = {0, 0.05, 0.1065625, 0.15984375, 0.39, 0.465, 0.155, 0.943,
+        0.901802041735856958259707940678372149956, 0.909, 0.94, 1.0, 1.0};
+    static const double b[13] = {0.04427989419007951074716746668098518862111, 0, 0, 0, 0,
+        0.3541049391724448744815552028733568354121,
+        0.2479692154956437828667629415370663023884,
+        -15.69420203883808405099207034271191213468,
+        25.08406496555856261343930031237186278518,
+        -31.73836778626027646833156112007297739997,
+        22.93828327398878395231483560344797018313,
+        -0.2361324633071542145259900641263517600737, 0};
+    static const double d[13] = {0.04431261522908979212486436510209029764893, 0, 0, 0, 0,
+        0.3546095642343226447863179350895055038855,
+        0.2478480431366653069619986721504458660017,
+        4.448134732475784492725128317159648871312,
+        19.84688636611873369930932399297687935291,
+        -23.58162337746561841969517960870394965085, 0, 0,
+        -0.360167943728977516212453673774620240911};
+    static const double A[13][13] = {
+        {0},
+        {0.05},
+        {-0.0069931640625, 0.1135556640625},
+        {0.0399609375, 0, 0.1198828125},
+        {0.3613975628004575124052940721184028345129, 0,
+            -1.341524066700492771819987788202715834917,
+            1.370126503900035259414693716084313000404},
+        {0.0490472027972027972027972027972027972028, 0, 0,
+            0.2350972042214404739862988335493427143122,
+            0.180855592981356728810903963653454488485},
+        {0.06169289044289044289044289044289044289044, 0, 0,
+            0.1123656831464027662262557035130015442303,
+            -0.03885046071451366767049048108111244567456,
+            0.01979188712522045855379188712522045855379},
+        {-1.767630240222326875735597119572145586714, 0, 0, -62.5,
+            -6.061889377376669100821361459659331999758,
+            5.650823198222763138561298030600840174201,
+            65.62169641937623283799566054863063741227},
+        {-1.180945066554970799825116282628297957882, 0, 0,
+            -41.50473441114320841606641502701994225874,
+            -4.434438319103725011225169229846100211776,
+            4.260408188586133024812193710744693240761,
+            43.75364022446171584987676829438379303004,
+            0.00787142548991231068744647504422630755086},
+        {-1.281405999441488405459510291182054246266, 0, 0,
+            -45.04713996013986630220754257136007322267,
+            -4.731362069449576477311464265491282810943,
+            4.514967016593807841185851584597240996214,
+            47.44909557172985134869022392235929015114,
+            0.01059228297111661135687393955516542875228,
+            -0.005746842263844616254432318478286296232021},
+        {-1.724470134262485191756709817484481861731, 0, 0,
+            -60.92349008483054016518434619253765246063,
+            -5.95151837622239245520283276706185486829,
+            5.556523730698456235979791650843592496839,
+            63.98301198033305336837536378635995939281,
+            0.01464202825041496159275921391759452676003,
+            0.06460408772358203603621865144977650714892,
+            -0.07930323169008878984024452548693373291447},
+        {-3.301622667747079016353994789790983625569, 0, 0,
+            -118.011272359752508566692330395789886851,
+            -10.14142238845611248642783916034510897595,
+            9.139311332232057923544012273556827000619,
+            123.3759428284042683684847180986501894364,
+            4.623244378874580474839807625067630924792,
+            -3.383277738068201923652550971536811240814,
+            4.527592100324618189451265339351129035325,
+            -5.828495485811622963193088019162985703755},
+        {-3.039515033766309030040102851821200251056, 0, 0,
+            -109.2608680894176254686444192322164623352,
+            -9.290642497400293449717665542656897549158,
+            8.430504981764911142134299253836167803454,
+            114.2010010378331313557424041095523427476,
+            -0.9637271342145479358162375658987901652762,
+            -5.034884088802189791198680336183332323118,
+            5.958130824002923177540402165388172072794, 0, 0},
+    };
+    ARKodeButcherTable B = ARKodeButcherTable_Alloc(14, SUNTRUE);
+    if (!B)
+        return NULL;
+    B->q = 8;
+    B->p = 7;
+    for (int i = 0; i < 13; i++) {
+        B->c[i] = c[i];
+        B->b[i] = b[i];
+        B->d[i] = d[i];
+        for (int j = 0; j < i; j++)
+            B->A[i][j] = A[i][j];
+        B->A[13][i] = b[i]; /* the appended stage: f at y_new */
+    }
+    B->c[13] = 1.0;
+    return B;
 }
 
 /* ERKStep's memory for the method of the given order (method_order). A change of table
@@ -178,33 +308,40 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 #if SUNDIALS_VERSION_MAJOR < 7
     ARK_CHECK(in, st, ERKStepSetErrHandlerFn(in->mem, ark_error, in));
 #endif
-    /* Order 4 keeps ERKStep's default table untouched (no SetTableNum call). The higher-order
-     * tables' embedded error estimates are one order higher too, so the step controller takes
-     * longer steps at tight tolerances: bench_core_arms 0.7 (serial arm, rtol 1e-8, 10 ms
-     * control steps), order 4 -> 5: internal steps per control step 13.0 -> 5.1 (PID targets),
-     * 28 -> 4.6 (torques/10). Order 8 does not pay on the arms: serial arm PID targets at rtol
-     * 1e-8, per control step, 7.0 steps and 46 right-hand sides with order 5, 6.7 and 105 with
-     * order 8 (the PID's damping, kD over the smallest eigenvalue of M, about 450 1/s, keeps
-     * the steps near 1 ms whatever the order). */
+    /* The higher-order tables' embedded error estimates are one order higher too, so the step
+     * controller takes longer steps at tight tolerances: serial arm PID targets at rtol 1e-8,
+     * 10 ms control steps, internal steps per control step 16.4 (order 4), 7.0 (5), 2.5 (8) */
     int m = method_order(order);
-    if (m == 5)
-        ARK_CHECK(in, st, ERKStepSetTableNum(in->mem, ARKODE_DORMAND_PRINCE_7_4_5));
-    else if (m == 8)
-        ARK_CHECK(in, st, ERKStepSetTableNum(in->mem, ARKODE_FEHLBERG_13_7_8));
+    if (m == 8) {
+        ARKodeButcherTable B = verner_8_7();
+        if (!B)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for the Verner 8(7) table");
+        int flag = ERKStepSetTable(in->mem, B);
+        ARKodeButcherTable_Free(B); /* ERKStep keeps its own copy */
+        if (flag != ARK_SUCCESS)
+            return ark_fail(in, st, RS_EINTERNAL, "ERKStepSetTable(Verner 8(7))", flag);
+    } else {
+        ARK_CHECK(in, st, ERKStepSetTableNum(in->mem, m == 5 ? ARKODE_DORMAND_PRINCE_7_4_5
+                                                             : ARKODE_ZONNEVELD_5_3_4));
+    }
     in->order = m;
+    in->refine = m == 8;
     return 0;
 }
 
 rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
                                    rs_integrator_guards_fn guards, void *user, rs_status_t *st)
 {
-    /* one block: the integrator, then its vectors' slab */
-    rs_integrator_t *in = calloc(1, slab_offset() + rs_nvec_slab_bytes(n, VECTOR_SLOTS));
+    /* one block: the integrator, its vectors' slab, then the two step-end states */
+    size_t states = (slab_offset() + rs_nvec_slab_bytes(n, VECTOR_SLOTS) + 15) & ~(size_t)15;
+    rs_integrator_t *in = calloc(1, states + 2 * (size_t)n * sizeof(double));
     if (!in) {
         rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
         return NULL;
     }
     in->n = n;
+    in->y_prev = (double *)((char *)in + states);
+    in->y_last = in->y_prev + n;
     in->rhs = rhs;
     in->guards = guards;
     in->user = user;
@@ -225,12 +362,15 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     ARK_CHECK(in, st, ERKStepSetMaxNumSteps(in->mem, max_steps));
     ARK_CHECK(in, st, ERKStepSetMaxStep(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {
-        int *fired = calloc(2 * (size_t)(ng > 0 ? ng : 1), sizeof(int)); /* fired, rootdir */
-        if (!fired)
+        /* one block: guard values (doubles first, for alignment), fired, rootdir */
+        size_t m = (size_t)(ng > 0 ? ng : 1);
+        double *gbuf = calloc(1, m * sizeof(double) + 2 * m * sizeof(int));
+        if (!gbuf)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", ng);
-        free(in->fired);
-        in->fired = fired;
-        in->rootdir = fired + (ng > 0 ? ng : 1);
+        free(in->gbuf);
+        in->gbuf = gbuf;
+        in->fired = (int *)(gbuf + m);
+        in->rootdir = in->fired + m;
         for (int i = 0; i < ng; i++)
             in->rootdir[i] = -1;
         ARK_CHECK(in, st, ERKStepRootInit(in->mem, ng, ng ? ark_guards : NULL));
@@ -267,7 +407,101 @@ int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop
     ARK_CHECK(in, st, ERKStepSetInitStep(in->mem, h0));
     ARK_CHECK(in, st, ERKStepSetStopTime(in->mem, tstop));
     in->tstop = tstop;
+    in->t_prev = in->t_last = -INFINITY; /* ARKODE's first guard check records (t, x) */
     return 0;
+}
+
+/* ---- event refinement ------------------------------------------------------------------- */
+
+/* The state at time t (in the state array) by integrating exactly, guards masked, from the
+ * start of the step in which ARKODE found the root (t_prev, y_prev). 0 or an RS_E* code. */
+static int integrate_from_step_start(rs_integrator_t *in, double t, rs_status_t *st)
+{
+    double *x = rs_nvec_data(in->y);
+    memcpy(x, in->y_prev, (size_t)in->n * sizeof(double));
+    if (t == in->t_prev)
+        return 0;
+    ARK_CHECK(in, st, ERKStepReset(in->mem, in->t_prev, in->y));
+    ARK_CHECK(in, st, ERKStepSetInitStep(in->mem, t - in->t_prev));
+    ARK_CHECK(in, st, ERKStepSetStopTime(in->mem, t));
+    double tret = in->t_prev;
+    in->masked = 1;
+    int flag = ERKStepEvolve(in->mem, t, in->y, &tret, ARK_NORMAL);
+    in->masked = 0;
+    if (flag < 0)
+        return ark_fail(in, st, RS_ESIMFAIL, "ERKStepEvolve (refining an event)", flag);
+    return 0;
+}
+
+/* Guard i on the exactly integrated trajectory at time t (the state array then holds x(t)). */
+static int exact_guard(rs_integrator_t *in, int i, double t, double *g, rs_status_t *st)
+{
+    int rc = integrate_from_step_start(in, t, st);
+    if (rc < 0)
+        return rc;
+    in->guards(t, rs_nvec_data(in->y), in->gbuf, in->user);
+    *g = in->gbuf[i];
+    return 0;
+}
+
+/* Why: ARKODE finds a root on its dense output, a Hermite interpolant of degree 5 at most, and
+ * returns the interpolant's state there. Below an 8th-order method's long steps the interpolant
+ * is far less accurate than the step (x'' = -x at rtol 1e-10: the guard x = 0 found 3.6e-7 s
+ * early; the serial arm's joint-stop time 3.4e-8 off). So for order 8 the crossing ARKODE
+ * brackets between the last two step ends is found again on the trajectory itself: Illinois
+ * (regula falsi) on the first fired guard, each value from an exact integration from the
+ * step's start, to ARKODE's own root tolerance; the state array then holds the state at the
+ * time returned. Where the trajectory itself does not cross (a graze only the interpolant saw)
+ * ARKODE's time stands, with the exact state there. */
+static int refine_root(rs_integrator_t *in, double *t, rs_status_t *st)
+{
+    int i = 0;
+    while (i < in->ng && !in->fired[i])
+        i++;
+    if (i == in->ng || !isfinite(in->t_prev) || !(in->t_prev < *t) || !(*t <= in->t_last))
+        return 0; /* nothing recorded to refine from (a root at the restart itself) */
+    double lo = in->t_prev, hi = in->t_last, glo, ghi, gr;
+    int rc;
+    in->guards(lo, in->y_prev, in->gbuf, in->user);
+    glo = in->gbuf[i];
+    in->guards(hi, in->y_last, in->gbuf, in->user);
+    ghi = in->gbuf[i];
+    if ((rc = exact_guard(in, i, *t, &gr, st)) < 0)
+        return rc;
+    if (!(glo > 0.0) || ghi > 0.0 || gr == 0.0)
+        return 0; /* no sign change on the trajectory, or ARKODE's time is the root */
+    if (gr > 0.0)
+        lo = *t, glo = gr;
+    else
+        hi = *t, ghi = gr;
+    double tol = 100.0 * DBL_EPSILON * (fabs(hi) + fabs(hi - in->t_prev));
+    double at = *t; /* the time whose state the array holds */
+    int side = 0;   /* Illinois: halve the value of an end kept twice */
+    for (int k = 0; k < 60 && hi - lo > tol; k++) {
+        /* the secant's point; one within rounding of an end (the root as close as the time's
+         * resolution to it) is moved in by the tolerance, which then ends the search */
+        double tm = hi - ghi * (hi - lo) / (ghi - glo), in_by = fmin(tol, 0.5 * (hi - lo));
+        if (!(tm > lo))
+            tm = lo + in_by;
+        else if (!(tm < hi))
+            tm = hi - in_by;
+        if ((rc = exact_guard(in, i, tm, &gr, st)) < 0)
+            return rc;
+        at = tm;
+        if (gr > 0.0) {
+            lo = tm, glo = gr;
+            if (side == -1)
+                ghi *= 0.5;
+            side = -1;
+        } else {
+            hi = tm, ghi = gr;
+            if (side == 1)
+                glo *= 0.5;
+            side = 1;
+        }
+    }
+    *t = hi; /* the guard has crossed there */
+    return at == hi ? 0 : integrate_from_step_start(in, hi, st);
 }
 
 int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
@@ -280,6 +514,11 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
         int gf = ERKStepGetRootInfo(in->mem, in->fired);
         if (gf != ARK_SUCCESS)
             return ark_fail(in, st, RS_EINTERNAL, "ERKStepGetRootInfo", gf);
+        if (in->refine) {
+            int rc = refine_root(in, t, st);
+            if (rc < 0)
+                return rc;
+        }
         return 1;
     }
     if (flag >= 0) { /* ARK_SUCCESS or ARK_TSTOP_RETURN: the interval's end */

@@ -32,8 +32,8 @@ rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
 /* Free *pin (NULL-safe) and set it to NULL. */
 void rs_integrator_destroy(rs_integrator_t **pin);
 
-/* The method's order (4: ERKStep's default 4(3) table; 5: Dormand-Prince 5(4); 8: Fehlberg
- * 8(7); integrator.c's method_order), tolerances,
+/* The method's order (4: Zonneveld 4(3); 5: Dormand-Prince 5(4); 8: Verner 8(7);
+ * integrator.c's method_order), tolerances,
  * the most internal steps per interval, the largest internal step (max_step; 0: no limit, the
  * world parameter sim_step) and the number of guards (all falling through zero
  * fire). Kept across restarts. 0 or a negative RS_E* code. */

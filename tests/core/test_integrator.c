@@ -73,10 +73,10 @@ int main(void)
         rs_integrator_vectors(in, &vectors[order], &beyond);
         printf("order %d: %d vectors in the integrator's block, %d beyond it\n", order,
                vectors[order], beyond);
-        /* the state, the stages (5, 7 or 13), the solution, error weights and interpolation's;
-         * orders 4 and 5 fit the block's slots, Fehlberg 8(7)'s 13 stages fill them and take
+        /* the state, the stages (5, 7 or 14), the solution, error weights and interpolation's;
+         * orders 4 and 5 fit the block's slots, Verner 8(7)'s 14 stages fill them and take
          * the rest as single allocations */
-        int stages = order == 4 ? 5 : order == 5 ? 7 : 13;
+        int stages = order == 4 ? 5 : order == 5 ? 7 : 14;
         CHECK(vectors[order] + beyond >= 1 + stages + 3 && (order == 8 ? vectors[order] == 18
                                                                        : beyond == 0),
               "order %d: the vectors in the block (%d in it, %d beyond)", order, vectors[order],

@@ -69,11 +69,12 @@ static double stop_timed(server_proc_t *sp, int *status)
 static uint64_t slow_world(rsc_client_t *c)
 {
     rsc_error_t err;
-    double dt = 10, rtol = 1e-14, maxint = 1e7;
+    /* the 4th-order method: the arm's 8th-order default would take tens of ms per step */
+    double dt = 10, rtol = 1e-14, maxint = 1e7, order = 4;
     rsc_param_t slow[] = {{"", "control_dt", &dt, 1}, {"", "rtol", &rtol, 1},
-                          {"", "max_internal_steps", &maxint, 1}};
+                          {"", "max_internal_steps", &maxint, 1}, {"", "erk_order", &order, 1}};
     uint64_t id = 0;
-    CHECK(rsc_create_world(c, "workshop", slow, 3, 1, &id, &err) == 0, "%s", err.message);
+    CHECK(rsc_create_world(c, "workshop", slow, 4, 1, &id, &err) == 0, "%s", err.message);
     enum { K = 400 };
     double t[K], v[K];
     for (int i = 0; i < K; i++) {
