@@ -162,7 +162,8 @@ static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
     return 0;
 }
 
-/* Lay out the entities' slices and run each robot's cross-parameter checks. */
+/* Lay out the entities' slices, run each robot's cross-parameter checks and derive its
+ * constants (compile). */
 static int finish_model(rs_model_t *m, rs_status_t *st)
 {
     m->nx = m->nu = m->ns = m->ng = 0;
@@ -174,6 +175,9 @@ static int finish_model(rs_model_t *m, rs_status_t *st)
             if (rc < 0)
                 return rc;
         }
+        memset(em->c, 0, sizeof em->c);
+        if (r->compile)
+            r->compile(em);
         em->x_off = m->nx;
         em->nx = r->nx;
         em->u_off = m->nu;

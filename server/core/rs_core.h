@@ -28,6 +28,7 @@
 #define RS_MAX_ENTITIES 8
 #define RS_MAX_PARAM_VALUES 160  /* parameter storage per entity, in doubles */
 #define RS_MAX_PARAMS 48         /* parameters per robot kind */
+#define RS_MAX_DERIVED 16        /* derived model constants per entity (rs_entity_model_t.c) */
 #define RS_MAX_ACTUATORS 16      /* actuators per robot kind (rs_robot_check enforces it) */
 #define RS_AUX_MAX 16            /* per-entity private run variables of a robot module */
 #define RS_EVENT_VALUES 12       /* state values an event records (before and after) */
@@ -50,6 +51,8 @@ typedef struct rs_entity_model {
     int g_off, ng;                 /* slice of the world guard (root function) vector */
     double p[RS_MAX_PARAM_VALUES]; /* parameter values, laid out by the robot's param table */
     int plen[RS_MAX_PARAMS];       /* number of values set for each parameter */
+    double c[RS_MAX_DERIVED];      /* constants derived from p by the robot's compile hook
+                                      (rs_robot.h), as MuJoCo's mj_setConst; 0 without one */
 } rs_entity_model_t;
 
 typedef struct rs_model {

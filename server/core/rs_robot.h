@@ -113,6 +113,12 @@ struct rs_robot {
      * Return 0 or a negative code with the reason in st. Optional. */
     int (*validate)(const rs_entity_model_t *em, rs_status_t *st);
 
+    /* Optional: fill em->c (RS_MAX_DERIVED values) with constants derived from the validated
+     * parameters, which the right-hand side would otherwise recompute at every evaluation
+     * (the arm's mass-matrix coefficients). Called whenever a model is built or its
+     * parameters change, after validate; the model is const afterwards. */
+    void (*compile)(rs_entity_model_t *em);
+
     /* Initial state from the parameters (and the rng, through rs_rand_uniform). Sets ed->mode
      * and ed->aux as well. */
     void (*init)(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);

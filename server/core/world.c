@@ -184,13 +184,15 @@ static int world_rhs(double t, const double *x, double *xd, void *user)
     d->rhs_evals++;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
-        em->robot->derivs(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
-                          xd + em->x_off);
+        /* the commands as set, without a call, when no schedule or specification changes them */
+        const double *u = !d->nsched[e] && !d->spec ? d->u + em->u_off : commands_at(m, d, e, t);
+        em->robot->derivs(em, &d->ent[e], t, x + em->x_off, u, xd + em->x_off);
     }
+    /* 0 * v is NaN for an infinite or NaN v: one test for all of them */
+    double z = 0.0;
     for (int i = 0; i < m->nx; i++)
-        if (!isfinite(xd[i]))
-            return -1; /* unrecoverable: reported as a simulation failure */
-    return 0;
+        z += 0.0 * xd[i];
+    return z == 0.0 ? 0 : -1; /* -1: unrecoverable, reported as a simulation failure */
 }
 
 static void world_guards(double t, const double *x, double *g, void *user)
