@@ -932,7 +932,8 @@ static void default_method(void)
               s[0].internal_steps == s[1].internal_steps,
           "default = erk_order 8: %llu and %llu steps",
           (unsigned long long)s[0].internal_steps, (unsigned long long)s[1].internal_steps);
-    CHECK(s[0].internal_steps * 2 < s[2].internal_steps,
+    /* (2.2x fewer on SUNDIALS 6.4, 1.8x on 7.5, whose default step controller differs) */
+    CHECK(s[0].internal_steps * 3 < s[2].internal_steps * 2,
           "Verner 8(7) takes fewer steps: %llu vs %llu with order 5",
           (unsigned long long)s[0].internal_steps, (unsigned long long)s[2].internal_steps);
     CHECK(fabs(a[0].x[0] - a[2].x[0]) < 1e-6 && fabs(a[0].x[1] - a[2].x[1]) < 1e-6,
