@@ -45,11 +45,12 @@ struct rs_integrator {
     const atomic_int *abort; /* never NULL */
     char last_error[200];    /* ARKODE's last message, for the RS_E* message */
     /* event refinement (order 8, refine_root): the states at the ends of the last two steps,
-     * in this block after the slab, recorded by ark_guards; guards masked while refining */
+     * recorded by ark_guards; guards masked while refining */
     int refine, masked;
     double t_prev, t_last;
     double *y_prev, *y_last;
-    double *gbuf; /* ng guard values (one block with fired and rootdir) */
+    double *gbuf; /* ng guard values */
+    double *block; /* gbuf, y_prev, y_last (order 8 only), fired and rootdir in one allocation */
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -141,7 +142,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
         N_VDestroy(in->y);
     if (in->ctx)
         SUNContext_Free(&in->ctx);
-    free(in->gbuf); /* and fired, rootdir */
+    free(in->block); /* guard values, states, fired, rootdir */
     free(in); /* and the slab */
     *pin = NULL;
 }
@@ -337,16 +338,13 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
                                    rs_integrator_guards_fn guards, void *user, rs_status_t *st)
 {
-    /* one block: the integrator, its vectors' slab, then the two step-end states */
-    size_t states = (slab_offset() + rs_nvec_slab_bytes(n, VECTOR_SLOTS) + 15) & ~(size_t)15;
-    rs_integrator_t *in = calloc(1, states + 2 * (size_t)n * sizeof(double));
+    /* one block: the integrator, then its vectors' slab */
+    rs_integrator_t *in = calloc(1, slab_offset() + rs_nvec_slab_bytes(n, VECTOR_SLOTS));
     if (!in) {
         rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
         return NULL;
     }
     in->n = n;
-    in->y_prev = (double *)((char *)in + states);
-    in->y_last = in->y_prev + n;
     in->rhs = rhs;
     in->guards = guards;
     in->user = user;
@@ -367,14 +365,18 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     ARK_CHECK(in, st, ERKStepSetMaxNumSteps(in->mem, max_steps));
     ARK_CHECK(in, st, ERKStepSetMaxStep(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {
-        /* one block: guard values (doubles first, for alignment), fired, rootdir */
-        size_t m = (size_t)(ng > 0 ? ng : 1);
-        double *gbuf = calloc(1, m * sizeof(double) + 2 * m * sizeof(int));
-        if (!gbuf)
+        /* one block: with event refinement (order 8) the guard values and the two step-end
+         * states first (doubles, for alignment), then fired and rootdir */
+        size_t m = (size_t)(ng > 0 ? ng : 1), nd = in->refine ? m + 2 * (size_t)in->n : 0;
+        double *block = calloc(1, nd * sizeof(double) + 2 * m * sizeof(int));
+        if (!block)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", ng);
-        free(in->gbuf);
-        in->gbuf = gbuf;
-        in->fired = (int *)(gbuf + m);
+        free(in->block);
+        in->block = block;
+        in->gbuf = in->refine ? block : NULL;
+        in->y_prev = in->refine ? block + m : NULL;
+        in->y_last = in->refine ? block + m + in->n : NULL;
+        in->fired = (int *)(block + nd);
         in->rootdir = in->fired + m;
         for (int i = 0; i < ng; i++)
             in->rootdir[i] = -1;
