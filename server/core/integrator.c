@@ -15,6 +15,14 @@
 #include <sundials/sundials_config.h>
 #include <sundials/sundials_context.h>
 
+/* ARKODE's functions common to its steppers: ERKStep* up to SUNDIALS 7.0, ARKode* from 7.1 on
+ * (where the ERKStep* names are deprecated). ERKStepCreate and the table setters stay ERKStep's. */
+#if SUNDIALS_VERSION_MAJOR > 7 || (SUNDIALS_VERSION_MAJOR == 7 && SUNDIALS_VERSION_MINOR >= 1)
+#define ARK(name) ARKode##name
+#else
+#define ARK(name) ERKStep##name
+#endif
+
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -114,19 +122,21 @@ static void ark_error(int code, const char *module, const char *function, char *
 /* A failed ERKStep call as an RS_E* error: ARKODE's flag name and its last message. */
 static int ark_fail(rs_integrator_t *in, rs_status_t *st, int code, const char *what, int flag)
 {
-    char *name = ERKStepGetReturnFlagName(flag); /* malloc'd by SUNDIALS */
+    char *name = ARK(GetReturnFlagName)(flag); /* malloc'd by SUNDIALS */
     rs_fail(st, code, "%s failed: %s (%s)", what, name ? name : "unknown flag",
             in->last_error[0] ? in->last_error : "no detail");
     free(name);
     return code;
 }
 
+/* the call as text with ARK(...) expanded: the function's real name in the message */
+#define CALL_TEXT(call) #call
 #define ARK_CHECK(in, st, call)                                                                \
     do {                                                                                       \
         int flag_ = (call);                                                                    \
         if (flag_ != ARK_SUCCESS)                                                              \
             return ark_fail(in, st, flag_ == ARK_MEM_FAIL ? RS_EEXHAUSTED : RS_EINTERNAL,      \
-                            #call, flag_);                                                     \
+                            CALL_TEXT(call), flag_);                                           \
     } while (0)
 
 /* ---- lifecycle -------------------------------------------------------------------------- */
@@ -137,7 +147,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
     if (!in)
         return;
     if (in->mem)
-        ERKStepFree(&in->mem);
+        ARK(Free)(&in->mem);
     if (in->y)
         N_VDestroy(in->y);
     if (in->ctx)
@@ -299,13 +309,13 @@ static ARKodeButcherTable verner_8_7(void)
 static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 {
     if (in->mem)
-        ERKStepFree(&in->mem);
+        ARK(Free)(&in->mem);
     in->ng = -1;
     in->order = 0;
     in->folded = 0; /* a new memory counts its steps from 0 */
     if (!(in->mem = ERKStepCreate(ark_rhs, 0.0, in->y, in->ctx)))
         return rs_fail(st, RS_EEXHAUSTED, "ERKStepCreate failed (out of memory?)");
-    ARK_CHECK(in, st, ERKStepSetUserData(in->mem, in));
+    ARK_CHECK(in, st, ARK(SetUserData)(in->mem, in));
 #if SUNDIALS_VERSION_MAJOR < 7
     ARK_CHECK(in, st, ERKStepSetErrHandlerFn(in->mem, ark_error, in));
 #endif
@@ -325,7 +335,7 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
          * the interpolant only brackets them, and ARKODE's Hermite interpolants of degree 4
          * and 5 cost two more right-hand sides each time they are evaluated, at every
          * control step's end among them (serial arm PID: 2.5 of 41 per control step) */
-        ARK_CHECK(in, st, ERKStepSetInterpolantDegree(in->mem, 3));
+        ARK_CHECK(in, st, ARK(SetInterpolantDegree)(in->mem, 3));
     } else {
         ARK_CHECK(in, st, ERKStepSetTableNum(in->mem, m == 5 ? ARKODE_DORMAND_PRINCE_7_4_5
                                                              : ARKODE_ZONNEVELD_5_3_4));
@@ -361,9 +371,9 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     int rc;
     if (method_order(order) != in->order && (rc = create_stepper(in, order, st)) < 0)
         return rc;
-    ARK_CHECK(in, st, ERKStepSStolerances(in->mem, rtol, atol));
-    ARK_CHECK(in, st, ERKStepSetMaxNumSteps(in->mem, max_steps));
-    ARK_CHECK(in, st, ERKStepSetMaxStep(in->mem, max_step)); /* 0: no limit */
+    ARK_CHECK(in, st, ARK(SStolerances)(in->mem, rtol, atol));
+    ARK_CHECK(in, st, ARK(SetMaxNumSteps)(in->mem, max_steps));
+    ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {
         /* one block: with event refinement (order 8) the guard values and the two step-end
          * states first (doubles, for alignment), then fired and rootdir */
@@ -380,11 +390,11 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
         in->rootdir = in->fired + m;
         for (int i = 0; i < ng; i++)
             in->rootdir[i] = -1;
-        ARK_CHECK(in, st, ERKStepRootInit(in->mem, ng, ng ? ark_guards : NULL));
+        ARK_CHECK(in, st, ARK(RootInit)(in->mem, ng, ng ? ark_guards : NULL));
         in->ng = ng;
         if (ng) { /* both need ARKODE's root memory, which ERKStepRootInit makes */
-            ARK_CHECK(in, st, ERKStepSetRootDirection(in->mem, in->rootdir));
-            ARK_CHECK(in, st, ERKStepSetNoInactiveRootWarn(in->mem));
+            ARK_CHECK(in, st, ARK(SetRootDirection)(in->mem, in->rootdir));
+            ARK_CHECK(in, st, ARK(SetNoInactiveRootWarn)(in->mem));
         }
     }
     return 0;
@@ -395,7 +405,7 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
 long rs_integrator_take_steps(rs_integrator_t *in)
 {
     long nst = 0;
-    if (ERKStepGetNumSteps(in->mem, &nst) != ARK_SUCCESS || nst <= in->folded)
+    if (ARK(GetNumSteps)(in->mem, &nst) != ARK_SUCCESS || nst <= in->folded)
         return 0; /* a statistic only: a failed query adds nothing */
     long add = nst - in->folded;
     in->folded = nst;
@@ -410,9 +420,9 @@ int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop
      * and restore tests step on bit-identically), without ReInit's re-initialisation of the
      * options. ARKODE's step count runs on across a Reset (take_steps' difference). */
     in->last_error[0] = '\0';
-    ARK_CHECK(in, st, ERKStepReset(in->mem, t, in->y));
-    ARK_CHECK(in, st, ERKStepSetInitStep(in->mem, h0));
-    ARK_CHECK(in, st, ERKStepSetStopTime(in->mem, tstop));
+    ARK_CHECK(in, st, ARK(Reset)(in->mem, t, in->y));
+    ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, h0));
+    ARK_CHECK(in, st, ARK(SetStopTime)(in->mem, tstop));
     in->tstop = tstop;
     in->t_prev = in->t_last = -INFINITY; /* ARKODE's first guard check records (t, x) */
     return 0;
@@ -428,12 +438,12 @@ static int integrate_from_step_start(rs_integrator_t *in, double t, rs_status_t 
     memcpy(x, in->y_prev, (size_t)in->n * sizeof(double));
     if (t == in->t_prev)
         return 0;
-    ARK_CHECK(in, st, ERKStepReset(in->mem, in->t_prev, in->y));
-    ARK_CHECK(in, st, ERKStepSetInitStep(in->mem, t - in->t_prev));
-    ARK_CHECK(in, st, ERKStepSetStopTime(in->mem, t));
+    ARK_CHECK(in, st, ARK(Reset)(in->mem, in->t_prev, in->y));
+    ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, t - in->t_prev));
+    ARK_CHECK(in, st, ARK(SetStopTime)(in->mem, t));
     double tret = in->t_prev;
     in->masked = 1;
-    int flag = ERKStepEvolve(in->mem, t, in->y, &tret, ARK_NORMAL);
+    int flag = ARK(Evolve)(in->mem, t, in->y, &tret, ARK_NORMAL);
     in->masked = 0;
     if (flag < 0)
         return ark_fail(in, st, RS_ESIMFAIL, "ERKStepEvolve (refining an event)", flag);
@@ -518,10 +528,10 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
 {
     double tret = *t;
     in->last_error[0] = '\0';
-    int flag = ERKStepEvolve(in->mem, in->tstop, in->y, &tret, ARK_NORMAL);
+    int flag = ARK(Evolve)(in->mem, in->tstop, in->y, &tret, ARK_NORMAL);
     if (flag == ARK_ROOT_RETURN) {
         *t = tret;
-        int gf = ERKStepGetRootInfo(in->mem, in->fired);
+        int gf = ARK(GetRootInfo)(in->mem, in->fired);
         if (gf != ARK_SUCCESS)
             return ark_fail(in, st, RS_EINTERNAL, "ERKStepGetRootInfo", gf);
         if (in->refine) {
@@ -538,7 +548,7 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
     *t = tret;
     if (atomic_load_explicit(in->abort, memory_order_relaxed))
         return rs_fail(st, RS_EDEADLINE, "interrupted at t = %.9g s", tret);
-    char *name = ERKStepGetReturnFlagName(flag); /* malloc'd by SUNDIALS */
+    char *name = ARK(GetReturnFlagName)(flag); /* malloc'd by SUNDIALS */
     rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
             name ? name : "?", in->last_error[0] ? in->last_error : "no detail");
     free(name);
@@ -555,7 +565,7 @@ int rs_integrator_nguards(const rs_integrator_t *in) { return in->ng; }
 double rs_integrator_next_step(const rs_integrator_t *in)
 {
     double h = 0.0;
-    if (ERKStepGetCurrentStep(in->mem, &h) != ARK_SUCCESS || !isfinite(h) || h <= 0.0)
+    if (ARK(GetCurrentStep)(in->mem, &h) != ARK_SUCCESS || !isfinite(h) || h <= 0.0)
         return 0.0;
     return h;
 }

@@ -50,7 +50,7 @@ int main(void)
     CHECK(N_VGetVectorID(a) == SUNDIALS_NVEC_CUSTOM && N_VGetArrayPointer(a) != xs,
           "a clone has its own values");
     sunindextype lrw = 0, liw = 0;
-    N_VSpace(a, &lrw, &liw);
+    a->ops->nvspace(a, &lrw, &liw); /* the op itself: SUNDIALS 7 deprecates N_VSpace */
     CHECK(lrw == N && liw == 1, "space: %ld reals, %ld integers", (long)lrw, (long)liw);
 
     N_VConst(2.0, a);

@@ -144,12 +144,14 @@ static void sa_dynamics(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                         const double *x, const double *u, double M[2][2], double b[2])
 {
     /* the sines and cosines first: nothing is live across the calls into libm, so nothing is
-     * saved and restored around them (callgrind: 50 instructions fewer per evaluation); two
-     * sincos calls and cos(t1 + t2) = c1 c2 - s1 s2 instead of a third call (80 instructions
-     * fewer; the sum's absolute error, a few 1e-16, is that of rounding t1 + t2 itself) */
+     * saved and restored around them (callgrind: 50 instructions fewer per evaluation).
+     * cos(t1 + t2) is libm's, not c1 c2 - s1 s2 from two sincos calls (80 instructions
+     * fewer): a user's gravity compensation computed with cos(t1 + t2) must cancel G exactly,
+     * as test_serial_arm's gravity_compensation checks; an upright pose is unstable (growth
+     * rate about 9 1/s), and the identity's last-bit difference threw the arm 333 rad off in
+     * 10 s on SUNDIALS 7.5 */
     double c2 = cos(x[ARM_Q2]), s2 = sin(x[ARM_Q2]);
-    double c1 = cos(x[ARM_Q1]), s1 = sin(x[ARM_Q1]);
-    double c12 = c1 * c2 - s1 * s2;
+    double c12 = cos(x[ARM_Q1] + x[ARM_Q2]), c1 = cos(x[ARM_Q1]);
     const double *k = em->c;
     double t1d = x[ARM_QD1], t2d = x[ARM_QD2];
     M[0][0] = k[K_M11] + k[K_M11C] * c2;
@@ -165,8 +167,9 @@ static void sa_dynamics(const rs_entity_model_t *em, const rs_entity_data_t *ed,
      * t1 + t2), a couple tau on link 1 (Q = (tau, 0)) */
     const double *w = ed->wrench;
     if (w[0] == 0.0 && w[1] == 0.0 && w[2] == 0.0 && w[3] == 0.0 && w[4] == 0.0)
-        return; /* the common case */
-    double s12 = s1 * c2 + c1 * s2;
+        return; /* the common case: no sin, cos */
+    double s1 = sin(x[ARM_Q1]);
+    double s12 = sin(x[ARM_Q1] + x[ARM_Q2]);
     double a1 = em->p[P_A1], a2 = em->p[P_A2];
     double q2 = -a2 * s12 * w[0] + a2 * c12 * w[1] + w[2] + w[4];
     b[0] += q2 - a1 * s1 * w[0] + a1 * c1 * w[1] + w[3];
