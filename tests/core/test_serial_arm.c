@@ -346,6 +346,38 @@ static void gravity_compensation(void)
     rs_world_destroy(&a.w);
 }
 
+/* New link data by SetParams (a new model, copy on write) take effect in the dynamics: the
+ * constants the arm derives from them (rs_robot_t.compile) are derived again. The closed-form
+ * gravity torques of the new links hold the pose; those of the preset's links do not. */
+static void params_recompiled(void)
+{
+    double torque[] = {0, 0}, q0[] = {0.7, -1.1};
+    rs_param_t p[] = {{"arm", "actuator_mode", torque, 2}, {"arm", "theta0", q0, 2}};
+    arm_t a = make_arm(p, 2);
+    if (!a.w)
+        return;
+    const rods_t heavy = {0.2, 0.12, 0.5, 0.3, 9.81};
+    double a1 = heavy.a1, a2 = heavy.a2, m1 = heavy.m1, m2 = heavy.m2;
+    rs_param_t np[] = {{"arm", "a1", &a1, 1}, {"arm", "a2", &a2, 1},
+                       {"arm", "m1", &m1, 1}, {"arm", "m2", &m2, 1}};
+    rs_status_t st;
+    const rs_model_t *before = a.w->model;
+    CHECK(rs_world_set_params(a.w, np, 4, &st) == 0, "%s", st.message);
+    CHECK(a.w->model != before, "new parameters: a new model");
+    double G[2], G_old[2];
+    gravity_torques(&heavy, q0, G);
+    gravity_torques(&preset_rods, q0, G_old);
+    command(&a, G[0], G[1]);
+    step(&a, 100);
+    CHECK(fabs(a.x[0] - q0[0]) < 1e-9 && fabs(a.x[1] - q0[1]) < 1e-9,
+          "the new links' gravity torques hold the pose: drift (%.3g, %.3g) rad", a.x[0] - q0[0],
+          a.x[1] - q0[1]);
+    command(&a, G_old[0], G_old[1]);
+    step(&a, 10);
+    CHECK(a.x[0] < q0[0] - 1e-3, "the preset's (lighter) torques do not: theta1 %.6f", a.x[0]);
+    rs_world_destroy(&a.w);
+}
+
 /* Friction, seed 003: joint 1 slides to rest against mu_D + mu_V |qd| (joint 2 stuck by a large
  * mu_D, so the arm turns as one rigid body of inertia M11(t2)), sticks with a stick event and no
  * drift, holds a sub-threshold torque, and slips when the torque exceeds mu_D. */
@@ -952,6 +984,7 @@ int main(void)
     energy_conserved();
     pid_setpoint();
     gravity_compensation();
+    params_recompiled();
     friction();
     friction_holds_against_gravity();
     coupled_breakaway();
