@@ -131,6 +131,8 @@ static int ark_fail(rs_integrator_t *in, rs_status_t *st, int code, const char *
 
 /* the call as text with ARK(...) expanded: the function's real name in the message */
 #define CALL_TEXT(call) #call
+#define ARK_NAME_(expanded) CALL_TEXT(expanded)
+#define ARK_NAME(name) ARK_NAME_(ARK(name))
 #define ARK_CHECK(in, st, call)                                                                \
     do {                                                                                       \
         int flag_ = (call);                                                                    \
@@ -207,7 +209,8 @@ static int method_order(int order)
  * is the true derivative at y_new: 13 new evaluations per step on SUNDIALS 6.x and 7.x alike
  * (7.x would recompute the same value for the library's own 13-stage table).
  * Where it pays: serial arm PID at rtol 1e-8, 10 ms control steps (bench_mujoco_serial_arm):
- * per control step 7.0 steps and 46 evaluations with Dormand-Prince, 2.5 and 39 with this. */
+ * per control step 7.0 steps and 46 evaluations with Dormand-Prince, 2.6 and 41 with this
+ * (events refined, cubic dense output). */
 static ARKodeButcherTable verner_8_7(void)
 {
     /* c, b (order 8), d (the embedded order 7) and A of the 13 stages, zeros written out */
@@ -321,7 +324,7 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 #endif
     /* The higher-order tables' embedded error estimates are one order higher too, so the step
      * controller takes longer steps at tight tolerances: serial arm PID targets at rtol 1e-8,
-     * 10 ms control steps, internal steps per control step 16.4 (order 4), 7.0 (5), 2.5 (8) */
+     * 10 ms control steps, internal steps per control step 16.4 (order 4), 7.0 (5), 2.6 (8) */
     int m = method_order(order);
     if (m == 8) {
         ARKodeButcherTable B = verner_8_7();
@@ -446,7 +449,7 @@ static int integrate_from_step_start(rs_integrator_t *in, double t, rs_status_t 
     int flag = ARK(Evolve)(in->mem, t, in->y, &tret, ARK_NORMAL);
     in->masked = 0;
     if (flag < 0)
-        return ark_fail(in, st, RS_ESIMFAIL, "ERKStepEvolve (refining an event)", flag);
+        return ark_fail(in, st, RS_ESIMFAIL, ARK_NAME(Evolve) " (refining an event)", flag);
     return 0;
 }
 
@@ -461,10 +464,11 @@ static int exact_guard(rs_integrator_t *in, int i, double t, double *g, rs_statu
     return 0;
 }
 
-/* Why: ARKODE finds a root on its dense output, a Hermite interpolant of degree 5 at most, and
- * returns the interpolant's state there. Below an 8th-order method's long steps the interpolant
- * is far less accurate than the step (x'' = -x at rtol 1e-10: the guard x = 0 found 3.6e-7 s
- * early; the serial arm's joint-stop time 3.4e-8 off). So for order 8 the crossing ARKODE
+/* Why: ARKODE finds a root on its dense output, a Hermite interpolant (of degree 5 at most;
+ * cubic here, create_stepper) and returns the interpolant's state there. Over an 8th-order
+ * method's long steps the interpolant is far less accurate than the step (with degree 5:
+ * x'' = -x at rtol 1e-10, the guard x = 0 found 3.6e-7 s early; the serial arm's joint-stop
+ * time 3.4e-8 off). So for order 8 the crossing ARKODE
  * brackets between the last two step ends is found again on the trajectory itself: Illinois
  * (regula falsi) on the first fired guard, each value from an exact integration from the
  * step's start, to ARKODE's own root tolerance; the state array then holds the state at the
@@ -533,7 +537,7 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
         *t = tret;
         int gf = ARK(GetRootInfo)(in->mem, in->fired);
         if (gf != ARK_SUCCESS)
-            return ark_fail(in, st, RS_EINTERNAL, "ERKStepGetRootInfo", gf);
+            return ark_fail(in, st, RS_EINTERNAL, ARK_NAME(GetRootInfo), gf);
         if (in->refine) {
             int rc = refine_root(in, t, st);
             if (rc < 0)

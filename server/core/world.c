@@ -114,12 +114,10 @@ static double schedule_value(rs_schedule_t *s, double t)
     return s->v[i] + w * (s->v[i + 1] - s->v[i]);
 }
 
-/* Commands of entity e in force at time t. */
-static const double *commands_at(const rs_model_t *m, rs_data_t *d, int e, double t)
+/* Commands of entity e at time t under its schedules and the motion specification. */
+static const double *commands_effective(const rs_model_t *m, rs_data_t *d, int e, double t)
 {
     const rs_entity_model_t *em = &m->ent[e];
-    if (!d->nsched[e] && !d->spec)
-        return d->u + em->u_off;
     double *ue = d->u_eff + em->u_off;
     for (int a = 0; a < em->nu; a++) {
         rs_schedule_t *s = &d->sched[em->u_off + a];
@@ -136,6 +134,15 @@ static const double *commands_at(const rs_model_t *m, rs_data_t *d, int e, doubl
         }
     }
     return ue;
+}
+
+/* Commands of entity e in force at time t: as set, without a call, when no schedule or
+ * specification changes them (every right-hand side and guard evaluation asks). */
+static inline const double *commands_at(const rs_model_t *m, rs_data_t *d, int e, double t)
+{
+    if (!d->nsched[e] && !d->spec)
+        return d->u + m->ent[e].u_off;
+    return commands_effective(m, d, e, t);
 }
 
 void rs_current_commands(const rs_model_t *m, const rs_data_t *d, int e, double *u_out)
@@ -184,9 +191,8 @@ static int world_rhs(double t, const double *x, double *xd, void *user)
     d->rhs_evals++;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
-        /* the commands as set, without a call, when no schedule or specification changes them */
-        const double *u = !d->nsched[e] && !d->spec ? d->u + em->u_off : commands_at(m, d, e, t);
-        em->robot->derivs(em, &d->ent[e], t, x + em->x_off, u, xd + em->x_off);
+        em->robot->derivs(em, &d->ent[e], t, x + em->x_off, commands_at(m, d, e, t),
+                          xd + em->x_off);
     }
     /* 0 * v is NaN for an infinite or NaN v: one test for all of them */
     double z = 0.0;

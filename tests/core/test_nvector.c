@@ -127,6 +127,37 @@ int main(void)
     counts(slab, 0, 0, "all destroyed");
     CHECK(xs[0] == 1.0 && xs[2] == 4.0, "the caller's array is untouched");
     free(mem);
+
+    /* a longer vector through every path of the linear combination (blocks of six elements,
+     * a pair, a last single element), z among the terms: each element is the sum of its terms
+     * in the order of the vectors, exactly (small integers) */
+    enum { L = 15, T = 5 };
+    void *lmem = malloc(rs_nvec_slab_bytes(L, T + 1));
+    rs_nvec_slab_t *lslab = rs_nvec_slab_init(lmem, L, T + 1, ctx);
+    double ys[L];
+    for (int k = 0; k < L; k++)
+        ys[k] = k + 1;
+    N_Vector ly[T];
+    ly[0] = rs_nvec_make(lslab, ys);
+    for (int i = 1; i < T; i++) {
+        ly[i] = N_VClone(ly[0]);
+        for (int k = 0; k < L; k++)
+            N_VGetArrayPointer(ly[i])[k] = (i + 1) * (k % 4) - i;
+    }
+    double lc[T] = {1, -2, 3, 0.5, -1}, want[L];
+    for (int k = 0; k < L; k++) {
+        want[k] = 0;
+        for (int i = 0; i < T; i++)
+            want[k] += lc[i] * N_VGetArrayPointer(ly[i])[k];
+    }
+    CHECK(N_VLinearCombination(T, lc, ly, ly[T - 1]) == 0, "15 elements, 5 terms");
+    int same = 1;
+    for (int k = 0; k < L; k++)
+        same &= N_VGetArrayPointer(ly[T - 1])[k] == want[k];
+    CHECK(same, "15 elements, 5 terms, z the last: every element its sum");
+    for (int i = T - 1; i >= 0; i--)
+        N_VDestroy(ly[i]);
+    free(lmem);
     SUNContext_Free(&ctx);
     return rs_test_done("test_nvector");
 }

@@ -116,10 +116,11 @@ static void links_of(const rs_entity_model_t *em, links_t *L)
     L->g = p[P_GRAVITY];
 }
 
-/* The constants of M(q), C and G (em->c, sa_compile): M11 = K_M11 + K_M11C cos t2,
- * M12 = K_M12 + K_M12C cos t2, M22 = K_M22, h = K_H sin t2, G2 = K_G2 cos(t1 + t2),
- * G1 = K_G1 cos t1 + G2; a, l, m, I, g as at the top of the file. */
-enum { K_M11, K_M11C, K_M12, K_M12C, K_M22, K_H, K_G1, K_G2, K_N };
+/* The constants of M(q), C and G (em->c, sa_compile): with K_H = m2 a1 lc2,
+ * M11 = K_M11 + 2 K_H cos t2, M12 = K_M22 + K_H cos t2, M22 = K_M22 = I2 + m2 lc2^2,
+ * h = K_H sin t2, G2 = K_G2 cos(t1 + t2), G1 = K_G1 cos t1 + G2; a, l, m, I, g as at the top
+ * of the file. */
+enum { K_M11, K_M22, K_H, K_G1, K_G2, K_N };
 _Static_assert(K_N <= RS_MAX_DERIVED, "the serial arm's constants fit rs_entity_model_t.c");
 
 static void sa_compile(rs_entity_model_t *em)
@@ -128,9 +129,6 @@ static void sa_compile(rs_entity_model_t *em)
     links_of(em, &L);
     double *k = em->c;
     k[K_M11] = L.I1 + L.I2 + L.m1 * L.lc1 * L.lc1 + L.m2 * (L.a1 * L.a1 + L.lc2 * L.lc2);
-    k[K_M11C] = 2.0 * L.m2 * L.a1 * L.lc2;
-    k[K_M12] = L.I2 + L.m2 * L.lc2 * L.lc2;
-    k[K_M12C] = L.m2 * L.a1 * L.lc2;
     k[K_M22] = L.I2 + L.m2 * L.lc2 * L.lc2;
     k[K_H] = L.m2 * L.a1 * L.lc2;
     k[K_G1] = (L.m1 * L.lc1 + L.m2 * L.a1) * L.g;
@@ -154,8 +152,8 @@ static void sa_dynamics(const rs_entity_model_t *em, const rs_entity_data_t *ed,
     double c12 = cos(x[ARM_Q1] + x[ARM_Q2]), c1 = cos(x[ARM_Q1]);
     const double *k = em->c;
     double t1d = x[ARM_QD1], t2d = x[ARM_QD2];
-    M[0][0] = k[K_M11] + k[K_M11C] * c2;
-    M[0][1] = M[1][0] = k[K_M12] + k[K_M12C] * c2;
+    M[0][0] = k[K_M11] + 2.0 * k[K_H] * c2;
+    M[0][1] = M[1][0] = k[K_M22] + k[K_H] * c2;
     M[1][1] = k[K_M22];
     double h = k[K_H] * s2;
     double g12 = k[K_G2] * c12;
