@@ -59,6 +59,11 @@ struct rs_integrator {
     double *y_prev, *y_last;
     double *gbuf; /* ng guard values */
     double *block; /* gbuf, y_prev, y_last (order 8 only), fired and rootdir in one allocation */
+    /* recovery from a non-finite derivative: the time and state an evolve started from, and
+     * whether the right-hand side reported one */
+    double t_entry;
+    double *x_entry;
+    int nonfinite;
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -72,8 +77,12 @@ static int ark_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
      * ARK_RHSFUNC_FAIL and rs_integrator_evolve reports RS_EDEADLINE */
     if (atomic_load_explicit(in->abort, memory_order_relaxed))
         return -1;
-    return in->rhs(t, rs_nvec_data(y), rs_nvec_data(ydot), in->user) ? -1 : 0;
+    int rc = in->rhs(t, rs_nvec_data(y), rs_nvec_data(ydot), in->user);
+    if (rc > 0)
+        in->nonfinite = 1; /* a stage too far out: a shorter step may do (evolve retries) */
+    return rc ? (rc > 0 ? 1 : -1) : 0;
 }
+
 
 static int ark_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data)
 {
@@ -155,6 +164,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
     if (in->ctx)
         SUNContext_Free(&in->ctx);
     free(in->block); /* guard values, states, fired, rootdir */
+    free(in->x_entry);
     free(in); /* and the slab */
     *pin = NULL;
 }
@@ -363,6 +373,11 @@ rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
     in->user = user;
     in->ng = -1;
     in->abort = &never_abort;
+    if (!(in->x_entry = malloc((size_t)(n > 0 ? n : 1) * sizeof(double)))) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
+        rs_integrator_destroy(&in);
+        return NULL;
+    }
     if (integrator_init(in, n, x, st) < 0)
         rs_integrator_destroy(&in);
     return in;
@@ -528,11 +543,37 @@ static int refine_root(rs_integrator_t *in, double *t, rs_status_t *st)
     return at == hi ? 0 : integrate_from_step_start(in, hi, st);
 }
 
+/* How often one evolve starts again after a non-finite derivative, each time with a first
+ * step a tenth of the one before, before the failure is reported. */
+#define NONFINITE_RETRIES 20
+
 int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
 {
-    double tret = *t;
+    double tret = *t, h0 = in->tstop - *t;
     in->last_error[0] = '\0';
-    int flag = ARK(Evolve)(in->mem, in->tstop, in->y, &tret, ARK_NORMAL);
+    in->t_entry = *t;
+    memcpy(in->x_entry, rs_nvec_data(in->y), (size_t)in->n * sizeof(double));
+    int flag;
+    for (int retry = 0;; retry++) {
+        in->nonfinite = 0;
+        flag = ARK(Evolve)(in->mem, in->tstop, in->y, &tret, ARK_NORMAL);
+        /* SUNDIALS 6's ERKStep ends on a recoverable right-hand-side failure too: a stage
+         * that left the region where the derivative is finite (a long step after quiet ones,
+         * then a sudden torque) starts the evolve again from where it began, with a first
+         * step ten times shorter each time */
+        if (flag >= 0 || !in->nonfinite || retry == NONFINITE_RETRIES ||
+            atomic_load_explicit(in->abort, memory_order_relaxed))
+            break;
+        h0 *= 0.1;
+        memcpy(rs_nvec_data(in->y), in->x_entry, (size_t)in->n * sizeof(double));
+        in->last_error[0] = '\0';
+        if (ARK(Reset)(in->mem, in->t_entry, in->y) != ARK_SUCCESS ||
+            ARK(SetInitStep)(in->mem, h0) != ARK_SUCCESS ||
+            ARK(SetStopTime)(in->mem, in->tstop) != ARK_SUCCESS)
+            break;
+        in->t_prev = in->t_last = -INFINITY;
+        tret = in->t_entry;
+    }
     if (flag == ARK_ROOT_RETURN) {
         *t = tret;
         int gf = ARK(GetRootInfo)(in->mem, in->fired);
@@ -552,6 +593,11 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
     *t = tret;
     if (atomic_load_explicit(in->abort, memory_order_relaxed))
         return rs_fail(st, RS_EDEADLINE, "interrupted at t = %.9g s", tret);
+    if (in->nonfinite)
+        return rs_fail(st, RS_ESIMFAIL,
+                       "the derivative is not finite after t = %.9g s, even with a first step "
+                       "1e-%d of the interval (the state diverges: lower the commands or the control_dt)",
+                       in->t_entry, NONFINITE_RETRIES);
     char *name = ARK(GetReturnFlagName)(flag); /* malloc'd by SUNDIALS */
     rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
             name ? name : "?", in->last_error[0] ? in->last_error : "no detail");

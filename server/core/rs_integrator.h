@@ -18,7 +18,8 @@
 
 typedef struct rs_integrator rs_integrator_t;
 
-/* x' = f(t, x): fill xdot (n values); non-zero return: the evaluation failed (unrecoverable). */
+/* x' = f(t, x): fill xdot (n values). Returns 0; positive when xdot is not finite (the
+ * integrator retries with shorter steps, then reports it); negative: failed, unrecoverable. */
 typedef int (*rs_integrator_rhs_fn)(double t, const double *x, double *xdot, void *user);
 /* The guard functions g(t, x) (ng values); an event fires where one falls through zero. */
 typedef void (*rs_integrator_guards_fn)(double t, const double *x, double *g, void *user);

@@ -383,8 +383,13 @@ static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, 
 static int save_boundary(world_entry_t *w, rs_status_t *st)
 {
     const rs_model_t *m = w->world->model;
-    if (!w->boundary && !(w->boundary = rs_data_new(m, 0, st)))
-        return st ? st->code : RS_EEXHAUSTED;
+    if (w->boundary && w->boundary_model != m)
+        rs_server_drop_boundary(w); /* made for a model the world no longer runs */
+    if (!w->boundary) {
+        if (!(w->boundary = rs_data_new(m, 0, st)))
+            return st ? st->code : RS_EEXHAUSTED;
+        w->boundary_model = rs_model_retain(m);
+    }
     return rs_data_copy(m, w->boundary, w->world->data, st);
 }
 

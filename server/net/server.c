@@ -351,9 +351,15 @@ void rs_server_adopt(rs_server_t *s, world_entry_t *w)
     rs_data_set_abort(w->world->data, &s->abort);
 }
 
+void rs_server_drop_boundary(world_entry_t *w)
+{
+    rs_data_destroy(&w->boundary); /* reads its model: released after */
+    rs_model_release(&w->boundary_model);
+}
+
 void rs_server_forget(world_entry_t *w)
 {
-    rs_data_destroy(&w->boundary);
+    rs_server_drop_boundary(w);
     rs_history_destroy(&w->history);
 }
 

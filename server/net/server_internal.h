@@ -44,6 +44,9 @@ typedef struct world_entry {
     rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
                                           being run, to roll back an interrupted control step
                                           (made on the first save) */
+    const rs_model_t *boundary_model;  /* the model `boundary` was made for, retained while
+                                          it lives: SetParams or SetState may replace the
+                                          world's model in between */
     uint64_t ckpt_mark;                /* persist.c: hash of what the last checkpoint wrote
                                           (0: not written) */
 } world_entry_t;
@@ -153,7 +156,10 @@ static inline int rs_server_stopping(const rs_server_t *s) { return s->stop && *
  * holds: created, forked or restored). */
 void rs_server_adopt(rs_server_t *s, world_entry_t *w);
 
-/* Free what the server keeps beside world w (its rollback snapshot) before w goes. */
+/* Free world w's rollback copy and release the model it was made for (NULL-safe). */
+void rs_server_drop_boundary(world_entry_t *w);
+
+/* Free what the server keeps beside world w (its rollback copy, its history) before w goes. */
 void rs_server_forget(world_entry_t *w);
 
 /* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
