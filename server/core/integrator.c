@@ -612,6 +612,11 @@ const int *rs_integrator_fired(const rs_integrator_t *in)
 
 int rs_integrator_nguards(const rs_integrator_t *in) { return in->ng; }
 
+const char *rs_sundials_version(void)
+{
+    return SUNDIALS_VERSION;
+}
+
 double rs_integrator_next_step(const rs_integrator_t *in)
 {
     double h = 0.0;

@@ -24,6 +24,9 @@
 
 #define RS_VERSION "0.1.0"
 
+/* The version of SUNDIALS the integrator was built with, e.g. "6.4.1". */
+const char *rs_sundials_version(void);
+
 #define RS_NAME_MAX 32           /* entity, preset and parameter names, with the NUL */
 #define RS_MAX_ENTITIES 8
 #define RS_MAX_PARAM_VALUES 160  /* parameter storage per entity, in doubles */

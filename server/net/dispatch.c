@@ -1,5 +1,6 @@
 /* The dispatch table (one row per request type) and the handlers. A handler validates
  * everything before it changes anything, so a refused request leaves the world as it was. */
+#include "rs_build_info.h"
 #include "rs_codec.h"
 #include "rs_log.h"
 #include "rs_montecarlo.h"
@@ -12,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #define REPLY(rp, field, CASE, value)                                                          \
     do {                                                                                       \
@@ -113,6 +117,40 @@ static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *s
 
 /* ---- handlers -------------------------------------------------------------------------- */
 
+/* What this server's bits depend on besides the requests (Hello's BuildInfo). */
+static Robosim__V1__BuildInfo *build_info(rs_server_t *s)
+{
+    Robosim__V1__BuildInfo *b = rs_arena_alloc(&s->arena, sizeof *b);
+    char *libm = rs_arena_alloc(&s->arena, 64);
+    if (!b || !libm)
+        return NULL;
+    robosim__v1__build_info__init(b);
+    b->version = RS_VERSION;
+    b->commit = RS_BUILD_COMMIT;
+    b->compiler = RS_BUILD_COMPILER;
+    b->fp_flags = RS_BUILD_FP_FLAGS;
+    b->build_type = RS_BUILD_TYPE;
+    b->sundials = (char *)rs_sundials_version();
+#if defined(__x86_64__)
+    b->arch = "x86_64";
+#elif defined(__aarch64__)
+    b->arch = "aarch64";
+#elif defined(__i386__)
+    b->arch = "i386";
+#elif defined(__arm__)
+    b->arch = "arm";
+#else
+    b->arch = "unknown";
+#endif
+#ifdef __GLIBC__
+    snprintf(libm, 64, "glibc %s", gnu_get_libc_version()); /* libm is glibc's */
+#else
+    snprintf(libm, 64, "unknown C library");
+#endif
+    b->libm = libm;
+    return b;
+}
+
 static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                     Robosim__V1__Response *rp, rs_status_t *st)
 {
@@ -153,6 +191,8 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
         r->n_tasks++;
     r->tasks = (char **)tasks;
     r->stream_endpoint = s->stream_endpoint;
+    if (!(r->build = build_info(s)))
+        return OOM(st);
     r->history_frames = s->xpub && s->cfg.history_frames > 0 ? (uint32_t)s->cfg.history_frames : 0;
     r->history_seconds = r->history_frames ? s->cfg.history_seconds : 0.0;
     if (h->client_name && h->client_name[0])
