@@ -29,23 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     c.snap = NULL;
     c.snap_len = 0;
     c.internal = 0;
-    rs_server_config_t cfg;
-    rs_server_config_defaults(&cfg);
-    cfg.bind = NULL;
-    cfg.stream_endpoint = NULL;
-    cfg.default_preset = NULL;
-    cfg.controller_token = FUZZ_TOKEN;
-    cfg.max_worlds = 6;
-    cfg.max_steps_per_request = 8;
-    cfg.max_batch = 8;
-    cfg.threads = 1;
-    cfg.max_message_size = 1u << 21;
-    memset(cfg.snapshot_key, 0x5a, sizeof cfg.snapshot_key);
-    cfg.snapshot_key_set = 1;
+    if (!(c.s = seq_server_new()))
+        abort();
     rs_status_t st;
     rs_status_clear(&st);
-    if (!(c.s = rs_server_new(&cfg, &st)))
-        abort();
     for (size_t i = 0; i + 1 < size && i / 2 < FUZZ_SEQUENCE_MAX; i += 2)
         seq_apply(&c, data[i], data[i + 1]);
     if (c.internal)

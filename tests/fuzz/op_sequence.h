@@ -57,9 +57,8 @@ static inline char *seq_read_spec(size_t *len)
 }
 
 /* A server for sequences: no default world, small limits (as the request fuzzer's). */
-static inline int seq_init(seq_ctx_t *c)
+static inline rs_server_t *seq_server_new(void)
 {
-    memset(c, 0, sizeof *c);
     rs_server_config_t cfg;
     rs_server_config_defaults(&cfg);
     cfg.bind = NULL;
@@ -75,7 +74,14 @@ static inline int seq_init(seq_ctx_t *c)
     cfg.snapshot_key_set = 1;
     rs_status_t st;
     rs_status_clear(&st);
-    if (!(c->s = rs_server_new(&cfg, &st)))
+    return rs_server_new(&cfg, &st);
+}
+
+/* A sequence's server and documents. 0, or -1 when out of memory. */
+static inline int seq_init(seq_ctx_t *c)
+{
+    memset(c, 0, sizeof *c);
+    if (!(c->s = seq_server_new()))
         return -1;
     c->spec = seq_read_spec(&c->spec_len);
     c->junk_len = 256 * 1024;
