@@ -65,7 +65,8 @@ typedef struct rs_model {
     double max_internal_steps; /* per control step, before the step is declared failed */
     double sim_step;           /* s, largest internal step (ARKODE's hmax); 0: no limit */
     double stream_max_hz;      /* most states per second the server publishes for this world
-                                  on its observer stream; 0: the server's --stream-max-hz */
+                                  on its observer stream, at most the server's
+                                  --stream-max-hz; 0: the server's */
     double max_episode_steps;  /* a task episode's truncation limit; 0: the task's own */
     double erk_order;          /* the integrator's method order, 4 5 8; 0: the robots' choice */
     int nentities;

@@ -195,6 +195,8 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
         return OOM(st);
     r->history_frames = s->xpub && s->cfg.history_frames > 0 ? (uint32_t)s->cfg.history_frames : 0;
     r->history_seconds = r->history_frames ? s->cfg.history_seconds : 0.0;
+    r->history_bytes_per_world = r->history_frames ? s->cfg.history_bytes_per_world : 0;
+    r->history_bytes = r->history_frames ? s->cfg.history_bytes : 0;
     if (h->client_name && h->client_name[0])
         rs_log(RS_LOG_DEBUG, "hello from '%s' (protocol %u.%u)", h->client_name, h->major, h->minor);
     REPLY(rp, hello, HELLO, r);
@@ -233,6 +235,8 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
     rs_param_t *params = rs_codec_params(&s->arena, c->params, c->n_params);
     if (!params)
         return OOM(st);
+    if (rs_stream_check_params(s, params, c->n_params, st) < 0)
+        return st->code;
     rs_world_t *world =
         c->task && c->task[0]
             ? rs_world_new_task(c->task, c->preset, params, c->n_params, c->seed, st)
@@ -1535,6 +1539,8 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     rs_param_t *params = rs_codec_params(&s->arena, p->params, p->n_params);
     if (!params)
         return OOM(st);
+    if (rs_stream_check_params(s, params, p->n_params, st) < 0)
+        return st->code;
     int rc = rs_world_set_params(w->world, params, p->n_params, st);
     if (rc < 0)
         return rc;

@@ -29,6 +29,10 @@ typedef struct rs_server_config {
     int history_frames;             /* frames of stream history a world keeps for GetHistory
                                        at most (0: none) ... */
     double history_seconds;         /* ... and how long, s of wall-clock time (0: no limit) */
+    size_t history_bytes_per_world; /* bytes one world's history holds at most (frames and
+                                       ring); past it its oldest frames go */
+    size_t history_bytes;           /* bytes all worlds' histories hold at most; past it the
+                                       largest history's oldest frames go */
     const char *snapshot_key_file;  /* key that authenticates snapshots (32 bytes or 64 hex
                                        digits, mode 600), shared by servers that restore each
                                        other's snapshots; NULL: a random key per process */

@@ -39,6 +39,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->stream_max_hz = 60.0;
     cfg->history_frames = 3600; /* a minute at the default 60 states per second */
     cfg->history_seconds = 60.0;
+    cfg->history_bytes_per_world = (size_t)4 << 20;
+    cfg->history_bytes = (size_t)256 << 20;
     cfg->snapshot_key_file = NULL;
     cfg->snapshot_key_set = 0;
     cfg->curve_secret_key = NULL;

@@ -103,6 +103,8 @@ struct rs_server {
     uint64_t subs_read_at; /* s->requests when the subscription messages were last read */
     double stream_next_due; /* earliest time a held-back state is due, or INFINITY */
     uint64_t frames_sent, frames_dropped;
+    size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
+    size_t history_peak;   /* ... and held at most since the heap was last trimmed */
     uint64_t batches;      /* StepBatch requests seen, for world_entry_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
@@ -223,16 +225,17 @@ void rs_curve_close(rs_server_t *s);
 /* ---- history.c: the observer stream's recent past, per world ---- */
 
 /* Keep world w's published frame `seq` (serialized StreamFrame, len bytes, published at
- * rs_monotonic() time `now`); the oldest goes past cfg.history_frames or history_seconds.
- * Out of memory the frame is not kept and GetHistory reports it dropped. */
+ * rs_monotonic() time `now`); the oldest goes past cfg.history_frames, history_seconds or
+ * history_bytes_per_world, and the largest history's oldest past cfg.history_bytes. A frame
+ * too large for a bound, or out of memory, is not kept and GetHistory reports it dropped. */
 void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now);
 
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
 
-/* Bytes a world's history's frame buffers hold; *frames and *ring (if not NULL): the frames
- * it holds and the bytes of its ring of slots. */
+/* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its frames' buffers
+ * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
 size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring);
 
 /* The GetHistory handler (dispatch.c's table). */
@@ -259,6 +262,11 @@ void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */
 int rs_stream_flush(rs_server_t *s);
+
+/* Refuse (RS_ERANGE, saying the most allowed) a world parameter stream_max_hz above the
+ * server's --stream-max-hz among a CreateWorld's or SetParams' n params; 0 when none is. */
+int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_t n,
+                           rs_status_t *st);
 
 /* ---- persist.c: --state-dir ---- */
 
