@@ -281,6 +281,7 @@ typedef struct rs_persisted_world {
     char token[RS_TOKEN_LEN + 1], prev_token[RS_TOKEN_LEN + 1];
     double lease_remaining; /* s left at the checkpoint (negative: lapsed) */
     char preset[32], task[32];
+    char owner[80];          /* the quota key of the client holding it ("" for none) */
     const uint8_t *snapshot; /* the core snapshot, pointing into the parsed buffer */
     size_t snapshot_len;
 } rs_persisted_world_t;

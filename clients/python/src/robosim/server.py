@@ -96,7 +96,8 @@ class LocalServer:
         if max_worlds is not None and int(max_worlds) > 64:  # a client holds 64 by default
             n = str(int(max_worlds))
             # a server for this process alone: all its worlds are one client's
-            sizing = ["--max-worlds", n, "--max-worlds-per-client", "0"] + (
+            sizing = ["--max-worlds", n, "--max-worlds-per-client", "0",
+                      "--max-worlds-share", "1"] + (
                 ["--max-batch", n] if int(n) > 4096 else [])
         self.proc = None
         self._log = tempfile.TemporaryFile()
