@@ -510,9 +510,11 @@ static void address_key(const char *addr, char *key, size_t cap)
         return;
     }
     unsigned char a6[16];
+    char v6[64];
+    snprintf(v6, sizeof v6, "%.*s", (int)strcspn(addr, "%"), addr); /* without a zone */
     if (strchr(v4, '.') && !strchr(v4, ':')) {
         snprintf(key, cap, "ip:%s", v4);
-    } else if (inet_pton(AF_INET6, addr, a6) == 1) {
+    } else if (inet_pton(AF_INET6, v6, a6) == 1) {
         snprintf(key, cap, "ip:%x:%x:%x:%x::/64", a6[0] << 8 | a6[1], a6[2] << 8 | a6[3],
                  a6[4] << 8 | a6[5], a6[6] << 8 | a6[7]);
     } else {
