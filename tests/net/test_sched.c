@@ -8,9 +8,9 @@
  *     longer than the budget (control_dt = 10, rtol = 1e-14: the step is interrupted inside);
  *   - SIGTERM ends the server within 1 s during a 1e6-step Step and during one slow control
  *     step, the client answered UNAVAILABLE;
- *   - per-client quotas: worlds, counted per address without CURVE (forks of world 1 count
- *     against the forker, from every connection it opens; destroying gives quota back) and
- *     requests in flight;
+ *   - per-client quotas: worlds, counted per address (per user over ipc) without CURVE (forks
+ *     of world 1 count against the forker, from every connection it opens; destroying gives
+ *     quota back) and requests in flight;
  *   - --world-ttl: an idle world is destroyed, a busy one kept. */
 #include "rs_core.h"
 #include "rs_test.h"
@@ -689,6 +689,48 @@ static void test_default_quota(void)
     server_stop(&sp);
 }
 
+/* 5b. Over ipc:// the quota follows the peer's user id: two connections share it. */
+static void test_ipc_quota(void)
+{
+    char dir[] = "/tmp/robosim-ipc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    server_proc_t sp;
+    snprintf(sp.endpoint, sizeof sp.endpoint, "ipc://%s/s", dir);
+    sp.pid = fork();
+    if (sp.pid == 0) {
+        execl(binary, binary, "--bind", sp.endpoint, "--no-stream", "--no-world", "--log-level",
+              "warn", "--max-worlds-per-client", "2", (char *)NULL);
+        _exit(127);
+    }
+    rsc_error_t err;
+    rsc_client_t *a = NULL, *b = NULL;
+    for (int i = 0; i < 100 && !a; i++) {
+        a = rsc_connect(sp.endpoint, 100, &err);
+        if (!a)
+            sleep_s(0.05);
+    }
+    b = a ? rsc_connect(sp.endpoint, 5000, &err) : NULL;
+    CHECK(a && b, "two ipc connections: %s", err.message);
+    uint64_t id = 0;
+    int rc = -1;
+    if (a && b) {
+        CHECK(rsc_create_world(a, "finger", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+        CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+        rc = rsc_create_world(a, "finger", NULL, 0, 1, &id, &err);
+    }
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "user id") &&
+              strstr(err.message, "--max-worlds-per-client 2"),
+          "a third world over either ipc connection is over the user's quota: %d %s", rc,
+          err.message);
+    rsc_close(&a);
+    rsc_close(&b);
+    server_stop(&sp);
+    char path[64];
+    snprintf(path, sizeof path, "%s/s", dir);
+    unlink(path);
+    rmdir(dir);
+}
+
 /* 5. Quotas: worlds per client (forks and claims count), requests in flight per client. */
 static void test_quotas(void)
 {
@@ -801,6 +843,7 @@ int main(int argc, char **argv)
     test_stop_in_slow_step();
     test_order();
     test_default_quota();
+    test_ipc_quota();
     test_quotas();
     test_ttl();
     return rs_test_done("test_sched");
