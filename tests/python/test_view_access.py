@@ -150,3 +150,14 @@ def test_view_default_page_bound(start_view):
                 await ws.close()
 
     asyncio.run(go())
+
+
+def test_view_bad_options_refused():
+    env = dict(os.environ)
+    src = os.path.dirname(os.path.dirname(os.path.abspath(robosim.__file__)))
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    for bad, want in ((["--max-pages", "0"], "--max-pages must be at least 1"),
+                      (["--allow-origin", "lab.example"], "is not an origin")):
+        p = subprocess.run([sys.executable, "-m", "robosim.cli", "view", "--port", "0", *bad],
+                           capture_output=True, text=True, env=env, timeout=30)
+        assert p.returncode == 2 and want in p.stderr, (bad, p.returncode, p.stderr)

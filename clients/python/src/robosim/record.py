@@ -218,8 +218,12 @@ def cmd_replay(args):
     frames = read(args.file, args.world)
     if args.view:
         from .view.server import serve
-        serve(replay=args.file, port=args.port, allow_origins=args.allow_origin,
-              max_pages=args.max_pages)
+        try:
+            serve(replay=args.file, port=args.port, allow_origins=args.allow_origin,
+                  max_pages=args.max_pages)
+        except ValueError as exc:  # an option that cannot be used
+            print("robosim replay: %s" % exc, file=sys.stderr)
+            return 2
         return 0
     if not args.quiet:
         for _, _, frame, _ in frames:

@@ -15,6 +15,8 @@ robosim server restarts (the page then starts afresh). Only pages of this view's
 (localhost, 127.0.0.1, [::1] at its port) are served, and those of --allow-origin; at most
 --max-pages WebSockets are open at once (default 16)."""
 
+import sys
+
 DEFAULT_PORT = 8765
 MAX_PAGES = 16  # WebSockets open at once by default (--max-pages)
 
@@ -22,8 +24,12 @@ MAX_PAGES = 16  # WebSockets open at once by default (--max-pages)
 def cmd_view(args):
     from ..client import DEFAULT_ENDPOINT, env_endpoint
     from .server import serve
-    serve(endpoint=args.endpoint or env_endpoint() or DEFAULT_ENDPOINT, port=args.port,
-          allow_origins=args.allow_origin, max_pages=args.max_pages)
+    try:
+        serve(endpoint=args.endpoint or env_endpoint() or DEFAULT_ENDPOINT, port=args.port,
+              allow_origins=args.allow_origin, max_pages=args.max_pages)
+    except ValueError as exc:  # an option that cannot be used
+        print("robosim view: %s" % exc, file=sys.stderr)
+        return 2
     return 0
 
 
