@@ -373,7 +373,8 @@ int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t 
     p += 8;
     if (n != len - header - 8)
         return rs_fail(st, RS_EINVAL, "snapshot length %" PRIu64 " does not fit the file", n);
-    if (out->id == 0 || out->id > ID_MAX || strlen(out->token) != RS_TOKEN_LEN || !(fabs(out->lease_remaining) <= 1e12))
+    if (out->id == 0 || out->id > ID_MAX || strlen(out->token) != RS_TOKEN_LEN ||
+        !(fabs(out->lease_remaining) <= 1e12))
         return rs_fail(st, RS_EINVAL, "world id, token or lease out of range");
     out->snapshot = p;
     out->snapshot_len = (size_t)n;
