@@ -17,8 +17,9 @@
 static volatile sig_atomic_t stop_requested;
 
 /* long options without a short letter */
-enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL, OPT_CHECKPOINT_INTERVAL,
-       OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS, OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES };
+enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
+       OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
+       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES };
 
 static void on_signal(int sig)
 {
@@ -110,8 +111,12 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             served in between\n"
             "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
             "                             created, forked or claimed; a client is its CURVE\n"
-            "                             key, else its connection. 0: no per-client limit (a\n"
-            "                             server for one client, sized by --max-worlds)\n"
+            "                             key, else its address (every loopback client is one\n"
+            "                             client; an IPv6 client is its /64). 0: no per-client\n"
+            "                             limit (a server for one client, sized by --max-worlds)\n"
+            "  --max-worlds-share F       one client holds at most this share of --max-worlds\n"
+            "                             (default %g; 1: the whole server), whatever\n"
+            "                             --max-worlds-per-client says\n"
             "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
             "                             parked or waiting behind a long Step (default %d)\n"
             "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
@@ -145,7 +150,7 @@ static void usage(FILE *f, const rs_server_config_t *d)
             d->history_seconds, d->history_bytes_per_world >> 20, d->history_bytes >> 20,
             d->lease_seconds,
             d->max_request_seconds, d->slice_seconds * 1e3, d->max_worlds_per_client,
-            d->max_inflight_per_client, d->world_ttl,
+            d->max_worlds_share, d->max_inflight_per_client, d->world_ttl,
             d->checkpoint_interval);
 }
 
@@ -258,6 +263,7 @@ int main(int argc, char **argv)
         {"exit-with-stdin", no_argument, 0, 'E'},
         {"max-request-seconds", required_argument, 0, 'R'},
         {"max-worlds-per-client", required_argument, 0, OPT_WORLDS_PER_CLIENT},
+        {"max-worlds-share", required_argument, 0, OPT_WORLDS_SHARE},
         {"max-inflight-per-client", required_argument, 0, OPT_INFLIGHT_PER_CLIENT},
         {"world-ttl", required_argument, 0, OPT_WORLD_TTL},
         {"state-dir", required_argument, 0, 'D'},
@@ -290,6 +296,7 @@ int main(int argc, char **argv)
         case OPT_WORLDS_PER_CLIENT:
             cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000);
             break;
+        case OPT_WORLDS_SHARE: cfg.max_worlds_share = parse_positive("--max-worlds-share", optarg, 1.0, "the server's worlds (a fraction)"); break;
         case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
         case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'D': cfg.state_dir = optarg; break;
@@ -329,11 +336,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "robosim-server: --curve-secret-file: %s\n", err.message);
             return 2;
         }
-        struct stat sb;
-        if (stat(curve_secret_file, &sb) == 0 && (sb.st_mode & 077))
-            rs_log(RS_LOG_WARN, "%s holds the server's secret key but other users may read it "
-                                "(mode %03o): chmod 600 it",
-                   curve_secret_file, (unsigned)(sb.st_mode & 0777));
+        /* refused as an open --snapshot-key-file is: whoever reads it can pose as this server */
+        struct stat sb = {0};
+        if (stat(curve_secret_file, &sb) != 0 || (sb.st_mode & 077)) {
+            memset(curve_secret, 0, sizeof curve_secret);
+            fprintf(stderr, "robosim-server: --curve-secret-file %s holds the server's secret key "
+                            "but other users may read it (mode %03o): whoever reads it can pose "
+                            "as this server; chmod 600 it\n",
+                    curve_secret_file, (unsigned)(sb.st_mode & 0777));
+            return 2;
+        }
         cfg.curve_secret_key = curve_secret;
     }
 

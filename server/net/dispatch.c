@@ -73,7 +73,7 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
     }
     s->nworlds++;
     we->world = world;
-    snprintf(we->owner, sizeof we->owner, "%s", s->caller->id);
+    snprintf(we->owner, sizeof we->owner, "%s", s->caller->key);
     rs_server_adopt(s, we);
     return we;
 }
@@ -96,23 +96,49 @@ static int refuse_on_task(const world_entry_t *w, const char *op, rs_status_t *s
                    !strcmp(op, "set_params") ? "change its parameters" : "command its robots");
 }
 
-/* Whether the calling client may take one more world (create, fork or claim `what`): its
- * worlds are under --max-worlds-per-client. In-process callers have no quota. */
+/* What a quota key names, for a refusal's message. */
+static const char *key_kind(const char *key)
+{
+    if (!strncmp(key, "curve:", 6))
+        return "CURVE key";
+    if (!strcmp(key, "ip:loopback"))
+        return "address (every client on this machine's loopback shares it)";
+    if (!strncmp(key, "ip:", 3))
+        return "address";
+    if (!strncmp(key, "uid:", 4))
+        return "user id";
+    return "connection";
+}
+
+/* Whether the calling client may take one more world (create, fork or claim `what`): the
+ * worlds its key (rs_caller_t.key) holds are under --max-worlds-per-client and under
+ * --max-worlds-share of --max-worlds. In-process callers have no quota. */
 static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *st)
 {
-    const char *who = s->caller->id;
+    const char *who = s->caller->key;
     int max = s->cfg.max_worlds_per_client, n = 0;
-    if (!who[0] || max <= 0)
+    double share = s->cfg.max_worlds_share > 0 ? s->cfg.max_worlds_share : 1.0;
+    int cap = (int)floor(share * s->cfg.max_worlds + 1e-9);
+    if (cap < 1)
+        cap = 1;
+    if (!who[0])
         return 0;
     for (int i = 0; i < s->nworlds; i++)
         n += strcmp(s->worlds[i].owner, who) == 0;
-    if (n < max)
-        return 0;
-    return rs_fail(st, RS_EEXHAUSTED,
-                   "this client already holds %d worlds, its quota (--max-worlds-per-client %d; "
-                   "worlds it created, forked or claimed count); destroy one of them "
-                   "(DestroyWorld) before it can %s another",
-                   n, max, what);
+    if (max > 0 && n >= max && max <= cap)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "this client's %s already holds %d worlds, its quota "
+                       "(--max-worlds-per-client %d; worlds it created, forked or claimed count, "
+                       "from every connection it has); destroy one of them (DestroyWorld) before "
+                       "it can %s another",
+                       key_kind(who), n, max, what);
+    if (n >= cap)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "this client's %s already holds %d worlds, the most one client may "
+                       "(--max-worlds-share %g of --max-worlds %d: the rest is kept for other "
+                       "clients); destroy one of them (DestroyWorld) before it can %s another",
+                       key_kind(who), n, share, s->cfg.max_worlds, what);
+    return 0;
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
@@ -1643,11 +1669,11 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
                            "Claim again after it lapses (the lease is %g s, renewed by every "
                            "change the controller makes)",
                            (unsigned long long)w->id, left, s->cfg.lease_seconds);
-        if (strcmp(w->owner, s->caller->id) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
+        if (strcmp(w->owner, s->caller->key) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
             return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;
-        snprintf(w->owner, sizeof w->owner, "%s", s->caller->id);
+        snprintf(w->owner, sizeof w->owner, "%s", s->caller->key);
         rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
     }
     Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);

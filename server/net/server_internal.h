@@ -36,8 +36,9 @@ typedef struct world_entry {
                                           (or its creation): --world-ttl */
     int held;                          /* a Step parked between its slices holds the world:
                                           requests naming it wait behind it */
-    char owner[sizeof(((rs_caller_t *)0)->id)]; /* the client that created, forked or claimed
-                                          it (per-client quota key; "" for none) */
+    char owner[sizeof(((rs_caller_t *)0)->key)]; /* the quota key (rs_caller_t.key) of the
+                                          client that created, forked or claimed it ("" for
+                                          none); kept in its checkpoint */
     int fast_steps;                    /* its last control step took under FAST_STEP_SECONDS
                                           (dispatch.c: the next Step's first control step runs
                                           without a saved boundary); 0 unknown or slow */
@@ -295,6 +296,7 @@ typedef struct rs_persisted_world {
     char token[RS_TOKEN_LEN + 1], prev_token[RS_TOKEN_LEN + 1];
     double lease_remaining; /* s left at the checkpoint (negative: lapsed) */
     char preset[32], task[32];
+    char owner[80];          /* the quota key of the client holding it ("" for none) */
     const uint8_t *snapshot; /* the core snapshot, pointing into the parsed buffer */
     size_t snapshot_len;
 } rs_persisted_world_t;
