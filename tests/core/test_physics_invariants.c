@@ -27,7 +27,7 @@
  *
  * Usage: test_physics_invariants [--scenarios N] [--seconds S] [--groups a,b] [--list]
  *                                [--base-seed S] [--no-shrink]
- *   N scenarios per group (default 40), at most S seconds in all (default 75), shared evenly by the
+ *   N scenarios per group (default 40), at most S seconds in all (default 60), shared evenly by the
  *   groups; groups are "preset/formulation" (--list prints them; ROBOSIM_PHYSICS_GROUPS is the
  *   same as --groups). ROBOSIM_PHYSICS_SEED=group:seed runs that one scenario, verbosely.
  * Prints "group: N scenarios, V violations" per group; exits 1 on any violation. */
@@ -181,6 +181,7 @@ typedef struct run {
 } run_t;
 
 static int verbose_run; /* print each step (one scenario, ROBOSIM_PHYSICS_VERBOSE) */
+static double run_deadline = INFINITY; /* rs_clock() past which a scenario is abandoned */
 
 static void violate(run_t *r, const char *check, const char *fmt, ...)
 {
@@ -528,7 +529,7 @@ static void serial_check(run_t *r, int e, const double *x0, const double *x1)
 static void pa_elbows(const run_t *r, int e, const double *q, double A[2], double B[2])
 {
     double L0 = P("L0", 0), L1 = P("L1", 0);
-    A[0] = -0.5 * L0 - L1 * cos(q[0]), A[1] = L1 * sin(q[0]); /* seed 002, y down */
+    A[0] = -0.5 * L0 - L1 * cos(q[0]), A[1] = L1 * sin(q[0]); /* base along x, y down */
     B[0] = 0.5 * L0 + L1 * cos(q[1]), B[1] = L1 * sin(q[1]);
 }
 
@@ -778,13 +779,20 @@ static double brick_energy(const run_t *r, int e, const double *x, double *sprin
 
 /* Rest (no push, restitution <= 0.5, friction >= 0.3): a generous bound, three times the time
  * of a bounce series from the highest the brick can rise, (1 + e) / (1 - e) fall times, plus
- * the time friction needs to stop the slide, plus 1 s. */
+ * the time friction needs to stop the slide, plus 1 s. Under compliant e is the layer's own
+ * (brick.c: from the damping): a linear spring-damper's exp(-zeta pi / sqrt(1 - zeta^2)) at
+ * its least damping ratio, zeta = c / (2 sqrt(k m)) (one corner, the whole mass), if larger. */
 static void brick_begin(run_t *r, int e)
 {
     if (!r->s->passive)
         return;
     double g = P("gravity", 0), m = P("mass", 0), w = P("width", 0), h = P("height", 0);
     double ee = 0.5 * (P("restitution", 0) + P("ground_restitution", 0));
+    if (P("contact_model", 0) == RS_CONTACT_COMPLIANT) {
+        double k = harmonic(P("stiffness", 0), P("ground_stiffness", 0));
+        double zeta = harmonic(P("damping", 0), P("ground_damping", 0)) / (2 * sqrt(k * m));
+        ee = fmax(ee, zeta < 1 ? exp(-zeta * M_PI / sqrt(1 - zeta * zeta)) : 0.0);
+    }
     double mu = harmonic(P("friction", 0), P("ground_friction", 0));
     const double *x = r->d->x + r->m->ent[e].x_off;
     double H = x[B_Y] + 0.5 * hypot(w, h) + brick_kinetic(r, e, x) / (m * g);
@@ -1103,6 +1111,10 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
         steps = max_steps;
     for (int k = 0; k < steps && !v->failed; k++) {
         r.step = k;
+        if (rs_clock() > run_deadline) { /* out of time: the scenario does not count */
+            v->step = -2;
+            break;
+        }
         if (k == steps / 2 && !fork) { /* determinism: a fork runs the rest beside */
             fork = rs_data_new(m, 0, &st);
             if (!fork || rs_data_copy(m, fork, w->data, &st)) {
@@ -1188,6 +1200,8 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
  * zero commands; stop at the failing step. Prints the smallest case still failing. */
 static void shrink(const scenario_t *s, const verdict_t *first, double deadline)
 {
+    double outer = run_deadline;
+    run_deadline = deadline + 2.0; /* the last rerun below may overrun the search a little */
     unsigned char keep[MAX_PARAMS];
     memset(keep, 1, sizeof keep);
     /* a fork is made halfway: a determinism failure keeps the scenario's length */
@@ -1214,7 +1228,8 @@ static void shrink(const scenario_t *s, const verdict_t *first, double deadline)
             for (int j = 0; j < s->p[i].n; j++)
                 printf("%s%.6g", j ? "," : "", s->p[i].v[j]);
         }
-    printf("\n    shrunk %s: %s\n", v.check, v.failed ? v.what : "(passes: not shrinkable)");
+    printf("\n    shrunk %s: %s\n", v.check, v.failed ? v.what : "(passes, or out of time)");
+    run_deadline = outer;
 }
 
 static void report(const scenario_t *s, const verdict_t *v)
@@ -1287,7 +1302,7 @@ static int run_one(const char *spec)
 int main(int argc, char **argv)
 {
     long per_group = 40;
-    double seconds = 75;
+    double seconds = 60;
     uint64_t base_seed = 1;
     int do_shrink = 1, list = 0;
     const char *sel = getenv("ROBOSIM_PHYSICS_GROUPS");
@@ -1340,7 +1355,10 @@ int main(int argc, char **argv)
             scenario_t s;
             verdict_t v;
             generate(&s, g, next_u64(&seeds) >> 16);
+            run_deadline = end;
             run_scenario(&s, NULL, 0, 1 << 30, &v, 0);
+            if (v.step == -2 && !v.failed)
+                break;
             if (v.step < 0) { /* parameters the robot refuses (e.g. a linkage that cannot close) */
                 if (++refused > 20 * (i + 1)) {
                     printf("%s: the generator's scenarios are refused: %s\n", G->name, v.what);
