@@ -17,19 +17,22 @@
  *   - momentum: an impact between finger and object (Coulomb law) keeps their momentum;
  *   - energy: E(t+dt) - E(t) <= W + tol, E the mechanical energy (layer spring energy 1/2 k d^2
  *     included under compliant) and W the work of the actuators and wrenches over the step, exact
- *     from the step ends where the force is constant over the step (F dx); tol = 1e-6 of the
- *     energies and work involved (the integrator's error, rtol 1e-8, is far below it). An impact
- *     event never raises the kinetic energy (before/after states of the event log);
+ *     from the step ends where the force is constant over the step (F dx), so checked where it
+ *     is: the finger (its applied_work state), the brick, the arms in torque mode, the mobile
+ *     manipulator's passive base (not servoed wheels, whose forces are unknown); tol = 1e-6 of
+ *     the energies and work involved. An impact event never raises the kinetic energy
+ *     (before/after states of the event log);
  *   - joint stops, the parallel arm's closure, obstacles and the table never violated;
  *   - rest in finite time when nothing drives and friction dissipates, by a closed-form bound;
- *   - bit-exact determinism: a fork (rs_data_copy) made halfway runs the same commands and ends
- *     bit-identical.
+ *   - bit-exact determinism: a fork (rs_data_copy) made halfway runs the same commands and stays
+ *     bit-identical to the original after every step.
  *
  * Usage: test_physics_invariants [--scenarios N] [--seconds S] [--groups a,b] [--list]
  *                                [--base-seed S] [--no-shrink]
  *   N scenarios per group (default 40), at most S seconds in all (default 60), shared evenly by the
  *   groups; groups are "preset/formulation" (--list prints them; ROBOSIM_PHYSICS_GROUPS is the
- *   same as --groups). ROBOSIM_PHYSICS_SEED=group:seed runs that one scenario, verbosely.
+ *   same as --groups). ROBOSIM_PHYSICS_SEED=group:seed runs that one scenario and shrinks it;
+ *   ROBOSIM_PHYSICS_VERBOSE=1 with it prints every step's state, events and energy balance.
  * Prints "group: N scenarios, V violations" per group; exits 1 on any violation. */
 #include "contact.h"
 #include "rs_robot.h"
