@@ -1282,7 +1282,7 @@ static int run_one(const char *spec)
         for (int i = 0; i < s.np; i++) {
             printf(" %s.%s=", s.p[i].entity, s.p[i].name);
             for (int j = 0; j < s.p[i].n; j++)
-                printf("%s%.6g", j ? "," : "", s.p[i].v[j]);
+                printf("%s%.17g", j ? "," : "", s.p[i].v[j]);
         }
         printf("\n");
         run_scenario(&s, NULL, 0, 1 << 30, &v, getenv("ROBOSIM_PHYSICS_VERBOSE") != NULL);
