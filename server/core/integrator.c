@@ -433,12 +433,13 @@ long rs_integrator_take_steps(rs_integrator_t *in)
 int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop,
                           rs_status_t *st)
 {
-    /* ERKStepReset, not ERKStepReInit: the same fresh start at (t, x) for the next step (its
-     * size h0 is set here, so no history of the interval before is used: the snapshot, fork
-     * and restore tests step on bit-identically), without ReInit's re-initialisation of the
-     * options. ARKODE's step count runs on across a Reset (take_steps' difference). */
+    /* ERKStepReInit: a start at (t, x) as fresh as a new integrator's, so a world forked or
+     * restored here steps on bit-identically. ERKStepReset would keep the step controller's
+     * error history (ARKODE's PID uses the last two steps' errors), which a fork does not
+     * have. The options set stay; ARKODE's step count restarts (take_steps' difference). */
     in->last_error[0] = '\0';
-    ARK_CHECK(in, st, ARK(Reset)(in->mem, t, in->y));
+    ARK_CHECK(in, st, ERKStepReInit(in->mem, ark_rhs, t, in->y));
+    in->folded = 0;
     ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, h0));
     ARK_CHECK(in, st, ARK(SetStopTime)(in->mem, tstop));
     in->tstop = tstop;
