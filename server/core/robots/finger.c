@@ -83,9 +83,11 @@
  * friction_law acts there only. Issue 10 adds:
  *   time_stepping (1), seed 004's velocity-level step with backward Euler positions, per
  *     internal step h (ts_step): free velocities from F_a and the drags (explicit), then the
- *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; Newton
- *     restitution e on a closing contact) and the object's ground friction as a box
- *     |p| <= F h (F_static if the object is at rest, else F_kinetic), by rs_contact_solve.
+ *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; in every
+ *     step's problem, so no gap closes after the solve; Newton restitution e on a contact
+ *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed) and the object's
+ *     ground friction as a box |p| <= F h (F_static if the object is at rest, else
+ *     F_kinetic), by rs_contact_solve.
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
  *   compliant (2), seed 003's boundary layer: within padding = finger_padding +
  *     object_padding the pair feels N = max(0, k d + c d') (d the depth into the layer; k, c
@@ -421,23 +423,35 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
     double h, steps = rs_ts_substeps(dt, p[P_TS_STEP], &h), fa = applied_force(ed, u);
     double minv[2] = {1.0 / p[P_M_F], 1.0 / p[P_M_O]};
     for (double k = 0.0; k < steps; k += 1.0) {
-        double v[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
-                       x[V_O] - h * drag_o(em, x[V_O]) / p[P_M_O]};
-        double gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
-        rs_contact_point_t pts[2];
-        int n = 0, with_contact = gap + h * (v[1] - v[0]) <= 0.0;
-        if (with_contact) { /* the contact may close in this step: gap rate v_o - v_f */
-            pts[n] = (rs_contact_point_t){.jn = {-1.0, 1.0}, .vn_min = -gap / h};
-            if (closing > 0.0 && p[P_RESTITUTION] > 0.0)
-                pts[n].vn_min = fmax(pts[n].vn_min, p[P_RESTITUTION] * closing);
-            n++;
+        const double vfree[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
+                                 x[V_O] - h * drag_o(em, x[V_O]) / p[P_M_O]};
+        double v[2], gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
+        /* The contact is always in the problem (gap + h (v_o+ - v_f+) >= 0, complementary to
+         * lambda >= 0: it takes no force where it stays open), so no gap closes after the
+         * solve whichever velocities the friction leaves. Newton restitution applies where the
+         * contact closes in this step: by the free velocities, or, if the solve finds it
+         * active without it, on a second solve with it (the active set iterated once more);
+         * and, as in the hybrid impact, only where the rebound e |v_f - v_o| would reach
+         * resting_speed: slower, the bodies stay together (a pushing finger keeps one contact
+         * instead of bouncing at every step on its own rounding). */
+        int impact = gap + h * (vfree[1] - vfree[0]) <= 0.0;
+        int bounces = closing > 0.0 && p[P_RESTITUTION] * closing >= p[P_V_REST] &&
+                      p[P_RESTITUTION] > 0.0;
+        for (int pass = 0; pass < 2; pass++) {
+            rs_contact_point_t pts[2] = {
+                {.jn = {-1.0, 1.0}, .vn_min = -gap / h},
+                /* the object's ground friction: a box of F h on v_o */
+                {.jt = {0.0, 1.0},
+                 .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
+            if (impact && bounces)
+                pts[0].vn_min = fmax(pts[0].vn_min, p[P_RESTITUTION] * closing);
+            v[0] = vfree[0], v[1] = vfree[1];
+            rs_contact_solve(2, minv, 2, pts, v, pn, pt, 200);
+            if (impact || !(pn[0] > 0.0) || !bounces)
+                break;
+            impact = 1;
         }
-        /* the object's ground friction: a box of F h on v_o */
-        pts[n++] = (rs_contact_point_t){
-            .jt = {0.0, 1.0},
-            .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])};
-        rs_contact_solve(2, minv, n, pts, v, pn, pt, 200);
-        double lambda = with_contact ? pn[0] : 0.0, was = ed->aux[AUX_N];
+        double lambda = pn[0], was = ed->aux[AUX_N];
         x[V_F] = v[0], x[V_O] = v[1];
         x[X_F] += h * v[0], x[X_O] += h * v[1]; /* backward Euler positions */
         x[IMPULSE] += lambda;
