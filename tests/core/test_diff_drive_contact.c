@@ -204,8 +204,28 @@ static void compliant_grazing(void)
           violations, runs, worst);
 }
 
+/* Never silent: a hybrid state inside an obstacle (beyond rounding) is refused by the robot's
+ * failure check with a specific error; the state it reached by stepping is accepted. */
+static void inside_is_an_error(void)
+{
+    double obst[3] = {1.0, 0.0, 0.1};
+    rs_world_t *w = robot_among(0, obst, 1, 0, 0, 0);
+    if (!w)
+        return;
+    const rs_entity_model_t *em = &w->model->ent[0];
+    rs_status_t st;
+    CHECK(em->robot->failure && em->robot->failure(em, &w->data->ent[0], w->data->x, &st) == 0,
+          "a clear start is consistent");
+    double x[3] = {1.0 - 0.25 + 1e-6, 0.0, 0.0}; /* 1 um inside the inflated boundary */
+    int rc = em->robot->failure ? em->robot->failure(em, &w->data->ent[0], x, &st) : 0;
+    CHECK(rc == RS_ESIMFAIL && strstr(st.message, "inside obstacle 0"), "inside: %d %s", rc,
+          rc ? st.message : "");
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
+    inside_is_an_error();
     wedged();
     hybrid_random();
     compliant_grazing();

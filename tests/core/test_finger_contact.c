@@ -164,9 +164,97 @@ static void ts_random(void)
           "past)", violations, runs, worst);
 }
 
+/* Never silent: under time_stepping (and hybrid) a tip past the face beyond rounding is refused
+ * by the finger's failure check with a specific error; under compliant the layer may be
+ * entered. */
+static void past_face_is_an_error(void)
+{
+    for (int model = 0; model < 3; model++) {
+        rs_world_t *w = finger_with((kv_t[]){{"contact_model", model}, {NULL, 0}});
+        const rs_entity_model_t *em = &w->model->ent[0];
+        rs_status_t st;
+        double x[6] = {1.5 + 1e-6, 0, 1.5, 0, 0, 0};
+        int rc = em->robot->failure ? em->robot->failure(em, &w->data->ent[0], x, &st) : 0;
+        if (model == 2)
+            CHECK(rc == 0, "compliant: inside the layer is allowed (%d)", rc);
+        else
+            CHECK(rc == RS_ESIMFAIL && strstr(st.message, "past the object's face"),
+                  "model %d: %d %s", model, rc, rc ? st.message : "");
+        rs_world_destroy(&w);
+    }
+}
+
+/* Compliant static friction (seeded; RS_RUNS sets the count): a finger at rest on the layer's
+ * surface pushes with F_a on an object at rest; random masses, drags, frictions, layer
+ * stiffness and damping. The layer is a spring-damper under a step force, so N = F_a - m_f d''
+ * never exceeds 2 F_a. With F_a < F_static / 2 the object never moves (x_o exactly its start)
+ * and the finger comes to rest in the layer at the depth F_a / k (k the harmonic mean of the
+ * stiffnesses); with F_a > F_static the object slips exactly when the layer's force reaches
+ * F_static (event slip, value F_static) and then moves. */
+static void compliant_static_friction(void)
+{
+    int runs = getenv("RS_RUNS") ? atoi(getenv("RS_RUNS")) : 60, violations = 0;
+    for (int r = 0; r < runs; r++) {
+        rng_state = 6000 + r;
+        int holds = r % 2 == 0;
+        double fs = urand(0.2, 3.0), fk = fs * urand(0.0, 0.9), kf = urand(1e3, 1e5),
+               ko = urand(1e3, 1e5), k = 2.0 * kf * ko / (kf + ko);
+        double fa = holds ? urand(0.05, 0.49) * fs : fs * urand(1.05, 2.0);
+        kv_t kv[] = {{"contact_model", 2},
+                     {"control_dt", 0.01},
+                     {"finger_mass", urand(0.2, 5.0)},
+                     {"object_mass", urand(0.2, 5.0)},
+                     {"finger_drag", urand(0.1, 2.0)},
+                     {"object_drag", urand(0.0, 0.5)},
+                     {"static_friction", fs},
+                     {"kinetic_friction", fk},
+                     {"finger_stiffness", kf},
+                     {"object_stiffness", ko},
+                     {"finger_damping", urand(5.0, 50.0)},
+                     {"object_damping", urand(5.0, 50.0)},
+                     {"object_x0", 0.2},
+                     {"finger_x0", 0.2 - 0.0025},
+                     {NULL, 0}};
+        rs_world_t *w = finger_with(kv);
+        rs_status_t st;
+        CHECK_OK(rs_set_commands(w->model, w->data, 0, &fa, 1, &st), st);
+        double slip_n = NAN;
+        int bad = 0;
+        for (int k2 = 0; k2 < 1000; k2++) {
+            int rc = rs_step(w->model, w->data, 1, &st);
+            CHECK_OK(rc, st);
+            if (rc < 0)
+                break;
+            for (int i = 0; i < w->data->nevents; i++)
+                if (isnan(slip_n) &&
+                    !strcmp(rs_event_kind_name(w->model, &w->data->events[i]), "slip"))
+                    slip_n = w->data->events[i].value;
+            if (holds && w->data->x[X_O] != 0.2)
+                bad = 1;
+        }
+        const double *x = w->data->x;
+        double depth = 0.0025 - (x[X_O] - x[X_F]);
+        if (holds)
+            bad |= !isnan(slip_n) || fabs(depth - fa / k) > 1e-6 * (fa / k) + 1e-9 ||
+                   fabs(x[V_F]) > 1e-6;
+        else
+            bad |= !(fabs(slip_n - fs) <= 1e-6 * fs) || !(x[X_O] > 0.2);
+        if (bad) {
+            fprintf(stderr, "seed %d (%s): x_o %.17g, depth %.9g (F_a / k %.9g), slip at %g N "
+                    "(F_static %g)\n", 6000 + r, holds ? "holds" : "slips", x[X_O], depth,
+                    fa / k, slip_n, fs);
+            violations++;
+        }
+        rs_world_destroy(&w);
+    }
+    CHECK(violations == 0, "%d of %d compliant pushes broke static friction", violations, runs);
+}
+
 int main(void)
 {
     double t2, h = 1e-3;
+    compliant_static_friction();
+    past_face_is_an_error();
     ts_pushing();
     ts_random();
     /* time stepping, e = 0.5: touch within a step of t = 1.5 s; Newton's impact law */

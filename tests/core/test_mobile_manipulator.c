@@ -396,7 +396,8 @@ static void table_random(void)
     double worst_in = -INFINITY, worst_gain = -INFINITY;
     for (int r = 0; r < runs; r++) {
         rng_state = 4000 + r;
-        double ty[] = {urand(-0.7, 1.1)}, x0[] = {urand(-1.3, 1.1)}, x1[] = {x0[0] + urand(0.1, 2.0)};
+        double ty[] = {urand(-0.7, 1.1)}, x0[] = {urand(-1.3, 1.1)};
+        double x1[] = {x0[0] + urand(0.1, 2.0)};
         double q0[4] = {urand(-3, 3), urand(-2.5, 2.5), urand(-3, 3), urand(-2.5, 2.5)};
         rs_param_t p[] = {{"mm", "table_y", ty, 1},          {"mm", "table_x_min", x0, 1},
                           {"mm", "table_x_max", x1, 1},      {"mm", "left_theta1_0", q0, 1},

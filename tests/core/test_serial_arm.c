@@ -1041,8 +1041,30 @@ static void stops_random(void)
           worst);
 }
 
+/* Never silent: a joint past its stop (beyond rounding) is refused by the arm's failure check
+ * with a specific error; a joint on its stop is not. */
+static void past_stop_is_an_error(void)
+{
+    double lo[] = {-1, -1}, hi[] = {1, 1};
+    rs_param_t p[] = {{"arm", "theta_min", lo, 2}, {"arm", "theta_max", hi, 2}};
+    arm_t a = make_arm(p, 2);
+    if (!a.w)
+        return;
+    const rs_entity_model_t *em = &a.w->model->ent[a.e];
+    const rs_entity_data_t *ed = &a.w->data->ent[a.e];
+    rs_status_t st;
+    double x[6] = {1.0, -1.0, 0, 0, 0, 0};
+    CHECK(em->robot->failure && em->robot->failure(em, ed, x, &st) == 0, "on the stops: fine");
+    x[1] = -1.0 - 1e-6;
+    int rc = em->robot->failure ? em->robot->failure(em, ed, x, &st) : 0;
+    CHECK(rc == RS_ESIMFAIL && strstr(st.message, "joint 2"), "past: %d %s", rc,
+          rc ? st.message : "");
+    rs_world_destroy(&a.w);
+}
+
 int main(void)
 {
+    past_stop_is_an_error();
     stops_random();
     wrench();
     ik_seed_example();

@@ -406,6 +406,26 @@ static void dd_sensors(const rs_entity_model_t *em, rs_entity_data_t *ed, double
     ed->s[S_OBSTACLE] = ed->mode == MODE_COMPLIANT ? first : ed->aux[AUX_OBSTACLE];
 }
 
+/* Hybrid never leaves the robot's centre inside an inflated obstacle (it is blocked on the
+ * boundary, placed exactly): a state that is (beyond rounding) breaks the formulation, and the
+ * step stops with this error instead of reporting it as normal. */
+static int dd_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      rs_status_t *st)
+{
+    if (ed->mode != MODE_FREE && ed->mode != MODE_BLOCKED)
+        return 0;
+    for (int i = 0; i < n_obstacles(em); i++) {
+        double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+        double c = clearance(em, x, i, NULL, NULL);
+        if (c < -1e-9 * scale)
+            return rs_fail(st, RS_ESIMFAIL,
+                           "'%s' (hybrid contact) is %g m inside obstacle %d at (%g, %g); the "
+                           "contact formulation cannot go on from this state",
+                           em->name, -c, i, x[X], x[Y]);
+    }
+    return 0;
+}
+
 const rs_robot_t rs_robot_diff_drive = {
     .kind = "diff_drive",
     .doc = "differential-drive disk robot among disk obstacles (seed 002)",
@@ -431,6 +451,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .jump = dd_jump,
     .settle = dd_settle,
     .advance = dd_advance,
+    .failure = dd_failure,
     .contacts = dd_contacts,
     .sense = dd_sensors,
 };

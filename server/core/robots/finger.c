@@ -91,8 +91,12 @@
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
  *   compliant (2), seed 003's boundary layer: within padding = finger_padding +
  *     object_padding the pair feels N = max(0, k d + c d') (d the depth into the layer; k, c
- *     harmonic means of the two bodies' stiffness and damping); the object's friction is
- *     Coulomb F_kinetic regularised below slip_speed (no separate static level). Restitution
+ *     harmonic means of the two bodies' stiffness and damping); the object's ground friction
+ *     is Coulomb stick-slip with exact events (seed 000's static and kinetic levels, as in the
+ *     hybrid formulation): at rest it stays (v_o' = 0, event stick) while |N| <= F_static
+ *     (guard G_SLIP: F_static - |N|), then slides in the push's direction against F_kinetic
+ *     (event slip) until its velocity passes through 0 (guard G_STOP), where it sticks again
+ *     or turns. slip_speed is not used by the finger. Restitution
  *     then comes from the damping, not from `restitution`. Touch and separation at the layer's
  *     surface are found by root finding (guard G_TOUCH with the side in AUX_SIDE).
  * In both, impact_impulse reads 0 (there are no instantaneous impacts) and the events are
@@ -121,6 +125,7 @@ enum {
     AUX_IN_SETTLE, /* 1 while settle() runs */
     AUX_SIDE,      /* compliant: +1 outside the boundary layer, -1 inside */
     AUX_N,         /* time_stepping: contact force of the last internal step, N */
+    AUX_STUCK,     /* compliant: 1 while static friction holds the object at rest */
     NAUX
 };
 
@@ -134,6 +139,8 @@ static const rs_aux_desc_t finger_aux[NAUX] = {
     {"in_settle", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "1 while settle() runs"},
     {"side", RS_AUX_SIGN, 0, 0, 0, 0, 0, "compliant: +1 outside the boundary layer, -1 inside"},
     {"ts_force", RS_AUX_REAL, 0.0, INFINITY, 0, 0, 0, "time_stepping: last step's contact force"},
+    {"stuck", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0,
+     "compliant: 1 while static friction holds the object at rest"},
 };
 
 /* parameter slots in rs_entity_model_t.p (and their table indices, the same here) */
@@ -217,7 +224,8 @@ static const rs_param_desc_t finger_params[NP] = {
     {"object_stiffness", "N/m", 1e-6, 1e12, P_K_O, 1, 1, 1e4, "the object's surface stiffness"},
     {"object_damping", "N s/m", 0, 1e9, P_C_O_SURF, 1, 1, 10.0, "the object's surface damping"},
     {"slip_speed", "m/s", 1e-9, 1e3, P_SLIP, 1, 1, 1e-3,
-     "compliant: the object's speed below which its friction is regularised (linear)"},
+     "not used by the finger (its compliant friction is exact stick-slip with static_friction "
+     "and kinetic_friction); accepted for older clients"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
      "1: report the (finger, object) pair in State.contacts (seed 003 enableContactFeedback)"},
 };
@@ -369,8 +377,12 @@ static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD_F] + em->
 
 /* Enter the mode contact_model asks for if the entity is in another formulation's mode; returns
  * whether the formulation is time_stepping or compliant. */
+static double compliant_force(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                              const double *x);
+
 static int pick_formulation(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x)
 {
+    ed->aux[AUX_STUCK] = 0.0;
     int model = (int)em->p[P_MODEL];
     ed->aux[AUX_SIDE] = 1.0;
     ed->aux[AUX_N] = 0.0;
@@ -379,6 +391,9 @@ static int pick_formulation(const rs_entity_model_t *em, rs_entity_data_t *ed, c
     } else if (model == RS_CONTACT_COMPLIANT) {
         ed->mode = MODE_COMPLIANT;
         ed->aux[AUX_SIDE] = x[X_O] - x[X_F] < pad_of(em) ? -1.0 : 1.0;
+        ed->aux[AUX_DIR] = x[V_O] < 0.0 ? -1.0 : 1.0;
+        ed->aux[AUX_STUCK] = x[V_O] == 0.0 && em->p[P_F_STATIC] > 0.0 &&
+                             fabs(compliant_force(em, ed, x)) <= em->p[P_F_STATIC];
     } else {
         if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
             ed->mode = x[V_O] != 0.0 ? MODE_SEPARATED : MODE_SEPARATED_STUCK;
@@ -404,11 +419,12 @@ static void compliant_derivs(const rs_entity_model_t *em, const rs_entity_data_t
                              const double *x, double fa, double *xdot)
 {
     double n = compliant_force(em, ed, x);
-    double friction = em->p[P_F_KINETIC] * fmax(-1.0, fmin(1.0, x[V_O] / em->p[P_SLIP]));
+    double friction = em->p[P_F_KINETIC] * ed->aux[AUX_DIR];
+    int stuck = ed->aux[AUX_STUCK] != 0.0;
     xdot[X_F] = x[V_F];
     xdot[V_F] = (fa - drag_f(em, x[V_F]) - n) / em->p[P_M_F];
     xdot[X_O] = x[V_O];
-    xdot[V_O] = (n - drag_o(em, x[V_O]) - friction) / em->p[P_M_O];
+    xdot[V_O] = stuck ? 0.0 : (n - drag_o(em, x[V_O]) - friction) / em->p[P_M_O];
     xdot[IMPULSE] = n;
     xdot[WORK] = fa * x[V_F];
 }
@@ -532,8 +548,12 @@ static void finger_guards(const rs_entity_model_t *em, const rs_entity_data_t *e
     double fa = applied_force(ed, u), dir = ed->aux[AUX_DIR], feps = force_eps(em);
     g[G_TOUCH] = g[G_SEPARATE] = g[G_STOP] = g[G_SLIP] = 1.0;
     switch (ed->mode) {
-    case MODE_COMPLIANT: /* the layer's surface, crossed either way */
+    case MODE_COMPLIANT: /* the layer's surface, crossed either way; the object's stick-slip */
         g[G_TOUCH] = ed->aux[AUX_SIDE] * (x[X_O] - x[X_F] - pad_of(em));
+        if (ed->aux[AUX_STUCK] != 0.0)
+            g[G_SLIP] = em->p[P_F_STATIC] - fabs(compliant_force(em, ed, x));
+        else if (em->p[P_F_STATIC] > 0.0)
+            g[G_STOP] = dir * x[V_O];
         break;
     case MODE_SEPARATED:
         g[G_TOUCH] = x[X_O] - x[X_F] + gap_eps(x);
@@ -755,6 +775,28 @@ static void jump_to_consistent(const rs_entity_model_t *em, jump_ctx_t *j, doubl
     }
 }
 
+/* compliant: the object at rest (or reaching rest) sticks while static friction can hold the
+ * layer's push, |N| <= F_static; else it slides in the push's direction (seed 000's Coulomb
+ * law). */
+static void compliant_stick_slip(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                                 double *x)
+{
+    double before[4] = {x[X_F], x[V_F], x[X_O], x[V_O]};
+    int was = ed->aux[AUX_STUCK] != 0.0;
+    double n = compliant_force(em, ed, x);
+    x[V_O] = 0.0; /* at rest, or reached it (its guard crossed 0) */
+    if (fabs(n) <= em->p[P_F_STATIC] && em->p[P_F_STATIC] > 0.0) {
+        ed->aux[AUX_STUCK] = 1.0;
+        if (!was)
+            rs_emit_event(ed, EV_STICK, t, fabs(n), before, x, 4);
+    } else {
+        ed->aux[AUX_STUCK] = 0.0;
+        ed->aux[AUX_DIR] = n < 0.0 ? -1.0 : 1.0;
+        if (was)
+            rs_emit_event(ed, EV_SLIP, t, fabs(n), before, x, 4);
+    }
+}
+
 static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                         const double *u, const int *fired)
 {
@@ -764,6 +806,12 @@ static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
             rs_emit_event(ed, ed->aux[AUX_SIDE] < 0.0 ? EV_TOUCH : EV_SEPARATE, t,
                           x[V_F] - x[V_O], x, x, 4);
         }
+        /* the layer's force jumps where the surface is crossed (its damping term c d'): a
+         * stuck object then slips at once if it exceeds F_static */
+        int stuck = ed->aux[AUX_STUCK] != 0.0;
+        if (fired[G_SLIP] || (!stuck && fired[G_STOP]) ||
+            (stuck && fabs(compliant_force(em, ed, x)) > em->p[P_F_STATIC]))
+            compliant_stick_slip(em, ed, t, x);
         return;
     }
     jump_ctx_t j;
@@ -895,6 +943,22 @@ static int finger_contacts(const rs_entity_model_t *em, const rs_entity_data_t *
     return 1;
 }
 
+/* The gap never goes negative (hybrid: the tip is put back on the face at each touch;
+ * time_stepping: the contact is in every step's problem): a state with the tip past the face
+ * beyond rounding breaks the formulation, and the step stops with this error. Compliant contact
+ * is exempt: there the layer is entered by design and the gap may go below 0. */
+static int finger_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                          const double *x, rs_status_t *st)
+{
+    double gap = x[X_O] - x[X_F];
+    if (ed->mode == MODE_COMPLIANT || !(gap < -1e-9 * (1.0 + fabs(x[X_F]) + fabs(x[X_O]))))
+        return 0;
+    return rs_fail(st, RS_ESIMFAIL,
+                   "'%s': the finger's tip is %g m past the object's face (x_f = %.9g, x_o = "
+                   "%.9g); the contact formulation cannot go on from this state",
+                   em->name, -gap, x[X_F], x[X_O]);
+}
+
 const rs_robot_t rs_robot_finger = {
     .kind = "finger",
     .doc = "1D finger pushing an object with static/kinetic friction, impacts and a tip force "
@@ -924,6 +988,7 @@ const rs_robot_t rs_robot_finger = {
     .settle = finger_settle,
     .step_begin = finger_step_begin,
     .advance = finger_advance,
+    .failure = finger_failure,
     .contacts = finger_contacts,
     .sense = finger_sense,
 };
