@@ -464,8 +464,8 @@ int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop
 
 /* ---- event refinement ------------------------------------------------------------------- */
 
-/* The state at time t (in the state array) by integrating exactly, guards masked, from the
- * start of the step in which ARKODE found the root (t_prev, y_prev). 0 or an RS_E* code. */
+/* The state at time t (in the state array) by integrating exactly, guards masked, from
+ * (t_from, y_from). 0 or an RS_E* code. */
 static int integrate_from(rs_integrator_t *in, double t_from, const double *y_from, double t,
                           rs_status_t *st)
 {
@@ -485,6 +485,7 @@ static int integrate_from(rs_integrator_t *in, double t_from, const double *y_fr
     return 0;
 }
 
+/* integrate_from the start of the step in which ARKODE found the root (t_prev, y_prev) */
 static int integrate_from_step_start(rs_integrator_t *in, double t, rs_status_t *st)
 {
     return integrate_from(in, in->t_prev, in->y_prev, t, st);

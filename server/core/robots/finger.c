@@ -92,8 +92,8 @@
  *   compliant (2), seed 003's boundary layer: within padding = finger_padding +
  *     object_padding the pair feels N = max(0, k d + c d') (d the depth into the layer; k, c
  *     harmonic means of the two bodies' stiffness and damping); the object's ground friction
- *     is Coulomb stick-slip with exact events (seed 000's static and kinetic levels, as in the
- *     hybrid formulation): at rest it stays (v_o' = 0, event stick) while |N| <= F_static
+ *     is Coulomb stick-slip with exact events (static and kinetic levels, as in the hybrid
+ *     formulation): at rest it stays (v_o' = 0, event stick) while |N| <= F_static
  *     (guard G_SLIP: F_static - |N|), then slides in the push's direction against F_kinetic
  *     (event slip) until its velocity passes through 0 (guard G_STOP), where it sticks again
  *     or turns. slip_speed is not used by the finger. Restitution
@@ -776,8 +776,8 @@ static void jump_to_consistent(const rs_entity_model_t *em, jump_ctx_t *j, doubl
 }
 
 /* compliant: the object at rest (or reaching rest) sticks while static friction can hold the
- * layer's push, |N| <= F_static; else it slides in the push's direction (seed 000's Coulomb
- * law). */
+ * layer's push, |N| <= F_static; else it slides in the push's direction (Coulomb's law with
+ * a static level). */
 static void compliant_stick_slip(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                                  double *x)
 {
