@@ -69,6 +69,10 @@ struct rs_integrator {
     double t_entry;
     double *x_entry;
     int nonfinite;
+    /* error weights by group (rs_integrator_set_groups): component i's weight times wscale[i]
+     * (NULL: one group, ARKODE's own weights) */
+    double *wscale;
+    double rtol, atol;
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -170,6 +174,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
         SUNContext_Free(&in->ctx);
     free(in->block); /* guard values, states, fired, rootdir */
     free(in->x_entry);
+    free(in->wscale);
     free(in); /* and the slab */
     *pin = NULL;
 }
@@ -388,6 +393,46 @@ rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
     return in;
 }
 
+/* ARKODE's error weights 1 / (rtol |y_i| + atol), each times its group's scale. */
+static int ark_weights(N_Vector y, N_Vector ewt, void *user_data)
+{
+    rs_integrator_t *in = user_data;
+    const double *x = rs_nvec_data(y);
+    double *w = rs_nvec_data(ewt);
+    for (int i = 0; i < in->n; i++) {
+        double tol = in->rtol * fabs(x[i]) + in->atol;
+        if (!(tol > 0.0))
+            return -1;
+        w[i] = in->wscale[i] / tol;
+    }
+    return 0;
+}
+
+int rs_integrator_set_groups(rs_integrator_t *in, int ngroups, const int *len, rs_status_t *st)
+{
+    int total = 0;
+    for (int g = 0; g < ngroups; g++)
+        total += len[g];
+    if (total != in->n)
+        return rs_fail(st, RS_EINTERNAL, "error groups cover %d of %d components", total, in->n);
+    int many = 0;
+    for (int g = 0; g < ngroups; g++)
+        many += len[g] > 0;
+    if (many <= 1) { /* one group: ARKODE's own weighted RMS norm */
+        free(in->wscale);
+        in->wscale = NULL;
+        return 0;
+    }
+    if (!in->wscale && !(in->wscale = malloc((size_t)in->n * sizeof(double))))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for the error weights");
+    /* with weights sqrt(n / n_g), ARKODE's RMS norm over all n components is the root sum of
+     * squares of each group's own RMS norm: every group held to the tolerance it has alone */
+    for (int g = 0, i = 0; g < ngroups; g++)
+        for (int k = 0; k < len[g]; k++)
+            in->wscale[i++] = sqrt((double)in->n / (double)len[g]);
+    return 0;
+}
+
 int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double atol,
                             long max_steps, double max_step, int ng, rs_status_t *st)
 {
@@ -395,6 +440,10 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     if (method_order(order) != in->order && (rc = create_stepper(in, order, st)) < 0)
         return rc;
     ARK_CHECK(in, st, ARK(SStolerances)(in->mem, rtol, atol));
+    in->rtol = rtol;
+    in->atol = atol;
+    if (in->wscale)
+        ARK_CHECK(in, st, ARK(WFtolerances)(in->mem, ark_weights));
     ARK_CHECK(in, st, ARK(SetMaxNumSteps)(in->mem, max_steps));
     ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {

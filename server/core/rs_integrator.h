@@ -57,6 +57,12 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st);
 /* Which guards fired at the last root return (ng values, non-zero: fired); owned by in. */
 const int *rs_integrator_fired(const rs_integrator_t *in);
 
+/* Error control by groups of components (the world's entities, len[g] components each, in
+ * order; ngroups of them): each group is held to the tolerances as if integrated alone,
+ * rather than its errors averaged with the others'. One group (or all but one empty) keeps
+ * ARKODE's own norm. Takes effect at the next rs_integrator_configure. 0 or an RS_E* code. */
+int rs_integrator_set_groups(rs_integrator_t *in, int ngroups, const int *len, rs_status_t *st);
+
 /* The number of guards registered by the last rs_integrator_configure (-1: none yet). */
 int rs_integrator_nguards(const rs_integrator_t *in);
 

@@ -248,6 +248,13 @@ static int integrator_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *
     for (int e = 0; e < m->nentities && m->erk_order < 1; e++)
         if (m->ent[e].robot->erk_order > order)
             order = m->ent[e].robot->erk_order;
+    /* each entity held to the tolerances alone, not averaged with the others' errors */
+    int len[RS_MAX_ENTITIES];
+    for (int e = 0; e < m->nentities; e++)
+        len[e] = m->ent[e].nx;
+    int rc = rs_integrator_set_groups(d->integ, m->nentities, len, st);
+    if (rc < 0)
+        return rc;
     return rs_integrator_configure(d->integ, order, m->rtol, m->atol,
                                    (long)m->max_internal_steps, m->sim_step,
                                    m->ng + spec_nguards(d), st);
