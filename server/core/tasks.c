@@ -1220,7 +1220,10 @@ int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
     int bc = rs_task_bind(w->task, w->model, &w->task_bind, st);
     if (bc < 0)
         return bc;
-    return w->task->reset(w->model, d, &w->task_bind, st);
+    if ((rc = w->task->reset(w->model, d, &w->task_bind, st)) < 0)
+        return rc;
+    rs_digest_start(w->model, d); /* the episode's start and targets are part of its state */
+    return 0;
 }
 
 int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st)
@@ -1310,7 +1313,9 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
         int first = d->nevents, terminated = 0;
         double info[RS_TASK_MAX_INFO] = {0};
         uint64_t one = 0;
+        d->digest_later = 1; /* folded in below, with the task's evaluation */
         int rc = rs_step_until(m, d, 1, INFINITY, &one, st);
+        d->digest_later = 0;
         if (rc < 0 || one == 0) { /* failed, or interrupted (at the boundary: one == 0) */
             d->task[RS_TASK_REWARD] = reward;
             *done = k;
@@ -1324,6 +1329,7 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
             d->task[RS_TASK_TERMINATED] = 1.0;
         else if (d->episode_steps >= limit)
             d->task[RS_TASK_TRUNCATED] = 1.0;
+        rs_digest_step(m, d);
         if ((ended = terminated || d->task[RS_TASK_TRUNCATED] != 0.0)) {
             k++;
             break;
