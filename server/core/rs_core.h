@@ -237,6 +237,11 @@ typedef struct rs_data {
     rs_entity_data_t ent[];
 } rs_data_t;
 
+/* sqrt(x^2 + y^2) from IEEE operations only (fpmath.c), so its bits are the same on every
+ * platform (glibc's hypot differs between x86-64 and arm64); within 2 ulp of the exact value
+ * (tests/core/test_fpmath.c), finite wherever the result is representable. */
+double rs_hypot(double x, double y);
+
 /* ---- the state digest (digest.c) --------------------------------------------------------
  * BLAKE2b-256 over the bits of the fields that determine the future (the `digest` column of
  * RS_DATA_FIELDS), chained: after every control step digest = H(digest before || state), and a
