@@ -106,7 +106,7 @@ def state_dict(s):
     get_motion_spec's evaluators / controllers order), active_motion, commands). stats is None
     when a Step asked for parts without "stats". digest: the world's state digest (64 hex
     digits; equal digests certify bit-identical histories since creation or reset; "" from a
-    server that predates it)."""
+    server that predates it); seed: that of the world's last reset or creation."""
     spec = None
     if s.spec_errors or s.spec_outputs or s.spec_commands:
         spec = {"errors": _f64(s.spec_errors), "outputs": _f64(s.spec_outputs),
@@ -116,6 +116,7 @@ def state_dict(s):
         "time": s.time,
         "step_count": s.step_count,
         "digest": s.digest.hex(),
+        "seed": s.seed,
         "entities": {e.name: {"kind": e.kind, "state": _f64(e.state),
                               "commands": _f64(e.commands), "sensors": _f64(e.sensors),
                               "mode": e.mode} for e in s.entities},
