@@ -24,30 +24,46 @@ typedef struct gather {
     unsigned char buf[GATHER_BYTES];
 } gather_t;
 
-static void put(gather_t *g, const void *p, size_t n)
+static void put_slow(gather_t *g, const void *p, size_t n)
+{
+    if (!g->streaming) {
+        crypto_generichash_init(&g->st, NULL, 0, RS_DIGEST_BYTES);
+        g->streaming = 1;
+    }
+    crypto_generichash_update(&g->st, g->buf, g->len);
+    g->len = 0;
+    if (n > sizeof g->buf) {
+        crypto_generichash_update(&g->st, p, n);
+        return;
+    }
+    memcpy(g->buf, p, n);
+    g->len = n;
+}
+
+/* n bytes into the buffer; the values are 4 or 8 bytes each, so fixed-size copies (inlined
+ * moves) do it without a call to memcpy for each field */
+static inline void put(gather_t *g, const void *p, size_t n)
 {
     if (g->len + n > sizeof g->buf) {
-        if (!g->streaming) {
-            crypto_generichash_init(&g->st, NULL, 0, RS_DIGEST_BYTES);
-            g->streaming = 1;
-        }
-        crypto_generichash_update(&g->st, g->buf, g->len);
-        g->len = 0;
-        if (n > sizeof g->buf) {
-            crypto_generichash_update(&g->st, p, n);
-            return;
-        }
+        put_slow(g, p, n);
+        return;
     }
-    memcpy(g->buf + g->len, p, n);
+    const unsigned char *src = p;
+    unsigned char *dst = g->buf + g->len;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        memcpy(dst + k, src + k, 8);
+    if (k < n)
+        memcpy(dst + k, src + k, 4);
     g->len += n;
 }
 
 static void put_u32(gather_t *g, uint32_t v) { put(g, &v, sizeof v); }
 
-/* How many values of ENTITY field f entity e uses. */
+/* How many values of ENTITY field f (aux or wrench) entity e uses. */
 static size_t used_slots(const rs_field_t *f, const rs_entity_model_t *em)
 {
-    if (strcmp(f->name, "aux") == 0)
+    if (f->check == RS_CHECK_AUX)
         return (size_t)em->robot->naux;
     size_t n = 0; /* wrench: its bodies' values */
     for (int b = 0; b < em->robot->nwrench; b++)
@@ -111,29 +127,34 @@ static void put_state(gather_t *g, const rs_model_t *m, const rs_data_t *d)
     const rs_field_t *fields = rs_data_fields(&nf);
     for (int i = 0; i < nf; i++) {
         const rs_field_t *f = &fields[i];
-        size_t size = rs_field_type_size(f->type);
+        size_t size = f->type == RS_TYPE_F64 || f->type == RS_TYPE_U64 ? 8 : 4;
         switch (f->digest) {
-        case RS_DIGEST_SKIP: break;
+        case RS_DIGEST_SKIP: continue;
         case RS_DIGEST_SCHED:
         case RS_DIGEST_SPECU:
             if (f->digest == RS_DIGEST_SCHED ? !any_schedule(m, d) : !d->spec)
-                break;
-            /* fall through */
-        case RS_DIGEST_HASH:
-            if (f->shape == RS_SHAPE_ENTITY) {
-                for (int e = 0; e < m->nentities; e++)
-                    put(g, rs_field_values(f, (rs_data_t *)d, e), (size_t)f->count * size);
-            } else {
-                put(g, rs_field_values(f, (rs_data_t *)d, 0), rs_field_count(f, m, d) * size);
-            }
+                continue;
             break;
+        case RS_DIGEST_HASH: break;
         case RS_DIGEST_USED:
             for (int e = 0; e < m->nentities; e++)
-                put(g, rs_field_values(f, (rs_data_t *)d, e), used_slots(f, &m->ent[e]) * size);
-            break;
-        case RS_DIGEST_EPISODE: put_episode(g, d->task); break;
-        case RS_DIGEST_SCHEDULES: put_schedules(g, m, d); break;
-        case RS_DIGEST_SPEC: put_spec(g, d); break;
+                put(g, (const char *)&d->ent[e] + f->offset, used_slots(f, &m->ent[e]) * size);
+            continue;
+        case RS_DIGEST_EPISODE: put_episode(g, d->task); continue;
+        case RS_DIGEST_SCHEDULES: put_schedules(g, m, d); continue;
+        case RS_DIGEST_SPEC: put_spec(g, d); continue;
+        }
+        /* every value of the field (the addresses as rs_field_values gives them) */
+        if (f->shape == RS_SHAPE_VALUE) {
+            put(g, (const char *)d + f->offset, (size_t)f->count * size);
+        } else if (f->shape == RS_SHAPE_VECTOR) {
+            size_t n = (size_t)(f->length == RS_LEN_NX   ? m->nx
+                                : f->length == RS_LEN_NU ? m->nu
+                                                         : m->ns);
+            put(g, *(const void *const *)((const char *)d + f->offset), n * size);
+        } else if (f->shape == RS_SHAPE_ENTITY) {
+            for (int e = 0; e < m->nentities; e++)
+                put(g, (const char *)&d->ent[e] + f->offset, (size_t)f->count * size);
         }
     }
 }
