@@ -3,9 +3,10 @@
  * control step. The only core file that includes sodium.h.
  *
  * The bytes are gathered into one buffer and hashed in one call: only the slots a world uses
- * (nx, nu, ns; each robot's naux and wrench values; the task's used state), so a finger control
- * step hashes 252 bytes with the link before (two BLAKE2b blocks). Values are hashed in the machine's byte order; every target the
- * project builds for (x86-64, arm64) is little-endian, as the snapshot format is. */
+ * (nx, nu; each robot's naux and wrench values; the task's used state), so a finger control
+ * step hashes 252 bytes with the link before (two BLAKE2b blocks). Values are hashed in the
+ * machine's byte order; every target the project builds for (x86-64, arm64) is little-endian,
+ * as the snapshot format is. */
 #include "rs_data.h"
 
 #include "rs_motion_spec.h"

@@ -160,32 +160,38 @@ typedef struct rs_schedule {
  *             (statistics, per-request logs, the chain itself, values that follow from the
  *             others: the sensors from the state, the seed from the chain's start).
  * The schedules and the event log, structured, are declared by hand below with their own
- * rows in the table. */
-#define RS_DATA_FIELDS(X)                                                                     \
-    X(VALUE,  F64, t,              ,                FIXED, ZERO, TIME,      HASH)   /* s */                           \
-    X(VALUE,  U64, step_count,     ,                FIXED, ZERO, STEPS,     HASH)   /* since reset */                 \
-    X(VALUE,  F64, grid_t0,        ,                FIXED, ZERO, TIME,      HASH)   /* control steps */               \
-    X(VALUE,  U64, grid_k,         ,                FIXED, ZERO, GRID,      HASH)   /* end at t0+k dt */              \
-    X(VALUE,  F64, h_next,         ,                FIXED, ZERO, STEP_SIZE, HASH)   /* next interval */               \
-    X(VALUE,  U64, seed,           ,                FIXED, INIT, ANY,       SKIP)   /* of last reset */               \
-    X(VALUE,  U64, rng,            [4],             FIXED, INIT, RNG,       HASH)   /* xoshiro256** */                \
-    X(VALUE,  U64, digest,         [4],             FIXED, INIT, ANY,       SKIP)   /* chain */                       \
-    X(VECTOR, F64, x,              ,                NX,    INIT, FINITE,    HASH)   /* state */                       \
-    X(VECTOR, F64, u,              ,                NU,    ZERO, COMMAND,   HASH)   /* held commands */               \
-    X(VECTOR, F64, u_eff,          ,                NU,    ZERO, COMMAND,   SCHED)  /* in force */                    \
-    X(VECTOR, F64, u_spec,         ,                NU,    ZERO, FINITE,    SPECU)  /* motion spec's */               \
-    X(VECTOR, F64, sensors,        ,                NS,    INIT, FINITE,    SKIP)                                       \
-    X(ENTITY, I32, mode,           ,                FIXED, INIT, MODE,      HASH)   /* robot's mode */                \
-    X(ENTITY, F64, aux,            [RS_AUX_MAX],    FIXED, INIT, AUX,       USED)   /* robot's own */                 \
-    X(ENTITY, F64, wrench,         [RS_WRENCH_MAX], FIXED, ZERO, FINITE,    USED)   /* next step's */                 \
-    X(VALUE,  I32, dirty,          ,                FIXED, ONE,  BOOL,      HASH)   /* settle first */                \
-    X(VALUE,  I32, step_events,    ,                FIXED, ZERO, COUNT,     SKIP) /* Zeno guard */                  \
-    X(VALUE,  U32, events_dropped, ,                FIXED, ZERO, ANY,       SKIP)                                     \
-    X(VALUE,  U64, events_total,   ,                FIXED, KEEP, ANY,       SKIP)                                     \
-    X(VALUE,  F64, task,           [RS_TASK_STATE], FIXED, KEEP, FINITE,    EPISODE) /* episode */                    \
-    X(VALUE,  U64, episode_steps,  ,                FIXED, KEEP, ANY,       HASH)                                     \
-    X(VALUE,  U64, internal_steps, ,                FIXED, KEEP, ANY,       SKIP) /* statistics */                  \
-    X(VALUE,  U64, rhs_evals,      ,                FIXED, KEEP, ANY,       SKIP)                                     \
+ * rows in the table. The run variables: t (s), step_count (control steps since reset), the
+ * grid (control steps end at grid_t0 + k control_dt), h_next (the integrator's next step),
+ * the seed of the last reset, rng (xoshiro256**), the digest chain, x (state), u (held
+ * commands), u_eff (in force), u_spec (the motion specification's), sensors, each entity's
+ * mode, private run variables (aux) and next step's wrench, dirty (settle the modes first),
+ * step_events (the Zeno guard's count), the event counts, the task's episode state and the
+ * integrator statistics. */
+#define RS_DATA_FIELDS(X)                                                                          \
+    X(VALUE,  F64, t,              ,                FIXED, ZERO, TIME,      HASH)    /* s */       \
+    X(VALUE,  U64, step_count,     ,                FIXED, ZERO, STEPS,     HASH)                  \
+    X(VALUE,  F64, grid_t0,        ,                FIXED, ZERO, TIME,      HASH)                  \
+    X(VALUE,  U64, grid_k,         ,                FIXED, ZERO, GRID,      HASH)                  \
+    X(VALUE,  F64, h_next,         ,                FIXED, ZERO, STEP_SIZE, HASH)                  \
+    X(VALUE,  U64, seed,           ,                FIXED, INIT, ANY,       SKIP)                  \
+    X(VALUE,  U64, rng,            [4],             FIXED, INIT, RNG,       HASH)                  \
+    X(VALUE,  U64, digest,         [4],             FIXED, INIT, ANY,       SKIP)    /* chain */   \
+    X(VECTOR, F64, x,              ,                NX,    INIT, FINITE,    HASH)    /* state */   \
+    X(VECTOR, F64, u,              ,                NU,    ZERO, COMMAND,   HASH)    /* held */    \
+    X(VECTOR, F64, u_eff,          ,                NU,    ZERO, COMMAND,   SCHED)   /* in force */\
+    X(VECTOR, F64, u_spec,         ,                NU,    ZERO, FINITE,    SPECU)   /* spec's */  \
+    X(VECTOR, F64, sensors,        ,                NS,    INIT, FINITE,    SKIP)                  \
+    X(ENTITY, I32, mode,           ,                FIXED, INIT, MODE,      HASH)    /* mode */    \
+    X(ENTITY, F64, aux,            [RS_AUX_MAX],    FIXED, INIT, AUX,       USED)                  \
+    X(ENTITY, F64, wrench,         [RS_WRENCH_MAX], FIXED, ZERO, FINITE,    USED)                  \
+    X(VALUE,  I32, dirty,          ,                FIXED, ONE,  BOOL,      HASH)                  \
+    X(VALUE,  I32, step_events,    ,                FIXED, ZERO, COUNT,     SKIP)                  \
+    X(VALUE,  U32, events_dropped, ,                FIXED, ZERO, ANY,       SKIP)                  \
+    X(VALUE,  U64, events_total,   ,                FIXED, KEEP, ANY,       SKIP)                  \
+    X(VALUE,  F64, task,           [RS_TASK_STATE], FIXED, KEEP, FINITE,    EPISODE) /* episode */ \
+    X(VALUE,  U64, episode_steps,  ,                FIXED, KEEP, ANY,       HASH)                  \
+    X(VALUE,  U64, internal_steps, ,                FIXED, KEEP, ANY,       SKIP)                  \
+    X(VALUE,  U64, rhs_evals,      ,                FIXED, KEEP, ANY,       SKIP)                  \
     X(VALUE,  U64, root_evals,     ,                FIXED, KEEP, ANY,       SKIP)
 
 #define RS_CTYPE_F64 double
@@ -195,12 +201,12 @@ typedef struct rs_schedule {
 #define RS_MEMBER_VALUE(type, name, dims) RS_CTYPE_##type name dims;
 #define RS_MEMBER_VECTOR(type, name, dims) RS_CTYPE_##type *name;
 #define RS_MEMBER_ENTITY(type, name, dims)
-#define RS_DATA_MEMBER(shape, type, name, dims, length, reset, check, digest)                        \
+#define RS_DATA_MEMBER(shape, type, name, dims, length, reset, check, digest)                  \
     RS_MEMBER_##shape(type, name, dims)
 #define RS_ENTITY_MEMBER_VALUE(type, name, dims)
 #define RS_ENTITY_MEMBER_VECTOR(type, name, dims)
 #define RS_ENTITY_MEMBER_ENTITY(type, name, dims) RS_CTYPE_##type name dims;
-#define RS_ENTITY_MEMBER(shape, type, name, dims, length, reset, check, digest)                        \
+#define RS_ENTITY_MEMBER(shape, type, name, dims, length, reset, check, digest)                \
     RS_ENTITY_MEMBER_##shape(type, name, dims)
 
 /* What a robot module sees of one entity while it runs: its mode and private run variables

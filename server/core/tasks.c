@@ -279,7 +279,7 @@ static double reach_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bi
                              double scale, double tol, int *terminated, double *info)
 {
     double dist = rs_hypot(sensor_of(d, b, R_X) - d->task[REACH_X],
-                        sensor_of(d, b, R_Y) - d->task[REACH_Y]);
+                           sensor_of(d, b, R_Y) - d->task[REACH_Y]);
     double speed = rs_hypot(sensor_of(d, b, R_VX), sensor_of(d, b, R_VY));
     double effort = 0.5 * (sq(sensor_of(d, b, R_TAU1) / param_of(m, b, R_TAU_MAX, 0)) +
                            sq(sensor_of(d, b, R_TAU2) / param_of(m, b, R_TAU_MAX, 1)));
