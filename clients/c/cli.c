@@ -394,8 +394,11 @@ static const Robosim__V1__EntitySpec *entity_spec(const Robosim__V1__Spec *spec,
 
 static void print_state(const Robosim__V1__State *s, const Robosim__V1__Spec *spec)
 {
-    printf("world %" PRIu64 "  t = %.10g s  step %" PRIu64 "\n", s->world_id, s->time,
+    printf("world %" PRIu64 "  t = %.10g s  step %" PRIu64 "  digest ", s->world_id, s->time,
            s->step_count);
+    for (size_t i = 0; i < s->digest.len; i++)
+        printf("%02x", s->digest.data[i]);
+    putchar('\n');
     for (size_t i = 0; i < s->n_entities; i++) {
         const Robosim__V1__EntityState *e = s->entities[i];
         const Robosim__V1__EntitySpec *es = entity_spec(spec, e->name);

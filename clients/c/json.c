@@ -35,6 +35,15 @@ static void write_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+/* State digests (fields "digest", "digests") read as hex, as every tool prints a hash */
+static void write_hex(FILE *f, const ProtobufCBinaryData *b)
+{
+    fputc('"', f);
+    for (size_t i = 0; i < b->len; i++)
+        fprintf(f, "%02x", b->data[i]);
+    fputc('"', f);
+}
+
 static void write_base64(FILE *f, const ProtobufCBinaryData *b)
 {
     static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -109,7 +118,12 @@ static void write_value(FILE *f, const ProtobufCFieldDescriptor *field, const vo
         break;
     }
     case PROTOBUF_C_TYPE_STRING: write_string(f, *(char *const *)p); break;
-    case PROTOBUF_C_TYPE_BYTES: write_base64(f, (const ProtobufCBinaryData *)p); break;
+    case PROTOBUF_C_TYPE_BYTES:
+        if (strcmp(field->name, "digest") == 0 || strcmp(field->name, "digests") == 0)
+            write_hex(f, (const ProtobufCBinaryData *)p);
+        else
+            write_base64(f, (const ProtobufCBinaryData *)p);
+        break;
     case PROTOBUF_C_TYPE_MESSAGE: {
         const ProtobufCMessage *sub = *(const ProtobufCMessage *const *)p;
         if (sub)

@@ -11,28 +11,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROW_VALUE(type, name, dims, length, reset, check)                                      \
+#define ROW_VALUE(type, name, dims, length, reset, check, digest)                              \
     {#name, RS_SHAPE_VALUE, RS_TYPE_##type, offsetof(rs_data_t, name),                         \
      (int)(sizeof(((rs_data_t *)0)->name) / sizeof(RS_CTYPE_##type)), RS_LEN_##length,        \
-     RS_RESET_##reset, RS_CHECK_##check},
-#define ROW_VECTOR(type, name, dims, length, reset, check)                                     \
+     RS_RESET_##reset, RS_CHECK_##check, RS_DIGEST_##digest},
+#define ROW_VECTOR(type, name, dims, length, reset, check, digest)                             \
     {#name, RS_SHAPE_VECTOR, RS_TYPE_##type, offsetof(rs_data_t, name), 0, RS_LEN_##length,   \
-     RS_RESET_##reset, RS_CHECK_##check},
-#define ROW_ENTITY(type, name, dims, length, reset, check)                                     \
+     RS_RESET_##reset, RS_CHECK_##check, RS_DIGEST_##digest},
+#define ROW_ENTITY(type, name, dims, length, reset, check, digest)                             \
     {#name, RS_SHAPE_ENTITY, RS_TYPE_##type, offsetof(rs_entity_data_t, name),                 \
      (int)(sizeof(((rs_entity_data_t *)0)->name) / sizeof(RS_CTYPE_##type)), RS_LEN_##length, \
-     RS_RESET_##reset, RS_CHECK_##check},
-#define ROW(shape, type, name, dims, length, reset, check)                                     \
-    ROW_##shape(type, name, dims, length, reset, check)
+     RS_RESET_##reset, RS_CHECK_##check, RS_DIGEST_##digest},
+#define ROW(shape, type, name, dims, length, reset, check, digest)                             \
+    ROW_##shape(type, name, dims, length, reset, check, digest)
 
 static const rs_field_t fields[] = {
     RS_DATA_FIELDS(ROW)
     {"schedules", RS_SHAPE_SCHEDULES, RS_TYPE_F64, offsetof(rs_data_t, sched), 0, RS_LEN_NU,
-     RS_RESET_ZERO, RS_CHECK_SCHEDULES},
+     RS_RESET_ZERO, RS_CHECK_SCHEDULES, RS_DIGEST_SCHEDULES},
     {"events", RS_SHAPE_EVENTS, RS_TYPE_F64, offsetof(rs_data_t, events), 0, RS_LEN_FIXED,
-     RS_RESET_ZERO, RS_CHECK_EVENTS},
+     RS_RESET_ZERO, RS_CHECK_EVENTS, RS_DIGEST_SKIP},
     {"motion_spec", RS_SHAPE_SPEC, RS_TYPE_F64, offsetof(rs_data_t, spec), 0, RS_LEN_FIXED,
-     RS_RESET_KEEP, RS_CHECK_SPEC},
+     RS_RESET_KEEP, RS_CHECK_SPEC, RS_DIGEST_SPEC},
 };
 #define NFIELDS (int)(sizeof fields / sizeof fields[0])
 

@@ -395,7 +395,7 @@ static int parse_quantity(parser_t *P, int i)
                               ? strtod(json_object_get_string(c), NULL)
                               : json_object_get_double(c);
         }
-        double r = hypot(e->value[0], e->value[1]);
+        double r = rs_hypot(e->value[0], e->value[1]);
         if (!(r > 0) || !isfinite(r))
             return rs_fail(P->st, RS_EINVAL, "entity '%s': a Direction's value must be a non-zero "
                            "vector", e->id);
@@ -1201,9 +1201,9 @@ static void evaluate(rs_motion_spec_t *s, const rs_model_t *m, const rs_data_t *
             if (p->kind == E_OPERATOR) {
                 const double *in = s->val[p->a];
                 if (p->op == OP_DIST) {
-                    v[0] = hypot(in[0], in[1]);
+                    v[0] = rs_hypot(in[0], in[1]);
                 } else if (p->op == OP_DIR) {
-                    double r = hypot(in[0], in[1]);
+                    double r = rs_hypot(in[0], in[1]);
                     v[0] = r > 0 ? in[0] / r : 1.0, v[1] = r > 0 ? in[1] / r : 0.0, v[2] = 0.0;
                     e->asb = s->e[p->a].asb;
                 } else if (p->op == OP_ANGLE) {

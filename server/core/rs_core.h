@@ -143,7 +143,7 @@ typedef struct rs_schedule {
  * write and read, snapshot validation and prefetch all go: adding a run variable is adding
  * its line here (and, only for a new kind of check, teaching rs_data.h's check to it).
  *
- *   X(shape, type, name, dims, length, reset, check)
+ *   X(shape, type, name, dims, length, reset, check, digest)
  *     shape   VALUE   `type name dims` in rs_data_t (dims empty, or [N] for N values);
  *             VECTOR  `type *name` in rs_data_t: `length` values owned by the data;
  *             ENTITY  `type name dims` in each entity's rs_entity_data_t;
@@ -152,34 +152,48 @@ typedef struct rs_schedule {
  *     reset   what rs_reset leaves: ZERO, ONE, INIT (zeroed, then set by rs_reset from the
  *             seed or the robots' init), KEEP (untouched: counts since creation, and the
  *             task's episode state, which rs_world_reset starts);
- *     check   what a restored value must satisfy (rs_field_check_t in rs_data.h).
+ *     check   what a restored value must satisfy (rs_field_check_t in rs_data.h);
+ *     digest  what the state digest (digest.c) takes of it after each control step: HASH (all
+ *             its values), USED (an entity's used slots: its robot's naux, its wrench
+ *             values), SCHED / SPECU (only while a schedule / a motion specification is in
+ *             force; else they are u / 0), EPISODE (the task's state less the Step's reward
+ *             and the return, which depend on how the steps were split into requests), SKIP
+ *             (statistics, per-request logs, the chain itself, values that follow from the
+ *             others: the sensors from the state, the seed from the chain's start).
  * The schedules and the event log, structured, are declared by hand below with their own
- * rows in the table. */
-#define RS_DATA_FIELDS(X)                                                                     \
-    X(VALUE,  F64, t,              ,                FIXED, ZERO, TIME)     /* s */             \
-    X(VALUE,  U64, step_count,     ,                FIXED, ZERO, STEPS)    /* since reset */   \
-    X(VALUE,  F64, grid_t0,        ,                FIXED, ZERO, TIME)     /* control steps */ \
-    X(VALUE,  U64, grid_k,         ,                FIXED, ZERO, GRID)     /* end at t0+k dt */\
-    X(VALUE,  F64, h_next,         ,                FIXED, ZERO, STEP_SIZE) /* next interval */\
-    X(VALUE,  U64, seed,           ,                FIXED, INIT, ANY)      /* of last reset */ \
-    X(VALUE,  U64, rng,            [4],             FIXED, INIT, RNG)      /* xoshiro256** */  \
-    X(VECTOR, F64, x,              ,                NX,    INIT, FINITE)   /* state */         \
-    X(VECTOR, F64, u,              ,                NU,    ZERO, COMMAND)  /* held commands */ \
-    X(VECTOR, F64, u_eff,          ,                NU,    ZERO, COMMAND)  /* in force */      \
-    X(VECTOR, F64, u_spec,         ,                NU,    ZERO, FINITE)   /* motion spec's */ \
-    X(VECTOR, F64, sensors,        ,                NS,    INIT, FINITE)                       \
-    X(ENTITY, I32, mode,           ,                FIXED, INIT, MODE)     /* robot's mode */  \
-    X(ENTITY, F64, aux,            [RS_AUX_MAX],    FIXED, INIT, AUX)      /* robot's own */   \
-    X(ENTITY, F64, wrench,         [RS_WRENCH_MAX], FIXED, ZERO, FINITE)   /* next step's */   \
-    X(VALUE,  I32, dirty,          ,                FIXED, ONE,  BOOL)     /* settle first */  \
-    X(VALUE,  I32, step_events,    ,                FIXED, ZERO, COUNT)    /* Zeno guard */    \
-    X(VALUE,  U32, events_dropped, ,                FIXED, ZERO, ANY)                          \
-    X(VALUE,  U64, events_total,   ,                FIXED, KEEP, ANY)                          \
-    X(VALUE,  F64, task,           [RS_TASK_STATE], FIXED, KEEP, FINITE)   /* episode */       \
-    X(VALUE,  U64, episode_steps,  ,                FIXED, KEEP, ANY)                          \
-    X(VALUE,  U64, internal_steps, ,                FIXED, KEEP, ANY)      /* statistics */    \
-    X(VALUE,  U64, rhs_evals,      ,                FIXED, KEEP, ANY)                          \
-    X(VALUE,  U64, root_evals,     ,                FIXED, KEEP, ANY)
+ * rows in the table. The run variables: t (s), step_count (control steps since reset), the
+ * grid (control steps end at grid_t0 + k control_dt), h_next (the integrator's next step),
+ * the seed of the last reset, rng (xoshiro256**), the digest chain, x (state), u (held
+ * commands), u_eff (in force), u_spec (the motion specification's), sensors, each entity's
+ * mode, private run variables (aux) and next step's wrench, dirty (settle the modes first),
+ * step_events (the Zeno guard's count), the event counts, the task's episode state and the
+ * integrator statistics. */
+#define RS_DATA_FIELDS(X)                                                                          \
+    X(VALUE,  F64, t,              ,                FIXED, ZERO, TIME,      HASH)    /* s */       \
+    X(VALUE,  U64, step_count,     ,                FIXED, ZERO, STEPS,     HASH)                  \
+    X(VALUE,  F64, grid_t0,        ,                FIXED, ZERO, TIME,      HASH)                  \
+    X(VALUE,  U64, grid_k,         ,                FIXED, ZERO, GRID,      HASH)                  \
+    X(VALUE,  F64, h_next,         ,                FIXED, ZERO, STEP_SIZE, HASH)                  \
+    X(VALUE,  U64, seed,           ,                FIXED, INIT, ANY,       SKIP)                  \
+    X(VALUE,  U64, rng,            [4],             FIXED, INIT, RNG,       HASH)                  \
+    X(VALUE,  U64, digest,         [4],             FIXED, INIT, ANY,       SKIP)    /* chain */   \
+    X(VECTOR, F64, x,              ,                NX,    INIT, FINITE,    HASH)    /* state */   \
+    X(VECTOR, F64, u,              ,                NU,    ZERO, COMMAND,   HASH)    /* held */    \
+    X(VECTOR, F64, u_eff,          ,                NU,    ZERO, COMMAND,   SCHED)   /* in force */\
+    X(VECTOR, F64, u_spec,         ,                NU,    ZERO, FINITE,    SPECU)   /* spec's */  \
+    X(VECTOR, F64, sensors,        ,                NS,    INIT, FINITE,    SKIP)                  \
+    X(ENTITY, I32, mode,           ,                FIXED, INIT, MODE,      HASH)    /* mode */    \
+    X(ENTITY, F64, aux,            [RS_AUX_MAX],    FIXED, INIT, AUX,       USED)                  \
+    X(ENTITY, F64, wrench,         [RS_WRENCH_MAX], FIXED, ZERO, FINITE,    USED)                  \
+    X(VALUE,  I32, dirty,          ,                FIXED, ONE,  BOOL,      HASH)                  \
+    X(VALUE,  I32, step_events,    ,                FIXED, ZERO, COUNT,     SKIP)                  \
+    X(VALUE,  U32, events_dropped, ,                FIXED, ZERO, ANY,       SKIP)                  \
+    X(VALUE,  U64, events_total,   ,                FIXED, KEEP, ANY,       SKIP)                  \
+    X(VALUE,  F64, task,           [RS_TASK_STATE], FIXED, KEEP, FINITE,    EPISODE) /* episode */ \
+    X(VALUE,  U64, episode_steps,  ,                FIXED, KEEP, ANY,       HASH)                  \
+    X(VALUE,  U64, internal_steps, ,                FIXED, KEEP, ANY,       SKIP)                  \
+    X(VALUE,  U64, rhs_evals,      ,                FIXED, KEEP, ANY,       SKIP)                  \
+    X(VALUE,  U64, root_evals,     ,                FIXED, KEEP, ANY,       SKIP)
 
 #define RS_CTYPE_F64 double
 #define RS_CTYPE_U64 uint64_t
@@ -188,12 +202,12 @@ typedef struct rs_schedule {
 #define RS_MEMBER_VALUE(type, name, dims) RS_CTYPE_##type name dims;
 #define RS_MEMBER_VECTOR(type, name, dims) RS_CTYPE_##type *name;
 #define RS_MEMBER_ENTITY(type, name, dims)
-#define RS_DATA_MEMBER(shape, type, name, dims, length, reset, check)                          \
+#define RS_DATA_MEMBER(shape, type, name, dims, length, reset, check, digest)                  \
     RS_MEMBER_##shape(type, name, dims)
 #define RS_ENTITY_MEMBER_VALUE(type, name, dims)
 #define RS_ENTITY_MEMBER_VECTOR(type, name, dims)
 #define RS_ENTITY_MEMBER_ENTITY(type, name, dims) RS_CTYPE_##type name dims;
-#define RS_ENTITY_MEMBER(shape, type, name, dims, length, reset, check)                        \
+#define RS_ENTITY_MEMBER(shape, type, name, dims, length, reset, check, digest)                \
     RS_ENTITY_MEMBER_##shape(type, name, dims)
 
 /* What a robot module sees of one entity while it runs: its mode and private run variables
@@ -215,6 +229,8 @@ typedef struct rs_data {
                                          "motion_spec"; rs_motion_spec.h) */
     int nsched[RS_MAX_ENTITIES];      /* scheduled actuators per entity (derived) */
     rs_integrator_t *integ;
+    int digest_later;                 /* a task's step: its caller folds the state into the
+                                         digest chain after the task's evaluation */
     const rs_model_t *m;              /* the model of the last call, for the callbacks */
     int nevents;                      /* entries in events[] (field "events", with it) */
     /* The events of the current Step request: allocated on the first event and grown on
@@ -227,6 +243,29 @@ typedef struct rs_data {
      * sized for its model (rs_data_scratch), these, then the vectors and the schedules */
     rs_entity_data_t ent[];
 } rs_data_t;
+
+/* sqrt(x^2 + y^2) from IEEE operations only (fpmath.c), so its bits are the same on every
+ * platform (glibc's hypot differs between x86-64 and arm64); within 2 ulp of the exact value
+ * (tests/core/test_fpmath.c), finite wherever the result is representable. */
+double rs_hypot(double x, double y);
+
+/* ---- the state digest (digest.c) --------------------------------------------------------
+ * BLAKE2b-256 over the bits of the fields that determine the future (the `digest` column of
+ * RS_DATA_FIELDS), chained: after every control step digest = H(digest before || state), and a
+ * reset starts the chain with H(32 zero bytes || state). One value therefore certifies the whole
+ * history since the reset, however the steps were split into requests. rs_data_t.digest holds
+ * the 32 bytes as four little-endian 64-bit words. */
+#define RS_DIGEST_BYTES 32
+
+/* Start d's chain from its current state (after a reset or a new episode). */
+void rs_digest_start(const rs_model_t *m, rs_data_t *d);
+
+/* Fold d's state after a control step into its chain. */
+void rs_digest_step(const rs_model_t *m, rs_data_t *d);
+
+/* d's digest as 32 bytes, and as 64 lowercase hex digits and a NUL. */
+void rs_digest_bytes(const rs_data_t *d, uint8_t out[RS_DIGEST_BYTES]);
+void rs_digest_hex(const rs_data_t *d, char out[2 * RS_DIGEST_BYTES + 1]);
 
 /* Allocate data for `m` and reset it with `seed`. NULL on failure (reason in `st`).
  * Free with rs_data_destroy. */

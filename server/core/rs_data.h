@@ -45,6 +45,18 @@ typedef enum rs_field_check {
     RS_CHECK_SPEC,      /* parses and validates under the model; its run state in range */
 } rs_field_check_t;
 
+/* What the state digest (digest.c) takes of a field (the `digest` column of RS_DATA_FIELDS). */
+typedef enum rs_field_digest {
+    RS_DIGEST_SKIP,      /* nothing */
+    RS_DIGEST_HASH,      /* every value */
+    RS_DIGEST_USED,      /* ENTITY: the slots its robot uses (aux: naux; wrench: its bodies') */
+    RS_DIGEST_SCHED,     /* every value, while a schedule is in force (else they are u's) */
+    RS_DIGEST_SPECU,     /* every value, while a motion specification is in force (else 0) */
+    RS_DIGEST_EPISODE,   /* the task's state less the last Step's reward and the return */
+    RS_DIGEST_SCHEDULES, /* each schedule's knot count, cursor and the knots around it */
+    RS_DIGEST_SPEC,      /* the motion specification's run state */
+} rs_field_digest_t;
+
 typedef struct rs_field {
     const char *name;
     rs_field_shape_t shape;
@@ -55,6 +67,7 @@ typedef struct rs_field {
     rs_field_length_t length; /* VECTOR: which of the model's sizes */
     rs_field_reset_t reset;
     rs_field_check_t check;
+    rs_field_digest_t digest;
 } rs_field_t;
 
 /* The table: its rows and their number. */

@@ -8,7 +8,7 @@
  * restarts every interval from the data alone (world.c), so a world restored from a snapshot
  * steps on bit for bit as the original would have.
  *
- * Layout (format version 2, little-endian): magic "RSIMSNAP", u32 version, u32 0, u64 total
+ * Layout (format version 3, little-endian; 3 added the state digest): magic "RSIMSNAP", u32 version, u32 0, u64 total
  * length, preset, task, the parameters, then each field as its name, a u32 count and its
  * values, then a 64-bit FNV-1a checksum of everything before it. A restore validates every
  * value against the snapshot's model before it changes anything (rs_data_check). */
@@ -17,7 +17,7 @@
 
 #include "rs_core.h"
 
-#define RS_SNAPSHOT_VERSION 2
+#define RS_SNAPSHOT_VERSION 3
 
 /* The size in bytes of w's snapshot now, in *size. Returns 0. */
 int rs_snapshot_size(const rs_world_t *w, size_t *size);

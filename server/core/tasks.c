@@ -278,9 +278,9 @@ static void reach_observe(const rs_model_t *m, const rs_data_t *d, const rs_task
 static double reach_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                              double scale, double tol, int *terminated, double *info)
 {
-    double dist = hypot(sensor_of(d, b, R_X) - d->task[REACH_X],
-                        sensor_of(d, b, R_Y) - d->task[REACH_Y]);
-    double speed = hypot(sensor_of(d, b, R_VX), sensor_of(d, b, R_VY));
+    double dist = rs_hypot(sensor_of(d, b, R_X) - d->task[REACH_X],
+                           sensor_of(d, b, R_Y) - d->task[REACH_Y]);
+    double speed = rs_hypot(sensor_of(d, b, R_VX), sensor_of(d, b, R_VY));
     double effort = 0.5 * (sq(sensor_of(d, b, R_TAU1) / param_of(m, b, R_TAU_MAX, 0)) +
                            sq(sensor_of(d, b, R_TAU2) / param_of(m, b, R_TAU_MAX, 1)));
     int success = dist < tol && speed < REACH_SPEED;
@@ -315,7 +315,7 @@ static int serial_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t 
         q[0] = uniform(d, -M_PI, M_PI);
         q[1] = uniform(d, -M_PI, M_PI);
         arm_point(m, e, q, p, NULL);
-        if (hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * SERIAL_TOL || k == SAMPLE_TRIES)
+        if (rs_hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * SERIAL_TOL || k == SAMPLE_TRIES)
             break;
     }
     d->task[REACH_X] = p[0];
@@ -363,7 +363,7 @@ static int parallel_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_
     for (int k = 0;; k++) {
         if (parallel_sample(m, d, e, q, p) < 0)
             p[0] = p0[0], p[1] = p0[1];
-        if (hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * PARALLEL_TOL || k == SAMPLE_TRIES)
+        if (rs_hypot(p[0] - p0[0], p[1] - p0[1]) > 3 * PARALLEL_TOL || k == SAMPLE_TRIES)
             break;
     }
     d->task[REACH_X] = p[0];
@@ -497,7 +497,7 @@ static int dd_nearest(const rs_model_t *m, const rs_task_bind_t *b, double x, do
             break;
         double oy = param_of(m, b, DD_N_OBSTACLES, 3 * i + 1);
         double orad = param_of(m, b, DD_N_OBSTACLES, 3 * i + 2);
-        double c = hypot(x - ox, y - oy) - R - orad;
+        double c = rs_hypot(x - ox, y - oy) - R - orad;
         if (best < 0 || c < *clearance)
             best = i, *clearance = c;
     }
@@ -526,7 +526,7 @@ static int dd_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
     if (dd_free_point(m, d, b, &x0, &y0) == 0)
         for (int k = 0; k < SAMPLE_TRIES && !found; k++)
             found = dd_free_point(m, d, b, &gx, &gy) == 0 &&
-                    hypot(gx - x0, gy - y0) >= DD_MIN_START;
+                    rs_hypot(gx - x0, gy - y0) >= DD_MIN_START;
     if (!found)
         return rs_fail(st, RS_EINVAL,
                        "the obstacles of '%s' leave no room in the %g m arena for a start and a "
@@ -561,7 +561,7 @@ static double dd_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_
                           int first_event, int *terminated, double *info)
 {
     double x = state_of(d, b, DD_N_X), y = state_of(d, b, DD_N_Y);
-    double dist = hypot(d->task[DD_GOAL_X] - x, d->task[DD_GOAL_Y] - y);
+    double dist = rs_hypot(d->task[DD_GOAL_X] - x, d->task[DD_GOAL_Y] - y);
     double effort = 0.5 * (sq(command_of(m, d, b, 0) / DD_W_MAX) +
                            sq(command_of(m, d, b, 1) / DD_W_MAX));
     /* a collision: a contact event in this control step, or still held at an obstacle */
@@ -1220,7 +1220,10 @@ int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
     int bc = rs_task_bind(w->task, w->model, &w->task_bind, st);
     if (bc < 0)
         return bc;
-    return w->task->reset(w->model, d, &w->task_bind, st);
+    if ((rc = w->task->reset(w->model, d, &w->task_bind, st)) < 0)
+        return rc;
+    rs_digest_start(w->model, d); /* the episode's start and targets are part of its state */
+    return 0;
 }
 
 int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st)
@@ -1310,7 +1313,9 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
         int first = d->nevents, terminated = 0;
         double info[RS_TASK_MAX_INFO] = {0};
         uint64_t one = 0;
+        d->digest_later = 1; /* folded in below, with the task's evaluation */
         int rc = rs_step_until(m, d, 1, INFINITY, &one, st);
+        d->digest_later = 0;
         if (rc < 0 || one == 0) { /* failed, or interrupted (at the boundary: one == 0) */
             d->task[RS_TASK_REWARD] = reward;
             *done = k;
@@ -1324,6 +1329,7 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
             d->task[RS_TASK_TERMINATED] = 1.0;
         else if (d->episode_steps >= limit)
             d->task[RS_TASK_TRUNCATED] = 1.0;
+        rs_digest_step(m, d);
         if ((ended = terminated || d->task[RS_TASK_TRUNCATED] != 0.0)) {
             k++;
             break;

@@ -437,6 +437,7 @@ int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st)
     if (rc < 0)
         return rc;
     read_sensors(m, d, 0.0);
+    rs_digest_start(m, d);
     return 0;
 }
 
@@ -460,6 +461,7 @@ int rs_reset_initial(const rs_model_t *m, rs_data_t *d, const rs_param_t *init, 
     }
     d->dirty = 1;
     read_sensors(m, d, 0.0);
+    rs_digest_start(m, d);
     return 0;
 }
 
@@ -779,6 +781,8 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     d->step_count++;
     read_sensors(m, d, dt);
     rs_wrench_step_over(m, d); /* an external wrench lasts one control step */
+    if (!d->digest_later)
+        rs_digest_step(m, d);
     return 0;
 }
 

@@ -122,6 +122,13 @@ Robosim__V1__State *rs_codec_state(rs_arena_t *a, uint64_t id, const rs_world_t 
     s->world_id = id;
     s->time = d->t;
     s->step_count = d->step_count;
+    uint8_t *digest = rs_arena_alloc(a, RS_DIGEST_BYTES);
+    if (!digest)
+        return NULL;
+    rs_digest_bytes(d, digest);
+    s->digest.data = digest;
+    s->digest.len = RS_DIGEST_BYTES;
+    s->seed = d->seed;
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         Robosim__V1__EntityState *es = NEW(a, Robosim__V1__EntityState, robosim__v1__entity_state__init);

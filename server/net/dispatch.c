@@ -1126,6 +1126,7 @@ static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
 {
     out->time[i] = NAN;
     out->reward[i] = NAN;
+    memset(out->digests.data + i * RS_DIGEST_BYTES, 0, RS_DIGEST_BYTES); /* no state: zeros */
     for (size_t k = 0; k < out->info_size; k++)
         out->info[i * out->info_size + k] = NAN;
     for (size_t k = 0; k < out->state_size; k++)
@@ -1153,6 +1154,7 @@ static void arrays_rows(arrays_run_t *run, size_t i, rs_arena_t *a)
     const rs_data_t *d = world->data;
     out->time[i] = d->t;
     out->step_count[i] = d->step_count;
+    rs_digest_bytes(d, out->digests.data + i * RS_DIGEST_BYTES);
     out->events[i] = (uint32_t)(d->nevents + d->events_dropped);
     memcpy(out->state + i * out->state_size, d->x, out->state_size * sizeof(double));
     memcpy(out->sensors + i * out->sensor_size, d->sensors, out->sensor_size * sizeof(double));
@@ -1311,7 +1313,9 @@ static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, 
     out->terminated = rs_arena_alloc(a, n * sizeof *out->terminated);
     out->truncated = rs_arena_alloc(a, n * sizeof *out->truncated);
     out->info = rs_arena_alloc(a, (n * ninfo + 1) * sizeof *out->info);
-    if (!out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
+    out->digests.len = n * RS_DIGEST_BYTES;
+    out->digests.data = rs_arena_alloc(a, n * RS_DIGEST_BYTES + 1);
+    if (!out->digests.data || !out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
         !out->sensors || !out->observation || !out->reward || !out->terminated ||
         !out->truncated)
         return NULL;

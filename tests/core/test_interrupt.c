@@ -1,5 +1,6 @@
 /* Interrupting a step (rs_step_until, rs_world_task_step_until, rs_data_set_abort):
- *   - a Step in slices of any length is bit-identical to one rs_step call;
+ *   - a Step in slices of any length is bit-identical to one rs_step call (state digest
+ *     included);
  *   - a task Step in slices (resume = 1) gives the same state, reward and return as one call;
  *   - the abort flag stops a control step that takes seconds within milliseconds, with
  *     RS_EDEADLINE; restored from the snapshot taken before, the world steps on exactly as a
@@ -31,7 +32,8 @@ static int same_data(const rs_world_t *a, const rs_world_t *b)
 {
     return a->data->t == b->data->t && a->data->step_count == b->data->step_count &&
            memcmp(a->data->x, b->data->x, (size_t)a->model->nx * sizeof(double)) == 0 &&
-           a->data->nevents == b->data->nevents;
+           a->data->nevents == b->data->nevents &&
+           memcmp(a->data->digest, b->data->digest, sizeof a->data->digest) == 0;
 }
 
 static void test_slices_exact(void)

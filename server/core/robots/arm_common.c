@@ -476,7 +476,7 @@ double parallel_u(double L0, double L1, const double q[2], double grad[2])
 {
     double A[2], B[2];
     parallel_elbows(L0, L1, q, A, B);
-    double wx = B[0] - A[0], wy = B[1] - A[1], u = hypot(wx, wy);
+    double wx = B[0] - A[0], wy = B[1] - A[1], u = rs_hypot(wx, wy);
     if (grad) {
         double ex = wx / u, ey = wy / u;
         /* dA/dt1 = (L1 sin t1, L1 cos t1), dB/dt2 = (-L1 sin t2, L1 cos t2) */
@@ -491,7 +491,7 @@ int parallel_fk(double L0, double L1, double L2, const double q[2], const double
 {
     double A[2], B[2];
     parallel_elbows(L0, L1, q, A, B);
-    double wx = B[0] - A[0], wy = B[1] - A[1], u = hypot(wx, wy);
+    double wx = B[0] - A[0], wy = B[1] - A[1], u = rs_hypot(wx, wy);
     double v2 = L2 * L2 - 0.25 * u * u, v = v2 > 0 ? sqrt(v2) : 0.0;
     double ex = wx / u, ey = wy / u, nx = -ey, ny = ex; /* n = (b - d, c - a) / u */
     p[0] = 0.5 * (A[0] + B[0]) + v * nx;

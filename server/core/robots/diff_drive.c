@@ -118,7 +118,7 @@ static double clearance(const rs_entity_model_t *em, const double *x, int i, dou
 {
     const double *o = obstacle(em, i);
     double dx = x[X] - o[0], dy = x[Y] - o[1];
-    double dist = hypot(dx, dy);
+    double dist = rs_hypot(dx, dy);
     if (nx) {
         *nx = dist > 0 ? dx / dist : 1.0;
         *ny = dist > 0 ? dy / dist : 0.0;

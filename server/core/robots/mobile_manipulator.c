@@ -330,7 +330,7 @@ static void sys_build_at(const rs_entity_model_t *em, const double *x, const dou
         S->q[k][0] = xa[0], S->q[k][1] = xa[1];
         double fk[2];
         serial_fk(a1, a2, xa, fk);
-        S->dist[k] = hypot(fk[0], fk[1]);
+        S->dist[k] = rs_hypot(fk[0], fk[1]);
         S->rhs[2 + 2 * k] += u[U_TAU + 2 * k];
         S->rhs[3 + 2 * k] += u[U_TAU + 2 * k + 1];
     }

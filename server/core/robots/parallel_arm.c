@@ -310,7 +310,7 @@ static int pa_solve(const rs_entity_model_t *em, double x, double y, double q[2]
 {
     double L0 = em->p[P_L0], L1 = em->p[P_L1], L2 = em->p[P_L2];
     if (parallel_ik(L0, L1, L2, x, y, q) < 0) {
-        double G = hypot(x - 0.5 * L0, y), H = hypot(x + 0.5 * L0, y);
+        double G = rs_hypot(x - 0.5 * L0, y), H = rs_hypot(x + 0.5 * L0, y);
         return rs_fail(st, RS_ERANGE,
                        "target (%g, %g) is out of reach: its distances to the servos, H = %g m "
                        "(left) and G = %g m (right), must both lie in [|L1 - L2|, L1 + L2] = "

@@ -311,7 +311,7 @@ static int sa_target(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                            "setpoints, so set '%s.actuator_mode' to 1, 1 (PID) first",
                            j + 1, em->name, em->name);
     double a1 = em->p[P_A1], a2 = em->p[P_A2], q[2];
-    double r = hypot(target[0], target[1]);
+    double r = rs_hypot(target[0], target[1]);
     if (serial_ik(a1, a2, target[0], target[1], elbow, q) < 0)
         return rs_fail(st, RS_ERANGE,
                        "target (%g, %g) is at r = %g m from the base, outside the reachable "
@@ -353,7 +353,7 @@ static int sa_joints_to_point(const rs_entity_model_t *em, const double *q, doub
     double a1 = em->p[P_A1], a2 = em->p[P_A2];
     serial_fk(a1, a2, q, p);
     if (stretch)
-        *stretch = hypot(p[0], p[1]) / (a1 + a2);
+        *stretch = rs_hypot(p[0], p[1]) / (a1 + a2);
     return 0;
 }
 

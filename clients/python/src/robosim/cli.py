@@ -187,8 +187,9 @@ def main(argv=None):
     pl.add_argument("--policy", default="robosim.baselines:auto", help="module:callable")
     pl.add_argument("--seed", type=int, default=0)
     pl.set_defaults(fn=cmd_plot)
-    from . import record, view
+    from . import record, verify, view
     record.add_parsers(sub)
+    verify.add_parser(sub)
     view.add_parser(sub)
     ap = sub.add_parser("align-plot", help="run seed 001's alignment on a mobile_manipulator "
                                            "world and plot angle, distances and forces")

@@ -104,7 +104,9 @@ def state_dict(s):
     had_penetration, point, normal, mean_force] (pairs whose contact_feedback is on), spec (dict
     or None, with a motion specification loaded: errors, outputs (numpy arrays in
     get_motion_spec's evaluators / controllers order), active_motion, commands). stats is None
-    when a Step asked for parts without "stats"."""
+    when a Step asked for parts without "stats". digest: the world's state digest (64 hex
+    digits; equal digests certify bit-identical histories since creation or reset; "" from a
+    server that predates it); seed: that of the world's last reset or creation."""
     spec = None
     if s.spec_errors or s.spec_outputs or s.spec_commands:
         spec = {"errors": _f64(s.spec_errors), "outputs": _f64(s.spec_outputs),
@@ -113,6 +115,8 @@ def state_dict(s):
         "world_id": s.world_id,
         "time": s.time,
         "step_count": s.step_count,
+        "digest": s.digest.hex(),
+        "seed": s.seed,
         "entities": {e.name: {"kind": e.kind, "state": _f64(e.state),
                               "commands": _f64(e.commands), "sensors": _f64(e.sensors),
                               "mode": e.mode} for e in s.entities},
@@ -613,7 +617,7 @@ class Client:
         commands: array (n_worlds, n_actuators), each row a world's actuator commands in spec
         order (all entities), or None to hold them; actions: (n_worlds, action size) for task
         worlds. Returns a dict of numpy arrays, row i for world_ids[i]: code (0 = OK), time,
-        step_count, events, state, sensors and, for task worlds, observation, reward,
+        step_count, digest (hex per world), events, state, sensors and, for task worlds, observation, reward,
         terminated, truncated, info (n_worlds, len(info_keys)) and info_keys (the task's info
         figures); rows of a world whose code is not 0 are NaN and errors maps its index to a
         RobosimError. reset: booleans, one per world (capability "step_batch.arrays.reset"):
@@ -639,6 +643,8 @@ class Client:
         out = {"code": np.array(r.codes, dtype=np.int64),
                "time": np.array(r.time, dtype=np.float64),
                "step_count": np.array(r.step_count, dtype=np.uint64),
+               "digest": [r.digests[32 * i:32 * i + 32].hex() for i in range(n)]
+                         if len(r.digests) == 32 * n else [""] * n,
                "events": np.array(r.events, dtype=np.int64),
                "state": rows(r.state, r.state_size),
                "sensors": rows(r.sensors, r.sensor_size),

@@ -1,0 +1,222 @@
+/* The state digest: BLAKE2b-256 (libsodium's crypto_generichash) over the bits of the fields the
+ * field table marks (rs_core.h, RS_DATA_FIELDS' `digest` column), chained from control step to
+ * control step. The only core file that includes sodium.h.
+ *
+ * The bytes are gathered into one buffer and hashed in one call: only the slots a world uses
+ * (nx, nu; each robot's naux and wrench values; the task's used state), so a finger control
+ * step hashes 252 bytes with the link before (two BLAKE2b blocks). Values are hashed in the
+ * machine's byte order; every target the project builds for (x86-64, arm64) is little-endian,
+ * as the snapshot format is. */
+#include "rs_data.h"
+
+#include "rs_motion_spec.h"
+#include "rs_robot.h"
+#include "rs_task.h"
+
+#include <sodium.h>
+#include <string.h>
+
+#define GATHER_BYTES 2048 /* flushed into the hash when full: one call for any ordinary world */
+
+typedef struct gather {
+    crypto_generichash_state st;
+    int streaming; /* the buffer overflowed once: st holds what came before */
+    size_t len;
+    unsigned char buf[GATHER_BYTES];
+} gather_t;
+
+static void put_slow(gather_t *g, const void *p, size_t n)
+{
+    if (!g->streaming) {
+        crypto_generichash_init(&g->st, NULL, 0, RS_DIGEST_BYTES);
+        g->streaming = 1;
+    }
+    crypto_generichash_update(&g->st, g->buf, g->len);
+    g->len = 0;
+    if (n > sizeof g->buf) {
+        crypto_generichash_update(&g->st, p, n);
+        return;
+    }
+    memcpy(g->buf, p, n);
+    g->len = n;
+}
+
+/* n bytes into the buffer; the values are 4 or 8 bytes each, so fixed-size copies (inlined
+ * moves) do it without a call to memcpy for each field */
+static inline void put(gather_t *g, const void *p, size_t n)
+{
+    if (g->len + n > sizeof g->buf) {
+        put_slow(g, p, n);
+        return;
+    }
+    const unsigned char *src = p;
+    unsigned char *dst = g->buf + g->len;
+    size_t k = 0;
+    for (; k + 8 <= n; k += 8)
+        memcpy(dst + k, src + k, 8);
+    if (k < n)
+        memcpy(dst + k, src + k, 4);
+    g->len += n;
+}
+
+static void put_u32(gather_t *g, uint32_t v) { put(g, &v, sizeof v); }
+
+/* How many values of ENTITY field f (aux or wrench) entity e uses. */
+static size_t used_slots(const rs_field_t *f, const rs_entity_model_t *em)
+{
+    if (f->check == RS_CHECK_AUX)
+        return (size_t)em->robot->naux;
+    size_t n = 0; /* wrench: its bodies' values */
+    for (int b = 0; b < em->robot->nwrench; b++)
+        n += (size_t)em->robot->wrench[b].n;
+    return n < (size_t)f->count ? n : (size_t)f->count;
+}
+
+/* The task's state less the last Step's reward and the return (they depend on how the control
+ * steps were split into Steps), up to its last nonzero value. */
+static void put_episode(gather_t *g, const double *task)
+{
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < RS_TASK_STATE; i++)
+        if (i != RS_TASK_REWARD && i != RS_TASK_RETURN && task[i] != 0.0)
+            used = i + 1;
+    put_u32(g, used);
+    for (uint32_t i = 0; i < used; i++)
+        if (i != RS_TASK_REWARD && i != RS_TASK_RETURN)
+            put(g, &task[i], sizeof task[i]);
+}
+
+/* Each schedule's knot count and its first and last knots (the cursor is a search hint; the
+ * values in force are in u_eff). */
+static void put_schedules(gather_t *g, const rs_model_t *m, const rs_data_t *d)
+{
+    for (int a = 0; a < m->nu; a++) {
+        const rs_schedule_t *s = &d->sched[a];
+        if (!s->n)
+            continue;
+        put_u32(g, (uint32_t)a);
+        put_u32(g, (uint32_t)s->n);
+        double ends[4] = {s->t[0], s->v[0], s->t[s->n - 1], s->v[s->n - 1]};
+        put(g, ends, sizeof ends);
+    }
+}
+
+static void put_spec(gather_t *g, const rs_data_t *d)
+{
+    if (!d->spec)
+        return;
+    double state[2 + 6 * 256]; /* as data.c keeps it */
+    size_t n = rs_motion_spec_state_len(d->spec);
+    if (n > sizeof state / sizeof state[0])
+        n = sizeof state / sizeof state[0];
+    rs_motion_spec_state_get(d->spec, state);
+    put_u32(g, (uint32_t)n);
+    put(g, state, n * sizeof state[0]);
+}
+
+static int any_schedule(const rs_model_t *m, const rs_data_t *d)
+{
+    for (int e = 0; e < m->nentities; e++)
+        if (d->nsched[e])
+            return 1;
+    return 0;
+}
+
+static void put_state(gather_t *g, const rs_model_t *m, const rs_data_t *d)
+{
+    int nf;
+    const rs_field_t *fields = rs_data_fields(&nf);
+    for (int i = 0; i < nf; i++) {
+        const rs_field_t *f = &fields[i];
+        size_t size = f->type == RS_TYPE_F64 || f->type == RS_TYPE_U64 ? 8 : 4;
+        switch (f->digest) {
+        case RS_DIGEST_SKIP: continue;
+        case RS_DIGEST_SCHED:
+        case RS_DIGEST_SPECU:
+            if (f->digest == RS_DIGEST_SCHED ? !any_schedule(m, d) : !d->spec)
+                continue;
+            break;
+        case RS_DIGEST_HASH: break;
+        case RS_DIGEST_USED:
+            for (int e = 0; e < m->nentities; e++)
+                put(g, (const char *)&d->ent[e] + f->offset, used_slots(f, &m->ent[e]) * size);
+            continue;
+        case RS_DIGEST_EPISODE: put_episode(g, d->task); continue;
+        case RS_DIGEST_SCHEDULES: put_schedules(g, m, d); continue;
+        case RS_DIGEST_SPEC: put_spec(g, d); continue;
+        }
+        /* every value of the field (the addresses as rs_field_values gives them) */
+        if (f->shape == RS_SHAPE_VALUE) {
+            put(g, (const char *)d + f->offset, (size_t)f->count * size);
+        } else if (f->shape == RS_SHAPE_VECTOR) {
+            size_t n = (size_t)(f->length == RS_LEN_NX   ? m->nx
+                                : f->length == RS_LEN_NU ? m->nu
+                                                         : m->ns);
+            put(g, *(const void *const *)((const char *)d + f->offset), n * size);
+        } else if (f->shape == RS_SHAPE_ENTITY) {
+            for (int e = 0; e < m->nentities; e++)
+                put(g, (const char *)&d->ent[e] + f->offset, (size_t)f->count * size);
+        }
+    }
+}
+
+/* digest = H(prev || state of d). */
+static void chain(const rs_model_t *m, rs_data_t *d, const uint64_t prev[4])
+{
+    gather_t g;
+    g.streaming = 0;
+    g.len = 0;
+    unsigned char out[RS_DIGEST_BYTES];
+    for (int i = 0; i < 4; i++) /* the previous link as bytes, little-endian */
+        for (int b = 0; b < 8; b++)
+            g.buf[g.len++] = (unsigned char)(prev[i] >> (8 * b));
+    put_state(&g, m, d);
+    if (g.streaming) {
+        crypto_generichash_update(&g.st, g.buf, g.len);
+        crypto_generichash_final(&g.st, out, sizeof out);
+    } else {
+        crypto_generichash(out, sizeof out, g.buf, g.len, NULL, 0);
+    }
+    for (int i = 0; i < 4; i++) {
+        uint64_t w = 0;
+        for (int b = 0; b < 8; b++)
+            w |= (uint64_t)out[8 * i + b] << (8 * b);
+        d->digest[i] = w;
+    }
+}
+
+void rs_digest_start(const rs_model_t *m, rs_data_t *d)
+{
+    static const uint64_t zero[4];
+    /* picks the fastest BLAKE2b for this CPU (all give the same bits); idempotent, thread-safe;
+     * should it fail, the portable implementation serves */
+    int ready = sodium_init();
+    (void)ready;
+    chain(m, d, zero);
+}
+
+void rs_digest_step(const rs_model_t *m, rs_data_t *d)
+{
+    uint64_t prev[4];
+    memcpy(prev, d->digest, sizeof prev);
+    chain(m, d, prev);
+}
+
+void rs_digest_bytes(const rs_data_t *d, uint8_t out[RS_DIGEST_BYTES])
+{
+    for (int i = 0; i < 4; i++)
+        for (int b = 0; b < 8; b++)
+            out[8 * i + b] = (uint8_t)(d->digest[i] >> (8 * b));
+}
+
+void rs_digest_hex(const rs_data_t *d, char out[2 * RS_DIGEST_BYTES + 1])
+{
+    static const char hex[] = "0123456789abcdef";
+    uint8_t b[RS_DIGEST_BYTES];
+    rs_digest_bytes(d, b);
+    for (int i = 0; i < RS_DIGEST_BYTES; i++) {
+        out[2 * i] = hex[b[i] >> 4];
+        out[2 * i + 1] = hex[b[i] & 15];
+    }
+    out[2 * RS_DIGEST_BYTES] = '\0';
+}
