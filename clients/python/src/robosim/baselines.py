@@ -7,7 +7,6 @@ A policy maps an observation to an action. A *policy factory* (marked with @poli
 called once with the environment and returns the policy; robosim-eval knows the difference.
 `auto` is a factory that picks the baseline of the environment's task."""
 import math
-import os
 
 import numpy as np
 
@@ -69,7 +68,7 @@ def serial_arm_reach(env):
 
 
 def _parallel_ik(p):
-    """(x, y) -> servo angles, the parallel arm's inverse kinematics (seed 002's formulas)."""
+    """(x, y) -> servo angles, the parallel arm's closed-form inverse kinematics (two circle intersections)."""
     L0, L1, L2 = p["L0"][0], p["L1"][0], p["L2"][0]
     lo, hi = p["theta_min"], p["theta_max"]
 
@@ -160,29 +159,14 @@ BASELINES = {
 }
 
 
-def find_example_spec(name):
-    """The path of examples/specs/<name> in the repository this package runs from (a checkout),
-    or None."""
-    d = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(8):
-        path = os.path.join(d, "examples", "specs", name)
-        if os.path.isfile(path):
-            return path
-        d = os.path.dirname(d)
-    return None
-
-
 @policy_factory
 def mobile_align(env):
-    """MobileAlign-v0: the seed's alignment specification (examples/specs/
-    dual_arm_alignment.jsonld) loaded on the env's world does the work; the agent adds zero
-    wheel speed. Needs the repository's examples (a checkout)."""
-    path = find_example_spec("dual_arm_alignment.jsonld")
-    if path is None:
-        raise FileNotFoundError("examples/specs/dual_arm_alignment.jsonld not found: the "
-                                "MobileAlign-v0 baseline runs from a repository checkout")
+    """MobileAlign-v0: the alignment specification examples/specs/dual_arm_alignment.jsonld (the
+    package's copy: robosim.example_spec) loaded on the env's world does the work; the agent
+    adds zero wheel speed."""
+    from .specs import example_spec
     base = env.unwrapped
-    base.client.load_motion_spec(base.world_id, path=path)
+    base.client.load_motion_spec(base.world_id, path=example_spec("dual_arm_alignment.jsonld"))
     return lambda obs: np.zeros(2)
 
 

@@ -102,10 +102,23 @@ def _value(spec_ent, ent_state, group, name):
     return float(arr[i]) if i is not None and i < len(arr) else float("nan")
 
 
-def task_targets(task_name, obs):
-    """What to draw as the target of a task, from its observation."""
+def unit_scale(unit):
+    """The factor that turns a value in `unit` into its base unit: 0.1 for "0.1 m", 0.01 for
+    "0.01 N", 1.0 for "m" or "" (a TaskSpec variable's unit, as GetSpec gives it)."""
+    head = (unit or "").split(" ", 1)[0]
+    try:
+        return float(head) if " " in (unit or "") else 1.0
+    except ValueError:
+        return 1.0
+
+
+def task_targets(task_name, obs, obs_vars=None):
+    """What to draw as the target of a task, from its observation; obs_vars: the TaskSpec's
+    observation variables, whose units ("0.1 m" in a -v1 task) scale the values to metres."""
     if obs is None or not task_name:
         return {}
+    if obs_vars is not None:
+        obs = [float(v) * unit_scale(d.get("unit")) for v, d in zip(obs, obs_vars)]
     if task_name.startswith("FingerPush"):
         return {"x": float(obs[4])}
     if task_name.startswith("FingerTouch"):

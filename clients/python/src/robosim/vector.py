@@ -27,7 +27,7 @@ from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
 from .client import Client, env_endpoint
-from .envs import NO_LIMIT, ActionMap, box, next_seed
+from .envs import NO_LIMIT, ActionMap, box, next_seed, space_dtype
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
@@ -50,20 +50,21 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
     """num_envs worlds of `task`. endpoint: a running server (None: $ROBOSIM_ENDPOINT, else a
     local one sized for num_envs worlds). autoreset_mode: an AutoresetMode or its name
     ("next_step", "same_step", "disabled"). max_episode_steps: the episode limit (None: the
-    task's). clip_actions / normalize_actions: as RobosimEnv."""
+    task's). clip_actions / normalize_actions / dtype: as RobosimEnv."""
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, task, num_envs, endpoint=None, params=None, timeout=30.0,
                  render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP,
                  max_episode_steps=None, clip_actions=True, normalize_actions=False,
-                 server_time_limit=True):
+                 server_time_limit=True, dtype=np.float64):
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.task = task
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
+        self._dtype = space_dtype(dtype)
         self._server = None
         self.client = None
         self.world_ids = []
@@ -96,8 +97,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         tspec = self.world_spec["task"]
         self.task_spec = tspec
         self.max_episode_steps = tspec["max_episode_steps"]
-        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions)
-        self.single_observation_space = box(tspec["observation"])
+        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions, self._dtype)
+        self.single_observation_space = box(tspec["observation"], self._dtype)
         self.single_action_space = self._actions.space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -176,7 +177,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         r = self._batch(mask, reset=np.ones(int(mask.sum()), dtype=bool),
                         seeds=server_seeds[mask])
         if self._obs is None:
-            self._obs = np.zeros(self.observation_space.shape, dtype=np.float64)
+            self._obs = np.zeros(self.observation_space.shape, dtype=self._dtype)
         self._obs[mask] = r["observation"]
         self._needs_reset[mask] = False
         infos = self._infos(r, mask)
@@ -201,7 +202,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         else:
             resetting = None
             r = self._batch(self._all, actions=acts)
-        obs, rewards = r["observation"], r["reward"]
+        obs, rewards = r["observation"].astype(self._dtype, copy=False), r["reward"]
         terminated, truncated = r["terminated"], r["truncated"]
         infos = self._infos(r, self._all)
         ended = terminated | truncated
@@ -218,7 +219,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             rr = self._batch(ended, reset=np.ones(int(ended.sum()), dtype=bool),
                              seeds=self._seeds(ended)[ended])
             obs = obs.copy()
-            obs[ended] = rr["observation"]
+            obs[ended] = rr["observation"]  # cast to obs's dtype
             infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info,
                          _final_info=ended.copy())
         self._obs = obs
@@ -231,7 +232,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         for wid in self.world_ids:
             state = self.client.get_state(wid)
             obs = state["task"]["observation"] if state["task"] else None
-            frames.append(draw_world(self.world_spec, state, task_targets(self.task, obs)))
+            frames.append(draw_world(self.world_spec, state, task_targets(
+                self.task, obs, self.task_spec["observation"])))
         return tuple(frames)
 
     def close_extras(self, **kwargs):
