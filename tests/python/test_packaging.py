@@ -192,7 +192,8 @@ def test_the_install_profiles():
                        capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert r.returncode != 0 and "unknown profile" in r.stderr
     with open(os.path.join(ROOT, "scripts/demo")) as f:
-        assert 'ROBOSIM_INSTALL_PROFILE="${ROBOSIM_INSTALL_PROFILE:-demo}" scripts/build' in f.read()
+        assert 'ROBOSIM_INSTALL_PROFILE="${ROBOSIM_INSTALL_PROFILE:-demo}" scripts/build ' \
+            'release \\\n  robosim-server robosim-cli robosim-drive-example\n' in f.read()
 
 
 @pytest.mark.parametrize("prog", ["robosim-server", "robosim-cli"])
