@@ -3,7 +3,8 @@ build/dist/robosim-*.whl[video] and its dependencies were installed, from a fold
 repository, with no ROBOSIM_* variable set. Asserts that the installed package is the wheel's,
 that it starts the robosim-server it carries (with the libzmq it carries), that gym.make, reset
 and step work, that robosim-server and robosim-cli run from PATH (a server started from PATH
-answers robosim-cli hello), that the README's first loop runs warning-free, that the example
+answers robosim-cli hello; the README's recipe for remote users, CURVE keys from robosim-cli
+keygen), that the README's first loop runs warning-free, that the example
 specifications load from the package data and MobileAlign-v0's baseline runs, that
 RecordVideo writes a video (the video extra) and that the package ships its stubs; exits
 non-zero on the first failure. The README's loop is passed as the first argument (a file)."""
@@ -93,6 +94,49 @@ finally:
     proc.wait(10)
     proc.stderr.close()
 
+# the README's recipe for serving remote users from the wheel alone: keys from robosim-cli
+# keygen, a CURVE server from PATH, a Python env connecting with the keys from the environment
+# (on loopback here; the recipe binds 0.0.0.0)
+keys = os.path.abspath("keys")
+os.makedirs(keys, exist_ok=True)
+for who in ("server", "alice"):
+    r = subprocess.run(["robosim-cli", "keygen", "--out", who], cwd=keys, env=path_env,
+                       capture_output=True, text=True)
+    check(r.returncode == 0, "robosim-cli keygen --out %s: %s" % (who, r.stderr))
+with open(os.path.join(keys, "alice.key")) as f:
+    alice = [line.split('"')[1] for line in f if line.strip().startswith("public-key")][0]
+with open(os.path.join(keys, "authorized_keys"), "w") as f:
+    f.write("%s controller\n" % alice)
+with socket.socket() as s:
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+proc = subprocess.Popen(["robosim-server", "--bind", "tcp://127.0.0.1:%d" % port, "--no-stream",
+                         "--curve-secret-file", "server.key_secret",
+                         "--authorized-keys", "authorized_keys"], cwd=keys, env=path_env,
+                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
+try:
+    code = ("import gymnasium as gym, robosim, sys\n"
+            "env = gym.make('robosim/FingerPush-v1', endpoint=sys.argv[1])\n"
+            "print(env.reset(seed=0)[0]); env.close()\n")
+    user_env = dict(path_env, ROBOSIM_SERVER_KEY=os.path.join(keys, "server.key"),
+                    ROBOSIM_CLIENT_KEY_FILE=os.path.join(keys, "alice.key_secret"))
+    deadline, r = time.monotonic() + 20, None
+    while time.monotonic() < deadline:
+        r = subprocess.run([sys.executable, "-c", code, "tcp://127.0.0.1:%d" % port],
+                           env=user_env, capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            break
+        time.sleep(0.5)
+    check(r is not None and r.returncode == 0, "an env through CURVE: %s" % (r and r.stderr))
+    # without alice's key the server answers nothing: the env fails
+    r = subprocess.run([sys.executable, "-c", code, "tcp://127.0.0.1:%d" % port],
+                       env=path_env, capture_output=True, text=True, timeout=120)
+    check(r.returncode != 0, "a plaintext client was served by the CURVE server")
+finally:
+    proc.terminate()
+    proc.wait(10)
+
 # the README's first loop, every warning an error
 with open(sys.argv[1]) as f:
     loop = f.read()
@@ -147,5 +191,6 @@ check(not [r for r in requires("robosim") if "==" in r.split(";")[0]],
       "an exact pin: %s" % requires("robosim"))
 
 print("wheel smoke test ok: robosim %s from %s, server %s, 5 FingerPush-v1 steps, "
-      "robosim-server and robosim-cli from PATH, the README's loop, MobileAlign-v0's "
+      "robosim-server and robosim-cli from PATH, a CURVE server as the README serves remote "
+      "users, the README's loop, MobileAlign-v0's "
       "baseline, RecordVideo" % (robosim.__version__, pkg, server))
