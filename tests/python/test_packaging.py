@@ -317,7 +317,8 @@ def test_no_import_cycles():
     counting imports inside functions too; the package's __init__ (which imports the public
     API) aside. The finder itself finds a cycle that is there."""
     graph = import_graph()
-    assert {"robosim.evaluate", "robosim.ray", "robosim.record", "robosim.view.server"} <= set(graph)
+    assert {"robosim.evaluate", "robosim.ray", "robosim.record",
+            "robosim.view.server"} <= set(graph)
     assert find_cycle(graph, skip={"robosim"}) is None
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 

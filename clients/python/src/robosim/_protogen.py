@@ -70,7 +70,8 @@ def protoc_version():
 
 def generate(proto_file, out_dir):
     """Run grpc_tools' protoc on proto_file into out_dir/robosim_pb2.py and robosim_pb2.pyi
-    (each atomically) and write the stamp. Raises ImportError without grpcio-tools, RuntimeError when protoc fails."""
+    (each atomically) and write the stamp. Raises ImportError without grpcio-tools,
+    RuntimeError when protoc fails."""
     from grpc_tools import protoc  # noqa: F401  (ImportError says what is missing)
     proto_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(proto_file))))
     os.makedirs(out_dir, exist_ok=True)

@@ -68,7 +68,8 @@ def serial_arm_reach(env):
 
 
 def _parallel_ik(p):
-    """(x, y) -> servo angles, the parallel arm's closed-form inverse kinematics (two circle intersections)."""
+    """(x, y) -> servo angles, the parallel arm's closed-form inverse kinematics (two circle
+    intersections)."""
     L0, L1, L2 = p["L0"][0], p["L1"][0], p["L2"][0]
     lo, hi = p["theta_min"], p["theta_max"]
 

@@ -20,6 +20,8 @@ environment does, so the vector environment and N separate environments given th
 and actions see the same observations.
 
 An auto-started server (no endpoint and no $ROBOSIM_ENDPOINT) is sized for num_envs worlds."""
+from typing import Any, Optional, Sequence, Union
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
@@ -54,10 +56,13 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, task, num_envs, endpoint=None, params=None, timeout=30.0,
-                 render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP,
-                 max_episode_steps=None, clip_actions=True, normalize_actions=False,
-                 server_time_limit=True, dtype=np.float64):
+    def __init__(self, task: str, num_envs: int, endpoint: Optional[str] = None,
+                 params: Optional[dict] = None, timeout: float = 30.0,
+                 render_mode: Optional[str] = None,
+                 autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
+                 max_episode_steps: Optional[int] = None, clip_actions: bool = True,
+                 normalize_actions: bool = False, server_time_limit: bool = True,
+                 dtype: Any = np.float64) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
@@ -153,7 +158,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
 
     # -- gymnasium API
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None,
+              options: Optional[dict] = None) -> tuple[np.ndarray, dict]:
         if self.closed:
             raise RobosimError.from_name("FAILED_PRECONDITION", "reset() after close()",
                                          self.endpoint)
@@ -186,7 +192,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         infos["seed"], infos["_seed"] = full, mask.copy()
         return self._obs.copy(), infos
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         if self.closed:
             raise RobosimError.from_name("FAILED_PRECONDITION", "step() after close()",
                                          self.endpoint)
@@ -225,7 +231,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         self._obs = obs
         return obs, rewards, terminated, truncated, infos
 
-    def render(self):
+    def render(self) -> Optional[tuple]:
         if self.render_mode != "rgb_array":
             return None
         frames = []
@@ -249,14 +255,15 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             self._server.close()
             self._server = None
 
-    def close(self, **kwargs):
+    def close(self, **kwargs: Any) -> None:
         if getattr(self, "closed", False):
             return
         self.close_extras(**kwargs)
         self.closed = True
 
 
-def make(id, num_envs=1, endpoint=None, **kwargs):
+def make(id: str, num_envs: int = 1, endpoint: Optional[str] = None,
+         **kwargs: Any) -> RobosimVectorEnv:
     """A RobosimVectorEnv of `num_envs` worlds of task `id` ("robosim/FingerPush-v0" or
     "FingerPush-v0"); other keyword arguments go to RobosimVectorEnv."""
     task = id.split("/", 1)[1] if id.startswith("robosim/") else id
