@@ -439,3 +439,36 @@ def test_core_runs_without_the_optional_packages():
     assert "success 100%" in r.stdout, r.stdout
     assert "robosim plot needs matplotlib, which the plot extra installs: pip install " \
         "'robosim[plot]'" in r.stderr, r.stderr
+
+
+def test_public_api_is_typed():
+    """py.typed ships, and the public API's functions and methods annotate every parameter and
+    their return: Client's world operations, the environments, the vector env, the observer,
+    the local server, the example specifications and the console scripts."""
+    import inspect
+
+    from robosim import _bin, specs, vector
+    pkg = os.path.dirname(robosim.__file__)
+    assert os.path.isfile(os.path.join(pkg, "py.typed"))
+    c = robosim.Client
+    funcs = [c.__init__, c.close, c.list_worlds, c.create_world, c.destroy_world, c.get_spec,
+             c.reset, c.step, c.get_state, c.set_params, c.load_motion_spec, c.get_motion_spec,
+             c.clear_motion_spec, c.fork_world,
+             robosim.RobosimEnv.__init__, robosim.RobosimEnv.reset, robosim.RobosimEnv.step,
+             robosim.RobosimEnv.render, robosim.RobosimEnv.close,
+             vector.RobosimVectorEnv.__init__, vector.RobosimVectorEnv.reset,
+             vector.RobosimVectorEnv.step, vector.RobosimVectorEnv.close, vector.make,
+             robosim.Observer.__init__, robosim.Observer.close,
+             robosim.LocalServer.__init__, robosim.LocalServer.stop, robosim.LocalServer.close,
+             robosim.find_server_binary, robosim.server.find_program, robosim.server.free_port,
+             specs.example_spec, specs.example_spec_names, specs.resolve_spec_path,
+             _bin.server_main, _bin.cli_main]
+    missing = []
+    for fn in funcs:
+        sig = inspect.signature(fn)
+        for name, p in sig.parameters.items():
+            if name != "self" and p.annotation is inspect.Parameter.empty:
+                missing.append("%s(%s)" % (fn.__qualname__, name))
+        if sig.return_annotation is inspect.Signature.empty:
+            missing.append("%s -> ?" % fn.__qualname__)
+    assert not missing, missing
