@@ -126,13 +126,41 @@ def test_finger_push_v1_baseline_solves_every_seed(endpoint):
         env.close()
 
 
+def test_v1_baselines_read_their_scaling_from_the_spec(endpoint):
+    """The -v1 baselines take the observation scales from the units GetSpec gives and v0's
+    action bounds from a v0 world's TaskSpec: the scales and bounds of the tasks' table (v1's
+    observation is v0's divided by the scale; v1's action in [-1, 1] spans v0's bounds)."""
+    from robosim.baselines import v1_scaling
+    expected = {"FingerPush-v1": ([1, 1, 1, 1, 1, 5], [-5], [5]),
+                "FingerTouch-v1": ([1, 1, 0.01, 1, 1, 1], [-2], [2]),
+                "SerialArmReach-v1": ([1, 1, 10, 10, 1, 1, 1, 1], [-np.pi] * 2, [np.pi] * 2),
+                "DiffDriveGoal-v1": ([1] * 10, [-10, -10], [10, 10])}
+    for task, (scale, low, high) in expected.items():
+        env = gym.make("robosim/" + task, endpoint=endpoint)
+        try:
+            got = v1_scaling(env)
+        finally:
+            env.close()
+        for g, e in zip(got, (scale, low, high)):
+            assert np.allclose(g, e, rtol=1e-12, atol=0), (task, got)
+    # the v0 world it reads the bounds from is gone afterwards
+    with robosim.Client(endpoint) as c:
+        before = len(c.list_worlds())
+        env = gym.make("robosim/FingerPush-v1", endpoint=endpoint)
+        try:
+            v1_scaling(env)
+            assert len(c.list_worlds()) == before + 1  # the env's own world only
+        finally:
+            env.close()
+
+
 def test_parallel_arm_v1_renders_its_target(endpoint):
     """The target drawn for ParallelArmReach-v1 is in metres: its observation's 0.1 m units
     scaled by the unit GetSpec gives, the same point as v0's at the same seed, and the frame is
     the one drawn with that point (not with the observation read as metres)."""
     from robosim.render import draw_world, task_targets, unit_scale
-    assert (unit_scale("0.1 m"), unit_scale("m"), unit_scale(""), unit_scale("10 rad/s")) == \
-        (0.1, 1.0, 1.0, 10.0)
+    assert (unit_scale("0.1 m"), unit_scale("m"), unit_scale(""), unit_scale("10 rad/s"),
+            unit_scale("cm"), unit_scale("1")) == (0.1, 1.0, 1.0, 10.0, 0.01, 1.0)
     v0 = gym.make("robosim/ParallelArmReach-v0", endpoint=endpoint, render_mode="rgb_array")
     v1 = gym.make("robosim/ParallelArmReach-v1", endpoint=endpoint, render_mode="rgb_array")
     try:

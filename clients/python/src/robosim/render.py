@@ -102,12 +102,19 @@ def _value(spec_ent, ent_state, group, name):
     return float(arr[i]) if i is not None and i < len(arr) else float("nan")
 
 
+_PREFIXED_UNITS = {"cm": 0.01, "mm": 0.001}
+
+
 def unit_scale(unit):
-    """The factor that turns a value in `unit` into its base unit: 0.1 for "0.1 m", 0.01 for
-    "0.01 N", 1.0 for "m" or "" (a TaskSpec variable's unit, as GetSpec gives it)."""
-    head = (unit or "").split(" ", 1)[0]
+    """The factor that turns a value in `unit` into its base unit: 0.1 for "0.1 m", 5 for
+    "5 N", 0.01 for "cm", 1.0 for "m", "1" or "" (a TaskSpec variable's unit, as GetSpec gives
+    it)."""
+    unit = unit or ""
+    if unit in _PREFIXED_UNITS:
+        return _PREFIXED_UNITS[unit]
+    head = unit.split(" ", 1)[0]
     try:
-        return float(head) if " " in (unit or "") else 1.0
+        return float(head) if " " in unit else 1.0
     except ValueError:
         return 1.0
 
