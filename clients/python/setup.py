@@ -1,6 +1,8 @@
-"""Build hook: generate robosim/_pb/robosim_pb2.py from the repository's proto/ with the protoc
-bundled in grpcio-tools (a build requirement, see pyproject.toml). The generated module is
-written into the source tree (so editable installs see it too) and never committed."""
+"""Build hook: generate robosim/_pb/robosim_pb2.py (and its .pyi stub) from the repository's
+proto/ with the protoc bundled in grpcio-tools (a build requirement, see pyproject.toml). The
+generated module is written into the source tree (so editable installs see it too) and never
+committed. A regular (not editable) build also copies examples/specs/*.jsonld into the package
+(robosim/data/specs/)."""
 import os
 import sys
 
@@ -23,6 +25,15 @@ class build_py_with_proto(build_py):
                 "robosim: proto/robosim/v1/robosim.proto not found (set ROBOSIM_PROTO_DIR to "
                 "the repository's proto/ folder) and no generated robosim_pb2.py present")
         super().run()
+        # the example motion specifications as package data (robosim.example_spec), as the
+        # wheel's CMake install does; an editable install reads the checkout's own
+        specs = os.path.join(HERE, "..", "..", "examples", "specs")
+        if os.path.isdir(specs) and not getattr(self, "editable_mode", False):
+            out_specs = os.path.join(self.build_lib, "robosim", "data", "specs")
+            os.makedirs(out_specs, exist_ok=True)
+            for name in sorted(os.listdir(specs)):
+                if name.endswith(".jsonld"):
+                    self.copy_file(os.path.join(specs, name), os.path.join(out_specs, name))
 
 
 setup(cmdclass={"build_py": build_py_with_proto})

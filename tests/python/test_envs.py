@@ -95,7 +95,12 @@ def test_render_and_baseline(env_id, endpoint):
         assert frame.std() > 0, "something is drawn"
         ret, done, info = 0.0, False, {}
         while not done:
-            obs, r, term, trunc, info = env.step(policy(obs))
+            action = policy(obs)
+            # the baseline follows the task version: its actions are in the task's action space
+            # as they are (nothing left for the env's clipping to cut)
+            assert env.action_space.contains(np.asarray(action, dtype=env.action_space.dtype)), \
+                (env_id, action)
+            obs, r, term, trunc, info = env.step(action)
             ret += r
             done = term or trunc
         assert term and info["is_success"], "the scripted baseline solves %s" % env_id
@@ -104,10 +109,127 @@ def test_render_and_baseline(env_id, endpoint):
         env.close()
 
 
+def test_finger_push_v1_baseline_solves_every_seed(endpoint):
+    """FingerPush-v1's baseline is v0's mapped onto v1's [-1, 1] force fraction: it solves each
+    of ten seeds, as v0's solves v0 (v0's policy fed to v1 as it is asks 5 N, clipped to 1)."""
+    env = gym.make("robosim/FingerPush-v1", endpoint=endpoint)
+    try:
+        policy = auto(env)
+        for seed in range(10):
+            obs, _ = env.reset(seed=seed)
+            done = False
+            while not done:
+                obs, r, term, trunc, info = env.step(policy(obs))
+                done = term or trunc
+            assert term and info["is_success"], seed
+    finally:
+        env.close()
+
+
+def test_v1_baselines_read_their_scaling_from_the_spec(endpoint):
+    """The -v1 baselines take the observation scales from the units GetSpec gives and v0's
+    action bounds from a v0 world's TaskSpec: the scales and bounds of the tasks' table (v1's
+    observation is v0's divided by the scale; v1's action in [-1, 1] spans v0's bounds)."""
+    from robosim.baselines import v1_scaling
+    expected = {"FingerPush-v1": ([1, 1, 1, 1, 1, 5], [-5], [5]),
+                "FingerTouch-v1": ([1, 1, 0.01, 1, 1, 1], [-2], [2]),
+                "SerialArmReach-v1": ([1, 1, 10, 10, 1, 1, 1, 1], [-np.pi] * 2, [np.pi] * 2),
+                "DiffDriveGoal-v1": ([1] * 10, [-10, -10], [10, 10])}
+    for task, (scale, low, high) in expected.items():
+        env = gym.make("robosim/" + task, endpoint=endpoint)
+        try:
+            got = v1_scaling(env)
+        finally:
+            env.close()
+        for g, e in zip(got, (scale, low, high)):
+            assert np.allclose(g, e, rtol=1e-12, atol=0), (task, got)
+    # the v0 world it reads the bounds from is gone afterwards
+    with robosim.Client(endpoint) as c:
+        before = len(c.list_worlds())
+        env = gym.make("robosim/FingerPush-v1", endpoint=endpoint)
+        try:
+            v1_scaling(env)
+            assert len(c.list_worlds()) == before + 1  # the env's own world only
+        finally:
+            env.close()
+
+
+def test_parallel_arm_v1_renders_its_target(endpoint):
+    """The target drawn for ParallelArmReach-v1 is in metres: its observation's 0.1 m units
+    scaled by the unit GetSpec gives, the same point as v0's at the same seed, and the frame is
+    the one drawn with that point (not with the observation read as metres)."""
+    from robosim.render import draw_world, task_targets, unit_scale
+    assert (unit_scale("0.1 m"), unit_scale("m"), unit_scale(""), unit_scale("10 rad/s"),
+            unit_scale("cm"), unit_scale("1")) == (0.1, 1.0, 1.0, 10.0, 0.01, 1.0)
+    v0 = gym.make("robosim/ParallelArmReach-v0", endpoint=endpoint, render_mode="rgb_array")
+    v1 = gym.make("robosim/ParallelArmReach-v1", endpoint=endpoint, render_mode="rgb_array")
+    try:
+        obs0, _ = v0.reset(seed=4)
+        obs1, _ = v1.reset(seed=4)
+        spec1 = v1.unwrapped.task_spec["observation"]
+        assert [spec1[i]["unit"] for i in (6, 7)] == ["0.1 m", "0.1 m"]
+        point = task_targets("ParallelArmReach-v1", obs1, spec1)["point"]
+        assert point == pytest.approx((0.1 * obs1[6], 0.1 * obs1[7]), abs=1e-12)
+        assert point == pytest.approx((obs0[6], obs0[7]), abs=1e-9)
+        frame = v1.render()
+        state = v1.unwrapped.state
+        assert np.array_equal(frame, draw_world(v1.unwrapped.world_spec, state,
+                                                {"point": point}))
+        wrong = draw_world(v1.unwrapped.world_spec, state,
+                           {"point": (float(obs1[6]), float(obs1[7]))})
+        assert not np.array_equal(frame, wrong)
+        assert not np.array_equal(frame, draw_world(v1.unwrapped.world_spec, state, {}))
+    finally:
+        v0.close()
+        v1.close()
+
+
+@pytest.mark.parametrize("env_id", TASK_IDS)
+def test_float32_spaces(env_id, endpoint):
+    """dtype=np.float32: float32 observation and action spaces (what Stable-Baselines3 wants),
+    check_env passes, and the observations are the float64 env's rounded to float32."""
+    env32 = gym.make(env_id, endpoint=endpoint, dtype=np.float32)
+    env64 = gym.make(env_id, endpoint=endpoint)
+    try:
+        assert env32.observation_space.dtype == np.float32
+        assert env32.action_space.dtype == np.float32
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the recommendations on Box bounds
+            check_env(env32.unwrapped)
+        obs32, _ = env32.reset(seed=1)
+        obs64, _ = env64.reset(seed=1)
+        env32.action_space.seed(1)
+        for _ in range(5):
+            assert obs32.dtype == np.float32 and env32.observation_space.contains(obs32)
+            assert np.array_equal(obs32, obs64.astype(np.float32))
+            a = env32.action_space.sample()
+            obs32, *_ = env32.step(a)
+            obs64, *_ = env64.step(a.astype(np.float64))
+    finally:
+        env32.close()
+        env64.close()
+    with pytest.raises(ValueError, match="float64 or float32"):
+        robosim.RobosimEnv("FingerPush-v1", endpoint=endpoint, dtype=np.int32)
+
+
+def test_float32_vector_env(endpoint):
+    venv = robosim.vector.make("robosim/SerialArmReach-v1", num_envs=3, endpoint=endpoint,
+                               dtype=np.float32)
+    try:
+        assert venv.single_observation_space.dtype == np.float32
+        assert venv.action_space.dtype == np.float32
+        obs, _ = venv.reset(seed=0)
+        assert obs.dtype == np.float32 and venv.observation_space.contains(obs)
+        obs, *_ = venv.step(venv.action_space.sample())
+        assert obs.dtype == np.float32 and venv.observation_space.contains(obs)
+    finally:
+        venv.close()
+
+
 def test_record_video_headless(endpoint, tmp_path):
     pytest.importorskip("moviepy")
     env = gym.wrappers.RecordVideo(
-        gym.make("robosim/FingerPush-v0", endpoint=endpoint, render_mode="rgb_array"),
+        gym.make("robosim/FingerPush-v1", endpoint=endpoint, render_mode="rgb_array"),
         str(tmp_path / "videos"), episode_trigger=lambda i: True, disable_logger=True)
     env.reset(seed=0)
     for _ in range(10):

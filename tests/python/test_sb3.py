@@ -58,3 +58,35 @@ def test_ppo_learns_a_few_thousand_steps_without_warnings(endpoint):
         assert lengths and all(1 <= n <= 50 for n in lengths)
     finally:
         venv.close()
+
+
+def test_float32_spaces_pass_sb3s_checker_without_a_warning(endpoint):
+    """SB3's check_env recommends float32 for a float64 action space; with dtype=np.float32
+    each -v1 task passes it with every warning an error (the float64 default does warn: the
+    check can fail), and robosim.sb3's VecEnv carries the float32 spaces."""
+    import gymnasium as gym
+    import pytest
+    from stable_baselines3.common.env_checker import check_env
+    for task in ("FingerPush-v1", "FingerTouch-v1", "SerialArmReach-v1", "ParallelArmReach-v1",
+                 "DiffDriveGoal-v1"):
+        env = gym.make("robosim/" + task, endpoint=endpoint, dtype=np.float32)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")
+                check_env(env)
+        finally:
+            env.close()
+    env = gym.make("robosim/FingerPush-v1", endpoint=endpoint)
+    try:
+        with pytest.warns(UserWarning, match="float64"):
+            check_env(env)
+    finally:
+        env.close()
+    venv = make_vec_env("robosim/FingerPush-v1", num_envs=2, endpoint=endpoint,
+                        dtype=np.float32)
+    try:
+        assert venv.observation_space.dtype == np.float32
+        assert venv.action_space.dtype == np.float32
+        assert venv.reset().dtype == np.float32
+    finally:
+        venv.close()

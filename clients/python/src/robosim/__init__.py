@@ -6,17 +6,20 @@
     robosim.vector.make(id, num_envs=N)      a VectorEnv stepped by one batched request
     robosim.Observer(endpoint, world_id)     the live stream of one world
     robosim.LocalServer()     a robosim-server child process on a free loopback port
+    robosim.example_spec(name)               the path of an example motion specification
 """
 from .client import Client
 from .errors import ProtocolError, RobosimError, TimeoutError
 from .envs import TASKS, RobosimEnv, register_envs
 from .observer import Observer
 from .server import LocalServer, find_server_binary
-from . import baselines, vector  # noqa: F401
+from .specs import example_spec, example_spec_names
+from . import baselines, specs, vector  # noqa: F401
 
-__version__ = "0.1.0"
+__version__: str = "0.1.0"
 
 register_envs()
 
 __all__ = ["Client", "RobosimError", "TimeoutError", "ProtocolError", "RobosimEnv", "TASKS",
-           "Observer", "LocalServer", "find_server_binary", "vector", "baselines", "register_envs"]
+           "Observer", "LocalServer", "find_server_binary", "vector", "baselines", "register_envs",
+           "example_spec", "example_spec_names", "specs"]

@@ -1,9 +1,10 @@
-"""Generate the Python message code (robosim_pb2.py) from proto/robosim/v1/robosim.proto with the
-protoc bundled in grpcio-tools. Standard library only: setup.py imports this file directly.
+"""Generate the Python message code (robosim_pb2.py and its type stub robosim_pb2.pyi) from
+proto/robosim/v1/robosim.proto with the protoc bundled in grpcio-tools, at build time (setup.py,
+and the wheel's CMake build). Standard library only: setup.py imports this file directly.
 
-Next to the generated module a stamp records the proto's SHA-256 and the protoc version, so the
-package can tell at import time that the proto changed (a checkout with new fields) and
-regenerate (robosim/_proto.py)."""
+Next to the generated module a stamp records the proto's SHA-256 and the protoc version, so an
+editable install in a checkout can tell at import time that the proto changed (new fields) and
+regenerate in place (robosim/_proto.py); an installed package never generates anything."""
 import hashlib
 import os
 import shutil
@@ -11,6 +12,7 @@ import tempfile
 
 PROTO_REL = os.path.join("robosim", "v1", "robosim.proto")
 MODULE = "robosim_pb2.py"
+STUB = "robosim_pb2.pyi"
 STAMP = "robosim_pb2.stamp"
 
 
@@ -67,25 +69,27 @@ def protoc_version():
 
 
 def generate(proto_file, out_dir):
-    """Run grpc_tools' protoc on proto_file into out_dir/robosim_pb2.py (atomically) and write
-    the stamp. Raises ImportError without grpcio-tools, RuntimeError when protoc fails."""
+    """Run grpc_tools' protoc on proto_file into out_dir/robosim_pb2.py and robosim_pb2.pyi
+    (each atomically) and write the stamp. Raises ImportError without grpcio-tools,
+    RuntimeError when protoc fails."""
     from grpc_tools import protoc  # noqa: F401  (ImportError says what is missing)
     proto_dir = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(proto_file))))
     os.makedirs(out_dir, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         rc = protoc.main(["protoc", "--proto_path=" + proto_dir, "--python_out=" + tmp,
-                          os.path.abspath(proto_file)])
-        produced = os.path.join(tmp, "robosim", "v1", MODULE)
-        if rc != 0 or not os.path.isfile(produced):
+                          "--pyi_out=" + tmp, os.path.abspath(proto_file)])
+        produced = [os.path.join(tmp, "robosim", "v1", name) for name in (STUB, MODULE)]
+        if rc != 0 or not all(os.path.isfile(p) for p in produced):
             raise RuntimeError("protoc failed (exit %s) on %s" % (rc, proto_file))
-        fd, partial = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
-        os.close(fd)
-        shutil.copyfile(produced, partial)
-        os.replace(partial, os.path.join(out_dir, MODULE))
+        for path in produced:  # the module last: a stamp-less module is regenerated
+            fd, partial = tempfile.mkstemp(dir=out_dir, suffix=".tmp")
+            os.close(fd)
+            shutil.copyfile(path, partial)
+            os.replace(partial, os.path.join(out_dir, os.path.basename(path)))
     init = os.path.join(out_dir, "__init__.py")
     if not os.path.exists(init):
         with open(init, "w") as f:
-            f.write('"""Generated protocol code (robosim_pb2.py, not committed)."""\n')
+            f.write('"""Generated protocol code (robosim_pb2.py and .pyi, not committed)."""\n')
     with open(os.path.join(out_dir, STAMP), "w") as f:
         f.write("%s %s\n" % (proto_digest(proto_file), protoc_version()))
 

@@ -27,3 +27,25 @@ def version_text(prog):
     from . import __version__
     from .client import PROTOCOL_MAJOR, PROTOCOL_MINOR
     return "%s %s (protocol %d.%d)" % (prog, __version__, PROTOCOL_MAJOR, PROTOCOL_MINOR)
+
+
+class NoProgress:
+    """tqdm's interface, showing nothing (where tqdm is not installed)."""
+
+    def __init__(self, *args, **kwargs):
+        self.n = 0
+
+    def update(self, n=1):
+        self.n += n
+
+    def set_postfix(self, *args, **kwargs):
+        pass
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -7,9 +7,10 @@ A policy maps an observation to an action. A *policy factory* (marked with @poli
 called once with the environment and returns the policy; robosim-eval knows the difference.
 `auto` is a factory that picks the baseline of the environment's task."""
 import math
-import os
 
 import numpy as np
+
+from .render import unit_scale
 
 
 def policy_factory(fn):
@@ -69,7 +70,8 @@ def serial_arm_reach(env):
 
 
 def _parallel_ik(p):
-    """(x, y) -> servo angles, the parallel arm's inverse kinematics (seed 002's formulas)."""
+    """(x, y) -> servo angles, the parallel arm's closed-form inverse kinematics (two circle
+    intersections)."""
     L0, L1, L2 = p["L0"][0], p["L1"][0], p["L2"][0]
     lo, hi = p["theta_min"], p["theta_max"]
 
@@ -99,12 +101,15 @@ def parallel_arm_reach_torque(env):
     """ParallelArmReach-v1: a joint-space PD law on the servo torques towards the inverse
     kinematics of the target, tau = 0.5 (q* - q) - 0.12 q_dot (about critically damped with
     the task's J = 0.01 kg m^2), as fractions of 0.5 N*m. The observation is scaled (rates in
-    10 rad/s, positions in 0.1 m: the task's doc)."""
+    10 rad/s, positions in 0.1 m: the units its TaskSpec gives)."""
     ik = _parallel_ik(_params(env))
+    # the observation in radians, rad/s and metres: each value times its unit's factor
+    scale = np.array([unit_scale(v["unit"]) for v in env.unwrapped.task_spec["observation"]])
 
     def policy(obs):
-        q_star = ik(0.1 * obs[6], 0.1 * obs[7])
-        tau = 0.5 * (q_star - obs[0:2]) - 0.12 * 10.0 * obs[2:4]
+        o = np.asarray(obs, dtype=np.float64) * scale
+        q_star = ik(o[6], o[7])
+        tau = 0.5 * (q_star - o[0:2]) - 0.12 * o[2:4]
         return np.clip(tau / 0.5, -1.0, 1.0)
     return policy
 
@@ -131,16 +136,33 @@ def diff_drive_goal(obs):
     return np.array([_clip(fwd + turn, -10, 10), _clip(fwd - turn, -10, 10)])
 
 
-def _normalized(v0_policy, obs_scale, low, high):
-    """A -v1 task's baseline from its v0 one: the observation back to v0's units (times the
-    task's scale, as in its TaskSpec doc), v0's action mapped onto [-1, 1]."""
-    obs_scale, low, high = (np.asarray(v, dtype=np.float64) for v in (obs_scale, low, high))
+def v1_scaling(env):
+    """How a -v1 task relates to its -v0, as GetSpec gives it: the factor of each v1
+    observation to v0's units (its unit's number: "5 N" is 5, "10 rad/s" 10, "cm" 0.01), and
+    v0's action bounds (low, high), from a v0 world's TaskSpec on the env's server (v1's
+    actions in [-1, 1] map linearly onto them)."""
+    base = env.unwrapped
+    scale = np.array([unit_scale(v["unit"]) for v in base.task_spec["observation"]])
+    v0 = base.task.rsplit("-v", 1)[0] + "-v0"
+    world = base.client.create_world(task=v0)
+    try:
+        action = base.client.get_spec(world)["task"]["action"]
+    finally:
+        base.client.destroy_world(world)
+    low = np.array([v["lower"] for v in action], dtype=np.float64)
+    high = np.array([v["upper"] for v in action], dtype=np.float64)
+    return scale, low, high
 
+
+def _normalized(v0_policy):
+    """A -v1 task's baseline from its v0 one (v1_scaling): the observation back to v0's units,
+    v0's action mapped onto [-1, 1]."""
     @policy_factory
     def factory(env):
+        scale, low, high = v1_scaling(env)
         policy = make_policy(v0_policy, env)
-        return lambda obs: np.clip(2.0 * (policy(np.asarray(obs) * obs_scale) - low) /
-                                   (high - low) - 1.0, -1.0, 1.0)
+        return lambda obs: np.clip(2.0 * (policy(np.asarray(obs, dtype=np.float64) * scale)
+                                          - low) / (high - low) - 1.0, -1.0, 1.0)
     return factory
 
 
@@ -151,38 +173,22 @@ BASELINES = {
     "ParallelArmReach-v0": parallel_arm_reach,
     "ParallelArmReach-v1": parallel_arm_reach_torque,
     "DiffDriveGoal-v0": diff_drive_goal,
-    # the v1 scales and bounds as in server/core/tasks.c's v1 rows
-    "FingerPush-v1": _normalized(finger_push, [1, 1, 1, 1, 1, 5], [-5], [5]),
-    "FingerTouch-v1": _normalized(finger_touch, [1, 1, 0.01, 1, 1, 1], [-2], [2]),
-    "SerialArmReach-v1": _normalized(serial_arm_reach, [1, 1, 10, 10, 1, 1, 1, 1],
-                                     [-math.pi] * 2, [math.pi] * 2),
-    "DiffDriveGoal-v1": _normalized(diff_drive_goal, [1] * 10, [-10, -10], [10, 10]),
+    # v0's baselines on v1's scaled observations and normalized actions (v1_scaling)
+    "FingerPush-v1": _normalized(finger_push),
+    "FingerTouch-v1": _normalized(finger_touch),
+    "SerialArmReach-v1": _normalized(serial_arm_reach),
+    "DiffDriveGoal-v1": _normalized(diff_drive_goal),
 }
-
-
-def find_example_spec(name):
-    """The path of examples/specs/<name> in the repository this package runs from (a checkout),
-    or None."""
-    d = os.path.dirname(os.path.abspath(__file__))
-    for _ in range(8):
-        path = os.path.join(d, "examples", "specs", name)
-        if os.path.isfile(path):
-            return path
-        d = os.path.dirname(d)
-    return None
 
 
 @policy_factory
 def mobile_align(env):
-    """MobileAlign-v0: the seed's alignment specification (examples/specs/
-    dual_arm_alignment.jsonld) loaded on the env's world does the work; the agent adds zero
-    wheel speed. Needs the repository's examples (a checkout)."""
-    path = find_example_spec("dual_arm_alignment.jsonld")
-    if path is None:
-        raise FileNotFoundError("examples/specs/dual_arm_alignment.jsonld not found: the "
-                                "MobileAlign-v0 baseline runs from a repository checkout")
+    """MobileAlign-v0: the alignment specification examples/specs/dual_arm_alignment.jsonld (the
+    package's copy: robosim.example_spec) loaded on the env's world does the work; the agent
+    adds zero wheel speed."""
+    from .specs import example_spec
     base = env.unwrapped
-    base.client.load_motion_spec(base.world_id, path=path)
+    base.client.load_motion_spec(base.world_id, path=example_spec("dual_arm_alignment.jsonld"))
     return lambda obs: np.zeros(2)
 
 

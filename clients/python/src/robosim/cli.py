@@ -211,6 +211,18 @@ def main(argv=None):
     except RobosimError as exc:
         print("robosim %s: %s" % (args.cmd, exc), file=sys.stderr)
         return 1
+    except ImportError as exc:
+        extra = EXTRAS.get((exc.name or "").split(".")[0])
+        if extra is None:
+            raise
+        print("robosim %s needs %s, which the %s extra installs: pip install 'robosim[%s]'"
+              % (args.cmd, exc.name, extra, extra), file=sys.stderr)
+        return 1
+
+
+# the optional packages and the extra that installs each (pyproject.toml)
+EXTRAS = {"matplotlib": "plot", "PIL": "plot", "tqdm": "plot", "mcap": "record",
+          "mcap_protobuf": "record", "aiohttp": "view"}
 
 
 if __name__ == "__main__":

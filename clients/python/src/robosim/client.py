@@ -12,10 +12,13 @@ Every server error raises robosim.RobosimError (code, code_name, message); no an
 token of every world it creates, forks or claims and sends it with every request on that world
 (tokens are "" on servers without roles, which works the same).
 """
+from __future__ import annotations
+
 import itertools
 import os
 import socket
 import time
+from typing import Any, Optional, Union
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -288,9 +291,10 @@ class Client:
     file; default $ROBOSIM_SERVER_KEY and $ROBOSIM_CLIENT_KEY_FILE, "" for none). A CURVE
     server answers nothing to a client it does not admit: that is a TimeoutError."""
 
-    def __init__(self, endpoint=None, timeout=DEFAULT_TIMEOUT, hello=True,
-                 client_name="robosim-python", context=None, server_key=None,
-                 client_key_file=None):
+    def __init__(self, endpoint: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+                 hello: bool = True, client_name: str = "robosim-python",
+                 context: Optional[zmq.Context] = None, server_key: Optional[str] = None,
+                 client_key_file: Optional[str] = None) -> None:
         endpoint = endpoint or env_endpoint() or DEFAULT_ENDPOINT
         if hello:
             check_listening(endpoint)
@@ -322,7 +326,7 @@ class Client:
 
     # -- plumbing
 
-    def close(self):
+    def close(self) -> None:
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
@@ -433,32 +437,34 @@ class Client:
                           "fp_flags": b.fp_flags, "sundials": b.sundials, "arch": b.arch,
                           "libm": b.libm, "build_type": b.build_type}}
 
-    def list_worlds(self):
+    def list_worlds(self) -> list[dict]:
         """The worlds on the server, as WorldInfo dicts."""
         return [world_info_dict(w) for w in self._call("list_worlds", pb.ListWorlds()).worlds]
 
-    def create_world(self, preset="", params=None, seed=0, task=""):
+    def create_world(self, preset: str = "", params: Optional[dict] = None, seed: int = 0,
+                     task: str = "") -> int:
         """Create a world (from a preset, or a task's own preset) and return its id; the
         controller token is kept. params: {"entity.name": values} or [(entity, name, values)]."""
         r = self._call("create_world", pb.CreateWorld(preset=preset, params=_params(params),
                                                       seed=int(seed), task=task))
         return self._keep(r)
 
-    def destroy_world(self, world_id):
+    def destroy_world(self, world_id: int) -> None:
         self._call("destroy_world", pb.DestroyWorld(), world_id)
         self._tokens.pop(int(world_id), None)
 
-    def get_spec(self, world_id):
+    def get_spec(self, world_id: int) -> dict:
         """The world's Spec as a dict (see spec_dict)."""
         return spec_dict(self._call("get_spec", pb.GetSpec(), world_id))
 
-    def reset(self, world_id, seed=None):
+    def reset(self, world_id: int, seed: Optional[int] = None) -> dict:
         """Reset (reseeded when seed is given, else with the world's last seed); the State."""
         msg = pb.Reset() if seed is None else pb.Reset(seed=int(seed))
         return state_dict(self._call("reset", msg, world_id))
 
-    def step(self, world_id, steps=None, duration=None, commands=None, action=None,
-             parts=None):
+    def step(self, world_id: int, steps: Optional[int] = None,
+             duration: Optional[float] = None, commands: Optional[dict] = None,
+             action: Any = None, parts: Any = None) -> dict:
         """Advance `steps` control steps (default 1) or `duration` seconds, after applying
         `commands` ({entity: values}) or, for a task world, `action`; the State. parts: the
         parts of the State wanted (names of STATE_PARTS: "state", "sensors", "events", "task",
@@ -485,7 +491,7 @@ class Client:
         """Reset reseeded with `seed`; the State message, undecoded."""
         return self._call("reset", pb.Reset(seed=int(seed)), world_id)
 
-    def get_state(self, world_id, snapshot=False):
+    def get_state(self, world_id: int, snapshot: bool = False) -> dict:
         """The State (with State["snapshot"] bytes when snapshot=True)."""
         return state_dict(self._call("get_state", pb.GetState(snapshot=bool(snapshot)),
                                      world_id))
@@ -500,7 +506,7 @@ class Client:
         self._call("apply_wrench", pb.ApplyWrench(entity=entity, body=body,
                                                   values=_floats(values)), world_id)
 
-    def set_params(self, world_id, params):
+    def set_params(self, world_id: int, params: dict) -> None:
         self._call("set_params", pb.SetParams(params=_params(params)), world_id)
 
     def set_schedule(self, world_id, entity, actuator, times, values):
@@ -519,19 +525,23 @@ class Client:
         return {"boundary": np.array(r.boundary, dtype=np.float64).reshape(-1, 2),
                 "reachable": np.array(r.reachable, dtype=bool)}
 
-    def load_motion_spec(self, world_id, document=None, path=None):
-        """Load a JSON-LD motion specification (seed 001) on the world, replacing any: the text
+    def load_motion_spec(self, world_id: int, document: Union[str, dict, list, None] = None,
+                         path: Union[str, os.PathLike, None] = None) -> None:
+        """Load a JSON-LD motion specification on the world, replacing any: the text
         `document` (str, or a dict / list to serialize) or the file at `path`. It runs at every
-        control step from the next step on; errors name the entity (RobosimError)."""
+        control step from the next step on; errors name the entity (RobosimError). A path
+        "examples/specs/<name>" that is no file here is the package's copy of that example
+        (robosim.example_spec)."""
         if path is not None:
-            with open(path, encoding="utf-8") as f:
+            from .specs import resolve_spec_path
+            with open(resolve_spec_path(os.fspath(path)), encoding="utf-8") as f:
                 document = f.read()
         if not isinstance(document, str):
             import json
             document = json.dumps(document)
         self._call("load_motion_spec", pb.LoadMotionSpec(document=document), world_id)
 
-    def get_motion_spec(self, world_id):
+    def get_motion_spec(self, world_id: int) -> dict:
         """The specification in force: {loaded, document, evaluators, controllers,
         active_motion, replaces_commands}; loaded False when there is none."""
         r = self._call("get_motion_spec", pb.GetMotionSpec(), world_id)
@@ -539,7 +549,7 @@ class Client:
                 "controllers": list(r.controllers), "active_motion": r.active_motion,
                 "replaces_commands": r.replaces_commands}
 
-    def clear_motion_spec(self, world_id):
+    def clear_motion_spec(self, world_id: int) -> None:
         """Remove the world's motion specification."""
         self._call("clear_motion_spec", pb.ClearMotionSpec(), world_id)
 
@@ -547,7 +557,7 @@ class Client:
         """Restore a snapshot (bytes from get_state(snapshot=True)); the State."""
         return state_dict(self._call("set_state", pb.SetState(snapshot=snapshot), world_id))
 
-    def fork_world(self, world_id, snapshot=None):
+    def fork_world(self, world_id: int, snapshot: Optional[bytes] = None) -> int:
         """A new world from world_id's state (or `snapshot`); returns its id, token kept."""
         r = self._call("fork_world", pb.ForkWorld(snapshot=snapshot or b""), world_id)
         return self._keep(r)

@@ -21,7 +21,15 @@ keeps the server's limit, or sets the world's (max_episode_steps=N). reset(seed=
 identical observations. Actions of the wrong shape are refused here; actions are clipped to the
 action space (clip_actions=True, as a float32 policy output at a bound needs), or with
 normalize_actions=True the action space is [-1, 1] per value, mapped linearly onto the task's
-bounds. Non-finite actions are refused by the server (INVALID_ARGUMENT)."""
+bounds. Non-finite actions are refused by the server (INVALID_ARGUMENT). dtype=np.float32
+gives float32 observation and action spaces (what Stable-Baselines3 expects; the server computes
+in float64 and the observation is rounded to float32); the default is float64, bit for bit the
+server's values."""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Optional, SupportsFloat
+
 import gymnasium as gym
 import numpy as np
 
@@ -42,16 +50,26 @@ SEED_RANGE = 2 ** 63 - 1
 NO_LIMIT = 10 ** 9  # the largest max_episode_steps a world takes: no truncation in practice
 
 
-def next_seed(rng):
+def next_seed(rng: np.random.Generator) -> int:
     """The server seed for a reset without an explicit seed: drawn from the env's np_random, so
     a sequence of resets after one seeded reset is deterministic."""
     return int(rng.integers(0, SEED_RANGE))
 
 
-def box(vars_):
-    low = np.array([v["lower"] for v in vars_], dtype=np.float64)
-    high = np.array([v["upper"] for v in vars_], dtype=np.float64)
-    return gym.spaces.Box(low=low, high=high, dtype=np.float64)
+def space_dtype(dtype: Any) -> np.dtype:
+    """np.float64 or np.float32 (the spaces' dtypes an env takes), from a dtype or its name."""
+    dt = np.dtype(dtype)
+    if dt not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise ValueError("dtype must be float64 or float32, got %s" % dt)
+    return dt
+
+
+def box(vars_: list[dict], dtype: Any = np.float64) -> gym.spaces.Box:
+    """The Box of a TaskSpec's variables (their lower and upper bounds) in dtype."""
+    dtype = space_dtype(dtype)
+    low = np.array([v["lower"] for v in vars_], dtype=np.float64).astype(dtype)
+    high = np.array([v["upper"] for v in vars_], dtype=np.float64).astype(dtype)
+    return gym.spaces.Box(low=low, high=high, dtype=dtype)
 
 
 def _msg_info(s, sensor_names, info_keys=None):
@@ -70,17 +88,18 @@ def _msg_info(s, sensor_names, info_keys=None):
     return info
 
 
-def _obs(s, n):
-    """The observation of a State message as a float64 array (fromiter: a third of np.array's
+def _obs(s, n, dtype=np.float64):
+    """The observation of a State message as an array of dtype (fromiter: a third of np.array's
     time on a protobuf repeated field)."""
-    return np.fromiter(s.task.observation, np.float64, n)
+    return np.fromiter(s.task.observation, dtype, n)
 
 
 class ActionMap:
     """What the env does to an action before the server sees it: the shape check, then either
     clipping to the task's bounds or the map from [-1, 1] onto them (normalize)."""
 
-    def __init__(self, task, task_spec, normalize=False, clip=True):
+    def __init__(self, task: str, task_spec: dict, normalize: bool = False, clip: bool = True,
+                 dtype: Any = np.float64) -> None:
         self.task = task
         self.names = ", ".join(v["name"] for v in task_spec["action"])
         self.bounds = box(task_spec["action"])
@@ -88,10 +107,12 @@ class ActionMap:
         self.clip = bool(clip)
         self.low, self.high = self.bounds.low, self.bounds.high
         self.half_range = 0.5 * (self.high - self.low)
-        self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=np.float64)
-                      if self.normalize else self.bounds)
+        dtype = space_dtype(dtype)
+        self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=dtype)
+                      if self.normalize else box(task_spec["action"], dtype))
 
-    def __call__(self, action, endpoint=None, shape=None):
+    def __call__(self, action: Any, endpoint: Optional[str] = None,
+                 shape: Optional[tuple] = None) -> np.ndarray:
         a = np.asarray(action, dtype=np.float64)
         shape = self.space.shape if shape is None else shape
         if a.shape != shape:
@@ -115,22 +136,27 @@ class RobosimEnv(gym.Env):
     the registration sets it).
     clip_actions: clip actions to the bounds (else the server refuses those outside with
     OUT_OF_RANGE). normalize_actions: the action space is [-1, 1]^n, mapped onto the bounds.
+    dtype: the spaces' dtype, np.float64 (default) or np.float32.
 
     The env pickles (cloudpickle, SubprocVecEnv, Ray) as its constructor arguments: the copy
     makes its own world (and its own local server when the original had one); reset it."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 20}
 
-    def __init__(self, task="FingerPush-v0", endpoint=None, render_mode=None, params=None,
-                 timeout=10.0, client=None, max_episode_steps=None, clip_actions=True,
-                 normalize_actions=False, server_time_limit=True):
+    def __init__(self, task: str = "FingerPush-v0", endpoint: Optional[str] = None,
+                 render_mode: Optional[str] = None, params: Optional[dict] = None,
+                 timeout: float = 10.0, client: Optional[Client] = None,
+                 max_episode_steps: Optional[int] = None, clip_actions: bool = True,
+                 normalize_actions: bool = False, server_time_limit: bool = True,
+                 dtype: Any = np.float64) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
         self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
                                params=params, timeout=timeout,
                                max_episode_steps=max_episode_steps, clip_actions=clip_actions,
                                normalize_actions=normalize_actions,
-                               server_time_limit=server_time_limit)
+                               server_time_limit=server_time_limit, dtype=dtype)
+        self._dtype = space_dtype(dtype)
         self.task = task
         self.render_mode = render_mode
         self._server = None
@@ -152,6 +178,9 @@ class RobosimEnv(gym.Env):
                 client = Client(endpoint, timeout=timeout)
             self.client = client
             self.endpoint = client.endpoint
+            # an env never closed releases its socket and its server when collected or at exit
+            self._finalizer = weakref.finalize(
+                self, _release, client if self._owns_client else None, self._server)
             self.world_id = client.create_world(task=task, params=params, seed=0)
             self.world_spec = client.get_spec(self.world_id)
         except BaseException:
@@ -160,9 +189,9 @@ class RobosimEnv(gym.Env):
         tspec = self.world_spec["task"]
         self.task_spec = tspec
         self.max_episode_steps = tspec["max_episode_steps"]
-        self.observation_space = box(tspec["observation"])
+        self.observation_space = box(tspec["observation"], self._dtype)
         self._nobs = self.observation_space.shape[0]
-        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions)
+        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions, self._dtype)
         self.action_space = self._actions.space
         self.metadata = dict(self.metadata)
         dt = self.world_spec["world"]["control_dt"]
@@ -174,7 +203,8 @@ class RobosimEnv(gym.Env):
 
     # -- gymnasium API
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: Optional[int] = None,
+              options: Optional[dict] = None) -> tuple[np.ndarray, dict]:
         self._check_open("reset")
         super().reset(seed=seed)
         server_seed = seed if seed is not None else next_seed(self.np_random)
@@ -183,9 +213,9 @@ class RobosimEnv(gym.Env):
             self._info_keys = list(self._msg.task.info_keys)
         info = _msg_info(self._msg, self._sensor_names, self._info_keys)
         info["seed"] = server_seed
-        return _obs(self._msg, self._nobs), info
+        return _obs(self._msg, self._nobs, self._dtype), info
 
-    def step(self, action):
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict]:
         self._check_open("step")
         if self._msg is None:
             raise RobosimError.from_name(
@@ -193,19 +223,23 @@ class RobosimEnv(gym.Env):
         a = self._actions(action, self.endpoint)
         self._msg = s = self.client.step_msg(self.world_id, a)
         t = s.task
-        return (_obs(s, self._nobs), t.reward, t.terminated, t.truncated,
+        return (_obs(s, self._nobs, self._dtype), t.reward, t.terminated, t.truncated,
                 _msg_info(s, self._sensor_names, self._info_keys))
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         if self.render_mode != "rgb_array":
             return None
         self._check_open("render")
         state = self.state or self.client.get_state(self.world_id)
-        targets = task_targets(self.task, state["task"]["observation"] if state["task"] else None)
+        targets = task_targets(self.task, state["task"]["observation"] if state["task"] else None,
+                               self.task_spec["observation"])
         return draw_world(self.world_spec, state, targets)
 
-    def close(self):
+    def close(self) -> None:
         self._closed = True
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer.detach()
         client, self.client = getattr(self, "client", None), None
         if client is not None and self.world_id is not None:
             try:
@@ -240,18 +274,26 @@ class RobosimEnv(gym.Env):
                 "FAILED_PRECONDITION", "%s: %s() after close(); make a new environment"
                 % (self.task, what), getattr(self, "endpoint", None))
 
-    def check_action(self, action):
+    def check_action(self, action: Any) -> np.ndarray:
         """The action as sent to the server (a flat float64 array), after the shape check
         (RobosimError INVALID_ARGUMENT) and clipping or the map from [-1, 1]."""
         return self._actions(action, self.endpoint)
 
     @property
-    def state(self):
+    def state(self) -> Optional[dict]:
         """The last State dict (entities, events, task step)."""
         return state_dict(self._msg) if self._msg is not None else None
 
 
-def register_envs():
+def _release(client: Optional[Client], server: Optional[LocalServer]) -> None:
+    """What close() releases, for an env collected or left open at exit (weakref.finalize)."""
+    if client is not None:
+        client.close()
+    if server is not None:
+        server.close()
+
+
+def register_envs() -> None:
     """Register robosim/<Task> for every task (idempotent), with its episode limit and a vector
     entry point (gym.make_vec(..., vectorization_mode="vector_entry_point") gives robosim's
     batched vector env)."""

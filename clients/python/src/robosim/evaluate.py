@@ -20,105 +20,10 @@ each worker a Ray actor with its own robosim-server on its node); the JSON is th
 local run's (plus "ray" and each episode's "node_id"), with the same per-episode results."""
 import argparse
 import json
-import math
 import sys
-import time
 
-import numpy as np
-
-
-def _stats(values):
-    a = np.asarray(values, dtype=np.float64)
-    if a.size == 0:
-        return {"mean": None, "std": None, "min": None, "max": None, "median": None}
-    return {"mean": float(a.mean()), "std": float(a.std()), "min": float(a.min()),
-            "max": float(a.max()), "median": float(np.median(a))}
-
-
-class ObsNormalizer:
-    """VecNormalize's observation transform with frozen statistics: clip((obs - mean) /
-    sqrt(var + epsilon), -clip_obs, clip_obs)."""
-
-    def __init__(self, mean, var, epsilon=1e-8, clip_obs=10.0):
-        self.mean = np.asarray(mean, dtype=np.float64)
-        self.var = np.asarray(var, dtype=np.float64)
-        self.epsilon, self.clip_obs = float(epsilon), float(clip_obs)
-        if self.mean.shape != self.var.shape:
-            raise ValueError("observation normalizer: mean has shape %s, var %s"
-                             % (self.mean.shape, self.var.shape))
-
-    @classmethod
-    def load(cls, path):
-        """From .npz (arrays mean, var[, epsilon, clip_obs]) or .json (the same keys)."""
-        if path.endswith(".json"):
-            with open(path) as f:
-                d = json.load(f)
-        else:
-            with np.load(path) as z:
-                d = {k: z[k] for k in z.files}
-        missing = {"mean", "var"} - set(d)
-        if missing:
-            raise ValueError("observation normalizer %s lacks %s" % (path, ", ".join(sorted(
-                missing))))
-        return cls(d["mean"], d["var"], float(d.get("epsilon", 1e-8)),
-                   float(d.get("clip_obs", 10.0)))
-
-    def __call__(self, obs):
-        z = (np.asarray(obs, dtype=np.float64) - self.mean) / np.sqrt(self.var + self.epsilon)
-        return np.clip(z, -self.clip_obs, self.clip_obs)
-
-
-def evaluate_episodes(env, policy, seed, indices, progress=None):
-    """Run episodes `indices` (episode i is reset with seed + i); a list of per-episode dicts.
-    An episode's result depends on its seed alone, so any split of the indices (robosim.ray)
-    gives the same dicts, but for wall_seconds."""
-    out = []
-    for i in indices:
-        obs, _ = env.reset(seed=seed + i)
-        ret, length, success, t0 = 0.0, 0, False, time.monotonic()
-        while True:
-            obs, r, term, trunc, info = env.step(policy(obs))
-            ret += float(r)
-            length += 1
-            success = success or bool(info.get("is_success", False))
-            if term or trunc:
-                break
-        out.append({"episode": i, "seed": seed + i, "return": ret, "length": length,
-                    "terminated": bool(term), "truncated": bool(trunc), "success": success,
-                    "wall_seconds": time.monotonic() - t0})
-        if progress is not None:
-            progress.update(1)
-            progress.set_postfix(ret="%.2f" % ret)
-    return out
-
-
-def evaluate(env, policy, episodes, seed, progress=None):
-    """Run `episodes` episodes; a list of per-episode dicts."""
-    return evaluate_episodes(env, policy, seed, range(episodes), progress)
-
-
-def make_eval_env(env_id, policy, endpoint, env_kwargs=None, obs_norm=None, timeout=30.0):
-    """(env, policy) as robosim-eval runs them: gym.make(env_id) on `endpoint` (None: a local
-    server) with env_kwargs, observations normalized by the obs_norm file if given, and the
-    policy ("module:callable" or a callable) made for the env."""
-    import gymnasium as gym
-
-    from ._util import load_object
-    from .baselines import make_policy
-    from .envs import register_envs
-    register_envs()
-    policy_obj = load_object(policy) if isinstance(policy, str) else policy
-    norm = ObsNormalizer.load(obs_norm) if obs_norm else None
-    env = gym.make(env_id, **dict({"endpoint": endpoint, "timeout": timeout},
-                                  **(env_kwargs or {})))
-    try:
-        if norm is not None:
-            env = gym.wrappers.TransformObservation(env, norm, gym.spaces.Box(
-                -norm.clip_obs, norm.clip_obs, env.observation_space.shape, dtype=np.float64))
-        return env, make_policy(policy_obj, env)
-    except BaseException:
-        env.close()
-        raise
+from .episodes import (ObsNormalizer, _stats, evaluate, evaluate_episodes,  # noqa: F401
+                       make_eval_env)
 
 
 def _evaluate_on_ray(args, env_kwargs, bar):
@@ -178,7 +83,10 @@ def main(argv=None):
     if not isinstance(env_kwargs, dict):
         p.error("--env-kwargs must be a JSON object, got %s" % args.env_kwargs)
 
-    from tqdm import tqdm
+    try:
+        from tqdm import tqdm
+    except ImportError:  # the plot extra's: without it, no progress bar
+        from ._util import NoProgress as tqdm
 
     from .client import env_endpoint
     endpoint = None if args.ray is not None else (args.endpoint or env_endpoint())

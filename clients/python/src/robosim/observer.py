@@ -22,6 +22,7 @@ missed), never skipped silently.
         frame, raw = obs.next_frame()     # the StreamFrame message and its bytes as sent"""
 import collections
 import time
+from typing import Optional
 from urllib.parse import urlsplit
 
 import zmq
@@ -48,9 +49,11 @@ class Observer:
     of a CURVE server sends frames only to the keys it admits). history, from_seq: see the
     module's text (needs `endpoint`)."""
 
-    def __init__(self, endpoint=None, world_id=1, stream_endpoint=None, timeout=10.0,
-                 context=None, server_key=None, client_key_file=None, history=False,
-                 from_seq=1):
+    def __init__(self, endpoint: Optional[str] = None, world_id: Optional[int] = 1,
+                 stream_endpoint: Optional[str] = None, timeout: float = 10.0,
+                 context: Optional[zmq.Context] = None, server_key: Optional[str] = None,
+                 client_key_file: Optional[str] = None, history: bool = False,
+                 from_seq: int = 1) -> None:
         self.world_id = None if world_id is None else int(world_id)
         self.timeout = timeout
         keys = curve.resolve(server_key, client_key_file)
@@ -186,7 +189,7 @@ class Observer:
                     return
                 continue
 
-    def close(self):
+    def close(self) -> None:
         if self._client is not None:
             self._client.close()
             self._client = None

@@ -133,13 +133,14 @@ def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=2
     if states[0].get("task") is not None and task and task.startswith("FingerPush"):
         xs.append(states[0]["task"]["observation"][4])
     xlim = (min(xs) - 0.6, max(xs) + 0.6) if xs else None
+    obs_vars = (spec.get("task") or {}).get("observation")  # their units scale the targets
     frames = []
     chosen = states[::max(1, every)] + ([states[-1]] if (len(states) - 1) % every else [])
     with _progress(len(chosen), "drawing %s" % out, "frame", progress) as bar:
         for s in chosen:
             obs = s["task"]["observation"] if s.get("task") else None
-            img = draw_world(spec, s, task_targets(task, obs), width=width, height=height,
-                             finger_xlim=xlim)
+            img = draw_world(spec, s, task_targets(task, obs, obs_vars), width=width,
+                             height=height, finger_xlim=xlim)
             frames.append(Image.fromarray(img))
             bar.update(1)
     frames[0].save(out, save_all=True, append_images=frames[1:], duration=int(1000 / fps),

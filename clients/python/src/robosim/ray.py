@@ -70,7 +70,7 @@ class ServerActor:
         """Episodes `indices` (episode i is reset with seed + i) of env_id under `policy`
         ("module:callable"), on this node's server; robosim.evaluate's per-episode dicts, each
         with "node_id" added."""
-        from .evaluate import evaluate_episodes, make_eval_env
+        from .episodes import evaluate_episodes, make_eval_env
         key = (env_id, policy, repr(sorted((env_kwargs or {}).items())), repr(obs_norm), timeout)
         if key not in self._envs:
             self._envs[key] = make_eval_env(env_id, policy, self.server.endpoint, env_kwargs,

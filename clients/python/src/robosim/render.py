@@ -102,10 +102,30 @@ def _value(spec_ent, ent_state, group, name):
     return float(arr[i]) if i is not None and i < len(arr) else float("nan")
 
 
-def task_targets(task_name, obs):
-    """What to draw as the target of a task, from its observation."""
+_PREFIXED_UNITS = {"cm": 0.01, "mm": 0.001}
+
+
+def unit_scale(unit):
+    """The factor that turns a value in `unit` into its base unit: 0.1 for "0.1 m", 5 for
+    "5 N", 0.01 for "cm", 1.0 for "m", "1" or "" (a TaskSpec variable's unit, as GetSpec gives
+    it)."""
+    unit = unit or ""
+    if unit in _PREFIXED_UNITS:
+        return _PREFIXED_UNITS[unit]
+    head = unit.split(" ", 1)[0]
+    try:
+        return float(head) if " " in unit else 1.0
+    except ValueError:
+        return 1.0
+
+
+def task_targets(task_name, obs, obs_vars=None):
+    """What to draw as the target of a task, from its observation; obs_vars: the TaskSpec's
+    observation variables, whose units ("0.1 m" in a -v1 task) scale the values to metres."""
     if obs is None or not task_name:
         return {}
+    if obs_vars is not None:
+        obs = [float(v) * unit_scale(d.get("unit")) for v, d in zip(obs, obs_vars)]
     if task_name.startswith("FingerPush"):
         return {"x": float(obs[4])}
     if task_name.startswith("FingerTouch"):

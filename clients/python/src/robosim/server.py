@@ -7,6 +7,8 @@ args choose) and starts without a world (--no-world).
 The server ends with the process that started it, however that process dies (SIGKILL
 included): it runs with --exit-with-stdin and its stdin is a pipe whose only write end this
 process holds, so the kernel closes it when this process goes and the server stops at EOF."""
+from __future__ import annotations
+
 import os
 import shutil
 import socket
@@ -14,6 +16,7 @@ import subprocess
 import tempfile
 import time
 import weakref
+from typing import Optional, Sequence
 
 from .errors import RobosimError
 
@@ -39,45 +42,58 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def packaged_server_binary():
-    """The robosim-server the wheel installed beside this module (robosim/bin/), or None (a
+def packaged_program(name: str = BINARY) -> Optional[str]:
+    """The program `name` the wheel installed beside this module (robosim/bin/), or None (a
     developer install from clients/python has none)."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", BINARY)
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bin", name)
     return path if os.access(path, os.X_OK) else None
 
 
-def find_server_binary():
-    """Path of robosim-server, or raise RobosimError NOT_FOUND saying where it looked."""
+def packaged_server_binary() -> Optional[str]:
+    """The robosim-server the wheel installed beside this module (robosim/bin/), or None."""
+    return packaged_program(BINARY)
+
+
+def find_program(name: str = BINARY, search_path: bool = True) -> str:
+    """Path of one of robosim's C programs (robosim-server, robosim-cli): $ROBOSIM_BIN_DIR, else
+    the wheel's robosim/bin/, else build/release/bin of the repository this package sits in,
+    else PATH (search_path). Raises RobosimError NOT_FOUND saying where it looked."""
     tried = []
     env = os.environ.get("ROBOSIM_BIN_DIR")
     if env:
-        path = os.path.join(env, BINARY)
+        path = os.path.join(env, name)
         if os.access(path, os.X_OK):
             return path
         tried.append(path)
-    path = packaged_server_binary()
+    path = packaged_program(name)
     if path:
         return path
     d = os.path.dirname(os.path.abspath(__file__))
     for _ in range(8):
-        path = os.path.join(d, "build", "release", "bin", BINARY)
+        path = os.path.join(d, "build", "release", "bin", name)
         if os.access(path, os.X_OK):
             return path
         parent = os.path.dirname(d)
         if parent == d:
             break
         d = parent
-    tried.append("build/release/bin/%s above %s" % (BINARY, os.path.dirname(__file__)))
-    path = shutil.which(BINARY)
-    if path:
-        return path
-    tried.append("PATH")
+    tried.append("build/release/bin/%s above %s" % (name, os.path.dirname(__file__)))
+    if search_path:
+        path = shutil.which(name)
+        if path:
+            return path
+        tried.append("PATH")
     raise RobosimError.from_name(
         "NOT_FOUND", "cannot find %s (looked in %s); build it with scripts/build release, set "
-        "ROBOSIM_BIN_DIR, or pass endpoint= to use a running server" % (BINARY, ", ".join(tried)))
+        "ROBOSIM_BIN_DIR, or pass endpoint= to use a running server" % (name, ", ".join(tried)))
 
 
-def free_port(host="127.0.0.1"):
+def find_server_binary() -> str:
+    """Path of robosim-server, or raise RobosimError NOT_FOUND saying where it looked."""
+    return find_program(BINARY)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
@@ -86,8 +102,9 @@ def free_port(host="127.0.0.1"):
 class LocalServer:
     """A robosim-server child process on 127.0.0.1. Use as a context manager or call stop()."""
 
-    def __init__(self, binary=None, args=(), startup_timeout=10.0, log_level="warn",
-                 max_worlds=None):
+    def __init__(self, binary: Optional[str] = None, args: Sequence[str] = (),
+                 startup_timeout: float = 10.0, log_level: str = "warn",
+                 max_worlds: Optional[int] = None) -> None:
         """args: more robosim-server flags. max_worlds: --max-worlds (and --max-batch), for a
         server sized for what it will serve (None: the server's defaults)."""
         self.binary = binary or find_server_binary()
@@ -142,7 +159,7 @@ class LocalServer:
         except (OSError, ValueError):
             return "(no log)"
 
-    def stop(self, timeout=5.0):
+    def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM, wait, SIGKILL if it hangs. Idempotent."""
         p, self.proc = self.proc, None
         if p is None or os.getpid() != self._pid:
@@ -160,21 +177,23 @@ class LocalServer:
                 p.kill()
                 p.wait()
 
-    def close(self):
+    def close(self) -> None:
+        """Stop the server and close its log."""
         self.stop()
         try:
             self._log.close()
         except OSError:
             pass
 
-    def __enter__(self):
+    def __enter__(self) -> "LocalServer":
         return self
 
     def __exit__(self, *exc):
         self.close()
 
     def __del__(self):
+        # the log file too: a server never closed leaves no ResourceWarning behind
         try:
-            self.stop()
+            self.close()
         except Exception:
             pass

@@ -20,6 +20,8 @@ environment does, so the vector environment and N separate environments given th
 and actions see the same observations.
 
 An auto-started server (no endpoint and no $ROBOSIM_ENDPOINT) is sized for num_envs worlds."""
+from typing import Any, Optional, Sequence, Union
+
 import gymnasium as gym
 import numpy as np
 from gymnasium.utils import seeding
@@ -27,7 +29,7 @@ from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
 from .client import Client, env_endpoint
-from .envs import NO_LIMIT, ActionMap, box, next_seed
+from .envs import NO_LIMIT, ActionMap, box, next_seed, space_dtype
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
@@ -50,20 +52,24 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
     """num_envs worlds of `task`. endpoint: a running server (None: $ROBOSIM_ENDPOINT, else a
     local one sized for num_envs worlds). autoreset_mode: an AutoresetMode or its name
     ("next_step", "same_step", "disabled"). max_episode_steps: the episode limit (None: the
-    task's). clip_actions / normalize_actions: as RobosimEnv."""
+    task's). clip_actions / normalize_actions / dtype: as RobosimEnv."""
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
-    def __init__(self, task, num_envs, endpoint=None, params=None, timeout=30.0,
-                 render_mode=None, autoreset_mode=AutoresetMode.NEXT_STEP,
-                 max_episode_steps=None, clip_actions=True, normalize_actions=False,
-                 server_time_limit=True):
+    def __init__(self, task: str, num_envs: int, endpoint: Optional[str] = None,
+                 params: Optional[dict] = None, timeout: float = 30.0,
+                 render_mode: Optional[str] = None,
+                 autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
+                 max_episode_steps: Optional[int] = None, clip_actions: bool = True,
+                 normalize_actions: bool = False, server_time_limit: bool = True,
+                 dtype: Any = np.float64) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.task = task
         self.num_envs = int(num_envs)
         self.render_mode = render_mode
+        self._dtype = space_dtype(dtype)
         self._server = None
         self.client = None
         self.world_ids = []
@@ -96,8 +102,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         tspec = self.world_spec["task"]
         self.task_spec = tspec
         self.max_episode_steps = tspec["max_episode_steps"]
-        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions)
-        self.single_observation_space = box(tspec["observation"])
+        self._actions = ActionMap(task, tspec, normalize_actions, clip_actions, self._dtype)
+        self.single_observation_space = box(tspec["observation"], self._dtype)
         self.single_action_space = self._actions.space
         self.observation_space = batch_space(self.single_observation_space, self.num_envs)
         self.action_space = batch_space(self.single_action_space, self.num_envs)
@@ -152,7 +158,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
 
     # -- gymnasium API
 
-    def reset(self, *, seed=None, options=None):
+    def reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None,
+              options: Optional[dict] = None) -> tuple[np.ndarray, dict]:
         if self.closed:
             raise RobosimError.from_name("FAILED_PRECONDITION", "reset() after close()",
                                          self.endpoint)
@@ -176,7 +183,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         r = self._batch(mask, reset=np.ones(int(mask.sum()), dtype=bool),
                         seeds=server_seeds[mask])
         if self._obs is None:
-            self._obs = np.zeros(self.observation_space.shape, dtype=np.float64)
+            self._obs = np.zeros(self.observation_space.shape, dtype=self._dtype)
         self._obs[mask] = r["observation"]
         self._needs_reset[mask] = False
         infos = self._infos(r, mask)
@@ -185,7 +192,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         infos["seed"], infos["_seed"] = full, mask.copy()
         return self._obs.copy(), infos
 
-    def step(self, actions):
+    def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
         if self.closed:
             raise RobosimError.from_name("FAILED_PRECONDITION", "step() after close()",
                                          self.endpoint)
@@ -201,7 +208,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         else:
             resetting = None
             r = self._batch(self._all, actions=acts)
-        obs, rewards = r["observation"], r["reward"]
+        obs, rewards = r["observation"].astype(self._dtype, copy=False), r["reward"]
         terminated, truncated = r["terminated"], r["truncated"]
         infos = self._infos(r, self._all)
         ended = terminated | truncated
@@ -218,20 +225,21 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             rr = self._batch(ended, reset=np.ones(int(ended.sum()), dtype=bool),
                              seeds=self._seeds(ended)[ended])
             obs = obs.copy()
-            obs[ended] = rr["observation"]
+            obs[ended] = rr["observation"]  # cast to obs's dtype
             infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info,
                          _final_info=ended.copy())
         self._obs = obs
         return obs, rewards, terminated, truncated, infos
 
-    def render(self):
+    def render(self) -> Optional[tuple]:
         if self.render_mode != "rgb_array":
             return None
         frames = []
         for wid in self.world_ids:
             state = self.client.get_state(wid)
             obs = state["task"]["observation"] if state["task"] else None
-            frames.append(draw_world(self.world_spec, state, task_targets(self.task, obs)))
+            frames.append(draw_world(self.world_spec, state, task_targets(
+                self.task, obs, self.task_spec["observation"])))
         return tuple(frames)
 
     def close_extras(self, **kwargs):
@@ -247,14 +255,15 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             self._server.close()
             self._server = None
 
-    def close(self, **kwargs):
+    def close(self, **kwargs: Any) -> None:
         if getattr(self, "closed", False):
             return
         self.close_extras(**kwargs)
         self.closed = True
 
 
-def make(id, num_envs=1, endpoint=None, **kwargs):
+def make(id: str, num_envs: int = 1, endpoint: Optional[str] = None,
+         **kwargs: Any) -> RobosimVectorEnv:
     """A RobosimVectorEnv of `num_envs` worlds of task `id` ("robosim/FingerPush-v0" or
     "FingerPush-v0"); other keyword arguments go to RobosimVectorEnv."""
     task = id.split("/", 1)[1] if id.startswith("robosim/") else id

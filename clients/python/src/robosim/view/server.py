@@ -134,7 +134,7 @@ def follow_live(hub, endpoint, stop):
 
 def follow_recording(hub, path, stop, speed=1.0):
     """The follower thread for a recording: its frames at their recorded pace (x speed)."""
-    from ..record import read, read_worlds
+    from ..recording import read, read_worlds
     hub.post({"type": "status", "connected": True, "source": path})
     for w in read_worlds(path):
         hub.post(w)
