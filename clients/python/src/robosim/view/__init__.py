@@ -17,8 +17,7 @@ robosim server restarts (the page then starts afresh). Only pages of this view's
 
 import sys
 
-DEFAULT_PORT = 8765
-MAX_PAGES = 16  # WebSockets open at once by default (--max-pages)
+from .limits import DEFAULT_PORT, MAX_PAGES
 
 
 def cmd_view(args):

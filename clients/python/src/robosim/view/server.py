@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import WSMsgType, web
 
-from . import MAX_PAGES  # WebSockets open at once by default: each holds a queue of the history
+from .limits import MAX_PAGES  # each open WebSocket holds a queue of the history
 from .messages import frame_message, world_message
 
 FRAMES_KEPT = 5000  # per world, for pages that connect later
