@@ -425,6 +425,7 @@ static int restore_world(rs_server_t *s, const uint8_t *buf, size_t len, rs_stat
     memcpy(we->prev_token, pw.prev_token, sizeof we->prev_token);
     we->lease_until = rs_monotonic() + pw.lease_remaining;
     s->nworlds++;
+    rs_server_adopt(s, we); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
 
