@@ -1036,6 +1036,11 @@ static void mc_step(void *ctx, size_t i, int worker)
     (void)worker;
     mc_run_t *r = ctx;
     rs_status_clear(&r->status[i]);
+    if (atomic_load_explicit(r->abort, memory_order_relaxed)) {
+        /* the budget ran out or the server stops: the runs not begun are not begun */
+        r->status[i].code = RS_EDEADLINE;
+        return;
+    }
     rs_mc_run(r->m, r->u, r->samplers, r->ns, r->initial + i * r->ns, r->seed + i, r->nsteps,
               r->abort, r->items, r->nr, r->final + i * r->nr, &r->t_end[i], &r->status[i]);
 }
@@ -1103,7 +1108,11 @@ static void mc_job_run(rs_server_t *s, rs_cont_t *c)
     atomic_store_explicit(&s->off_abort_at, j->deadline, memory_order_relaxed);
     if (!rs_server_stopping(s))
         atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
-    rs_pool_run(s->off_pool, j->n, mc_step, &j->run);
+    if (s->off_pool)
+        rs_pool_run(s->off_pool, j->n, mc_step, &j->run);
+    else
+        for (size_t i = 0; i < j->n; i++)
+            mc_step(&j->run, i, 0);
     atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
 }
 

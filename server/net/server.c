@@ -11,11 +11,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
 #define STEPPER_POLL_MS 1 /* the loop's longest wait while the stepper has its requests' work */
+#define STEPPER_NICE 5    /* the stepper's threads' niceness above the loop's */
 #define ARENA_KEEP (8u << 20) /* reply/request arena bytes kept between requests */
 /* A request may decode to at most DECODE_FACTOR times its size plus DECODE_SLACK bytes (the
  * unpacked messages in the arena): a 4 MiB request of 2M empty Params decoded to 272 MiB
@@ -371,6 +374,15 @@ static void *stepper_main(void *arg)
 {
     rs_server_t *s = arg;
     stepper_t *sp = s->stepper;
+    /* the loop comes first: this thread, and the workers it starts (they inherit it), run at a
+     * lower priority, so the loop's thread is not kept waiting for a core by them */
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    if (errno == 0)
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice_now + STEPPER_NICE);
+    rs_status_t st;
+    if (!(s->off_pool = rs_pool_new(s->cfg.threads, 64 << 10, &st)))
+        rs_log(RS_LOG_WARN, "stepper: %s; MonteCarlo runs one at a time", st.message);
     pthread_mutex_lock(&sp->lock);
     for (;;) {
         while (!sp->count && !sp->quit)
@@ -564,8 +576,7 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
                    cfg->default_preset, we->token);
         }
     }
-    if (watchdog_start(s, st) < 0 || stepper_start(s, st) < 0 ||
-        !(s->off_pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
+    if (watchdog_start(s, st) < 0 || stepper_start(s, st) < 0) {
         rs_server_destroy(&s);
         return NULL;
     }
@@ -1016,10 +1027,12 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
            RS_PROTOCOL_MINOR, s->cfg.bind, s->nworlds, s->nworlds == 1 ? "" : "s");
     while (!*stop) {
         resume_offloaded(s);
-        rs_persist_tick(s);
-        /* wake up in time for a state the stream's rate limit held back, and often while the
-         * stepper has work of the loop's requests */
+        int ckpt = rs_persist_tick(s);
+        /* wake up in time for a state the stream's rate limit held back, for the next part of
+         * a checkpoint, and often while the stepper has work of the loop's requests */
         int due = rs_stream_flush(s), want = due < 0 || due > idle_ms ? idle_ms : due;
+        if (ckpt >= 0 && ckpt < want)
+            want = ckpt;
         if (s->offloaded && want > STEPPER_POLL_MS)
             want = STEPPER_POLL_MS;
         if (want != timeout_ms) {

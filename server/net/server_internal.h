@@ -43,8 +43,8 @@ typedef struct world_entry {
     rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
                                           being run, to roll back an interrupted control step
                                           (made on the first save) */
-    uint64_t ckpt_mark;                /* persist.c: hash of what the last checkpoint wrote
-                                          (0: not written) */
+    uint64_t ckpt_mark;                /* persist.c: checksum of the file the last checkpoint
+                                          wrote (0: not written) */
     int ckpt_clean;                    /* nothing changed since the last checkpoint wrote it
                                           (cleared by every change: tokens, lease, steps) */
 } world_entry_t;
@@ -125,7 +125,8 @@ struct rs_server {
     _Atomic double abort_at;   /* rs_clock() time the watchdog sets `abort` (INFINITY: none) */
     atomic_int off_abort;      /* the same for the work the stepper runs ... */
     _Atomic double off_abort_at; /* ... and its deadline */
-    rs_pool_t *off_pool;       /* the stepper's workers (MonteCarlo runs) */
+    rs_pool_t *off_pool;       /* the stepper's workers for MonteCarlo runs (made on its
+                                  thread; NULL: none) */
     void *stepper;             /* the stepper thread: long control steps and MonteCarlo off
                                   the loop (server.c) */
     struct pending *offloaded; /* requests whose work the stepper has or has run */
@@ -283,9 +284,10 @@ int rs_stream_flush(rs_server_t *s);
  * more worlds than --max-worlds). */
 int rs_persist_open(rs_server_t *s, rs_status_t *st);
 
-/* A checkpoint when --checkpoint-interval has passed since the last one (call from the loop;
- * failures are logged and retried at the next interval). Nothing without a state dir. */
-void rs_persist_tick(rs_server_t *s);
+/* A checkpoint when --checkpoint-interval has passed since the last one, built a part at a
+ * time (call from the loop; failures are logged and retried at the next interval). Returns
+ * the milliseconds until it has more to do, or -1 without a state dir. */
+int rs_persist_tick(rs_server_t *s);
 
 /* Release the state dir (its lock) and the buffers. NULL-safe on s->persist. */
 void rs_persist_close(rs_server_t *s);
