@@ -716,8 +716,8 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
             p->resume_id = w->id; /* the rest in the next part */
             break;
         }
-        size_t len;
-        uint64_t mark;
+        size_t len = 0;
+        uint64_t mark = 0;
         int rc = build_world_file(s, w, &len, &mark, st);
         if (rc < 0) {
             rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);

@@ -262,11 +262,12 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
 }
 
 /* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
- * A thread that looks every WATCHDOG_MS at the armed deadline (s->abort_at, set per slice by
- * the handler) and the stop flag, and sets the worlds' abort flag; the core then stops within
- * one right-hand-side evaluation. Nothing is added to the step path but two atomic stores per
- * request. */
-#define WATCHDOG_MS 10
+ * A thread that looks every WATCHDOG_MS at the armed deadlines (s->abort_at: the loop's
+ * request's budget, or a slice's fuse; s->off_abort_at: the stepper's) and the stop flag, and
+ * sets the matching abort flag; the core then stops within one right-hand-side evaluation.
+ * Nothing is added to the step path but a few atomic stores per request. WATCHDOG_MS bounds how
+ * long past its fuse a control step holds the loop (a wake-up costs microseconds). */
+#define WATCHDOG_MS 2
 
 typedef struct watchdog {
     pthread_t thread;

@@ -5,9 +5,9 @@
  *   a. a world restored from --state-dir runs a control step longer than the budget;
  *   b. a world whose control steps were fast reaches a schedule knot that makes its next
  *      control step take seconds (and again after a Reset and a new schedule);
- *   c. a world's every control step takes longer than the budget (it gets DEADLINE_EXCEEDED
- *      at its budget), and one that takes longer than the loop's fuse ends exactly as stepped
- *      in-process;
+ *   c. a world's control step takes longer than the budget (it gets DEADLINE_EXCEEDED at its
+ *      budget, rolled back to its boundary), and one that takes longer than the loop's fuse
+ *      ends exactly as stepped in-process;
  *   d. a MonteCarlo of 4096 long runs (DEADLINE_EXCEEDED at its budget, counted by the
  *      in-flight quota while it runs);
  *   e. 24 worlds with 1 MB motion specifications are checkpointed every 0.2 s (a changed
@@ -142,7 +142,7 @@ static void print_probe(const probe_t *r, const char *during)
 
 /* The goal holds in the better of the attempts at a scenario: a machine busy with other jobs
  * can stall one of them, while a server that stalls does so at every attempt. */
-#define ATTEMPTS 2
+#define ATTEMPTS 3
 
 static void check_probe(const probe_t *best, const char *during)
 {
@@ -151,7 +151,7 @@ static void check_probe(const probe_t *best, const char *during)
           during, best->p99 * 1e3, GOAL_P99 * 1e3, ATTEMPTS);
 }
 
-/* Keep the better of two attempts' probes. */
+/* Keep the better attempt's probes. */
 static void keep_better(probe_t *best, const probe_t *r, int attempt)
 {
     if (attempt == 0 || (!r->failed && (best->failed || r->p99 < best->p99)))
@@ -413,9 +413,9 @@ static void test_fast_made_slow(void)
 
 static void test_slow_steps(void)
 {
-    const double budget = 1.0;
+    const double budget = 0.25;
     server_proc_t sp;
-    const char *extra[] = {"--max-request-seconds", "1", NULL};
+    const char *extra[] = {"--max-request-seconds", "0.25", NULL};
     CHECK(server_start(&sp, binary, extra) == 0, "server start");
     rsc_client_t *c = connect_to(&sp, 60000), *b = connect_to(&sp, 20000);
     rsc_error_t err;
@@ -434,8 +434,17 @@ static void test_slow_steps(void)
     }
     check_probe(&best, what);
 
-    /* a tenth of the knots: a control step past the fuse but within the budget, run off the
-     * loop, ends bit-identical to the same control steps in-process */
+    char token[RSC_TOKEN_MAX];
+    snprintf(token, sizeof token, "%s", rsc_world_token(c, id));
+    rsc_close(&b);
+    stop_inside_step(&sp, id, token, "a control step longer than the budget");
+    rsc_close(&c);
+
+    /* a tenth of the knots: a control step past the loop's fuse (40 ms in release) runs off the
+     * loop and ends bit-identical to the same control steps in-process (a roomy budget) */
+    const char *roomy[] = {"--max-request-seconds", "60", NULL};
+    CHECK(server_start(&sp, binary, roomy) == 0, "server start");
+    c = connect_to(&sp, 120000);
     uint64_t mid = 0;
     CHECK(rsc_create_world(c, "workshop", NULL, 0, 3, &mid, &err) == 0, "%s", err.message);
     set_wild(c, mid, 0.01 + 1e-4, 410);
@@ -469,11 +478,8 @@ static void test_slow_steps(void)
     }
     rs_world_destroy(&w);
     rsc_free(out);
-    char token[RSC_TOKEN_MAX];
-    snprintf(token, sizeof token, "%s", rsc_world_token(c, id));
-    rsc_close(&b);
-    stop_inside_step(&sp, id, token, "a control step longer than the budget");
     rsc_close(&c);
+    server_stop(&sp);
 }
 
 /* ---- d. MonteCarlo of many long runs ---------------------------------------------------- */
