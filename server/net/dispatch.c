@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define REPLY(rp, field, CASE, value)                                                          \
     do {                                                                                       \
@@ -406,8 +407,9 @@ static int episode_over(const rs_world_t *world)
 
 /* The loop runs a control step for at most FUSE_SECONDS (the watchdog's abort ends it then, and
  * it is rolled back): a longer one goes to the stepper thread, so other clients are served
- * meanwhile. A world whose last control step took more than SLOW_STEP_SECONDS goes there from
- * its Step's start. */
+ * meanwhile. A world whose control steps there took more than SLOW_STEP_SECONDS of CPU time
+ * each (not wall time: a busy machine does not make a world slow) goes there from its next
+ * Step's start. */
 #define FUSE_SECONDS 0.010
 #define SLOW_STEP_SECONDS 0.005
 
@@ -454,8 +456,6 @@ static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_
         if (fuse)
             atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
         double now = rs_clock();
-        if (rc == 0 && k > 0)
-            w->slow_steps = (now - t0) / (double)k > SLOW_STEP_SECONDS;
         if (rc == RS_EDEADLINE) {
             /* interrupted partway through a control step: back to the slice's start. The
              * watchdog may set the flag a moment after a slice ended in time, so an interrupt
@@ -464,10 +464,8 @@ static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_
             rs_status_clear(st);
             if (now < deadline && !rs_server_stopping(s)) {
                 atomic_store_explicit(abort, 0, memory_order_relaxed);
-                if (fuse && now >= t0 + FUSE_SECONDS) {
-                    w->slow_steps = 1;
+                if (fuse && now >= t0 + FUSE_SECONDS)
                     return ADVANCE_SLOW;
-                }
                 continue;
             }
             return 0;
@@ -574,6 +572,7 @@ typedef struct step_job {
     double deadline, ended; /* rs_clock() times: the budget's end, the run's end */
     int rc;
     rs_status_t st;
+    int slow;            /* its control steps took over SLOW_STEP_SECONDS of CPU time each */
 } step_job_t;
 
 static void step_job_free(void *p)
@@ -595,10 +594,16 @@ static void step_job_run(rs_server_t *s, rs_cont_t *c)
     atomic_store_explicit(&s->off_abort_at, j->deadline, memory_order_relaxed);
     if (!rs_server_stopping(s))
         atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
+    struct timespec c0, c1;
+    uint64_t before = j->done;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
     j->rc = advance(s, &j->entry, j->action, j->naction, j->asked, j->resume, 0, j->deadline, 0,
                     &s->off_abort, &j->done, &j->st);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
     j->ended = rs_clock();
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+    j->slow = j->done == before || cpu / (double)(j->done - before) > SLOW_STEP_SECONDS;
 }
 
 /* Hand the rest of Step `sp` on world w to the stepper (the loop only): RS_PARKED, or an error
@@ -650,7 +655,7 @@ static int step_take_back(rs_server_t *s, world_entry_t *w, rs_status_t *st)
     int rc = rs_data_copy(w->world->model, w->world->data, j->world.data, st);
     if (rc == 0) {
         c->done = j->done;
-        w->slow_steps = j->entry.slow_steps;
+        w->slow_steps = j->slow;
         if ((rc = j->rc) < 0)
             *st = j->st;
     }
@@ -691,8 +696,10 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
         rc = advance(s, w, sp->action, sp->n_action, c->asked, c->resuming, c->can_park,
                      deadline, offload, &s->abort, &c->done, st);
         disarm_budget(s, deadline);
-        if (rc == ADVANCE_SLOW)
+        if (rc == ADVANCE_SLOW) {
+            w->slow_steps = 1;
             return step_offload(s, w, sp, st);
+        }
         if (rc < 0)
             return rc;
     }

@@ -38,8 +38,9 @@ typedef struct world_entry {
                                           requests naming it wait behind it */
     char owner[sizeof(((rs_caller_t *)0)->id)]; /* the client that created, forked or claimed
                                           it (per-client quota key; "" for none) */
-    int slow_steps;                    /* its last control step took longer than the loop
-                                          runs one (dispatch.c): its Steps go to the stepper */
+    int slow_steps;                    /* a control step of it outlasted the loop's fuse, and
+                                          the stepper found it slow since (dispatch.c): its
+                                          Steps go to the stepper */
     rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
                                           being run, to roll back an interrupted control step
                                           (made on the first save) */
