@@ -816,9 +816,11 @@ static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *calle
     return p;
 }
 
+static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const char *message);
+
 /* Serve a request (frames[0..n-1]) with progress `c`: reply, or, when the handler parks it,
- * keep it on the parked list (taking over the frames, into `p` or a new record). Returns
- * whether it was parked. */
+ * keep it on the parked list, or on the offloaded one with its work queued on the stepper
+ * (taking over the frames, into `p` or a new record). Returns whether it was kept. */
 static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller,
                  rs_cont_t *c, pending_t *p)
 {
@@ -831,13 +833,15 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
     rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
                           &outlen);
     if (c->park) {
-        int off = c->off_job && !c->off_done;
-        if (!p && !(p = pending_new(frames, n, caller))) {
+        int off = c->off_job && !c->off_done, given = p != NULL;
+        if (!p && !(p = pending_new(frames, n, caller)) && off) {
+            /* cannot keep it while the stepper runs it: refused */
+            rs_cont_release(c);
+            refuse(s, frames, n, RS_EEXHAUSTED, "server out of memory keeping the request");
+            return 0;
+        }
+        if (!p) {
             /* cannot keep it: run it to its end or its budget here instead */
-            if (off) {
-                c->off_run(s, c);
-                c->off_done = 1;
-            }
             c->can_park = 0;
             c->resuming = 1;
             s->cont = c;
@@ -850,10 +854,13 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
             p->cont = *c; /* a new record takes over the progress (and what it holds) */
         p->cont.resuming = 1;
         if (off && stepper_submit(s, &p->cont) < 0) {
-            /* no room in the stepper's queue: run the work here, resumed in turn */
-            p->cont.off_run(s, &p->cont);
-            p->cont.off_done = 1;
-            off = 0;
+            /* no room in the stepper's queue: refused (the record goes with its caller) */
+            refuse(s, p->frames, p->nframes, RS_EEXHAUSTED,
+                   "server out of memory queueing the request");
+            p->nframes = 0;
+            if (!given)
+                pending_free(p);
+            return 0;
         }
         hold(s, &p->cont, 1);
         if (off) {

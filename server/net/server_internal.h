@@ -88,9 +88,9 @@ void rs_cont_release(rs_cont_t *c);
 /* A handler's return value for "parked, no reply yet" (only when cont.can_park). */
 #define RS_PARKED 1
 
-/* Park the request and hand c->off_run to the stepper thread (set c->off_run, off_job,
- * off_free and c->held first). Returns RS_PARKED. */
-int rs_server_offload(rs_server_t *s, rs_cont_t *c);
+/* A handler hands work to the stepper thread by setting c->off_run, off_job, off_free, the
+ * worlds it holds (c->held) and c->park, and returning RS_PARKED (the loop only); it is called
+ * again, resuming, once the stepper has run it, and takes the result from c->off_job. */
 
 struct rs_server {
     rs_server_config_t cfg;
