@@ -265,9 +265,11 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
  * A thread that looks every WATCHDOG_MS at the armed deadlines (s->abort_at: the loop's
  * request's budget, or a slice's fuse; s->off_abort_at: the stepper's) and the stop flag, and
  * sets the matching abort flag; the core then stops within one right-hand-side evaluation.
- * Nothing is added to the step path but a few atomic stores per request. WATCHDOG_MS bounds how
- * long past its fuse a control step holds the loop (a wake-up costs microseconds). */
+ * Nothing is added to the step path but a few atomic stores per request. While a deadline is
+ * armed it looks every WATCHDOG_MS (which bounds how long past its fuse a control step holds
+ * the loop), else every WATCHDOG_IDLE_MS. */
 #define WATCHDOG_MS 2
+#define WATCHDOG_IDLE_MS 10
 
 typedef struct watchdog {
     pthread_t thread;
@@ -284,7 +286,9 @@ static void *watchdog_main(void *arg)
     while (!wd->quit) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += WATCHDOG_MS * 1000000L;
+        int armed = isfinite(atomic_load_explicit(&s->abort_at, memory_order_relaxed)) ||
+                    isfinite(atomic_load_explicit(&s->off_abort_at, memory_order_relaxed));
+        ts.tv_nsec += (armed ? WATCHDOG_MS : WATCHDOG_IDLE_MS) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
