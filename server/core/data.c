@@ -519,16 +519,23 @@ int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_s
         memcpy(fresh[a].t, s->t, (size_t)s->n * sizeof(double));
         memcpy(fresh[a].v, s->v, (size_t)s->n * sizeof(double));
     }
-    /* the motion specification: a fresh copy (parsed from its source, its state copied) */
+    /* the motion specification: its state copied into dst's own when that was parsed from the
+     * same source (a parse costs several control steps), else into a fresh copy */
     rs_motion_spec_t *spec = NULL;
+    double state[2 + 6 * 256];
+    int same_spec = 0;
     if (ok && src->spec) {
-        size_t len;
+        size_t len, dlen = 0;
         const char *text = rs_motion_spec_source(src->spec, &len);
-        double state[2 + 6 * 256];
+        const char *dtext = dst->spec ? rs_motion_spec_source(dst->spec, &dlen) : NULL;
         rs_motion_spec_state_get(src->spec, state);
-        spec = rs_motion_spec_parse(m, text, len, st);
-        if (!spec || rs_motion_spec_state_set(spec, state, rs_motion_spec_state_len(src->spec), st) < 0)
-            ok = 0;
+        same_spec = dtext && dtext != text && dlen == len && memcmp(dtext, text, len) == 0;
+        if (!same_spec) {
+            spec = rs_motion_spec_parse(m, text, len, st);
+            if (!spec ||
+                rs_motion_spec_state_set(spec, state, rs_motion_spec_state_len(src->spec), st) < 0)
+                ok = 0;
+        }
     }
     /* and room for the event log (it only grows, so a failure here changes nothing either) */
     ok = ok && rs_data_reserve_events(dst, src->nevents) == 0;
@@ -552,6 +559,9 @@ int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_s
                     dst->sched[a] = fresh[a];
                     dst->nsched[e] += fresh[a].n > 0;
                 }
+        } else if (f->shape == RS_SHAPE_SPEC && same_spec) {
+            /* the same source gives the same state length: this cannot fail */
+            rs_motion_spec_state_set(dst->spec, state, rs_motion_spec_state_len(src->spec), NULL);
         } else if (f->shape == RS_SHAPE_SPEC) {
             rs_motion_spec_destroy(&dst->spec);
             dst->spec = spec;

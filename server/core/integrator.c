@@ -545,6 +545,8 @@ static int integrate_from(rs_integrator_t *in, double t_from, const double *y_fr
     in->masked = 1;
     int flag = ARK(Evolve)(in->mem, t, in->y, &tret, ARK_NORMAL);
     in->masked = 0;
+    if (flag < 0 && atomic_load_explicit(in->abort, memory_order_relaxed))
+        return rs_fail(st, RS_EDEADLINE, "interrupted at t = %.9g s (refining an event)", t);
     if (flag < 0)
         return ark_fail(in, st, RS_ESIMFAIL, ARK_NAME(Evolve) " (refining an event)", flag);
     return 0;

@@ -100,6 +100,7 @@ int rs_auth_grant(rs_server_t *s, world_entry_t *w, rs_status_t *st)
     memcpy(w->token, fresh, sizeof fresh);
     w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
     w->last_active = rs_monotonic();
+    w->ckpt_clean = 0;
     return 0;
 }
 
@@ -109,6 +110,7 @@ int rs_auth_check(rs_server_t *s, world_entry_t *w, const char *token, const cha
     if (token && token_equal(w->token, token)) {
         w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
         w->last_active = rs_monotonic(); /* --world-ttl counts from here */
+        w->ckpt_clean = 0;               /* the lease (and what the request changes) */
         return 0;
     }
     unsigned long long id = (unsigned long long)w->id;

@@ -16,6 +16,7 @@
 #ifdef __GLIBC__
 #include <gnu/libc-version.h>
 #endif
+#include <time.h>
 
 #define REPLY(rp, field, CASE, value)                                                          \
     do {                                                                                       \
@@ -479,43 +480,44 @@ static int episode_over(const rs_world_t *world)
                            world->data->task[RS_TASK_TRUNCATED] != 0.0);
 }
 
-/* A world whose last control step took less than this runs the first control step of its
- * next Step unprotected (see advance). */
-#define FAST_STEP_SECONDS 1e-3
+/* The loop runs a control step for at most FUSE_SECONDS (the watchdog's abort ends it then, and
+ * it is rolled back): a longer one goes to the stepper thread, so other clients are served
+ * meanwhile. A world whose control steps there took more than SLOW_STEP_SECONDS of CPU time
+ * each (not wall time: a busy machine does not make a world slow) goes there from its next
+ * Step's start. */
+#define FUSE_SECONDS 0.010
+#define SLOW_STEP_SECONDS 0.005
+
+/* advance's return value: the fuse ended a control step (rolled back): run it off the loop. */
+#define ADVANCE_SLOW 2
 
 /* Advance world w (commands in place) toward n control steps in all, *done of them already
  * made (*done > 0 or `resume`: the same Step goes on: events kept, no action applied again),
  * through its task when it runs one or an action was given. Returns when the Step is over
  * (*done == n, or the episode ended), after one slice when `one_slice`, once rs_clock() passes
- * `deadline` (the request's budget), or on stop: 0, or an error. Runs on StepBatch's workers
- * too: touches world w only (and reads s->cfg, s->stop).
+ * `deadline` (the request's budget), or on stop: 0, or an error. `abort` is the flag w's data
+ * is wired to. With `fuse` (the loop only) a control step still running FUSE_SECONDS after its
+ * slice began is interrupted and rolled back: ADVANCE_SLOW. Runs on StepBatch's workers and on
+ * the stepper too: touches world w only (and reads s->cfg, s->stop).
  *
- * Slices of s->cfg.slice_seconds run from a saved boundary, so a control step the abort flag
- * interrupts is rolled back to the slice's start (the world then is at a control-step
- * boundary: *done says which). Saving costs a copy of the data (more than a fast control
- * step), so
- * the first control step of a Step on a world whose last control step took under
- * FAST_STEP_SECONDS runs unprotected: nothing saved, not interruptible inside (at its end it
- * is at a boundary); a gym-style Step of one control step then costs two clock reads more. A
- * world that just changed wholesale (created, SetParams, SetState, SetSchedule) is protected
- * from its first step (a Reset keeps the parameters, and the speed they give, so it counts as
- * no change: an RL loop resetting every episode pays no snapshot for it). The gap: a world fast until now whose next control step is
- * slow (a command that sets off a stiff transient) holds the budget and a stop for that one
- * control step; its steps after it are protected. */
+ * Every slice runs from a saved boundary (a copy of the data: a fraction of a fast control
+ * step, bench/net_sched.c), so a control step the abort flag interrupts is rolled back to the
+ * slice's start (the world then is at a control-step boundary: *done says which). */
 static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_t naction,
-                   uint64_t n, int resume, int one_slice, double deadline, uint64_t *done,
-                   rs_status_t *st)
+                   uint64_t n, int resume, int one_slice, double deadline, int fuse,
+                   atomic_int *abort, uint64_t *done, rs_status_t *st)
 {
     rs_world_t *world = w->world;
     int task = world->task || naction;
     for (;;) {
-        int going_on = resume || *done > 0, protect = going_on || !w->fast_steps, rc = 0;
-        if (protect && (rc = save_boundary(w, st)) < 0)
+        int going_on = resume || *done > 0, rc = 0;
+        if ((rc = save_boundary(w, st)) < 0)
             return rc;
-        if (!protect)
-            rs_data_set_abort(world->data, NULL);
         double t0 = rs_clock(), yield_at = fmin(t0 + s->cfg.slice_seconds, deadline);
-        uint64_t k = 0, want = protect ? n - *done : 1;
+        if (fuse)
+            atomic_store_explicit(&s->abort_at, fmin(deadline, t0 + FUSE_SECONDS),
+                                  memory_order_relaxed);
+        uint64_t k = 0, want = n - *done;
         if (task) {
             rc = rs_world_task_step_until(world, going_on ? NULL : action, going_on ? 0 : naction,
                                           want, yield_at, going_on, &k, st);
@@ -526,26 +528,26 @@ static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_
             }
             rc = rs_step_until(world->model, world->data, want, yield_at, &k, st);
         }
-        if (!protect)
-            rs_server_adopt(s, w);
-        if (rc == 0 && k > 0)
-            w->fast_steps = (rs_clock() - t0) / (double)k < FAST_STEP_SECONDS;
+        if (fuse)
+            atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
+        double now = rs_clock();
         if (rc == RS_EDEADLINE) {
             /* interrupted partway through a control step: back to the slice's start. The
              * watchdog may set the flag a moment after a slice ended in time, so an interrupt
-             * before the deadline (and not a stop) only costs a retry */
+             * before the deadline (and not a stop, nor the fuse) only costs a retry */
             restore_boundary(w);
-            w->fast_steps = 0;
             rs_status_clear(st);
-            if (rs_clock() < deadline && !rs_server_stopping(s)) {
-                atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+            if (now < deadline && !rs_server_stopping(s)) {
+                atomic_store_explicit(abort, 0, memory_order_relaxed);
+                if (fuse && now >= t0 + FUSE_SECONDS)
+                    return ADVANCE_SLOW;
                 continue;
             }
             return 0;
         }
-        if (rc == 0 && k == 0 && rs_clock() < deadline && !rs_server_stopping(s)) {
+        if (rc == 0 && k == 0 && now < deadline && !rs_server_stopping(s)) {
             /* stopped at the first boundary by a flag the watchdog set late (see above) */
-            atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
+            atomic_store_explicit(abort, 0, memory_order_relaxed);
             continue;
         }
         *done += k;
@@ -553,7 +555,7 @@ static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_
             rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
             return rc;
         }
-        if (*done >= n || (task && episode_over(world)) || one_slice || rs_clock() >= deadline ||
+        if (*done >= n || (task && episode_over(world)) || one_slice || now >= deadline ||
             rs_server_stopping(s))
             return 0;
     }
@@ -631,27 +633,156 @@ static int step_begin(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step 
     return 0;
 }
 
+/* A Step's control steps run on the stepper thread: it steps a copy of the world's data (the
+ * world itself stays at the hand-off boundary, which the loop may read meanwhile), and the loop
+ * copies the result back when it resumes the request. */
+typedef struct step_job {
+    world_entry_t entry; /* the world's entry at the hand-off: its world is `world`, its
+                            boundary the job's own */
+    rs_world_t world;    /* the world with its data replaced by the copy */
+    double *action;      /* Step.action (malloc'd; the request is unpacked anew on resume) */
+    size_t naction;
+    uint64_t asked, done;
+    int resume;
+    double deadline, ended; /* rs_clock() times: the budget's end, the run's end */
+    int rc;
+    rs_status_t st;
+    int slow;            /* its control steps took over SLOW_STEP_SECONDS of CPU time each */
+    const rs_model_t *model; /* the model its data was made for, retained while the job lives
+                                (the world may go before a parked job is freed) */
+} step_job_t;
+
+static void step_job_free(void *p)
+{
+    step_job_t *j = p;
+    if (!j)
+        return;
+    rs_server_drop_boundary(&j->entry);
+    rs_data_destroy(&j->world.data); /* reads its model: released after */
+    rs_model_release(&j->model);
+    free(j->action);
+    free(j);
+}
+
+/* On the stepper: the Step to its end, its budget or a stop. */
+static void step_job_run(rs_server_t *s, rs_cont_t *c)
+{
+    step_job_t *j = c->off_job;
+    rs_status_clear(&j->st);
+    atomic_store_explicit(&s->off_abort_at, j->deadline, memory_order_relaxed);
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
+    struct timespec c0, c1;
+    uint64_t before = j->done;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+    j->rc = advance(s, &j->entry, j->action, j->naction, j->asked, j->resume, 0, j->deadline, 0,
+                    &s->off_abort, &j->done, &j->st);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+    atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
+    j->ended = rs_clock();
+    double cpu = (double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec);
+    j->slow = j->done == before || cpu / (double)(j->done - before) > SLOW_STEP_SECONDS;
+}
+
+/* Hand the rest of Step `sp` on world w to the stepper (the loop only): RS_PARKED, or an error
+ * (out of memory) with nothing changed. */
+static int step_offload(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp,
+                        rs_status_t *st)
+{
+    rs_cont_t *c = s->cont;
+    const rs_model_t *m = w->world->model;
+    step_job_t *j = calloc(1, sizeof *j);
+    if (!j)
+        return OOM(st);
+    j->entry = *w;
+    j->entry.boundary = NULL; /* the job's own, made by its first save */
+    j->entry.boundary_model = NULL;
+    j->entry.history = NULL;
+    j->model = rs_model_retain(m);
+    j->world = *w->world;
+    j->entry.world = &j->world;
+    j->world.data = rs_data_new(m, 0, st);
+    if (!j->world.data || rs_data_copy(m, j->world.data, w->world->data, st) < 0 ||
+        (sp->n_action && !(j->action = malloc(sp->n_action * sizeof *j->action))) ||
+        (!c->held && !(c->held = malloc(sizeof *c->held)))) {
+        step_job_free(j);
+        return st->code < 0 ? st->code : OOM(st);
+    }
+    rs_data_set_abort(j->world.data, &s->off_abort);
+    if (sp->n_action)
+        memcpy(j->action, sp->action, sp->n_action * sizeof *j->action);
+    j->naction = sp->n_action;
+    j->asked = c->asked;
+    j->done = c->done;
+    j->resume = c->resuming || c->done > 0;
+    j->deadline = rs_clock() + fmax(0.0, s->cfg.max_request_seconds - c->used);
+    c->held[0] = w->id;
+    c->nheld = 1;
+    c->off_run = step_job_run;
+    c->off_free = step_job_free;
+    c->off_job = j;
+    c->off_done = 0;
+    c->park = 1;
+    return RS_PARKED;
+}
+
+/* The stepper ran the Step: its data becomes world w's, its progress the request's. Returns
+ * the run's result (0 or its error, reason in st). */
+static int step_take_back(rs_server_t *s, world_entry_t *w, rs_status_t *st)
+{
+    rs_cont_t *c = s->cont;
+    step_job_t *j = c->off_job;
+    int rc = rs_data_copy(w->world->model, w->world->data, j->world.data, st);
+    if (rc == 0) {
+        c->done = j->done;
+        w->slow_steps = j->slow;
+        if ((rc = j->rc) < 0)
+            *st = j->st;
+    }
+    w->ckpt_clean = 0;
+    c->used = s->cfg.max_request_seconds - (j->deadline - j->ended);
+    c->off_free(j);
+    c->off_job = NULL;
+    c->off_run = NULL;
+    c->off_free = NULL;
+    return rc;
+}
+
 /* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
  * between other requests (server.c) until it is done, its budget runs out or the server stops;
- * the reply then carries every event of the whole Step. In-process it runs to its end (or its
- * budget). */
+ * the reply then carries every event of the whole Step. A control step too long for the loop
+ * (the fuse, see advance) sends the rest of the Step to the stepper thread, and so does a
+ * world known slow; the world's other requests wait for it. In-process it runs to its end (or
+ * its budget). */
 static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
     const Robosim__V1__Step *sp = rq->step;
     int rc;
-    if (!c->resuming) {
-        if ((rc = step_begin(s, w, sp, &c->asked, st)) < 0)
+    if (c->off_job) {
+        if ((rc = step_take_back(s, w, st)) < 0)
             return rc;
-        c->done = 0;
+    } else {
+        if (!c->resuming) {
+            if ((rc = step_begin(s, w, sp, &c->asked, st)) < 0)
+                return rc;
+            c->done = 0;
+        }
+        int offload = c->can_park && !rs_server_stopping(s);
+        if (offload && w->slow_steps)
+            return step_offload(s, w, sp, st);
+        double deadline = arm_budget(s);
+        rc = advance(s, w, sp->action, sp->n_action, c->asked, c->resuming, c->can_park,
+                     deadline, offload, &s->abort, &c->done, st);
+        disarm_budget(s, deadline);
+        if (rc == ADVANCE_SLOW) {
+            w->slow_steps = 1;
+            return step_offload(s, w, sp, st);
+        }
+        if (rc < 0)
+            return rc;
     }
-    double deadline = arm_budget(s);
-    rc = advance(s, w, sp->action, sp->n_action, c->asked, c->resuming, c->can_park, deadline,
-                 &c->done, st);
-    disarm_budget(s, deadline);
-    if (rc < 0)
-        return rc;
     if (c->done < c->asked && !episode_over(w->world)) {
         if (c->can_park && !rs_server_stopping(s) && c->used < s->cfg.max_request_seconds) {
             if (!c->held && !(c->held = malloc(sizeof *c->held)))
@@ -723,8 +854,8 @@ static void item_slice(rs_server_t *s, world_entry_t *w, rs_item_progress_t *it,
     rs_status_clear(&st);
     int resume = it->phase == RS_ITEM_RUNNING;
     it->phase = RS_ITEM_RUNNING;
-    int rc = advance(s, w, action, naction, it->asked, resume, one_slice, deadline, &it->done,
-                     &st);
+    int rc = advance(s, w, action, naction, it->asked, resume, one_slice, deadline, 0, &s->abort,
+                     &it->done, &st);
     if (rc == 0 && it->done < it->asked && !episode_over(w->world)) {
         if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
             return; /* goes on */
@@ -992,14 +1123,91 @@ static void mc_step(void *ctx, size_t i, int worker)
     (void)worker;
     mc_run_t *r = ctx;
     rs_status_clear(&r->status[i]);
+    if (atomic_load_explicit(r->abort, memory_order_relaxed)) {
+        /* the budget ran out or the server stops: the runs not begun are not begun */
+        r->status[i].code = RS_EDEADLINE;
+        return;
+    }
     rs_mc_run(r->m, r->u, r->samplers, r->ns, r->initial + i * r->ns, r->seed + i, r->nsteps,
               r->abort, r->items, r->nr, r->final + i * r->nr, &r->t_end[i], &r->status[i]);
 }
 
-/* N runs of world w from drawn initial conditions, on the worker pool (rs_montecarlo.h). The
- * request is checked whole first (counts, items, duration, the server's limits); the runs
- * share the request's compute budget, and any run's error is the request's, naming the run.
- * World w is read only. */
+/* A MonteCarlo request's runs and results (malloc'd: on the loop they run on the stepper
+ * thread while other requests come and go). */
+typedef struct mc_job {
+    mc_run_t run;
+    rs_mc_sampler_t samplers[MC_MAX_ITEMS];
+    rs_mc_item_t items[MC_MAX_ITEMS];
+    double *u, *initial, *final, *t_end;
+    rs_status_t *status;
+    size_t n;
+    double deadline; /* on the stepper: rs_clock() time its budget runs out */
+} mc_job_t;
+
+static void mc_job_free(void *p)
+{
+    mc_job_t *j = p;
+    if (!j)
+        return;
+    free(j->u);
+    free(j->initial);
+    free(j->final);
+    free(j->t_end);
+    free(j->status);
+    free(j);
+}
+
+/* A job of n runs of model m with commands u, its results unset. NULL when out of memory. */
+static mc_job_t *mc_job_new(const rs_model_t *m, const double *u, const rs_mc_sampler_t *samplers,
+                            size_t ns, const rs_mc_item_t *items, size_t nr, size_t n,
+                            rs_status_t *st)
+{
+    mc_job_t *j = calloc(1, sizeof *j);
+    if (!j) {
+        OOM(st);
+        return NULL;
+    }
+    j->n = n;
+    j->u = malloc(((size_t)m->nu + 1) * sizeof *j->u);
+    j->initial = malloc(n * ns * sizeof *j->initial);
+    j->final = malloc(n * nr * sizeof *j->final);
+    j->t_end = malloc(n * sizeof *j->t_end);
+    j->status = calloc(n, sizeof *j->status);
+    if (!j->u || !j->initial || !j->final || !j->t_end || !j->status) {
+        mc_job_free(j);
+        OOM(st);
+        return NULL;
+    }
+    memcpy(j->u, u, (size_t)m->nu * sizeof *j->u);
+    memcpy(j->samplers, samplers, ns * sizeof *samplers);
+    memcpy(j->items, items, nr * sizeof *items);
+    j->run = (mc_run_t){.m = m, .u = j->u, .samplers = j->samplers, .ns = ns, .items = j->items,
+                        .nr = nr, .initial = j->initial, .final = j->final, .t_end = j->t_end,
+                        .status = j->status};
+    return j;
+}
+
+/* On the stepper: the runs on its own workers, within the request's budget. */
+static void mc_job_run(rs_server_t *s, rs_cont_t *c)
+{
+    mc_job_t *j = c->off_job;
+    j->run.abort = &s->off_abort;
+    atomic_store_explicit(&s->off_abort_at, j->deadline, memory_order_relaxed);
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
+    if (s->off_pool)
+        rs_pool_run(s->off_pool, j->n, mc_step, &j->run);
+    else
+        for (size_t i = 0; i < j->n; i++)
+            mc_step(&j->run, i, 0);
+    atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
+}
+
+/* N runs of world w from drawn initial conditions (rs_montecarlo.h). The request is checked
+ * whole first (counts, items, duration, the server's limits); the runs share the request's
+ * compute budget, and any run's error is the request's, naming the run. On the loop they run
+ * on the stepper thread, the request parked (counted as in flight) and world w held, so its
+ * model stays; in-process on the worker pool. World w is read only. */
 static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                           Robosim__V1__Response *rp, rs_status_t *st)
 {
@@ -1046,40 +1254,60 @@ static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_
     for (size_t k = 0; k < nr; k++)
         if ((rc = rs_mc_parse_item(m, mc->returns[k], &items[k], st)) < 0)
             return rc;
-    Robosim__V1__MonteCarloReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
-    double *initial = rs_arena_alloc(&s->arena, n * ns * sizeof *initial);
-    double *final = rs_arena_alloc(&s->arena, n * nr * sizeof *final);
-    double *t_end = rs_arena_alloc(&s->arena, n * sizeof *t_end);
-    rs_status_t *status = calloc(n, sizeof *status);
-    if (!reply || !initial || !final || !t_end || !status) {
-        free(status);
-        return OOM(st);
-    }
     uint64_t first = mc->first_run;
     if (first > UINT64_MAX - n)
         return rs_fail(st, RS_ERANGE, "first_run %llu + %zu runs overflows",
                        (unsigned long long)first, n);
-    for (size_t i = 0; i < n; i++)
-        rs_mc_draw(samplers, ns, mc->seed, first + i, initial + i * ns);
-    mc_run_t run = {m,     w->world->data->u, samplers, ns,      items,  nr,    mc->seed + first,
-                    nsteps, &s->abort,        initial,  final,   t_end, status};
-    double deadline = arm_budget(s);
-    rs_pool_run(s->pool, n, mc_step, &run);
-    disarm_budget(s, deadline);
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (status[i].code == RS_EDEADLINE)
-            rc = rs_fail(st, RS_EDEADLINE,
-                         "MonteCarlo of %zu runs of %llu control steps is over this server's "
-                         "compute budget of %g s per request (--max-request-seconds); split "
-                         "the runs over requests with first_run",
-                         n, (unsigned long long)nsteps, s->cfg.max_request_seconds);
-        else if (status[i].code < 0)
-            rc = rs_fail(st, status[i].code, "run %llu: %s",
-                         (unsigned long long)(first + i), status[i].message);
+    Robosim__V1__MonteCarloReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
+    if (!reply)
+        return OOM(st);
+    rs_cont_t *c = s->cont;
+    mc_job_t *job = c->off_job;
+    if (!job) {
+        if (!(job = mc_job_new(m, w->world->data->u, samplers, ns, items, nr, n, st)))
+            return st->code;
+        for (size_t i = 0; i < n; i++)
+            rs_mc_draw(samplers, ns, mc->seed, first + i, job->initial + i * ns);
+        job->run.seed = mc->seed + first;
+        job->run.nsteps = nsteps;
+        if (c->can_park && !rs_server_stopping(s)) {
+            /* off the loop: the stepper runs it while its world is held (its model stays) */
+            if (!(c->held = malloc(sizeof *c->held))) {
+                mc_job_free(job);
+                return OOM(st);
+            }
+            c->held[0] = w->id;
+            c->nheld = 1;
+            job->deadline = rs_clock() + fmax(0.0, s->cfg.max_request_seconds - c->used);
+            c->off_run = mc_job_run;
+            c->off_free = mc_job_free;
+            c->off_job = job;
+            c->off_done = 0;
+            c->park = 1;
+            return RS_PARKED;
+        }
+        job->run.abort = &s->abort;
+        double deadline = arm_budget(s);
+        rs_pool_run(s->pool, n, mc_step, &job->run);
+        disarm_budget(s, deadline);
+        c->off_job = job; /* the reply points into it: freed with the request's progress */
+        c->off_free = mc_job_free;
     }
-    free(status);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (job->status[i].code == RS_EDEADLINE)
+            rc = rs_fail(st, rs_server_stopping(s) ? RS_EUNAVAIL : RS_EDEADLINE,
+                         "MonteCarlo of %zu runs of %llu control steps is over this server's "
+                         "compute budget of %g s per request (--max-request-seconds)%s; split "
+                         "the runs over requests with first_run",
+                         n, (unsigned long long)nsteps, s->cfg.max_request_seconds,
+                         rs_server_stopping(s) ? ", or the server is stopping" : "");
+        else if (job->status[i].code < 0)
+            rc = rs_fail(st, job->status[i].code, "run %llu: %s",
+                         (unsigned long long)(first + i), job->status[i].message);
+    }
     if (rc < 0)
         return rc;
+    double *initial = job->initial, *final = job->final, *t_end = job->t_end;
     robosim__v1__monte_carlo_reply__init(reply);
     reply->runs = (uint32_t)n;
     reply->n_samplers = ns;
@@ -1489,7 +1717,6 @@ static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
     int rc = rs_snapmac_verify(s, b->data, b->len, &n, st);
     if (rc < 0 || (rc = rs_snapshot_read(w->world, b->data, n, st)) < 0)
         return rc;
-    w->fast_steps = 0;
     return reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, st);
 }
 
@@ -1574,7 +1801,6 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     int rc = rs_world_set_params(w->world, params, p->n_params, st);
     if (rc < 0)
         return rc;
-    w->fast_steps = 0;
     REPLY(rp, set_params, SET_PARAMS, &ack);
     return 0;
 }
@@ -1599,7 +1825,6 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
                              sc->values, sc->n_times, st);
     if (rc < 0)
         return rc;
-    w->fast_steps = 0;
     REPLY(rp, set_schedule, SET_SCHEDULE, &ack);
     return 0;
 }
@@ -1731,34 +1956,35 @@ static int op_clear_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, 
 /* ---- the table --------------------------------------------------------------------------- */
 
 /* columns: request case, name, handler, needs a world, changes it (token), makes a world or a
- * controller (refused to observer-only clients; counted by quotas) */
-#define OP(CASE, name, fn, needs_world, mutates, creates)                                      \
-    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates}
+ * controller (refused to observer-only clients; counted by quotas), spends compute time
+ * (refused to observer-only clients) */
+#define OP(CASE, name, fn, needs_world, mutates, creates, computes)                            \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes}
 
 static const rs_op_t ops[] = {
-    OP(HELLO, "hello", op_hello, 0, 0, 0),
-    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0),
-    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1),
-    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0),
-    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0),
-    OP(RESET, "reset", op_reset, 1, 1, 0),
-    OP(STEP, "step", op_step, 1, 1, 0),
-    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0),
-    OP(SET_FORCE, "set_force", op_set_force, 1, 1, 0),
-    OP(SET_PARAMS, "set_params", op_set_params, 1, 1, 0),
-    OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0),
-    OP(SET_TARGET, "set_target", op_set_target, 1, 1, 0),
-    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0),
-    OP(CLAIM, "claim", op_claim, 1, 0, 1),
-    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0),
-    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1),
-    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0), /* tokens per item */
-    OP(GET_HISTORY, "get_history", rs_op_get_history, 1, 0, 0),
-    OP(MONTE_CARLO, "monte_carlo", op_monte_carlo, 1, 0, 0), /* reads the world only */
-    OP(APPLY_WRENCH, "apply_wrench", op_apply_wrench, 1, 1, 0),
-    OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0),
-    OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0),
-    OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0),
+    OP(HELLO, "hello", op_hello, 0, 0, 0, 0),
+    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0, 0),
+    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1, 0),
+    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0, 0),
+    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0, 0),
+    OP(RESET, "reset", op_reset, 1, 1, 0, 0),
+    OP(STEP, "step", op_step, 1, 1, 0, 0),
+    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0),
+    OP(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0),
+    OP(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0),
+    OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0),
+    OP(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0),
+    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0),
+    OP(CLAIM, "claim", op_claim, 1, 0, 1, 0),
+    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0),
+    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1, 0),
+    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0, 0), /* tokens per item */
+    OP(GET_HISTORY, "get_history", rs_op_get_history, 1, 0, 0, 0),
+    OP(MONTE_CARLO, "monte_carlo", op_monte_carlo, 1, 0, 0, 1), /* reads the world only */
+    OP(APPLY_WRENCH, "apply_wrench", op_apply_wrench, 1, 1, 0, 0),
+    OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0, 0),
+    OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0),
+    OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0),
 };
 
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op)

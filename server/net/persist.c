@@ -25,8 +25,11 @@
  *
  * Checkpoints run every --checkpoint-interval seconds from the request loop and once more when
  * the loop stops. A world is written only when its snapshot, tokens or lease changed since its
- * last checkpoint (a hash of them is kept in world_entry_t.ckpt_mark); files of destroyed worlds
- * are removed. On start the files are read back: a world whose file cannot be read or restored
+ * last checkpoint: a world nothing touched since (world_entry_t.ckpt_clean, cleared by every
+ * request that changes it or renews its lease) is skipped without building its file; files of
+ * destroyed worlds are removed. The loop builds a checkpoint's files in parts
+ * of about PART_SECONDS (one world at least) and hands each part to the writer thread, so a
+ * checkpoint of many large worlds never holds requests up for long. On start the files are read back: a world whose file cannot be read or restored
  * is logged and its file renamed to *.bad, and the server goes on. */
 #include "rs_log.h"
 #include "rs_snapshot.h"
@@ -62,6 +65,7 @@
 #define UNKNOWN_OWNER "restored"   /* a version 1 file's world: no client's key */
 #define MAX_FILE_SIZE (256u << 20) /* a world file larger than this is not one of ours */
 #define PATH_BUF (4096 + 320) /* the state dir (at most 4032 bytes) and a file name */
+#define PART_SECONDS 0.002    /* the loop's time building one part of a checkpoint */
 
 /* A checkpoint's work for the writer: the world files to write (images built by the loop) and
  * the worlds that exist (files of others are removed). */
@@ -85,6 +89,8 @@ struct rs_persist {
     char dir[4096];
     int lock_fd;
     double next_due;   /* rs_monotonic() time of the next periodic checkpoint */
+    uint64_t resume_id; /* a periodic checkpoint in parts goes on from this world id (0: none
+                           under way) */
     uint64_t id_limit; /* as in server.state: ids below it may have been handed out */
     uint8_t *buf;      /* a world file being built */
     size_t cap;
@@ -381,8 +387,8 @@ int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t 
     return 0;
 }
 
-/* Build w's world file in p->buf; its length in *len, the hash of what it holds (snapshot,
- * tokens, lease) in *mark. 0 or a negative code. */
+/* Build w's world file in p->buf; its length in *len, its checksum in *mark (never 0). 0 or a
+ * negative code. */
 static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len, uint64_t *mark,
                             rs_status_t *st)
 {
@@ -415,14 +421,8 @@ static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len,
     if (rc < 0)
         return rc;
     *len = WORLD_HEADER + n + 8;
-    put_u64(b + WORLD_HEADER + n, rs_snapshot_checksum(b, WORLD_HEADER + n));
-    /* the mark: the file without its lease-remaining field (which moves with the clock), and
-     * the absolute lease end instead */
-    uint8_t lease[8];
-    put_f64(lease, w->lease_until);
-    uint64_t h = rs_snapshot_checksum(b + WORLD_HEADER, n);
-    h ^= rs_snapshot_checksum(b + 16, 8 + 2 * RS_TOKEN_LEN) * 31u;
-    h ^= rs_snapshot_checksum(lease, 8) * 131u;
+    uint64_t h = rs_snapshot_checksum(b, WORLD_HEADER + n);
+    put_u64(b + WORLD_HEADER + n, h);
     *mark = h ? h : 1; /* 0 means "never written" */
     return 0;
 }
@@ -471,6 +471,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
     we->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     s->nworlds++;
+    rs_server_adopt(s, we); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
 
@@ -620,9 +621,8 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
     s->next_world_id = next;
     p->id_limit = limit ? limit : 0;
     for (int i = 0; i < s->nworlds; i++) {
-        size_t len;
-        if (build_world_file(s, &s->worlds[i], &len, &s->worlds[i].ckpt_mark, st) < 0)
-            s->worlds[i].ckpt_mark = 0;
+        s->worlds[i].ckpt_mark = 1; /* as its file holds it: nothing to write until it changes */
+        s->worlds[i].ckpt_clean = 1;
     }
     p->next_due = rs_monotonic() + s->cfg.checkpoint_interval;
     if (reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
@@ -753,20 +753,23 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     for (int i = 0; i < p->job.nfailed; i++) {
         world_entry_t *w = rs_server_world(s, p->job.failed[i]);
         if (w)
-            w->ckpt_mark = 0;
+            w->ckpt_mark = 0, w->ckpt_clean = 0;
     }
     p->job.nfailed = 0;
     return rc;
 }
 
 /* Build the job of a checkpoint (the writer idle): the image of every world changed since its
- * last checkpoint (its mark set now; a failed write clears it again) and the live ids. 1 when
- * there is something to do, 0 when not, or a negative code. */
-static int build_job(rs_server_t *s, rs_status_t *st)
+ * last checkpoint (marked clean now; a failed write marks it again) and the live ids, from
+ * the world with id p->resume_id on. With `part` it stops once PART_SECONDS have passed (after
+ * one image at least) and leaves p->resume_id at the next world; else it builds them all.
+ * 1 when there is something to write, 0 when not, or a negative code. */
+static int build_job(rs_server_t *s, int part, rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
     job_t *job = &p->job;
     int n = s->nworlds;
+    double until = part ? rs_clock() + PART_SECONDS : INFINITY;
     if (reserve(&job->files, &job->cap_files, n, sizeof *job->files) < 0 ||
         reserve(&job->live, &job->cap_live, n, sizeof *job->live) < 0)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
@@ -777,25 +780,36 @@ static int build_job(rs_server_t *s, rs_status_t *st)
     int gone = job->nlive != n;
     for (int i = 0; i < n && !gone; i++)
         gone = job->live[i] != s->worlds[i].id;
+    for (int i = 0; i < n; i++)
+        job->live[i] = s->worlds[i].id;
+    job->nlive = n;
     job->nfiles = 0;
     job->used = 0;
+    uint64_t from = p->resume_id;
+    p->resume_id = 0;
     for (int i = 0; i < n; i++) {
         world_entry_t *w = &s->worlds[i];
-        job->live[i] = w->id;
-        size_t len;
-        uint64_t mark;
+        if (w->id < from || w->ckpt_clean)
+            continue;
+        if (job->nfiles > 0 && rs_clock() >= until) {
+            p->resume_id = w->id; /* the rest in the next part */
+            break;
+        }
+        size_t len = 0;
+        uint64_t mark = 0;
         int rc = build_world_file(s, w, &len, &mark, st);
         if (rc < 0) {
             rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);
             continue;
         }
-        if (mark == w->ckpt_mark)
-            continue;
+        w->ckpt_clean = 1; /* changed (its lease at least): written */
         if (job->used + len > job->cap) {
             size_t cap = (job->used + len) * 2;
             uint8_t *grown = realloc(job->data, cap);
-            if (!grown)
+            if (!grown) {
+                w->ckpt_clean = 0;
                 return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+            }
             job->data = grown;
             job->cap = cap;
         }
@@ -804,7 +818,6 @@ static int build_job(rs_server_t *s, rs_status_t *st)
         job->used += len;
         w->ckpt_mark = mark;
     }
-    job->nlive = n;
     return job->nfiles > 0 || gone;
 }
 
@@ -816,14 +829,15 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     rs_status_t wst;
     rs_status_clear(&wst);
     int rc = wait_writer(s, &wst); /* a checkpoint in flight finishes first */
-    int todo = build_job(s, st);
+    p->resume_id = 0;
+    int todo = build_job(s, 0, st);
     if (todo < 0)
         return todo;
     int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
         world_entry_t *w = rs_server_world(s, p->job.failed[i]);
         if (w)
-            w->ckpt_mark = 0;
+            w->ckpt_mark = 0, w->ckpt_clean = 0;
     }
     p->job.nfailed = 0;
     if (jrc == 0 && rc < 0)
@@ -831,29 +845,32 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     return jrc < 0 ? jrc : rc;
 }
 
-void rs_persist_tick(rs_server_t *s)
+int rs_persist_tick(rs_server_t *s)
 {
     struct rs_persist *p = s->persist;
     if (!p)
-        return;
+        return -1;
     double now = rs_monotonic();
-    if (now < p->next_due)
-        return;
+    if (now < p->next_due && !p->resume_id)
+        return (int)fmin(1e6, ceil((p->next_due - now) * 1e3));
     pthread_mutex_lock(&p->lock);
     int busy = p->busy;
     pthread_mutex_unlock(&p->lock);
     if (busy)
-        return; /* the last checkpoint is still being written: try again at the next turn */
+        return 1; /* the last part is still being written: try again soon */
     rs_status_t st;
     rs_status_clear(&st);
     wait_writer(s, &st); /* idle: collect its failures (logged by the writer) */
-    p->next_due = now + s->cfg.checkpoint_interval;
-    if (build_job(s, &st) <= 0)
-        return;
-    pthread_mutex_lock(&p->lock);
-    p->busy = 1;
-    pthread_cond_broadcast(&p->cond);
-    pthread_mutex_unlock(&p->lock);
+    int todo = build_job(s, 1, &st);
+    if (!p->resume_id)
+        p->next_due = now + s->cfg.checkpoint_interval; /* the whole pass is built */
+    if (todo > 0) {
+        pthread_mutex_lock(&p->lock);
+        p->busy = 1;
+        pthread_cond_broadcast(&p->cond);
+        pthread_mutex_unlock(&p->lock);
+    }
+    return p->resume_id ? 1 : (int)fmin(1e6, ceil(s->cfg.checkpoint_interval * 1e3));
 }
 
 void rs_persist_close(rs_server_t *s)

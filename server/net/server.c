@@ -12,10 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
+#define STEPPER_POLL_MS 1 /* the loop's longest wait while the stepper has its requests' work */
+#define STEPPER_NICE 5    /* the stepper's threads' niceness above the loop's */
 #define ARENA_KEEP (8u << 20) /* reply/request arena bytes kept between requests */
 /* A request may decode to at most DECODE_FACTOR times its size plus DECODE_SLACK bytes (the
  * unpacked messages in the arena): a 4 MiB request of 2M empty Params decoded to 272 MiB
@@ -236,7 +240,7 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
                          (unsigned long long)rq->world_id, s->nworlds);
-        else if (s->caller->observer_only && (op->mutates || op->creates))
+        else if (s->caller->observer_only && (op->mutates || op->creates || op->computes))
             rc = rs_fail(&st, RS_EPERM,
                          "%s needs a controller: this client's key is listed as observer-only "
                          "in the server's --authorized-keys",
@@ -262,11 +266,14 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
 }
 
 /* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
- * A thread that looks every WATCHDOG_MS at the armed deadline (s->abort_at, set per slice by
- * the handler) and the stop flag, and sets the worlds' abort flag; the core then stops within
- * one right-hand-side evaluation. Nothing is added to the step path but two atomic stores per
- * request. */
-#define WATCHDOG_MS 10
+ * A thread that looks every WATCHDOG_MS at the armed deadlines (s->abort_at: the loop's
+ * request's budget, or a slice's fuse; s->off_abort_at: the stepper's) and the stop flag, and
+ * sets the matching abort flag; the core then stops within one right-hand-side evaluation.
+ * Nothing is added to the step path but a few atomic stores per request. While a deadline is
+ * armed it looks every WATCHDOG_MS (which bounds how long past its fuse a control step holds
+ * the loop), else every WATCHDOG_IDLE_MS. */
+#define WATCHDOG_MS 2
+#define WATCHDOG_IDLE_MS 10
 
 typedef struct watchdog {
     pthread_t thread;
@@ -283,15 +290,20 @@ static void *watchdog_main(void *arg)
     while (!wd->quit) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += WATCHDOG_MS * 1000000L;
+        int armed = isfinite(atomic_load_explicit(&s->abort_at, memory_order_relaxed)) ||
+                    isfinite(atomic_load_explicit(&s->off_abort_at, memory_order_relaxed));
+        ts.tv_nsec += (armed ? WATCHDOG_MS : WATCHDOG_IDLE_MS) * 1000000L;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&wd->wake, &wd->lock, &ts);
-        if (rs_server_stopping(s) ||
-            rs_clock() >= atomic_load_explicit(&s->abort_at, memory_order_relaxed))
+        int stopping = rs_server_stopping(s);
+        double now = rs_clock();
+        if (stopping || now >= atomic_load_explicit(&s->abort_at, memory_order_relaxed))
             atomic_store_explicit(&s->abort, 1, memory_order_relaxed);
+        if (stopping || now >= atomic_load_explicit(&s->off_abort_at, memory_order_relaxed))
+            atomic_store_explicit(&s->off_abort, 1, memory_order_relaxed);
     }
     pthread_mutex_unlock(&wd->lock);
     return NULL;
@@ -335,9 +347,143 @@ void rs_cont_release(rs_cont_t *c)
         free(c->items[i].message);
     free(c->items);
     free(c->held);
+    if (c->off_free)
+        c->off_free(c->off_job);
     c->items = NULL;
     c->held = NULL;
     c->nitems = c->nheld = 0;
+    c->off_job = NULL;
+    c->off_run = NULL;
+    c->off_free = NULL;
+    c->off_done = 0;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* ---- the stepper: work too long for the loop's thread ----------------------------------------
+ * One thread runs, in arrival order, what handlers hand it (a Step's control steps that
+ * outlast the loop's fuse, MonteCarlo runs): the request stays parked on s->offloaded, its
+ * worlds held, and the loop resumes it once the stepper is done with it, so the loop goes on
+ * answering everyone else. Work there is interrupted by its own flag (s->off_abort). */
+typedef struct stepper {
+    pthread_t thread;
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    rs_cont_t **queue; /* work not yet run (FIFO ring of cap) */
+    size_t head, count, cap;
+    atomic_int finished; /* runs done since the loop last looked */
+    int quit;
+} stepper_t;
+
+static void *stepper_main(void *arg)
+{
+    rs_server_t *s = arg;
+    stepper_t *sp = s->stepper;
+    /* the loop comes first: this thread, and the workers it starts (they inherit it), run at a
+     * lower priority, so the loop's thread is not kept waiting for a core by them */
+    errno = 0;
+    int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    if (errno == 0)
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice_now + STEPPER_NICE);
+    rs_status_t st;
+    if (!(s->off_pool = rs_pool_new(s->cfg.threads, 64 << 10, &st)))
+        rs_log(RS_LOG_WARN, "stepper: %s; MonteCarlo runs one at a time", st.message);
+    pthread_mutex_lock(&sp->lock);
+    for (;;) {
+        while (!sp->count && !sp->quit)
+            pthread_cond_wait(&sp->wake, &sp->lock);
+        if (!sp->count)
+            break;
+        rs_cont_t *c = sp->queue[sp->head];
+        sp->head = (sp->head + 1) % sp->cap;
+        sp->count--;
+        pthread_mutex_unlock(&sp->lock);
+        c->off_run(s, c);
+        pthread_mutex_lock(&sp->lock);
+        c->off_done = 1;
+        atomic_fetch_add(&sp->finished, 1);
+    }
+    pthread_mutex_unlock(&sp->lock);
+    return NULL;
+}
+
+static int stepper_start(rs_server_t *s, rs_status_t *st)
+{
+    stepper_t *sp = calloc(1, sizeof *sp);
+    if (!sp)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    pthread_mutex_init(&sp->lock, NULL);
+    pthread_cond_init(&sp->wake, NULL);
+    atomic_init(&sp->finished, 0);
+    s->stepper = sp;
+    if (pthread_create(&sp->thread, NULL, stepper_main, s) != 0) {
+        s->stepper = NULL;
+        free(sp);
+        return rs_fail(st, RS_EINTERNAL, "cannot start the stepper thread");
+    }
+    return 0;
+}
+
+/* Join the stepper after the work it has (stopping: interrupted at once). */
+static void stepper_stop(rs_server_t *s)
+{
+    stepper_t *sp = s->stepper;
+    if (!sp)
+        return;
+    atomic_store_explicit(&s->off_abort, 1, memory_order_relaxed);
+    pthread_mutex_lock(&sp->lock);
+    sp->quit = 1;
+    pthread_cond_signal(&sp->wake);
+    pthread_mutex_unlock(&sp->lock);
+    pthread_join(sp->thread, NULL);
+    pthread_mutex_destroy(&sp->lock);
+    pthread_cond_destroy(&sp->wake);
+    free(sp->queue);
+    free(sp);
+    s->stepper = NULL;
+}
+
+/* Queue c's work on the stepper. 0, or -1 when out of memory. */
+static int stepper_submit(rs_server_t *s, rs_cont_t *c)
+{
+    stepper_t *sp = s->stepper;
+    int rc = 0;
+    pthread_mutex_lock(&sp->lock);
+    if (sp->count == sp->cap) {
+        size_t cap = sp->cap ? 2 * sp->cap : 16;
+        rs_cont_t **q = malloc(cap * sizeof *q);
+        if (q) {
+            for (size_t i = 0; i < sp->count; i++)
+                q[i] = sp->queue[(sp->head + i) % sp->cap];
+            free(sp->queue);
+            sp->queue = q;
+            sp->head = 0;
+            sp->cap = cap;
+        } else {
+            rc = -1;
+        }
+    }
+    if (rc == 0) {
+        sp->queue[(sp->head + sp->count) % sp->cap] = c;
+        sp->count++;
+        pthread_cond_signal(&sp->wake);
+    }
+    pthread_mutex_unlock(&sp->lock);
+    return rc;
+}
+
+/* Whether the stepper has run c's work (then the loop owns c again). */
+static int stepper_done(rs_server_t *s, const rs_cont_t *c)
+{
+    stepper_t *sp = s->stepper;
+    pthread_mutex_lock(&sp->lock);
+    int done = c->off_done;
+    pthread_mutex_unlock(&sp->lock);
+    return done;
 }
 
 /* Mark the worlds a parked request holds (held 1) or release them (0). */
@@ -388,6 +534,8 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     s->next_world_id = 1;
     atomic_init(&s->abort, 0);
     atomic_init(&s->abort_at, INFINITY);
+    atomic_init(&s->off_abort, 0);
+    atomic_init(&s->off_abort_at, INFINITY);
     if (rs_snapmac_init(s, st) < 0) {
         free(s);
         return NULL;
@@ -443,7 +591,7 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
                    cfg->default_preset, we->token);
         }
     }
-    if (watchdog_start(s, st) < 0) {
+    if (watchdog_start(s, st) < 0 || stepper_start(s, st) < 0) {
         rs_server_destroy(&s);
         return NULL;
     }
@@ -481,9 +629,11 @@ void rs_server_destroy(rs_server_t **ps)
     rs_server_t *s = *ps;
     if (!s)
         return;
+    stepper_stop(s);
     watchdog_stop(s);
     pending_drop(&s->parked);
     pending_drop(&s->waiting);
+    pending_drop(&s->offloaded);
     if (s->router)
         zmq_close(s->router);
     rs_stream_close(s);
@@ -499,6 +649,7 @@ void rs_server_destroy(rs_server_t **ps)
     free(s->out);
     rs_arena_free(&s->arena);
     rs_pool_destroy(&s->pool);
+    rs_pool_destroy(&s->off_pool);
     free(s);
     *ps = NULL;
 }
@@ -657,6 +808,8 @@ static int inflight(const rs_server_t *s, const rs_caller_t *caller)
         n += strcmp(p->caller.id, caller->id) == 0;
     for (const pending_t *p = s->waiting; p; p = p->next)
         n += strcmp(p->caller.id, caller->id) == 0;
+    for (const pending_t *p = s->offloaded; p; p = p->next)
+        n += strcmp(p->caller.id, caller->id) == 0;
     return n;
 }
 
@@ -714,9 +867,11 @@ static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *calle
     return p;
 }
 
+static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const char *message);
+
 /* Serve a request (frames[0..n-1]) with progress `c`: reply, or, when the handler parks it,
- * keep it on the parked list (taking over the frames, into `p` or a new record). Returns
- * whether it was parked. */
+ * keep it on the parked list, or on the offloaded one with its work queued on the stepper
+ * (taking over the frames, into `p` or a new record). Returns whether it was kept. */
 static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller,
                  rs_cont_t *c, pending_t *p)
 {
@@ -729,7 +884,14 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
     rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
                           &outlen);
     if (c->park) {
-        if (!p && !(p = pending_new(frames, n, caller))) {
+        int off = c->off_job && !c->off_done, given = p != NULL;
+        if (!p && !(p = pending_new(frames, n, caller)) && off) {
+            /* cannot keep it while the stepper runs it: refused */
+            rs_cont_release(c);
+            refuse(s, frames, n, RS_EEXHAUSTED, "server out of memory keeping the request");
+            return 0;
+        }
+        if (!p) {
             /* cannot keep it: run it to its end or its budget here instead */
             c->can_park = 0;
             c->resuming = 1;
@@ -742,9 +904,23 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
         if (c != &p->cont)
             p->cont = *c; /* a new record takes over the progress (and what it holds) */
         p->cont.resuming = 1;
+        if (off && stepper_submit(s, &p->cont) < 0) {
+            /* no room in the stepper's queue: refused (the record goes with its caller) */
+            refuse(s, p->frames, p->nframes, RS_EEXHAUSTED,
+                   "server out of memory queueing the request");
+            p->nframes = 0;
+            if (!given)
+                pending_free(p);
+            return 0;
+        }
         hold(s, &p->cont, 1);
-        append(&s->parked, p);
-        s->nparked++;
+        if (off) {
+            append(&s->offloaded, p);
+            s->noffloaded++;
+        } else {
+            append(&s->parked, p);
+            s->nparked++;
+        }
         return 1;
     }
     send_reply(s, frames, n, out, outlen);
@@ -787,6 +963,35 @@ static void resume_next(rs_server_t *s)
     serve_waiting(s);
 }
 
+/* Resume the requests whose work the stepper has run (each takes its result and answers, or
+ * parks again). Returns how many. */
+static int resume_offloaded(rs_server_t *s)
+{
+    stepper_t *sp = s->stepper;
+    if (!s->offloaded || !atomic_exchange(&sp->finished, 0))
+        return 0;
+    int n = 0;
+    pending_t **link = &s->offloaded;
+    while (*link) {
+        pending_t *p = *link;
+        if (!stepper_done(s, &p->cont)) {
+            link = &p->next;
+            continue;
+        }
+        *link = p->next;
+        s->noffloaded--;
+        n++;
+        hold(s, &p->cont, 0);
+        if (!serve(s, p->frames, p->nframes, &p->caller, &p->cont, p)) {
+            p->nframes = 0; /* consumed by the reply */
+            pending_free(p);
+        }
+        link = &s->offloaded; /* serve may have appended to it */
+    }
+    serve_waiting(s);
+    return n;
+}
+
 /* An error reply to a request not run (frames consumed). */
 static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const char *message)
 {
@@ -807,7 +1012,7 @@ static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const cha
 /* A request arrived: served now, or (its world held) queued behind the parked Step. */
 static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller)
 {
-    if (s->parked || s->waiting) {
+    if (s->parked || s->waiting || s->offloaded) {
         int max = s->cfg.max_inflight_per_client, have = inflight(s, caller);
         if (max > 0 && have >= max) {
             char msg[256];
@@ -880,9 +1085,15 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s (%d world%s)", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, s->cfg.bind, s->nworlds, s->nworlds == 1 ? "" : "s");
     while (!*stop) {
-        rs_persist_tick(s);
-        /* wake up in time for a state the stream's rate limit held back */
+        resume_offloaded(s);
+        int ckpt = rs_persist_tick(s);
+        /* wake up in time for a state the stream's rate limit held back, for the next part of
+         * a checkpoint, and often while the stepper has work of the loop's requests */
         int due = rs_stream_flush(s), want = due < 0 || due > idle_ms ? idle_ms : due;
+        if (ckpt >= 0 && ckpt < want)
+            want = ckpt;
+        if (s->offloaded && want > STEPPER_POLL_MS)
+            want = STEPPER_POLL_MS;
         if (want != timeout_ms) {
             timeout_ms = want;
             zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
@@ -923,8 +1134,14 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
         }
     }
     /* stopping: the parked Steps and the requests waiting behind them get their replies (a
-     * Step: UNAVAILABLE with how far it got); every world is then at a control-step boundary */
+     * Step: UNAVAILABLE with how far it got); every world is then at a control-step boundary.
+     * The stepper's work is interrupted by its flag, then its requests are answered too */
     atomic_store_explicit(&s->abort, 1, memory_order_relaxed);
+    atomic_store_explicit(&s->off_abort, 1, memory_order_relaxed);
+    while (s->offloaded) {
+        if (!resume_offloaded(s))
+            sleep_ms(1);
+    }
     while (s->parked)
         resume_next(s);
     serve_waiting(s);

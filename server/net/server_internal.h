@@ -39,17 +39,19 @@ typedef struct world_entry {
     char owner[sizeof(((rs_caller_t *)0)->key)]; /* the quota key (rs_caller_t.key) of the
                                           client that created, forked or claimed it ("" for
                                           none); kept in its checkpoint */
-    int fast_steps;                    /* its last control step took under FAST_STEP_SECONDS
-                                          (dispatch.c: the next Step's first control step runs
-                                          without a saved boundary); 0 unknown or slow */
+    int slow_steps;                    /* a control step of it outlasted the loop's fuse, and
+                                          the stepper found it slow since (dispatch.c): its
+                                          Steps go to the stepper */
     rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
                                           being run, to roll back an interrupted control step
                                           (made on the first save) */
     const rs_model_t *boundary_model;  /* the model `boundary` was made for, retained while
                                           it lives: SetParams or SetState may replace the
                                           world's model in between */
-    uint64_t ckpt_mark;                /* persist.c: hash of what the last checkpoint wrote
-                                          (0: not written) */
+    uint64_t ckpt_mark;                /* persist.c: checksum of the file the last checkpoint
+                                          wrote (0: not written) */
+    int ckpt_clean;                    /* nothing changed since the last checkpoint wrote it
+                                          (cleared by every change: tokens, lease, steps) */
 } world_entry_t;
 
 typedef struct rs_curve rs_curve_t;
@@ -76,6 +78,12 @@ typedef struct rs_cont {
     size_t nitems;
     uint64_t *held;    /* the worlds it holds while parked (malloc'd, nheld) */
     size_t nheld;
+    /* work handed to the stepper thread (server.c): run there with the stepper's abort flag,
+     * then the request is resumed on the loop, which takes the result */
+    void (*off_run)(rs_server_t *s, struct rs_cont *c); /* runs on the stepper */
+    void (*off_free)(void *job);                         /* frees off_job (NULL-safe) */
+    void *off_job;
+    int off_done;      /* the stepper has run it */
 } rs_cont_t;
 
 /* Free what a request's progress holds (items, their messages, held ids); zero it. */
@@ -83,6 +91,10 @@ void rs_cont_release(rs_cont_t *c);
 
 /* A handler's return value for "parked, no reply yet" (only when cont.can_park). */
 #define RS_PARKED 1
+
+/* A handler hands work to the stepper thread by setting c->off_run, off_job, off_free, the
+ * worlds it holds (c->held) and c->park, and returning RS_PARKED (the loop only); it is called
+ * again, resuming, once the stepper has run it, and takes the result from c->off_job. */
 
 struct rs_server {
     rs_server_config_t cfg;
@@ -118,6 +130,14 @@ struct rs_server {
     atomic_int abort;          /* every world's abort flag (rs_data_set_abort): set by the
                                   watchdog at a request's budget deadline or on stop */
     _Atomic double abort_at;   /* rs_clock() time the watchdog sets `abort` (INFINITY: none) */
+    atomic_int off_abort;      /* the same for the work the stepper runs ... */
+    _Atomic double off_abort_at; /* ... and its deadline */
+    rs_pool_t *off_pool;       /* the stepper's workers for MonteCarlo runs (made on its
+                                  thread; NULL: none) */
+    void *stepper;             /* the stepper thread: long control steps and MonteCarlo off
+                                  the loop (server.c) */
+    struct pending *offloaded; /* requests whose work the stepper has or has run */
+    int noffloaded;
     volatile sig_atomic_t *stop; /* rs_server_run's stop flag (NULL outside it) */
     void *watchdog;            /* the watchdog thread (server.c) */
     struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
@@ -141,6 +161,8 @@ typedef struct rs_op {
                            controller token (auth.c) */
     int creates;        /* makes a world or a controller (create, fork, claim): refused to
                            observer-only clients, counted by per-client quotas */
+    int computes;       /* spends compute time on the server (MonteCarlo): refused to
+                           observer-only clients */
 } rs_op_t;
 
 /* The dispatch table row for a request type, or NULL. */
@@ -278,9 +300,10 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
  * more worlds than --max-worlds). */
 int rs_persist_open(rs_server_t *s, rs_status_t *st);
 
-/* A checkpoint when --checkpoint-interval has passed since the last one (call from the loop;
- * failures are logged and retried at the next interval). Nothing without a state dir. */
-void rs_persist_tick(rs_server_t *s);
+/* A checkpoint when --checkpoint-interval has passed since the last one, built a part at a
+ * time (call from the loop; failures are logged and retried at the next interval). Returns
+ * the milliseconds until it has more to do, or -1 without a state dir. */
+int rs_persist_tick(rs_server_t *s);
 
 /* Release the state dir (its lock) and the buffers. NULL-safe on s->persist. */
 void rs_persist_close(rs_server_t *s);

@@ -1,11 +1,12 @@
 /* CurveZMQ through the real server: keys made by robosim-cli keygen load in the server and the
  * clients; a plaintext client, a client with an unlisted key and one with the wrong server key
  * get no answer while a listed controller creates and steps a world; a listed observer reads
- * and watches but is refused every create, fork, claim and change; the stream sends nothing to
- * unlisted or plaintext subscribers; start-up refuses a non-loopback endpoint without keys (or
- * --insecure), half a key configuration and a secret key file others may read, with messages
- * that say what to do; world quotas count per CURVE key: two connections of one key share
- * theirs, another key has its own, and no key holds more than --max-worlds-share. */
+ * and watches but is refused every create, fork, claim, change and MonteCarlo; the stream
+ * sends nothing to unlisted or plaintext subscribers; start-up refuses a non-loopback endpoint
+ * without keys (or --insecure), half a key configuration and a secret key file others may
+ * read, with messages that say what to do; world quotas count per CURVE key: two connections
+ * of one key share theirs, another key has its own, and no key holds more than
+ * --max-worlds-share. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -246,6 +247,16 @@ static void roles_and_stream(const char *server_pub)
     OBSERVER_DENIED(rsc_claim(obs, id, NULL, &err), "claim");
     rsc_batch_item_t item = {.world_id = id, .steps = 1};
     OBSERVER_DENIED(rsc_step_batch(obs, &item, 1, NULL, &err), "step_batch");
+    /* MonteCarlo changes no world but spends the server's compute time: a controller's */
+    rsc_sampler_t smp = {"finger.finger_v0", "uniform", 0.1, 0.9};
+    const char *ret = "finger.x_f";
+    OBSERVER_DENIED(rsc_monte_carlo(obs, id, 4, 1, 0, 0.1, &smp, 1, &ret, 1, NULL, &err),
+                    "monte_carlo");
+    Robosim__V1__MonteCarloReply *mcr = NULL;
+    rc = rsc_monte_carlo(ctl, id, 4, 1, 0, 0.1, &smp, 1, &ret, 1, &mcr, &err);
+    CHECK(rc == 0 && mcr && mcr->runs == 4, "the controller's key runs a MonteCarlo: %s",
+          err.message);
+    rsc_free(mcr);
     st = NULL;
     rc = rsc_get_state(ctl, id, &st, &err);
     CHECK(rc == 0 && st && st->step_count == 10, "the world is as the controller left it");

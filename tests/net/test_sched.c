@@ -2,7 +2,7 @@
  *   - another client's Hello and GetState are answered within 50 ms (p99 of 200) while a
  *     1e6-step Step on workshop is in flight (the loop runs it in slices);
  *   - a Step run in slices ends bit-identical to the same Step stepped in-process at once
- *     (its first control step on a world known fast runs unprotected, the rest in slices);
+ *     (after a Step of one control step: a gym loop's Step, then a long one);
  *   - --max-request-seconds: a Step past its budget gets DEADLINE_EXCEEDED saying how far it
  *     got (the world is exactly there, and steps on), also when one control step alone takes
  *     longer than the budget (control_dt = 10, rtol = 1e-14: the step is interrupted inside);
@@ -214,8 +214,7 @@ static void test_slicing_exact(void)
     const uint32_t n = 10000; /* about 0.1 s in release: a dozen 5 ms slices or more */
     double f = 2.0;
     rsc_command_t cmd = {"finger", &f, 1};
-    /* one Step of one control step first: the world is then known fast, and the long Step's
-     * first control step runs without a saved boundary, its others in slices */
+    /* one Step of one control step first (as a gym loop steps), then a long Step in slices */
     Robosim__V1__State *out = NULL;
     CHECK(rsc_step(c, id, 1, 0.0, &cmd, 1, &out, &err) == 0, "step: %s", err.message);
     rsc_free(out);

@@ -1,0 +1,754 @@
+/* Whatever one client sends, the server goes on answering the others: through the real server,
+ * another client's Hello and GetState (one due every 5 ms, each timed from when it was due, so
+ * a stall counts for every probe it holds up) are answered within 50 ms p99, and SIGTERM ends
+ * the server within 1 s, while
+ *   a. a world restored from --state-dir runs a control step longer than the budget;
+ *   b. a world whose control steps were fast reaches a schedule knot that makes its next
+ *      control step take seconds (and again after a Reset and a new schedule);
+ *   c. a world's control step takes longer than the budget (it gets DEADLINE_EXCEEDED at its
+ *      budget, rolled back to its boundary), and one that takes longer than the loop's fuse
+ *      ends exactly as stepped in-process;
+ *   d. a MonteCarlo of 4096 long runs (DEADLINE_EXCEEDED at its budget, counted by the
+ *      in-flight quota while it runs);
+ *   e. 24 worlds with 1 MB motion specifications are checkpointed every 0.2 s (a changed
+ *      world's file is written again, an unchanged one's is not).
+ * test_sched.c has the loop's other latency tests (long Steps and batches, budgets, quotas). */
+#include "rs_core.h"
+#include "rs_test.h"
+#include "server_proc.h"
+
+#include <dirent.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/stat.h>
+
+#define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
+#define PROBE_EVERY 0.005  /* s between probes */
+#define PROBE_MAX 4000     /* probes kept at most */
+#define GOAL_P99 0.050     /* s */
+#define GOAL_STOP 1.0      /* s from SIGTERM to exit */
+
+static const char *binary;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(sp->endpoint, timeout_ms, &err);
+    CHECK(c != NULL, "connect: %s", err.message);
+    if (!c) {
+        server_stop(sp);
+        exit(rs_test_done("test_stalls"));
+    }
+    return c;
+}
+
+/* SIGTERM the server; the seconds until it exited (1e9 if not within 5 s: then killed). */
+static double stop_timed(server_proc_t *sp, int *status)
+{
+    double t0 = now();
+    kill(sp->pid, SIGTERM);
+    while (now() - t0 < 5.0) {
+        if (waitpid(sp->pid, status, WNOHANG) == sp->pid) {
+            sp->pid = -1;
+            return now() - t0;
+        }
+        sleep_s(0.002);
+    }
+    kill(sp->pid, SIGKILL);
+    waitpid(sp->pid, status, 0);
+    sp->pid = -1;
+    return 1e9;
+}
+
+/* SIGTERM must end the server within GOAL_STOP, cleanly. */
+static void check_stop(server_proc_t *sp, const char *during)
+{
+    int status = 0;
+    double took = stop_timed(sp, &status);
+    printf("SIGTERM during %s: exited after %.3f s\n", during, took);
+    CHECK(took < GOAL_STOP, "%s: exited within %.1f s of SIGTERM (%.3f s)", during, GOAL_STOP,
+          took);
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: clean exit (status %d)", during,
+          status);
+}
+
+/* ---- the prober: another client's view of the server ---------------------------------- */
+
+typedef struct probe {
+    int n, failed;
+    double p50, p99, max;
+} probe_t;
+
+/* Hello and GetState of world `other` in turn, one due every PROBE_EVERY s, for at least
+ * min_s and until *busy is 0 (at most max_s): each latency from the time it was due. */
+static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double min_s,
+                     double max_s)
+{
+    static double lat[PROBE_MAX];
+    probe_t r = {0};
+    double t0 = now();
+    for (int i = 0; i < PROBE_MAX; i++) {
+        double due = t0 + PROBE_EVERY * i, t = now();
+        if (t - t0 >= max_s || (t - t0 >= min_s && (!busy || !atomic_load(busy))))
+            break;
+        if (t < due)
+            sleep_s(due - t);
+        rsc_error_t err;
+        int rc;
+        if (i % 2) {
+            Robosim__V1__State *st = NULL;
+            rc = rsc_get_state(c, other, &st, &err);
+            rsc_free(st);
+        } else {
+            Robosim__V1__HelloReply *h = NULL;
+            rc = rsc_hello(c, 1, 1, &h, &err);
+            rsc_free(h);
+        }
+        lat[r.n++] = now() - due;
+        if (rc != 0) {
+            r.failed = 1;
+            fprintf(stderr, "probe %d: %s\n", i, err.message);
+            break;
+        }
+    }
+    qsort(lat, (size_t)r.n, sizeof lat[0], by_value);
+    if (r.n > 0) {
+        r.p50 = lat[r.n / 2];
+        r.p99 = lat[(r.n * 99 + 99) / 100 - 1];
+        r.max = lat[r.n - 1];
+    }
+    return r;
+}
+
+static void print_probe(const probe_t *r, const char *during)
+{
+    printf("other client during %s: %d probes, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", during,
+           r->n, r->p50 * 1e3, r->p99 * 1e3, r->max * 1e3);
+}
+
+/* The goal holds in the better of the attempts at a scenario: a machine busy with other jobs
+ * can stall one of them, while a server that stalls does so at every attempt. */
+#define ATTEMPTS 3
+
+static void check_probe(const probe_t *best, const char *during)
+{
+    CHECK(!best->failed && best->n >= 50, "%s: every probe answered (%d)", during, best->n);
+    CHECK(best->p99 <= GOAL_P99, "%s: p99 %.1f ms <= %.0f ms (the better of %d attempts)",
+          during, best->p99 * 1e3, GOAL_P99 * 1e3, ATTEMPTS);
+}
+
+/* Keep the better attempt's probes. */
+static void keep_better(probe_t *best, const probe_t *r, int attempt)
+{
+    if (attempt == 0 || (!r->failed && (best->failed || r->p99 < best->p99)))
+        *best = *r;
+}
+
+/* ---- a request on another thread, its own client -------------------------------------- */
+
+typedef struct job {
+    const char *endpoint, *token;
+    uint64_t world;
+    uint32_t steps;       /* a Step of this many control steps, or ... */
+    uint32_t mc_runs;     /* ... a MonteCarlo of this many runs of mc_duration s */
+    double mc_duration;
+    atomic_int started, busy;
+    double took;
+    int rc;
+    char message[600];
+    uint64_t step_count;
+} job_t;
+
+static void *job_main(void *arg)
+{
+    job_t *j = arg;
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(j->endpoint, 60000, &err);
+    if (!c) {
+        j->rc = -1;
+        snprintf(j->message, sizeof j->message, "connect: %s", err.message);
+        atomic_store(&j->started, 1);
+        atomic_store(&j->busy, 0);
+        return NULL;
+    }
+    if (j->token)
+        rsc_set_world_token(c, j->world, j->token);
+    double t0 = now();
+    atomic_store(&j->started, 1);
+    if (j->mc_runs) {
+        rsc_sampler_t smp = {"finger.finger_v0", "uniform", 0.1, 0.9};
+        const char *ret = "finger.x_f";
+        Robosim__V1__MonteCarloReply *r = NULL;
+        j->rc = rsc_monte_carlo(c, j->world, j->mc_runs, 7, 0, j->mc_duration, &smp, 1, &ret, 1,
+                                &r, &err);
+        rsc_free(r);
+    } else {
+        Robosim__V1__State *out = NULL;
+        j->rc = rsc_step(c, j->world, j->steps, 0.0, NULL, 0, &out, &err);
+        j->step_count = out ? out->step_count : 0;
+        rsc_free(out);
+    }
+    j->took = now() - t0;
+    snprintf(j->message, sizeof j->message, "%s", err.message);
+    rsc_close(&c);
+    atomic_store(&j->busy, 0);
+    return NULL;
+}
+
+static void job_start(job_t *j, pthread_t *th)
+{
+    atomic_store(&j->started, 0);
+    atomic_store(&j->busy, 1);
+    pthread_create(th, NULL, job_main, j);
+    while (!atomic_load(&j->started))
+        sleep_s(0.001);
+}
+
+/* "after K of the N control steps asked": K, or -1. */
+static long long steps_done(const char *message, unsigned long long asked)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " of the %llu control steps", asked);
+    const char *at = strstr(message, pat), *p = at;
+    if (!at)
+        return -1;
+    while (p > message && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p < at ? atoll(p) : -1;
+}
+
+/* The wild schedule: workshop's arm targets jump between -20 and 20 rad every 2.4 us for 4096
+ * knots (nknots) from time `from`: the control step that holds them takes 0.3-0.4 s in the
+ * release build, seconds with sanitizers; the control steps before it well under 1 ms. */
+#define WILD_SPACING 2.4e-6
+static void wild_knots(double from, int nknots, double *t, double *v)
+{
+    for (int i = 0; i < nknots; i++) {
+        t[i] = from + WILD_SPACING * i;
+        v[i] = i % 2 ? 20.0 : -20.0;
+    }
+}
+
+static void set_wild(rsc_client_t *c, uint64_t id, double from, int nknots)
+{
+    static double t[4096], v[4096];
+    rsc_error_t err;
+    wild_knots(from, nknots, t, v);
+    for (uint32_t a = 0; a < 2; a++)
+        CHECK(rsc_set_schedule(c, id, "arm", a, t, v, (size_t)nknots, &err) == 0, "%s",
+              err.message);
+}
+
+static uint64_t wild_world(rsc_client_t *c, double from, int nknots)
+{
+    rsc_error_t err;
+    uint64_t id = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+    set_wild(c, id, from, nknots);
+    return id;
+}
+
+static uint64_t state_steps(rsc_client_t *c, uint64_t id)
+{
+    Robosim__V1__State *st = NULL;
+    rsc_error_t err;
+    int rc = rsc_get_state(c, id, &st, &err);
+    uint64_t k = rc == 0 && st ? st->step_count : UINT64_MAX;
+    rsc_free(st);
+    return k;
+}
+
+/* A Step of world `id` on another thread, timed, while the prober runs: it must end at its
+ * budget with DEADLINE_EXCEEDED, none of its control steps done. The probes' figures. */
+static probe_t slow_step_probed(server_proc_t *sp, rsc_client_t *other_c, uint64_t other,
+                                uint64_t id, const char *token, double budget, const char *what)
+{
+    job_t j = {.endpoint = sp->endpoint, .token = token, .world = id, .steps = 2};
+    pthread_t th;
+    job_start(&j, &th);
+    probe_t r = probe(other_c, other, &j.busy, 0.5, 20.0);
+    pthread_join(th, NULL);
+    print_probe(&r, what);
+    printf("%s: %d after %.3f s: %s\n", what, j.rc, j.took, j.message);
+    CHECK(j.rc == CODE(DEADLINE_EXCEEDED) && steps_done(j.message, 2) == 0,
+          "%s: DEADLINE_EXCEEDED, none of the 2 control steps done: %d %s", what, j.rc,
+          j.message);
+    CHECK(j.took < budget + 0.5, "%s: answered at its budget of %g s (%.3f s)", what, budget,
+          j.took);
+    return r;
+}
+
+/* Start a Step of 2 control steps of world `id` and SIGTERM the server inside it. */
+static void stop_inside_step(server_proc_t *sp, uint64_t id, const char *token, const char *what)
+{
+    job_t j = {.endpoint = sp->endpoint, .token = token, .world = id, .steps = 2};
+    pthread_t th;
+    job_start(&j, &th);
+    sleep_s(0.05);
+    check_stop(sp, what);
+    pthread_join(th, NULL);
+    CHECK(j.rc == CODE(UNAVAILABLE) || j.rc == CODE(DEADLINE_EXCEEDED),
+          "%s: the Step in flight answered, stopped short: %d %s", what, j.rc, j.message);
+}
+
+/* ---- a. a world restored from --state-dir ----------------------------------------------- */
+
+static void test_restored(void)
+{
+    char dir[] = "/tmp/robosim_stalls_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    const double budget = 0.25;
+    server_proc_t sp;
+    const char *first[] = {"--state-dir", dir, "--no-world", NULL};
+    CHECK(server_start(&sp, binary, first) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 10000);
+    uint64_t id = wild_world(c, 1e-4, 4096);
+    char token[RSC_TOKEN_MAX];
+    snprintf(token, sizeof token, "%s", rsc_world_token(c, id));
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "the first server stops, its world in %s", dir);
+
+    char budget_s[32];
+    snprintf(budget_s, sizeof budget_s, "%g", budget);
+    const char *second[] = {"--state-dir", dir, "--max-request-seconds", budget_s, NULL};
+    CHECK(server_start(&sp, binary, second) == 0, "server restart");
+    rsc_client_t *b = connect_to(&sp, 20000);
+    rsc_error_t err;
+    uint64_t other = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+    CHECK(state_steps(b, id) == 0, "world %llu restored", (unsigned long long)id);
+    const char *what = "a restored world's slow control step";
+    probe_t best = {0};
+    for (int attempt = 0; attempt < ATTEMPTS && (attempt == 0 || best.p99 > GOAL_P99); attempt++) {
+        probe_t r = slow_step_probed(&sp, b, other, id, token, budget, what);
+        keep_better(&best, &r, attempt);
+        CHECK(state_steps(b, id) == 0, "the restored world rolled back to its boundary");
+    }
+    check_probe(&best, what);
+    rsc_close(&b);
+    stop_inside_step(&sp, id, token, "a restored world's slow control step");
+
+    /* the state dir goes */
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] != '.')
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* ---- b. a world fast until a knot makes its next control step slow ---------------------- */
+
+static void test_fast_made_slow(void)
+{
+    const double budget = 0.25;
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "0.25", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 20000), *b = connect_to(&sp, 20000);
+    rsc_error_t err;
+    uint64_t other = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+    const char *what = "a fast world's first slow control step";
+    probe_t best = {0};
+    for (int attempt = 0; attempt < ATTEMPTS && (attempt == 0 || best.p99 > GOAL_P99); attempt++) {
+        uint64_t id = wild_world(c, 0.05 + 1e-4, 4096);
+        /* five quiet control steps, one Step each (gym-style): the world is known fast */
+        for (int i = 0; i < 5; i++) {
+            Robosim__V1__State *out = NULL;
+            CHECK(rsc_step(c, id, 1, 0.0, NULL, 0, &out, &err) == 0, "quiet step: %s",
+                  err.message);
+            rsc_free(out);
+        }
+        probe_t r = slow_step_probed(&sp, b, other, id, rsc_world_token(c, id), budget, what);
+        keep_better(&best, &r, attempt);
+        CHECK(state_steps(b, id) == 5, "the world rolled back to its boundary after 5 steps");
+        CHECK(rsc_destroy_world(c, id, &err) == 0, "%s", err.message);
+    }
+    check_probe(&best, what);
+    uint64_t id = wild_world(c, 0.05 + 1e-4, 4096);
+    for (int i = 0; i < 5; i++) {
+        Robosim__V1__State *out = NULL;
+        CHECK(rsc_step(c, id, 1, 0.0, NULL, 0, &out, &err) == 0, "quiet step: %s", err.message);
+        rsc_free(out);
+    }
+
+    /* a Reset and the schedule again: fast steps, then the slow one, and a stop inside it */
+    Robosim__V1__State *out = NULL;
+    CHECK(rsc_reset(c, id, 0, 0, &out, &err) == 0, "reset: %s", err.message);
+    rsc_free(out);
+    set_wild(c, id, 0.05 + 1e-4, 4096);
+    for (int i = 0; i < 5; i++) {
+        out = NULL;
+        CHECK(rsc_step(c, id, 1, 0.0, NULL, 0, &out, &err) == 0, "quiet step: %s", err.message);
+        rsc_free(out);
+    }
+    char token[RSC_TOKEN_MAX];
+    snprintf(token, sizeof token, "%s", rsc_world_token(c, id));
+    rsc_close(&b);
+    stop_inside_step(&sp, id, token, "a fast world's first slow control step after a Reset");
+    rsc_close(&c);
+}
+
+/* ---- c. control steps longer than the budget, and longer than the loop's fuse ----------- */
+
+static void test_slow_steps(void)
+{
+    const double budget = 0.25;
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "0.25", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 60000), *b = connect_to(&sp, 20000);
+    rsc_error_t err;
+    uint64_t other = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+    uint64_t id = 0;
+    const char *what = "a control step longer than the budget";
+    probe_t best = {0};
+    for (int attempt = 0; attempt < ATTEMPTS && (attempt == 0 || best.p99 > GOAL_P99); attempt++) {
+        if (id)
+            CHECK(rsc_destroy_world(c, id, &err) == 0, "%s", err.message);
+        id = wild_world(c, 1e-4, 4096); /* a new world: none known slow before its Step */
+        probe_t r = slow_step_probed(&sp, b, other, id, rsc_world_token(c, id), budget, what);
+        keep_better(&best, &r, attempt);
+        CHECK(state_steps(b, id) == 0, "the world rolled back to its boundary");
+    }
+    check_probe(&best, what);
+
+    char token[RSC_TOKEN_MAX];
+    snprintf(token, sizeof token, "%s", rsc_world_token(c, id));
+    rsc_close(&b);
+    stop_inside_step(&sp, id, token, "a control step longer than the budget");
+    rsc_close(&c);
+
+    /* a tenth of the knots: a control step past the loop's fuse (40 ms in release) runs off the
+     * loop and ends bit-identical to the same control steps in-process (a roomy budget) */
+    const char *roomy[] = {"--max-request-seconds", "60", NULL};
+    CHECK(server_start(&sp, binary, roomy) == 0, "server start");
+    c = connect_to(&sp, 120000);
+    uint64_t mid = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 3, &mid, &err) == 0, "%s", err.message);
+    set_wild(c, mid, 0.01 + 1e-4, 410);
+    Robosim__V1__State *out = NULL;
+    double t0 = now();
+    int rc = rsc_step(c, mid, 3, 0.0, NULL, 0, &out, &err);
+    double took = now() - t0;
+    printf("3 control steps, the second past the fuse: %.3f s\n", took);
+    CHECK(rc == 0 && out && out->step_count == 3, "the Step is done: %s", err.message);
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("workshop", NULL, 0, 3, &st);
+    CHECK(w != NULL, "%s", st.message);
+    if (w && out) {
+        static double t[4096], v[4096];
+        wild_knots(0.01 + 1e-4, 410, t, v);
+        int arm = rs_model_entity(w->model, "arm");
+        for (int a = 0; a < 2; a++)
+            CHECK_OK(rs_set_schedule(w->model, w->data, arm, a, t, v, 410, &st), st);
+        CHECK_OK(rs_step(w->model, w->data, 3, &st), st);
+        int same = out->time == w->data->t && out->n_entities == (size_t)w->model->nentities;
+        for (size_t e = 0; same && e < out->n_entities; e++) {
+            const Robosim__V1__EntityState *es = out->entities[e];
+            const rs_entity_model_t *em = &w->model->ent[e];
+            same = es->n_state == (size_t)em->nx &&
+                   memcmp(es->state, w->data->x + em->x_off, es->n_state * sizeof(double)) == 0;
+        }
+        CHECK(same, "the state is bit-identical to stepping in-process");
+        CHECK(out->n_events == (size_t)w->data->nevents,
+              "the reply carries every event of the Step: %zu, in-process %d", out->n_events,
+              w->data->nevents);
+    }
+    rs_world_destroy(&w);
+    rsc_free(out);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+/* ---- d. MonteCarlo of many long runs ---------------------------------------------------- */
+
+/* A MonteCarlo Request packed for a raw DEALER (pipelined: the client library never sends a
+ * second request before the first one's reply). */
+static void send_monte_carlo(void *sock, uint64_t rid, uint64_t world, uint32_t runs,
+                             double duration)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__MonteCarlo mc = ROBOSIM__V1__MONTE_CARLO__INIT;
+    Robosim__V1__Sampler smp = ROBOSIM__V1__SAMPLER__INIT;
+    Robosim__V1__Sampler *samplers[1] = {&smp};
+    char *returns[1] = {"finger.x_f"};
+    smp.item = "finger.finger_v0";
+    smp.dist = "uniform";
+    smp.a = 0.1;
+    smp.b = 0.9;
+    mc.runs = runs;
+    mc.seed = 1;
+    mc.duration = duration;
+    mc.n_samplers = 1;
+    mc.samplers = samplers;
+    mc.n_returns = 1;
+    mc.returns = returns;
+    rq.id = rid;
+    rq.world_id = world;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_MONTE_CARLO;
+    rq.monte_carlo = &mc;
+    uint8_t buf[512];
+    size_t n = robosim__v1__request__pack(&rq, buf);
+    zmq_send(sock, buf, n, 0);
+}
+
+static void send_hello(void *sock, uint64_t rid)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__Hello h = ROBOSIM__V1__HELLO__INIT;
+    h.major = 1;
+    h.minor = 1;
+    rq.id = rid;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
+    rq.hello = &h;
+    uint8_t buf[128];
+    size_t n = robosim__v1__request__pack(&rq, buf);
+    zmq_send(sock, buf, n, 0);
+}
+
+static Robosim__V1__Response *recv_reply(void *sock)
+{
+    static uint8_t buf[1 << 20];
+    int n = zmq_recv(sock, buf, sizeof buf, 0);
+    return n > 0 ? robosim__v1__response__unpack(NULL, (size_t)n < sizeof buf ? (size_t)n : sizeof buf, buf) : NULL;
+}
+
+static void test_monte_carlo(void)
+{
+    const double budget = 1.0;
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "1", "--max-inflight-per-client", "1",
+                           NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 20000), *b = connect_to(&sp, 20000);
+    rsc_error_t err;
+    uint64_t id = 0, other = 0;
+    CHECK(rsc_create_world(c, "workshop", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+
+    /* 4096 runs of 244 control steps: a million workshop control steps, seconds in any build */
+    const char *what = "a MonteCarlo of 4096 runs";
+    probe_t best = {0};
+    pthread_t th;
+    for (int attempt = 0; attempt < ATTEMPTS && (attempt == 0 || best.p99 > GOAL_P99); attempt++) {
+        job_t j = {.endpoint = sp.endpoint, .world = id, .mc_runs = 4096, .mc_duration = 2.44};
+        job_start(&j, &th);
+        probe_t r = probe(b, other, &j.busy, 0.5, 20.0);
+        pthread_join(th, NULL);
+        print_probe(&r, what);
+        keep_better(&best, &r, attempt);
+        printf("MonteCarlo of 4096 runs: %d after %.3f s: %s\n", j.rc, j.took, j.message);
+        CHECK(j.rc == CODE(DEADLINE_EXCEEDED) && strstr(j.message, "--max-request-seconds"),
+              "DEADLINE_EXCEEDED naming the budget: %d %s", j.rc, j.message);
+        CHECK(j.took < budget + 0.5, "answered at its budget of %g s (%.3f s)", budget, j.took);
+    }
+    check_probe(&best, what);
+
+    /* in flight: a second request of the same client while the MonteCarlo runs is refused */
+    void *ctx = zmq_ctx_new(), *d = zmq_socket(ctx, ZMQ_DEALER);
+    int linger = 0, tmo = 20000;
+    zmq_setsockopt(d, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(d, ZMQ_RCVTIMEO, &tmo, sizeof tmo);
+    zmq_connect(d, sp.endpoint);
+    send_monte_carlo(d, 1, id, 4096, 2.44);
+    sleep_s(0.1);
+    send_hello(d, 2);
+    Robosim__V1__Response *r1 = recv_reply(d), *r2 = r1 ? recv_reply(d) : NULL;
+    CHECK(r1 && r1->id == 2 && r1->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR &&
+              r1->error->code == CODE(RESOURCE_EXHAUSTED) &&
+              strstr(r1->error->message, "--max-inflight-per-client 1"),
+          "the MonteCarlo counts as in flight: the second request is refused first (%s)",
+          r1 && r1->error ? r1->error->message : r1 ? "a reply that is not an error" : "no reply");
+    CHECK(r2 && r2->id == 1 && r2->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR &&
+              r2->error->code == CODE(DEADLINE_EXCEEDED),
+          "then the MonteCarlo ends at its budget (%s)",
+          r2 && r2->error ? r2->error->message : "no reply");
+    robosim__v1__response__free_unpacked(r1, NULL);
+    robosim__v1__response__free_unpacked(r2, NULL);
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+
+    /* SIGTERM inside one */
+    job_t k = {.endpoint = sp.endpoint, .world = id, .mc_runs = 4096, .mc_duration = 2.44};
+    job_start(&k, &th);
+    sleep_s(0.1);
+    rsc_close(&b);
+    check_stop(&sp, "a MonteCarlo of 4096 runs");
+    pthread_join(th, NULL);
+    CHECK(k.rc == CODE(UNAVAILABLE) || k.rc == CODE(DEADLINE_EXCEEDED),
+          "the MonteCarlo in flight answered: %d %s", k.rc, k.message);
+    rsc_close(&c);
+}
+
+/* ---- e. checkpoints of many worlds with large motion specifications --------------------- */
+
+/* A small valid specification for mobile_manipulator (the right arm's distance tube driving
+ * the base), padded with blanks to about 1 MB. Malloc'd. */
+static char *big_spec(void)
+{
+    static const char *spec =
+        "{\"@context\": {\"rs\": \"https://robosim.example/motion#\"},\n"
+        " \"@graph\": [\n"
+        " {\"@id\": \"fs\", \"@type\": \"Frame\", \"world-frame\": \"right_shoulder\"},\n"
+        " {\"@id\": \"fe\", \"@type\": \"Frame\", \"world-frame\": \"right_ee\"},\n"
+        " {\"@id\": \"fb\", \"@type\": \"Frame\", \"world-frame\": \"base\"},\n"
+        " {\"@id\": \"pose\", \"@type\": [\"Pose\"], \"of\": \"fe\", \"with-respect-to\": "
+        "\"fs\", \"as-seen-by\": \"fb\"},\n"
+        " {\"@id\": \"dist\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\"},\n"
+        " {\"@id\": \"op-dist\", \"@type\": \"PoseToLinearDistance\", \"pose\": \"pose\", "
+        "\"distance\": \"dist\"},\n"
+        " {\"@id\": \"lo\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\", \"value\": "
+        "\"0.68\"},\n"
+        " {\"@id\": \"hi\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\", \"value\": "
+        "\"0.72\"},\n"
+        " {\"@id\": \"cstr\", \"@type\": [\"Constraint\", \"BilateralConstraint\", "
+        "\"LinearDistanceConstraint\"], \"quantity\": \"dist\", \"lower-threshold\": \"lo\", "
+        "\"upper-threshold\": \"hi\"},\n"
+        " {\"@id\": \"err\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\"},\n"
+        " {\"@id\": \"ev\", \"@type\": \"ErrorEvaluator\", \"constraint\": \"cstr\", \"error\": "
+        "\"err\"},\n"
+        " {\"@id\": \"f\", \"@type\": [\"Quantity\", \"Force\"], \"unit\": \"N\"},\n"
+        " {\"@id\": \"ctl\", \"@type\": [\"Controller\", \"ProportionalIntegralDerivative\", "
+        "\"DecayingIntegralTerm\"], \"error-signal\": \"err\", \"control-signal\": \"f\", "
+        "\"proportional-gain\": \"450.0\", \"integral-gain\": \"65.5\", \"derivative-gain\": "
+        "\"80.0\", \"decay-rate\": \"0.99\"},\n"
+        " {\"@id\": \"hdl\", \"@type\": \"ConstraintHandler\", \"constraint\": \"cstr\", "
+        "\"controller\": \"ctl\"},\n"
+        " {\"@id\": \"dir\", \"@type\": [\"Direction\"], \"quantity-kind\": \"Dimensionless\", "
+        "\"unit\": \"UNITLESS\"},\n"
+        " {\"@id\": \"op-dir\", \"@type\": \"PoseToDirection\", \"pose\": \"pose\", "
+        "\"direction\": \"dir\"},\n"
+        " {\"@id\": \"w\", \"@type\": [\"Wrench\"]},\n"
+        " {\"@id\": \"op-w\", \"@type\": \"PureForceFromDirectionAndMagnitude\", \"magnitude\": "
+        "\"f\", \"direction\": \"dir\", \"wrench\": \"w\"},\n"
+        " {\"@id\": \"drv\", \"@type\": \"MotionDriver\", \"wrench\": \"w\", \"attached-to\": "
+        "\"fb\"},\n"
+        " {\"@id\": \"prio\", \"@type\": \"PrioritizationLevel\", \"motion-drivers\": "
+        "[\"drv\"]},\n"
+        " {\"@id\": \"slv\", \"@type\": \"SolverWithInputAndOutput\", \"motion-drivers\": "
+        "[\"prio\"], \"solver\": \"JacobianTranspose\"}\n"
+        " ]}\n";
+    size_t n = strlen(spec), total = 1000000;
+    char *doc = malloc(total + 1);
+    if (!doc)
+        return NULL;
+    memcpy(doc, spec, n);
+    memset(doc + n, ' ', total - n);
+    doc[total] = '\0';
+    return doc;
+}
+
+/* The modification time of dir/world-<id>.rsw in ns, or -1. */
+static long long file_mtime(const char *dir, uint64_t id)
+{
+    char path[512];
+    struct stat sb;
+    snprintf(path, sizeof path, "%s/world-%llu.rsw", dir, (unsigned long long)id);
+    if (stat(path, &sb) != 0)
+        return -1;
+    return (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+}
+
+static void test_checkpoints(void)
+{
+    enum { NWORLDS = 24 };
+    char dir[] = "/tmp/robosim_stalls_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "temp dir");
+    server_proc_t sp;
+    const char *extra[] = {"--state-dir", dir, "--checkpoint-interval", "0.2", "--no-world",
+                           NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 30000), *b = connect_to(&sp, 20000);
+    rsc_error_t err;
+    char *doc = big_spec();
+    uint64_t ids[NWORLDS] = {0}, other = 0;
+    int loaded = 0;
+    for (int i = 0; i < NWORLDS && doc; i++) {
+        CHECK(rsc_create_world(c, "mobile_manipulator", NULL, 0, 1, &ids[i], &err) == 0, "%s",
+              err.message);
+        loaded += rsc_load_motion_spec(c, ids[i], doc, &err) == 0;
+    }
+    free(doc);
+    CHECK(loaded == NWORLDS, "%d worlds with a 1 MB motion specification: %s", loaded,
+          err.message);
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &other, &err) == 0, "%s", err.message);
+    const char *what = "checkpoints of 24 worlds with 1 MB motion specifications";
+    probe_t best = {0};
+    for (int attempt = 0; attempt < ATTEMPTS && (attempt == 0 || best.p99 > GOAL_P99); attempt++) {
+        probe_t r = probe(b, other, NULL, 2.0, 2.0);
+        print_probe(&r, what);
+        keep_better(&best, &r, attempt);
+    }
+    check_probe(&best, what);
+
+    /* every world is on disk; a changed one is written again, an unchanged one is not */
+    int files = 0;
+    for (int i = 0; i < NWORLDS; i++)
+        files += file_mtime(dir, ids[i]) >= 0;
+    CHECK(files == NWORLDS, "every world checkpointed (%d files)", files);
+    long long changed = file_mtime(dir, ids[0]), kept = file_mtime(dir, ids[1]);
+    Robosim__V1__State *out = NULL;
+    CHECK(rsc_step(c, ids[0], 1, 0.0, NULL, 0, &out, &err) == 0, "step: %s", err.message);
+    rsc_free(out);
+    sleep_s(0.8);
+    CHECK(file_mtime(dir, ids[0]) > changed, "the stepped world's file is written again");
+    CHECK(file_mtime(dir, ids[1]) == kept, "an unchanged world's file is not");
+    rsc_close(&b);
+    rsc_close(&c);
+    check_stop(&sp, "checkpoints of 24 worlds with 1 MB motion specifications");
+
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] != '.')
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_stalls PATH/robosim-server [a|b|c|d|e]\n");
+        return 2;
+    }
+    binary = argv[1];
+    const char *only = argc > 2 ? argv[2] : "abcde";
+    if (strchr(only, 'a'))
+        test_restored();
+    if (strchr(only, 'b'))
+        test_fast_made_slow();
+    if (strchr(only, 'c'))
+        test_slow_steps();
+    if (strchr(only, 'd'))
+        test_monte_carlo();
+    if (strchr(only, 'e'))
+        test_checkpoints();
+    return rs_test_done("test_stalls");
+}
