@@ -151,7 +151,7 @@ BASELINES = {
     "ParallelArmReach-v0": parallel_arm_reach,
     "ParallelArmReach-v1": parallel_arm_reach_torque,
     "DiffDriveGoal-v0": diff_drive_goal,
-    # the v1 scales and bounds as in server/core/tasks.c's v1 rows
+    # the v1 scales and bounds as in server/core/tasks/*.c's v1 rows
     "FingerPush-v1": _normalized(finger_push, [1, 1, 1, 1, 1, 5], [-5], [5]),
     "FingerTouch-v1": _normalized(finger_touch, [1, 1, 0.01, 1, 1, 1], [-2], [2]),
     "SerialArmReach-v1": _normalized(serial_arm_reach, [1, 1, 10, 10, 1, 1, 1, 1],
