@@ -1,6 +1,7 @@
 /* The registry: robot modules and the presets built from them. Adding a robot is one line in
  * `robots`; adding a preset is one entry in `presets`. */
 #include "rs_registry.h"
+#include "rs_task.h"
 
 #include <math.h>
 #include <string.h>
@@ -200,5 +201,37 @@ const char *const *rs_preset_names(void)
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
         names[i] = presets[i].name;
     names[sizeof presets / sizeof presets[0]] = NULL;
+    return names;
+}
+
+/* ---- tasks: one family per file in tasks/ ----------------------------------------------- */
+
+static const rs_task_family_t *const task_families[] = {
+    &rs_tasks_finger,
+    &rs_tasks_arms,
+    &rs_tasks_diff_drive,
+    &rs_tasks_mobile_align,
+};
+
+#define NFAMILIES (int)(sizeof task_families / sizeof task_families[0])
+#define MAX_TASKS 64
+
+const rs_task_t *rs_task_find(const char *name)
+{
+    for (int f = 0; name && f < NFAMILIES; f++)
+        for (int i = 0; i < task_families[f]->n; i++)
+            if (strcmp(task_families[f]->tasks[i].name, name) == 0)
+                return &task_families[f]->tasks[i];
+    return NULL;
+}
+
+const char *const *rs_task_names(void)
+{
+    static const char *names[MAX_TASKS + 1];
+    int n = 0;
+    for (int f = 0; f < NFAMILIES; f++)
+        for (int i = 0; i < task_families[f]->n && n < MAX_TASKS; i++)
+            names[n++] = task_families[f]->tasks[i].name;
+    names[n] = NULL;
     return names;
 }

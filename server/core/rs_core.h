@@ -406,7 +406,7 @@ const char *rs_event_kind_name(const rs_model_t *m, const rs_event_t *ev);
 
 #define RS_TASK_MAX_NAMES 16 /* state variables, sensors, parameters, event kinds a task reads */
 
-/* A task's names resolved against its world's model (rs_task_bind, tasks.c): the entity it
+/* A task's names resolved against its world's model (rs_task_bind, episode.c): the entity it
  * drives and, for each name of its table (rs_task_t.names), an index: into rs_data_t.x (a
  * state variable), rs_data_t.sensors (a sensor), the robot's parameter table (a parameter) or
  * its event kinds. Resolved when the task is attached and at every reset, so a control step

@@ -1,5 +1,5 @@
-/* Tasks: a world run as a Gym-style episode. One table (tasks.c) lists them, like the robot
- * registry; one row per task says which entity the agent drives, which variables form the
+/* Tasks: a world run as a Gym-style episode. One file per task family (tasks/FAMILY.c) exports
+ * its rows, like the robot modules, and registry.c lists the families; one row per task says which entity the agent drives, which variables form the
  * observation, which actuators form the action (with bounds), the reward (documented in the
  * row's `reward` string, the one place it is written down), when the episode terminates
  * (success) and when it is truncated (max_episode_steps control steps), and how a reset samples
@@ -99,6 +99,15 @@ struct rs_task {
 };
 
 /* The task called `name`, or NULL. */
+/* The rows one task family file exports (tasks/FAMILY.c); registry.c lists the families. */
+typedef struct rs_task_family {
+    int n;
+    const rs_task_t *tasks;
+} rs_task_family_t;
+
+extern const rs_task_family_t rs_tasks_finger, rs_tasks_arms, rs_tasks_diff_drive,
+    rs_tasks_mobile_align;
+
 const rs_task_t *rs_task_find(const char *name);
 
 /* Names of the tasks, NULL-terminated. */
