@@ -294,7 +294,9 @@ static long batch_once(rsc_client_t *c, const uint64_t *ids, int b, int arrays, 
 static void figure_batches(const char *server, double seconds, const char *threads)
 {
     const int max_b = 1024;
-    const char *extra[] = {"--threads", threads, "--max-worlds", "1100", "--no-world", NULL};
+    /* one client holds all 1024 worlds: no per-client quota, no share cap */
+    const char *extra[] = {"--threads", threads, "--max-worlds", "1100", "--no-world",
+                           "--max-worlds-per-client", "0", "--max-worlds-share", "1", NULL};
     server_proc_t sp;
     if (server_start(&sp, server, extra) != 0) {
         fprintf(stderr, "bench_net_many: cannot start %s\n", server);
