@@ -151,7 +151,8 @@ struct rs_robot {
      * state x from t to t + dt by the robot's own steps. In the modes where it does so, derivs
      * must return 0 and the guards a positive constant, so that the integrator carries the
      * advanced state unchanged to t + dt. Only for entities that do not couple to others
-     * (the world's entities are independent today). Leaves x unchanged in other modes. */
+     * (the world's entities are independent today). In other modes it may only put x back on
+     * the constraints of the current mode (drift of a constrained flow). */
     void (*advance)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, double dt);
 
@@ -159,6 +160,15 @@ struct rs_robot {
      * step, into out; returns how many were written (0 when the entity's feedback is off). */
     int (*contacts)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                     rs_contact_info_t *out, int max);
+
+    /* Optional: 0 while the entity's formulation can go on from state x; else a negative
+     * RS_E* code with the reason in st (a contact no mode of which is consistent, a state that
+     * breaks the robot's invariants). The world asks after every jump and at every control
+     * step's start and end, and stops the step with that error: the world then holds the
+     * state at which the entity could not go on, and a further step fails the same way until
+     * a reset or new state or parameters. */
+    int (*failure)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                   rs_status_t *st);
 
     /* Fill ed->s at the end of a control step of length dt. Optional. */
     void (*sense)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, const double *x,

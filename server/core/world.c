@@ -647,6 +647,19 @@ static void settle_all(const rs_model_t *m, rs_data_t *d)
     d->dirty = 0;
 }
 
+/* The first entity that cannot go on from its state (rs_robot_t.failure): its error, or 0. */
+static int entities_failure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        int rc = em->robot->failure ? em->robot->failure(em, &d->ent[e], d->x + em->x_off, st)
+                                    : 0;
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
 /* Apply the jump maps of the entities whose guards fired at d->t. */
 static void apply_jumps(const rs_model_t *m, rs_data_t *d)
 {
@@ -688,6 +701,8 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                 d->t = t;
                 remember_step_size(m, d);
                 apply_jumps(m, d);
+                if ((rc = entities_failure(m, d, st)) < 0)
+                    return rc;
                 if (d->step_events > MAX_EVENTS_PER_CONTROL_STEP)
                     return rs_fail(st, RS_ESIMFAIL,
                                    "more than %d events in one control step at t = %.9g s "
@@ -749,8 +764,8 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
             em->robot->advance(em, &d->ent[e], d->t, d->x + em->x_off,
                                commands_at(m, d, e, d->t), dt);
     }
-    int rc = integrate_to(m, d, t1, st);
-    if (rc < 0)
+    int rc = entities_failure(m, d, st);
+    if (rc < 0 || (rc = integrate_to(m, d, t1, st)) < 0 || (rc = entities_failure(m, d, st)) < 0)
         return rc;
     d->t = t1;
     d->grid_k++;
