@@ -30,8 +30,11 @@
  *   time_stepping (1), seed 004's time-stepping method: per internal step of ts_step s,
  *     m (v_{k+1} - v_k) / h = -m g + J^T lambda, q_{k+1} = q_k + h v_{k+1} (backward Euler on
  *     positions), lambda >= 0, phi(q_{k+1}) ~ phi_k + h J_n v_{k+1} >= 0, phi lambda = 0, and the
- *     friction pyramid, solved as an LCP by rs_contact_solve; restitution by the same
- *     two-phase impulse for the corners closing faster than rest_speed.
+ *     friction pyramid, solved as an LCP by rs_contact_solve, the contact set grown until no
+ *     corner ends the step below the ground; restitution by the two-phase impulse (below),
+ *     measured in the step's energy, for the corners closing faster than
+ *     max(rest_speed, 2 g h). Penetration bound: the gap's linearisation over a step,
+ *     R (h omega)^2 / 2 (R the half diagonal), pushed back out by the next step.
  *   compliant (2), seed 003's boundary layer: a corner closer to the ground than the padding
  *     (pad = brick padding + ground padding) feels a spring-damper normal force
  *     Fn = max(0, k d + c d') (d = pad - y_corner) and friction -mu Fn sat(vt / slip_speed).
