@@ -410,13 +410,13 @@ static void test_compliant(void)
 
 /* compliant: restitution sets the damping: without gravity a face (two corners) or a corner
  * under the centre (its effective mass m) meeting the layer at any speed leaves at e times it
- * (the linear spring-damper's e(zeta), brick.c; the dashpot's engagement over 1e-3 of the
- * padding shifts it by about that much) */
+ * (the linear spring-damper's e(zeta), brick.c, for e >= exp(-2); the dashpot's engagement
+ * over 3e-3 of the padding shifts it by about that share of the depth, 1 %) */
 static void test_compliant_restitution(void)
 {
     for (int corner = 0; corner < 2; corner++)
         for (int k = 0; k < 3; k++) {
-            double e = (double[]){0.1, 0.5, 0.9}[k], v = 2.0;
+            double e = (double[]){0.2, 0.5, 0.9}[k], v = 2.0;
             double th = corner ? M_PI / 2 - atan2(H_BRICK, 0.2) : 0.0;
             double y0 = (corner ? 0.5 * hypot(0.2, H_BRICK) : 0.5 * H_BRICK) + 0.0025 + 1e-3;
             nlog = 0;
@@ -428,7 +428,7 @@ static void test_compliant_restitution(void)
             const rs_event_t *out = nth_event(w, "separate", 0);
             CHECK(out != NULL, "e %g: it leaves the layer", e);
             if (out)
-                CHECK_REL(out->after[VY], e * v, 3e-3, 0);
+                CHECK_REL(out->after[VY], e * v, 1e-2, 0);
             rs_world_destroy(&w);
         }
 }

@@ -3,7 +3,8 @@
  * parameters' bounds. At every control step: finite state; no corner below the ground beyond
  * the formulation's tolerance; mechanical energy never rises (no actuator acts; compliant:
  * the layer's spring energy counted); no impact adds kinetic energy; and a brick with low
- * restitution and friction that can hold it comes to rest on a face within 5 s.
+ * restitution, friction that can hold it and an aspect ratio of 0.3 or more comes to rest on
+ * a face within 5 s.
  *
  * Each scenario is made from its own seed (base seed + index): a failure prints it, and
  *   BRICK_SEED=<seed> BRICK_MODEL=<0|1|2> ./test_brick_random
@@ -56,7 +57,7 @@ static scenario_t draw(int model, uint64_t seed)
     c.omega = uniform(&s, -15.0, 15.0);
     c.e = uniform(&s, 0.0, 1.0);
     /* mostly below 4/3 (no Painleve paradox for any rectangle); some above it, where the
-     * hybrid formulation may stop with its specific error */
+     * hybrid and compliant formulations may stop with an error */
     c.mu = uniform(&s, 0.0, 1.0) < 0.85 ? uniform(&s, 0.0, 1.3) : uniform(&s, 1.3, 3.0);
     if (uniform(&s, 0.0, 1.0) < 0.1)
         c.omega = 0.0, c.vx = 0.0; /* a plain tilted drop */
@@ -151,7 +152,10 @@ static int run(uint64_t seed, int model, run_stats_t *rs, int verbose)
      * the energy's scale in contact modes; free flight is exact) */
     double e_tol = 1e-9 * (E0 + G * L) + 1e-12;
     int bad = 0, rested_at = -1;
-    int need_rest = c.e <= 0.3 && c.mu >= 0.3;
+    /* rest required at low restitution, with friction that holds, for a brick not slender: one
+     * standing on a narrow face rocks from corner to corner keeping (1 - 3/2 sin^2 a)^2 of its
+     * energy per impact (Housner 1963, a = atan of the aspect ratio) even when plastic */
+    int need_rest = c.e <= 0.3 && c.mu >= 0.3 && fmin(c.w, c.h) >= 0.3 * fmax(c.w, c.h);
     rs_status_t st;
     char why[320] = "";
     double E = E0;
@@ -159,13 +163,15 @@ static int run(uint64_t seed, int model, run_stats_t *rs, int verbose)
         int rc = rs_step(w->model, w->data, 1, &st);
         rs->steps++;
         if (rc < 0) {
-            /* the one failure allowed: the hybrid formulation's Painleve paradox (friction
-             * above 4/3), reported with its reason, the state consistent, and again on the
-             * next step (never silent) */
-            int ok = model == 0 && c.mu > 4.0 / 3.0 && strstr(st.message, "Painleve") &&
-                     lowest_corner(&c, x) >= -pen_tol;
-            rs_status_t st2;
-            ok = ok && rs_step(w->model, w->data, 1, &st2) == rc;
+            /* the one failure allowed, only with friction above 4/3: Painleve's paradox,
+             * reported (hybrid: by name; compliant: the layer jams, its forces grow until the
+             * integrator gives up), the state consistent (hybrid: and again on the next
+             * step) */
+            int ok = c.mu > 4.0 / 3.0 && lowest_corner(&c, x) >= -pen_tol &&
+                     ((model == 0 && strstr(st.message, "Painleve")) ||
+                      (model == 2 && strstr(st.message, "integrator failed")));
+            rs_status_t st2; /* the hybrid one holds: the next step fails the same way */
+            ok = ok && (model == 2 || rs_step(w->model, w->data, 1, &st2) == rc);
             if (ok) {
                 rs->painleve++;
                 need_rest = 0;

@@ -41,8 +41,13 @@
  *     The damping follows from `restitution`: for a linear spring-damper whose contact ends
  *     when the force reaches zero, a corner of effective mass m_n meeting the layer at any
  *     speed leaves at e times it when c = 2 zeta sqrt(k m_n), zeta solving
- *     e = exp(-zeta (pi - 2 asin zeta) / sqrt(1 - zeta^2)) (zeta < 1; the overdamped branch
- *     for e < exp(-2); derivation in docs/brick.md). `damping` adds to it. Penetration bound
+ *     e = exp(-zeta (pi - 2 asin zeta) / sqrt(1 - zeta^2)) (derivation in docs/brick.md),
+ *     at most critically damped: restitution below exp(-2) ~ 0.135 acts as exp(-2). The
+ *     dashpot engages over the first 3e-3 of the padding (no force jump to c v at the touch,
+ *     which an explicit method cannot start from), shifting e by about 1 %. `damping` adds
+ *     to it. With friction above 4/3 the layer can jam (the
+ *     compliant face of Painleve's paradox: the forces grow until the integrator gives up,
+ *     which the step reports; Genot & Brogliato 1999). Penetration bound
  *     (energy: the layer stores at most the approach energy): the spring's compression stays
  *     below v_n sqrt(m_n / k) + 2 m g / k, v_n the normal approach speed.
  *
@@ -345,6 +350,13 @@ static void two_phase_impulse(const rs_entity_model_t *em, int nc, const rs_cont
     double pt[RS_CONTACT_MAX_POINTS], bound[RS_CONTACT_MAX_POINTS], q[RS_CONTACT_MAX_POINTS];
     double ke0 = shifted_energy(em, v, shift), v1[3], d[3] = {0, 0, 0}, pr[RS_CONTACT_MAX_POINTS];
     rs_contact_solve(3, minv, nc, pts, v, pn, pt, MAX_SWEEPS);
+    /* where projected Gauss-Seidel stopped short of vn+ >= vn_min (high friction couples the
+     * rows), a plastic pass over the normal rows alone finishes compression (descent) */
+    for (int c = 0; c < nc; c++)
+        pr[c] = 0.0;
+    descend(minv, nc, pts, 1, NULL, pr, v);
+    for (int c = 0; c < nc; c++)
+        pn[c] += pr[c];
     double ke1 = shifted_energy(em, v, shift), lost = fmax(0.0, ke0 - ke1);
     int any = 0;
     for (int c = 0; c < nc; c++)
@@ -812,7 +824,7 @@ static double restitution_of_zeta(double z)
 }
 
 #define ZETA_MAX 1e4
-#define DASHPOT_RAMP 1e-3 /* of the padding (header comment) */ /* e below restitution_of_zeta(1e4) ~ 2.5e-9 reads as that */
+#define DASHPOT_RAMP 3e-3 /* of the padding (header comment) */
 
 /* the damping ratio that gives restitution e (bisection: e(zeta) decreases) */
 static double zeta_of_restitution(double e)
@@ -834,7 +846,9 @@ enum { C_ZETA, NC_DERIVED };
 
 static void brick_compile(rs_entity_model_t *em)
 {
-    em->c[C_ZETA] = zeta_of_restitution(e_of(em));
+    /* at most critical damping: an overdamped layer's force at the touch (c v) is more than an
+     * explicit method can start from, so restitution below exp(-2) ~ 0.135 acts as exp(-2) */
+    em->c[C_ZETA] = fmin(1.0, zeta_of_restitution(e_of(em)));
 }
 
 /* compliant: the boundary layer's forces (seed 003), summed over the corners inside; the
@@ -1018,7 +1032,7 @@ static int ts_impulse(const rs_entity_model_t *em, const double *x, const double
     /* a bounce slower than two steps of gravity would land within a few steps: plastic */
     double v_rest = fmax(em->p[P_REST], 2.0 * em->p[P_G] * h);
     rs_contact_point_t pts[NCORNERS];
-    int restitute[NCORNERS], in_set[NCORNERS] = {0}, nc = 0, idx[NCORNERS];
+    int restitute[NCORNERS], in_set[NCORNERS] = {0}, nc = 0;
     double pn[NCORNERS], rx, ry, e = e_of(em);
     for (int i = 0; i < NCORNERS; i++) {
         corner(em, x, i, &rx, &ry);
@@ -1034,7 +1048,7 @@ static int ts_impulse(const rs_entity_model_t *em, const double *x, const double
             corner(em, x, i, &rx, &ry);
             double phi = x[Y] + ry, vn = x[VY] + x[W] * rx;
             rows(em, x, i, &pts[nc]);
-            /* restitution for a corner closing faster than rest_speed before the step: its
+            /* restitution for a corner closing faster than v_rest before the step: its
              * impact happens in this step, compressed to vn+ = 0 and restituted from there (a
              * bounce up to h |vn| above the ground: seed 004's "exact impact time isn't
              * determined"); other corners end the step on or above the ground
@@ -1042,7 +1056,7 @@ static int ts_impulse(const rs_entity_model_t *em, const double *x, const double
              * R (h omega)^2 / 2 at most comes back up within the step) */
             restitute[nc] = e > 0.0 && vn < -v_rest;
             pts[nc].vn_min = restitute[nc] ? fmax(0.0, -phi / h) : -phi / h;
-            idx[nc++] = i;
+            nc++;
         }
         v[0] = v_free[0], v[1] = v_free[1], v[2] = v_free[2];
         if (nc)
@@ -1059,7 +1073,6 @@ static int ts_impulse(const rs_entity_model_t *em, const double *x, const double
     int in = 0;
     for (int c = 0; c < nc; c++)
         in |= pn[c] > 0.0;
-    (void)idx;
     return in;
 }
 
