@@ -714,11 +714,12 @@ static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
         rs_emit_event(ed, EV_INCONSISTENT, t, ed->aux[AUX_CORNER], x, x, NX);
         return;
     }
+    int same_pivot = was == MODE_PIVOT && ch.mode == MODE_PIVOT && ed->aux[AUX_CORNER] == ch.corner;
     ed->mode = ch.mode;
     ed->aux[AUX_FAIL] = FAIL_NONE;
     ed->aux[AUX_CORNER] = ch.corner;
     ed->aux[AUX_DIR] = ch.dir;
-    if (ch.mode == MODE_PIVOT) {
+    if (ch.mode == MODE_PIVOT && !same_pivot) { /* a pivot kept keeps its point */
         double rx, ry;
         corner(em, x, ch.corner, &rx, &ry);
         ed->aux[AUX_PIVOT_X] = x[X] + rx;
