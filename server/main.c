@@ -17,8 +17,9 @@
 static volatile sig_atomic_t stop_requested;
 
 /* long options without a short letter */
-enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL, OPT_CHECKPOINT_INTERVAL,
-       OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS };
+enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
+       OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
+       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES };
 
 static void on_signal(int sig)
 {
@@ -59,14 +60,20 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             Hello.stream_endpoint says where it is)\n"
             "  --no-stream                no observer stream\n"
             "  --stream-max-hz HZ         states a world publishes per second at most (default\n"
-            "                             %g; a world's stream_max_hz parameter overrides it);\n"
-            "                             the latest state is published when the limit allows\n"
+            "                             %g; a world's stream_max_hz parameter may lower it,\n"
+            "                             never raise it); the latest state is published when\n"
+            "                             the limit allows\n"
             "  --history-frames N         frames of stream history each world keeps for late\n"
             "                             watchers (GetHistory, robosim view/record; default\n"
-            "                             %d; 0: none). Memory: N x the world's frame size\n"
-            "                             (README, 'Late joiners')\n"
+            "                             %d; 0: none)\n"
             "  --history-seconds S        ... dropping frames older than S s (default %g; 0:\n"
-            "                             kept until N newer ones push them out)\n"
+            "                             kept until newer ones push them out)\n"
+            "  --history-bytes-per-world BYTES  ... and the oldest past BYTES of one world's\n"
+            "                             history (default %zuM; suffix K, M or G: KiB, MiB,\n"
+            "                             GiB). A frame holds a whole state with the events of\n"
+            "                             its step: 0.1 to 40 kB\n"
+            "  --history-bytes BYTES      all worlds' history together at most (default %zuM);\n"
+            "                             past it the largest history drops its oldest frames\n"
             "  --lease SECONDS            a world's controller lease (default %g): every accepted\n"
             "                             change renews it; once it lapses another client may\n"
             "                             Claim the world and the old token stops working\n"
@@ -104,8 +111,12 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             served in between\n"
             "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
             "                             created, forked or claimed; a client is its CURVE\n"
-            "                             key, else its connection. 0: no per-client limit (a\n"
-            "                             server for one client, sized by --max-worlds)\n"
+            "                             key, else its address (every loopback client is one\n"
+            "                             client; an IPv6 client is its /64). 0: no per-client\n"
+            "                             limit (a server for one client, sized by --max-worlds)\n"
+            "  --max-worlds-share F       one client holds at most this share of --max-worlds\n"
+            "                             (default %g; 1: the whole server), whatever\n"
+            "                             --max-worlds-per-client says\n"
             "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
             "                             parked or waiting behind a long Step (default %d)\n"
             "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
@@ -136,9 +147,10 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "at a control-step boundary, requests in flight answered UNAVAILABLE.\n",
             d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
             d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->history_frames,
-            d->history_seconds, d->lease_seconds,
+            d->history_seconds, d->history_bytes_per_world >> 20, d->history_bytes >> 20,
+            d->lease_seconds,
             d->max_request_seconds, d->slice_seconds * 1e3, d->max_worlds_per_client,
-            d->max_inflight_per_client, d->world_ttl,
+            d->max_worlds_share, d->max_inflight_per_client, d->world_ttl,
             d->checkpoint_interval);
 }
 
@@ -169,6 +181,27 @@ static double parse_positive(const char *flag, const char *arg, double max, cons
         exit(2);
     }
     return v;
+}
+
+/* A byte count of at least `min`: digits, optionally K, M or G (KiB, MiB, GiB); or exit with a
+ * message. */
+static size_t parse_bytes(const char *flag, const char *arg, unsigned long long min)
+{
+    char *end;
+    unsigned long long v = strtoull(arg, &end, 10), unit = 1, max = 1ull << 40;
+    if (*end == 'K' || *end == 'k')
+        unit = 1ull << 10, end++;
+    else if (*end == 'M' || *end == 'm')
+        unit = 1ull << 20, end++;
+    else if (*end == 'G' || *end == 'g')
+        unit = 1ull << 30, end++;
+    if (!*arg || *end || arg[0] == '-' || end == arg || v > max / unit || v * unit < min) {
+        fprintf(stderr, "robosim-server: %s wants bytes from %llu to %llu (suffix K, M or G for "
+                        "KiB, MiB, GiB), got '%s'\n",
+                flag, min, max, arg);
+        exit(2);
+    }
+    return (size_t)(v * unit);
 }
 
 /* A controller token as the server makes them: 32 hex digits. */
@@ -230,12 +263,15 @@ int main(int argc, char **argv)
         {"exit-with-stdin", no_argument, 0, 'E'},
         {"max-request-seconds", required_argument, 0, 'R'},
         {"max-worlds-per-client", required_argument, 0, OPT_WORLDS_PER_CLIENT},
+        {"max-worlds-share", required_argument, 0, OPT_WORLDS_SHARE},
         {"max-inflight-per-client", required_argument, 0, OPT_INFLIGHT_PER_CLIENT},
         {"world-ttl", required_argument, 0, OPT_WORLD_TTL},
         {"state-dir", required_argument, 0, 'D'},
         {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
         {"history-frames", required_argument, 0, OPT_HISTORY_FRAMES},
         {"history-seconds", required_argument, 0, OPT_HISTORY_SECONDS},
+        {"history-bytes-per-world", required_argument, 0, OPT_HISTORY_BYTES_PER_WORLD},
+        {"history-bytes", required_argument, 0, OPT_HISTORY_BYTES},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -260,6 +296,7 @@ int main(int argc, char **argv)
         case OPT_WORLDS_PER_CLIENT:
             cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000);
             break;
+        case OPT_WORLDS_SHARE: cfg.max_worlds_share = parse_positive("--max-worlds-share", optarg, 1.0, "the server's worlds (a fraction)"); break;
         case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
         case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'D': cfg.state_dir = optarg; break;
@@ -267,6 +304,8 @@ int main(int argc, char **argv)
             cfg.history_frames = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--history-frames", optarg, 10000000);
             break;
         case OPT_HISTORY_SECONDS: cfg.history_seconds = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--history-seconds", optarg, 1e9, "seconds"); break;
+        case OPT_HISTORY_BYTES_PER_WORLD: cfg.history_bytes_per_world = parse_bytes("--history-bytes-per-world", optarg, 4096); break;
+        case OPT_HISTORY_BYTES: cfg.history_bytes = parse_bytes("--history-bytes", optarg, 4096); break;
         case OPT_CHECKPOINT_INTERVAL: cfg.checkpoint_interval = parse_positive("--checkpoint-interval", optarg, 1e6, "seconds"); break;
         case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
         case 'K': cfg.snapshot_key_file = optarg; break;
@@ -297,11 +336,16 @@ int main(int argc, char **argv)
             fprintf(stderr, "robosim-server: --curve-secret-file: %s\n", err.message);
             return 2;
         }
-        struct stat sb;
-        if (stat(curve_secret_file, &sb) == 0 && (sb.st_mode & 077))
-            rs_log(RS_LOG_WARN, "%s holds the server's secret key but other users may read it "
-                                "(mode %03o): chmod 600 it",
-                   curve_secret_file, (unsigned)(sb.st_mode & 0777));
+        /* refused as an open --snapshot-key-file is: whoever reads it can pose as this server */
+        struct stat sb = {0};
+        if (stat(curve_secret_file, &sb) != 0 || (sb.st_mode & 077)) {
+            memset(curve_secret, 0, sizeof curve_secret);
+            fprintf(stderr, "robosim-server: --curve-secret-file %s holds the server's secret key "
+                            "but other users may read it (mode %03o): whoever reads it can pose "
+                            "as this server; chmod 600 it\n",
+                    curve_secret_file, (unsigned)(sb.st_mode & 0777));
+            return 2;
+        }
         cfg.curve_secret_key = curve_secret;
     }
 

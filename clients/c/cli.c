@@ -529,6 +529,10 @@ static void cmd_hello(cli_t *cli)
         print_list("capabilities", h->capabilities, h->n_capabilities);
         print_list("presets", h->presets, h->n_presets);
         printf("observer stream: %s\n", h->stream_endpoint[0] ? h->stream_endpoint : "off");
+        if (h->build)
+            printf("build: commit %s, %s (%s), %s, SUNDIALS %s, %s, %s\n", h->build->commit,
+                   h->build->compiler, h->build->fp_flags, h->build->build_type,
+                   h->build->sundials, h->build->arch, h->build->libm);
     }
     rsc_free(h);
 }

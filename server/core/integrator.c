@@ -58,7 +58,17 @@ struct rs_integrator {
     double t_prev, t_last;
     double *y_prev, *y_last;
     double *gbuf; /* ng guard values */
-    double *block; /* gbuf, y_prev, y_last (order 8 only), fired and rootdir in one allocation */
+    /* guards exactly 0 at the interval's start (arm_zero_guards): ARKODE leaves them inactive
+     * until a step ends with them non-zero, so a crossing within that first step is lost; they
+     * are watched step by step from the start (t0, y0) until they leave 0 */
+    int *unarmed, nunarmed;
+    double t0, *y0;
+    double *block; /* gbuf, y0, y_prev, y_last (order 8 only), fired, rootdir, unarmed */
+    /* recovery from a non-finite derivative: the time and state an evolve started from, and
+     * whether the right-hand side reported one */
+    double t_entry;
+    double *x_entry;
+    int nonfinite;
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -72,8 +82,12 @@ static int ark_rhs(sunrealtype t, N_Vector y, N_Vector ydot, void *user_data)
      * ARK_RHSFUNC_FAIL and rs_integrator_evolve reports RS_EDEADLINE */
     if (atomic_load_explicit(in->abort, memory_order_relaxed))
         return -1;
-    return in->rhs(t, rs_nvec_data(y), rs_nvec_data(ydot), in->user) ? -1 : 0;
+    int rc = in->rhs(t, rs_nvec_data(y), rs_nvec_data(ydot), in->user);
+    if (rc > 0)
+        in->nonfinite = 1; /* a stage too far out: a shorter step may do (evolve retries) */
+    return rc ? (rc > 0 ? 1 : -1) : 0;
 }
+
 
 static int ark_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data)
 {
@@ -155,6 +169,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
     if (in->ctx)
         SUNContext_Free(&in->ctx);
     free(in->block); /* guard values, states, fired, rootdir */
+    free(in->x_entry);
     free(in); /* and the slab */
     *pin = NULL;
 }
@@ -363,6 +378,11 @@ rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
     in->user = user;
     in->ng = -1;
     in->abort = &never_abort;
+    if (!(in->x_entry = malloc((size_t)(n > 0 ? n : 1) * sizeof(double)))) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for the integrator");
+        rs_integrator_destroy(&in);
+        return NULL;
+    }
     if (integrator_init(in, n, x, st) < 0)
         rs_integrator_destroy(&in);
     return in;
@@ -378,19 +398,24 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     ARK_CHECK(in, st, ARK(SetMaxNumSteps)(in->mem, max_steps));
     ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {
-        /* one block: with event refinement (order 8) the guard values and the two step-end
-         * states first (doubles, for alignment), then fired and rootdir */
-        size_t m = (size_t)(ng > 0 ? ng : 1), nd = in->refine ? m + 2 * (size_t)in->n : 0;
-        double *block = calloc(1, nd * sizeof(double) + 2 * m * sizeof(int));
+        /* one block: the guard values, the interval's start state and, with event refinement
+         * (order 8), the two step-end states first (doubles, for alignment), then fired,
+         * rootdir and unarmed */
+        size_t m = (size_t)(ng > 0 ? ng : 1), n = (size_t)in->n;
+        size_t nd = m + n + (in->refine ? 2 * n : 0);
+        double *block = calloc(1, nd * sizeof(double) + 3 * m * sizeof(int));
         if (!block)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", ng);
         free(in->block);
         in->block = block;
-        in->gbuf = in->refine ? block : NULL;
-        in->y_prev = in->refine ? block + m : NULL;
-        in->y_last = in->refine ? block + m + in->n : NULL;
+        in->gbuf = block;
+        in->y0 = block + m;
+        in->y_prev = in->refine ? block + m + n : NULL;
+        in->y_last = in->refine ? block + m + 2 * n : NULL;
         in->fired = (int *)(block + nd);
         in->rootdir = in->fired + m;
+        in->unarmed = in->rootdir + m;
+        in->nunarmed = 0;
         for (int i = 0; i < ng; i++)
             in->rootdir[i] = -1;
         ARK_CHECK(in, st, ARK(RootInit)(in->mem, ng, ng ? ark_guards : NULL));
@@ -405,6 +430,26 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
 
 /* ---- stepping --------------------------------------------------------------------------- */
 
+/* Note the guards exactly 0 at the interval's start t (the state array's values). ARKODE's own
+ * check at the start (a forward Euler point just after t) leaves such a guard inactive when its
+ * rate is 0 too (a joint released at its stop at rest), and re-activates it only at a step end
+ * where it is non-zero: a guard that falls below 0 within that step would never fire. */
+static void arm_zero_guards(rs_integrator_t *in, double t)
+{
+    in->nunarmed = 0;
+    if (in->ng <= 0)
+        return;
+    in->guards(t, rs_nvec_data(in->y), in->gbuf, in->user);
+    for (int i = 0; i < in->ng; i++) {
+        in->unarmed[i] = in->gbuf[i] == 0.0;
+        in->nunarmed += in->unarmed[i];
+    }
+    if (in->nunarmed) {
+        in->t0 = t;
+        memcpy(in->y0, rs_nvec_data(in->y), (size_t)in->n * sizeof(double));
+    }
+}
+
 long rs_integrator_take_steps(rs_integrator_t *in)
 {
     long nst = 0;
@@ -418,39 +463,48 @@ long rs_integrator_take_steps(rs_integrator_t *in)
 int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop,
                           rs_status_t *st)
 {
-    /* ERKStepReset, not ERKStepReInit: the same fresh start at (t, x) for the next step (its
-     * size h0 is set here, so no history of the interval before is used: the snapshot, fork
-     * and restore tests step on bit-identically), without ReInit's re-initialisation of the
-     * options. ARKODE's step count runs on across a Reset (take_steps' difference). */
+    /* ERKStepReInit: a start at (t, x) as fresh as a new integrator's, so a world forked or
+     * restored here steps on bit-identically. ERKStepReset would keep the step controller's
+     * error history (ARKODE's PID uses the last two steps' errors), which a fork does not
+     * have. The options set stay; ARKODE's step count restarts (take_steps' difference). */
     in->last_error[0] = '\0';
-    ARK_CHECK(in, st, ARK(Reset)(in->mem, t, in->y));
+    ARK_CHECK(in, st, ERKStepReInit(in->mem, ark_rhs, t, in->y));
+    in->folded = 0;
     ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, h0));
     ARK_CHECK(in, st, ARK(SetStopTime)(in->mem, tstop));
     in->tstop = tstop;
     in->t_prev = in->t_last = -INFINITY; /* ARKODE's first guard check records (t, x) */
+    arm_zero_guards(in, t);
     return 0;
 }
 
 /* ---- event refinement ------------------------------------------------------------------- */
 
-/* The state at time t (in the state array) by integrating exactly, guards masked, from the
- * start of the step in which ARKODE found the root (t_prev, y_prev). 0 or an RS_E* code. */
-static int integrate_from_step_start(rs_integrator_t *in, double t, rs_status_t *st)
+/* The state at time t (in the state array) by integrating exactly, guards masked, from
+ * (t_from, y_from). 0 or an RS_E* code. */
+static int integrate_from(rs_integrator_t *in, double t_from, const double *y_from, double t,
+                          rs_status_t *st)
 {
     double *x = rs_nvec_data(in->y);
-    memcpy(x, in->y_prev, (size_t)in->n * sizeof(double));
-    if (t == in->t_prev)
+    memcpy(x, y_from, (size_t)in->n * sizeof(double));
+    if (t == t_from)
         return 0;
-    ARK_CHECK(in, st, ARK(Reset)(in->mem, in->t_prev, in->y));
-    ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, t - in->t_prev));
+    ARK_CHECK(in, st, ARK(Reset)(in->mem, t_from, in->y));
+    ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, t - t_from));
     ARK_CHECK(in, st, ARK(SetStopTime)(in->mem, t));
-    double tret = in->t_prev;
+    double tret = t_from;
     in->masked = 1;
     int flag = ARK(Evolve)(in->mem, t, in->y, &tret, ARK_NORMAL);
     in->masked = 0;
     if (flag < 0)
         return ark_fail(in, st, RS_ESIMFAIL, ARK_NAME(Evolve) " (refining an event)", flag);
     return 0;
+}
+
+/* integrate_from the start of the step in which ARKODE found the root (t_prev, y_prev) */
+static int integrate_from_step_start(rs_integrator_t *in, double t, rs_status_t *st)
+{
+    return integrate_from(in, in->t_prev, in->y_prev, t, st);
 }
 
 /* Guard i on the exactly integrated trajectory at time t (the state array then holds x(t)). */
@@ -528,11 +582,104 @@ static int refine_root(rs_integrator_t *in, double *t, rs_status_t *st)
     return at == hi ? 0 : integrate_from_step_start(in, hi, st);
 }
 
+/* The guards left unarmed at the interval's start, at the state array's time tr: those now
+ * positive are armed (ARKODE watches them from here); those below 0 crossed after t0, unseen by
+ * ARKODE. The first such crossing (of the least of them) is found by bisection on the exactly
+ * integrated trajectory from (t0, y0), to the tolerance of refine_root; the state array then
+ * holds the state there, where the guard has crossed, and fired[] says which crossed (with
+ * those ARKODE found at tr, `merge`, when the crossing is at tr itself). Returns 1 (a
+ * crossing), 0 (none) or an RS_E* code. */
+static int watch_unarmed(rs_integrator_t *in, double tr, double *t, int merge, rs_status_t *st)
+{
+    int crossed = 0;
+    in->guards(tr, rs_nvec_data(in->y), in->gbuf, in->user);
+    for (int i = 0; i < in->ng; i++) {
+        if (!in->unarmed[i])
+            continue;
+        if (in->gbuf[i] > 0.0) {
+            in->unarmed[i] = 0;
+            in->nunarmed--;
+        } else if (in->gbuf[i] < 0.0) {
+            crossed = 1;
+        }
+    }
+    if (!crossed)
+        return 0;
+    double lo = in->t0, hi = tr, at = tr;
+    double tol = 100.0 * DBL_EPSILON * (fabs(hi) + fabs(hi - lo));
+    for (int k = 0; k < 100 && hi - lo > tol; k++) {
+        double tm = lo + 0.5 * (hi - lo), least = INFINITY;
+        int rc = integrate_from(in, in->t0, in->y0, tm, st);
+        if (rc < 0)
+            return rc;
+        at = tm;
+        in->guards(tm, rs_nvec_data(in->y), in->gbuf, in->user);
+        for (int i = 0; i < in->ng; i++)
+            if (in->unarmed[i])
+                least = fmin(least, in->gbuf[i]);
+        if (least >= 0.0)
+            lo = tm;
+        else
+            hi = tm;
+    }
+    if (at != hi) {
+        int rc = integrate_from(in, in->t0, in->y0, hi, st);
+        if (rc < 0)
+            return rc;
+    }
+    in->guards(hi, rs_nvec_data(in->y), in->gbuf, in->user);
+    merge = merge && hi == tr;
+    for (int i = 0; i < in->ng; i++)
+        in->fired[i] = in->unarmed[i] && in->gbuf[i] < 0.0 ? -1 : merge ? in->fired[i] : 0;
+    in->nunarmed = 0;
+    *t = hi;
+    return 1;
+}
+
+/* How often one evolve starts again after a non-finite derivative, each time with a first
+ * step a tenth of the one before, before the failure is reported. */
+#define NONFINITE_RETRIES 20
+
 int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
 {
-    double tret = *t;
+    double tret = *t, h0 = in->tstop - *t;
     in->last_error[0] = '\0';
-    int flag = ARK(Evolve)(in->mem, in->tstop, in->y, &tret, ARK_NORMAL);
+    in->t_entry = *t;
+    memcpy(in->x_entry, rs_nvec_data(in->y), (size_t)in->n * sizeof(double));
+    int flag;
+    for (int retry = 0;; retry++) {
+        in->nonfinite = 0;
+        for (;;) {
+            /* one step at a time while a guard is unarmed (arm_zero_guards) */
+            int watching = in->nunarmed > 0;
+            flag = ARK(Evolve)(in->mem, in->tstop, in->y, &tret,
+                               watching ? ARK_ONE_STEP : ARK_NORMAL);
+            if (!watching || flag < 0 || flag == ARK_ROOT_RETURN)
+                break;
+            int rc = watch_unarmed(in, tret, t, 0, st);
+            if (rc != 0)
+                return rc;
+            if (tret >= in->tstop)
+                break; /* the interval's end */
+        }
+        /* SUNDIALS 6's ERKStep ends on a recoverable right-hand-side failure too: a stage
+         * that left the region where the derivative is finite (a long step after quiet ones,
+         * then a sudden torque) starts the evolve again from where it began, with a first
+         * step ten times shorter each time */
+        if (flag >= 0 || !in->nonfinite || retry == NONFINITE_RETRIES ||
+            atomic_load_explicit(in->abort, memory_order_relaxed))
+            break;
+        h0 *= 0.1;
+        memcpy(rs_nvec_data(in->y), in->x_entry, (size_t)in->n * sizeof(double));
+        in->last_error[0] = '\0';
+        if (ARK(Reset)(in->mem, in->t_entry, in->y) != ARK_SUCCESS ||
+            ARK(SetInitStep)(in->mem, h0) != ARK_SUCCESS ||
+            ARK(SetStopTime)(in->mem, in->tstop) != ARK_SUCCESS)
+            break;
+        in->t_prev = in->t_last = -INFINITY;
+        arm_zero_guards(in, in->t_entry);
+        tret = in->t_entry;
+    }
     if (flag == ARK_ROOT_RETURN) {
         *t = tret;
         int gf = ARK(GetRootInfo)(in->mem, in->fired);
@@ -543,6 +690,10 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
             if (rc < 0)
                 return rc;
         }
+        /* an unarmed guard may have crossed before ARKODE's root (on the refined state) */
+        int rc = in->nunarmed > 0 ? watch_unarmed(in, *t, t, 1, st) : 0;
+        if (rc < 0)
+            return rc;
         return 1;
     }
     if (flag >= 0) { /* ARK_SUCCESS or ARK_TSTOP_RETURN: the interval's end */
@@ -552,6 +703,11 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
     *t = tret;
     if (atomic_load_explicit(in->abort, memory_order_relaxed))
         return rs_fail(st, RS_EDEADLINE, "interrupted at t = %.9g s", tret);
+    if (in->nonfinite)
+        return rs_fail(st, RS_ESIMFAIL,
+                       "the derivative is not finite after t = %.9g s, even with a first step "
+                       "1e-%d of the interval (the state diverges: lower the commands or the control_dt)",
+                       in->t_entry, NONFINITE_RETRIES);
     char *name = ARK(GetReturnFlagName)(flag); /* malloc'd by SUNDIALS */
     rs_fail(st, RS_ESIMFAIL, "integrator failed at t = %.9g s: %s (%s)", tret,
             name ? name : "?", in->last_error[0] ? in->last_error : "no detail");
@@ -565,6 +721,11 @@ const int *rs_integrator_fired(const rs_integrator_t *in)
 }
 
 int rs_integrator_nguards(const rs_integrator_t *in) { return in->ng; }
+
+const char *rs_sundials_version(void)
+{
+    return SUNDIALS_VERSION;
+}
 
 double rs_integrator_next_step(const rs_integrator_t *in)
 {

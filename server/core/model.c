@@ -26,8 +26,8 @@ static const world_param_t world_params[] = {
      "largest internal integrator step (seed 003's setSimStep: a control step is integrated in "
      "substeps no longer than this); 0: no limit beyond the error control and control_dt"},
     {"stream_max_hz", "Hz", 0, 1e6, 0, offsetof(rs_model_t, stream_max_hz),
-     "most states per second published for this world on the observer stream; 0: the "
-     "server's --stream-max-hz"},
+     "most states per second published for this world on the observer stream, at most the "
+     "server's --stream-max-hz (more is refused); 0: the server's rate"},
     {"max_episode_steps", "1", 0, 1e9, 0, offsetof(rs_model_t, max_episode_steps),
      "control steps after which a task world's episode is truncated; 0: the task's own limit"},
     {"erk_order", "1", 0, 8, 0, offsetof(rs_model_t, erk_order),

@@ -24,6 +24,9 @@
 
 #define RS_VERSION "0.1.0"
 
+/* The version of SUNDIALS the integrator was built with, e.g. "6.4.1". */
+const char *rs_sundials_version(void);
+
 #define RS_NAME_MAX 32           /* entity, preset and parameter names, with the NUL */
 #define RS_MAX_ENTITIES 8
 #define RS_MAX_PARAM_VALUES 160  /* parameter storage per entity, in doubles */
@@ -62,7 +65,8 @@ typedef struct rs_model {
     double max_internal_steps; /* per control step, before the step is declared failed */
     double sim_step;           /* s, largest internal step (ARKODE's hmax); 0: no limit */
     double stream_max_hz;      /* most states per second the server publishes for this world
-                                  on its observer stream; 0: the server's --stream-max-hz */
+                                  on its observer stream, at most the server's
+                                  --stream-max-hz; 0: the server's */
     double max_episode_steps;  /* a task episode's truncation limit; 0: the task's own */
     double erk_order;          /* the integrator's method order, 4 5 8; 0: the robots' choice */
     int nentities;

@@ -18,7 +18,8 @@
 
 typedef struct rs_integrator rs_integrator_t;
 
-/* x' = f(t, x): fill xdot (n values); non-zero return: the evaluation failed (unrecoverable). */
+/* x' = f(t, x): fill xdot (n values). Returns 0; positive when xdot is not finite (the
+ * integrator retries with shorter steps, then reports it); negative: failed, unrecoverable. */
 typedef int (*rs_integrator_rhs_fn)(double t, const double *x, double *xdot, void *user);
 /* The guard functions g(t, x) (ng values); an event fires where one falls through zero. */
 typedef void (*rs_integrator_guards_fn)(double t, const double *x, double *g, void *user);
@@ -41,7 +42,9 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
                             long max_steps, double max_step, int ng, rs_status_t *st);
 
 /* Start a fresh interval at time t from the state array's current values, with first step h0
- * (0: ARKODE estimates it), ending at tstop (> t). 0 or a negative RS_E* code. */
+ * (0: ARKODE estimates it), ending at tstop (> t). Guards exactly 0 at t (which ARKODE would
+ * not watch until they leave 0) are watched step by step until they do, so that one falling
+ * below 0 fires too. 0 or a negative RS_E* code. */
 int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop,
                           rs_status_t *st);
 

@@ -1,5 +1,6 @@
 /* The dispatch table (one row per request type) and the handlers. A handler validates
  * everything before it changes anything, so a refused request leaves the world as it was. */
+#include "rs_build_info.h"
 #include "rs_codec.h"
 #include "rs_log.h"
 #include "rs_montecarlo.h"
@@ -12,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <gnu/libc-version.h>
+#endif
 
 #define REPLY(rp, field, CASE, value)                                                          \
     do {                                                                                       \
@@ -69,7 +73,7 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
     }
     s->nworlds++;
     we->world = world;
-    snprintf(we->owner, sizeof we->owner, "%s", s->caller->id);
+    snprintf(we->owner, sizeof we->owner, "%s", s->caller->key);
     rs_server_adopt(s, we);
     return we;
 }
@@ -92,26 +96,86 @@ static int refuse_on_task(const world_entry_t *w, const char *op, rs_status_t *s
                    !strcmp(op, "set_params") ? "change its parameters" : "command its robots");
 }
 
-/* Whether the calling client may take one more world (create, fork or claim `what`): its
- * worlds are under --max-worlds-per-client. In-process callers have no quota. */
+/* What a quota key names, for a refusal's message. */
+static const char *key_kind(const char *key)
+{
+    if (!strncmp(key, "curve:", 6))
+        return "CURVE key";
+    if (!strcmp(key, "ip:loopback"))
+        return "address (every client on this machine's loopback shares it)";
+    if (!strncmp(key, "ip:", 3))
+        return "address";
+    if (!strncmp(key, "uid:", 4))
+        return "user id";
+    return "connection";
+}
+
+/* Whether the calling client may take one more world (create, fork or claim `what`): the
+ * worlds its key (rs_caller_t.key) holds are under --max-worlds-per-client and under
+ * --max-worlds-share of --max-worlds. In-process callers have no quota. */
 static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *st)
 {
-    const char *who = s->caller->id;
+    const char *who = s->caller->key;
     int max = s->cfg.max_worlds_per_client, n = 0;
-    if (!who[0] || max <= 0)
+    double share = s->cfg.max_worlds_share > 0 ? s->cfg.max_worlds_share : 1.0;
+    int cap = (int)floor(share * s->cfg.max_worlds + 1e-9);
+    if (cap < 1)
+        cap = 1;
+    if (!who[0])
         return 0;
     for (int i = 0; i < s->nworlds; i++)
         n += strcmp(s->worlds[i].owner, who) == 0;
-    if (n < max)
-        return 0;
-    return rs_fail(st, RS_EEXHAUSTED,
-                   "this client already holds %d worlds, its quota (--max-worlds-per-client %d; "
-                   "worlds it created, forked or claimed count); destroy one of them "
-                   "(DestroyWorld) before it can %s another",
-                   n, max, what);
+    if (max > 0 && n >= max && max <= cap)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "this client's %s already holds %d worlds, its quota "
+                       "(--max-worlds-per-client %d; worlds it created, forked or claimed count, "
+                       "from every connection it has); destroy one of them (DestroyWorld) before "
+                       "it can %s another",
+                       key_kind(who), n, max, what);
+    if (n >= cap)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "this client's %s already holds %d worlds, the most one client may "
+                       "(--max-worlds-share %g of --max-worlds %d: the rest is kept for other "
+                       "clients); destroy one of them (DestroyWorld) before it can %s another",
+                       key_kind(who), n, share, s->cfg.max_worlds, what);
+    return 0;
 }
 
 /* ---- handlers -------------------------------------------------------------------------- */
+
+/* What this server's bits depend on besides the requests (Hello's BuildInfo). */
+static Robosim__V1__BuildInfo *build_info(rs_server_t *s)
+{
+    Robosim__V1__BuildInfo *b = rs_arena_alloc(&s->arena, sizeof *b);
+    char *libm = rs_arena_alloc(&s->arena, 64);
+    if (!b || !libm)
+        return NULL;
+    robosim__v1__build_info__init(b);
+    b->version = RS_VERSION;
+    b->commit = RS_BUILD_COMMIT;
+    b->compiler = RS_BUILD_COMPILER;
+    b->fp_flags = RS_BUILD_FP_FLAGS;
+    b->build_type = RS_BUILD_TYPE;
+    b->sundials = (char *)rs_sundials_version();
+#if defined(__x86_64__)
+    b->arch = "x86_64";
+#elif defined(__aarch64__)
+    b->arch = "aarch64";
+#elif defined(__i386__)
+    b->arch = "i386";
+#elif defined(__arm__)
+    b->arch = "arm";
+#else
+    b->arch = "unknown";
+#endif
+#ifdef __GLIBC__
+    snprintf(libm, 64, "glibc %s", gnu_get_libc_version()); /* libm is glibc's */
+#else
+    snprintf(libm, 64, "unknown C library");
+#endif
+    b->libm = libm;
+    return b;
+}
 
 static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
                     Robosim__V1__Response *rp, rs_status_t *st)
@@ -153,8 +217,12 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
         r->n_tasks++;
     r->tasks = (char **)tasks;
     r->stream_endpoint = s->stream_endpoint;
+    if (!(r->build = build_info(s)))
+        return OOM(st);
     r->history_frames = s->xpub && s->cfg.history_frames > 0 ? (uint32_t)s->cfg.history_frames : 0;
     r->history_seconds = r->history_frames ? s->cfg.history_seconds : 0.0;
+    r->history_bytes_per_world = r->history_frames ? s->cfg.history_bytes_per_world : 0;
+    r->history_bytes = r->history_frames ? s->cfg.history_bytes : 0;
     if (h->client_name && h->client_name[0])
         rs_log(RS_LOG_DEBUG, "hello from '%s' (protocol %u.%u)", h->client_name, h->major, h->minor);
     REPLY(rp, hello, HELLO, r);
@@ -193,6 +261,8 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
     rs_param_t *params = rs_codec_params(&s->arena, c->params, c->n_params);
     if (!params)
         return OOM(st);
+    if (rs_stream_check_params(s, params, c->n_params, st) < 0)
+        return st->code;
     rs_world_t *world =
         c->task && c->task[0]
             ? rs_world_new_task(c->task, c->preset, params, c->n_params, c->seed, st)
@@ -383,8 +453,13 @@ static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, 
 static int save_boundary(world_entry_t *w, rs_status_t *st)
 {
     const rs_model_t *m = w->world->model;
-    if (!w->boundary && !(w->boundary = rs_data_new(m, 0, st)))
-        return st ? st->code : RS_EEXHAUSTED;
+    if (w->boundary && w->boundary_model != m)
+        rs_server_drop_boundary(w); /* made for a model the world no longer runs */
+    if (!w->boundary) {
+        if (!(w->boundary = rs_data_new(m, 0, st)))
+            return st ? st->code : RS_EEXHAUSTED;
+        w->boundary_model = rs_model_retain(m);
+    }
     return rs_data_copy(m, w->boundary, w->world->data, st);
 }
 
@@ -1490,6 +1565,8 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     rs_param_t *params = rs_codec_params(&s->arena, p->params, p->n_params);
     if (!params)
         return OOM(st);
+    if (rs_stream_check_params(s, params, p->n_params, st) < 0)
+        return st->code;
     int rc = rs_world_set_params(w->world, params, p->n_params, st);
     if (rc < 0)
         return rc;
@@ -1592,11 +1669,11 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
                            "Claim again after it lapses (the lease is %g s, renewed by every "
                            "change the controller makes)",
                            (unsigned long long)w->id, left, s->cfg.lease_seconds);
-        if (strcmp(w->owner, s->caller->id) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
+        if (strcmp(w->owner, s->caller->key) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
             return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;
-        snprintf(w->owner, sizeof w->owner, "%s", s->caller->id);
+        snprintf(w->owner, sizeof w->owner, "%s", s->caller->key);
         rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
     }
     Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);

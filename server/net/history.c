@@ -1,14 +1,21 @@
 /* Observer-stream history (the "DVR"): each world keeps the frames it published, serialized,
- * in a ring of cfg.history_frames slots, each dropped once older than cfg.history_seconds of
- * wall-clock time. GetHistory hands them back byte for byte, so a watcher who joins late sees
- * what a watcher present from the start saw, then lines up with the live stream by seq.
+ * in a ring of at most cfg.history_frames slots, each dropped once older than
+ * cfg.history_seconds of wall-clock time. GetHistory hands them back byte for byte, so a watcher
+ * who joins late sees what a watcher present from the start saw, then lines up with the live
+ * stream by seq.
  *
- * Memory: a world holds at most history_frames frames; a frame's size is fixed by its kind
- * (the state vector, sensors, commands and the events of one step, bounded by the event log),
- * so the bound is history_frames x the largest frame. A slot's buffer is reused and grows only
- * to the largest frame seen, so after the ring has gone round once publishing does not
- * allocate. Figures: bench/history_bytes measures bytes per world-second; the README quotes
- * them.
+ * Memory is bounded in bytes, not only in frames: a frame holds a whole State, events included,
+ * so its size ranges from a hundred bytes to tens of kB. A world's history (its frames' buffers
+ * and its ring) holds at most cfg.history_bytes_per_world, all worlds' together at most
+ * cfg.history_bytes. Past its own bound a world drops its oldest frames; past the server's, the
+ * history holding the most bytes drops its oldest, so a world that publishes large frames fast
+ * cannot push out the history of a quiet one. A frame larger than a bound is not kept. Every
+ * frame dropped is reported by GetHistory (`dropped`), never silently missing.
+ *
+ * Each frame's buffer is its own size and is freed when the frame goes, and the ring grows by
+ * doubling as frames arrive: a world holds what it keeps, not the largest frame it ever saw.
+ * When the histories together hold a MiB less than they did (worlds destroyed, frames aged
+ * out), malloc_trim hands the freed pages back to the system.
  *
  * Frames are kept whether or not anyone subscribes: a late watcher must find them. With
  * history on, each published frame is therefore serialized (at most stream_max_hz per world
@@ -18,43 +25,143 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SANITIZE_ADDRESS__)
+#define HISTORY_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define HISTORY_ASAN 1
+#endif
+#endif
+#ifdef HISTORY_ASAN
+void __sanitizer_purge_allocator(void); /* its allocator, not glibc's, holds the pages */
+#elif defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #define HISTORY_REPLY_BYTES (4u << 20) /* frames per GetHistory reply: at most this many bytes */
+#define HISTORY_TRIM_BYTES (1u << 20)  /* held this much below the peak: give pages back */
+#define HISTORY_RING_MIN 16            /* slots of a new ring */
 
 typedef struct hist_slot {
-    uint8_t *buf;
-    size_t len, cap;
+    uint8_t *buf; /* len bytes, malloc'd for this frame */
+    size_t len;
     uint64_t seq;
     double at; /* rs_monotonic() when published */
 } hist_slot_t;
 
 struct rs_history {
-    hist_slot_t *slots; /* cap slots, a ring */
+    hist_slot_t *slots; /* cap slots, a ring (NULL while cap is 0) */
     int cap;
-    int head;  /* the oldest frame's slot */
-    int count; /* frames held */
-    size_t bytes; /* bytes the slots' buffers hold (allocated), for the figures */
+    int head;     /* the oldest frame's slot */
+    int count;    /* frames held */
+    size_t bytes; /* the frames' bytes plus the ring's: what the bounds count */
+    rs_server_t *server; /* whose history_bytes count this one's too */
 };
+
+/* After frees that are not made room for a new frame: once the histories hold a MiB less than
+ * their peak, give the freed heap pages back to the system (glibc keeps them otherwise). */
+static void trim_heap(rs_server_t *s)
+{
+    if (s->history_peak - s->history_bytes < HISTORY_TRIM_BYTES)
+        return;
+#ifdef HISTORY_ASAN
+    __sanitizer_purge_allocator();
+#elif defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+    s->history_peak = s->history_bytes;
+}
+
+static void account(rs_history_t *h, size_t add, size_t sub)
+{
+    rs_server_t *s = h->server;
+    h->bytes = h->bytes + add - sub;
+    s->history_bytes = s->history_bytes + add - sub;
+    if (s->history_bytes > s->history_peak)
+        s->history_peak = s->history_bytes;
+}
+
+/* Drop the oldest frame. */
+static void drop_oldest(rs_history_t *h)
+{
+    hist_slot_t *sl = &h->slots[h->head];
+    account(h, 0, sl->len);
+    free(sl->buf);
+    sl->buf = NULL;
+    sl->len = 0;
+    h->head = (h->head + 1) % h->cap;
+    h->count--;
+}
+
+/* Drop every frame and the ring itself. */
+static void drop_all(rs_history_t *h)
+{
+    while (h->count > 0)
+        drop_oldest(h);
+    account(h, 0, (size_t)h->cap * sizeof *h->slots);
+    free(h->slots);
+    h->slots = NULL;
+    h->cap = h->head = 0;
+}
 
 void rs_history_destroy(rs_history_t **h)
 {
     if (!h || !*h)
         return;
-    for (int i = 0; i < (*h)->cap; i++)
-        free((*h)->slots[i].buf);
-    free((*h)->slots);
+    rs_server_t *s = (*h)->server;
+    drop_all(*h);
     free(*h);
     *h = NULL;
+    trim_heap(s);
 }
 
 /* Forget frames older than the server's history_seconds. */
-static void age_out(const rs_server_t *s, rs_history_t *h, double now)
+static void age_out(rs_server_t *s, rs_history_t *h, double now)
 {
     double limit = s->cfg.history_seconds;
-    while (h->count > 0 && limit > 0 && now - h->slots[h->head].at > limit) {
-        h->head = (h->head + 1) % h->cap;
-        h->count--;
+    int aged = 0;
+    for (; h->count > 0 && limit > 0 && now - h->slots[h->head].at > limit; aged++)
+        drop_oldest(h);
+    if (aged)
+        trim_heap(s);
+}
+
+/* Grow a full ring (double it, up to cfg.history_frames) if that stays within the world's
+ * bound with the new frame of len bytes; 0 when it grew. */
+static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
+{
+    int cap = h->cap ? 2 * h->cap : HISTORY_RING_MIN;
+    if (cap > s->cfg.history_frames)
+        cap = s->cfg.history_frames;
+    size_t more = (size_t)(cap - h->cap) * sizeof *h->slots;
+    if (cap <= h->cap || h->bytes + more + len > s->cfg.history_bytes_per_world)
+        return -1;
+    hist_slot_t *grown = calloc((size_t)cap, sizeof *grown);
+    if (!grown)
+        return -1;
+    for (int i = 0; i < h->count; i++) /* unwrapped: the oldest at 0 */
+        grown[i] = h->slots[(h->head + i) % h->cap];
+    free(h->slots);
+    h->slots = grown;
+    h->cap = cap;
+    h->head = 0;
+    account(h, more, 0);
+    return 0;
+}
+
+/* The history that gives up its oldest frame for the server's bound: the one holding the most
+ * bytes. `mine` (about to take a frame) only while it has frames, so its ring stays. */
+static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
+{
+    rs_history_t *big = NULL;
+    for (int i = 0; i < s->nworlds; i++) {
+        rs_history_t *h = s->worlds[i].history;
+        if (!h || !h->bytes || (h == mine && h->count == 0))
+            continue;
+        if (!big || h->bytes > big->bytes)
+            big = h;
     }
+    return big;
 }
 
 void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8_t *frame,
@@ -64,39 +171,49 @@ void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8
         return;
     rs_history_t *h = w->history;
     if (!h) {
-        h = calloc(1, sizeof *h);
-        if (h && !(h->slots = calloc((size_t)s->cfg.history_frames, sizeof *h->slots))) {
-            free(h);
-            h = NULL;
-        }
-        if (!h)
+        if (!(h = calloc(1, sizeof *h)))
             return; /* out of memory: GetHistory reports these frames as dropped */
-        h->cap = s->cfg.history_frames;
+        h->server = s;
         w->history = h;
     }
     age_out(s, h, now);
     if (h->count > 0 && h->slots[(h->head + h->count - 1) % h->cap].seq + 1 != seq)
-        h->count = 0; /* a frame went missing (out of memory): keep the held ones consecutive */
-    if (h->count == h->cap) { /* full: the oldest goes */
-        h->head = (h->head + 1) % h->cap;
-        h->count--;
+        drop_all(h); /* a frame went missing: keep the held ones consecutive */
+    size_t world_max = s->cfg.history_bytes_per_world, server_max = s->cfg.history_bytes;
+    size_t least = len + HISTORY_RING_MIN * sizeof *h->slots; /* a frame alone, in a new ring */
+    if (least > world_max || least > server_max) {
+        drop_all(h); /* too large to keep: reported as dropped, as are older ones */
+        trim_heap(s);
+        return;
     }
+    if (h->count == h->cap && grow_ring(s, h, len) < 0 && h->count > 0)
+        drop_oldest(h);
+    if (h->cap == 0)
+        return; /* out of memory for the ring */
+    while (h->count > 0 && h->bytes + len > world_max)
+        drop_oldest(h);
+    while (s->history_bytes + len > server_max) {
+        rs_history_t *big = largest(s, h);
+        if (!big)
+            break;
+        if (big->count > 0)
+            drop_oldest(big);
+        else
+            drop_all(big); /* an empty ring is all it holds */
+    }
+    if (h->bytes + len > world_max || s->history_bytes + len > server_max)
+        return; /* the ring alone leaves no room: reported as dropped */
+    uint8_t *buf = malloc(len ? len : 1);
+    if (!buf)
+        return; /* the next push sees the gap and starts afresh */
+    memcpy(buf, frame, len);
     hist_slot_t *sl = &h->slots[(h->head + h->count) % h->cap];
-    if (sl->cap < len) {
-        uint8_t *grown = realloc(sl->buf, len);
-        if (!grown)
-            return; /* the next push sees the gap and starts afresh */
-        h->bytes += len - sl->cap;
-        sl->buf = grown;
-        sl->cap = len;
-    }
-    memcpy(sl->buf, frame, len);
+    sl->buf = buf;
     sl->len = len;
     sl->seq = seq;
     sl->at = now;
-    if (h->count == 0)
-        h->head = (int)(sl - h->slots);
     h->count++;
+    account(h, len, 0);
 }
 
 size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring)
@@ -105,7 +222,7 @@ size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring)
     if (frames)
         *frames = h ? h->count : 0;
     if (ring)
-        *ring = h ? (size_t)h->cap * sizeof(hist_slot_t) + sizeof *h : 0;
+        *ring = h ? (size_t)h->cap * sizeof(hist_slot_t) : 0;
     return h ? h->bytes : 0;
 }
 
@@ -158,6 +275,8 @@ int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_entr
     r->n_frames = n;
     r->frames = frames;
     r->more = start + n <= last;
+    r->bytes = h ? h->bytes : 0;
+    r->server_bytes = s->history_bytes;
     rp->result_case = ROBOSIM__V1__RESPONSE__RESULT_GET_HISTORY;
     rp->get_history = r;
     return 0;

@@ -4,12 +4,21 @@
  * replaced atomically: written to a temporary name, fsync'd, renamed over the old one, and the
  * directory fsync'd; a crash at any moment leaves each file either as it was or as it became.
  * A world file is, little-endian:
- *   magic "RSIMWRLD", u32 version (1), u32 0, u64 world id,
+ *   magic "RSIMWRLD", u32 version (2), u32 0, u64 world id,
  *   char[32] controller token, char[32] previous token (zero-padded; "" when none),
  *   f64 seconds left on the controller's lease at the checkpoint (negative: lapsed),
- *   char[32] preset, char[32] task ("" when none), u64 snapshot length,
+ *   char[32] preset, char[32] task ("" when none),
+ *   char[80] owner: the quota key of the client holding it (rs_caller_t.key; "" for none),
+ *   u64 snapshot length,
  *   the core snapshot (rs_snapshot.h; not the wire form), u64 FNV-1a of everything before it.
- * server.state is magic "RSIMSRVR", u32 version, u32 0, u64 id limit, u64 FNV-1a: world ids
+ * Version 1 files (no owner field) are still read; their worlds get the owner "restored",
+ * which no client has: they count against nobody and expire under --world-ttl.
+ * A world file's name gives its id: world-<id>.rsw, the id in decimal without leading zeros,
+ * from 1 to ID_MAX, and the id the file holds; anything else is not restored.
+ * The directory must belong to the server's user and be writable by it alone (others could
+ * plant links or files in it); files are opened without following links, temporary files
+ * created exclusively, and only regular files are read.
+ * server.state is magic "RSIMSRVR", u32 version (1), u32 0, u64 id limit, u64 FNV-1a: world ids
  * below the limit may have been handed out, so after a restart ids start there. The limit is
  * raised (and written) before an id at or past it is handed out, in blocks of ID_BLOCK, so no
  * id is ever handed out twice even when the server is killed between checkpoints.
@@ -39,12 +48,18 @@
 
 #define WORLD_MAGIC "RSIMWRLD"
 #define SERVER_MAGIC "RSIMSRVR"
-#define FILE_VERSION 1
+#define FILE_VERSION 2        /* world files written; version 1 is read too */
+#define SERVER_FILE_VERSION 1 /* server.state */
 #define SERVER_FILE "server.state"
 #define LOCK_FILE "lock"
 #define ID_BLOCK 1024 /* world ids reserved per server.state write */
 #define NAME_LEN 32   /* preset and task name fields (RS_NAME_MAX) */
-#define WORLD_HEADER (8 + 4 + 4 + 8 + 2 * RS_TOKEN_LEN + 8 + 2 * NAME_LEN + 8)
+#define OWNER_LEN 80  /* the owner field: rs_caller_t.key */
+#define WORLD_HEADER_V1 (8 + 4 + 4 + 8 + 2 * RS_TOKEN_LEN + 8 + 2 * NAME_LEN + 8)
+#define WORLD_HEADER (WORLD_HEADER_V1 + OWNER_LEN)
+#define OWNER_AT (32 + 2 * RS_TOKEN_LEN + 2 * NAME_LEN) /* offset of the owner field */
+#define ID_MAX (UINT64_C(1) << 53) /* world ids stay below 2^53: exact in JSON readers too */
+#define UNKNOWN_OWNER "restored"   /* a version 1 file's world: no client's key */
 #define MAX_FILE_SIZE (256u << 20) /* a world file larger than this is not one of ours */
 #define PATH_BUF (4096 + 320) /* the state dir (at most 4032 bytes) and a file name */
 
@@ -182,7 +197,11 @@ static int write_temp(const char *dir, const char *name, const uint8_t *p, size_
 {
     char tmp[PATH_BUF];
     snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    /* created anew, never through a link: a leftover (a crash mid-write) is removed first */
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+    int fd = open(tmp, flags, 0600);
+    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
+        fd = open(tmp, flags, 0600);
     if (fd < 0)
         return rs_fail(st, RS_EUNAVAIL, "cannot create %s: %s", tmp, strerror(errno));
     size_t done = 0;
@@ -249,7 +268,8 @@ static uint8_t *read_all(const char *dir, const char *name, size_t *len, rs_stat
 {
     char path[PATH_BUF];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    /* no link followed; a FIFO opened without waiting for a writer, then refused */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) != 0) {
         rs_fail(st, RS_EUNAVAIL, "cannot open: %s", strerror(errno));
@@ -297,17 +317,21 @@ static void set_aside(const char *dir, const char *name, const char *why)
 }
 
 /* The id in a file name "world-<id>.rsw" (or any name starting "world-<id>." when `any_suffix`),
- * or 0 when it is not one. */
+ * or 0 when it is not one: the id is decimal digits without a leading zero, from 1 to ID_MAX. */
 static uint64_t world_file_id(const char *name, int any_suffix)
 {
-    if (strncmp(name, "world-", 6) != 0 || name[6] < '0' || name[6] > '9')
+    if (strncmp(name, "world-", 6) != 0 || name[6] < '1' || name[6] > '9')
         return 0;
-    char *end;
-    errno = 0;
-    unsigned long long id = strtoull(name + 6, &end, 10);
-    if (errno || *end != '.' || (!any_suffix && strcmp(end, ".rsw") != 0))
+    uint64_t id = 0;
+    const char *c = name + 6;
+    for (; *c >= '0' && *c <= '9'; c++) {
+        id = id * 10 + (uint64_t)(*c - '0');
+        if (id > ID_MAX)
+            return 0;
+    }
+    if (*c != '.' || (!any_suffix && strcmp(c, ".rsw") != 0))
         return 0;
-    return (uint64_t)id;
+    return id;
 }
 
 /* ---- world files ---------------------------------------------------------------------------- */
@@ -315,11 +339,15 @@ static uint64_t world_file_id(const char *name, int any_suffix)
 int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t *out,
                            rs_status_t *st)
 {
-    if (len < WORLD_HEADER + 8 || memcmp(buf, WORLD_MAGIC, 8) != 0)
+    if (len < WORLD_HEADER_V1 + 8 || memcmp(buf, WORLD_MAGIC, 8) != 0)
         return rs_fail(st, RS_EINVAL, "not a robosim world file (%zu bytes)", len);
-    if (get_u32(buf + 8) != FILE_VERSION)
-        return rs_fail(st, RS_EPRECOND, "world file version %u, this server reads %d",
-                       get_u32(buf + 8), FILE_VERSION);
+    uint32_t version = get_u32(buf + 8);
+    if (version != 1 && version != FILE_VERSION)
+        return rs_fail(st, RS_EPRECOND, "world file version %u, this server reads 1 to %d",
+                       version, FILE_VERSION);
+    size_t header = version == 1 ? WORLD_HEADER_V1 : WORLD_HEADER;
+    if (len < header + 8)
+        return rs_fail(st, RS_EINVAL, "not a robosim world file (%zu bytes)", len);
     if (rs_snapshot_checksum(buf, len - 8) != get_u64(buf + len - 8))
         return rs_fail(st, RS_EINVAL, "checksum mismatch (the file is damaged)");
     const uint8_t *p = buf + 16;
@@ -334,11 +362,19 @@ int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t 
     if (get_name(p, NAME_LEN, out->preset) < 0 || get_name(p + NAME_LEN, NAME_LEN, out->task) < 0)
         return rs_fail(st, RS_EINVAL, "preset or task name is not a string");
     p += 2 * NAME_LEN;
+    if (version == 1) {
+        snprintf(out->owner, sizeof out->owner, UNKNOWN_OWNER);
+    } else {
+        if (get_name(p, OWNER_LEN, out->owner) < 0)
+            return rs_fail(st, RS_EINVAL, "the owner field is not a string");
+        p += OWNER_LEN;
+    }
     uint64_t n = get_u64(p);
     p += 8;
-    if (n != len - WORLD_HEADER - 8)
+    if (n != len - header - 8)
         return rs_fail(st, RS_EINVAL, "snapshot length %" PRIu64 " does not fit the file", n);
-    if (out->id == 0 || strlen(out->token) != RS_TOKEN_LEN || !(fabs(out->lease_remaining) <= 1e12))
+    if (out->id == 0 || out->id > ID_MAX || strlen(out->token) != RS_TOKEN_LEN ||
+        !(fabs(out->lease_remaining) <= 1e12))
         return rs_fail(st, RS_EINVAL, "world id, token or lease out of range");
     out->snapshot = p;
     out->snapshot_len = (size_t)n;
@@ -373,6 +409,7 @@ static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len,
     memcpy(b + 32 + 2 * RS_TOKEN_LEN, w->world->model->preset,
            strnlen(w->world->model->preset, NAME_LEN - 1));
     memcpy(b + 32 + 2 * RS_TOKEN_LEN + NAME_LEN, task, strnlen(task, NAME_LEN - 1));
+    memcpy(b + OWNER_AT, w->owner, strnlen(w->owner, OWNER_LEN - 1));
     put_u64(b + WORLD_HEADER - 8, n);
     int rc = rs_snapshot_write(w->world, b + WORLD_HEADER, n, &n, st);
     if (rc < 0)
@@ -390,14 +427,18 @@ static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len,
     return 0;
 }
 
-/* Restore one world file into the next free slot of s->worlds. 0, or a negative code with the
- * reason in st (the file is then set aside by the caller). */
-static int restore_world(rs_server_t *s, const uint8_t *buf, size_t len, rs_status_t *st)
+/* Restore one world file, named for world `name_id`, into its place in s->worlds. 0, or a
+ * negative code with the reason in st (the file is then set aside by the caller). */
+static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, size_t len,
+                         rs_status_t *st)
 {
     rs_persisted_world_t pw;
     int rc = rs_persist_parse_world(buf, len, &pw, st);
     if (rc < 0)
         return rc;
+    if (pw.id != name_id)
+        return rs_fail(st, RS_EINVAL, "it holds world %" PRIu64 " but is named for world %" PRIu64,
+                       pw.id, name_id);
     if (rs_server_world(s, pw.id))
         return rs_fail(st, RS_EINVAL, "a second file for world %" PRIu64, pw.id);
     if (s->nworlds >= s->cfg.max_worlds)
@@ -424,6 +465,11 @@ static int restore_world(rs_server_t *s, const uint8_t *buf, size_t len, rs_stat
     memcpy(we->token, pw.token, sizeof we->token);
     memcpy(we->prev_token, pw.prev_token, sizeof we->prev_token);
     we->lease_until = rs_monotonic() + pw.lease_remaining;
+    snprintf(we->owner, sizeof we->owner, "%s", pw.owner);
+    /* --world-ttl goes on from the controller's last request (which renewed the lease), the
+     * time the server was down not counted */
+    double idle = s->cfg.lease_seconds - pw.lease_remaining;
+    we->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     s->nworlds++;
     return 0;
 }
@@ -435,7 +481,7 @@ static int write_server_state(rs_server_t *s, uint64_t limit, rs_status_t *st)
     uint8_t b[32];
     memset(b, 0, sizeof b);
     memcpy(b, SERVER_MAGIC, 8);
-    put_u32(b + 8, FILE_VERSION);
+    put_u32(b + 8, SERVER_FILE_VERSION);
     put_u64(b + 16, limit);
     put_u64(b + 24, rs_snapshot_checksum(b, 24));
     int rc = write_atomic(s->persist->dir, SERVER_FILE, b, sizeof b, st);
@@ -453,8 +499,8 @@ static uint64_t read_server_state(const char *dir)
     if (!b)
         return 0;
     uint64_t limit = 0;
-    if (len == 32 && memcmp(b, SERVER_MAGIC, 8) == 0 && get_u32(b + 8) == FILE_VERSION &&
-        rs_snapshot_checksum(b, 24) == get_u64(b + 24))
+    if (len == 32 && memcmp(b, SERVER_MAGIC, 8) == 0 && get_u32(b + 8) == SERVER_FILE_VERSION &&
+        rs_snapshot_checksum(b, 24) == get_u64(b + 24) && get_u64(b + 16) <= ID_MAX + ID_BLOCK)
         limit = get_u64(b + 16);
     else
         set_aside(dir, SERVER_FILE, "not a robosim server state, or damaged");
@@ -482,15 +528,31 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
         return rs_fail(st, RS_EPRECOND, "cannot create the state dir %s: %s", dir, strerror(errno));
     if (stat(dir, &sb) != 0 || !S_ISDIR(sb.st_mode))
         return rs_fail(st, RS_EPRECOND, "--state-dir %s is not a directory", dir);
+    /* another user who can write here can plant links and files the server would follow,
+     * overwrite or restore */
+    if (sb.st_uid != geteuid())
+        return rs_fail(st, RS_EPRECOND,
+                       "--state-dir %s belongs to uid %u, not to the user this server runs as "
+                       "(uid %u): chown it to that user, or choose a directory of its own",
+                       dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+    if (sb.st_mode & 022)
+        return rs_fail(st, RS_EPRECOND,
+                       "--state-dir %s is writable by %s (mode %03o): other users could replace "
+                       "its files; chmod 700 it",
+                       dir, (sb.st_mode & 020) && (sb.st_mode & 002) ? "group and others"
+                            : sb.st_mode & 020 ? "its group" : "others",
+                       (unsigned)(sb.st_mode & 0777));
     if (sb.st_mode & 077)
         rs_log(RS_LOG_WARN, "state dir %s is readable by others (mode %03o): it holds controller "
                "tokens; chmod 700 it", dir, (unsigned)(sb.st_mode & 0777));
     /* one server per state dir: two would overwrite each other's worlds */
     char lock[PATH_BUF];
     snprintf(lock, sizeof lock, "%s/" LOCK_FILE, dir);
-    p->lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    p->lock_fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     if (p->lock_fd < 0)
         return rs_fail(st, RS_EPRECOND, "cannot open %s: %s", lock, strerror(errno));
+    if (fstat(p->lock_fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        return rs_fail(st, RS_EPRECOND, "%s is not a regular file; remove it", lock);
     if (flock(p->lock_fd, LOCK_EX | LOCK_NB) != 0)
         return rs_fail(st, RS_EPRECOND, "the state dir %s is in use by another robosim-server",
                        dir);
@@ -512,16 +574,30 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
             continue;
         }
         uint64_t any = world_file_id(name, 1);
+        if (!any && !strncmp(name, "world-", 6)) {
+            rs_log(RS_LOG_WARN, "state dir: %s/%s is not named world-<id>.rsw with an id from 1 "
+                   "to %" PRIu64 "; ignored", dir, name, ID_MAX);
+            continue;
+        }
         if (any > max_id)
             max_id = any; /* set-aside files' ids are not handed out again either */
-        if (!world_file_id(name, 0))
+        uint64_t id = world_file_id(name, 0);
+        if (!id)
             continue;
+        char path[PATH_BUF];
+        struct stat lsb;
+        snprintf(path, sizeof path, "%s/%s", dir, name);
+        if (lstat(path, &lsb) != 0 || !S_ISREG(lsb.st_mode)) {
+            rs_log(RS_LOG_WARN, "state dir: %s is not a regular file (a link, FIFO or other); "
+                   "skipped, remove it", path);
+            continue;
+        }
         found = 1;
         rs_status_t wst;
         rs_status_clear(&wst);
         size_t len;
         uint8_t *buf = read_all(dir, name, &len, &wst);
-        int rc = buf ? restore_world(s, buf, len, &wst) : wst.code;
+        int rc = buf ? restore_world(s, id, buf, len, &wst) : wst.code;
         free(buf);
         if (rc == RS_EEXHAUSTED && s->nworlds >= s->cfg.max_worlds) {
             closedir(d);
@@ -567,6 +643,9 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
 int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
+    if (s->next_world_id > ID_MAX)
+        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
+                       "%" PRIu64 "); start it with a fresh --state-dir", ID_MAX);
     if (p && s->next_world_id >= p->id_limit) {
         int rc = write_server_state(s, s->next_world_id + ID_BLOCK, st);
         if (rc < 0) {

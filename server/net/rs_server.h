@@ -29,6 +29,10 @@ typedef struct rs_server_config {
     int history_frames;             /* frames of stream history a world keeps for GetHistory
                                        at most (0: none) ... */
     double history_seconds;         /* ... and how long, s of wall-clock time (0: no limit) */
+    size_t history_bytes_per_world; /* bytes one world's history holds at most (frames and
+                                       ring); past it its oldest frames go */
+    size_t history_bytes;           /* bytes all worlds' histories hold at most; past it the
+                                       largest history's oldest frames go */
     const char *snapshot_key_file;  /* key that authenticates snapshots (32 bytes or 64 hex
                                        digits, mode 600), shared by servers that restore each
                                        other's snapshots; NULL: a random key per process */
@@ -44,7 +48,10 @@ typedef struct rs_server_config {
                                        control-step boundary with DEADLINE_EXCEEDED */
     double slice_seconds;           /* a long Step runs in slices this long, other requests
                                        served in between */
-    int max_worlds_per_client;      /* worlds one client may create, fork or claim (0: no limit) */
+    int max_worlds_per_client;      /* worlds one client (rs_caller_t.key) may create, fork or
+                                       claim (0: no limit) ... */
+    double max_worlds_share;        /* ... and at most this share of max_worlds (0 < x <= 1),
+                                       so one key never takes the whole server */
     int max_inflight_per_client;    /* requests of one client held unanswered at a time (parked
                                        or waiting); more get RESOURCE_EXHAUSTED */
     double world_ttl;               /* a world whose controller sent nothing for this long is
@@ -84,11 +91,17 @@ void rs_server_destroy(rs_server_t **s);
  * localhost or [::1], and every ipc:// and inproc:// endpoint. */
 int rs_endpoint_is_loopback(const char *endpoint);
 
-/* Who sent a request, as the transport knows it: the key per-client quotas are counted under,
- * and the role the ZAP handler gave the client's CURVE key. */
+/* Who sent a request, as the transport knows it: its connection, the key its worlds are
+ * counted under, and the role the ZAP handler gave the client's CURVE key. */
 typedef struct rs_caller {
     char id[80];       /* "curve:<Z85 public key>" when the socket runs CURVE, else
-                          "conn:<hex ZeroMQ routing id>"; "" for an in-process caller */
+                          "conn:<hex ZeroMQ routing id>"; "" for an in-process caller
+                          (--max-inflight-per-client counts under it) */
+    char key[80];      /* the world quota's key, something a client cannot multiply for free:
+                          its CURVE key ("curve:..."), else its address: "ip:<IPv4>",
+                          "ip:<IPv6 /64 prefix>::/64", "ip:loopback" for every loopback address,
+                          "uid:<n>" over ipc://; the connection's id when the transport gives no
+                          address (inproc); "" in-process */
     int observer_only; /* the client's key is listed as an observer: it may read and watch but
                           not create, fork, claim or change a world */
 } rs_caller_t;

@@ -5,6 +5,7 @@
 #include "rs_wire.h"
 #include "server_internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -39,6 +40,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->stream_max_hz = 60.0;
     cfg->history_frames = 3600; /* a minute at the default 60 states per second */
     cfg->history_seconds = 60.0;
+    cfg->history_bytes_per_world = (size_t)4 << 20;
+    cfg->history_bytes = (size_t)256 << 20;
     cfg->snapshot_key_file = NULL;
     cfg->snapshot_key_set = 0;
     cfg->curve_secret_key = NULL;
@@ -47,6 +50,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->max_request_seconds = 5.0;
     cfg->slice_seconds = 0.005;
     cfg->max_worlds_per_client = 64;
+    cfg->max_worlds_share = 0.5;
     cfg->max_inflight_per_client = 4;
     cfg->world_ttl = 3600.0;
     cfg->state_dir = NULL;
@@ -174,7 +178,7 @@ void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint
 static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
                    const uint8_t **out, size_t *outlen)
 {
-    static const rs_caller_t in_process = {"", 0};
+    static const rs_caller_t in_process = {"", "", 0};
     s->caller = caller ? caller : &in_process;
     decode_budget_t budget = {&s->arena, DECODE_FACTOR * len + DECODE_SLACK, 0};
     ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &budget};
@@ -351,9 +355,15 @@ void rs_server_adopt(rs_server_t *s, world_entry_t *w)
     rs_data_set_abort(w->world->data, &s->abort);
 }
 
+void rs_server_drop_boundary(world_entry_t *w)
+{
+    rs_data_destroy(&w->boundary); /* reads its model: released after */
+    rs_model_release(&w->boundary_model);
+}
+
 void rs_server_forget(world_entry_t *w)
 {
-    rs_data_destroy(&w->boundary);
+    rs_server_drop_boundary(w);
     rs_history_destroy(&w->history);
 }
 
@@ -493,8 +503,41 @@ void rs_server_destroy(rs_server_t **ps)
     *ps = NULL;
 }
 
+/* The world quota's key of a plaintext peer from ZeroMQ's "Peer-Address" (empty: none known,
+ * the caller keeps its connection id). IPv4 by address; IPv6 by its /64 (one host's share
+ * of addresses); every loopback address is one key (a local process picks any 127.x source);
+ * ipc:// by the peer's user id ("<host>:<uid>:<gid>:<pid>" on Linux). */
+static void address_key(const char *addr, char *key, size_t cap)
+{
+    key[0] = '\0';
+    if (!addr || !addr[0])
+        return;
+    const char *v4 = strncmp(addr, "::ffff:", 7) == 0 && strchr(addr + 7, '.') ? addr + 7 : addr;
+    if (strncmp(v4, "127.", 4) == 0 || strcmp(addr, "::1") == 0) {
+        snprintf(key, cap, "ip:loopback");
+        return;
+    }
+    unsigned char a6[16];
+    char v6[64];
+    snprintf(v6, sizeof v6, "%.*s", (int)strcspn(addr, "%"), addr); /* without a zone */
+    if (strchr(v4, '.') && !strchr(v4, ':')) {
+        snprintf(key, cap, "ip:%s", v4);
+    } else if (inet_pton(AF_INET6, v6, a6) == 1) {
+        snprintf(key, cap, "ip:%x:%x:%x:%x::/64", a6[0] << 8 | a6[1], a6[2] << 8 | a6[3],
+                 a6[4] << 8 | a6[5], a6[6] << 8 | a6[7]);
+    } else {
+        /* ipc: the uid, the third field from the end */
+        const char *f[3] = {NULL, NULL, NULL};
+        for (const char *c = addr; *c; c++)
+            if (*c == ':')
+                f[0] = f[1], f[1] = f[2], f[2] = c;
+        if (f[0] && f[1] && f[1] > f[0] + 1)
+            snprintf(key, cap, "uid:%.*s", (int)(f[1] - f[0] - 1), f[0] + 1);
+    }
+}
+
 /* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
- * CURVE, else the connection's routing id (the envelope's first frame). */
+ * CURVE, else the connection's routing id (the envelope's first frame) and its address. */
 static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
 {
     const char *uid = zmq_msg_gets(payload, "User-Id");
@@ -503,6 +546,7 @@ static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
     if (colon) {
         c->observer_only = strncmp(uid, "observer:", 9) == 0;
         snprintf(c->id, sizeof c->id, "curve:%s", colon + 1);
+        memcpy(c->key, c->id, sizeof c->key);
         return;
     }
     /* hex by table: this runs for every request (snprintf per byte cost ~3k instructions) */
@@ -515,6 +559,9 @@ static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
         c->id[used++] = hex[r[i] & 15];
     }
     c->id[used] = '\0';
+    address_key(zmq_msg_gets(payload, "Peer-Address"), c->key, sizeof c->key);
+    if (!c->key[0])
+        memcpy(c->key, c->id, sizeof c->key);
 }
 
 /* Receive one multipart message: envelope frames, then the payload (the last frame). `flags`

@@ -36,14 +36,18 @@ typedef struct world_entry {
                                           (or its creation): --world-ttl */
     int held;                          /* a Step parked between its slices holds the world:
                                           requests naming it wait behind it */
-    char owner[sizeof(((rs_caller_t *)0)->id)]; /* the client that created, forked or claimed
-                                          it (per-client quota key; "" for none) */
+    char owner[sizeof(((rs_caller_t *)0)->key)]; /* the quota key (rs_caller_t.key) of the
+                                          client that created, forked or claimed it ("" for
+                                          none); kept in its checkpoint */
     int fast_steps;                    /* its last control step took under FAST_STEP_SECONDS
                                           (dispatch.c: the next Step's first control step runs
                                           without a saved boundary); 0 unknown or slow */
     rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
                                           being run, to roll back an interrupted control step
                                           (made on the first save) */
+    const rs_model_t *boundary_model;  /* the model `boundary` was made for, retained while
+                                          it lives: SetParams or SetState may replace the
+                                          world's model in between */
     uint64_t ckpt_mark;                /* persist.c: hash of what the last checkpoint wrote
                                           (0: not written) */
 } world_entry_t;
@@ -100,6 +104,8 @@ struct rs_server {
     uint64_t subs_read_at; /* s->requests when the subscription messages were last read */
     double stream_next_due; /* earliest time a held-back state is due, or INFINITY */
     uint64_t frames_sent, frames_dropped;
+    size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
+    size_t history_peak;   /* ... and held at most since the heap was last trimmed */
     uint64_t batches;      /* StepBatch requests seen, for world_entry_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
@@ -153,7 +159,10 @@ static inline int rs_server_stopping(const rs_server_t *s) { return s->stop && *
  * holds: created, forked or restored). */
 void rs_server_adopt(rs_server_t *s, world_entry_t *w);
 
-/* Free what the server keeps beside world w (its rollback snapshot) before w goes. */
+/* Free world w's rollback copy and release the model it was made for (NULL-safe). */
+void rs_server_drop_boundary(world_entry_t *w);
+
+/* Free what the server keeps beside world w (its rollback copy, its history) before w goes. */
 void rs_server_forget(world_entry_t *w);
 
 /* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
@@ -217,16 +226,17 @@ void rs_curve_close(rs_server_t *s);
 /* ---- history.c: the observer stream's recent past, per world ---- */
 
 /* Keep world w's published frame `seq` (serialized StreamFrame, len bytes, published at
- * rs_monotonic() time `now`); the oldest goes past cfg.history_frames or history_seconds.
- * Out of memory the frame is not kept and GetHistory reports it dropped. */
+ * rs_monotonic() time `now`); the oldest goes past cfg.history_frames, history_seconds or
+ * history_bytes_per_world, and the largest history's oldest past cfg.history_bytes. A frame
+ * too large for a bound, or out of memory, is not kept and GetHistory reports it dropped. */
 void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now);
 
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
 
-/* Bytes a world's history's frame buffers hold; *frames and *ring (if not NULL): the frames
- * it holds and the bytes of its ring of slots. */
+/* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its frames' buffers
+ * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
 size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring);
 
 /* The GetHistory handler (dispatch.c's table). */
@@ -253,6 +263,11 @@ void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */
 int rs_stream_flush(rs_server_t *s);
+
+/* Refuse (RS_ERANGE, saying the most allowed) a world parameter stream_max_hz above the
+ * server's --stream-max-hz among a CreateWorld's or SetParams' n params; 0 when none is. */
+int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_t n,
+                           rs_status_t *st);
 
 /* ---- persist.c: --state-dir ---- */
 
@@ -281,6 +296,7 @@ typedef struct rs_persisted_world {
     char token[RS_TOKEN_LEN + 1], prev_token[RS_TOKEN_LEN + 1];
     double lease_remaining; /* s left at the checkpoint (negative: lapsed) */
     char preset[32], task[32];
+    char owner[80];          /* the quota key of the client holding it ("" for none) */
     const uint8_t *snapshot; /* the core snapshot, pointing into the parsed buffer */
     size_t snapshot_len;
 } rs_persisted_world_t;

@@ -24,7 +24,7 @@ static int load_key(const char *path, unsigned char key[RS_SNAPSHOT_KEY_BYTES], 
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return rs_fail(st, RS_EPRECOND, "--snapshot-key-file %s: %s", path, strerror(errno));
-    struct stat sb;
+    struct stat sb = {0};
     unsigned char buf[2 * RS_SNAPSHOT_KEY_BYTES + 3];
     ssize_t n = -1;
     if (fstat(fd, &sb) == 0 && !(sb.st_mode & 077))

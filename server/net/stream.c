@@ -8,8 +8,9 @@
  * a larger seq.
  *
  * Rate limit: a world publishes at most stream_max_hz frames per second (its world parameter,
- * else the server's --stream-max-hz). A state that comes sooner is not published then; the
- * world is marked pending and its state at the time the limit allows is published instead
+ * which may only lower it, else the server's --stream-max-hz; CreateWorld and SetParams asking
+ * for more are refused). A state that comes sooner is not published then; the world is marked
+ * pending and its state at the time the limit allows is published instead
  * (the loop wakes up for it), so a watcher always ends up with a world's latest state. Events
  * of held-back steps are not resent.
  *
@@ -182,11 +183,31 @@ static int watched(rs_server_t *s, world_entry_t *w)
     return yes;
 }
 
+/* A world's stream_max_hz may lower the server's --stream-max-hz, never raise it (a snapshot
+ * or a restored world may carry a larger one). */
 static double min_interval(const rs_server_t *s, const world_entry_t *w)
 {
-    double hz = w->world->model->stream_max_hz > 0 ? w->world->model->stream_max_hz
-                                                  : s->cfg.stream_max_hz;
+    double hz = s->cfg.stream_max_hz, mine = w->world->model->stream_max_hz;
+    if (mine > 0 && mine < hz)
+        hz = mine;
     return hz > 0 ? 1.0 / hz : 0.0;
+}
+
+int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_t n,
+                           rs_status_t *st)
+{
+    for (size_t i = 0; i < n; i++) {
+        const rs_param_t *p = &params[i];
+        if ((p->entity && p->entity[0]) || !p->name || strcmp(p->name, "stream_max_hz") != 0)
+            continue;
+        for (size_t k = 0; k < p->nvalues; k++)
+            if (p->values[k] > s->cfg.stream_max_hz)
+                return rs_fail(st, RS_ERANGE,
+                               "world parameter 'stream_max_hz' = %g is above this server's "
+                               "--stream-max-hz %g; ask for at most %g (0: the server's rate)",
+                               p->values[k], s->cfg.stream_max_hz, s->cfg.stream_max_hz);
+    }
+    return 0;
 }
 
 /* Publish w's state as its next frame: `state`, or (NULL) the world's state built here, and

@@ -7,6 +7,9 @@
 #include "rs_snapshot.h"
 #include "rs_test.h"
 
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,8 +46,189 @@ static double run(rs_world_t *w, int steps, double *max_x)
     return t_contact;
 }
 
+/* Seeded uniform numbers (splitmix64): every random scenario replays from its seed. */
+static uint64_t rng_state;
+static double urand(double lo, double hi)
+{
+    rng_state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = rng_state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
+}
+
+static rs_world_t *robot_among(int model, const double *obst, int nobst, double x0, double y0,
+                               double theta0)
+{
+    double m = model, dt = 0.01;
+    rs_param_t p[] = {{"robot", "obstacles", obst, (size_t)(3 * nobst)},
+                      {"robot", "contact_model", &m, 1},
+                      {"robot", "x0", &x0, 1},
+                      {"robot", "y0", &y0, 1},
+                      {"robot", "theta0", &theta0, 1},
+                      {"", "control_dt", &dt, 1}};
+    rs_status_t st;
+    rs_world_t *w = rs_world_new("diff_drive", p, 6, 1, &st);
+    CHECK(w != NULL, "rs_world_new: %s", st.message);
+    return w;
+}
+
+/* distance of the robot's centre to obstacle i's inflated boundary (R_robot = 0.15 m) */
+static double clearance_of(const rs_world_t *w, const double *obst, int i)
+{
+    return hypot(w->data->x[0] - obst[3 * i], w->data->x[1] - obst[3 * i + 1]) - 0.15 -
+           obst[3 * i + 2];
+}
+
+/* Wedged (hybrid): obstacles touching the robot at +-60 degrees from the x axis, heading 0,
+ * driving forward while turning clockwise at w. Every heading within 90 degrees of either
+ * contact normal points into an obstacle, so the robot may not translate until the heading
+ * reaches -150 degrees, at t* = (5 pi / 6) / |w|; from there it is free and follows the arc
+ * x = (v / w)(sin th - sin th*), y = -(v / w)(cos th - cos th*), th = th* + w (t - t*). */
+static void wedged(void)
+{
+    double rho = 0.15 + 0.1, a = M_PI / 3;
+    double obst[6] = {rho * cos(a), rho * sin(a), 0.1, rho * cos(a), -rho * sin(a), 0.1};
+    rs_world_t *w = robot_among(0, obst, 2, 0, 0, 0);
+    if (!w)
+        return;
+    rs_status_t st;
+    double u[2] = {5.0, 10.0}, v = 0.09 / 2 * 15.0, om = 0.09 / 0.24 * (5.0 - 10.0);
+    CHECK_OK(rs_set_all_commands(w->model, w->data, u, &st), st);
+    double t_free = (5.0 * M_PI / 6.0) / -om, th0 = -5.0 * M_PI / 6.0, worst_held = 0,
+           worst_arc = 0, worst_pen = 0;
+    for (int k = 0; k < 200; k++) {
+        CHECK_OK(rs_step(w->model, w->data, 1, &st), st);
+        double t = w->data->t, *x = w->data->x;
+        for (int i = 0; i < 2; i++)
+            worst_pen = fmax(worst_pen, -clearance_of(w, obst, i));
+        if (t < t_free - 1e-9) {
+            worst_held = fmax(worst_held, hypot(x[0], x[1]));
+        } else {
+            double th = th0 + om * (t - t_free);
+            double ex = v / om * (sin(th) - sin(th0)), ey = -v / om * (cos(th) - cos(th0));
+            worst_arc = fmax(worst_arc, hypot(x[0] - ex, x[1] - ey));
+        }
+    }
+    CHECK(worst_pen <= 1e-12, "no penetration: %.3g m", worst_pen);
+    CHECK(worst_held <= 1e-12, "held in place until the heading frees it: moved %.3g m",
+          worst_held);
+    CHECK(worst_arc <= 1e-7, "then on the closed-form arc: off by %.3g m", worst_arc);
+    rs_world_destroy(&w);
+}
+
+/* Random obstacle fields (hybrid; seeded, RS_RUNS sets the count): 2-5 obstacles, among them
+ * two the robot starts touching, random wheel speeds redrawn every 20 control steps. The
+ * robot's centre never enters an inflated obstacle (to 1e-12 m). */
+static void hybrid_random(void)
+{
+    int runs = getenv("RS_RUNS") ? atoi(getenv("RS_RUNS")) : 100, violations = 0;
+    double worst = 0;
+    for (int r = 0; r < runs; r++) {
+        rng_state = 2000 + r;
+        int n = 2 + (int)urand(0, 4);
+        double obst[15];
+        /* two obstacles touching the start (0, 0), the rest anywhere clear of it */
+        for (int i = 0; i < n; i++) {
+            double ro = urand(0.02, 0.3), ang = urand(-M_PI, M_PI);
+            double d = (0.15 + ro) * (1 + 1e-13) + (i < 2 ? 0.0 : urand(0.0, 1.0));
+            obst[3 * i] = d * cos(ang), obst[3 * i + 1] = d * sin(ang), obst[3 * i + 2] = ro;
+        }
+        rs_world_t *w = robot_among(0, obst, n, 0, 0, urand(-M_PI, M_PI));
+        if (!w)
+            continue;
+        rs_status_t st;
+        int bad = 0;
+        for (int k = 0; k < 200 && !bad; k++) {
+            if (k % 20 == 0) {
+                double u[2] = {urand(-10, 10), urand(-10, 10)};
+                CHECK_OK(rs_set_all_commands(w->model, w->data, u, &st), st);
+            }
+            int rc = rs_step(w->model, w->data, 1, &st);
+            CHECK_OK(rc, st);
+            if (rc < 0)
+                break;
+            for (int i = 0; i < n; i++) {
+                double pen = -clearance_of(w, obst, i);
+                worst = fmax(worst, pen);
+                if (pen > 1e-12 && !bad)
+                    fprintf(stderr, "seed %d, control step %d: %.3g m inside obstacle %d\n",
+                            2000 + r, k, pen, i);
+                bad |= pen > 1e-12;
+            }
+        }
+        violations += bad;
+        rs_world_destroy(&w);
+    }
+    CHECK(violations == 0, "%d of %d random hybrid runs entered an obstacle (worst %.3g m)",
+          violations, runs, worst);
+}
+
+/* Compliant at grazing incidence (seeded): the robot drives straight past an obstacle whose
+ * inflated boundary its path cuts near the rim. The layer pushes back along the contact
+ * normal n, so the depth d = padding - clearance obeys d' = v |h . n| - (k / c) d <= v - (k / c) d:
+ * it never exceeds c v / k (the head-on steady depth), whatever the incidence. */
+static void compliant_grazing(void)
+{
+    int runs = getenv("RS_RUNS") ? atoi(getenv("RS_RUNS")) : 100, violations = 0;
+    double worst = -INFINITY, pad = 0.0025, rate = 1e4 / 100.0;
+    for (int r = 0; r < runs; r++) {
+        rng_state = 3000 + r;
+        double ro = urand(0.02, 0.3), rho = 0.15 + ro, b = urand(rho - 0.05, rho + pad);
+        double obst[3] = {1.0, b, ro};
+        rs_world_t *w = robot_among(2, obst, 1, 0, 0, 0);
+        if (!w)
+            continue;
+        rs_status_t st;
+        double wheel = urand(0.5, 2.5), u[2] = {wheel, wheel}, v = 0.09 * wheel;
+        CHECK_OK(rs_set_all_commands(w->model, w->data, u, &st), st);
+        double bound = v / rate, most = -INFINITY;
+        int steps = (int)(2.0 / v / 0.01) + 1; /* well past the obstacle */
+        for (int k = 0; k < steps; k++) {
+            int rc = rs_step(w->model, w->data, 1, &st);
+            CHECK_OK(rc, st);
+            if (rc < 0)
+                break;
+            most = fmax(most, pad - clearance_of(w, obst, 0));
+        }
+        worst = fmax(worst, most / bound);
+        if (most > bound * (1 + 1e-6) + 1e-12) {
+            fprintf(stderr, "seed %d: depth %.3g m beyond c v / k = %.3g m\n", 3000 + r, most,
+                    bound);
+            violations++;
+        }
+        rs_world_destroy(&w);
+    }
+    CHECK(violations == 0, "%d of %d grazing passes deeper than c v / k (worst depth %.3g of it)",
+          violations, runs, worst);
+}
+
+/* Never silent: a hybrid state inside an obstacle (beyond rounding) is refused by the robot's
+ * failure check with a specific error; the state it reached by stepping is accepted. */
+static void inside_is_an_error(void)
+{
+    double obst[3] = {1.0, 0.0, 0.1};
+    rs_world_t *w = robot_among(0, obst, 1, 0, 0, 0);
+    if (!w)
+        return;
+    const rs_entity_model_t *em = &w->model->ent[0];
+    rs_status_t st;
+    CHECK(em->robot->failure && em->robot->failure(em, &w->data->ent[0], w->data->x, &st) == 0,
+          "a clear start is consistent");
+    double x[3] = {1.0 - 0.25 + 1e-6, 0.0, 0.0}; /* 1 um inside the inflated boundary */
+    int rc = em->robot->failure ? em->robot->failure(em, &w->data->ent[0], x, &st) : 0;
+    CHECK(rc == RS_ESIMFAIL && strstr(st.message, "inside obstacle 0"), "inside: %d %s", rc,
+          rc ? st.message : "");
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
+    inside_is_an_error();
+    wedged();
+    hybrid_random();
+    compliant_grazing();
     double v = 0.09, reach = 1.0 - 0.10 - 0.15, max_x;
     /* hybrid: exact */
     rs_world_t *w = robot(0, 0.01);

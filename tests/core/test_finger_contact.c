@@ -9,6 +9,9 @@
 #include "rs_test.h"
 #include "world_with.h"
 
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,9 +42,221 @@ static double first_event(rs_world_t *w, int steps, const char *kind, double *t2
     {"finger_drag", 0}, {"object_drag", 0}, {"static_friction", 0}, {"kinetic_friction", 0},   \
         {"finger_v0", 1.0}, {"control_dt", 0.01}
 
+/* Seeded uniform numbers (splitmix64): every random scenario replays from its seed. */
+static uint64_t rng_state;
+static double urand(double lo, double hi)
+{
+    rng_state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = rng_state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* events of kind `name` in the last rs_step */
+static int events_of(const rs_world_t *w, const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < w->data->nevents; i++)
+        n += !strcmp(rs_event_kind_name(w->model, &w->data->events[i]), name);
+    return n;
+}
+
+/* Time stepping, the finger pushing the object (F_a = 2 N > F_static = 1 N, default pair), at
+ * ts_step 1e-3 and 1e-5. With restitution 0: one touch, then one contact for as long as it
+ * pushes (no touch/separate pairs). With e = 0.5, Newton's law bounces it back until the
+ * rebound e v is below resting_speed (1e-3 m/s): after the first touch at closing speed v1 at
+ * most 1 + log(1e-3 / v1) / log(e) touches, and none in the last second. The gap never goes
+ * below -4 nm (the README's bound). */
+static void ts_pushing(void)
+{
+    double steps_of[2] = {1e-3, 1e-5};
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 2; i++) {
+            rs_world_t *w = finger_with((kv_t[]){{"contact_model", 1}, {"ts_step", steps_of[i]},
+                                                 {"control_dt", 0.01}, {"object_x0", 0.3},
+                                                 {"restitution", 0.5 * e}, {NULL, 0}});
+            rs_status_t st;
+            double f = 2.0, worst = 0, v1 = NAN;
+            CHECK_OK(rs_set_commands(w->model, w->data, 0, &f, 1, &st), st);
+            int touches = 0, separations = 0, late = 0, n = 300;
+            for (int k = 0; k < n; k++) {
+                CHECK_OK(rs_step(w->model, w->data, 1, &st), st);
+                for (int j = 0; j < w->data->nevents; j++)
+                    if (isnan(v1) && !strcmp(rs_event_kind_name(w->model, &w->data->events[j]),
+                                             "touch"))
+                        v1 = w->data->events[j].value;
+                touches += events_of(w, "touch");
+                separations += events_of(w, "separate");
+                late += k >= n - 100 ? w->data->nevents : 0;
+                worst = fmax(worst, w->data->x[X_F] - w->data->x[X_O]);
+            }
+            if (e == 0)
+                CHECK(touches == 1 && separations == 0,
+                      "ts_step %g, e = 0: %d touches, %d separations while pushing",
+                      steps_of[i], touches, separations);
+            else
+                CHECK(touches >= 2 && touches <= 1 + log(1e-3 / v1) / log(0.5) + 1e-9 &&
+                          separations == touches - 1 && late == 0,
+                      "ts_step %g, e = 0.5 from %g m/s: %d touches, %d separations, %d late",
+                      steps_of[i], v1, touches, separations, late);
+            CHECK(worst <= 4e-9, "ts_step %g: the tip passed the face by %.3g m", steps_of[i],
+                  worst);
+            CHECK(w->data->sensors[1] > 0, "pushing: contact force %g N", w->data->sensors[1]);
+            rs_world_destroy(&w);
+        }
+}
+
+/* Time stepping on random pairs (seeded; RS_RUNS sets the count): masses, drags, frictions,
+ * restitution, starts, ts_step and a push. (a) From random starts and velocities the gap never
+ * goes below -4 nm. (b) Started touching at rest and pushed with F_a > F_static, the pair moves
+ * together from the start: the contact force N = (m_o (F_a - D_f) + m_f (F_kinetic + D_o)) /
+ * (m_f + m_o) stays positive up to the common terminal speed (F_a - D_f >= F_kinetic + D_o
+ * there), so one touch and no separation. */
+static void ts_random(void)
+{
+    int runs = getenv("RS_RUNS") ? atoi(getenv("RS_RUNS")) : 100, violations = 0;
+    double worst = 0;
+    for (int r = 0; r < runs; r++) {
+        rng_state = 5000 + r;
+        int pushing = r % 2;
+        double fs = urand(0.0, 2.0), x0 = pushing ? 1.5 : urand(0.0, 1.4);
+        kv_t kv[] = {{"contact_model", 1},
+                     {"control_dt", 0.01},
+                     {"ts_step", urand(0, 1) < 0.5 ? 1e-3 : 2.5e-4},
+                     {"finger_mass", urand(0.2, 5.0)},
+                     {"object_mass", urand(0.2, 5.0)},
+                     {"finger_drag", urand(0.0, 1.0)},
+                     {"object_drag", urand(0.0, 0.5)},
+                     {"static_friction", fs},
+                     {"kinetic_friction", fs * urand(0.0, 1.0)},
+                     {"restitution", urand(0.0, 0.9)},
+                     {"finger_x0", x0},
+                     {"finger_v0", pushing ? 0.0 : urand(-1.0, 2.0)},
+                     {"object_v0", pushing ? 0.0 : urand(-0.5, 0.5)},
+                     {NULL, 0}};
+        rs_world_t *w = finger_with(kv);
+        rs_status_t st;
+        double f = pushing ? fs + urand(0.1, 3.0) : urand(-1.0, 4.0);
+        CHECK_OK(rs_set_commands(w->model, w->data, 0, &f, 1, &st), st);
+        int touches = 0, separations = 0;
+        double most = 0;
+        for (int k = 0; k < 200; k++) {
+            int rc = rs_step(w->model, w->data, 1, &st);
+            CHECK_OK(rc, st);
+            if (rc < 0)
+                break;
+            most = fmax(most, w->data->x[X_F] - w->data->x[X_O]);
+            touches += events_of(w, "touch");
+            separations += events_of(w, "separate");
+        }
+        worst = fmax(worst, most);
+        int bad = most > 4e-9 || (pushing && (touches != 1 || separations != 0));
+        if (bad) {
+            fprintf(stderr, "seed %d%s: tip past the face by %.3g m, %d touches, %d separations\n",
+                    5000 + r, pushing ? " (pushing)" : "", most, touches, separations);
+            violations++;
+        }
+        rs_world_destroy(&w);
+    }
+    CHECK(violations == 0, "%d of %d random time-stepping runs broke the contact (worst %.3g m "
+          "past)", violations, runs, worst);
+}
+
+/* Never silent: under time_stepping (and hybrid) a tip past the face beyond rounding is refused
+ * by the finger's failure check with a specific error; under compliant the layer may be
+ * entered. */
+static void past_face_is_an_error(void)
+{
+    for (int model = 0; model < 3; model++) {
+        rs_world_t *w = finger_with((kv_t[]){{"contact_model", model}, {NULL, 0}});
+        const rs_entity_model_t *em = &w->model->ent[0];
+        rs_status_t st;
+        double x[6] = {1.5 + 1e-6, 0, 1.5, 0, 0, 0};
+        int rc = em->robot->failure ? em->robot->failure(em, &w->data->ent[0], x, &st) : 0;
+        if (model == 2)
+            CHECK(rc == 0, "compliant: inside the layer is allowed (%d)", rc);
+        else
+            CHECK(rc == RS_ESIMFAIL && strstr(st.message, "past the object's face"),
+                  "model %d: %d %s", model, rc, rc ? st.message : "");
+        rs_world_destroy(&w);
+    }
+}
+
+/* Compliant static friction (seeded; RS_RUNS sets the count): a finger at rest on the layer's
+ * surface pushes with F_a on an object at rest; random masses, drags, frictions, layer
+ * stiffness and damping. The layer is a spring-damper under a step force, so N = F_a - m_f d''
+ * never exceeds 2 F_a. With F_a < F_static / 2 the object never moves (x_o exactly its start)
+ * and the finger comes to rest in the layer at the depth F_a / k (k the harmonic mean of the
+ * stiffnesses); with F_a > F_static the object slips exactly when the layer's force reaches
+ * F_static (event slip, value F_static) and then moves. */
+static void compliant_static_friction(void)
+{
+    int runs = getenv("RS_RUNS") ? atoi(getenv("RS_RUNS")) : 60, violations = 0;
+    for (int r = 0; r < runs; r++) {
+        rng_state = 6000 + r;
+        int holds = r % 2 == 0;
+        double fs = urand(0.2, 3.0), fk = fs * urand(0.0, 0.9), kf = urand(1e3, 1e5),
+               ko = urand(1e3, 1e5), k = 2.0 * kf * ko / (kf + ko);
+        double fa = holds ? urand(0.05, 0.49) * fs : fs * urand(1.05, 2.0);
+        kv_t kv[] = {{"contact_model", 2},
+                     {"control_dt", 0.01},
+                     {"finger_mass", urand(0.2, 5.0)},
+                     {"object_mass", urand(0.2, 5.0)},
+                     {"finger_drag", urand(0.1, 2.0)},
+                     {"object_drag", urand(0.0, 0.5)},
+                     {"static_friction", fs},
+                     {"kinetic_friction", fk},
+                     {"finger_stiffness", kf},
+                     {"object_stiffness", ko},
+                     {"finger_damping", urand(5.0, 50.0)},
+                     {"object_damping", urand(5.0, 50.0)},
+                     {"object_x0", 0.2},
+                     {"finger_x0", 0.2 - 0.0025},
+                     {NULL, 0}};
+        rs_world_t *w = finger_with(kv);
+        rs_status_t st;
+        CHECK_OK(rs_set_commands(w->model, w->data, 0, &fa, 1, &st), st);
+        double slip_n = NAN;
+        int bad = 0;
+        for (int k2 = 0; k2 < 1000; k2++) {
+            int rc = rs_step(w->model, w->data, 1, &st);
+            CHECK_OK(rc, st);
+            if (rc < 0)
+                break;
+            for (int i = 0; i < w->data->nevents; i++)
+                if (isnan(slip_n) &&
+                    !strcmp(rs_event_kind_name(w->model, &w->data->events[i]), "slip"))
+                    slip_n = w->data->events[i].value;
+            if (holds && w->data->x[X_O] != 0.2)
+                bad = 1;
+        }
+        const double *x = w->data->x;
+        double depth = 0.0025 - (x[X_O] - x[X_F]);
+        if (holds)
+            bad |= !isnan(slip_n) || fabs(depth - fa / k) > 1e-6 * (fa / k) + 1e-9 ||
+                   fabs(x[V_F]) > 1e-6;
+        else
+            bad |= !(fabs(slip_n - fs) <= 1e-6 * fs) || !(x[X_O] > 0.2);
+        if (bad) {
+            fprintf(stderr, "seed %d (%s): x_o %.17g, depth %.9g (F_a / k %.9g), slip at %g N "
+                    "(F_static %g)\n", 6000 + r, holds ? "holds" : "slips", x[X_O], depth,
+                    fa / k, slip_n, fs);
+            violations++;
+        }
+        rs_world_destroy(&w);
+    }
+    CHECK(violations == 0, "%d of %d compliant pushes broke static friction", violations, runs);
+}
+
 int main(void)
 {
     double t2, h = 1e-3;
+    compliant_static_friction();
+    past_face_is_an_error();
+    ts_pushing();
+    ts_random();
     /* time stepping, e = 0.5: touch within a step of t = 1.5 s; Newton's impact law */
     rs_world_t *w = finger_with((kv_t[]){FREE_PAIR, {"contact_model", 1}, {NULL, 0}});
     double t = first_event(w, 300, "touch", &t2, "separate");

@@ -102,11 +102,16 @@ int main(void)
     CHECK(rc == RS_ESIMFAIL && strstr(st.message, "ARK_TOO_MUCH_WORK"),
           "too many steps: %d '%s'", rc, st.message);
 
-    /* a failing right-hand side */
-    fail_rhs_at_all = 1;
+    /* a failing right-hand side: unrecoverable (negative) at once; recoverable (positive, a
+     * non-finite derivative) after the retries with shorter steps, saying so */
+    fail_rhs_at_all = -1;
     rc = run(in, x, 4, 0, 1.0, &t, &st);
     CHECK(rc == RS_ESIMFAIL && strstr(st.message, "integrator failed"),
           "a failing RHS: %d '%s'", rc, st.message);
+    fail_rhs_at_all = 1;
+    rc = run(in, x, 4, 0, 1.0, &t, &st);
+    CHECK(rc == RS_ESIMFAIL && strstr(st.message, "not finite"),
+          "a derivative never finite: %d '%s'", rc, st.message);
     fail_rhs_at_all = 0;
 
     /* the abort flag */

@@ -4,6 +4,8 @@
 #include "rs_test.h"
 #include "robots/arm_common.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- helpers --------------------------------------------------------------------------- */
@@ -975,8 +977,95 @@ static void default_method(void)
         rs_world_destroy(&a[i].w);
 }
 
+/* Joint stops hold on random scenarios: ... */
+/* Seeded uniform numbers (splitmix64), so that every random scenario replays from its seed. */
+static uint64_t rng_state;
+static double urand(double lo, double hi)
+{
+    rng_state += 0x9E3779B97F4A7C15ull;
+    uint64_t z = rng_state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
+}
+
+/* Joint stops hold on random scenarios (seeded; RS_RUNS sets the count): random stops, start
+ * inside them, rates, gravity on or off, dry friction on some joints, torque or PID commands
+ * redrawn every 25 control steps, among them stops hit while the other joint is released or
+ * kicked off its own stop by the impact. At every control step both angles lie within their
+ * stops (to 1e-12 rad: a stop is found where its guard has crossed, then clamped). */
+static void stops_random(void)
+{
+    int violations = 0, runs = getenv("RS_RUNS") ? atoi(getenv("RS_RUNS")) : 100;
+    double worst = 0;
+    for (int r = 0; r < runs; r++) {
+        rng_state = 1000 + r;
+        double mode_v[2] = {urand(0, 1) < 0.5 ? 0 : 1, urand(0, 1) < 0.5 ? 0 : 1};
+        double lo[2], hi[2], q0[2], qd0[2], mu[2] = {0, 0}, tm[2] = {2, 2};
+        double g[1] = {urand(0, 1) < 0.5 ? 0 : 9.81};
+        for (int j = 0; j < 2; j++) {
+            lo[j] = urand(-2.5, 0.5);
+            hi[j] = lo[j] + urand(0.05, 2.0);
+            q0[j] = urand(lo[j], hi[j]);
+            qd0[j] = urand(-3, 3);
+            if (urand(0, 1) < 0.3)
+                mu[j] = urand(0, 0.05);
+        }
+        rs_param_t p[] = {{"arm", "actuator_mode", mode_v, 2}, {"arm", "gravity", g, 1},
+                          {"arm", "theta_min", lo, 2},        {"arm", "theta_max", hi, 2},
+                          {"arm", "theta0", q0, 2},           {"arm", "theta_dot0", qd0, 2},
+                          {"arm", "mu_D", mu, 2},             {"arm", "tau_max", tm, 2}};
+        arm_t a = make_arm(p, 8);
+        if (!a.w)
+            return;
+        int bad = 0;
+        for (int k = 0; k < 300 && !bad; k++) {
+            if (k % 25 == 0)
+                command(&a, mode_v[0] ? urand(lo[0] - 0.5, hi[0] + 0.5) : urand(-0.3, 0.3),
+                        mode_v[1] ? urand(lo[1] - 0.5, hi[1] + 0.5) : urand(-0.3, 0.3));
+            step(&a, 1);
+            for (int j = 0; j < 2; j++) {
+                double past = fmax(lo[j] - a.x[j], a.x[j] - hi[j]);
+                worst = fmax(worst, past);
+                if (past > 1e-12 && !bad)
+                    fprintf(stderr, "seed %d, control step %d: joint %d %.3g rad past its stop "
+                            "(mode %s)\n", 1000 + r, k, j + 1, past, mode(&a));
+                bad |= past > 1e-12;
+            }
+        }
+        violations += bad;
+        rs_world_destroy(&a.w);
+    }
+    CHECK(violations == 0, "%d of %d random runs past a stop (worst %.3g rad)", violations, runs,
+          worst);
+}
+
+/* Never silent: a joint past its stop (beyond rounding) is refused by the arm's failure check
+ * with a specific error; a joint on its stop is not. */
+static void past_stop_is_an_error(void)
+{
+    double lo[] = {-1, -1}, hi[] = {1, 1};
+    rs_param_t p[] = {{"arm", "theta_min", lo, 2}, {"arm", "theta_max", hi, 2}};
+    arm_t a = make_arm(p, 2);
+    if (!a.w)
+        return;
+    const rs_entity_model_t *em = &a.w->model->ent[a.e];
+    const rs_entity_data_t *ed = &a.w->data->ent[a.e];
+    rs_status_t st;
+    double x[6] = {1.0, -1.0, 0, 0, 0, 0};
+    CHECK(em->robot->failure && em->robot->failure(em, ed, x, &st) == 0, "on the stops: fine");
+    x[1] = -1.0 - 1e-6;
+    int rc = em->robot->failure ? em->robot->failure(em, ed, x, &st) : 0;
+    CHECK(rc == RS_ESIMFAIL && strstr(st.message, "joint 2"), "past: %d %s", rc,
+          rc ? st.message : "");
+    rs_world_destroy(&a.w);
+}
+
 int main(void)
 {
+    past_stop_is_an_error();
+    stops_random();
     wrench();
     ik_seed_example();
     ik_grid();

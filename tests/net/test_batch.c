@@ -598,7 +598,8 @@ int main(int argc, char **argv)
     for (int server = 0; server < 2; server++) {
         const char *threads = server ? "2" : "1";
         const char *extra[] = {"--threads", threads, "--max-worlds", "600",
-                               "--max-worlds-per-client", "0", "--no-world", NULL};
+                               "--max-worlds-per-client", "0", "--max-worlds-share", "1",
+                               "--no-world", NULL};
         server_proc_t sp;
         CHECK(server_start(&sp, argv[1], extra) == 0, "server with --threads %s", threads);
         if (sp.pid <= 0)

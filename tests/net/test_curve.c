@@ -3,7 +3,9 @@
  * get no answer while a listed controller creates and steps a world; a listed observer reads
  * and watches but is refused every create, fork, claim and change; the stream sends nothing to
  * unlisted or plaintext subscribers; start-up refuses a non-loopback endpoint without keys (or
- * --insecure) and half a key configuration, with messages that say what to do. */
+ * --insecure), half a key configuration and a secret key file others may read, with messages
+ * that say what to do; world quotas count per CURVE key: two connections of one key share
+ * theirs, another key has its own, and no key holds more than --max-worlds-share. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -41,19 +43,28 @@ static int run_capture(const char *const *argv, char *out, size_t n, int with_st
         _exit(127);
     }
     close(fd[1]);
+    /* read while it runs: a process that does not exit (a server that started) must not
+     * block the test */
+    fcntl(fd[0], F_SETFL, O_NONBLOCK);
     size_t used = 0;
     ssize_t r;
-    while ((r = read(fd[0], out + used, n - 1 - used)) > 0 && used + 1 < n)
-        used += (size_t)r;
-    out[used] = '\0';
-    close(fd[0]);
-    int status;
-    for (int i = 0; i < 1000; i++) {
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int status, exited = 0;
+    for (int i = 0; i < 1000 && !exited; i++) {
+        while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
+            used += (size_t)r;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            exited = 1;
+            break;
+        }
         struct timespec ts = {0, 10 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
+    while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
+        used += (size_t)r;
+    out[used] = '\0';
+    close(fd[0]);
+    if (exited)
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
@@ -402,6 +413,17 @@ static void startup_checks(void)
                   (const char *[]){"--bind", local, "--no-stream", "--curve-secret-file", ctl_sec,
                                    "--authorized-keys", bad_auth, NULL},
                   (const char *[]){"bad_keys line 3", "not a public key", NULL});
+    /* a secret key others may read is refused, as an open --snapshot-key-file is */
+    char open_sec[160], cmd[512];
+    path_of(open_sec, sizeof open_sec, "open.key_secret");
+    snprintf(cmd, sizeof cmd, "cp %s %s && chmod 640 %s", ctl_sec, open_sec, open_sec);
+    CHECK(system(cmd) == 0, "%s", cmd);
+    start_refused("a secret key file its group may read",
+                  (const char *[]){"--bind", local, "--no-stream", "--no-world",
+                                   "--curve-secret-file", open_sec, "--authorized-keys", auth,
+                                   NULL},
+                  (const char *[]){"open.key_secret", "mode 640", "chmod 600", NULL});
+    unlink(open_sec);
     /* --insecure passes the check: this address is not ours (TEST-NET-1), so the bind itself
      * fails, and no packet leaves the machine */
     char out[4096];
@@ -446,6 +468,50 @@ static void option_errors(const char *server_pub)
     CHECK(rsc_options_set_curve(NULL, NULL, NULL, &err) == RSC_EARG, "NULL options");
 }
 
+/* Quotas by key: --max-worlds 6, no per-client limit, --max-worlds-share 0.5: each key holds
+ * 3 worlds at most, however many connections it opens; another key still gets its own. */
+static void quotas_by_key(const char *server_pub, const char *auth, const char *server_sec)
+{
+    rsc_options_t a_o = curve_options(server_pub, "ctl"), b_o = curve_options(server_pub, "ctl2");
+    const char *extra[] = {"--no-world", "--curve-secret-file", server_sec, "--authorized-keys",
+                           auth, "--max-worlds", "6", "--max-worlds-per-client", "0", NULL};
+    CHECK(server_start_with(&server, server_bin, extra, &a_o) == 0, "quota server starts");
+    if (server.pid <= 0)
+        return;
+    rsc_error_t err;
+    rsc_client_t *a1 = rsc_connect_with(server.endpoint, &a_o, &err);
+    rsc_client_t *a2 = rsc_connect_with(server.endpoint, &a_o, &err);
+    rsc_client_t *b = rsc_connect_with(server.endpoint, &b_o, &err);
+    CHECK(a1 && a2 && b, "three connections, two keys: %s", err.message);
+    if (!a1 || !a2 || !b) {
+        server_stop(&server);
+        return;
+    }
+    int made = 0, rc = 0;
+    for (int i = 0; i < 6; i++) {
+        uint64_t id = 0;
+        if ((rc = rsc_create_world(i % 2 ? a2 : a1, "finger", NULL, 0, 1, &id, &err)) != 0)
+            break;
+        made++;
+    }
+    CHECK(made == 3 && rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "CURVE key") &&
+              strstr(err.message, "--max-worlds-share 0.5") && strstr(err.message, "DestroyWorld"),
+          "one key over two connections holds 3 of 6 worlds: made %d, then %d %s", made, rc,
+          err.message);
+    made = 0;
+    for (int i = 0; i < 4; i++) {
+        uint64_t id = 0;
+        if ((rc = rsc_create_world(b, "finger", NULL, 0, 1, &id, &err)) != 0)
+            break;
+        made++;
+    }
+    CHECK(made == 3, "another key still gets its share: made %d (%s)", made, err.message);
+    rsc_close(&a1);
+    rsc_close(&a2);
+    rsc_close(&b);
+    CHECK(server_stop(&server) == 0, "the quota server stops cleanly");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -463,11 +529,12 @@ int main(int argc, char **argv)
     }
 
     char server_pub[RSC_KEY_LEN + 1], ctl_pub[RSC_KEY_LEN + 1], obs_pub[RSC_KEY_LEN + 1],
-        stranger_pub[RSC_KEY_LEN + 1];
+        stranger_pub[RSC_KEY_LEN + 1], ctl2_pub[RSC_KEY_LEN + 1];
     keygen("server", server_pub);
     keygen("ctl", ctl_pub);
     keygen("obs", obs_pub);
     keygen("stranger", stranger_pub);
+    keygen("ctl2", ctl2_pub);
     char auth[160], server_sec[160];
     path_of(auth, sizeof auth, "authorized_keys");
     path_of(server_sec, sizeof server_sec, "server.key_secret");
@@ -479,8 +546,8 @@ int main(int argc, char **argv)
     while (!strchr(hash_pub, '#'));
     FILE *f = fopen(auth, "w");
     fprintf(f, "# who may connect\n%s controller\n\n   %s\tobserver   # watches only\n"
-               "#%s\n%s observer #\n",
-            ctl_pub, obs_pub, stranger_pub, hash_pub);
+               "#%s\n%s observer #\n%s controller\n",
+            ctl_pub, obs_pub, stranger_pub, hash_pub, ctl2_pub);
     fclose(f);
 
     startup_checks();
@@ -496,10 +563,11 @@ int main(int argc, char **argv)
         cli_with_keys(server_pub);
         CHECK(server_stop(&server) == 0, "the CURVE server stops cleanly");
     }
+    quotas_by_key(server_pub, auth, server_sec);
 
-    const char *names[] = {"server", "ctl", "obs", "stranger"};
+    const char *names[] = {"server", "ctl", "obs", "stranger", "ctl2"};
     char p[160];
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         snprintf(p, sizeof p, "%s/%s.key", dir, names[i]);
         unlink(p);
         snprintf(p, sizeof p, "%s/%s.key_secret", dir, names[i]);

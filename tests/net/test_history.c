@@ -8,7 +8,14 @@
  *   - from_seq past the last frame is OUT_OF_RANGE; a server without history says so;
  *   - memory: in-process, a world's history holds at most history_frames frames and stops
  *     growing once full; the bytes per frame of each world kind are printed, with the bytes per
- *     world-second at the default 60 states per second (the README quotes them). */
+ *     world-second at the default 60 states per second (the README quotes them);
+ *   - memory in bytes: bouncing bricks (34 kB frames, 250 events a step) published as fast as
+ *     they step keep within --history-bytes-per-world and --history-bytes (GetHistory's bytes
+ *     and the server's RSS), a quiet world keeps its history, and destroying the worlds gives
+ *     the memory back;
+ *   - a client cannot raise a world's stream rate past --stream-max-hz: CreateWorld and
+ *     SetParams asking for more are OUT_OF_RANGE, and a world carrying a larger one (a
+ *     snapshot's) publishes at the server's rate. */
 #include "rs_test.h"
 #include "server_internal.h"
 #include "server_proc.h"
@@ -318,7 +325,8 @@ static void memory_bound(void)
         size_t ring = 0;
         later = rs_history_bytes(w, &frames, &ring);
         free(b);
-        double per_frame = (double)later / frames, per_slot = (double)ring / cfg.history_frames;
+        double per_frame = (double)(later - ring) / frames,
+               per_slot = (double)ring / cfg.history_frames;
         CHECK(frames == 200 && w->stream_seq == 600 && later <= full + 64 * 200 && per_slot < 64,
               "%s: history holds 200 of 600 frames and stops growing once full (%zu then %zu "
               "bytes)",
@@ -328,6 +336,236 @@ static void memory_bound(void)
                presets[k], per_frame, per_frame * 60, (per_frame + per_slot) * 3600 / 1e6);
         rs_server_destroy(&s);
     }
+}
+
+static long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
+/* A brick bouncing flat and elastically every 20 ms: 250 impacts in a 5 s control step, each an
+ * event of the step's State, so each frame is about 34 kB. */
+static uint64_t bouncing_brick(rsc_client_t *c)
+{
+    static const double one[] = {1}, zero[] = {0}, y0[] = {0.1}, g[] = {1000}, dt[] = {5};
+    const rsc_param_t p[] = {{"brick", "restitution", one, 1},
+                             {"brick", "ground_restitution", one, 1},
+                             {"brick", "rest_speed", zero, 1},
+                             {"brick", "y0", y0, 1},
+                             {"brick", "gravity", g, 1},
+                             {"", "control_dt", dt, 1}};
+    rsc_error_t err;
+    uint64_t id = 0;
+    CHECK(rsc_create_world(c, "brick_drop", p, sizeof p / sizeof p[0], 1, &id, &err) == 0,
+          "create a bouncing brick: %s", err.message);
+    return id;
+}
+
+#define BRICKS 8
+#define BRICK_STEPS 150 /* unbounded, 8 x 150 frames of 34 kB: 41 MB */
+/* RSS a server may keep once the worlds are gone: under ASan the shadow of the freed frames
+ * stays resident */
+#if defined(__SANITIZE_ADDRESS__)
+#define RETURN_SLACK_KB (6 * 1024)
+#else
+#define RETURN_SLACK_KB (3 * 1024)
+#endif
+
+static void bounded_in_bytes(const char *binary)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--stream-max-hz", "1000000", "--no-world", "--threads", "1",
+                           "--history-bytes-per-world", "1M", "--history-bytes", "4M", NULL};
+    /* ASan's quarantine would hold every freed frame: measure this server without it */
+    char asan[512];
+    const char *given = getenv("ASAN_OPTIONS");
+    snprintf(asan, sizeof asan, "%s%squarantine_size_mb=0:allocator_release_to_os_interval_ms=0",
+             given ? given : "", given && given[0] ? ":" : "");
+    setenv("ASAN_OPTIONS", asan, 1);
+    int started = server_start(&sp, binary, extra) == 0;
+    if (given)
+        setenv("ASAN_OPTIONS", given, 1);
+    else
+        unsetenv("ASAN_OPTIONS");
+    CHECK(started, "server with --history-bytes-per-world 1M --history-bytes 4M did not start");
+    if (!started)
+        return;
+    rsc_client_t *c = client_of(sp.endpoint, 20000);
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    rsc_hello(c, 1, 0, &h, &err);
+    CHECK(h && h->history_bytes_per_world == 1u << 20 && h->history_bytes == 4u << 20,
+          "Hello says the byte bounds (%llu per world, %llu in all)",
+          h ? (unsigned long long)h->history_bytes_per_world : 0ULL,
+          h ? (unsigned long long)h->history_bytes : 0ULL);
+    rsc_free(h);
+
+    /* a quiet world with small frames, published before the flood */
+    uint64_t quiet = 0;
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &quiet, &err) == 0, "create: %s",
+          err.message);
+    step(c, quiet, 50);
+    long before = rss_kb(sp.pid);
+    uint64_t id[BRICKS];
+    for (int i = 0; i < BRICKS; i++)
+        id[i] = bouncing_brick(c);
+    for (int k = 0; k < BRICK_STEPS; k++)
+        for (int i = 0; i < BRICKS; i++)
+            step(c, id[i], 1);
+    long flooded = rss_kb(sp.pid);
+
+    int code;
+    Robosim__V1__Response *keep;
+    uint64_t sum = 0, server_bytes = 0, largest_frame = 0;
+    int ok = 1;
+    for (int i = 0; i < BRICKS; i++) {
+        Robosim__V1__GetHistoryReply *r = get_history(c, id[i], 1, 0, &code, &keep);
+        CHECK(r != NULL, "GetHistory of brick world %llu: code %d", (unsigned long long)id[i],
+              code);
+        if (r) {
+            size_t held = 0;
+            for (size_t f = 0; f < r->n_frames; f++) {
+                held += r->frames[f].len;
+                if (r->frames[f].len > largest_frame)
+                    largest_frame = r->frames[f].len;
+            }
+            ok &= r->bytes <= 1u << 20 && held <= r->bytes && r->last_seq == BRICK_STEPS &&
+                  r->dropped > 0 && r->first_seq == 1 + r->dropped &&
+                  r->n_frames == r->last_seq - r->first_seq + 1 && !r->more;
+            if (!ok)
+                printf("brick world %llu: %llu bytes, frames %llu..%llu, %llu dropped, %zu "
+                       "returned\n",
+                       (unsigned long long)id[i], (unsigned long long)r->bytes,
+                       (unsigned long long)r->first_seq, (unsigned long long)r->last_seq,
+                       (unsigned long long)r->dropped, r->n_frames);
+            sum += r->bytes;
+            server_bytes = r->server_bytes;
+        }
+        rsc_free(keep);
+    }
+    CHECK(largest_frame > 30000, "the bouncing brick's frames are large (%llu bytes)",
+          (unsigned long long)largest_frame);
+    CHECK(ok, "each brick world's history holds at most 1 MiB, its newest frames consecutive, "
+              "the older ones reported dropped");
+    Robosim__V1__GetHistoryReply *r = get_history(c, quiet, 1, 0, &code, &keep);
+    CHECK(r && r->dropped == 0 && r->n_frames == 50 && r->first_seq == 1,
+          "the quiet world keeps all its 50 frames while the bricks flood (%zu, %llu dropped)",
+          r ? r->n_frames : 0, r ? (unsigned long long)r->dropped : 0ULL);
+    if (r)
+        sum += r->bytes;
+    rsc_free(keep);
+    CHECK(server_bytes <= 4u << 20 && server_bytes == sum && sum > 3u << 20,
+          "all histories hold %llu bytes, within --history-bytes 4 MiB (the worlds' sum %llu)",
+          (unsigned long long)server_bytes, (unsigned long long)sum);
+    CHECK(before > 0 && flooded - before < 16 * 1024,
+          "the server grew by %ld kB while %d worlds published %d frames of %llu bytes (bound "
+          "4 MiB of history; 16 MiB allowed)",
+          flooded - before, BRICKS, BRICKS * BRICK_STEPS, (unsigned long long)largest_frame);
+
+    /* destroyed worlds give their history back, to the server's count and to the system */
+    for (int i = 0; i < BRICKS; i++)
+        CHECK(rsc_destroy_world(c, id[i], &err) == 0, "destroy: %s", err.message);
+    sleep_s(0.2);
+    long after = rss_kb(sp.pid);
+    r = get_history(c, quiet, 1, 0, &code, &keep);
+    CHECK(r && r->server_bytes == r->bytes && r->n_frames == 50,
+          "after the bricks went, the server's histories hold only the quiet world's %llu bytes "
+          "(%llu)",
+          r ? (unsigned long long)r->bytes : 0ULL, r ? (unsigned long long)r->server_bytes : 0ULL);
+    rsc_free(keep);
+    CHECK(after - before < RETURN_SLACK_KB,
+          "destroying the worlds returned the memory: %ld kB before them, %ld kB with them, "
+          "%ld kB after (%d kB allowed)",
+          before, flooded, after, RETURN_SLACK_KB);
+    printf("history bytes: %d bouncing bricks, %d frames of %llu bytes: server RSS %ld kB "
+           "before, %ld kB flooded (history %llu bytes), %ld kB after destroying them\n",
+           BRICKS, BRICKS * BRICK_STEPS, (unsigned long long)largest_frame, before, flooded,
+           (unsigned long long)server_bytes, after);
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "server exits 0");
+}
+
+/* What a client can set cannot lift the server's --stream-max-hz. */
+static void rate_capped(const char *binary)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--stream-max-hz", "100", "--no-world", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server did not start");
+    if (sp.pid <= 0)
+        return;
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
+    rsc_error_t err;
+    uint64_t id = 0;
+    double fast[] = {1e6}, slower[] = {50}, same[] = {0};
+    rsc_param_t p = {"", "stream_max_hz", fast, 1};
+    int rc = rsc_create_world(c, "finger", &p, 1, 1, &id, &err);
+    CHECK(rc != 0 && err.code == CODE(OUT_OF_RANGE) && strstr(err.message, "--stream-max-hz") &&
+              strstr(err.message, "at most 100"),
+          "CreateWorld with stream_max_hz 1e6 on a 100 Hz server: OUT_OF_RANGE saying the most "
+          "allowed (%d: %s)",
+          err.code, rc ? err.message : "accepted");
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &id, &err) == 0, "create: %s", err.message);
+    rc = rsc_set_params(c, id, &p, 1, &err);
+    CHECK(rc != 0 && err.code == CODE(OUT_OF_RANGE) && strstr(err.message, "at most 100"),
+          "SetParams stream_max_hz 1e6: OUT_OF_RANGE (%d: %s)", err.code,
+          rc ? err.message : "accepted");
+    p.values = slower;
+    CHECK(rsc_set_params(c, id, &p, 1, &err) == 0, "a lower rate is fine: %s", err.message);
+    p.values = same;
+    CHECK(rsc_set_params(c, id, &p, 1, &err) == 0, "0 (the server's) is fine: %s", err.message);
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "server exits 0");
+
+    /* in-process, a world whose parameter says more than the server (a snapshot's) is held
+     * to the server's rate: 100 quick steps publish a few frames, not 100 */
+    rs_server_config_t cfg;
+    rs_server_config_defaults(&cfg);
+    cfg.bind = "inproc://rate-requests";
+    cfg.default_preset = "finger";
+    cfg.threads = 1;
+    cfg.stream_endpoint = "inproc://rate-stream";
+    cfg.stream_max_hz = 2;
+    rs_status_t st;
+    rs_status_clear(&st);
+    rs_server_t *s = rs_server_new(&cfg, &st);
+    CHECK(s != NULL, "in-process server: %s", st.message);
+    if (!s)
+        return;
+    world_entry_t *w = &s->worlds[0];
+    rs_param_t wp = {"", "stream_max_hz", fast, 1};
+    CHECK(rs_world_set_params(w->world, &wp, 1, &st) == 0, "set the world's rate: %s",
+          st.message);
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__Step stp = ROBOSIM__V1__STEP__INIT;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
+    rq.step = &stp;
+    rq.world_id = w->id;
+    rq.token = w->token;
+    stp.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
+    stp.steps = 1;
+    size_t n = robosim__v1__request__get_packed_size(&rq);
+    uint8_t *b = malloc(n);
+    robosim__v1__request__pack(&rq, b);
+    for (int i = 0; i < 100; i++) {
+        const uint8_t *out;
+        size_t outlen;
+        rs_server_handle(s, b, n, &out, &outlen);
+    }
+    free(b);
+    CHECK(w->stream_seq >= 1 && w->stream_seq <= 3,
+          "a world asking 1e6 states per second on a 2 per second server published %llu of "
+          "100 quick steps",
+          (unsigned long long)w->stream_seq);
+    rs_server_destroy(&s);
 }
 
 int main(int argc, char **argv)
@@ -340,6 +578,8 @@ int main(int argc, char **argv)
     memory_bound();
     late_joiner_sees_everything(argv[1]);
     bounds_reported_as_dropped(argv[1]);
+    bounded_in_bytes(argv[1]);
+    rate_capped(argv[1]);
     zmq_ctx_term(zctx);
     return rs_test_done("test_history");
 }

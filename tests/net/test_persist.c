@@ -1,7 +1,11 @@
 /* --state-dir through the real server: worlds (workshop, finger, a task world) survive kill -9
  * as of their last checkpoint, with the same ids and tokens, and step on bit-identically; a
  * SIGTERM loses nothing; world ids are never reused; destroyed worlds stay destroyed; damaged
- * files are set aside (*.bad) and the server starts anyway; the dir is 0700, its files 0600. */
+ * files are set aside (*.bad) and the server starts anyway; the dir is 0700, its files 0600.
+ * Restored worlds keep their owner (the quota counts them; --world-ttl expires them), version 1
+ * files included. The dir is refused unless it is the server user's and writable by it alone;
+ * a junk name cannot wrap the id counter, a file whose id is not its name's is set aside, a
+ * FIFO is skipped, and a link planted as a temporary file is not followed. */
 #include "rs_codec.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -11,6 +15,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 
 static const char *binary;
@@ -204,6 +209,297 @@ static int mode_of(const char *path)
 {
     struct stat sb;
     return stat(path, &sb) == 0 ? (int)(sb.st_mode & 0777) : -1;
+}
+
+/* ---- the state dir's own rules, each on a fresh dir under `base` ---- */
+
+/* Run the server with `extra` (NULL-terminated) and its output in out[n]; its exit status, or -1
+ * when it was still running after 10 s (then killed). */
+static int run_server(const char *const *extra, char *out, size_t n)
+{
+    const char *argv[24] = {binary, "--no-stream", "--log-level", "warn"};
+    int argc = 4;
+    char bind[64];
+    snprintf(bind, sizeof bind, "tcp://127.0.0.1:%d", free_port());
+    argv[argc++] = "--bind";
+    argv[argc++] = bind;
+    for (int i = 0; extra[i] && argc < 23; i++)
+        argv[argc++] = extra[i];
+    argv[argc] = NULL;
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        execv(binary, (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    fcntl(fd[0], F_SETFL, O_NONBLOCK);
+    size_t used = 0;
+    int status = -1, done = 0;
+    for (int i = 0; i < 1000 && !done; i++) {
+        ssize_t r;
+        while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
+            used += (size_t)r;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            done = 1;
+        else
+            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    ssize_t r;
+    while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
+        used += (size_t)r;
+    out[used] = '\0';
+    close(fd[0]);
+    if (!done) {
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+        return -1;
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void make_dir(char *dir, size_t n, const char *base, const char *name)
+{
+    snprintf(dir, n, "%s/%s", base, name);
+    CHECK(mkdir(dir, 0700) == 0, "mkdir %s: %s", dir, strerror(errno));
+}
+
+static int start_on(const char *dir, const char *const *more)
+{
+    const char *extra[16] = {"--state-dir", dir, "--checkpoint-interval", "0.1"};
+    int n = 4;
+    for (int i = 0; more && more[i] && n < 15; i++)
+        extra[n++] = more[i];
+    extra[n] = NULL;
+    int rc = server_start(&server, binary, extra);
+    if (rc != 0 && server.pid > 0)
+        server_stop(&server); /* came up too slowly: not left running */
+    return rc;
+}
+
+static int has_world(rsc_client_t *c, uint64_t id)
+{
+    Robosim__V1__State *st = NULL;
+    rsc_error_t err;
+    int rc = rsc_get_state(c, id, &st, &err);
+    rsc_free(st);
+    return rc == 0;
+}
+
+/* The bytes of dir/name (at most 1 MiB) in a malloc'd buffer; its length in *len. */
+static uint8_t *slurp(const char *dir, const char *name, size_t *len)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf = malloc(1 << 20);
+    *len = f ? fread(buf, 1, 1 << 20, f) : 0;
+    if (f)
+        fclose(f);
+    return buf;
+}
+
+static void spew(const char *dir, const char *name, const uint8_t *buf, size_t len)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fwrite(buf, 1, len, f) == len, "write %s", path);
+    if (f)
+        fclose(f);
+}
+
+/* A dir others may write to, or another user's, is refused at start-up, saying what to do. */
+static void dir_owner_and_mode(const char *base)
+{
+    char dir[300], out[4096];
+    make_dir(dir, sizeof dir, base, "open");
+    chmod(dir, 0770);
+    const char *extra[] = {"--state-dir", dir, NULL};
+    int rc = run_server(extra, out, sizeof out);
+    CHECK(rc == 1 && strstr(out, "writable by its group") && strstr(out, "chmod 700"),
+          "a group-writable state dir is refused: exit %d:\n%s", rc, out);
+    chmod(dir, 0703);
+    rc = run_server(extra, out, sizeof out);
+    CHECK(rc == 1 && strstr(out, "writable by others"),
+          "a world-writable state dir is refused: exit %d:\n%s", rc, out);
+    chmod(dir, 0700);
+    if (geteuid() == 0) { /* only root can give the dir away */
+        CHECK(chown(dir, 65534, 65534) == 0, "chown: %s", strerror(errno));
+        rc = run_server(extra, out, sizeof out);
+        CHECK(rc == 1 && strstr(out, "belongs to uid 65534") && strstr(out, "chown"),
+              "another user's state dir is refused: exit %d:\n%s", rc, out);
+    } else {
+        printf("not root: another user's state dir not tried\n");
+    }
+}
+
+/* A junk name with a huge id does not wrap the id counter: ids handed out before and after a
+ * restart are distinct, in range and growing, and the first world survives the restart. */
+static void junk_name(const char *base)
+{
+    char dir[300];
+    make_dir(dir, sizeof dir, base, "junk");
+    spew(dir, "world-18446744073709551615.junk", (const uint8_t *)"junk", 4);
+    const char *nw[] = {"--no-world", NULL};
+    CHECK(start_on(dir, nw) == 0, "start on a dir with a junk file");
+    rsc_client_t *c = connect_with_tokens();
+    uint64_t a = create(c, "finger", NULL);
+    rsc_close(&c);
+    server_stop(&server);
+    CHECK(start_on(dir, nw) == 0, "restart on a dir with a junk file");
+    c = connect_with_tokens();
+    uint64_t b = create(c, "finger", NULL);
+    CHECK(a >= 1 && b > a && b < (UINT64_C(1) << 53) && has_world(c, a),
+          "ids %llu then %llu after a restart (distinct, growing, world %llu still there)",
+          (unsigned long long)a, (unsigned long long)b, (unsigned long long)a);
+    rsc_close(&c);
+    server_stop(&server);
+}
+
+/* A file holding another id than its name's is set aside; the table stays sorted (every
+ * world is found, a new one too). */
+static void id_name_mismatch(const char *base)
+{
+    char dir[300], name[64], bad[400];
+    make_dir(dir, sizeof dir, base, "mismatch");
+    const char *nw[] = {"--no-world", NULL};
+    CHECK(start_on(dir, nw) == 0, "start");
+    rsc_client_t *c = connect_with_tokens();
+    uint64_t keep = create(c, "finger", NULL), moved = create(c, "finger", NULL);
+    rsc_close(&c);
+    CHECK(server_stop(&server) == 0, "SIGTERM");
+    snprintf(name, sizeof name, "world-%llu.rsw", (unsigned long long)moved);
+    size_t len;
+    uint8_t *buf = slurp(dir, name, &len);
+    CHECK(len > 32, "%s written", name);
+    for (int i = 0; i < 8; i++) /* the id field: 5000, and the checksum to match */
+        buf[16 + i] = (uint8_t)((uint64_t)5000 >> (8 * i));
+    uint64_t h = rs_snapshot_checksum(buf, len - 8);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    spew(dir, name, buf, len);
+    free(buf);
+    CHECK(start_on(dir, nw) == 0, "restart");
+    c = connect_with_tokens();
+    uint64_t fresh = create(c, "finger", NULL);
+    snprintf(bad, sizeof bad, "%s/%s.bad", dir, name);
+    struct stat sb;
+    CHECK(has_world(c, keep) && has_world(c, fresh) && !has_world(c, 5000) &&
+              !has_world(c, moved) && stat(bad, &sb) == 0,
+          "world %llu and the new %llu found, the file naming %llu but holding 5000 set aside",
+          (unsigned long long)keep, (unsigned long long)fresh, (unsigned long long)moved);
+    rsc_close(&c);
+    server_stop(&server);
+}
+
+/* A FIFO named like a world file is skipped (start-up does not wait on it) and left alone. */
+static void fifo(const char *base)
+{
+    char dir[300], path[400];
+    make_dir(dir, sizeof dir, base, "fifo");
+    snprintf(path, sizeof path, "%s/world-9.rsw", dir);
+    CHECK(mkfifo(path, 0600) == 0, "mkfifo: %s", strerror(errno));
+    CHECK(start_on(dir, NULL) == 0, "a server starts beside a FIFO named world-9.rsw");
+    if (server.pid <= 0)
+        return;
+    rsc_client_t *c = connect_with_tokens();
+    struct stat sb;
+    CHECK(!has_world(c, 9) && lstat(path, &sb) == 0 && S_ISFIFO(sb.st_mode),
+          "no world 9, the FIFO where it was");
+    rsc_close(&c);
+    server_stop(&server);
+}
+
+/* A link planted where the next checkpoint writes its temporary file is not followed: the
+ * file it points at is unchanged, the world's file is a regular file again. */
+static void planted_link(const char *base)
+{
+    char dir[300], victim[400], tmp[420], path[400];
+    make_dir(dir, sizeof dir, base, "link");
+    snprintf(victim, sizeof victim, "%s/victim", base);
+    spew(base, "victim", (const uint8_t *)"precious", 8);
+    const char *nw[] = {"--no-world", NULL};
+    CHECK(start_on(dir, nw) == 0, "start");
+    rsc_client_t *c = connect_with_tokens();
+    uint64_t id = create(c, "finger", NULL);
+    snprintf(path, sizeof path, "%s/world-%llu.rsw", dir, (unsigned long long)id);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    struct stat sb;
+    for (int i = 0; i < 300 && stat(path, &sb) != 0; i++)
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    CHECK(symlink(victim, tmp) == 0, "symlink: %s", strerror(errno));
+    Robosim__V1__State *st = NULL;
+    rsc_error_t err;
+    CHECK(rsc_step(c, id, 3, 0, NULL, 0, &st, &err) == 0, "step: %s", err.message);
+    rsc_free(st);
+    rsc_close(&c);
+    CHECK(server_stop(&server) == 0, "SIGTERM (its final checkpoint writes the world)");
+    size_t len;
+    uint8_t *v = slurp(base, "victim", &len);
+    CHECK(len == 8 && !memcmp(v, "precious", 8), "the linked file is unchanged (%zu bytes)", len);
+    free(v);
+    CHECK(lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 8,
+          "the world's file is a regular file of its own");
+}
+
+/* Restored worlds are their owner's: they count against its quota, and --world-ttl expires
+ * them; a version 1 file (no owner field) is still read, and its world expires too. */
+static void restored_owner(const char *base)
+{
+    char dir[300];
+    make_dir(dir, sizeof dir, base, "owner");
+    const char *quota[] = {"--no-world", "--max-worlds-per-client", "2", NULL};
+    CHECK(start_on(dir, quota) == 0, "start");
+    rsc_client_t *c = connect_with_tokens();
+    uint64_t a = create(c, "finger", NULL), b = create(c, "finger", NULL), more = 0;
+    rsc_close(&c);
+    CHECK(server_stop(&server) == 0, "SIGTERM");
+    /* world b's file as version 1 wrote it: no owner field */
+    char name[64];
+    snprintf(name, sizeof name, "world-%llu.rsw", (unsigned long long)b);
+    size_t len;
+    uint8_t *buf = slurp(dir, name, &len);
+    const size_t owner_at = 32 + 2 * RS_TOKEN_LEN + 2 * 32, owner_len = 80;
+    CHECK(len > owner_at + owner_len + 16 && buf[8] == 2, "a version 2 file (%zu bytes)", len);
+    memmove(buf + owner_at, buf + owner_at + owner_len, len - owner_at - owner_len);
+    len -= owner_len;
+    buf[8] = 1;
+    uint64_t h = rs_snapshot_checksum(buf, len - 8);
+    for (int i = 0; i < 8; i++)
+        buf[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    spew(dir, name, buf, len);
+    free(buf);
+
+    CHECK(start_on(dir, quota) == 0, "restart");
+    c = connect_with_tokens();
+    rsc_error_t err;
+    int rc = rsc_create_world(c, "finger", NULL, 0, 1, &more, &err);
+    CHECK(has_world(c, a) && has_world(c, b), "both worlds restored (one from a version 1 file)");
+    CHECK(rc == 0, "the version 1 world counts against nobody: %s", err.message);
+    rc = rsc_create_world(c, "finger", NULL, 0, 1, &more, &err);
+    CHECK(rc == ROBOSIM__V1__ERROR_CODE__RESOURCE_EXHAUSTED &&
+              strstr(err.message, "--max-worlds-per-client 2"),
+          "the restored world counts against its owner's quota: %d %s", rc, err.message);
+    rsc_close(&c);
+    CHECK(server_stop(&server) == 0, "SIGTERM");
+
+    const char *ttl[] = {"--no-world", "--world-ttl", "1", NULL};
+    CHECK(start_on(dir, ttl) == 0, "restart with --world-ttl 1");
+    c = connect_with_tokens();
+    int left = 3;
+    for (int i = 0; i < 60 && left; i++) {
+        nanosleep(&(struct timespec){0, 100 * 1000 * 1000}, NULL);
+        left = has_world(c, a) + has_world(c, b) + has_world(c, more);
+    }
+    CHECK(left == 0, "restored worlds expire under --world-ttl: %d left after 6 s", left);
+    rsc_close(&c);
+    server_stop(&server);
 }
 
 int main(int argc, char **argv)
@@ -416,6 +712,13 @@ int main(int argc, char **argv)
                 free(again[i][k]);
         }
     }
+    dir_owner_and_mode(base);
+    junk_name(base);
+    id_name_mismatch(base);
+    fifo(base);
+    planted_link(base);
+    restored_owner(base);
+
     snprintf(cmd, sizeof cmd, "rm -rf %s", base);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", base);

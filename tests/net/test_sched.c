@@ -8,8 +8,9 @@
  *     longer than the budget (control_dt = 10, rtol = 1e-14: the step is interrupted inside);
  *   - SIGTERM ends the server within 1 s during a 1e6-step Step and during one slow control
  *     step, the client answered UNAVAILABLE;
- *   - per-client quotas: worlds (forks of world 1 count against the forker; another client can
- *     still create; destroying gives quota back) and requests in flight;
+ *   - per-client quotas: worlds, counted per address (per user over ipc) without CURVE (forks
+ *     of world 1 count against the forker, from every connection it opens; destroying gives
+ *     quota back) and requests in flight;
  *   - --world-ttl: an idle world is destroyed, a busy one kept. */
 #include "rs_core.h"
 #include "rs_test.h"
@@ -648,30 +649,86 @@ static void test_order(void)
     server_stop(&sp);
 }
 
-/* 5a. The defaults protect: a stranger forking world 1 stops at 64 worlds of the server's 256,
- * and another client can still create one. */
+/* 5a. The defaults protect, and the quota follows the client's address, not its connections:
+ * one process forking world 1 over five connections stops at 64 worlds in all (of the server's
+ * 256); another connection from loopback, even from 127.0.0.2, counts as the same client. */
 static void test_default_quota(void)
 {
     server_proc_t sp;
     CHECK(server_start(&sp, binary, NULL) == 0, "server start (defaults)");
-    rsc_client_t *a = connect_to(&sp, 5000), *b = connect_to(&sp, 5000);
+    rsc_client_t *conns[5];
+    for (int i = 0; i < 5; i++)
+        conns[i] = connect_to(&sp, 5000);
     rsc_error_t err;
     int made = 0, rc = 0;
     for (int i = 0; i < 100; i++) {
         uint64_t id = 0;
-        if ((rc = rsc_fork_world(a, 1, NULL, 0, &id, &err)) != 0)
+        if ((rc = rsc_fork_world(conns[i % 5], 1, NULL, 0, &id, &err)) != 0)
             break;
         made++;
     }
     CHECK(made == 64 && rc == CODE(RESOURCE_EXHAUSTED) &&
-              strstr(err.message, "--max-worlds-per-client 64"),
-          "by default a client holds 64 worlds: made %d, then %d %s", made, rc, err.message);
+              strstr(err.message, "--max-worlds-per-client 64") && strstr(err.message, "address"),
+          "five connections of one client hold 64 worlds in all: made %d, then %d %s", made, rc,
+          err.message);
+    char other[128];
+    snprintf(other, sizeof other, "tcp://127.0.0.2:0;%s", sp.endpoint + strlen("tcp://"));
+    rsc_client_t *b = connect_to(&sp, 5000), *c = rsc_connect(other, 5000, &err);
+    CHECK(c != NULL, "connect from 127.0.0.2: %s", err.message);
     uint64_t bw = 0;
-    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &bw, &err) == 0,
-          "another client still creates a world on a default server: %s", err.message);
+    rc = rsc_create_world(b, "finger", NULL, 0, 1, &bw, &err);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "loopback"),
+          "a new connection from the same address is the same client: %d %s", rc, err.message);
+    rc = c ? rsc_create_world(c, "finger", NULL, 0, 1, &bw, &err) : -1;
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED), "so is one from another loopback address: %d %s", rc,
+          err.message);
+    for (int i = 0; i < 5; i++)
+        rsc_close(&conns[i]);
+    rsc_close(&b);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
+/* 5b. Over ipc:// the quota follows the peer's user id: two connections share it. */
+static void test_ipc_quota(void)
+{
+    char dir[] = "/tmp/robosim-ipc-XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    server_proc_t sp;
+    snprintf(sp.endpoint, sizeof sp.endpoint, "ipc://%s/s", dir);
+    sp.pid = fork();
+    if (sp.pid == 0) {
+        execl(binary, binary, "--bind", sp.endpoint, "--no-stream", "--no-world", "--log-level",
+              "warn", "--max-worlds-per-client", "2", (char *)NULL);
+        _exit(127);
+    }
+    rsc_error_t err;
+    rsc_client_t *a = NULL, *b = NULL;
+    for (int i = 0; i < 100 && !a; i++) {
+        a = rsc_connect(sp.endpoint, 100, &err);
+        if (!a)
+            sleep_s(0.05);
+    }
+    b = a ? rsc_connect(sp.endpoint, 5000, &err) : NULL;
+    CHECK(a && b, "two ipc connections: %s", err.message);
+    uint64_t id = 0;
+    int rc = -1;
+    if (a && b) {
+        CHECK(rsc_create_world(a, "finger", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+        CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &id, &err) == 0, "%s", err.message);
+        rc = rsc_create_world(a, "finger", NULL, 0, 1, &id, &err);
+    }
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "user id") &&
+              strstr(err.message, "--max-worlds-per-client 2"),
+          "a third world over either ipc connection is over the user's quota: %d %s", rc,
+          err.message);
     rsc_close(&a);
     rsc_close(&b);
     server_stop(&sp);
+    char path[64];
+    snprintf(path, sizeof path, "%s/s", dir);
+    unlink(path);
+    rmdir(dir);
 }
 
 /* 5. Quotas: worlds per client (forks and claims count), requests in flight per client. */
@@ -684,7 +741,8 @@ static void test_quotas(void)
     CHECK(server_start(&sp, binary, extra) == 0, "server start");
     rsc_client_t *a = connect_to(&sp, 5000), *b = connect_to(&sp, 5000);
     rsc_error_t err;
-    uint64_t forks[4] = {0};
+    uint64_t forks[4] = {0}, bw = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &bw, &err) == 0, "%s", err.message);
     int made = 0, rc = 0;
     for (int i = 0; i < 8; i++) { /* as today's stranger: fork world 1 until refused */
         uint64_t id = 0;
@@ -692,13 +750,14 @@ static void test_quotas(void)
             break;
         forks[made++ % 4] = id;
     }
-    CHECK(made == 3, "a client without a token forks world 1 only up to its quota: %d", made);
+    CHECK(made == 2, "a client without a token forks world 1 only up to its quota, which its "
+          "other connection's world shares: %d", made);
     CHECK(rc == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "--max-worlds-per-client 3") &&
               strstr(err.message, "DestroyWorld"),
           "refused naming the quota, its flag and what to do: %s", err.message);
-    uint64_t bw = 0;
-    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &bw, &err) == 0,
-          "another client still creates worlds: %s", err.message);
+    uint64_t more = 0;
+    CHECK(rsc_create_world(b, "finger", NULL, 0, 1, &more, &err) == CODE(RESOURCE_EXHAUSTED),
+          "the other connection, from the same address, is refused too");
     CHECK(rsc_destroy_world(a, forks[0], &err) == 0, "%s", err.message);
     uint64_t again = 0;
     CHECK(rsc_fork_world(a, 1, NULL, 0, &again, &err) == 0,
@@ -784,6 +843,7 @@ int main(int argc, char **argv)
     test_stop_in_slow_step();
     test_order();
     test_default_quota();
+    test_ipc_quota();
     test_quotas();
     test_ttl();
     return rs_test_done("test_sched");

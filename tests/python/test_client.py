@@ -361,3 +361,22 @@ def test_cli_help_from_its_table_and_task_worlds(endpoint):
     finally:
         for wid, token in made:
             _cli(endpoint, "--world", wid, "--token", token, "destroy")
+
+
+def test_build_fingerprint(client):
+    """Hello says what the server's bits depend on: the commit it was built from, the compiler
+    and its floating-point flags (no contraction into FMA, no fast-math), SUNDIALS, the
+    architecture and the math library at run time."""
+    import platform
+    b = client.hello()["build"]
+    assert b["version"] == client.hello()["server_version"]
+    assert "-ffp-contract=off" in b["fp_flags"].split() and "-fno-fast-math" in b["fp_flags"]
+    assert re.fullmatch(r"\d+\.\d+\.\d+.*", b["sundials"]), b
+    assert b["arch"] == platform.machine(), b
+    libc, version = platform.libc_ver()
+    assert libc == "glibc" and b["libm"] == "glibc " + version, b
+    assert b["compiler"].split()[0] in ("GNU", "Clang") and b["build_type"], b
+    head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True,
+                          text=True, cwd=os.path.dirname(__file__))
+    if head.returncode == 0:  # a checkout: the build names a commit of it
+        assert re.fullmatch(r"[0-9a-f]{12}(\+changes)?", b["commit"]), b

@@ -279,6 +279,12 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     double dir[2], before[ARM_NX], M[2][2], b[2];
     arm_status_of(ed->mode, old);
     memcpy(before, x, sizeof before);
+    /* a joint held at a stop is exactly there: a state interpolated to an event time may have
+     * moved it by rounding, and released from beyond the stop its stop guard would start below
+     * 0, never to fire */
+    for (int j = 0; j < 2; j++)
+        if (old[j] == ARM_MIN || old[j] == ARM_MAX)
+            x[ARM_Q1 + j] = old[j] == ARM_MIN ? jc.q_min[j] : jc.q_max[j];
     for (int j = 0; j < 2; j++) {
         if (!(hit >> j & 1))
             continue;

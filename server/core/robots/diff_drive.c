@@ -17,7 +17,9 @@
  * circle while heading into it is an event (guard: clearance falls through 0); the robot is then
  * "blocked": it may turn in place but not translate while its heading points into the obstacle.
  * A second guard, armed while blocked, fires when the heading turns away (the forward velocity's
- * component along the outward normal becomes positive) and frees it.
+ * component along the outward normal becomes positive) and frees it, unless the heading then
+ * points into another obstacle it touches: every obstacle in contact constrains it at once
+ * (wedged between two, it stays until the heading points away from both).
  *
  * That is the hybrid formulation (contact_model 0). Issue 10 adds two more:
  *   time_stepping (1), seed 004's velocity-level step with backward Euler positions, per internal
@@ -26,10 +28,12 @@
  *     one velocity: the robot is kinematic, so its "mass" is 1 and the impulses are speeds);
  *   compliant (2), seed 003's boundary layer on a kinematic robot: within the padding
  *     (padding + obstacle_padding) of obstacle i, at depth d_i, the layer is a massless
- *     spring-damper in series with the commanded motion: it pushes back along the heading at the
- *     speed (k / c) d_i (n_i . heading) (k, c the harmonic means of the robot's and the
- *     obstacles' stiffness and damping; only their ratio matters without a mass), so a head-on
- *     approach at speed v_cmd settles at the depth c v_cmd / k with the time constant c / k. */
+ *     spring-damper in series with the commanded motion: it pushes the centre back along the
+ *     contact normal n_i at the speed (k / c) d_i (k, c the harmonic means of the robot's and
+ *     the obstacles' stiffness and damping; only their ratio matters without a mass). Then
+ *     d_i' = v_cmd |n_i . heading| - (k / c) d_i, so the depth never exceeds c v_cmd / k, the
+ *     steady depth of a head-on approach (reached with the time constant c / k), at any
+ *     incidence; at a graze the robot slides along the layer. */
 #include "../contact.h"
 #include "../rs_robot.h"
 #include "diff_drive_common.h"
@@ -195,18 +199,19 @@ static void dd_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         xdot[X] = xdot[Y] = xdot[THETA] = 0.0;
         return;
     }
-    if (ed->mode == MODE_COMPLIANT) { /* the layers push back along the heading */
+    xdot[X] = v * cos(x[THETA]);
+    xdot[Y] = v * sin(x[THETA]);
+    if (ed->mode == MODE_COMPLIANT) { /* the layers push back along their normals */
         double rate = rs_blend_harmonic(em->p[P_K], em->p[P_OK]) /
                       rs_blend_harmonic(em->p[P_C], em->p[P_OC]);
         for (int i = 0; i < n_obstacles(em); i++) {
             if (!inside(ed, i))
                 continue;
             double nx, ny, depth = pad_of(em) - clearance(em, x, i, &nx, &ny);
-            v += rate * fmax(0.0, depth) * (nx * cos(x[THETA]) + ny * sin(x[THETA]));
+            xdot[X] += rate * fmax(0.0, depth) * nx;
+            xdot[Y] += rate * fmax(0.0, depth) * ny;
         }
     }
-    xdot[X] = v * cos(x[THETA]);
-    xdot[Y] = v * sin(x[THETA]);
     xdot[THETA] = wheels_turn_rate(r, L, u[PHI1_DOT], u[PHI2_DOT]);
 }
 
@@ -239,10 +244,28 @@ static void block(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, d
 
 static void release(rs_entity_data_t *ed, double t, const double *x)
 {
+    if (ed->aux[AUX_OBSTACLE] < 0)
+        return;
     double i = ed->aux[AUX_OBSTACLE];
     ed->mode = MODE_FREE;
     ed->aux[AUX_OBSTACLE] = -1;
     rs_emit_event(ed, EV_RELEASE, t, i, x, x, NX);
+}
+
+/* Block on an obstacle (other than `skip`) the robot touches, to the rounding of its placement
+ * on another's boundary, while heading into it; returns whether it did. */
+static int block_touching(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                          const double *u, int skip)
+{
+    for (int i = 0; i < n_obstacles(em); i++) {
+        double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+        if (i != skip && clearance(em, x, i, NULL, NULL) <= 1e-12 * scale &&
+            outward_speed(em, x, u, i) < 0) {
+            block(em, ed, t, x, i);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -264,7 +287,10 @@ static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                 return;
             }
     } else if (fired[n]) {
+        /* free of this obstacle; another one it touches may still hold it */
+        int held = (int)ed->aux[AUX_OBSTACLE];
         release(ed, t, x);
+        block_touching(em, ed, t, x, u, held);
     }
 }
 
@@ -280,17 +306,14 @@ static void dd_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
         return;
     if (ed->mode == MODE_BLOCKED) {
-        if (outward_speed(em, x, u, (int)ed->aux[AUX_OBSTACLE]) > 0)
+        int held = (int)ed->aux[AUX_OBSTACLE];
+        if (outward_speed(em, x, u, held) > 0) {
             release(ed, t, x);
+            block_touching(em, ed, t, x, u, held);
+        }
         return;
     }
-    for (int i = 0; i < n_obstacles(em); i++) {
-        double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
-        if (clearance(em, x, i, NULL, NULL) <= 1e-12 * scale && outward_speed(em, x, u, i) < 0) {
-            block(em, ed, t, x, i);
-            return;
-        }
-    }
+    block_touching(em, ed, t, x, u, -1);
 }
 
 /* time_stepping: seed 004's velocity-level step over the control step (see the header) */
@@ -383,6 +406,26 @@ static void dd_sensors(const rs_entity_model_t *em, rs_entity_data_t *ed, double
     ed->s[S_OBSTACLE] = ed->mode == MODE_COMPLIANT ? first : ed->aux[AUX_OBSTACLE];
 }
 
+/* Hybrid never leaves the robot's centre inside an inflated obstacle (it is blocked on the
+ * boundary, placed exactly): a state that is (beyond rounding) breaks the formulation, and the
+ * step stops with this error instead of reporting it as normal. */
+static int dd_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      rs_status_t *st)
+{
+    if (ed->mode != MODE_FREE && ed->mode != MODE_BLOCKED)
+        return 0;
+    for (int i = 0; i < n_obstacles(em); i++) {
+        double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+        double c = clearance(em, x, i, NULL, NULL);
+        if (c < -1e-9 * scale)
+            return rs_fail(st, RS_ESIMFAIL,
+                           "'%s' (hybrid contact) is %g m inside obstacle %d at (%g, %g); the "
+                           "contact formulation cannot go on from this state",
+                           em->name, -c, i, x[X], x[Y]);
+    }
+    return 0;
+}
+
 const rs_robot_t rs_robot_diff_drive = {
     .kind = "diff_drive",
     .doc = "differential-drive disk robot among disk obstacles (seed 002)",
@@ -408,6 +451,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .jump = dd_jump,
     .settle = dd_settle,
     .advance = dd_advance,
+    .failure = dd_failure,
     .contacts = dd_contacts,
     .sense = dd_sensors,
 };

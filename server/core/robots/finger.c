@@ -83,14 +83,20 @@
  * friction_law acts there only. Issue 10 adds:
  *   time_stepping (1), seed 004's velocity-level step with backward Euler positions, per
  *     internal step h (ts_step): free velocities from F_a and the drags (explicit), then the
- *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; Newton
- *     restitution e on a closing contact) and the object's ground friction as a box
- *     |p| <= F h (F_static if the object is at rest, else F_kinetic), by rs_contact_solve.
+ *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; in every
+ *     step's problem, so no gap closes after the solve; Newton restitution e on a contact
+ *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed) and the object's
+ *     ground friction as a box |p| <= F h (F_static if the object is at rest, else
+ *     F_kinetic), by rs_contact_solve.
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
  *   compliant (2), seed 003's boundary layer: within padding = finger_padding +
  *     object_padding the pair feels N = max(0, k d + c d') (d the depth into the layer; k, c
- *     harmonic means of the two bodies' stiffness and damping); the object's friction is
- *     Coulomb F_kinetic regularised below slip_speed (no separate static level). Restitution
+ *     harmonic means of the two bodies' stiffness and damping); the object's ground friction
+ *     is Coulomb stick-slip with exact events (static and kinetic levels, as in the hybrid
+ *     formulation): at rest it stays (v_o' = 0, event stick) while |N| <= F_static
+ *     (guard G_SLIP: F_static - |N|), then slides in the push's direction against F_kinetic
+ *     (event slip) until its velocity passes through 0 (guard G_STOP), where it sticks again
+ *     or turns. slip_speed is not used by the finger. Restitution
  *     then comes from the damping, not from `restitution`. Touch and separation at the layer's
  *     surface are found by root finding (guard G_TOUCH with the side in AUX_SIDE).
  * In both, impact_impulse reads 0 (there are no instantaneous impacts) and the events are
@@ -119,6 +125,7 @@ enum {
     AUX_IN_SETTLE, /* 1 while settle() runs */
     AUX_SIDE,      /* compliant: +1 outside the boundary layer, -1 inside */
     AUX_N,         /* time_stepping: contact force of the last internal step, N */
+    AUX_STUCK,     /* compliant: 1 while static friction holds the object at rest */
     NAUX
 };
 
@@ -132,6 +139,8 @@ static const rs_aux_desc_t finger_aux[NAUX] = {
     {"in_settle", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0, "1 while settle() runs"},
     {"side", RS_AUX_SIGN, 0, 0, 0, 0, 0, "compliant: +1 outside the boundary layer, -1 inside"},
     {"ts_force", RS_AUX_REAL, 0.0, INFINITY, 0, 0, 0, "time_stepping: last step's contact force"},
+    {"stuck", RS_AUX_INTEGER, 0.0, 1.0, 0, 0, 0,
+     "compliant: 1 while static friction holds the object at rest"},
 };
 
 /* parameter slots in rs_entity_model_t.p (and their table indices, the same here) */
@@ -215,7 +224,8 @@ static const rs_param_desc_t finger_params[NP] = {
     {"object_stiffness", "N/m", 1e-6, 1e12, P_K_O, 1, 1, 1e4, "the object's surface stiffness"},
     {"object_damping", "N s/m", 0, 1e9, P_C_O_SURF, 1, 1, 10.0, "the object's surface damping"},
     {"slip_speed", "m/s", 1e-9, 1e3, P_SLIP, 1, 1, 1e-3,
-     "compliant: the object's speed below which its friction is regularised (linear)"},
+     "not used by the finger (its compliant friction is exact stick-slip with static_friction "
+     "and kinetic_friction); accepted for older clients"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
      "1: report the (finger, object) pair in State.contacts (seed 003 enableContactFeedback)"},
 };
@@ -367,8 +377,12 @@ static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD_F] + em->
 
 /* Enter the mode contact_model asks for if the entity is in another formulation's mode; returns
  * whether the formulation is time_stepping or compliant. */
+static double compliant_force(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                              const double *x);
+
 static int pick_formulation(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x)
 {
+    ed->aux[AUX_STUCK] = 0.0;
     int model = (int)em->p[P_MODEL];
     ed->aux[AUX_SIDE] = 1.0;
     ed->aux[AUX_N] = 0.0;
@@ -377,6 +391,9 @@ static int pick_formulation(const rs_entity_model_t *em, rs_entity_data_t *ed, c
     } else if (model == RS_CONTACT_COMPLIANT) {
         ed->mode = MODE_COMPLIANT;
         ed->aux[AUX_SIDE] = x[X_O] - x[X_F] < pad_of(em) ? -1.0 : 1.0;
+        ed->aux[AUX_DIR] = x[V_O] < 0.0 ? -1.0 : 1.0;
+        ed->aux[AUX_STUCK] = x[V_O] == 0.0 && em->p[P_F_STATIC] > 0.0 &&
+                             fabs(compliant_force(em, ed, x)) <= em->p[P_F_STATIC];
     } else {
         if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
             ed->mode = x[V_O] != 0.0 ? MODE_SEPARATED : MODE_SEPARATED_STUCK;
@@ -402,11 +419,12 @@ static void compliant_derivs(const rs_entity_model_t *em, const rs_entity_data_t
                              const double *x, double fa, double *xdot)
 {
     double n = compliant_force(em, ed, x);
-    double friction = em->p[P_F_KINETIC] * fmax(-1.0, fmin(1.0, x[V_O] / em->p[P_SLIP]));
+    double friction = em->p[P_F_KINETIC] * ed->aux[AUX_DIR];
+    int stuck = ed->aux[AUX_STUCK] != 0.0;
     xdot[X_F] = x[V_F];
     xdot[V_F] = (fa - drag_f(em, x[V_F]) - n) / em->p[P_M_F];
     xdot[X_O] = x[V_O];
-    xdot[V_O] = (n - drag_o(em, x[V_O]) - friction) / em->p[P_M_O];
+    xdot[V_O] = stuck ? 0.0 : (n - drag_o(em, x[V_O]) - friction) / em->p[P_M_O];
     xdot[IMPULSE] = n;
     xdot[WORK] = fa * x[V_F];
 }
@@ -421,23 +439,35 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
     double h, steps = rs_ts_substeps(dt, p[P_TS_STEP], &h), fa = applied_force(ed, u);
     double minv[2] = {1.0 / p[P_M_F], 1.0 / p[P_M_O]};
     for (double k = 0.0; k < steps; k += 1.0) {
-        double v[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
-                       x[V_O] - h * drag_o(em, x[V_O]) / p[P_M_O]};
-        double gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
-        rs_contact_point_t pts[2];
-        int n = 0, with_contact = gap + h * (v[1] - v[0]) <= 0.0;
-        if (with_contact) { /* the contact may close in this step: gap rate v_o - v_f */
-            pts[n] = (rs_contact_point_t){.jn = {-1.0, 1.0}, .vn_min = -gap / h};
-            if (closing > 0.0 && p[P_RESTITUTION] > 0.0)
-                pts[n].vn_min = fmax(pts[n].vn_min, p[P_RESTITUTION] * closing);
-            n++;
+        const double vfree[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
+                                 x[V_O] - h * drag_o(em, x[V_O]) / p[P_M_O]};
+        double v[2], gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
+        /* The contact is always in the problem (gap + h (v_o+ - v_f+) >= 0, complementary to
+         * lambda >= 0: it takes no force where it stays open), so no gap closes after the
+         * solve whichever velocities the friction leaves. Newton restitution applies where the
+         * contact closes in this step: by the free velocities, or, if the solve finds it
+         * active without it, on a second solve with it (the active set iterated once more);
+         * and, as in the hybrid impact, only where the rebound e |v_f - v_o| would reach
+         * resting_speed: slower, the bodies stay together (a pushing finger keeps one contact
+         * instead of bouncing at every step on its own rounding). */
+        int impact = gap + h * (vfree[1] - vfree[0]) <= 0.0;
+        int bounces = closing > 0.0 && p[P_RESTITUTION] * closing >= p[P_V_REST] &&
+                      p[P_RESTITUTION] > 0.0;
+        for (int pass = 0; pass < 2; pass++) {
+            rs_contact_point_t pts[2] = {
+                {.jn = {-1.0, 1.0}, .vn_min = -gap / h},
+                /* the object's ground friction: a box of F h on v_o */
+                {.jt = {0.0, 1.0},
+                 .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
+            if (impact && bounces)
+                pts[0].vn_min = fmax(pts[0].vn_min, p[P_RESTITUTION] * closing);
+            v[0] = vfree[0], v[1] = vfree[1];
+            rs_contact_solve(2, minv, 2, pts, v, pn, pt, 200);
+            if (impact || !(pn[0] > 0.0) || !bounces)
+                break;
+            impact = 1;
         }
-        /* the object's ground friction: a box of F h on v_o */
-        pts[n++] = (rs_contact_point_t){
-            .jt = {0.0, 1.0},
-            .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])};
-        rs_contact_solve(2, minv, n, pts, v, pn, pt, 200);
-        double lambda = with_contact ? pn[0] : 0.0, was = ed->aux[AUX_N];
+        double lambda = pn[0], was = ed->aux[AUX_N];
         x[V_F] = v[0], x[V_O] = v[1];
         x[X_F] += h * v[0], x[X_O] += h * v[1]; /* backward Euler positions */
         x[IMPULSE] += lambda;
@@ -518,8 +548,12 @@ static void finger_guards(const rs_entity_model_t *em, const rs_entity_data_t *e
     double fa = applied_force(ed, u), dir = ed->aux[AUX_DIR], feps = force_eps(em);
     g[G_TOUCH] = g[G_SEPARATE] = g[G_STOP] = g[G_SLIP] = 1.0;
     switch (ed->mode) {
-    case MODE_COMPLIANT: /* the layer's surface, crossed either way */
+    case MODE_COMPLIANT: /* the layer's surface, crossed either way; the object's stick-slip */
         g[G_TOUCH] = ed->aux[AUX_SIDE] * (x[X_O] - x[X_F] - pad_of(em));
+        if (ed->aux[AUX_STUCK] != 0.0)
+            g[G_SLIP] = em->p[P_F_STATIC] - fabs(compliant_force(em, ed, x));
+        else if (em->p[P_F_STATIC] > 0.0)
+            g[G_STOP] = dir * x[V_O];
         break;
     case MODE_SEPARATED:
         g[G_TOUCH] = x[X_O] - x[X_F] + gap_eps(x);
@@ -741,6 +775,28 @@ static void jump_to_consistent(const rs_entity_model_t *em, jump_ctx_t *j, doubl
     }
 }
 
+/* compliant: the object at rest (or reaching rest) sticks while static friction can hold the
+ * layer's push, |N| <= F_static; else it slides in the push's direction (Coulomb's law with
+ * a static level). */
+static void compliant_stick_slip(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                                 double *x)
+{
+    double before[4] = {x[X_F], x[V_F], x[X_O], x[V_O]};
+    int was = ed->aux[AUX_STUCK] != 0.0;
+    double n = compliant_force(em, ed, x);
+    x[V_O] = 0.0; /* at rest, or reached it (its guard crossed 0) */
+    if (fabs(n) <= em->p[P_F_STATIC] && em->p[P_F_STATIC] > 0.0) {
+        ed->aux[AUX_STUCK] = 1.0;
+        if (!was)
+            rs_emit_event(ed, EV_STICK, t, fabs(n), before, x, 4);
+    } else {
+        ed->aux[AUX_STUCK] = 0.0;
+        ed->aux[AUX_DIR] = n < 0.0 ? -1.0 : 1.0;
+        if (was)
+            rs_emit_event(ed, EV_SLIP, t, fabs(n), before, x, 4);
+    }
+}
+
 static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                         const double *u, const int *fired)
 {
@@ -750,6 +806,12 @@ static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
             rs_emit_event(ed, ed->aux[AUX_SIDE] < 0.0 ? EV_TOUCH : EV_SEPARATE, t,
                           x[V_F] - x[V_O], x, x, 4);
         }
+        /* the layer's force jumps where the surface is crossed (its damping term c d'): a
+         * stuck object then slips at once if it exceeds F_static */
+        int stuck = ed->aux[AUX_STUCK] != 0.0;
+        if (fired[G_SLIP] || (!stuck && fired[G_STOP]) ||
+            (stuck && fabs(compliant_force(em, ed, x)) > em->p[P_F_STATIC]))
+            compliant_stick_slip(em, ed, t, x);
         return;
     }
     jump_ctx_t j;
@@ -881,6 +943,22 @@ static int finger_contacts(const rs_entity_model_t *em, const rs_entity_data_t *
     return 1;
 }
 
+/* The gap never goes negative (hybrid: the tip is put back on the face at each touch;
+ * time_stepping: the contact is in every step's problem): a state with the tip past the face
+ * beyond rounding breaks the formulation, and the step stops with this error. Compliant contact
+ * is exempt: there the layer is entered by design and the gap may go below 0. */
+static int finger_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                          const double *x, rs_status_t *st)
+{
+    double gap = x[X_O] - x[X_F];
+    if (ed->mode == MODE_COMPLIANT || !(gap < -1e-9 * (1.0 + fabs(x[X_F]) + fabs(x[X_O]))))
+        return 0;
+    return rs_fail(st, RS_ESIMFAIL,
+                   "'%s': the finger's tip is %g m past the object's face (x_f = %.9g, x_o = "
+                   "%.9g); the contact formulation cannot go on from this state",
+                   em->name, -gap, x[X_F], x[X_O]);
+}
+
 const rs_robot_t rs_robot_finger = {
     .kind = "finger",
     .doc = "1D finger pushing an object with static/kinetic friction, impacts and a tip force "
@@ -910,6 +988,7 @@ const rs_robot_t rs_robot_finger = {
     .settle = finger_settle,
     .step_begin = finger_step_begin,
     .advance = finger_advance,
+    .failure = finger_failure,
     .contacts = finger_contacts,
     .sense = finger_sense,
 };

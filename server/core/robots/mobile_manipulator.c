@@ -1,7 +1,8 @@
 /* The mobile manipulator (issue 11, the planar form of seed 001's robot): a differential-drive
  * base (seed 002) carrying two planar serial two-link arms, torque controlled, in a horizontal
- * plane, and a table whose edge is the segment y = table_y, table_x0 <= x <= table_x1 (the
- * table lies at y > table_y). SI units throughout (metres, radians, seconds).
+ * plane, and a table: the solid table_x_min <= x <= table_x_max, y >= table_y, with three faces,
+ * its edge y = table_y and its sides x = table_x_min and x = table_x_max, each of which an end
+ * effector may touch. SI units throughout (metres, radians, seconds).
  *
  * Base, two modes (parameter base_mode):
  *   0, wheels (scenario 1): seed 002's boxed kinematics (ddkinematicsmodel) with phi1_dot,
@@ -38,15 +39,21 @@
  * (servoed speeds held constant between control steps).
  *
  * Contact (seed 004's hybrid formulation, the finger's pattern of exact events): per arm a
- * mode free / slide / stick at the end effector p:
- *   - free: no force. Guard: the gap table_y - p_y (only while p_x lies on the segment). Touch:
- *     an inelastic impulse along the normal so that the normal velocity becomes 0 (event
+ * mode free / slide / stick at the end effector p, on a face with outward normal n and tangent
+ * t (edge: n = (0, -1), t = (1, 0); sides: n = (-+1, 0), t = (0, 1)):
+ *   - free: no force. Guard: the signed distance of p to the solid (continuous over the edge,
+ *     the sides and the corners) plus a 1e-12 relative touching tolerance. Touch, on the face
+ *     it crossed: an inelastic impulse along n so that the normal velocity becomes 0 (event
  *     "touch"), then stick or slide as below.
- *   - slide: p_y'' = 0 with the force f = lambda (-mu dir, -1) (Coulomb: friction mu lambda
- *     against the slip direction dir = sgn(p_x')). Guards: lambda (release when it falls
- *     through 0), dir p_x' (the slip stops: stick).
- *   - stick: p'' = 0 (both components), force f free. Guards: lambda = -f_y, mu lambda - f_x,
- *     mu lambda + f_x (the cone's edges: slip).
+ *   - slide: n . p'' = 0 with the force f = lambda (n - mu dir t) (Coulomb: friction mu lambda
+ *     against the slip direction dir = sgn(t . p')). Guards: lambda (release when it falls
+ *     through 0), dir t . p' (the slip stops: stick), the face's extent (it slides off a
+ *     corner: release).
+ *   - stick: p'' = 0 (both components), force f free. Guards: lambda = n . f, mu lambda - t . f,
+ *     mu lambda + t . f (the cone's edges: slip).
+ *   Where no mode is consistent (Painleve: a sliding contact whose force falls to 0 while the
+ *   free motion would enter the face, or a touch after which neither sticking, sliding nor
+ *   leaving is), the step stops with an error (mm_failure) at that state.
  * All constraints of a mode (stuck wheel speeds or servoed ones, the contacts) are solved
  * together: [M, -G; A, 0] (nudot, lambda) = (Q - h, -a0), G the constraint forces' directions
  * in nu, A the constrained rows (a dense LU solve, at most 12 unknowns); impulses solve the same
@@ -73,9 +80,10 @@ enum { S_EEX, S_EEY, S_FN, S_FT, S_CONTACT, S_Q1, S_Q2, S_DIST, NS_ARM };
 #define NS (2 * NS_ARM)
 enum { C_FREE, C_SLIDE, C_STICK };
 enum { EV_TOUCH, EV_RELEASE, EV_STICK, EV_SLIP, EV_BASE_ROLL, EV_BASE_STOP };
-enum { AUX_DIR_L, AUX_DIR_R, AUX_BASE_V, AUX_BASE_W, NAUX };
+enum { AUX_DIR_L, AUX_DIR_R, AUX_BASE_V, AUX_BASE_W, AUX_FACE_L, AUX_FACE_R, AUX_JAM, NAUX };
+enum { FACE_EDGE, FACE_MIN, FACE_MAX }; /* y = table_y, x = table_x_min, x = table_x_max */
 enum { BASE_WHEELS = 0, BASE_PASSIVE = 1 };
-#define G_PER_ARM 5
+#define G_PER_ARM 6
 #define G_BASE (2 * G_PER_ARM) /* then two per base speed */
 #define NG (G_BASE + 4)
 #define NV 6 /* generalised speeds: v, w, left qd1, qd2, right qd1, qd2 */
@@ -118,9 +126,11 @@ static const rs_var_desc_t mm_actuators[NU] = {
     {side "_ee_x", "m", -INFINITY, INFINITY, side " end effector, world x"},                  \
         {side "_ee_y", "m", -INFINITY, INFINITY, side " end effector, world y"},              \
         {side "_force_normal", "N", 0.0, INFINITY,                                            \
-         side " end effector: the table's normal force (pushing towards -y), 0 when free"},   \
+         side " end effector: the table's normal force (along the touched face's outward "   \
+              "normal: -y on the edge, -x / +x on the sides), 0 when free"},                  \
         {side "_force_tangential", "N", -INFINITY, INFINITY,                                  \
-         side " end effector: the table's friction force along +x"},                          \
+         side " end effector: the table's friction force along the face (+x on the edge, "    \
+              "+y on the sides)"},                                                            \
         {side "_contact", "1", 0.0, 2.0, side " end effector: 0 free, 1 sliding, 2 stuck"},   \
         {side "_theta1", "rad", -INFINITY, INFINITY, side " arm joint 1 angle"},              \
         {side "_theta2", "rad", -INFINITY, INFINITY, side " arm joint 2 angle"},              \
@@ -143,9 +153,10 @@ static const rs_param_desc_t mm_params[] = {
     {"a2", "m", 1e-3, 1e3, P_LINK + 1, 1, 1, 0.40, "link 2 length (both arms)"},
     {"m1", "kg", 1e-6, 1e6, P_MASS, 1, 1, 2.0, "link 1 mass (uniform rod)"},
     {"m2", "kg", 1e-6, 1e6, P_MASS + 1, 1, 1, 1.5, "link 2 mass (uniform rod)"},
-    {"table_y", "m", -1e6, 1e6, P_TABLE, 1, 1, 0.9, "the table edge's y (the table is at y > it)"},
-    {"table_x_min", "m", -1e6, 1e6, P_TABLE + 1, 1, 1, -2.0, "the table edge's left end"},
-    {"table_x_max", "m", -1e6, 1e6, P_TABLE + 2, 1, 1, 2.0, "the table edge's right end"},
+    {"table_y", "m", -1e6, 1e6, P_TABLE, 1, 1, 0.9,
+     "the table edge's y (the table is the solid y >= this between its sides)"},
+    {"table_x_min", "m", -1e6, 1e6, P_TABLE + 1, 1, 1, -2.0, "the table's left side x"},
+    {"table_x_max", "m", -1e6, 1e6, P_TABLE + 2, 1, 1, 2.0, "the table's right side x"},
     {"mu", "1", 0.0, 10.0, P_MU, 1, 1, 0.5, "Coulomb friction coefficient end effector/table"},
     /* 0.002, not 0.01: with the base's motion in the arms' equations, a base driven at up to
      * 0.01 * 80 N = 0.8 m/s jerks the arms (their momentum about the shoulders) past what the
@@ -183,6 +194,12 @@ static const rs_aux_desc_t mm_aux[NAUX] = {
      "passive base: 0 stuck (v = 0), +-1 rolling forward / backward"},
     {"base_w_dir", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0,
      "passive base: 0 stuck (w = 0), +-1 turning left / right"},
+    {"left_face", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0,
+     "the table face the left end effector touches: 0 edge, 1 side x = table_x_min, 2 side "
+     "x = table_x_max"},
+    {"right_face", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0, "the right end effector's face, as left"},
+    {"jammed", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0,
+     "0, or 1 + the arm whose sliding contact has no consistent continuation (Painleve)"},
 };
 
 static const char *const mm_modes[9] = {"free,free",  "slide,free",  "stick,free",
@@ -333,9 +350,20 @@ static void sys_build(const rs_entity_model_t *em, const double *x, const double
 typedef struct mm_cfg {
     int c[2];
     double dir[2];
+    double n[2][2], t[2][2]; /* each arm's face: outward normal and tangent (world) */
     int fixed[2];
     double base_dir[2];
 } mm_cfg_t;
+
+/* A face's outward normal n and tangent t: the edge (0, -1), (1, 0); the sides x = table_x_min
+ * (-1, 0), (0, 1) and x = table_x_max (1, 0), (0, 1). */
+static void face_frame(int face, double n[2], double t[2])
+{
+    n[0] = face == FACE_EDGE ? 0.0 : face == FACE_MIN ? -1.0 : 1.0;
+    n[1] = face == FACE_EDGE ? -1.0 : 0.0;
+    t[0] = face == FACE_EDGE ? 1.0 : 0.0;
+    t[1] = face == FACE_EDGE ? 0.0 : 1.0;
+}
 
 static mm_cfg_t cfg_of(const rs_entity_model_t *em, const rs_entity_data_t *ed)
 {
@@ -343,6 +371,7 @@ static mm_cfg_t cfg_of(const rs_entity_model_t *em, const rs_entity_data_t *ed)
     for (int k = 0; k < 2; k++) {
         cf.c[k] = contact_of(ed->mode, k);
         cf.dir[k] = ed->aux[AUX_DIR_L + k];
+        face_frame((int)ed->aux[AUX_FACE_L + k], cf.n[k], cf.t[k]);
         cf.base_dir[k] = passive(em) ? ed->aux[AUX_BASE_V + k] : 0.0;
         cf.fixed[k] = !passive(em) || cf.base_dir[k] == 0.0;
     }
@@ -410,12 +439,16 @@ static void sys_solve(const rs_entity_model_t *em, const mm_sys_t *S, const mm_c
                 owner[m++] = k;
             }
         } else if (cf->c[k] == C_SLIDE) {
-            double dv[2] = {-em->p[P_MU] * cf->dir[k], -1.0};
+            /* the force lambda (n - mu dir t) on the face's normal row */
+            const double *n = cf->n[k], *t = cf->t[k];
+            double dv[2] = {n[0] - em->p[P_MU] * cf->dir[k] * t[0],
+                            n[1] - em->p[P_MU] * cf->dir[k] * t[1]};
             for (int j = 0; j < NV; j++) {
                 G[m][j] = e->J[0][j] * dv[0] + e->J[1][j] * dv[1];
-                A[m][j] = e->J[1][j];
+                A[m][j] = e->J[0][j] * n[0] + e->J[1][j] * n[1];
             }
-            b[m] = impulse ? -e->v[1] : -e->a0[1];
+            double vn = n[0] * e->v[0] + n[1] * e->v[1], an = n[0] * e->a0[0] + n[1] * e->a0[1];
+            b[m] = impulse ? -vn : -an;
             owner[m++] = k;
         }
     }
@@ -459,8 +492,8 @@ static void sys_solve(const rs_entity_model_t *em, const mm_sys_t *S, const mm_c
             int d = c > 0 && owner[c - 1] == k; /* the second row of a stuck arm is its y */
             f[k][d] = lam;
         } else {
-            f[k][0] = lam * -em->p[P_MU] * cf->dir[k];
-            f[k][1] = -lam;
+            for (int d = 0; d < 2; d++)
+                f[k][d] = lam * (cf->n[k][d] - em->p[P_MU] * cf->dir[k] * cf->t[k][d]);
         }
     }
 }
@@ -481,9 +514,40 @@ static void apply_impulse(const rs_entity_model_t *em, const mm_sys_t *S, const 
     }
 }
 
-static int on_segment(const rs_entity_model_t *em, const double p[2])
+/* The table is the solid x_min <= x <= x_max, y >= table_y (its edge and two sides). The
+ * signed distance of p to it: the Euclidean distance outside, minus the depth (the distance to
+ * the nearest face, *face) inside; continuous, 0 on the faces. */
+static double table_distance(const rs_entity_model_t *em, const double p[2], int *face)
 {
-    return p[0] >= em->p[P_TABLE + 1] && p[0] <= em->p[P_TABLE + 2];
+    double ty = em->p[P_TABLE], x0 = em->p[P_TABLE + 1], x1 = em->p[P_TABLE + 2];
+    double d[3] = {p[1] - ty, p[0] - x0, x1 - p[0]};
+    int f = FACE_EDGE;
+    for (int i = 1; i < 3; i++)
+        if (d[i] < d[f])
+            f = i;
+    if (face)
+        *face = f;
+    if (d[f] >= 0.0)
+        return -d[f]; /* inside (or on a face) */
+    double dx = fmax(0.0, fmax(-d[1], -d[2])), dy = fmax(0.0, -d[0]);
+    return hypot(dx, dy);
+}
+
+/* The tolerance of touching the table: a free end effector within it of a face (or past it)
+ * touches; its guard is the distance plus this, so that one leaving from the face (where
+ * rounding may leave it inside by less) starts with its guard above 0, armed. */
+static double touch_tolerance(const rs_entity_model_t *em)
+{
+    return 1e-12 * (1.0 + fabs(em->p[P_TABLE]) + fabs(em->p[P_TABLE + 1]) +
+                    fabs(em->p[P_TABLE + 2]));
+}
+
+/* Where on face `face` p lies: > 0 within its extent (the edge between the sides, a side
+ * beyond the edge), < 0 past its end (the end effector slid off the corner). */
+static double face_extent(const rs_entity_model_t *em, const double p[2], int face)
+{
+    double ty = em->p[P_TABLE], x0 = em->p[P_TABLE + 1], x1 = em->p[P_TABLE + 2];
+    return face == FACE_EDGE ? fmin(p[0] - x0, x1 - p[0]) : p[1] - ty;
 }
 
 /* ---- frames for motion specifications ------------------------------------------------------ */
@@ -607,12 +671,14 @@ static int mm_validate(const rs_entity_model_t *em, rs_status_t *st)
     for (int k = 0; k < 2; k++) {
         double p[2];
         ee_position(em, x, k, p);
-        if (on_segment(em, p) && p[1] > em->p[P_TABLE])
+        double dist = table_distance(em, p, NULL);
+        if (dist < 0)
             return rs_fail(st, RS_EINVAL,
-                           "the %s end effector of '%s' starts %g m inside the table (y = %g > "
-                           "table y %g); move the base or change theta0_arms",
-                           k == 0 ? "left" : "right", em->name, p[1] - em->p[P_TABLE], p[1],
-                           em->p[P_TABLE]);
+                           "the %s end effector of '%s' starts %g m inside the table (at (%g, %g); "
+                           "the table is x in [%g, %g], y >= %g); move the base or change the "
+                           "initial joint angles",
+                           k == 0 ? "left" : "right", em->name, -dist, p[0], p[1],
+                           em->p[P_TABLE + 1], em->p[P_TABLE + 2], em->p[P_TABLE]);
     }
     return 0;
 }
@@ -670,15 +736,19 @@ static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     for (int k = 0; k < 2; k++) {
         double *gk = g + G_PER_ARM * k, mu = em->p[P_MU];
         const point_terms_t *e = &S.ee[k];
-        if (cf.c[k] == C_FREE && on_segment(em, e->p))
-            gk[0] = em->p[P_TABLE] - e->p[1];
+        const double *n = cf.n[k], *tg = cf.t[k];
+        double lam = n[0] * f[k][0] + n[1] * f[k][1], ft = tg[0] * f[k][0] + tg[1] * f[k][1];
+        if (cf.c[k] == C_FREE)
+            gk[0] = table_distance(em, e->p, NULL) + touch_tolerance(em);
         if (cf.c[k] != C_FREE)
-            gk[1] = -f[k][1];
-        if (cf.c[k] == C_SLIDE)
-            gk[2] = cf.dir[k] * e->v[0];
+            gk[1] = lam;
+        if (cf.c[k] == C_SLIDE) {
+            gk[2] = cf.dir[k] * (tg[0] * e->v[0] + tg[1] * e->v[1]);
+            gk[5] = face_extent(em, e->p, (int)ed->aux[AUX_FACE_L + k]);
+        }
         if (cf.c[k] == C_STICK) {
-            gk[3] = mu * -f[k][1] - f[k][0];
-            gk[4] = mu * -f[k][1] + f[k][0];
+            gk[3] = mu * lam - ft;
+            gk[4] = mu * lam + ft;
         }
     }
     if (!passive(em))
@@ -694,22 +764,29 @@ static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     }
 }
 
-/* Put arm k's end effector back on the edge (y = table_y) by the least joint motion
- * dq = n J_w^T dy / |n J_w|^2: the contact is kept at the acceleration level, so the position
- * drifts by the integrator's error; settle() removes that drift at each control step. */
-static void onto_edge(const rs_entity_model_t *em, double *x, int k)
+/* Put arm k's end effector back on its face (normal n: n . p = n . p_face) by the least joint
+ * motion dq = (n J_w)^T dn / |n J_w|^2: the contact is kept at the acceleration level, so the
+ * position drifts by the integrator's error; settle() removes that drift at each control step. */
+static void onto_face(const rs_entity_model_t *em, const rs_entity_data_t *ed, double *x, int k)
 {
+    double n[2], t[2];
+    int face = (int)ed->aux[AUX_FACE_L + k];
+    face_frame(face, n, t);
+    double at = face == FACE_EDGE  ? -em->p[P_TABLE]
+                : face == FACE_MIN ? -em->p[P_TABLE + 1]
+                                   : em->p[P_TABLE + 2]; /* n . p on the face */
     for (int it = 0; it < 3; it++) {
-        double r[2], J[2][2], ang, p[2], th = x[BTH];
+        double r[2], J[2][2], ang, p[2], th = x[BTH], c = cos(th), s = sin(th);
         chain_point(em, x + Q0 + 4 * k, k, 2, r, J, &ang);
         ee_position(em, x, k, p);
-        double dy = em->p[P_TABLE] - p[1];
-        double g0 = sin(th) * J[0][0] + cos(th) * J[1][0], g1 = sin(th) * J[0][1] + cos(th) * J[1][1];
-        double nn = g0 * g0 + g1 * g1;
-        if (dy == 0 || !(nn > 0))
+        double dn = at - (n[0] * p[0] + n[1] * p[1]), g[2];
+        for (int j = 0; j < 2; j++) /* n . R J_j */
+            g[j] = n[0] * (c * J[0][j] - s * J[1][j]) + n[1] * (s * J[0][j] + c * J[1][j]);
+        double nn = g[0] * g[0] + g[1] * g[1];
+        if (dn == 0 || !(nn > 0))
             return;
-        x[Q0 + 4 * k] += g0 * dy / nn;
-        x[Q0 + 4 * k + 1] += g1 * dy / nn;
+        x[Q0 + 4 * k] += g[0] * dn / nn;
+        x[Q0 + 4 * k + 1] += g[1] * dn / nn;
     }
 }
 
@@ -726,18 +803,31 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     double nud[NV], f[2][2], mu = em->p[P_MU];
     sys_build(em, x, u, &S);
     const point_terms_t *e = &S.ee[k];
+    const double *n = cf.n[k], *tg = cf.t[k];
+    /* velocities into the face and along it; the force's normal and tangential parts */
+#define V_IN (-(n[0] * e->v[0] + n[1] * e->v[1]))
+#define V_T (tg[0] * e->v[0] + tg[1] * e->v[1])
+#define F_N (n[0] * f[k][0] + n[1] * f[k][1])
+#define F_T (tg[0] * f[k][0] + tg[1] * f[k][1])
     double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
-    if (old != C_FREE && fabs(e->v[1]) <= vscale) {
+    if (old != C_FREE && fabs(V_IN) > vscale && fabs(V_IN) <= 1e3 * vscale) {
+        /* the normal velocity the integrator's error left on a contact kept at the acceleration
+         * level (1e-6 relative at most; a contact leaves only where its force falls to 0):
+         * removed by the contact's own impulse, not read as a release */
+        apply_impulse(em, &S, &cf, x);
+        sys_build(em, x, u, &S);
+    }
+    if (old != C_FREE && fabs(V_IN) <= vscale) {
         /* a state already consistent with its contact (a restore, unchanged commands): kept as
          * it is, so that settling twice changes nothing */
         sys_solve(em, &S, &cf, 0, nud, f, NULL);
-        int ok = -f[k][1] > 0;
+        int ok = F_N > 0;
         if (old == C_STICK)
-            ok = ok && fabs(e->v[0]) <= vscale && fabs(f[k][0]) <= mu * -f[k][1];
+            ok = ok && fabs(V_T) <= vscale && fabs(F_T) <= mu * F_N;
         else
-            ok = ok && cf.dir[k] * e->v[0] > 0;
+            ok = ok && cf.dir[k] * V_T > 0;
         if (ok) {
-            onto_edge(em, x, k);
+            onto_face(em, ed, x, k);
             if (old == C_STICK) {
                 sys_build(em, x, u, &S);
                 apply_impulse(em, &S, &cf, x);
@@ -745,15 +835,16 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
             return;
         }
     }
-    if (old != C_FREE && e->v[1] < -vscale) {
-        /* moving away from the table (the base backs off): it lets go */
+    if (old != C_FREE && V_IN < -vscale) {
+        /* moving away from the table (the base backs off): it lets go, from the face */
+        onto_face(em, ed, x, k);
         ed->mode = mode_with(ed->mode, k, C_FREE);
         ed->aux[AUX_DIR_L + k] = 0.0;
         rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
         return;
     }
     mm_cfg_t trial = cf;
-    if (e->v[1] > vscale) {
+    if (V_IN > vscale) {
         /* the inelastic normal impulse: the other constraints held, this arm's normal velocity
          * brought to 0 (a frictionless row: dir 0) */
         trial.c[k] = C_SLIDE, trial.dir[k] = 0.0;
@@ -762,25 +853,43 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     }
     int c = C_FREE;
     double dir = 0.0;
-    if (fabs(e->v[0]) <= vscale) {
+    if (fabs(V_T) <= vscale) {
         trial.c[k] = C_STICK, trial.dir[k] = 0.0;
         sys_solve(em, &S, &trial, 0, nud, f, NULL);
-        if (-f[k][1] > 0 && fabs(f[k][0]) <= mu * -f[k][1]) {
+        if (F_N > 0 && fabs(F_T) <= mu * F_N) {
             c = C_STICK;
             apply_impulse(em, &S, &trial, x); /* at rest on the table, both components exactly 0 */
         } else {
-            dir = f[k][0] > 0 ? -1.0 : 1.0; /* the friction needed was missing: slips against it */
+            dir = F_T > 0 ? -1.0 : 1.0; /* the friction needed was missing: slips against it */
         }
     } else {
-        dir = e->v[0] > 0 ? 1.0 : -1.0;
+        dir = V_T > 0 ? 1.0 : -1.0;
     }
     if (c != C_STICK) {
         trial.c[k] = C_SLIDE, trial.dir[k] = dir;
         sys_solve(em, &S, &trial, 0, nud, f, NULL);
-        c = -f[k][1] > 0 ? C_SLIDE : C_FREE;
+        c = F_N > 0 ? C_SLIDE : C_FREE;
     }
-    if (c != C_FREE)
-        onto_edge(em, x, k);
+    if (c == C_FREE) {
+        /* free only if it then moves off the face: at rest on it (after the impulse) with the
+         * free acceleration into it, no mode is consistent (Painleve) */
+        trial.c[k] = C_FREE;
+        sys_solve(em, &S, &trial, 0, nud, NULL, NULL);
+        double an = n[0] * e->a0[0] + n[1] * e->a0[1];
+        for (int j = 0; j < NV; j++)
+            an += (n[0] * e->J[0][j] + n[1] * e->J[1][j]) * nud[j];
+        if (fabs(V_IN) <= vscale && an < 0) {
+            ed->aux[AUX_JAM] = 1 + k;
+            ed->aux[AUX_DIR_L + k] = dir;
+            c = C_SLIDE; /* the last mode tried; mm_failure stops the step here */
+        }
+    }
+#undef V_IN
+#undef V_T
+#undef F_N
+#undef F_T
+    if (c != C_FREE || old != C_FREE)
+        onto_face(em, ed, x, k); /* on the face, or leaving from it */
     ed->mode = mode_with(ed->mode, k, c);
     ed->aux[AUX_DIR_L + k] = c == C_SLIDE ? dir : 0.0;
     int kind = -1;
@@ -832,6 +941,43 @@ static void resolve_base(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     }
 }
 
+/* A sliding end effector's normal acceleration per unit of its contact force lambda, the force
+ * along n - mu dir t (the other constraints held): w = n . J M_c^-1 G^T. With w > 0 the contact
+ * leaves where lambda falls to 0; with w <= 0 (Painleve's paradox, friction too high for the
+ * pose: P. Painleve 1895; D. Stewart, SIAM Review 42(1), 2000) the free motion would enter the
+ * face and sliding on would need lambda < 0: no consistent continuation. */
+static double slide_compliance(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                               const double *x, const double *u, int k)
+{
+    mm_sys_t S, S1;
+    mm_cfg_t cf = cfg_of(em, ed);
+    double nud[NV], an[2];
+    sys_build(em, x, u, &S);
+    const double *n = cf.n[k], *t = cf.t[k];
+    double dv[2] = {n[0] - em->p[P_MU] * cf.dir[k] * t[0], n[1] - em->p[P_MU] * cf.dir[k] * t[1]};
+    cf.c[k] = C_FREE;
+    S1 = S;
+    for (int j = 0; j < NV; j++) /* a unit lambda's generalised force, G^T 1 */
+        S1.rhs[j] += S.ee[k].J[0][j] * dv[0] + S.ee[k].J[1][j] * dv[1];
+    for (int i = 0; i < 2; i++) {
+        sys_solve(em, i ? &S1 : &S, &cf, 0, nud, NULL, NULL);
+        an[i] = 0.0;
+        for (int j = 0; j < NV; j++)
+            an[i] += (n[0] * S.ee[k].J[0][j] + n[1] * S.ee[k].J[1][j]) * nud[j];
+    }
+    return an[1] - an[0];
+}
+
+/* The face a free end effector meets: the nearest to it (it has just crossed it). */
+static void touch_face(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x, int k)
+{
+    double p[2];
+    int face;
+    ee_position(em, x, k, p);
+    table_distance(em, p, &face);
+    ed->aux[AUX_FACE_L + k] = face;
+}
+
 static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, const int *fired)
 {
@@ -839,8 +985,15 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
         const int *fk = fired + G_PER_ARM * k;
         int c = contact_of(ed->mode, k);
         if (c == C_FREE && fk[0]) {
+            touch_face(em, ed, x, k);
             resolve_arm(em, ed, t, x, u, k);
-        } else if (c != C_FREE && fk[1]) {
+        } else if (c != C_FREE && (fk[1] || fk[5])) { /* no push left, or slid off the face */
+            if (c == C_SLIDE && fk[1] && !(slide_compliance(em, ed, x, u, k) > 0)) {
+                ed->aux[AUX_JAM] = 1 + k; /* neither sliding on nor leaving: mm_failure */
+                continue;
+            }
+            if (fk[1]) /* leaves from the face itself, not from the integrator's drift inside */
+                onto_face(em, ed, x, k);
             ed->mode = mode_with(ed->mode, k, C_FREE);
             ed->aux[AUX_DIR_L + k] = 0.0;
             rs_emit_event(ed, EV_RELEASE, t, k, x, x, NX);
@@ -853,7 +1006,9 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             cf.c[k] = C_STICK, cf.dir[k] = 0.0;
             sys_solve(em, &S, &cf, 0, nud, f, NULL);
             memcpy(before, x, sizeof before);
-            if (fabs(f[k][0]) <= em->p[P_MU] * -f[k][1]) {
+            double fn = cf.n[k][0] * f[k][0] + cf.n[k][1] * f[k][1];
+            double ft = cf.t[k][0] * f[k][0] + cf.t[k][1] * f[k][1];
+            if (fabs(ft) <= em->p[P_MU] * fn) {
                 apply_impulse(em, &S, &cf, x);
                 ed->mode = mode_with(ed->mode, k, C_STICK);
                 ed->aux[AUX_DIR_L + k] = 0.0;
@@ -863,7 +1018,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             }
         } else if (c == C_STICK && (fk[3] || fk[4])) {
             ed->mode = mode_with(ed->mode, k, C_SLIDE);
-            ed->aux[AUX_DIR_L + k] = fk[3] ? -1.0 : 1.0; /* f_x reached +mu lambda: slips to -x */
+            ed->aux[AUX_DIR_L + k] = fk[3] ? -1.0 : 1.0; /* f_t reached +mu lambda: slips to -t */
             rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
         }
     }
@@ -885,6 +1040,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
 static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                       const double *u)
 {
+    ed->aux[AUX_JAM] = 0.0; /* resolved again below, with the new inputs */
     if (!passive(em)) {
         /* new wheel speeds: a step in the base's velocity is an impulse through the shoulders;
          * the arms' rates jump with it (M dnu = impulse on the v, w rows only, the contacts
@@ -910,15 +1066,37 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         int c = contact_of(ed->mode, k);
         double p[2];
         ee_position(em, x, k, p);
-        double gap = em->p[P_TABLE] - p[1];
-        if (c != C_FREE || (on_segment(em, p) && gap <= 1e-12 * (1.0 + fabs(em->p[P_TABLE])))) {
-            /* free: at or (by the integrator's tolerance) past the edge, and not leaving it */
+        double tol = touch_tolerance(em);
+        if (c == C_FREE && table_distance(em, p, NULL) <= tol)
+            touch_face(em, ed, x, k);
+        if (c != C_FREE || table_distance(em, p, NULL) <= tol) {
+            /* free: at or (by the integrator's tolerance) past a face, and not leaving it */
             mm_sys_t S;
+            mm_cfg_t cf = cfg_of(em, ed);
             sys_build(em, x, u, &S);
-            if (c != C_FREE || S.ee[k].v[1] >= 0)
+            if (c != C_FREE || cf.n[k][0] * S.ee[k].v[0] + cf.n[k][1] * S.ee[k].v[1] <= 0)
                 resolve_arm(em, ed, t, x, u, k);
         }
     }
+}
+
+/* A jammed sliding contact (slide_compliance <= 0 where its force fell to 0): the step stops
+ * there with this error; new commands or a new state settle it again. */
+static int mm_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      rs_status_t *st)
+{
+    (void)x;
+    int k = (int)ed->aux[AUX_JAM] - 1;
+    if (k < 0)
+        return 0;
+    static const char *const faces[3] = {"edge", "side x = table_x_min", "side x = table_x_max"};
+    return rs_fail(st, RS_ESIMFAIL,
+                   "'%s': the %s end effector sliding on the table's %s has no consistent "
+                   "continuation at t = %.9g s (Painleve: with mu = %g in this pose it can neither "
+                   "slide on, which needs a pulling normal force, nor leave, which enters the "
+                   "table); lower mu or change the torques",
+                   em->name, k == 0 ? "left" : "right", faces[(int)ed->aux[AUX_FACE_L + k]],
+                   ed->data->t, em->p[P_MU]);
 }
 
 static void mm_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, const double *x,
@@ -935,8 +1113,8 @@ static void mm_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t
         int c = cf.c[k];
         s[S_EEX] = S.ee[k].p[0];
         s[S_EEY] = S.ee[k].p[1];
-        s[S_FN] = c == C_FREE ? 0.0 : fmax(0.0, -f[k][1]);
-        s[S_FT] = f[k][0];
+        s[S_FN] = c == C_FREE ? 0.0 : fmax(0.0, cf.n[k][0] * f[k][0] + cf.n[k][1] * f[k][1]);
+        s[S_FT] = cf.t[k][0] * f[k][0] + cf.t[k][1] * f[k][1];
         s[S_CONTACT] = c;
         s[S_Q1] = S.q[k][0];
         s[S_Q2] = S.q[k][1];
@@ -970,6 +1148,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .guards = mm_guards,
     .jump = mm_jump,
     .settle = mm_settle,
+    .failure = mm_failure,
     .sense = mm_sense,
     .nframes = NFRAMES,
     .frame_names = mm_frames,

@@ -397,6 +397,25 @@ static int sa_workspace(const rs_entity_model_t *em, double *xy, int max_points)
     return n;
 }
 
+/* Joints past their stops (beyond rounding) break the stops' hybrid model: the step stops with
+ * this error instead of reporting the state as normal. */
+static int sa_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      rs_status_t *st)
+{
+    (void)ed;
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    for (int j = 0; j < 2 && jc.limited; j++) {
+        double q = x[ARM_Q1 + j], past = fmax(jc.q_min[j] - q, q - jc.q_max[j]);
+        if (past > 1e-9 * (1.0 + fabs(q)))
+            return rs_fail(st, RS_ESIMFAIL,
+                           "joint %d of '%s' is %g rad past its stop (theta%d = %.9g, stops [%g, "
+                           "%g]); the joint model cannot go on from this state",
+                           j + 1, em->name, past, j + 1, q, jc.q_min[j], jc.q_max[j]);
+    }
+    return 0;
+}
+
 const rs_robot_t rs_robot_serial_arm = {
     .kind = "serial_arm",
     .doc = "serial two-link arm with torque/PID actuators, joint friction and stops (seeds 002, 003)",
@@ -425,6 +444,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .guards = sa_guards,
     .jump = sa_jump,
     .settle = sa_settle,
+    .failure = sa_failure,
     .sense = sa_sense,
     .target_to_commands = sa_target,
     .reachable = sa_reachable,

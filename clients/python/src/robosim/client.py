@@ -411,17 +411,23 @@ class Client:
     # -- operations
 
     def hello(self, major=PROTOCOL_MAJOR, minor=PROTOCOL_MINOR):
-        """Hello: the server's protocol version, release, capabilities, presets, tasks and
-        stream endpoint, as a dict. A server of another major refuses (VERSION_MISMATCH)."""
+        """Hello: the server's protocol version, release, capabilities, presets, tasks, stream
+        endpoint and build fingerprint ("build": what its bits depend on: commit, compiler,
+        floating-point flags, SUNDIALS, architecture, math library), as a dict. A server of
+        another major refuses (VERSION_MISMATCH)."""
         r = self._call("hello", pb.Hello(major=major, minor=minor, client_name=self.client_name))
         if r.major != PROTOCOL_MAJOR:
             raise RobosimError.from_name(
                 "VERSION_MISMATCH", "%s speaks protocol %d.%d; this client speaks %d.%d"
                 % (self.endpoint, r.major, r.minor, PROTOCOL_MAJOR, PROTOCOL_MINOR),
                 self.endpoint)
+        b = r.build
         return {"major": r.major, "minor": r.minor, "server_version": r.server_version,
                 "capabilities": list(r.capabilities), "presets": list(r.presets),
-                "tasks": list(r.tasks), "stream_endpoint": r.stream_endpoint}
+                "tasks": list(r.tasks), "stream_endpoint": r.stream_endpoint,
+                "build": {"version": b.version, "commit": b.commit, "compiler": b.compiler,
+                          "fp_flags": b.fp_flags, "sundials": b.sundials, "arch": b.arch,
+                          "libm": b.libm, "build_type": b.build_type}}
 
     def list_worlds(self):
         """The worlds on the server, as WorldInfo dicts."""

@@ -218,7 +218,12 @@ def cmd_replay(args):
     frames = read(args.file, args.world)
     if args.view:
         from .view.server import serve
-        serve(replay=args.file, port=args.port)
+        try:
+            serve(replay=args.file, port=args.port, allow_origins=args.allow_origin,
+                  max_pages=args.max_pages)
+        except ValueError as exc:  # an option that cannot be used
+            print("robosim replay: %s" % exc, file=sys.stderr)
+            return 2
         return 0
     if not args.quiet:
         for _, _, frame, _ in frames:
@@ -252,5 +257,7 @@ def add_parsers(sub):
     p.add_argument("--quiet", action="store_true", help="do not print the frames")
     p.add_argument("--view", action="store_true", help="play it in the browser viewer instead")
     p.add_argument("--port", type=int, default=8765, help="the viewer's port (with --view)")
+    from .view import add_access_options
+    add_access_options(p)
     p.set_defaults(fn=cmd_replay)
 

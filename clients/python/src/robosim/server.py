@@ -92,12 +92,12 @@ class LocalServer:
         server sized for what it will serve (None: the server's defaults)."""
         self.binary = binary or find_server_binary()
         self._pid = os.getpid()
-        sizing = []
-        if max_worlds is not None and int(max_worlds) > 64:  # a client holds 64 by default
+        # a server for this process alone: all its worlds are one client's (every loopback
+        # client is one client to the server's quota anyway)
+        sizing = ["--max-worlds-per-client", "0", "--max-worlds-share", "1"]
+        if max_worlds is not None and int(max_worlds) > 64:
             n = str(int(max_worlds))
-            # a server for this process alone: all its worlds are one client's
-            sizing = ["--max-worlds", n, "--max-worlds-per-client", "0"] + (
-                ["--max-batch", n] if int(n) > 4096 else [])
+            sizing += ["--max-worlds", n] + (["--max-batch", n] if int(n) > 4096 else [])
         self.proc = None
         self._log = tempfile.TemporaryFile()
         last = None

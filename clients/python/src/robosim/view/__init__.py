@@ -1,6 +1,7 @@
 """robosim view: a live view of the server's worlds in the browser.
 
     robosim view [--endpoint E] [--port P]       serve http://127.0.0.1:P/ (default 8765)
+        [--allow-origin URL ...] [--max-pages N]
     robosim replay run.mcap --view [--port P]    the same page playing a recording
 
 A small aiohttp server on loopback follows the observer stream of every world (from the start
@@ -10,16 +11,36 @@ contact state, both arms with their targets and workspaces, the differential-dri
 its obstacles and trail), the simulated time, the events as marks on a timeline and live plots
 of chosen signals. It only reads: no request it makes changes a world. Many pages may watch;
 a page reconnects when the view server restarts, and the view server reconnects when the
-robosim server restarts (the page then starts afresh)."""
+robosim server restarts (the page then starts afresh). Only pages of this view's own address
+(localhost, 127.0.0.1, [::1] at its port) are served, and those of --allow-origin; at most
+--max-pages WebSockets are open at once (default 16)."""
+
+import sys
 
 DEFAULT_PORT = 8765
+MAX_PAGES = 16  # WebSockets open at once by default (--max-pages)
 
 
 def cmd_view(args):
     from ..client import DEFAULT_ENDPOINT, env_endpoint
     from .server import serve
-    serve(endpoint=args.endpoint or env_endpoint() or DEFAULT_ENDPOINT, port=args.port)
+    try:
+        serve(endpoint=args.endpoint or env_endpoint() or DEFAULT_ENDPOINT, port=args.port,
+              allow_origins=args.allow_origin, max_pages=args.max_pages)
+    except ValueError as exc:  # an option that cannot be used
+        print("robosim view: %s" % exc, file=sys.stderr)
+        return 2
     return 0
+
+
+def add_access_options(p):
+    """--allow-origin and --max-pages (view, and replay --view)."""
+    p.add_argument("--allow-origin", action="append", default=[], metavar="URL",
+                   help="also serve pages of this origin (scheme://host[:port], e.g. behind a "
+                        "reverse proxy); repeatable. Default: this machine's loopback names only")
+    p.add_argument("--max-pages", type=int, default=MAX_PAGES,
+                   help="WebSockets open at once at most (default %d); more are refused"
+                        % MAX_PAGES)
 
 
 def add_parser(sub):
@@ -30,4 +51,5 @@ def add_parser(sub):
     v.add_argument("--port", type=int, default=DEFAULT_PORT,
                    help="HTTP port on 127.0.0.1 (default %d; 0: a free one, printed)"
                    % DEFAULT_PORT)
+    add_access_options(v)
     v.set_defaults(fn=cmd_view)

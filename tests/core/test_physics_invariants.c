@@ -1,0 +1,1399 @@
+/* Physics invariants over randomized, seeded scenarios, for every preset and every contact
+ * formulation its robots support (property-based testing in the manner of QuickCheck: the
+ * scenario generator is seeded, every failure prints the seed that reproduces it, and a failing
+ * scenario is shrunk by reverting its random parameters to the preset's values one at a time).
+ *
+ * A scenario: a preset with random parameters drawn within the robot's parameter table bounds
+ * (scale parameters log-uniformly around the preset's value, then clipped to the table), a random
+ * initial state, and either bounded random commands held for random spells (with random external
+ * wrenches where the robot takes them) or zero commands (a passive scenario, for rest checks).
+ * After every control step, per entity:
+ *   - all states and sensors finite; the step itself succeeds;
+ *   - no penetration beyond the formulation's tolerance: hybrid 1e-9 (1 + |x|) m (root finding
+ *     locates guards to about 100 ulps of time; the jump maps put bodies back on the surface),
+ *     time_stepping 1e-8 (1 + |x|) m (the velocity-level LCP keeps gap + h v+ >= 0 up to its
+ *     projected Gauss-Seidel residual), compliant: the depth d into the boundary layer within the
+ *     bound of the layer's own law (below, per robot);
+ *   - momentum: an impact between finger and object (Coulomb law) keeps their momentum;
+ *   - energy: E(t+dt) - E(t) <= W + tol, E the mechanical energy (layer spring energy 1/2 k d^2
+ *     included under compliant) and W the work of the actuators and wrenches over the step, exact
+ *     from the step ends where the force is constant over the step (F dx), so checked where it
+ *     is: the finger (its applied_work state), the brick, the arms in torque mode, the mobile
+ *     manipulator's passive base (not servoed wheels, whose forces are unknown); tol = 1e-6 of
+ *     the energies and work involved. An impact event never raises the kinetic energy
+ *     (before/after states of the event log);
+ *   - joint stops, the parallel arm's closure, obstacles and the table never violated;
+ *   - rest in finite time when nothing drives and friction dissipates, by a closed-form bound;
+ *   - bit-exact determinism: a fork (rs_data_copy) made halfway runs the same commands and stays
+ *     bit-identical to the original after every step.
+ *
+ * Usage: test_physics_invariants [--scenarios N] [--seconds S] [--groups a,b] [--list]
+ *                                [--base-seed S] [--no-shrink]
+ *   N scenarios per group (default 40), at most S seconds in all (default 60), shared evenly by the
+ *   groups; groups are "preset/formulation" (--list prints them; ROBOSIM_PHYSICS_GROUPS is the
+ *   same as --groups). ROBOSIM_PHYSICS_SEED=group:seed runs that one scenario and shrinks it;
+ *   ROBOSIM_PHYSICS_VERBOSE=1 with it prints every step's state, events and energy balance.
+ * Prints "group: N scenarios, V violations" per group; exits 1 on any violation. */
+#include "contact.h"
+#include "rs_robot.h"
+
+#include <float.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_PARAMS 128
+#define MAX_VALUES 16
+#define MAX_STEPS 2000
+#define NKINDS 9 /* kinds of check a group's summary counts (check_names) */
+#define MAX_REST_STEPS 1500 /* a rest bound beyond this many steps is not checked */
+
+static const char *const formulation_names[3] = {"hybrid", "time_stepping", "compliant"};
+
+/* ---- seeded random numbers (splitmix64) ------------------------------------------------ */
+
+typedef struct rng {
+    uint64_t s;
+} rng_t;
+
+static uint64_t next_u64(rng_t *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double unif(rng_t *r, double a, double b)
+{
+    return a + (b - a) * ((double)(next_u64(r) >> 11) * 0x1.0p-53);
+}
+
+static int coin(rng_t *r, double p) { return unif(r, 0, 1) < p; }
+
+/* ---- scenario generation --------------------------------------------------------------- */
+
+typedef struct gen_param {
+    char entity[RS_NAME_MAX];
+    const char *name;
+    double v[MAX_VALUES];
+    int n;
+} gen_param_t;
+
+/* What one scenario is: everything follows from (group, seed); `keep` is the shrinker's mask of
+ * which random parameters are applied, zero_commands its switch for the commands. */
+typedef struct scenario {
+    int group;
+    uint64_t seed;
+    rng_t r;
+    const rs_model_t *base; /* the preset's model without overrides: defaults and bounds */
+    int formulation;
+    int passive;            /* zero commands, no wrenches: the rest checks apply */
+    int nsteps, hold;
+    gen_param_t p[MAX_PARAMS];
+    int np;
+} scenario_t;
+
+static const rs_param_desc_t *param_desc(const rs_robot_t *robot, const char *name)
+{
+    for (int i = 0; i < robot->np; i++)
+        if (!strcmp(robot->params[i].name, name))
+            return &robot->params[i];
+    fprintf(stderr, "physics suite: robot '%s' has no parameter '%s'\n", robot->kind, name);
+    abort(); /* a renamed parameter: the generator must follow it */
+}
+
+/* Parameter `name` of entity e: values v (clipped to the table's bounds). */
+static void set_values(scenario_t *s, int e, const char *name, const double *v, int n)
+{
+    const rs_param_desc_t *pd = param_desc(s->base->ent[e].robot, name);
+    gen_param_t *g = &s->p[s->np++];
+    snprintf(g->entity, sizeof g->entity, "%s", s->base->ent[e].name);
+    g->name = pd->name;
+    g->n = n;
+    for (int i = 0; i < n; i++)
+        g->v[i] = fmin(fmax(v[i], pd->lower), pd->upper);
+}
+
+static double set1(scenario_t *s, int e, const char *name, double v)
+{
+    set_values(s, e, name, &v, 1);
+    return s->p[s->np - 1].v[0];
+}
+
+/* The preset's value i of `name` (the table default where the preset sets none). */
+static double preset_value(const scenario_t *s, int e, const char *name, int i)
+{
+    double v = rs_model_param(s->base, e, name, i);
+    return isnan(v) ? param_desc(s->base->ent[e].robot, name)->def : v;
+}
+
+/* A scale parameter: the preset's value times a log-uniform factor in [1/f, f]. */
+static double scale1(scenario_t *s, int e, const char *name, double f)
+{
+    return set1(s, e, name, preset_value(s, e, name, 0) * exp(unif(&s->r, -log(f), log(f))));
+}
+
+static void scale2(scenario_t *s, int e, const char *name, double f)
+{
+    double v[2];
+    for (int i = 0; i < 2; i++)
+        v[i] = preset_value(s, e, name, i) * exp(unif(&s->r, -log(f), log(f)));
+    set_values(s, e, name, v, 2);
+}
+
+/* Uniform in [a, b] intersected with the table's bounds. */
+static double unif1(scenario_t *s, int e, const char *name, double a, double b)
+{
+    const rs_param_desc_t *pd = param_desc(s->base->ent[e].robot, name);
+    return set1(s, e, name, unif(&s->r, fmax(a, pd->lower), fmin(b, pd->upper)));
+}
+
+static void bounds(const scenario_t *s, int e, const char *name, double *lo, double *hi)
+{
+    const rs_param_desc_t *pd = param_desc(s->base->ent[e].robot, name);
+    *lo = pd->lower, *hi = pd->upper;
+}
+
+static double harmonic(double a, double b) { return a > 0 && b > 0 ? 2 * a * b / (a + b) : 0; }
+
+/* ---- running a scenario ---------------------------------------------------------------- */
+
+/* Where a check found a violation: the first one ends the run. */
+typedef struct verdict {
+    int failed, step;
+    char check[32];
+    char what[400];
+} verdict_t;
+
+typedef struct run {
+    const scenario_t *s;
+    const rs_model_t *m;
+    rs_data_t *d;
+    int step;          /* control steps done */
+    double t0, t1;     /* the step's ends */
+    double *x0;        /* world state at the step's start */
+    double u[RS_MAX_ENTITIES][RS_MAX_ACTUATORS];
+    double wrench[RS_MAX_ENTITIES][RS_WRENCH_MAX]; /* applied during this step, table order */
+    double t_rest[RS_MAX_ENTITIES];  /* the rest bound (INFINITY: no rest check) */
+    int invalid;       /* begin() found the start outside the scenario space */
+    verdict_t *v;
+} run_t;
+
+static int verbose_run; /* print each step (one scenario, ROBOSIM_PHYSICS_VERBOSE) */
+static double run_deadline = INFINITY; /* rs_clock() past which a scenario is abandoned */
+
+static void violate(run_t *r, const char *check, const char *fmt, ...)
+{
+    if (r->v->failed)
+        return;
+    r->v->failed = 1;
+    r->v->step = r->step;
+    snprintf(r->v->check, sizeof r->v->check, "%s", check);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->v->what, sizeof r->v->what, fmt, ap);
+    va_end(ap);
+}
+
+/* Energy check: E1 - E0 <= W + tol, tol relative to what is involved. */
+static void check_energy(run_t *r, int e, double E0, double E1, double W, double scale)
+{
+    double tol = 1e-6 * (fabs(E0) + fabs(E1) + fabs(W) + scale) + 1e-12;
+    if (verbose_run)
+        printf("  %s energy %.12g -> %.12g, work %.12g, excess %.3g (tol %.2g)\n",
+               r->m->ent[e].name, E0, E1, W, E1 - E0 - W, tol);
+    if (E1 - E0 > W + tol)
+        violate(r, "energy",
+                "entity %s: energy %.9g -> %.9g J (+%.3g J) over a step with work %.9g J: %.3g J more (tol %.2g)",
+                r->m->ent[e].name, E0, E1, E1 - E0, W, E1 - E0 - W, tol);
+}
+
+static double tol_len(int formulation, double scale)
+{
+    return (formulation == RS_CONTACT_TIME_STEPPING ? 1e-8 : 1e-9) * (1.0 + scale);
+}
+
+/* One robot kind's generator and checks. */
+typedef struct checker {
+    const char *kind;
+    /* random parameters of entity e into s (formulation s->formulation) */
+    void (*sample)(scenario_t *s, int e);
+    /* commands (and wrenches, in table order) of entity e for the next spell */
+    void (*commands)(const scenario_t *s, rng_t *r, const rs_model_t *m, int e, double *u,
+                     double *w);
+    /* set up per-entity bookkeeping after the world is made (rest bound, ...) */
+    void (*begin)(run_t *r, int e);
+    /* the checks after a control step: x0, x1 the entity's states at its ends */
+    void (*check)(run_t *r, int e, const double *x0, const double *x1);
+} checker_t;
+
+#define P(name, i) rs_model_param(r->m, e, name, i)
+
+/* ---- finger ------------------------------------------------------------------------------ */
+
+enum { F_XF, F_VF, F_XO, F_VO, F_IMP, F_WORK };
+
+static void finger_sample(scenario_t *s, int e)
+{
+    if (s->formulation >= 0)
+        set1(s, e, "contact_model", s->formulation);
+    scale1(s, e, "finger_mass", 5);
+    scale1(s, e, "object_mass", 5);
+    set1(s, e, "finger_drag_law", coin(&s->r, 0.5));
+    set1(s, e, "object_drag_law", coin(&s->r, 0.5));
+    scale1(s, e, "finger_drag", 10);
+    scale1(s, e, "object_drag", 10);
+    double fs = scale1(s, e, "static_friction", 10);
+    set1(s, e, "kinetic_friction", fs * unif(&s->r, 0, 1));
+    unif1(s, e, "restitution", 0, 1);
+    set1(s, e, "friction_law", coin(&s->r, 0.25));
+    double xf = unif1(s, e, "finger_x0", -1, 1);
+    set1(s, e, "object_x0", xf + (coin(&s->r, 0.15) ? 0.0 : unif(&s->r, 0, 1.5)));
+    double vf = unif(&s->r, -3, 3);
+    set1(s, e, "finger_v0", s->passive ? -fabs(vf) : vf); /* passive: the finger moves away */
+    unif1(s, e, "object_v0", -3, 3);
+    scale1(s, e, "ts_step", 10);
+    scale1(s, e, "finger_padding", 4);
+    unif1(s, e, "object_padding", 0, 0.005);
+    scale1(s, e, "finger_stiffness", 10);
+    scale1(s, e, "object_stiffness", 10);
+    scale1(s, e, "finger_damping", 10);
+    scale1(s, e, "object_damping", 10);
+}
+
+static void finger_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, int e,
+                            double *u, double *w)
+{
+    (void)s, (void)m, (void)e;
+    u[0] = unif(r, -1, 1) * pow(10, unif(r, -1, 1.3));
+    w[0] = coin(r, 0.2) ? unif(r, -5, 5) : 0.0;
+}
+
+static double finger_k(const run_t *r, int e)
+{
+    return harmonic(P("finger_stiffness", 0), P("object_stiffness", 0));
+}
+
+static double finger_pad(const run_t *r, int e)
+{
+    return P("finger_padding", 0) + P("object_padding", 0);
+}
+
+static double finger_kinetic(const run_t *r, int e, const double *x)
+{
+    return 0.5 * P("finger_mass", 0) * x[F_VF] * x[F_VF] +
+           0.5 * P("object_mass", 0) * x[F_VO] * x[F_VO];
+}
+
+static double finger_energy(const run_t *r, int e, const double *x)
+{
+    double E = finger_kinetic(r, e, x);
+    if (P("contact_model", 0) == RS_CONTACT_COMPLIANT) {
+        double d = finger_pad(r, e) - (x[F_XO] - x[F_XF]);
+        if (d > 0)
+            E += 0.5 * finger_k(r, e) * d * d;
+    }
+    return E;
+}
+
+/* Rest: nothing drives, the finger moves away and Coulomb friction F_k acts on the object: its
+ * momentum only loses magnitude (impacts from behind slow it), at a rate >= F_k while it slides,
+ * so it stops by m_o |v_o0| / F_k (compliant: below slip_speed by then, when the layer starts
+ * uncompressed: a compressed one would push the object off). */
+static void finger_begin(run_t *r, int e)
+{
+    double fk = P("kinetic_friction", 0);
+    int compressed = P("contact_model", 0) == RS_CONTACT_COMPLIANT &&
+                     P("object_x0", 0) - P("finger_x0", 0) < finger_pad(r, e);
+    if (r->s->passive && fk > 0 && P("friction_law", 0) == 0 && P("finger_v0", 0) <= 0 &&
+        !compressed)
+        r->t_rest[e] = P("object_mass", 0) * fabs(P("object_v0", 0)) / fk;
+}
+
+static void finger_check(run_t *r, int e, const double *x0, const double *x1)
+{
+    int model = (int)P("contact_model", 0);
+    double gap = x1[F_XO] - x1[F_XF], scale = fabs(x1[F_XF]) + fabs(x1[F_XO]);
+    double W = x1[F_WORK] - x0[F_WORK];
+    double E0 = finger_energy(r, e, x0), E1 = finger_energy(r, e, x1);
+    if (model == RS_CONTACT_COMPLIANT) {
+        /* the layer stores 1/2 k d^2 and its damping only dissipates, so the depth is bounded by
+         * the energy available: 1/2 k d^2 <= E0 + W - KE1 */
+        double d = finger_pad(r, e) - gap, k = finger_k(r, e);
+        double avail = fmax(0.0, E0 + W - finger_kinetic(r, e, x1));
+        double bound = sqrt(2 * avail / k) * (1 + 1e-6) + 1e-9;
+        if (d > finger_pad(r, e) && d > bound)
+            violate(r, "penetration",
+                    "finger tip %.3g m past the object's face (layer %.3g m); the layer's energy "
+                    "bound allows depth %.3g m",
+                    d - finger_pad(r, e), finger_pad(r, e), bound);
+    } else if (gap < -tol_len(model, scale)) {
+        violate(r, "penetration", "finger tip %.3g m past the object's face (tol %.2g)", -gap,
+                tol_len(model, scale));
+    }
+    check_energy(r, e, E0, E1, W, 0);
+    /* impacts: kinetic energy never rises across a bounce or merge */
+    for (int i = 0; i < r->d->nevents; i++) {
+        const rs_event_t *ev = &r->d->events[i];
+        const char *kind = rs_event_kind_name(r->m, ev);
+        if (ev->entity != e || ev->nvalues < 4 || (strcmp(kind, "bounce") && strcmp(kind, "merge")))
+            continue;
+        double kb[6] = {0, ev->before[1], 0, ev->before[3]}, ka[6] = {0, ev->after[1], 0, ev->after[3]};
+        double K0 = finger_kinetic(r, e, kb), K1 = finger_kinetic(r, e, ka);
+        if (K1 > K0 * (1 + 1e-12) + 1e-15)
+            violate(r, "impact_energy", "finger %s at t = %.17g: kinetic energy %.9g -> %.9g J",
+                    kind, ev->t, K0, K1);
+        /* Coulomb law: the impact is internal to the pair, so it keeps their momentum */
+        double mf = P("finger_mass", 0), mo = P("object_mass", 0);
+        double p0 = mf * ev->before[1] + mo * ev->before[3], p1 = mf * ev->after[1] + mo * ev->after[3];
+        double pscale = fabs(mf * ev->before[1]) + fabs(mo * ev->before[3]);
+        if (P("friction_law", 0) == 0 && fabs(p1 - p0) > 1e-12 * pscale + 1e-300)
+            violate(r, "momentum", "finger %s at t = %.17g: momentum %.17g -> %.17g N s", kind,
+                    ev->t, p0, p1);
+    }
+    if (r->t1 >= r->t_rest[e] + 2 * r->m->control_dt) {
+        double vmax = model == RS_CONTACT_COMPLIANT ? P("slip_speed", 0) * (1 + 1e-6) : 1e-12;
+        if (fabs(x1[F_VO]) > vmax)
+            violate(r, "rest", "object still sliding at %.3g m/s at t = %.4g s, past the bound "
+                    "m_o |v_o0| / F_k = %.4g s", x1[F_VO], r->t1, r->t_rest[e]);
+    }
+}
+
+/* ---- the two arms (shared helpers) ------------------------------------------------------ */
+
+/* The actuators' torques when both joints are in torque mode (constant over a step: the
+ * command, capped), or 0 and returns 0 when a joint runs PID (its torque then varies within the
+ * step and its work is not known from the step ends). */
+static int arm_torques(const run_t *r, int e, double tau[2])
+{
+    for (int j = 0; j < 2; j++) {
+        if (P("actuator_mode", j) != 0)
+            return 0;
+        double cap = P("tau_max", j), u = r->u[e][j];
+        tau[j] = cap > 0 ? fmin(fmax(u, -cap), cap) : 0.0;
+    }
+    return 1;
+}
+
+static void arm_sample_common(scenario_t *s, int e, double qlo, double qhi)
+{
+    double mode[2] = {0, 0};
+    for (int j = 0; j < 2 && !s->passive; j++)
+        mode[j] = coin(&s->r, 0.5);
+    set_values(s, e, "actuator_mode", mode, 2);
+    scale2(s, e, "kP", 10);
+    scale2(s, e, "kI", 10);
+    scale2(s, e, "kD", 10);
+    scale2(s, e, "tau_max", 10);
+    double muD[2], muV[2];
+    for (int j = 0; j < 2; j++) {
+        muD[j] = coin(&s->r, 0.6) ? unif(&s->r, 0, 0.05) : 0.0;
+        muV[j] = coin(&s->r, 0.6) ? unif(&s->r, 0, 0.01) : 0.0;
+    }
+    set_values(s, e, "mu_D", muD, 2);
+    set_values(s, e, "mu_V", muV, 2);
+    double lo[2], hi[2], q0[2], qd0[2];
+    for (int j = 0; j < 2; j++) {
+        lo[j] = unif(&s->r, qlo, 0.5 * (qlo + qhi));
+        hi[j] = unif(&s->r, lo[j] + 0.05 * (qhi - qlo), qhi);
+        q0[j] = unif(&s->r, lo[j], hi[j]);
+        qd0[j] = unif(&s->r, -4, 4);
+    }
+    if (param_desc(s->base->ent[e].robot, "theta_min")->len_min > 0 || coin(&s->r, 0.7)) {
+        set_values(s, e, "theta_min", lo, 2);
+        set_values(s, e, "theta_max", hi, 2);
+    }
+    set_values(s, e, "theta0", q0, 2);
+    set_values(s, e, "theta_dot0", qd0, 2);
+}
+
+static void arm_commands(const rs_model_t *m, int e, rng_t *r, double *u)
+{
+    for (int j = 0; j < 2; j++)
+        u[j] = rs_model_param(m, e, "actuator_mode", j) != 0
+                   ? unif(r, -M_PI / 2, M_PI / 2)
+                   : 1.5 * rs_model_param(m, e, "tau_max", j) * unif(r, -1, 1);
+}
+
+/* Joint stops: each limited joint within [theta_min, theta_max] up to the root finder. */
+static void arm_check_stops(run_t *r, int e, const double *x1)
+{
+    for (int j = 0; j < 2; j++) {
+        double lo = P("theta_min", j), hi = P("theta_max", j), q = x1[j];
+        double tol = 1e-9 * (1 + fabs(q));
+        if ((!isnan(lo) && q < lo - tol) || (!isnan(hi) && q > hi + tol))
+            violate(r, "joint_stop", "joint %d at %.12g rad, outside its stops [%.12g, %.12g]",
+                    j + 1, q, lo, hi);
+    }
+}
+
+static void arm_check_rest(run_t *r, int e, const double *x1)
+{
+    if (r->t1 >= r->t_rest[e] + 2 * r->m->control_dt &&
+        (fabs(x1[2]) > 1e-12 || fabs(x1[3]) > 1e-12))
+        violate(r, "rest", "joint rates %.3g, %.3g rad/s at t = %.4g s, past the rest bound %.4g s",
+                x1[2], x1[3], r->t1, r->t_rest[e]);
+}
+
+/* ---- serial arm ------------------------------------------------------------------------- */
+
+typedef struct serial_links {
+    double a1, a2, m1, m2, lc1, lc2, I1, I2, g;
+} serial_links_t;
+
+static serial_links_t serial_links(const run_t *r, int e)
+{
+    serial_links_t L = {P("a1", 0), P("a2", 0), P("m1", 0), P("m2", 0), P("lc1", 0), P("lc2", 0),
+                        P("I1", 0), P("I2", 0), P("gravity", 0)};
+    if (isnan(L.lc1)) L.lc1 = L.a1 / 2; /* unset: uniform rods */
+    if (isnan(L.lc2)) L.lc2 = L.a2 / 2;
+    if (isnan(L.I1)) L.I1 = L.m1 * L.a1 * L.a1 / 12;
+    if (isnan(L.I2)) L.I2 = L.m2 * L.a2 * L.a2 / 12;
+    return L;
+}
+
+/* T + V of the two-link arm (Lagrange: M(q) from the links, V = g sum m y_c). */
+static double serial_energy(const serial_links_t *L, const double *x)
+{
+    double c2 = cos(x[1]);
+    double M11 = L->I1 + L->I2 + L->m1 * L->lc1 * L->lc1 +
+                 L->m2 * (L->a1 * L->a1 + L->lc2 * L->lc2 + 2 * L->a1 * L->lc2 * c2);
+    double M12 = L->I2 + L->m2 * (L->lc2 * L->lc2 + L->a1 * L->lc2 * c2);
+    double M22 = L->I2 + L->m2 * L->lc2 * L->lc2;
+    double T = 0.5 * (M11 * x[2] * x[2] + 2 * M12 * x[2] * x[3] + M22 * x[3] * x[3]);
+    double V = L->g * (L->m1 * L->lc1 * sin(x[0]) +
+                       L->m2 * (L->a1 * sin(x[0]) + L->lc2 * sin(x[0] + x[1])));
+    return T + V;
+}
+
+static void serial_sample(scenario_t *s, int e)
+{
+    arm_sample_common(s, e, -M_PI, M_PI);
+    scale1(s, e, "a1", 2);
+    scale1(s, e, "a2", 2);
+    scale1(s, e, "m1", 2);
+    scale1(s, e, "m2", 2);
+    set1(s, e, "gravity", coin(&s->r, 0.4) ? 0.0 : unif(&s->r, 0, 15));
+}
+
+static void serial_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, int e, double *u,
+                            double *w)
+{
+    (void)s;
+    arm_commands(m, e, r, u);
+    for (int i = 0; i < 5; i++) /* end_effector fx fy tau, link1 tau, link2 tau */
+        w[i] = coin(r, 0.15) ? unif(r, -0.5, 0.5) : 0.0;
+}
+
+/* Rest without gravity or torques: dE/dt <= -mu_min (|qd1| + |qd2|) and E <= lmax |qd|^2 / 2
+ * (lmax <= trace M) give d sqrt(E)/dt <= -mu_min / sqrt(2 lmax): at rest by
+ * sqrt(2 lmax E0) / mu_min. */
+static void serial_begin(run_t *r, int e)
+{
+    serial_links_t L = serial_links(r, e);
+    double mu = fmin(P("mu_D", 0), P("mu_D", 1));
+    if (!r->s->passive || L.g != 0 || !(mu > 0))
+        return;
+    double trace = L.I1 + 2 * L.I2 + L.m1 * L.lc1 * L.lc1 +
+                   L.m2 * (L.a1 * L.a1 + 2 * L.lc2 * L.lc2 + 2 * L.a1 * L.lc2);
+    const double *x = r->d->x + r->m->ent[e].x_off;
+    r->t_rest[e] = sqrt(2 * trace * serial_energy(&L, x)) / mu;
+}
+
+static void serial_check(run_t *r, int e, const double *x0, const double *x1)
+{
+    serial_links_t L = serial_links(r, e);
+    arm_check_stops(r, e, x1);
+    double tau[2];
+    if (arm_torques(r, e, tau)) {
+        const double *w = r->wrench[e];
+        double W = tau[0] * (x1[0] - x0[0]) + tau[1] * (x1[1] - x0[1]);
+        /* a constant force at the tip does F . (p1 - p0); couples tau d(angle) */
+        double p0x = L.a1 * cos(x0[0]) + L.a2 * cos(x0[0] + x0[1]);
+        double p0y = L.a1 * sin(x0[0]) + L.a2 * sin(x0[0] + x0[1]);
+        double p1x = L.a1 * cos(x1[0]) + L.a2 * cos(x1[0] + x1[1]);
+        double p1y = L.a1 * sin(x1[0]) + L.a2 * sin(x1[0] + x1[1]);
+        double d12 = x1[0] + x1[1] - x0[0] - x0[1];
+        W += w[0] * (p1x - p0x) + w[1] * (p1y - p0y) + w[2] * d12 + w[3] * (x1[0] - x0[0]) +
+             w[4] * d12;
+        double E0 = serial_energy(&L, x0), E1 = serial_energy(&L, x1);
+        double scale = fabs(L.g) * (L.m1 + L.m2) * (L.a1 + L.a2); /* the potential's range */
+        check_energy(r, e, E0, E1, W, scale);
+    }
+    arm_check_rest(r, e, x1);
+}
+
+/* ---- parallel arm ----------------------------------------------------------------------- */
+
+static void pa_elbows(const run_t *r, int e, const double *q, double A[2], double B[2])
+{
+    double L0 = P("L0", 0), L1 = P("L1", 0);
+    A[0] = -0.5 * L0 - L1 * cos(q[0]), A[1] = L1 * sin(q[0]); /* base along x, y down */
+    B[0] = 0.5 * L0 + L1 * cos(q[1]), B[1] = L1 * sin(q[1]);
+}
+
+static void pa_sample(scenario_t *s, int e)
+{
+    double lo, hi;
+    bounds(s, e, "theta0", &lo, &hi);
+    arm_sample_common(s, e, lo, hi);
+    scale1(s, e, "L0", 1.4);
+    scale1(s, e, "L1", 1.4);
+    scale1(s, e, "L2", 1.4);
+    scale2(s, e, "J", 3);
+}
+
+static void pa_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, int e, double *u,
+                        double *w)
+{
+    (void)s;
+    arm_commands(m, e, r, u);
+    for (int i = 0; i < 2; i++)
+        w[i] = coin(r, 0.15) ? unif(r, -0.05, 0.05) : 0.0;
+}
+
+static double pa_energy(const run_t *r, int e, const double *x)
+{
+    return 0.5 * P("J", 0) * x[2] * x[2] + 0.5 * P("J", 1) * x[3] * x[3];
+}
+
+/* Rest without torques: each servo's dry friction mu_D stops it by J |qd0| / mu_D (the taut
+ * linkage's stops only take speed away). */
+static void pa_begin(run_t *r, int e)
+{
+    if (!r->s->passive || !(P("mu_D", 0) > 0) || !(P("mu_D", 1) > 0))
+        return;
+    const double *x = r->d->x + r->m->ent[e].x_off;
+    r->t_rest[e] = fmax(P("J", 0) * fabs(x[2]) / P("mu_D", 0), P("J", 1) * fabs(x[3]) / P("mu_D", 1));
+}
+
+static void pa_check(run_t *r, int e, const double *x0, const double *x1)
+{
+    arm_check_stops(r, e, x1);
+    /* closure: the elbows at most 2 L2 apart, the reported end effector L2 from both */
+    double A[2], B[2], L2 = P("L2", 0);
+    pa_elbows(r, e, x1, A, B);
+    double u = hypot(B[0] - A[0], B[1] - A[1]);
+    const double *sn = r->d->sensors + r->m->ent[e].s_off;
+    double da = hypot(sn[0] - A[0], sn[1] - A[1]), db = hypot(sn[0] - B[0], sn[1] - B[1]);
+    if (u > 2 * L2 * (1 + 1e-9))
+        violate(r, "closure", "elbows %.12g m apart, the passive links reach %.12g m", u, 2 * L2);
+    else if (fabs(da - L2) > 1e-9 * (1 + L2) || fabs(db - L2) > 1e-9 * (1 + L2))
+        violate(r, "closure", "end effector (%.9g, %.9g) at %.12g and %.12g m from the elbows; "
+                "the passive links are %.12g m", sn[0], sn[1], da, db, L2);
+    double tau[2];
+    if (arm_torques(r, e, tau)) {
+        double W = (tau[0] + r->wrench[e][0]) * (x1[0] - x0[0]) +
+                   (tau[1] + r->wrench[e][1]) * (x1[1] - x0[1]);
+        check_energy(r, e, pa_energy(r, e, x0), pa_energy(r, e, x1), W, 0);
+    }
+    arm_check_rest(r, e, x1);
+}
+
+/* ---- differential drive ------------------------------------------------------------------ */
+
+static void dd_sample(scenario_t *s, int e)
+{
+    if (s->formulation >= 0)
+        set1(s, e, "contact_model", s->formulation);
+    double R = scale1(s, e, "robot_radius", 2);
+    scale1(s, e, "wheel_radius", 2);
+    scale1(s, e, "half_axle", 2);
+    double x0 = unif1(s, e, "x0", -1, 1), y0 = unif1(s, e, "y0", -1, 1);
+    double th = unif1(s, e, "theta0", -M_PI, M_PI);
+    double pad = unif1(s, e, "padding", 0, 0.01) + unif1(s, e, "obstacle_padding", 0, 0.005);
+    scale1(s, e, "ts_step", 10);
+    scale1(s, e, "stiffness", 10);
+    scale1(s, e, "damping", 10);
+    scale1(s, e, "obstacle_stiffness", 10);
+    scale1(s, e, "obstacle_damping", 10);
+    double ob[12];
+    int n = 0;
+    if (coin(&s->r, 0.3)) { /* a wedge: two disks either side of the heading, narrower than 2 R */
+        double ahead = R + unif(&s->r, 0.05, 0.5), r0 = unif(&s->r, 0.05, 0.3);
+        double half_gap = R * unif(&s->r, 0.3, 0.95);
+        for (int side = -1; side <= 1; side += 2) {
+            double lat = side * (half_gap + r0);
+            ob[3 * n] = x0 + ahead * cos(th) - lat * sin(th);
+            ob[3 * n + 1] = y0 + ahead * sin(th) + lat * cos(th);
+            ob[3 * n + 2] = r0;
+            n++;
+        }
+    }
+    int more = (int)unif(&s->r, n ? 0 : 1, 3);
+    for (int i = 0; i < more; i++) {
+        double r0 = unif(&s->r, 0.05, 0.4), a = th + unif(&s->r, -2, 2);
+        double dist = R + r0 + pad + unif(&s->r, 0.002, 0.5);
+        ob[3 * n] = x0 + dist * cos(a), ob[3 * n + 1] = y0 + dist * sin(a), ob[3 * n + 2] = r0;
+        n++;
+    }
+    /* the start must be clear of every obstacle (and its layer): drop the ones it is not */
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (hypot(ob[3 * i] - x0, ob[3 * i + 1] - y0) > R + ob[3 * i + 2] + pad + 1e-6)
+            memmove(ob + 3 * k++, ob + 3 * i, 3 * sizeof(double));
+    if (k)
+        set_values(s, e, "obstacles", ob, 3 * k);
+}
+
+static void dd_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, int e, double *u,
+                        double *w)
+{
+    (void)s, (void)m, (void)e, (void)w;
+    /* straight ahead (into a wedge ahead), turning in place (out of a contact), or anything */
+    double pick = unif(r, 0, 1), fwd = unif(r, -10, 10), turn = unif(r, -10, 10);
+    if (pick < 0.3)
+        fwd = fabs(fwd), turn = 0;
+    else if (pick < 0.55)
+        fwd = 0;
+    else if (pick < 0.8)
+        turn *= 0.1;
+    u[0] = fwd + turn, u[1] = fwd - turn;
+}
+
+static void dd_check(run_t *r, int e, const double *x0, const double *x1)
+{
+    int model = (int)P("contact_model", 0), nob = 0;
+    double R = P("robot_radius", 0), pad = P("padding", 0) + P("obstacle_padding", 0);
+    double k = harmonic(P("stiffness", 0), P("obstacle_stiffness", 0));
+    double c = harmonic(P("damping", 0), P("obstacle_damping", 0));
+    double v = 0.5 * P("wheel_radius", 0) * fabs(r->u[e][0] + r->u[e][1]);
+    while (nob < 8 && !isnan(P("obstacles", 3 * nob)))
+        nob++;
+    int in_layer0 = 0, in_layer1 = 0;
+    double clear0[8], clear1[8];
+    for (int i = 0; i < nob; i++) {
+        double ox = P("obstacles", 3 * i), oy = P("obstacles", 3 * i + 1), ro = P("obstacles", 3 * i + 2);
+        clear0[i] = hypot(x0[0] - ox, x0[1] - oy) - R - ro;
+        clear1[i] = hypot(x1[0] - ox, x1[1] - oy) - R - ro;
+        in_layer0 += clear0[i] < pad;
+        in_layer1 += clear1[i] < pad;
+    }
+    for (int i = 0; i < nob; i++) {
+        double scale = fabs(x1[0]) + fabs(x1[1]) + R;
+        if (model != RS_CONTACT_COMPLIANT) {
+            if (clear1[i] < -tol_len(model, scale))
+                violate(r, "obstacle", "robot %.3g m inside obstacle %d (tol %.2g)", -clear1[i], i,
+                        tol_len(model, scale));
+            continue;
+        }
+        /* compliant: the layer pushes back along the normal at (k / c) d, so the depth obeys
+         * d' <= v - (k / c) d and stays below max(d0, c v / k) (one obstacle's layer at a time) */
+        double d0 = pad - clear0[i], d1 = pad - clear1[i];
+        double bound = fmax(d0, c * v / k) * (1 + 1e-6) + 1e-9;
+        if (in_layer0 <= 1 && in_layer1 <= 1 && d1 > 0 && d1 > bound)
+            violate(r, "obstacle", "robot %.3g m deep in obstacle %d's layer (%.3g m thick; "
+                    "%.3g m inside the obstacle); a normal spring-damper allows %.3g m",
+                    d1, i, pad, d1 - pad, bound);
+    }
+    /* rest: with no command nothing moves (compliant: while clear of every layer) */
+    if (r->s->passive && !(model == RS_CONTACT_COMPLIANT && in_layer0) &&
+        (x1[0] != x0[0] || x1[1] != x0[1] || x1[2] != x0[2]))
+        violate(r, "rest", "robot moved (%.3g, %.3g, %.3g) under zero wheel speeds",
+                x1[0] - x0[0], x1[1] - x0[1], x1[2] - x0[2]);
+}
+
+/* ---- brick -------------------------------------------------------------------------------- */
+
+enum { B_X, B_Y, B_TH, B_VX, B_VY, B_W };
+
+static void brick_corner(double w, double h, double th, int i, double *rx, double *ry)
+{
+    static const double sx[4] = {-0.5, 0.5, 0.5, -0.5}, sy[4] = {-0.5, -0.5, 0.5, 0.5};
+    double cx = sx[i] * w, cy = sy[i] * h;
+    *rx = cos(th) * cx - sin(th) * cy;
+    *ry = sin(th) * cx + cos(th) * cy;
+}
+
+static void brick_sample(scenario_t *s, int e)
+{
+    if (s->formulation >= 0)
+        set1(s, e, "contact_model", s->formulation);
+    scale1(s, e, "mass", 5);
+    double w = scale1(s, e, "width", 2), h = scale1(s, e, "height", 2);
+    scale1(s, e, "gravity", 2);
+    double e_lo = s->passive ? 0 : 0, e_hi = s->passive ? 0.5 : 1;
+    double mu_lo = s->passive ? 0.3 : 0, mu_hi = 1.5;
+    unif1(s, e, "restitution", e_lo, e_hi);
+    unif1(s, e, "ground_restitution", e_lo, e_hi);
+    unif1(s, e, "friction", mu_lo, mu_hi);
+    unif1(s, e, "ground_friction", mu_lo, mu_hi);
+    double pad = unif1(s, e, "padding", 0.001, 0.005) + unif1(s, e, "ground_padding", 0, 0.002);
+    scale1(s, e, "stiffness", 10);
+    scale1(s, e, "ground_stiffness", 10);
+    scale1(s, e, "damping", 10);
+    scale1(s, e, "ground_damping", 10);
+    scale1(s, e, "ts_step", 10);
+    double th = coin(&s->r, 0.2) ? (int)unif(&s->r, -2, 3) * M_PI / 2 : unif(&s->r, -M_PI, M_PI);
+    set1(s, e, "theta0", th);
+    double low = 0, rx, ry;
+    for (int i = 0; i < 4; i++) {
+        brick_corner(w, h, th, i, &rx, &ry);
+        low = fmin(low, ry);
+    }
+    set1(s, e, "y0", -low + pad + unif(&s->r, 0.01, 1.0));
+    unif1(s, e, "x0", -1, 1);
+    unif1(s, e, "vx0", -2, 2);
+    unif1(s, e, "vy0", -3, 1);
+    unif1(s, e, "omega0", -10, 10);
+}
+
+static void brick_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, int e, double *u,
+                           double *w)
+{
+    (void)s, (void)w;
+    u[0] = unif(r, -0.5, 0.5) * rs_model_param(m, e, "mass", 0) * rs_model_param(m, e, "gravity", 0);
+}
+
+static double brick_kinetic(const run_t *r, int e, const double *x)
+{
+    double m = P("mass", 0), w = P("width", 0), h = P("height", 0);
+    return 0.5 * m * (x[B_VX] * x[B_VX] + x[B_VY] * x[B_VY]) +
+           0.5 * m * (w * w + h * h) / 12 * x[B_W] * x[B_W];
+}
+
+/* depth of corner i into the layer (compliant) or below the ground (others) */
+static double brick_depth(const run_t *r, int e, const double *x, int i, double pad)
+{
+    double rx, ry;
+    brick_corner(P("width", 0), P("height", 0), x[B_TH], i, &rx, &ry);
+    return pad - (x[B_Y] + ry);
+}
+
+static double brick_energy(const run_t *r, int e, const double *x, double *spring)
+{
+    double E = brick_kinetic(r, e, x) + P("mass", 0) * P("gravity", 0) * x[B_Y];
+    *spring = 0;
+    if (P("contact_model", 0) == RS_CONTACT_COMPLIANT) {
+        double k = harmonic(P("stiffness", 0), P("ground_stiffness", 0));
+        double pad = P("padding", 0) + P("ground_padding", 0);
+        for (int i = 0; i < 4; i++) {
+            double d = brick_depth(r, e, x, i, pad);
+            if (d > 0)
+                *spring += 0.5 * k * d * d;
+        }
+    }
+    return E + *spring;
+}
+
+/* Rest (no push, restitution <= 0.5, friction >= 0.3): a generous bound, three times the time
+ * of a bounce series from the highest the brick can rise, (1 + e) / (1 - e) fall times, plus
+ * the time friction needs to stop the slide, plus 1 s. Under compliant e is the layer's own
+ * (brick.c: from the damping): a linear spring-damper's exp(-zeta pi / sqrt(1 - zeta^2)) at
+ * its least damping ratio, zeta = c / (2 sqrt(k m)) (one corner, the whole mass), if larger. */
+static void brick_begin(run_t *r, int e)
+{
+    if (!r->s->passive)
+        return;
+    double g = P("gravity", 0), m = P("mass", 0), w = P("width", 0), h = P("height", 0);
+    double ee = 0.5 * (P("restitution", 0) + P("ground_restitution", 0));
+    if (P("contact_model", 0) == RS_CONTACT_COMPLIANT) {
+        double k = harmonic(P("stiffness", 0), P("ground_stiffness", 0));
+        double zeta = harmonic(P("damping", 0), P("ground_damping", 0)) / (2 * sqrt(k * m));
+        ee = fmax(ee, zeta < 1 ? exp(-zeta * M_PI / sqrt(1 - zeta * zeta)) : 0.0);
+    }
+    double mu = harmonic(P("friction", 0), P("ground_friction", 0));
+    const double *x = r->d->x + r->m->ent[e].x_off;
+    double H = x[B_Y] + 0.5 * hypot(w, h) + brick_kinetic(r, e, x) / (m * g);
+    double v = sqrt(2 * brick_kinetic(r, e, x) / m + 2 * g * H);
+    r->t_rest[e] = 3 * (sqrt(2 * H / g) * (1 + ee) / (1 - ee) + v / (mu * g)) + 1;
+}
+
+static void brick_check(run_t *r, int e, const double *x0, const double *x1)
+{
+    int model = (int)P("contact_model", 0);
+    double W = r->u[e][0] * (x1[B_X] - x0[B_X]); /* the push, constant over the step */
+    double s0, s1, E0 = brick_energy(r, e, x0, &s0), E1 = brick_energy(r, e, x1, &s1);
+    double w = P("width", 0), h = P("height", 0);
+    double pad = model == RS_CONTACT_COMPLIANT ? P("padding", 0) + P("ground_padding", 0) : 0;
+    double k = harmonic(P("stiffness", 0), P("ground_stiffness", 0));
+    double avail = fmax(0.0, E0 + W - (E1 - s1)); /* what the layer's springs can hold */
+    for (int i = 0; i < 4; i++) {
+        double d = brick_depth(r, e, x1, i, pad);
+        if (model != RS_CONTACT_COMPLIANT) {
+            if (d > tol_len(model, w + h + fabs(x1[B_Y])))
+                violate(r, "penetration", "corner %d %.3g m below the ground (tol %.2g)", i, d,
+                        tol_len(model, w + h + fabs(x1[B_Y])));
+        } else {
+            double bound = sqrt(2 * avail / k) * (1 + 1e-6) + 1e-9;
+            if (d > pad && d > bound)
+                violate(r, "penetration", "corner %d %.3g m below the ground (layer %.3g m); the "
+                        "layer's energy bound allows depth %.3g m", i, d - pad, pad, bound);
+        }
+    }
+    check_energy(r, e, E0, E1, W, 0);
+    for (int i = 0; i < r->d->nevents; i++) {
+        const rs_event_t *ev = &r->d->events[i];
+        if (ev->entity != e || ev->nvalues < 6 || strcmp(rs_event_kind_name(r->m, ev), "impact"))
+            continue;
+        double K0 = brick_kinetic(r, e, ev->before), K1 = brick_kinetic(r, e, ev->after);
+        if (K1 > K0 * (1 + 1e-9) + 1e-12)
+            violate(r, "impact_energy", "impact at t = %.17g: kinetic energy %.9g -> %.9g J "
+                    "(%+.3g%%)", ev->t, K0, K1, 100 * (K1 - K0) / K0);
+    }
+    if (r->t1 >= r->t_rest[e]) {
+        double vmax = model == RS_CONTACT_COMPLIANT ? fmax(P("slip_speed", 0), 1e-3) : 1e-9;
+        double low[4];
+        for (int i = 0; i < 4; i++)
+            low[i] = -brick_depth(r, e, x1, i, 0);
+        /* on a face: its two lowest corners level */
+        double a = INFINITY, b = INFINITY;
+        for (int i = 0; i < 4; i++)
+            if (low[i] < a) b = a, a = low[i];
+            else if (low[i] < b) b = low[i];
+        if (hypot(x1[B_VX], x1[B_VY]) > vmax || fabs(x1[B_W]) * hypot(w, h) > vmax ||
+            b - a > 1e-6 * (w + h))
+            violate(r, "rest", "not at rest on a face at t = %.4g s (bound %.4g s): v (%.3g, %.3g) "
+                    "m/s, omega %.3g rad/s, lowest corners %.3g and %.3g m, y %.3g m", r->t1,
+                    r->t_rest[e], x1[B_VX], x1[B_VY], x1[B_W], a, b, x1[B_Y]);
+    }
+}
+
+/* ---- mobile manipulator ------------------------------------------------------------------ */
+
+enum { M_X, M_Y, M_TH, M_Q, M_V = 11, M_W = 12 };
+
+static void mm_ee(const run_t *r, int e, const double *x, int k, double p[2])
+{
+    double a1 = P("a1", 0), a2 = P("a2", 0), side = k == 0 ? 1 : -1;
+    const double *q = x + M_Q + 4 * k;
+    double bx = P("shoulder_x", 0) + a1 * cos(q[0]) + a2 * cos(q[0] + q[1]);
+    double by = side * P("shoulder_y", 0) + a1 * sin(q[0]) + a2 * sin(q[0] + q[1]);
+    p[0] = x[M_X] + cos(x[M_TH]) * bx - sin(x[M_TH]) * by;
+    p[1] = x[M_Y] + sin(x[M_TH]) * bx + cos(x[M_TH]) * by;
+}
+
+/* How deep point p is inside the table (y > table_y between its ends); <= 0 outside. */
+static double mm_inside(const run_t *r, int e, const double p[2])
+{
+    return fmin(p[1] - P("table_y", 0), fmin(p[0] - P("table_x_min", 0), P("table_x_max", 0) - p[0]));
+}
+
+/* Kinetic energy of base and uniform-rod links, from the velocities in the base frame: a point r
+ * fixed in the base frame moves at (v, 0) + w (-r_y, r_x) plus its joint-driven velocity. */
+static double mm_kinetic(const run_t *r, int e, const double *x)
+{
+    double v = x[M_V], w = x[M_W], a[2] = {P("a1", 0), P("a2", 0)}, m[2] = {P("m1", 0), P("m2", 0)};
+    double T = 0.5 * P("base_mass", 0) * v * v + 0.5 * P("base_inertia", 0) * w * w;
+    for (int k = 0; k < 2; k++) {
+        const double *q = x + M_Q + 4 * k;
+        double sx = P("shoulder_x", 0), sy = (k == 0 ? 1 : -1) * P("shoulder_y", 0);
+        double ang[2] = {q[0], q[0] + q[1]}, rate[2] = {q[2], q[2] + q[3]};
+        double jx = sx, jy = sy, jvx = 0, jvy = 0; /* the link's joint, position and velocity */
+        for (int l = 0; l < 2; l++) {
+            double cx = jx + 0.5 * a[l] * cos(ang[l]), cy = jy + 0.5 * a[l] * sin(ang[l]);
+            double vx = v - w * cy + jvx - 0.5 * a[l] * sin(ang[l]) * rate[l];
+            double vy = w * cx + jvy + 0.5 * a[l] * cos(ang[l]) * rate[l];
+            double om = w + rate[l];
+            T += 0.5 * m[l] * (vx * vx + vy * vy) + 0.5 * m[l] * a[l] * a[l] / 12 * om * om;
+            jvx -= a[l] * sin(ang[l]) * rate[l], jvy += a[l] * cos(ang[l]) * rate[l];
+            jx += a[l] * cos(ang[l]), jy += a[l] * sin(ang[l]);
+        }
+    }
+    return T;
+}
+
+static void mm_sample(scenario_t *s, int e)
+{
+    scale1(s, e, "a1", 1.4);
+    scale1(s, e, "a2", 1.4);
+    scale1(s, e, "m1", 2);
+    scale1(s, e, "m2", 2);
+    unif1(s, e, "mu", 0, 1.5);
+    double th = preset_value(s, e, "theta0", 0);
+    set1(s, e, "theta0", th + unif(&s->r, -0.6, 0.6));
+    unif1(s, e, "y0", -0.4, 0.3);
+    static const char *const q0[4] = {"left_theta1_0", "left_theta2_0", "right_theta1_0",
+                                      "right_theta2_0"};
+    for (int i = 0; i < 4; i++)
+        set1(s, e, q0[i], preset_value(s, e, q0[i], 0) + unif(&s->r, -1, 1));
+    double xmin = unif(&s->r, -1.5, 0.5);
+    set1(s, e, "table_x_min", xmin);
+    set1(s, e, "table_x_max", xmin + unif(&s->r, 0.2, 3));
+    scale1(s, e, "base_mass", 2);
+    scale1(s, e, "base_inertia", 2);
+    scale1(s, e, "roll_force", 10);
+    scale1(s, e, "roll_torque", 10);
+    scale1(s, e, "roll_damping", 10);
+    scale1(s, e, "turn_damping", 10);
+}
+
+static void mm_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, int e, double *u,
+                        double *w)
+{
+    (void)s, (void)m, (void)e, (void)w;
+    u[0] = unif(r, -3, 3), u[1] = unif(r, -3, 3);
+    double cap = 10 * pow(10, unif(r, -1, 0.5));
+    for (int j = 2; j < 6; j++)
+        u[j] = unif(r, -cap, cap);
+}
+
+/* No rest check (the arms' joints have no friction); a start with an end effector inside the
+ * table is not a scenario. */
+static void mm_begin(run_t *r, int e)
+{
+    for (int k = 0; k < 2; k++) {
+        double p[2];
+        mm_ee(r, e, r->d->x + r->m->ent[e].x_off, k, p);
+        if (mm_inside(r, e, p) > 0)
+            r->invalid = 1;
+    }
+}
+
+static void mm_check(run_t *r, int e, const double *x0, const double *x1)
+{
+    for (int k = 0; k < 2; k++) {
+        double p[2];
+        mm_ee(r, e, x1, k, p);
+        double depth = mm_inside(r, e, p), tol = 1e-9 * (1 + fabs(p[0]) + fabs(p[1]));
+        if (depth > tol)
+            violate(r, "table", "%s end effector (%.6g, %.6g) %.3g m inside the table (edge y = "
+                    "%.6g, x in [%.6g, %.6g])", k ? "right" : "left", p[0], p[1], depth,
+                    P("table_y", 0), P("table_x_min", 0), P("table_x_max", 0));
+    }
+    if (P("base_mode", 0) == 1) { /* passive base: the joint torques are the only drive */
+        double W = 0;
+        for (int j = 0; j < 4; j++)
+            W += r->u[e][2 + j] * (x1[M_Q + (j / 2) * 4 + j % 2] - x0[M_Q + (j / 2) * 4 + j % 2]);
+        check_energy(r, e, mm_kinetic(r, e, x0), mm_kinetic(r, e, x1), W, 0);
+    }
+}
+
+/* ---- the robots --------------------------------------------------------------------------- */
+
+static void no_begin(run_t *r, int e) { (void)r, (void)e; }
+
+static const checker_t checkers[] = {
+    {"finger", finger_sample, finger_commands, finger_begin, finger_check},
+    {"serial_arm", serial_sample, serial_commands, serial_begin, serial_check},
+    {"parallel_arm", pa_sample, pa_commands, pa_begin, pa_check},
+    {"diff_drive", dd_sample, dd_commands, no_begin, dd_check},
+    {"brick", brick_sample, brick_commands, brick_begin, brick_check},
+    {"mobile_manipulator", mm_sample, mm_commands, mm_begin, mm_check},
+};
+
+static const checker_t *checker_of(const rs_robot_t *robot)
+{
+    for (size_t i = 0; i < sizeof checkers / sizeof checkers[0]; i++)
+        if (!strcmp(checkers[i].kind, robot->kind))
+            return &checkers[i];
+    return NULL;
+}
+
+/* ---- groups: every preset under every formulation its robots have ------------------------ */
+
+typedef struct group {
+    char name[64];
+    const char *preset;
+    int formulation; /* -1: the robots have no contact_model (their one hybrid formulation) */
+    const rs_model_t *base;
+    int selected;
+    long scenarios, violations;
+    long by_check[NKINDS];
+    char example[NKINDS][480];
+} group_t;
+
+static group_t groups[64];
+static int ngroups;
+/* the kinds of check a group's summary counts; geometry: penetration, obstacles, the table,
+ * joint stops and the closure */
+static const char *const check_names[NKINDS] = {"step", "finite", "geometry", "energy",
+                                                "impact_energy", "rest", "determinism",
+                                                "momentum", "other"};
+
+static int check_index(const char *check)
+{
+    for (int i = 0; i < NKINDS - 1; i++)
+        if (!strcmp(check_names[i], check))
+            return i;
+    if (!strcmp(check, "obstacle") || !strcmp(check, "table") || !strcmp(check, "joint_stop") ||
+        !strcmp(check, "closure") || !strcmp(check, "penetration"))
+        return 2;
+    return NKINDS - 1;
+}
+
+static int has_param(const rs_robot_t *robot, const char *name)
+{
+    for (int i = 0; i < robot->np; i++)
+        if (!strcmp(robot->params[i].name, name))
+            return 1;
+    return 0;
+}
+
+static void make_groups(void)
+{
+    for (const char *const *p = rs_preset_names(); *p; p++) {
+        rs_status_t st;
+        rs_model_t *m = calloc(1, sizeof *m);
+        if (!m || rs_model_build(m, *p, NULL, 0, &st)) {
+            fprintf(stderr, "physics suite: preset %s: %s\n", *p, m ? st.message : "no memory");
+            exit(2);
+        }
+        int contact = 0;
+        for (int e = 0; e < m->nentities; e++) {
+            if (!checker_of(m->ent[e].robot)) {
+                fprintf(stderr, "physics suite: no invariants for robot kind '%s' (preset %s): "
+                        "add its checker\n", m->ent[e].robot->kind, *p);
+                exit(2);
+            }
+            contact |= has_param(m->ent[e].robot, "contact_model");
+        }
+        for (int f = 0; f < (contact ? 3 : 1); f++) {
+            group_t *g = &groups[ngroups++];
+            snprintf(g->name, sizeof g->name, "%s/%s", *p, formulation_names[f]);
+            g->preset = *p;
+            g->formulation = contact ? f : -1;
+            g->base = m;
+            g->selected = 1;
+        }
+    }
+}
+
+/* The scenario of (group, seed): parameters, passive or driven, length. */
+static void generate(scenario_t *s, int group, uint64_t seed)
+{
+    memset(s, 0, sizeof *s);
+    s->group = group;
+    s->seed = seed;
+    s->r.s = seed;
+    s->base = groups[group].base;
+    s->formulation = groups[group].formulation;
+    s->passive = coin(&s->r, 0.3);
+    s->hold = 1 + (int)unif(&s->r, 0, 50);
+    double T = unif(&s->r, 0.5, 2.5);
+    for (int e = 0; e < s->base->nentities; e++)
+        checker_of(s->base->ent[e].robot)->sample(s, e);
+    s->nsteps = (int)fmin(MAX_STEPS, ceil(T / s->base->control_dt));
+}
+
+/* Run scenario s with the parameters whose flag is set in keep (NULL: all), commands zeroed if
+ * zero_commands, at most max_steps steps; the first violation into v. verbose: print each
+ * step's states. */
+static void run_scenario(const scenario_t *s, const unsigned char *keep, int zero_commands, int max_steps,
+                         verdict_t *v, int verbose)
+{
+    memset(v, 0, sizeof *v);
+    verbose_run = verbose;
+    rs_param_t p[MAX_PARAMS];
+    size_t n = 0;
+    for (int i = 0; i < s->np; i++)
+        if (!keep || keep[i])
+            p[n++] = (rs_param_t){s->p[i].entity, s->p[i].name, s->p[i].v, (size_t)s->p[i].n};
+    rs_status_t st;
+    rs_world_t *w = rs_world_new(groups[s->group].preset, p, n, s->seed, &st);
+    if (!w) {
+        v->step = -1; /* the parameters do not make a world: not a scenario */
+        snprintf(v->what, sizeof v->what, "%s", st.message);
+        return;
+    }
+    const rs_model_t *m = w->model;
+    run_t r = {.s = s, .m = m, .d = w->data, .v = v};
+    double *x0 = malloc(sizeof(double) * (size_t)m->nx);
+    r.x0 = x0;
+    rs_data_t *fork = NULL;
+    rng_t cr = {s->seed ^ 0x5DEECE66Dull};
+    int steps = s->nsteps < max_steps ? s->nsteps : max_steps;
+    for (int e = 0; e < m->nentities; e++) {
+        r.t_rest[e] = INFINITY;
+        checker_of(m->ent[e].robot)->begin(&r, e);
+        if (isfinite(r.t_rest[e]) && r.t_rest[e] + 3 * m->control_dt > steps * m->control_dt)
+            steps = (int)fmin(MAX_REST_STEPS, ceil(r.t_rest[e] / m->control_dt) + 3);
+    }
+    if (r.invalid) {
+        v->step = -1;
+        snprintf(v->what, sizeof v->what, "the start is inside an obstacle");
+        free(x0);
+        rs_world_destroy(&w);
+        return;
+    }
+    if (steps > max_steps)
+        steps = max_steps;
+    for (int k = 0; k < steps && !v->failed; k++) {
+        r.step = k;
+        if (rs_clock() > run_deadline) { /* out of time: the scenario does not count */
+            v->step = -2;
+            break;
+        }
+        if (k == steps / 2 && !fork) { /* determinism: a fork runs the rest beside */
+            fork = rs_data_new(m, 0, &st);
+            if (!fork || rs_data_copy(m, fork, w->data, &st)) {
+                violate(&r, "other", "fork: %s", st.message);
+                break;
+            }
+        }
+        for (int e = 0; e < m->nentities; e++) {
+            const checker_t *c = checker_of(m->ent[e].robot);
+            const rs_robot_t *robot = m->ent[e].robot;
+            if (k % s->hold == 0) {
+                double u[RS_MAX_ACTUATORS] = {0}, wr[RS_WRENCH_MAX] = {0};
+                c->commands(s, &cr, m, e, u, wr);
+                if (s->passive || zero_commands)
+                    memset(u, 0, sizeof u), memset(wr, 0, sizeof wr);
+                for (int j = 0; j < robot->nu; j++) /* within the actuator table's bounds */
+                    u[j] = fmin(fmax(u[j], robot->actuators[j].lower), robot->actuators[j].upper);
+                memcpy(r.u[e], u, sizeof u);
+                memcpy(r.wrench[e], wr, sizeof wr);
+                for (rs_data_t *d = w->data; d; d = d == fork ? NULL : fork)
+                    if (rs_set_commands(m, d, e, u, (size_t)robot->nu, &st))
+                        violate(&r, "other", "commands refused: %s", st.message);
+            }
+            int off = 0;
+            for (int b = 0; b < robot->nwrench; b++) {
+                int any = 0;
+                for (int i = 0; i < robot->wrench[b].n; i++)
+                    any |= r.wrench[e][off + i] != 0;
+                for (rs_data_t *d = w->data; d && any; d = d == fork ? NULL : fork)
+                    if (rs_apply_wrench(m, d, e, robot->wrench[b].body, r.wrench[e] + off,
+                                        (size_t)robot->wrench[b].n, &st))
+                        violate(&r, "other", "wrench refused: %s", st.message);
+                off += robot->wrench[b].n;
+            }
+        }
+        memcpy(x0, w->data->x, sizeof(double) * (size_t)m->nx);
+        r.t0 = w->data->t;
+        int rc = rs_step(m, w->data, 1, &st);
+        r.t1 = w->data->t;
+        if (rc) {
+            violate(&r, "step", "rs_step at t = %.6g s: %s", r.t0, st.message);
+            break;
+        }
+        if (fork && rs_step(m, fork, 1, &st))
+            violate(&r, "determinism", "the fork failed a step the original made: %s", st.message);
+        if (fork && (memcmp(fork->x, w->data->x, sizeof(double) * (size_t)m->nx) ||
+                     memcmp(fork->sensors, w->data->sensors, sizeof(double) * (size_t)m->ns)))
+            for (int i = 0; i < m->nx && !v->failed; i++)
+                if (memcmp(&fork->x[i], &w->data->x[i], sizeof(double)) || i == m->nx - 1)
+                    violate(&r, "determinism", "a fork made at step %d differs from the original "
+                            "after step %d: state %d %.17g != %.17g (or its sensors)", steps / 2,
+                            k, i, fork->x[i], w->data->x[i]);
+        for (int i = 0; i < m->nx; i++)
+            if (!isfinite(w->data->x[i]))
+                violate(&r, "finite", "state %d is %g", i, w->data->x[i]);
+        for (int i = 0; i < m->ns; i++)
+            if (!isfinite(w->data->sensors[i]))
+                violate(&r, "finite", "sensor %d is %g", i, w->data->sensors[i]);
+        if (verbose) {
+            printf("step %d t %.6g:", k, r.t1);
+            for (int i = 0; i < m->nx; i++)
+                printf(" %.9g", w->data->x[i]);
+            printf("  modes");
+            for (int e = 0; e < m->nentities; e++)
+                printf(" %s", rs_mode_name(m, w->data, e));
+            printf("\n");
+            for (int i = 0; i < w->data->nevents; i++)
+                printf("  event %s.%s t %.17g value %.9g\n", m->ent[w->data->events[i].entity].name,
+                       rs_event_kind_name(m, &w->data->events[i]), w->data->events[i].t,
+                       w->data->events[i].value);
+        }
+        for (int e = 0; e < m->nentities && !v->failed; e++) {
+            int o = m->ent[e].x_off;
+            checker_of(m->ent[e].robot)->check(&r, e, x0 + o, w->data->x + o);
+        }
+    }
+    rs_data_destroy(&fork);
+    free(x0);
+    rs_world_destroy(&w);
+}
+
+/* Shrink a failing scenario: keep only the random parameters without which it passes, and try
+ * zero commands; stop at the failing step. Prints the smallest case still failing. */
+static void shrink(const scenario_t *s, const verdict_t *first, double deadline)
+{
+    double outer = run_deadline;
+    run_deadline = deadline + 2.0; /* the last rerun below may overrun the search a little */
+    unsigned char keep[MAX_PARAMS];
+    memset(keep, 1, sizeof keep);
+    /* a fork is made halfway: a determinism failure keeps the scenario's length */
+    int zero = 0, steps = strcmp(first->check, "determinism") ? first->step + 1 : 1 << 30;
+    verdict_t v;
+    run_scenario(s, keep, 1, steps, &v, 0);
+    if (v.failed && !strcmp(v.check, first->check))
+        zero = 1;
+    for (int i = 0; i < s->np && rs_clock() < deadline; i++) {
+        keep[i] = 0;
+        run_scenario(s, keep, zero, steps, &v, 0);
+        if (v.failed && !strcmp(v.check, first->check)) {
+            if (strcmp(first->check, "determinism"))
+                steps = v.step + 1;
+        } else
+            keep[i] = 1;
+    }
+    run_scenario(s, keep, zero, steps, &v, 0);
+    printf("    shrunk: fails at step %d with %s commands and only these random parameters "
+           "(the others at the preset's values):", v.step, zero ? "zero" : "the random");
+    for (int i = 0; i < s->np; i++)
+        if (keep[i]) {
+            printf(" %s.%s=", s->p[i].entity, s->p[i].name);
+            for (int j = 0; j < s->p[i].n; j++)
+                printf("%s%.6g", j ? "," : "", s->p[i].v[j]);
+        }
+    printf("\n    shrunk %s: %s\n", v.check, v.failed ? v.what : "(passes, or out of time)");
+    run_deadline = outer;
+}
+
+static void report(const scenario_t *s, const verdict_t *v)
+{
+    printf("VIOLATION %s seed %" PRIu64 " (%s, %d steps of %g s): step %d %s: %s\n"
+           "    reproduce: ROBOSIM_PHYSICS_SEED=%s:%" PRIu64 " test_physics_invariants\n",
+           groups[s->group].name, s->seed, s->passive ? "passive" : "driven", s->nsteps,
+           s->base->control_dt, v->step, v->check, v->what, groups[s->group].name, s->seed);
+}
+
+static int select_groups(const char *list)
+{
+    for (int g = 0; g < ngroups; g++)
+        groups[g].selected = 0;
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", list);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        int found = 0;
+        for (int g = 0; g < ngroups; g++)
+            if (!strcmp(groups[g].name, tok) || !strcmp(groups[g].preset, tok))
+                groups[g].selected = found = 1;
+        if (!found) {
+            fprintf(stderr, "physics suite: no group '%s' (--list shows them)\n", tok);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int run_one(const char *spec)
+{
+    const char *colon = strrchr(spec, ':');
+    if (!colon) {
+        fprintf(stderr, "ROBOSIM_PHYSICS_SEED=group:seed (e.g. finger/hybrid:123)\n");
+        return 2;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "%.*s", (int)(colon - spec), spec);
+    for (int g = 0; g < ngroups; g++) {
+        if (strcmp(groups[g].name, name))
+            continue;
+        scenario_t s;
+        verdict_t v;
+        generate(&s, g, strtoull(colon + 1, NULL, 0));
+        printf("%s seed %" PRIu64 ": %s, %d steps, parameters:", name, s.seed,
+               s.passive ? "passive" : "driven", s.nsteps);
+        for (int i = 0; i < s.np; i++) {
+            printf(" %s.%s=", s.p[i].entity, s.p[i].name);
+            for (int j = 0; j < s.p[i].n; j++)
+                printf("%s%.17g", j ? "," : "", s.p[i].v[j]);
+        }
+        printf("\n");
+        run_scenario(&s, NULL, 0, 1 << 30, &v, getenv("ROBOSIM_PHYSICS_VERBOSE") != NULL);
+        if (v.step < 0) {
+            printf("not a scenario: %s\n", v.what);
+            return 0;
+        }
+        if (!v.failed) {
+            printf("ok: no violation\n");
+            return 0;
+        }
+        report(&s, &v);
+        shrink(&s, &v, rs_clock() + 60);
+        return 1;
+    }
+    fprintf(stderr, "physics suite: no group '%s'\n", name);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    long per_group = 40;
+    double seconds = 60;
+    uint64_t base_seed = 1;
+    int do_shrink = 1, list = 0;
+    const char *sel = getenv("ROBOSIM_PHYSICS_GROUPS");
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--scenarios") && i + 1 < argc)
+            per_group = strtol(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+            seconds = strtod(argv[++i], NULL);
+        else if (!strcmp(argv[i], "--groups") && i + 1 < argc)
+            sel = argv[++i];
+        else if (!strcmp(argv[i], "--base-seed") && i + 1 < argc)
+            base_seed = strtoull(argv[++i], NULL, 0);
+        else if (!strcmp(argv[i], "--no-shrink"))
+            do_shrink = 0;
+        else if (!strcmp(argv[i], "--list"))
+            list = 1;
+        else {
+            fprintf(stderr, "usage: %s [--scenarios N] [--seconds S] [--groups a,b] [--list] "
+                    "[--base-seed S] [--no-shrink]\n", argv[0]);
+            return 2;
+        }
+    }
+    make_groups();
+    if (list) {
+        for (int g = 0; g < ngroups; g++)
+            printf("%s\n", groups[g].name);
+        return 0;
+    }
+    if (getenv("ROBOSIM_PHYSICS_SEED"))
+        return run_one(getenv("ROBOSIM_PHYSICS_SEED"));
+    if (sel && *sel && select_groups(sel))
+        return 2;
+    int nsel = 0;
+    for (int g = 0; g < ngroups; g++)
+        nsel += groups[g].selected;
+    printf("physics invariants: base seed %" PRIu64 ", up to %ld scenarios per group, %.0f s\n",
+           base_seed, per_group, seconds);
+    double start = rs_clock(), end = start + seconds;
+    long total = 0, bad = 0;
+    int done = 0;
+    for (int g = 0; g < ngroups; g++) {
+        group_t *G = &groups[g];
+        if (!G->selected)
+            continue;
+        /* each group gets an even share of what time is left */
+        double now = rs_clock(), g_end = now + (end - now) / (nsel - done++);
+        int shrunk = 0, refused = 0;
+        rng_t seeds = {base_seed * 0x2545F4914F6CDD1Dull + (uint64_t)g};
+        for (long i = 0; i < per_group && rs_clock() < g_end; i++) {
+            scenario_t s;
+            verdict_t v;
+            generate(&s, g, next_u64(&seeds) >> 16);
+            run_deadline = end;
+            run_scenario(&s, NULL, 0, 1 << 30, &v, 0);
+            if (v.step == -2 && !v.failed)
+                break;
+            if (v.step < 0) { /* parameters the robot refuses (e.g. a linkage that cannot close) */
+                if (++refused > 20 * (i + 1)) {
+                    printf("%s: the generator's scenarios are refused: %s\n", G->name, v.what);
+                    bad++;
+                    break;
+                }
+                i--;
+                continue;
+            }
+            G->scenarios++;
+            if (!v.failed)
+                continue;
+            G->violations++;
+            int c = check_index(v.check);
+            if (!G->by_check[c]++)
+                snprintf(G->example[c], sizeof G->example[c], "seed %" PRIu64 ": %s", s.seed,
+                         v.what);
+            if (G->violations <= 5) /* the rest are counted in the group's summary */
+                report(&s, &v);
+            if (do_shrink && shrunk++ < 2) /* at most a quarter of the group's share */
+                shrink(&s, &v, fmin(g_end, rs_clock() + 0.25 * seconds / nsel));
+        }
+        printf("%s: %ld scenarios, %ld violations", G->name, G->scenarios, G->violations);
+        for (int c = 0; c < NKINDS; c++)
+            if (G->by_check[c])
+                printf(" [%s %ld, e.g. %s]", check_names[c], G->by_check[c], G->example[c]);
+        printf("\n");
+        fflush(stdout);
+        total += G->scenarios;
+        bad += G->violations;
+    }
+    printf("physics invariants: %ld scenarios, %ld violations, %.1f s\n", total, bad,
+           rs_clock() - start);
+    return bad ? 1 : 0;
+}
