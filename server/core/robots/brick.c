@@ -881,7 +881,7 @@ static void compliant_forces(const rs_entity_model_t *em, const rs_entity_data_t
         double depth = pad - (x[Y] + ry), rate = -(x[VY] + x[W] * rx);
         /* the dashpot engages over the first DASHPOT_RAMP of the layer, so that the force
          * does not jump to c v at the touch (an explicit method cannot start from that) */
-        double fn = fmax(0.0, k * depth + ci * fmin(1.0, depth / ramp) * rate);
+        double fn = fmax(0.0, k * depth + ci * fmax(0.0, fmin(1.0, depth / ramp)) * rate);
         double vt = x[VX] - x[W] * ry;
         double ft = -mu * fn * fmax(-1.0, fmin(1.0, vt / p[P_SLIP]));
         f[0] += ft;
