@@ -1,13 +1,13 @@
-/* The falling brick of seed 004 ("Example: A Brick Falling Down"): a planar rigid rectangle
+/* The falling brick (the classic example of hybrid versus time-stepping contact): a planar rigid rectangle
  * (width w, height h, mass m, inertia I = m (w^2 + h^2) / 12 of a uniform brick) under gravity
  * above the ground y = 0, with restitution and Coulomb friction, under one of three contact
  * formulations chosen by the parameter `contact_model`. docs/brick.md has the derivations.
  *
- *   hybrid (0), seed 004's hybrid method with complete contact modes: flight; one corner on
+ *   hybrid (0), the hybrid method (guards, jump maps) with complete contact modes: flight; one corner on
  *     the ground, sticking ("pivoting") or sliding ("corner_sliding"); a face on the ground,
  *     sticking ("stuck") or sliding ("sliding"). At every event the mode is chosen by solving
- *     the contact complementarity conditions at the acceleration level (seed 004's
- *     lambda >= 0, phi lambda = 0, |b| <= mu n, with a_n >= 0 for the corners at the ground):
+ *     the contact complementarity conditions at the acceleration level (lambda >= 0,
+ *     phi lambda = 0, |b| <= mu n, with a_n >= 0 for the corners at the ground):
  *     for one or two contacts in the plane the candidate modes are enumerated and the
  *     consistent one taken (Pfeiffer & Glocker 1996; Brogliato 1999, ch. 5). When none is, the
  *     sliding corner has 1/m + (rx^2 + mu s rx ry)/I <= 0: Painleve's paradox (possible only
@@ -27,7 +27,7 @@
  *     short (rebound e v < e v_r under a normal acceleration a) would have ended
  *     2 e v_r / (a (1 - e)) later, at most (e v_r)^2 / (2 a) higher, and the cut dissipates
  *     at most (1/2) m_n (e v_r)^2 early (m_n the corner's effective mass).
- *   time_stepping (1), seed 004's time-stepping method: per internal step of ts_step s,
+ *   time_stepping (1), the time-stepping method (Stewart & Trinkle 1996): per internal step of ts_step s,
  *     m (v_{k+1} - v_k) / h = -m g + J^T lambda, q_{k+1} = q_k + h v_{k+1} (backward Euler on
  *     positions), lambda >= 0, phi(q_{k+1}) ~ phi_k + h J_n v_{k+1} >= 0, phi lambda = 0, and the
  *     friction pyramid, solved as an LCP by rs_contact_solve, the contact set grown until no
@@ -35,7 +35,7 @@
  *     measured in the step's energy, for the corners closing faster than
  *     max(rest_speed, 2 g h). Penetration bound: the gap's linearisation over a step,
  *     R (h omega)^2 / 2 (R the half diagonal), pushed back out by the next step.
- *   compliant (2), seed 003's boundary layer: a corner closer to the ground than the padding
+ *   compliant (2), a compliant boundary layer: a corner closer to the ground than the padding
  *     (pad = brick padding + ground padding) feels a spring-damper normal force
  *     Fn = max(0, k d + c d') (d = pad - y_corner) and friction -mu Fn sat(vt / slip_speed).
  *     The damping follows from `restitution`: for a linear spring-damper whose contact ends
@@ -63,10 +63,10 @@
  * lowers it). (4) a plastic normal pass if a corner approaches again (descent as well). So
  * KE+ <= KE- - (1 - e^2) (KE- - KE_1) <= KE-. Frictionless: Newton's e exactly.
  *
- * The brick's surface coefficients and the ground's are blended as seed 003 says: arithmetic
+ * The brick's surface coefficients and the ground's are blended: arithmetic
  * mean for restitution, harmonic mean for friction, stiffness and damping (contact.h).
  *
- * Contact feedback for the pair (brick, ground), seed 003's inContact / hadContact /
+ * Contact feedback for the pair (brick, ground), inContact / hadContact /
  * hadSeparation / hadPenetration / meanContactForce, is the brick's sensor vector. The mean
  * contact force over a control step is exact in every formulation from the momentum balance
  * (the only other force is gravity): F = m (v(t+dt) - v(t)) / dt + m g (0, 1). The contact
@@ -119,7 +119,7 @@ static const rs_var_desc_t brick_actuators[NU] = {
 
 static const rs_var_desc_t brick_sensors[NS] = {
     {"contact_fx", "N", -INFINITY, INFINITY,
-     "mean contact force on the brick over the last control step, x (seed 003 meanContactForce)"},
+     "mean contact force on the brick over the last control step, x (meanContactForce)"},
     {"contact_fy", "N", -INFINITY, INFINITY,
      "mean contact force on the brick over the last control step, y (normal (0, 1))"},
     {"in_contact", "1", 0, 1, "1 if brick and ground are in contact at the end of the step"},
@@ -141,7 +141,7 @@ static const rs_param_desc_t brick_params[NP] = {
     {"gravity", "m/s^2", 0.0, 1e3, P_G, 1, 1, 9.81, "g, along -y"},
     {"contact_model", "1", 0, 2, P_MODEL, 1, 1, 0,
      "contact formulation: 0 hybrid (guards + jump map, exact impact time, contact modes), 1 "
-     "time_stepping (seed 004 velocity-level LCP, backward Euler), 2 compliant (seed 003 "
+     "time_stepping (velocity-level LCP, backward Euler), 2 compliant (spring-damper "
      "boundary layer)"},
     {"restitution", "1", 0, 1, P_E, 1, 1, 0.5,
      "the brick's coefficient of restitution (every formulation; compliant: sets the damping)"},
@@ -149,7 +149,7 @@ static const rs_param_desc_t brick_params[NP] = {
      "the brick's Coulomb friction coefficient (hybrid: above 4/3 a sliding corner can meet "
      "Painleve's paradox, reported as an error)"},
     {"padding", "m", 0, 1, P_PAD, 1, 1, 0.0025,
-     "the brick's boundary layer (compliant only; seed 003's default 2.5 mm)"},
+     "the brick's boundary layer (compliant only; default 2.5 mm)"},
     {"stiffness", "N/m", 1e-6, 1e12, P_K, 1, 1, 1e6, "the brick's surface stiffness (compliant)"},
     {"damping", "N s/m", 0, 1e9, P_C, 1, 1, 0.0,
      "the brick's surface damping added to the one restitution sets (compliant)"},
@@ -173,7 +173,7 @@ static const rs_param_desc_t brick_params[NP] = {
     {"vy0", "m/s", -1e6, 1e6, P_VY0, 1, 1, 0.0, "initial vy"},
     {"omega0", "rad/s", -1e6, 1e6, P_W0, 1, 1, 0.0, "initial angular velocity"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
-     "1: report the (brick, ground) pair in State.contacts (seed 003 enableContactFeedback)"},
+     "1: report the (brick, ground) pair in State.contacts (enableContactFeedback)"},
 };
 
 static const rs_aux_desc_t brick_aux[NAUX] = {
@@ -858,7 +858,7 @@ static void brick_compile(rs_entity_model_t *em)
     em->c[C_ZETA] = fmin(1.0, zeta_of_restitution(e_of(em)));
 }
 
-/* compliant: the boundary layer's forces (seed 003), summed over the corners inside; the
+/* compliant: the boundary layer's forces, summed over the corners inside; the
  * damping of each from restitution (header comment) for the corner's effective mass along
  * the normal, 1 / (1/m + rx^2/I) alone, m / n for n corners inside together (a face) */
 static void compliant_forces(const rs_entity_model_t *em, const rs_entity_data_t *ed,
@@ -1057,8 +1057,8 @@ static int ts_impulse(const rs_entity_model_t *em, const double *x, const double
             rows(em, x, i, &pts[nc]);
             /* restitution for a corner closing faster than v_rest before the step: its
              * impact happens in this step, compressed to vn+ = 0 and restituted from there (a
-             * bounce up to h |vn| above the ground: seed 004's "exact impact time isn't
-             * determined"); other corners end the step on or above the ground
+             * bounce up to h |vn| above the ground: time stepping does not find the
+             * exact impact time); other corners end the step on or above the ground
              * (phi_k + h vn+ >= 0; a corner the linearisation left below it by
              * R (h omega)^2 / 2 at most comes back up within the step) */
             restitute[nc] = e > 0.0 && vn < -v_rest;
@@ -1083,7 +1083,7 @@ static int ts_impulse(const rs_entity_model_t *em, const double *x, const double
     return in;
 }
 
-/* time_stepping: seed 004's velocity-level step, repeated over the control step; hybrid
+/* time_stepping: the velocity-level step, repeated over the control step; hybrid
  * contact modes: the state put back on the mode's constraints (integration drift) */
 static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                           const double *u, double dt)
@@ -1204,7 +1204,7 @@ static int brick_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed
 
 const rs_robot_t rs_robot_brick = {
     .kind = "brick",
-    .doc = "planar rigid brick falling onto the ground, three contact formulations (seed 004)",
+    .doc = "planar rigid brick falling onto the ground, three contact formulations",
     .nx = NX,
     .state = brick_state,
     .nu = NU,
