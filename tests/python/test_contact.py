@@ -19,7 +19,10 @@ def test_brick_contact_models_over_the_wire(client):
         assert (cm["lower"], cm["upper"]) == (0, 2)
         for name in ("restitution", "friction", "stiffness", "damping", "padding"):
             assert name in brick["params"] and "ground_" + name in brick["params"]
-        assert brick["modes"][3:] == ["time_stepping", "compliant"]
+        assert brick["modes"][3:5] == ["time_stepping", "compliant"]
+        # the hybrid formulation's contact modes: a corner (sticking, sliding), a face
+        for mode in ("flight", "pivoting", "corner_sliding", "stuck", "sliding"):
+            assert mode in brick["modes"]
         t1 = math.sqrt(2 * H / G)
         for model, tol in ((0, 1e-9), (1, 1e-3), (2, 1e-9)):
             client.set_params(wid, {"brick.contact_model": model})
@@ -97,5 +100,28 @@ def test_contact_feedback_for_the_diff_drive_bumper(client):
         assert c["other"] == "obstacle0" and c["in_contact"] and c["had_contact"]
         assert c["normal"] == pytest.approx([-1.0, 0.0]) and c["point"] == pytest.approx([0.90, 0])
         assert not c["had_penetration"] and c["mean_force"] == [0.0, 0.0]
+    finally:
+        client.destroy_world(wid)
+
+
+@pytest.mark.parametrize("model", [0, 1, 2])
+def test_tilted_brick_comes_to_rest_on_a_face(client, model):
+    """A brick dropped on a corner (theta0 = 0.785) comes to rest on a face under every
+    formulation: flat (theta a multiple of pi/2), at its half-extent above the contact surface
+    (compliant: the padding less the static compression m g / 2k), never below the ground."""
+    wid = client.create_world("brick_drop", params={"control_dt": 0.01, "brick.theta0": 0.785,
+                                                    "brick.contact_model": model}, seed=1)
+    try:
+        lowest = math.inf
+        for _ in range(50):
+            s = client.step(wid, steps=10)
+            y, th = s["entities"]["brick"]["state"][1], s["entities"]["brick"]["state"][2]
+            half_w, half_h = 0.1, 0.05
+            lowest = min(lowest, y - abs(math.sin(th)) * half_w - abs(math.cos(th)) * half_h)
+        q = round(th / (math.pi / 2))
+        surface = 0.0025 - G / (2 * 1e6) if model == 2 else 0.0
+        assert abs(th - q * math.pi / 2) < 1e-6
+        assert abs(y - (0.05 if q % 2 == 0 else 0.1) - surface) < 1e-6
+        assert lowest >= (-1e-10 if model == 0 else -1e-5)
     finally:
         client.destroy_world(wid)

@@ -1,33 +1,72 @@
-/* The falling brick of seed 004 ("Example: A Brick Falling Down"): a planar rigid rectangle
+/* The falling brick (the classic example of hybrid versus time-stepping contact): a planar rigid rectangle
  * (width w, height h, mass m, inertia I = m (w^2 + h^2) / 12 of a uniform brick) under gravity
  * above the ground y = 0, with restitution and Coulomb friction, under one of three contact
- * formulations chosen by the parameter `contact_model`:
+ * formulations chosen by the parameter `contact_model`. docs/brick.md has the derivations.
  *
- *   hybrid (0), seed 004's hybrid method: flow xdot = (v, -g); guards phi_i = y of corner i
- *     (ARKODE root finding, exact impact time); jump map: the impact impulse of the corners at
- *     the ground with Newton restitution (vn+ >= -e vn-) and the Coulomb friction impulse
- *     (|pt| <= mu pn), solved by rs_contact_solve (contact.h). When a flat impact leaves less
- *     than `rest_speed` of rebound the brick comes to rest on the ground (mode "sliding":
- *     vx' = -mu g sign(vx), a guard on vx reaching 0 -> "stuck"). Only flat rest is modelled;
- *     a brick bouncing on one corner below rest_speed keeps bouncing (the world then reports
- *     chattering contact).
- *   time_stepping (1), seed 004's time-stepping method: per internal step of ts_step s,
+ *   hybrid (0), the hybrid method (guards, jump maps) with complete contact modes: flight; one corner on
+ *     the ground, sticking ("pivoting") or sliding ("corner_sliding"); a face on the ground,
+ *     sticking ("stuck") or sliding ("sliding"). At every event the mode is chosen by solving
+ *     the contact complementarity conditions at the acceleration level (lambda >= 0,
+ *     phi lambda = 0, |b| <= mu n, with a_n >= 0 for the corners at the ground):
+ *     for one or two contacts in the plane the candidate modes are enumerated and the
+ *     consistent one taken (Pfeiffer & Glocker 1996; Brogliato 1999, ch. 5). When none is, the
+ *     sliding corner has 1/m + (rx^2 + mu s rx ry)/I <= 0: Painleve's paradox (possible only
+ *     for mu > 4/3, for any rectangle: I/m = R^2/3 with R the half diagonal), reported as an
+ *     error, the world kept at the event's state. Flow in a contact mode: the Newton-Euler
+ *     equations with the contact forces that hold the constraints' accelerations at zero
+ *     (index reduction); the state is projected back onto the constraints at every control
+ *     step and event (drift of the order of the integrator tolerance otherwise). Guards: the
+ *     free corners' heights, the normal forces (lift-off at lambda = 0, tipping), the friction
+ *     cone margin (stick -> slip) and the sliding speed (slip -> stick or reversal). A guard
+ *     that starts at 0 (a corner just after an impact) is armed by its approach velocity:
+ *     such a corner's guard is its normal velocity until the apex, then its height again, so
+ *     no root is lost at a restart from 0.
+ *     Impacts: a two-phase impulse (below). Zeno (bounces accumulating on one corner or two,
+ *     e.g. a rocking brick): an impact whose normal approach speed is below `rest_speed` v_r
+ *     is plastic, and the mode is chosen at once. Bound: the geometric bounce sequence it cuts
+ *     short (rebound e v < e v_r under a normal acceleration a) would have ended
+ *     2 e v_r / (a (1 - e)) later, at most (e v_r)^2 / (2 a) higher, and the cut dissipates
+ *     at most (1/2) m_n (e v_r)^2 early (m_n the corner's effective mass).
+ *   time_stepping (1), the time-stepping method (Stewart & Trinkle 1996): per internal step of ts_step s,
  *     m (v_{k+1} - v_k) / h = -m g + J^T lambda, q_{k+1} = q_k + h v_{k+1} (backward Euler on
  *     positions), lambda >= 0, phi(q_{k+1}) ~ phi_k + h J_n v_{k+1} >= 0, phi lambda = 0, and the
- *     friction pyramid (in the plane: |lambda_t| <= mu lambda_n), solved as an LCP by
- *     rs_contact_solve; Newton restitution on the corners that close in the step.
- *   compliant (2), seed 003's boundary layer: a corner closer to the ground than the padding
+ *     friction pyramid, solved as an LCP by rs_contact_solve, the contact set grown until no
+ *     corner ends the step below the ground; restitution by the two-phase impulse (below),
+ *     measured in the step's energy, for the corners closing faster than
+ *     max(rest_speed, 2 g h). Penetration bound: the gap's linearisation over a step,
+ *     R (h omega)^2 / 2 (R the half diagonal), pushed back out by the next step.
+ *   compliant (2), a compliant boundary layer: a corner closer to the ground than the padding
  *     (pad = brick padding + ground padding) feels a spring-damper normal force
- *     Fn = max(0, k d + c d') (d = pad - y_corner) and friction -mu Fn sat(vt / slip_speed)
- *     (Coulomb, regularised below slip_speed). Guards at the padding surface (direction kept in
- *     a sign per corner) stop the integrator at each touch and separation. Restitution in this
- *     formulation comes from the damping (e = exp(-zeta pi / sqrt(1 - zeta^2)) for a linear
- *     spring-damper), not from `restitution`.
+ *     Fn = max(0, k d + c d') (d = pad - y_corner) and friction -mu Fn sat(vt / slip_speed).
+ *     The damping follows from `restitution`: for a linear spring-damper whose contact ends
+ *     when the force reaches zero, a corner of effective mass m_n meeting the layer at any
+ *     speed leaves at e times it when c = 2 zeta sqrt(k m_n), zeta solving
+ *     e = exp(-zeta (pi - 2 asin zeta) / sqrt(1 - zeta^2)) (derivation in docs/brick.md),
+ *     at most critically damped: restitution below exp(-2) ~ 0.135 acts as exp(-2). The
+ *     dashpot engages over the first 3e-3 of the padding (no force jump to c v at the touch,
+ *     which an explicit method cannot start from), shifting e by about 1 %. `damping` adds
+ *     to it. With friction above 4/3 the layer can jam (the
+ *     compliant face of Painleve's paradox: the forces grow until the integrator gives up,
+ *     which the step reports; Genot & Brogliato 1999). Penetration bound
+ *     (energy: the layer stores at most the approach energy): the spring's compression stays
+ *     below v_n sqrt(m_n / k) + 2 m g / k, v_n the normal approach speed.
  *
- * The brick's surface coefficients and the ground's are blended as seed 003 says: arithmetic
+ * The two-phase impulse (hybrid impacts, time-stepping restitution), a law that cannot create
+ * energy: (1) compression: the frictional LCP with vn+ >= 0 (rs_contact_solve); at its
+ * solution the kinetic energy changes by p.v+ - (1/2) p^T W p <= 0 (W = J M^-1 J^T,
+ * complementarity gives pn vn+ = 0, maximal dissipation pt vt+ <= 0). (2) restitution
+ * (Poisson's hypothesis): the normal impulse kappa pn_c, kappa = e, but clamped so that it
+ * gives back at most e^2 of the energy phase 1 took (Stronge's energetic bound, Stronge 1991:
+ * with friction and slip reversal Newton's and Poisson's laws can otherwise create energy).
+ * (3) friction over the restitution phase: the tangential impulses that would stop the slip,
+ * clamped to the cone mu kappa pn_c (coordinate descent on the kinetic energy: each update
+ * lowers it). (4) a plastic normal pass if a corner approaches again (descent as well). So
+ * KE+ <= KE- - (1 - e^2) (KE- - KE_1) <= KE-. Frictionless: Newton's e exactly.
+ *
+ * The brick's surface coefficients and the ground's are blended: arithmetic
  * mean for restitution, harmonic mean for friction, stiffness and damping (contact.h).
  *
- * Contact feedback for the pair (brick, ground), seed 003's inContact / hadContact /
+ * Contact feedback for the pair (brick, ground), inContact / hadContact /
  * hadSeparation / hadPenetration / meanContactForce, is the brick's sensor vector. The mean
  * contact force over a control step is exact in every formulation from the momentum balance
  * (the only other force is gravity): F = m (v(t+dt) - v(t)) / dt + m g (0, 1). The contact
@@ -42,18 +81,27 @@
 enum { X, Y, TH, VX, VY, W, NX };
 enum { U_PUSH, NU };
 enum { S_FX, S_FY, S_IN, S_HAD, S_SEP, S_PEN, S_CX, S_DEPTH, NS };
-enum { MODE_FLIGHT, MODE_SLIDING, MODE_STUCK, MODE_TS, MODE_COMPLIANT, NMODES };
-enum { EV_IMPACT, EV_REST, EV_STOP, EV_TOUCH, EV_SEPARATE };
+enum {
+    MODE_FLIGHT, MODE_SLIDING, MODE_STUCK, MODE_TS, MODE_COMPLIANT, MODE_PIVOT, MODE_CSLIDE,
+    MODE_FAILED, NMODES
+};
+enum { EV_IMPACT, EV_REST, EV_STOP, EV_TOUCH, EV_SEPARATE, EV_MODE, EV_INCONSISTENT, NEVENTS };
 enum {
     AUX_VX0, AUX_VY0, AUX_IN, AUX_HAD, AUX_SEP, AUX_PEN, AUX_DIR,
-    AUX_S0, AUX_S1, AUX_S2, AUX_S3, NAUX
+    AUX_S0, AUX_S1, AUX_S2, AUX_S3, AUX_CORNER, AUX_PIVOT_X, AUX_FAIL, NAUX
 };
 enum {
     P_M, P_W, P_H, P_G, P_MODEL, P_E, P_MU, P_PAD, P_K, P_C, P_GE, P_GMU, P_GPAD, P_GK, P_GC,
     P_TS_STEP, P_REST, P_SLIP, P_X0, P_Y0, P_TH0, P_VX0, P_VY0, P_W0, P_FEEDBACK, NP
 };
+/* why a hybrid brick cannot go on (AUX_FAIL) */
+enum { FAIL_NONE, FAIL_PAINLEVE, FAIL_NO_MODE };
 
 #define NCORNERS 4
+#define NGUARDS 7 /* 4 corners, 2 normal forces, 1 friction (stick margin or slip speed) */
+#define G_LAM_A 4
+#define G_LAM_B 5
+#define G_FRICTION 6
 #define MAX_SWEEPS 200
 
 static const rs_var_desc_t brick_state[NX] = {
@@ -71,7 +119,7 @@ static const rs_var_desc_t brick_actuators[NU] = {
 
 static const rs_var_desc_t brick_sensors[NS] = {
     {"contact_fx", "N", -INFINITY, INFINITY,
-     "mean contact force on the brick over the last control step, x (seed 003 meanContactForce)"},
+     "mean contact force on the brick over the last control step, x (meanContactForce)"},
     {"contact_fy", "N", -INFINITY, INFINITY,
      "mean contact force on the brick over the last control step, y (normal (0, 1))"},
     {"in_contact", "1", 0, 1, "1 if brick and ground are in contact at the end of the step"},
@@ -92,23 +140,30 @@ static const rs_param_desc_t brick_params[NP] = {
     {"height", "m", 1e-6, 1e3, P_H, 1, 1, 0.1, "h, along the brick's y axis"},
     {"gravity", "m/s^2", 0.0, 1e3, P_G, 1, 1, 9.81, "g, along -y"},
     {"contact_model", "1", 0, 2, P_MODEL, 1, 1, 0,
-     "contact formulation: 0 hybrid (guards + jump map, exact impact time), 1 time_stepping "
-     "(seed 004 velocity-level LCP, backward Euler), 2 compliant (seed 003 boundary layer)"},
-    {"restitution", "1", 0, 1, P_E, 1, 1, 0.5, "the brick's coefficient of restitution"},
-    {"friction", "1", 0, 1e3, P_MU, 1, 1, 0.5, "the brick's Coulomb friction coefficient"},
+     "contact formulation: 0 hybrid (guards + jump map, exact impact time, contact modes), 1 "
+     "time_stepping (velocity-level LCP, backward Euler), 2 compliant (spring-damper "
+     "boundary layer)"},
+    {"restitution", "1", 0, 1, P_E, 1, 1, 0.5,
+     "the brick's coefficient of restitution (every formulation; compliant: sets the damping)"},
+    {"friction", "1", 0, 1e3, P_MU, 1, 1, 0.5,
+     "the brick's Coulomb friction coefficient (hybrid: above 4/3 a sliding corner can meet "
+     "Painleve's paradox, reported as an error)"},
     {"padding", "m", 0, 1, P_PAD, 1, 1, 0.0025,
-     "the brick's boundary layer (compliant only; seed 003's default 2.5 mm)"},
-    {"stiffness", "N/m", 1e-6, 1e12, P_K, 1, 1, 1e5, "the brick's surface stiffness (compliant)"},
-    {"damping", "N s/m", 0, 1e9, P_C, 1, 1, 20.0, "the brick's surface damping (compliant)"},
+     "the brick's boundary layer (compliant only; default 2.5 mm)"},
+    {"stiffness", "N/m", 1e-6, 1e12, P_K, 1, 1, 1e6, "the brick's surface stiffness (compliant)"},
+    {"damping", "N s/m", 0, 1e9, P_C, 1, 1, 0.0,
+     "the brick's surface damping added to the one restitution sets (compliant)"},
     {"ground_restitution", "1", 0, 1, P_GE, 1, 1, 0.5, "the ground's coefficient of restitution"},
     {"ground_friction", "1", 0, 1e3, P_GMU, 1, 1, 0.5, "the ground's friction coefficient"},
     {"ground_padding", "m", 0, 1, P_GPAD, 1, 1, 0.0, "the ground's boundary layer (compliant)"},
-    {"ground_stiffness", "N/m", 1e-6, 1e12, P_GK, 1, 1, 1e5, "the ground's stiffness (compliant)"},
-    {"ground_damping", "N s/m", 0, 1e9, P_GC, 1, 1, 20.0, "the ground's damping (compliant)"},
+    {"ground_stiffness", "N/m", 1e-6, 1e12, P_GK, 1, 1, 1e6, "the ground's stiffness (compliant)"},
+    {"ground_damping", "N s/m", 0, 1e9, P_GC, 1, 1, 0.0,
+     "the ground's damping added to the one restitution sets (compliant)"},
     {"ts_step", "s", 1e-7, 1.0, P_TS_STEP, 1, 1, 1e-3,
      "time_stepping: the largest internal step h (each control step is split evenly)"},
     {"rest_speed", "m/s", 0, 1e3, P_REST, 1, 1, 1e-3,
-     "hybrid: a flat impact leaving less rebound speed than this brings the brick to rest"},
+     "hybrid and time_stepping: an impact slower than this (normal approach speed) is plastic "
+     "(ends a Zeno bounce sequence)"},
     {"slip_speed", "m/s", 1e-9, 1e3, P_SLIP, 1, 1, 1e-3,
      "compliant: the sliding speed below which Coulomb friction is regularised (linear)"},
     {"x0", "m", -1e6, 1e6, P_X0, 1, 1, 0.0, "initial x"},
@@ -118,26 +173,36 @@ static const rs_param_desc_t brick_params[NP] = {
     {"vy0", "m/s", -1e6, 1e6, P_VY0, 1, 1, 0.0, "initial vy"},
     {"omega0", "rad/s", -1e6, 1e6, P_W0, 1, 1, 0.0, "initial angular velocity"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
-     "1: report the (brick, ground) pair in State.contacts (seed 003 enableContactFeedback)"},
+     "1: report the (brick, ground) pair in State.contacts (enableContactFeedback)"},
 };
 
 static const rs_aux_desc_t brick_aux[NAUX] = {
     {"vx_start", RS_AUX_REAL, -1e12, 1e12, 0, 0, 0, "vx at the start of the control step"},
     {"vy_start", RS_AUX_REAL, -1e12, 1e12, 0, 0, 0, "vy at the start of the control step"},
-    {"in_contact", RS_AUX_INTEGER, 0, 1, 0, 0, 0, "time_stepping: contact impulse in last step"},
+    {"in_contact", RS_AUX_INTEGER, 0, 1, 0, 0, 0, "in contact (a contact mode, or a time step "
+                                                  "or padding with contact)"},
     {"had_contact", RS_AUX_INTEGER, 0, 1, 0, 0, 0, "contact during this control step"},
     {"had_separation", RS_AUX_INTEGER, 0, 1, 0, 0, 0, "separation during this control step"},
     {"had_penetration", RS_AUX_INTEGER, 0, 1, 0, 0, 0, "penetration during this control step"},
-    {"slide_dir", RS_AUX_SIGN, 0, 0, 0, 0, 0, "hybrid sliding: the sign of vx"},
-    {"side0", RS_AUX_SIGN, 0, 0, 0, 0, 0, "compliant: corner 0 outside (+1) / inside (-1) pad"},
-    {"side1", RS_AUX_SIGN, 0, 0, 0, 0, 0, "compliant: corner 1 outside (+1) / inside (-1) pad"},
-    {"side2", RS_AUX_SIGN, 0, 0, 0, 0, 0, "compliant: corner 2 outside (+1) / inside (-1) pad"},
-    {"side3", RS_AUX_SIGN, 0, 0, 0, 0, 0, "compliant: corner 3 outside (+1) / inside (-1) pad"},
+    {"slide_dir", RS_AUX_SIGN, 0, 0, 0, 0, 0, "hybrid sliding: the sign of the sliding speed"},
+    {"side0", RS_AUX_SIGN, 0, 0, 0, 0, 0,
+     "corner 0: compliant: outside (+1) / inside (-1) the padding; hybrid: guard on its "
+     "height (+1) or, just after touching, on its normal velocity (-1)"},
+    {"side1", RS_AUX_SIGN, 0, 0, 0, 0, 0, "corner 1, as side0"},
+    {"side2", RS_AUX_SIGN, 0, 0, 0, 0, 0, "corner 2, as side0"},
+    {"side3", RS_AUX_SIGN, 0, 0, 0, 0, 0, "corner 3, as side0"},
+    {"contact_corner", RS_AUX_INTEGER, 0, 3, 0, 0, 0,
+     "hybrid: the corner on the ground (pivoting, corner_sliding), the first of the face's"},
+    {"pivot_x", RS_AUX_REAL, -1e12, 1e12, 0, 0, 0, "hybrid pivoting: x of the sticking corner"},
+    {"failure", RS_AUX_INTEGER, 0, 2, 0, 0, 0,
+     "hybrid: why the contact cannot go on (1 Painleve, 2 no consistent mode)"},
 };
 
-static const char *const brick_modes[NMODES] = {"flight", "sliding", "stuck", "time_stepping",
-                                                "compliant"};
-static const char *const brick_events[] = {"impact", "rest", "stop", "touch", "separate"};
+static const char *const brick_modes[NMODES] = {
+    "flight", "sliding", "stuck", "time_stepping", "compliant", "pivoting", "corner_sliding",
+    "inconsistent"};
+static const char *const brick_events[NEVENTS] = {"impact", "rest", "stop", "touch",
+                                                  "separate", "mode", "inconsistent"};
 
 /* ---- geometry and blended coefficients ------------------------------------------------- */
 
@@ -161,18 +226,59 @@ static double mu_of(const rs_entity_model_t *em) { return rs_blend_harmonic(em->
 static double e_of(const rs_entity_model_t *em) { return rs_blend_arithmetic(em->p[P_E], em->p[P_GE]); }
 static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD] + em->p[P_GPAD]; }
 static int model_of(const rs_entity_model_t *em) { return (int)em->p[P_MODEL]; }
+static double size_of(const rs_entity_model_t *em) { return em->p[P_W] + em->p[P_H]; }
 
 /* a length tolerance for "at the ground" (roundoff of y + ry) */
-static double tol_of(const rs_entity_model_t *em) { return 1e-12 * (1.0 + em->p[P_W] + em->p[P_H]); }
+static double tol_of(const rs_entity_model_t *em) { return 1e-12 * (1.0 + size_of(em)); }
+
+/* hybrid: a corner this close to the ground is on it (root finding leaves the event's corner
+ * within about 1e-13 of it; a contact mode's projection within roundoff) */
+static double gap_tol(const rs_entity_model_t *em) { return 1e-9 * size_of(em); }
+
+/* hybrid: the deepest a corner may be below the ground before the state counts as broken */
+static double pen_tol(const rs_entity_model_t *em) { return 1e-7 * size_of(em); }
+
+/* a speed scale for "at rest along the normal": gravity's over the brick's size and the
+ * brick's own speeds */
+static double speed_tol(const rs_entity_model_t *em, const double *x)
+{
+    double L = size_of(em);
+    return 1e-9 * (sqrt(em->p[P_G] * L) + fabs(x[VX]) + fabs(x[VY]) + fabs(x[W]) * L) + 1e-300;
+}
+
+static double gap(const rs_entity_model_t *em, const double *x, int i)
+{
+    double rx, ry;
+    corner(em, x, i, &rx, &ry);
+    return x[Y] + ry;
+}
+
+/* velocity of corner i along the normal (0, 1) and the tangent (1, 0) */
+static double normal_speed(const rs_entity_model_t *em, const double *x, int i)
+{
+    double rx, ry;
+    corner(em, x, i, &rx, &ry);
+    return x[VY] + x[W] * rx;
+}
+
+static double tangent_speed(const rs_entity_model_t *em, const double *x, int i)
+{
+    double rx, ry;
+    corner(em, x, i, &rx, &ry);
+    return x[VX] - x[W] * ry;
+}
 
 static double lowest_corner(const rs_entity_model_t *em, const double *x)
 {
-    double lo = INFINITY, rx, ry;
-    for (int i = 0; i < NCORNERS; i++) {
-        corner(em, x, i, &rx, &ry);
-        lo = fmin(lo, x[Y] + ry);
-    }
+    double lo = INFINITY;
+    for (int i = 0; i < NCORNERS; i++)
+        lo = fmin(lo, gap(em, x, i));
     return lo;
+}
+
+static double kinetic_energy(const rs_entity_model_t *em, const double *v)
+{
+    return 0.5 * (em->p[P_M] * (v[0] * v[0] + v[1] * v[1]) + inertia(em) * v[2] * v[2]);
 }
 
 /* contact rows of corner i: normal (0, 1, rx), tangent (1, 0, -ry) on (vx, vy, omega) */
@@ -183,69 +289,480 @@ static void rows(const rs_entity_model_t *em, const double *x, int i, rs_contact
     *pt = (rs_contact_point_t){.jn = {0.0, 1.0, rx}, .jt = {1.0, 0.0, -ry}, .mu = mu_of(em)};
 }
 
-/* ---- modes ------------------------------------------------------------------------------ */
+static double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-/* Whether the brick lies flat on the ground at rest height with theta a multiple of pi/2;
- * if so and `snap`, set theta, y exactly. */
-static int flat_on_ground(const rs_entity_model_t *em, double *x, int snap)
+/* ---- the two-phase impulse (header comment): cannot create kinetic energy ---------------- */
+
+/* Coordinate descent on the kinetic energy over one kind of row (normal or tangential) with
+ * fixed bounds: each update is the exact minimiser along its row, projected on [lo, hi] of
+ * the accumulated impulse q (which starts inside), so none raises the energy. The normal rows
+ * ask jn.v >= vn_min (lo 0, hi inf); the tangential ones stop the slip within +-bound. */
+static void descend(const double *minv, int nc, const rs_contact_point_t *pts, int normal,
+                    const double *bound, double *q, double *v)
 {
-    double k = nearbyint(x[TH] / (0.5 * M_PI));
-    double half = fmod(fabs(k), 2.0) == 0.0 ? 0.5 * em->p[P_H] : 0.5 * em->p[P_W];
-    int flat = fabs(x[TH] - k * 0.5 * M_PI) <= 1e-9 && fabs(x[Y] - half) <= 1e-9 * (1.0 + half);
-    if (flat && snap) {
-        x[TH] = k * 0.5 * M_PI;
-        x[Y] = half;
+    for (int sweep = 0; sweep < MAX_SWEEPS; sweep++) {
+        double change = 0.0, largest = 0.0;
+        for (int c = 0; c < nc; c++) {
+            const double *j = normal ? pts[c].jn : pts[c].jt;
+            double k = j[0] * j[0] * minv[0] + j[1] * j[1] * minv[1] + j[2] * j[2] * minv[2];
+            if (!(k > 0.0))
+                continue;
+            double next;
+            if (normal)
+                next = fmax(0.0, q[c] - (dot3(j, v) - pts[c].vn_min) / k);
+            else
+                next = fmin(bound[c], fmax(-bound[c], q[c] - dot3(j, v) / k));
+            double dp = next - q[c];
+            for (int i = 0; i < 3; i++)
+                v[i] += minv[i] * j[i] * dp;
+            q[c] = next;
+            change = fmax(change, fabs(dp));
+            largest = fmax(largest, fabs(q[c]));
+        }
+        if (change <= 1e-13 * largest || largest == 0.0)
+            break;
     }
-    return flat;
+}
+
+/* kinetic energy at velocities v + shift (shift NULL: none) */
+static double shifted_energy(const rs_entity_model_t *em, const double *v, const double *shift)
+{
+    double w[3] = {v[0], v[1], v[2]};
+    if (shift)
+        for (int i = 0; i < 3; i++)
+            w[i] += shift[i];
+    return kinetic_energy(em, w);
+}
+
+/* The contact impulse on velocities v (vx, vy, omega; in place) at the nc points pts (their
+ * vn_min <= 0), with restitution e for the points flagged in `restitute`: compression LCP,
+ * Poisson restitution kappa pn_c (kappa = e, lowered by bisection when needed) such that the
+ * impulse as a whole gives back at most e^2 of the energy compression took, friction over the
+ * restitution phase, a plastic pass. The energy is kinetic at v + shift: a time step's
+ * (gravity's and the push's work over the step, see ts_impulse), or the plain kinetic energy
+ * (shift NULL). kappa = 0 always qualifies (compression alone loses `lost`). The normal
+ * impulses in pn (nc). */
+static void two_phase_impulse(const rs_entity_model_t *em, int nc, const rs_contact_point_t *pts,
+                              const int *restitute, double e, const double *shift, double *v,
+                              double *pn)
+{
+    double minv[3] = {1.0 / em->p[P_M], 1.0 / em->p[P_M], 1.0 / inertia(em)};
+    double pt[RS_CONTACT_MAX_POINTS], bound[RS_CONTACT_MAX_POINTS], q[RS_CONTACT_MAX_POINTS];
+    double ke0 = shifted_energy(em, v, shift), v1[3], d[3] = {0, 0, 0}, pr[RS_CONTACT_MAX_POINTS];
+    rs_contact_solve(3, minv, nc, pts, v, pn, pt, MAX_SWEEPS);
+    /* where projected Gauss-Seidel stopped short of vn+ >= vn_min (high friction couples the
+     * rows), a plastic pass over the normal rows alone finishes compression (descent) */
+    for (int c = 0; c < nc; c++)
+        pr[c] = 0.0;
+    descend(minv, nc, pts, 1, NULL, pr, v);
+    for (int c = 0; c < nc; c++)
+        pn[c] += pr[c];
+    double ke1 = shifted_energy(em, v, shift), lost = fmax(0.0, ke0 - ke1);
+    int any = 0;
+    for (int c = 0; c < nc; c++)
+        if (restitute[c] && pn[c] > 0.0) {
+            for (int i = 0; i < 3; i++)
+                d[i] += pn[c] * pts[c].jn[i];
+            any = 1;
+        }
+    if (!any || !(e > 0.0))
+        return;
+    double target = ke0 - (1.0 - e * e) * lost + 1e-14 * ke0, kappa = e, lo = 0.0, hi = e;
+    for (int i = 0; i < 3; i++)
+        v1[i] = v[i];
+    for (int iter = 0; iter < 40; iter++) {
+        /* the restitution phase with coefficient kappa, from the end of compression */
+        for (int i = 0; i < 3; i++)
+            v[i] = v1[i] + kappa * minv[i] * d[i];
+        for (int c = 0; c < nc; c++) {
+            bound[c] = restitute[c] ? pts[c].mu * kappa * pn[c] : 0.0;
+            q[c] = 0.0;
+        }
+        descend(minv, nc, pts, 0, bound, q, v);
+        for (int c = 0; c < nc; c++)
+            pr[c] = 0.0;
+        descend(minv, nc, pts, 1, NULL, pr, v);
+        int ok = shifted_energy(em, v, shift) <= target;
+        if (ok && kappa == hi)
+            break; /* the largest kappa tried qualifies */
+        if (ok)
+            lo = kappa;
+        else
+            hi = kappa;
+        kappa = iter == 38 ? lo : 0.5 * (lo + hi);
+        if (iter == 38)
+            hi = lo; /* the last pass: the best qualifying kappa */
+    }
+    for (int c = 0; c < nc; c++)
+        pn[c] += (restitute[c] ? kappa * pn[c] : 0.0) + pr[c];
+}
+
+/* ---- hybrid contact modes: the acceleration-level complementarity problem ----------------- */
+
+/* Accelerations and contact forces of the brick in one contact mode. */
+typedef struct accel {
+    double ax, ay, al;  /* centre of mass and angular acceleration */
+    double lam[2], ft;  /* normal forces (one corner: lam[0]), total friction force along x */
+} accel_t;
+
+/* normal acceleration of corner (rx, ry): d^2/dt^2 (y + ry) */
+static double normal_accel(const accel_t *a, const double *x, double rx, double ry)
+{
+    return a->ay + a->al * rx - x[W] * x[W] * ry;
+}
+
+static double tangent_accel(const accel_t *a, const double *x, double rx, double ry)
+{
+    return a->ax - a->al * ry - x[W] * x[W] * rx;
+}
+
+static void accel_free(const rs_entity_model_t *em, const double *u, accel_t *a)
+{
+    *a = (accel_t){.ax = u[U_PUSH] / em->p[P_M], .ay = -em->p[P_G]};
+}
+
+/* the accelerations under corner forces (lam at rx_i, friction ft at height ry) */
+static void accel_from_forces(const rs_entity_model_t *em, const double *u, const double *rxs,
+                              int n, double ry, accel_t *a)
+{
+    double m = em->p[P_M], I = inertia(em), torque = -ry * a->ft, fy = 0.0;
+    for (int i = 0; i < n; i++)
+        fy += a->lam[i], torque += rxs[i] * a->lam[i];
+    a->ax = (u[U_PUSH] + a->ft) / m;
+    a->ay = fy / m - em->p[P_G];
+    a->al = torque / I;
+}
+
+/* One corner (rx, ry) sticking: a_n = a_t = 0, the 2x2 Delassus system
+ *   [1/m + rx^2/I, -rx ry/I; -rx ry/I, 1/m + ry^2/I] [lam; ft] = [g + w^2 ry; w^2 rx - P/m]. */
+static void accel_pivot(const rs_entity_model_t *em, const double *x, const double *u, double rx,
+                        double ry, accel_t *a)
+{
+    double m = em->p[P_M], I = inertia(em), w2 = x[W] * x[W];
+    double a11 = 1.0 / m + rx * rx / I, a12 = -rx * ry / I, a22 = 1.0 / m + ry * ry / I;
+    double b1 = em->p[P_G] + w2 * ry, b2 = w2 * rx - u[U_PUSH] / m, det = a11 * a22 - a12 * a12;
+    *a = (accel_t){.lam = {(b1 * a22 - a12 * b2) / det}, .ft = (a11 * b2 - a12 * b1) / det};
+    accel_from_forces(em, u, &rx, 1, ry, a);
+}
+
+/* One corner sliding in direction s: ft = -mu s lam, a_n = 0:
+ *   (1/m + (rx^2 + mu s rx ry)/I) lam = g + w^2 ry. Returns the coefficient (<= 0: Painleve). */
+static double accel_corner_slide(const rs_entity_model_t *em, const double *x, const double *u,
+                                 double rx, double ry, double s, accel_t *a)
+{
+    double m = em->p[P_M], I = inertia(em), mu = mu_of(em);
+    double A = 1.0 / m + (rx * rx + mu * s * rx * ry) / I;
+    double lam = A > 0.0 ? (em->p[P_G] + x[W] * x[W] * ry) / A : 0.0;
+    *a = (accel_t){.lam = {lam}, .ft = -mu * s * lam};
+    accel_from_forces(em, u, &rx, 1, ry, a);
+    return A;
+}
+
+/* A face on the ground (corners at rx_a, rx_b, height ry; omega = 0): a_y = alpha = 0,
+ *   lam_a + lam_b = m g, rx_a lam_a + rx_b lam_b - ry ft = 0; stick (s = 0): ft = -P;
+ *   sliding in direction s: ft = -mu s m g. */
+static void accel_face(const rs_entity_model_t *em, const double *u, double rxa, double rxb,
+                       double ry, double s, accel_t *a)
+{
+    double mg = em->p[P_M] * em->p[P_G];
+    double ft = s == 0.0 ? -u[U_PUSH] : -mu_of(em) * s * mg;
+    double lb = (ry * ft - rxa * mg) / (rxb - rxa);
+    *a = (accel_t){.ax = (u[U_PUSH] + ft) / em->p[P_M], .lam = {mg - lb, lb}, .ft = ft};
+}
+
+/* The face (corners a, b) the brick lies on when both are on the ground: its height ry and
+ * the corners' rx; 0 if a, b are not the two ends of one face. */
+static int face_of(const rs_entity_model_t *em, const double *x, int a, int b, double *rxa,
+                   double *rxb, double *ry)
+{
+    double rya, ryb;
+    if ((a + 1) % NCORNERS != b && (b + 1) % NCORNERS != a)
+        return 0;
+    corner(em, x, a, rxa, &rya);
+    corner(em, x, b, rxb, &ryb);
+    *ry = 0.5 * (rya + ryb);
+    return *rxa != *rxb;
+}
+
+/* the current mode's contact accelerations (pivot and corner sliding: corner AUX_CORNER) */
+static void mode_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                       const double *u, accel_t *a)
+{
+    double rx, ry;
+    int k = (int)ed->aux[AUX_CORNER];
+    corner(em, x, k, &rx, &ry);
+    if (ed->mode == MODE_PIVOT)
+        accel_pivot(em, x, u, rx, ry, a);
+    else
+        accel_corner_slide(em, x, u, rx, ry, ed->aux[AUX_DIR], a);
+}
+
+/* The scales the complementarity tests compare against: an acceleration and a force. */
+static double accel_scale(const rs_entity_model_t *em, const double *x, const double *u)
+{
+    double a = em->p[P_G] + x[W] * x[W] * size_of(em) + fabs(u[U_PUSH]) / em->p[P_M];
+    return a > 0.0 ? a : 1.0;
+}
+
+/* One candidate mode and how well it satisfies its complementarity conditions: the least of
+ * its inequalities' margins, each over its scale (>= 0: consistent). */
+typedef struct choice {
+    int mode, corner;
+    double dir, margin;
+} choice_t;
+
+static void consider(choice_t *best, int mode, int corner_index, double dir, double margin)
+{
+    if (margin > best->margin)
+        *best = (choice_t){mode, corner_index, dir, margin};
+}
+
+/* The contact mode consistent with state x and push u, among the corners on the ground with
+ * no normal velocity (cand, n <= 2): flight, a corner sticking or sliding, a face sticking or
+ * sliding. Returns the best candidate; its margin < -1e-9 when none is consistent, and
+ * *painleve set when a sliding corner's normal problem had no positive coefficient. */
+static choice_t choose_mode(const rs_entity_model_t *em, const double *x, const double *u,
+                            const int *cand, int n, int *painleve, int *painleve_corner)
+{
+    double a0 = accel_scale(em, x, u), f0 = em->p[P_M] * a0, mu = mu_of(em);
+    double rx[2], ry[2], vtol = speed_tol(em, x);
+    choice_t best = {MODE_FLIGHT, 0, 1.0, -INFINITY};
+    accel_t a;
+    *painleve = 0;
+    for (int i = 0; i < n; i++)
+        corner(em, x, cand[i], &rx[i], &ry[i]);
+    /* flight: every candidate accelerates away (a_n >= 0) */
+    accel_free(em, u, &a);
+    double margin = INFINITY;
+    for (int i = 0; i < n; i++)
+        margin = fmin(margin, normal_accel(&a, x, rx[i], ry[i]) / a0);
+    consider(&best, MODE_FLIGHT, 0, 1.0, margin);
+    /* one corner on the ground, the other candidate (if any) free to leave */
+    for (int i = 0; i < n; i++) {
+        double vt = tangent_speed(em, x, cand[i]);
+        int other = n == 2 ? 1 - i : -1;
+        if (fabs(vt) <= vtol) {
+            accel_pivot(em, x, u, rx[i], ry[i], &a);
+            margin = fmin(a.lam[0] / f0, (mu * a.lam[0] - fabs(a.ft)) / f0);
+            if (other >= 0)
+                margin = fmin(margin, normal_accel(&a, x, rx[other], ry[other]) / a0);
+            consider(&best, MODE_PIVOT, cand[i], 1.0, margin);
+        }
+        for (double s = -1.0; s <= 1.0; s += 2.0) {
+            if (fabs(vt) > vtol && s * vt < 0.0)
+                continue; /* sliding: friction opposes the slip it has */
+            if (accel_corner_slide(em, x, u, rx[i], ry[i], s, &a) <= 0.0) {
+                if (em->p[P_G] + x[W] * x[W] * ry[i] > 0.0)
+                    *painleve = 1, *painleve_corner = cand[i];
+                continue;
+            }
+            margin = a.lam[0] / f0;
+            if (fabs(vt) <= vtol) /* starting to slide: it must accelerate in direction s */
+                margin = fmin(margin, s * tangent_accel(&a, x, rx[i], ry[i]) / a0);
+            if (other >= 0)
+                margin = fmin(margin, normal_accel(&a, x, rx[other], ry[other]) / a0);
+            consider(&best, MODE_CSLIDE, cand[i], s, margin);
+        }
+    }
+    /* a face on the ground */
+    double rxa, rxb, ryf;
+    if (n == 2 && face_of(em, x, cand[0], cand[1], &rxa, &rxb, &ryf)) {
+        double mg = em->p[P_M] * em->p[P_G];
+        if (fabs(x[VX]) <= vtol) {
+            accel_face(em, u, rxa, rxb, ryf, 0.0, &a);
+            margin = fmin(fmin(a.lam[0], a.lam[1]), mu * mg - fabs(a.ft)) / f0;
+            consider(&best, MODE_STUCK, cand[0], 1.0, margin);
+        }
+        for (double s = -1.0; s <= 1.0; s += 2.0) {
+            if (fabs(x[VX]) > vtol && s * x[VX] < 0.0)
+                continue;
+            accel_face(em, u, rxa, rxb, ryf, s, &a);
+            margin = fmin(a.lam[0], a.lam[1]) / f0;
+            if (fabs(x[VX]) <= vtol)
+                margin = fmin(margin, s * a.ax / a0);
+            consider(&best, MODE_SLIDING, cand[0], s, margin);
+        }
+    }
+    return best;
+}
+
+/* ---- hybrid: events, mode choice, projection ---------------------------------------------- */
+
+static int is_hybrid_mode(int mode)
+{
+    return mode != MODE_TS && mode != MODE_COMPLIANT;
+}
+
+static int is_face(int mode) { return mode == MODE_SLIDING || mode == MODE_STUCK; }
+
+/* the two lowest corners (a face's, in face modes) */
+static void lowest_two(const rs_entity_model_t *em, const double *x, int *a, int *b)
+{
+    double g[NCORNERS];
+    int i0 = 0, i1 = 1;
+    for (int i = 0; i < NCORNERS; i++)
+        g[i] = gap(em, x, i);
+    if (g[i1] < g[i0])
+        i0 = 1, i1 = 0;
+    for (int i = 2; i < NCORNERS; i++) {
+        if (g[i] < g[i0])
+            i1 = i0, i0 = i;
+        else if (g[i] < g[i1])
+            i1 = i;
+    }
+    *a = i0 < i1 ? i0 : i1;
+    *b = i0 < i1 ? i1 : i0;
+}
+
+/* the face mode's accelerations and forces at state x */
+static void face_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                       const double *u, accel_t *acc)
+{
+    int a, b;
+    double rxa, rxb, ry;
+    lowest_two(em, x, &a, &b);
+    if (!face_of(em, x, a, b, &rxa, &rxb, &ry)) {
+        accel_free(em, u, acc);
+        return;
+    }
+    accel_face(em, u, rxa, rxb, ry, ed->mode == MODE_STUCK ? 0.0 : ed->aux[AUX_DIR], acc);
+}
+
+/* Put the state back on the current contact mode's constraints (integration drift): the
+ * contact corner at height 0 with no normal velocity (and, sticking, at its pivot with no
+ * tangential velocity); a face flat at rest height with no vertical or angular velocity. */
+static void project(const rs_entity_model_t *em, const rs_entity_data_t *ed, double *x)
+{
+    double rx, ry;
+    if (ed->mode == MODE_PIVOT || ed->mode == MODE_CSLIDE) {
+        corner(em, x, (int)ed->aux[AUX_CORNER], &rx, &ry);
+        x[Y] = -ry;
+        x[VY] = -x[W] * rx;
+        if (ed->mode == MODE_PIVOT) {
+            x[X] = ed->aux[AUX_PIVOT_X] - rx;
+            x[VX] = x[W] * ry;
+        }
+    } else if (is_face(ed->mode)) {
+        double k = nearbyint(x[TH] / (0.5 * M_PI));
+        x[TH] = k * 0.5 * M_PI;
+        x[Y] = fmod(fabs(k), 2.0) == 0.0 ? 0.5 * em->p[P_H] : 0.5 * em->p[P_W];
+        x[VY] = x[W] = 0.0;
+        if (ed->mode == MODE_STUCK)
+            x[VX] = 0.0;
+    }
+}
+
+/* The impact of the corners c (n of them) at the ground: the two-phase impulse, plastic when
+ * the approach is slower than rest_speed (the Zeno cut, header comment). */
+static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                   const int *c, int n)
+{
+    rs_contact_point_t pts[NCORNERS];
+    int restitute[NCORNERS];
+    double pn[NCORNERS], before[NX], vin = 0.0, vtol = speed_tol(em, x);
+    for (int i = 0; i < NX; i++)
+        before[i] = x[i];
+    for (int k = 0; k < n; k++) {
+        double vn = normal_speed(em, x, c[k]);
+        rows(em, x, c[k], &pts[k]);
+        pts[k].vn_min = 0.0;
+        restitute[k] = vn < -vtol;
+        vin = fmin(vin, vn);
+    }
+    /* a face landing flat without spin or slip: by symmetry no spin or slip after (the
+     * solver's sweep order leaves ~1e-13 of asymmetry, which repeated bounces would grow) */
+    double rxa, rxb, ryf;
+    int mirror = n == 2 && x[W] == 0.0 && x[VX] == 0.0 &&
+                 face_of(em, x, c[0], c[1], &rxa, &rxb, &ryf) &&
+                 fabs(rxa + rxb) <= 1e-12 * size_of(em);
+    double v[3] = {x[VX], x[VY], x[W]};
+    two_phase_impulse(em, n, pts, restitute, -vin < em->p[P_REST] ? 0.0 : e_of(em), NULL, v,
+                      pn);
+    x[VX] = mirror ? 0.0 : v[0], x[VY] = v[1], x[W] = mirror ? 0.0 : v[2];
+    ed->aux[AUX_HAD] = 1.0;
+    rs_emit_event(ed, EV_IMPACT, t, vin, before, x, NX);
+}
+
+/* After an event (or a reset, new commands, new parameters): resolve the impacts of the
+ * corners closing at the ground, then choose the contact mode the acceleration-level
+ * complementarity problem allows, project onto it and arm the guards. */
+static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                    const double *u)
+{
+    int was = ed->mode, cand[NCORNERS], n = 0;
+    double gtol = gap_tol(em);
+    for (int pass = 0; pass < 4; pass++) {
+        int c[NCORNERS], nc = 0, closing = 0;
+        double vtol = speed_tol(em, x);
+        for (int i = 0; i < NCORNERS; i++)
+            if (gap(em, x, i) <= gtol) {
+                c[nc++] = i;
+                closing |= normal_speed(em, x, i) < -vtol;
+            }
+        if (!closing)
+            break;
+        impact(em, ed, t, x, c, nc);
+    }
+    double vtol = speed_tol(em, x);
+    for (int i = 0; i < NCORNERS; i++)
+        if (gap(em, x, i) <= gtol && fabs(normal_speed(em, x, i)) <= vtol)
+            cand[n++] = i;
+    if (n > 2) { /* a degenerate brick: keep the two lowest */
+        lowest_two(em, x, &cand[0], &cand[1]);
+        n = 2;
+    }
+    int painleve = 0, pc = 0;
+    choice_t ch = choose_mode(em, x, u, cand, n, &painleve, &pc);
+    if (ch.margin < -1e-9) {
+        ed->mode = MODE_FAILED;
+        ed->aux[AUX_FAIL] = painleve ? FAIL_PAINLEVE : FAIL_NO_MODE;
+        ed->aux[AUX_CORNER] = painleve ? pc : (n ? cand[0] : 0);
+        rs_emit_event(ed, EV_INCONSISTENT, t, ed->aux[AUX_CORNER], x, x, NX);
+        return;
+    }
+    int same_pivot = was == MODE_PIVOT && ch.mode == MODE_PIVOT && ed->aux[AUX_CORNER] == ch.corner;
+    ed->mode = ch.mode;
+    ed->aux[AUX_FAIL] = FAIL_NONE;
+    ed->aux[AUX_CORNER] = ch.corner;
+    ed->aux[AUX_DIR] = ch.dir;
+    if (ch.mode == MODE_PIVOT && !same_pivot) { /* a pivot kept keeps its point */
+        double rx, ry;
+        corner(em, x, ch.corner, &rx, &ry);
+        ed->aux[AUX_PIVOT_X] = x[X] + rx;
+    }
+    project(em, ed, x);
+    for (int i = 0; i < NCORNERS; i++) /* a corner on the ground: guard its velocity first */
+        ed->aux[AUX_S0 + i] = gap(em, x, i) <= gtol ? -1.0 : 1.0;
+    int contact = ch.mode != MODE_FLIGHT;
+    if (contact)
+        ed->aux[AUX_HAD] = 1.0;
+    else if (ed->aux[AUX_IN] > 0.0 || ed->aux[AUX_HAD] > 0.0)
+        ed->aux[AUX_SEP] = 1.0; /* left the ground (after an impact or a contact mode) */
+    ed->aux[AUX_IN] = contact;
+    if (ch.mode != was) {
+        rs_emit_event(ed, EV_MODE, t, ch.mode, x, x, NX);
+        if (is_face(ch.mode) && !is_face(was))
+            rs_emit_event(ed, EV_REST, t, x[VX], x, x, NX);
+        if ((was == MODE_SLIDING || was == MODE_CSLIDE) &&
+            (ch.mode == MODE_STUCK || ch.mode == MODE_PIVOT))
+            rs_emit_event(ed, EV_STOP, t, x[X], x, x, NX);
+    }
 }
 
 static void set_sides(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x)
 {
-    double rx, ry;
-    for (int i = 0; i < NCORNERS; i++) {
-        corner(em, x, i, &rx, &ry);
-        ed->aux[AUX_S0 + i] = x[Y] + ry < pad_of(em) ? -1.0 : 1.0;
-    }
-}
-
-/* hybrid rest: how much more push static friction holds (mu m g - |push|; < 0: it slides) */
-static double static_margin(const rs_entity_model_t *em, const double *u)
-{
-    return mu_of(em) * em->p[P_M] * em->p[P_G] - fabs(u[U_PUSH]);
-}
-
-/* hybrid rest with vx = 0: stuck while static friction holds the push, else sliding its way */
-static void hold_or_slide(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *u)
-{
-    if (static_margin(em, u) >= 0.0) {
-        ed->mode = MODE_STUCK;
-    } else {
-        ed->mode = MODE_SLIDING;
-        ed->aux[AUX_DIR] = u[U_PUSH] > 0.0 ? 1.0 : -1.0;
-    }
-}
-
-/* hybrid rest: flat, vy = omega = 0, sliding or stuck */
-static void come_to_rest(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                         const double *u)
-{
-    flat_on_ground(em, x, 1);
-    x[VY] = 0.0;
-    x[W] = 0.0;
-    ed->aux[AUX_IN] = 1.0;
-    ed->mode = MODE_SLIDING;
-    ed->aux[AUX_DIR] = x[VX] >= 0.0 ? 1.0 : -1.0;
-    if (x[VX] == 0.0)
-        hold_or_slide(em, ed, u);
-    rs_emit_event(ed, EV_REST, t, x[VX], x, x, NX);
+    for (int i = 0; i < NCORNERS; i++)
+        ed->aux[AUX_S0 + i] = gap(em, x, i) < pad_of(em) ? -1.0 : 1.0;
 }
 
 /* the mode the state and contact_model call for (reset, new parameters) */
-static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
+static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                      const double *u)
 {
     int model = model_of(em);
     ed->aux[AUX_IN] = 0.0;
     ed->aux[AUX_DIR] = 1.0;
+    ed->aux[AUX_CORNER] = ed->aux[AUX_PIVOT_X] = ed->aux[AUX_FAIL] = 0.0;
     for (int i = 0; i < NCORNERS; i++)
         ed->aux[AUX_S0 + i] = 1.0;
     if (model == RS_CONTACT_TIME_STEPPING) {
@@ -255,20 +772,15 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         set_sides(em, ed, x);
         for (int i = 0; i < NCORNERS; i++)
             ed->aux[AUX_IN] = fmax(ed->aux[AUX_IN], ed->aux[AUX_S0 + i] < 0.0);
-    } else if (flat_on_ground(em, x, 0) && fabs(x[VY]) <= 1e-12 && x[W] == 0.0) {
-        flat_on_ground(em, x, 1);
-        x[VY] = 0.0;
-        ed->aux[AUX_IN] = 1.0;
-        ed->aux[AUX_DIR] = x[VX] >= 0.0 ? 1.0 : -1.0;
-        ed->mode = x[VX] == 0.0 ? MODE_STUCK : MODE_SLIDING;
     } else {
         ed->mode = MODE_FLIGHT;
+        resolve(em, ed, t, x, u);
     }
 }
 
 /* ---- callbacks -------------------------------------------------------------------------- */
 
-static int brick_nguards(const rs_entity_model_t *em) { return (void)em, NCORNERS; }
+static int brick_nguards(const rs_entity_model_t *em) { return (void)em, NGUARDS; }
 
 static int brick_validate(const rs_entity_model_t *em, rs_status_t *st)
 {
@@ -287,30 +799,89 @@ static int brick_validate(const rs_entity_model_t *em, rs_status_t *st)
 
 static void brick_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
 {
-    const double *p = em->p;
+    const double *p = em->p, u[NU] = {0.0};
     x[X] = p[P_X0], x[Y] = p[P_Y0], x[TH] = p[P_TH0];
     x[VX] = p[P_VX0], x[VY] = p[P_VY0], x[W] = p[P_W0];
-    pick_mode(em, ed, x);
+    ed->aux[AUX_HAD] = ed->aux[AUX_SEP] = ed->aux[AUX_PEN] = 0.0;
+    pick_mode(em, ed, 0.0, x, u);
     ed->aux[AUX_VX0] = x[VX];
     ed->aux[AUX_VY0] = x[VY];
     ed->aux[AUX_HAD] = ed->aux[AUX_IN];
     ed->aux[AUX_SEP] = ed->aux[AUX_PEN] = 0.0;
 }
 
-/* compliant: the boundary layer's forces (seed 003), summed over the corners inside */
+/* compliant: the restitution of a linear spring-damper whose contact ends when its force
+ * reaches zero (no pull), as a function of the damping ratio zeta (docs/brick.md):
+ *   zeta < 1:  e = exp(-zeta (pi - 2 asin zeta) / sqrt(1 - zeta^2));
+ *   zeta = 1:  e = exp(-2);
+ *   zeta > 1:  e = -d'(t*) / v with d = v (e^{r1 t} - e^{r2 t}) / (r1 - r2), r = -zeta +- s,
+ *              s = sqrt(zeta^2 - 1), and t* = ln((1 + 2 zeta r2) / (1 + 2 zeta r1)) / (2 s)
+ *              where k d + c d' = 0 (unit natural frequency). */
+static double restitution_of_zeta(double z)
+{
+    if (z <= 0.0)
+        return 1.0;
+    if (z < 1.0)
+        return exp(-z * (M_PI - 2.0 * asin(z)) / sqrt(1.0 - z * z));
+    if (z == 1.0)
+        return exp(-2.0);
+    double s = sqrt(z * z - 1.0), r1 = -(z - s), r2 = -(z + s);
+    double ts = log((1.0 + 2.0 * z * r2) / (1.0 + 2.0 * z * r1)) / (2.0 * s);
+    return -(r1 * exp(r1 * ts) - r2 * exp(r2 * ts)) / (2.0 * s);
+}
+
+#define ZETA_MAX 1e4
+#define DASHPOT_RAMP 3e-3 /* of the padding (header comment) */
+
+/* the damping ratio that gives restitution e (bisection: e(zeta) decreases) */
+static double zeta_of_restitution(double e)
+{
+    double lo = 0.0, hi = ZETA_MAX;
+    if (e >= 1.0)
+        return 0.0;
+    for (int k = 0; k < 200 && hi - lo > 1e-15 * hi; k++) {
+        double mid = 0.5 * (lo + hi);
+        if (restitution_of_zeta(mid) > e)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+enum { C_ZETA, NC_DERIVED };
+
+static void brick_compile(rs_entity_model_t *em)
+{
+    /* at most critical damping: an overdamped layer's force at the touch (c v) is more than an
+     * explicit method can start from, so restitution below exp(-2) ~ 0.135 acts as exp(-2) */
+    em->c[C_ZETA] = fmin(1.0, zeta_of_restitution(e_of(em)));
+}
+
+/* compliant: the boundary layer's forces, summed over the corners inside; the
+ * damping of each from restitution (header comment) for the corner's effective mass along
+ * the normal, 1 / (1/m + rx^2/I) alone, m / n for n corners inside together (a face) */
 static void compliant_forces(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                              const double *x, double *f)
 {
     const double *p = em->p;
     double k = rs_blend_harmonic(p[P_K], p[P_GK]), c = rs_blend_harmonic(p[P_C], p[P_GC]);
-    double mu = mu_of(em), pad = pad_of(em), rx, ry;
+    double mu = mu_of(em), pad = pad_of(em), rx, ry, m = p[P_M], I = inertia(em);
+    double ramp = DASHPOT_RAMP * pad + 1e-9 * size_of(em);
+    int inside = 0;
+    for (int i = 0; i < NCORNERS; i++)
+        inside += ed->aux[AUX_S0 + i] < 0.0;
     f[0] = f[1] = f[2] = 0.0;
     for (int i = 0; i < NCORNERS; i++) {
         if (ed->aux[AUX_S0 + i] > 0.0)
             continue;
         corner(em, x, i, &rx, &ry);
+        double mn = inside > 1 ? m / inside : 1.0 / (1.0 / m + rx * rx / I);
+        double ci = c + 2.0 * em->c[C_ZETA] * sqrt(k * mn);
         double depth = pad - (x[Y] + ry), rate = -(x[VY] + x[W] * rx);
-        double fn = fmax(0.0, k * depth + c * rate);
+        /* the dashpot engages over the first DASHPOT_RAMP of the layer, so that the force
+         * does not jump to c v at the touch (an explicit method cannot start from that) */
+        double fn = fmax(0.0, k * depth + ci * fmax(0.0, fmin(1.0, depth / ramp)) * rate);
         double vt = x[VX] - x[W] * ry;
         double ft = -mu * fn * fmax(-1.0, fmin(1.0, vt / p[P_SLIP]));
         f[0] += ft;
@@ -324,6 +895,7 @@ static void brick_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed
 {
     (void)t;
     const double *p = em->p;
+    accel_t a;
     for (int i = 0; i < NX; i++)
         xdot[i] = 0.0;
     switch (ed->mode) {
@@ -331,6 +903,12 @@ static void brick_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed
         xdot[X] = x[VX], xdot[Y] = x[VY], xdot[TH] = x[W];
         xdot[VX] = u[U_PUSH] / p[P_M];
         xdot[VY] = -p[P_G];
+        break;
+    case MODE_PIVOT:
+    case MODE_CSLIDE: /* Newton-Euler with the contact forces of the mode */
+        mode_accel(em, ed, x, u, &a);
+        xdot[X] = x[VX], xdot[Y] = x[VY], xdot[TH] = x[W];
+        xdot[VX] = a.ax, xdot[VY] = a.ay, xdot[W] = a.al;
         break;
     case MODE_SLIDING: /* Coulomb: the normal force is m g on the flat brick */
         xdot[X] = x[VX];
@@ -345,7 +923,7 @@ static void brick_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed
         xdot[W] = f[2] / inertia(em);
         break;
     }
-    default: /* stuck; time_stepping (advanced by brick_advance) */
+    default: /* stuck; inconsistent (held); time_stepping (advanced by brick_advance) */
         break;
     }
 }
@@ -354,67 +932,59 @@ static void brick_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed
                          const double *x, const double *u, double *g)
 {
     (void)t;
-    double rx, ry;
-    for (int i = 0; i < NCORNERS; i++) {
-        corner(em, x, i, &rx, &ry);
-        switch (ed->mode) {
-        case MODE_FLIGHT: g[i] = x[Y] + ry; break;
-        case MODE_COMPLIANT: g[i] = ed->aux[AUX_S0 + i] * (x[Y] + ry - pad_of(em)); break;
-        case MODE_SLIDING: g[i] = i == 0 ? ed->aux[AUX_DIR] * x[VX] : 1.0; break;
-        case MODE_STUCK: g[i] = i == 0 ? static_margin(em, u) : 1.0; break;
-        default: g[i] = 1.0; break;
+    accel_t a;
+    int k = (int)ed->aux[AUX_CORNER];
+    for (int i = 0; i < NGUARDS; i++)
+        g[i] = 1.0;
+    switch (ed->mode) {
+    case MODE_COMPLIANT:
+        for (int i = 0; i < NCORNERS; i++)
+            g[i] = ed->aux[AUX_S0 + i] * (gap(em, x, i) - pad_of(em));
+        break;
+    case MODE_PIVOT:
+    case MODE_CSLIDE:
+        mode_accel(em, ed, x, u, &a);
+        g[G_LAM_A] = a.lam[0]; /* lift-off */
+        g[G_FRICTION] = ed->mode == MODE_PIVOT ? mu_of(em) * a.lam[0] - fabs(a.ft) /* slip */
+                                               : ed->aux[AUX_DIR] * tangent_speed(em, x, k);
+        __attribute__((fallthrough)); /* and the free corners */
+    case MODE_FLIGHT:
+        for (int i = 0; i < NCORNERS; i++) {
+            if (ed->mode != MODE_FLIGHT && i == k)
+                continue;
+            g[i] = ed->aux[AUX_S0 + i] > 0.0 ? gap(em, x, i) : normal_speed(em, x, i);
         }
+        break;
+    case MODE_SLIDING:
+    case MODE_STUCK:
+        face_accel(em, ed, x, u, &a);
+        g[G_LAM_A] = a.lam[0], g[G_LAM_B] = a.lam[1]; /* tipping */
+        g[G_FRICTION] = ed->mode == MODE_STUCK ? mu_of(em) * em->p[P_M] * em->p[P_G] - fabs(a.ft)
+                                               : ed->aux[AUX_DIR] * x[VX];
+        break;
+    default: break;
     }
-}
-
-/* hybrid impact: the impulse at the corners at the ground (Newton restitution, Coulomb) */
-static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                   const double *u)
-{
-    rs_contact_point_t pts[NCORNERS];
-    double minv[3] = {1.0 / em->p[P_M], 1.0 / em->p[P_M], 1.0 / inertia(em)};
-    double before[NX], pn[NCORNERS], pt[NCORNERS], vn_in = 0.0, rx, ry;
-    int nc = 0, flat;
-    for (int i = 0; i < NX; i++)
-        before[i] = x[i];
-    for (int i = 0; i < NCORNERS; i++) {
-        corner(em, x, i, &rx, &ry);
-        if (x[Y] + ry > 1e-9 * (1.0 + em->p[P_H] + em->p[P_W]))
-            continue;
-        rows(em, x, i, &pts[nc]);
-        double vn = x[VY] + x[W] * rx;
-        pts[nc].vn_min = vn < 0.0 ? -e_of(em) * vn : 0.0;
-        vn_in = fmin(vn_in, vn);
-        nc++;
-    }
-    if (nc == 0)
-        return;
-    rs_contact_solve(3, minv, nc, pts, &x[VX], pn, pt, MAX_SWEEPS);
-    ed->aux[AUX_HAD] = 1.0;
-    ed->aux[AUX_SEP] = 1.0; /* an instantaneous contact: touch and leave */
-    rs_emit_event(ed, EV_IMPACT, t, vn_in, before, x, NX);
-    flat = flat_on_ground(em, x, 0);
-    if (flat && fabs(x[VY]) + fabs(x[W]) * (em->p[P_W] + em->p[P_H]) < em->p[P_REST])
-        come_to_rest(em, ed, t, x, u);
 }
 
 static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                        const double *u, const int *fired)
 {
-    switch (ed->mode) {
-    case MODE_FLIGHT: impact(em, ed, t, x, u); break;
-    case MODE_SLIDING:
-        if (fired[0]) {
-            x[VX] = 0.0;
-            hold_or_slide(em, ed, u);
-            rs_emit_event(ed, EV_STOP, t, x[X], x, x, NX);
+    if (is_hybrid_mode(ed->mode)) {
+        /* a corner's apex in the air (its velocity guard): guard its height from now on */
+        int other = 0;
+        for (int i = 0; i < NGUARDS; i++) {
+            if (!fired[i])
+                continue;
+            if (i < NCORNERS && ed->aux[AUX_S0 + i] < 0.0 && gap(em, x, i) > gap_tol(em))
+                ed->aux[AUX_S0 + i] = 1.0;
+            else
+                other = 1;
         }
-        break;
-    case MODE_STUCK:
-        if (fired[0])
-            hold_or_slide(em, ed, u);
-        break;
-    case MODE_COMPLIANT: {
+        if (other)
+            resolve(em, ed, t, x, u);
+        return;
+    }
+    if (ed->mode == MODE_COMPLIANT) {
         int was_in = 0, now_in = 0;
         for (int i = 0; i < NCORNERS; i++) {
             was_in |= ed->aux[AUX_S0 + i] < 0.0;
@@ -430,24 +1000,20 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
             rs_emit_event(ed, EV_SEPARATE, t, x[VY], x, x, NX);
         }
         ed->aux[AUX_IN] = now_in;
-        break;
-    }
-    default: break;
     }
 }
 
 static void brick_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                          const double *u)
 {
-    (void)t;
     int model = model_of(em);
-    if (ed->mode == MODE_STUCK || (ed->mode == MODE_SLIDING && x[VX] == 0.0))
-        hold_or_slide(em, ed, u); /* a new push */
     int family = ed->mode == MODE_TS ? RS_CONTACT_TIME_STEPPING
                  : ed->mode == MODE_COMPLIANT ? RS_CONTACT_COMPLIANT
                                               : RS_CONTACT_HYBRID;
     if (family != model)
-        pick_mode(em, ed, x);
+        pick_mode(em, ed, t, x, u);
+    else if (family == RS_CONTACT_HYBRID)
+        resolve(em, ed, t, x, u); /* new commands may tip, slide or free it */
 }
 
 static void brick_step_begin(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
@@ -460,41 +1026,80 @@ static void brick_step_begin(const rs_entity_model_t *em, rs_entity_data_t *ed, 
     ed->aux[AUX_SEP] = ed->aux[AUX_PEN] = 0.0;
 }
 
-/* time_stepping: seed 004's velocity-level step, repeated over the control step */
+/* time_stepping: the contact impulse of one step of length h from velocities v_free. The
+ * contact set grows until no corner outside it would end the step below the ground
+ * (phi_k + h vn+ >= 0 for every corner), so the choice does not rest on the pre-solve
+ * velocities alone. */
+static int ts_impulse(const rs_entity_model_t *em, const double *x, const double *u, double h,
+                      const double *v_free, double *v)
+{
+    /* the step's energy E(k+1) - E(k) - (push work) is KE(v+ + s) - KE(v_k) - KE(s) with
+     * s = h (-P/m, g, 0) (positions q + h v+): the impulse is measured in KE(. + s) */
+    double shift[3] = {-h * u[U_PUSH] / em->p[P_M], h * em->p[P_G], 0.0};
+    /* a bounce slower than two steps of gravity would land within a few steps: plastic */
+    double v_rest = fmax(em->p[P_REST], 2.0 * em->p[P_G] * h);
+    rs_contact_point_t pts[NCORNERS];
+    int restitute[NCORNERS], in_set[NCORNERS] = {0}, nc = 0;
+    double pn[NCORNERS], rx, ry, e = e_of(em);
+    for (int i = 0; i < NCORNERS; i++) {
+        corner(em, x, i, &rx, &ry);
+        double phi = x[Y] + ry;
+        if (phi + h * (v_free[1] + v_free[2] * rx) <= 0.0)
+            in_set[i] = 1;
+    }
+    for (int round = 0; round < NCORNERS + 1; round++) {
+        nc = 0;
+        for (int i = 0; i < NCORNERS; i++) {
+            if (!in_set[i])
+                continue;
+            corner(em, x, i, &rx, &ry);
+            double phi = x[Y] + ry, vn = x[VY] + x[W] * rx;
+            rows(em, x, i, &pts[nc]);
+            /* restitution for a corner closing faster than v_rest before the step: its
+             * impact happens in this step, compressed to vn+ = 0 and restituted from there (a
+             * bounce up to h |vn| above the ground: time stepping does not find the
+             * exact impact time); other corners end the step on or above the ground
+             * (phi_k + h vn+ >= 0; a corner the linearisation left below it by
+             * R (h omega)^2 / 2 at most comes back up within the step) */
+            restitute[nc] = e > 0.0 && vn < -v_rest;
+            pts[nc].vn_min = restitute[nc] ? fmax(0.0, -phi / h) : -phi / h;
+            nc++;
+        }
+        v[0] = v_free[0], v[1] = v_free[1], v[2] = v_free[2];
+        if (nc)
+            two_phase_impulse(em, nc, pts, restitute, e, shift, v, pn);
+        int grew = 0;
+        for (int i = 0; i < NCORNERS; i++) {
+            corner(em, x, i, &rx, &ry);
+            if (!in_set[i] && x[Y] + ry + h * (v[1] + v[2] * rx) < 0.0)
+                in_set[i] = grew = 1;
+        }
+        if (!grew)
+            break;
+    }
+    int in = 0;
+    for (int c = 0; c < nc; c++)
+        in |= pn[c] > 0.0;
+    return in;
+}
+
+/* time_stepping: the velocity-level step, repeated over the control step; hybrid
+ * contact modes: the state put back on the mode's constraints (integration drift) */
 static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                           const double *u, double dt)
 {
+    if (is_hybrid_mode(ed->mode) && ed->mode != MODE_FLIGHT && ed->mode != MODE_FAILED) {
+        project(em, ed, x);
+        return;
+    }
     if (ed->mode != MODE_TS || !(dt > 0.0))
         return;
     const double *p = em->p;
-    double h, n = rs_ts_substeps(dt, p[P_TS_STEP], &h), e = e_of(em), rx, ry;
-    double minv[3] = {1.0 / p[P_M], 1.0 / p[P_M], 1.0 / inertia(em)};
+    double h, n = rs_ts_substeps(dt, p[P_TS_STEP], &h);
     for (double k = 0.0; k < n; k += 1.0) {
-        rs_contact_point_t pts[NCORNERS];
-        double pn[NCORNERS], pt[NCORNERS], v_free[3];
-        int nc = 0, in = 0;
+        double v_free[3], v[3];
         v_free[0] = x[VX] + h * u[U_PUSH] / p[P_M], v_free[1] = x[VY] - h * p[P_G], v_free[2] = x[W];
-        for (int i = 0; i < NCORNERS; i++) {
-            corner(em, x, i, &rx, &ry);
-            double phi = x[Y] + ry, vn = x[VY] + x[W] * rx;
-            /* only corners the free step would bring to the ground: phi_k + h vn_free <= 0 */
-            if (phi + h * (v_free[1] + v_free[2] * rx) > 0.0)
-                continue;
-            rows(em, x, i, &pts[nc]);
-            /* non-penetration at the step's end (phi_k + h vn+ >= 0), and Newton restitution
-             * (vn+ >= -e vn) for a closing corner when e > 0: a bounce then starts within a
-             * step of the exact impact, up to h |vn| above the ground (seed 004: "exact impact
-             * time isn't determined") */
-            pts[nc].vn_min = -phi / h;
-            if (vn < 0.0 && e > 0.0)
-                pts[nc].vn_min = fmax(pts[nc].vn_min, -e * vn);
-            nc++;
-        }
-        double v[3] = {v_free[0], v_free[1], v_free[2]};
-        if (nc)
-            rs_contact_solve(3, minv, nc, pts, v, pn, pt, MAX_SWEEPS);
-        for (int c = 0; c < nc; c++)
-            in |= pn[c] > 0.0;
+        int in = ts_impulse(em, x, u, h, v_free, v);
         x[VX] = v[0], x[VY] = v[1], x[W] = v[2];
         x[X] += h * v[0], x[Y] += h * v[1], x[TH] += h * v[2]; /* backward Euler positions */
         double tk = t + (k + 1.0) * h;
@@ -518,12 +1123,14 @@ static void brick_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     (void)t;
     const double *p = em->p;
     double surface = ed->mode == MODE_COMPLIANT ? pad_of(em) : 0.0;
-    double lo = lowest_corner(em, x), rx, ry, sx = 0.0;
-    int in = ed->mode == MODE_SLIDING || ed->mode == MODE_STUCK || ed->aux[AUX_IN] > 0.0;
-    int n = 0;
+    double lo = lowest_corner(em, x), sx = 0.0;
+    int in = ed->aux[AUX_IN] > 0.0, n = 0;
     if (ed->mode == MODE_COMPLIANT && lo < 0.0)
         ed->aux[AUX_PEN] = 1.0; /* through the padding into the brick's own geometry */
+    if (is_hybrid_mode(ed->mode) && lo < -gap_tol(em))
+        ed->aux[AUX_PEN] = 1.0;
     for (int i = 0; i < NCORNERS; i++) {
+        double rx, ry;
         corner(em, x, i, &rx, &ry);
         if (in && x[Y] + ry <= surface + 1e-9 * (1.0 + p[P_W] + p[P_H]))
             sx += x[X] + rx, n++;
@@ -560,9 +1167,44 @@ static int brick_contacts(const rs_entity_model_t *em, const rs_entity_data_t *e
     return 1;
 }
 
+/* Whether the brick can go on: not after an inconsistent contact (Painleve), nor with a
+ * corner below the ground beyond the hybrid tolerance (a lost impact), nor non-finite. */
+static int brick_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                         const double *x, rs_status_t *st)
+{
+    for (int i = 0; i < NX; i++)
+        if (!isfinite(x[i]))
+            return rs_fail(st, RS_ESIMFAIL, "brick '%s': state %s is not finite", em->name,
+                           brick_state[i].name);
+    if (ed->mode == MODE_FAILED) {
+        int k = (int)ed->aux[AUX_CORNER];
+        double rx, ry, I = inertia(em), mu = mu_of(em);
+        corner(em, x, k, &rx, &ry);
+        if (ed->aux[AUX_FAIL] == FAIL_PAINLEVE)
+            return rs_fail(st, RS_ESIMFAIL,
+                           "brick '%s': Painleve paradox at corner %d (rx %.6g, ry %.6g m): with "
+                           "friction %.6g no contact force and no lift-off satisfy Coulomb's law "
+                           "(1/m + (rx^2 - mu |rx ry|)/I = %.6g <= 0, possible for friction above "
+                           "4/3); lower the friction or use contact_model 1 or 2",
+                           em->name, k, rx, ry, mu,
+                           1.0 / em->p[P_M] + (rx * rx - mu * fabs(rx * ry)) / I);
+        return rs_fail(st, RS_ESIMFAIL,
+                       "brick '%s': no contact mode at corner %d satisfies the contact laws at "
+                       "the acceleration level",
+                       em->name, k);
+    }
+    double lo = lowest_corner(em, x);
+    if (is_hybrid_mode(ed->mode) && lo < -pen_tol(em))
+        return rs_fail(st, RS_ESIMFAIL,
+                       "brick '%s': a corner is %.3g m below the ground in mode %s, beyond the "
+                       "hybrid tolerance %.3g m (an impact was lost)",
+                       em->name, -lo, brick_modes[ed->mode], pen_tol(em));
+    return 0;
+}
+
 const rs_robot_t rs_robot_brick = {
     .kind = "brick",
-    .doc = "planar rigid brick falling onto the ground, three contact formulations (seed 004)",
+    .doc = "planar rigid brick falling onto the ground, three contact formulations",
     .nx = NX,
     .state = brick_state,
     .nu = NU,
@@ -573,12 +1215,13 @@ const rs_robot_t rs_robot_brick = {
     .params = brick_params,
     .nmodes = NMODES,
     .mode_names = brick_modes,
-    .nevent_kinds = 5,
+    .nevent_kinds = NEVENTS,
     .event_names = brick_events,
     .naux = NAUX,
     .aux_vars = brick_aux,
     .nguards = brick_nguards,
     .validate = brick_validate,
+    .compile = brick_compile,
     .init = brick_init,
     .derivs = brick_derivs,
     .guards = brick_guards,
@@ -588,4 +1231,5 @@ const rs_robot_t rs_robot_brick = {
     .advance = brick_advance,
     .contacts = brick_contacts,
     .sense = brick_sense,
+    .failure = brick_failure,
 };
