@@ -700,6 +700,8 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
     int flag;
     for (int retry = 0;; retry++) {
         in->nonfinite = 0;
+        long nst0 = 0, nst1 = 0;
+        (void)ARK(GetNumSteps)(in->mem, &nst0);
         for (;;) {
             /* one step at a time while a guard is unarmed (arm_zero_guards) */
             int watching = in->nunarmed > 0;
@@ -713,13 +715,14 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
             if (tret >= in->tstop)
                 break; /* the interval's end */
         }
-        /* SUNDIALS 6's ERKStep ends on a recoverable right-hand-side failure too: a stage
-         * that left the region where the derivative is finite (a long step after quiet ones,
-         * then a sudden torque) starts the evolve again from where it began, with a first
+        /* SUNDIALS 6's ERKStep ends on a recoverable right-hand-side failure too: a first step
+         * whose stage left the region where the derivative is finite (a long step after quiet
+         * ones, then a sudden torque) starts the evolve again from where it began, with a first
          * step ten times shorter each time */
-        if (flag >= 0 || !in->nonfinite || retry == NONFINITE_RETRIES ||
+        (void)ARK(GetNumSteps)(in->mem, &nst1);
+        if (flag >= 0 || !in->nonfinite || retry == NONFINITE_RETRIES || nst1 > nst0 ||
             atomic_load_explicit(in->abort, memory_order_relaxed))
-            break;
+            break; /* steps accepted before it: the state itself diverges, no retry */
         h0 *= 0.1;
         memcpy(rs_nvec_data(in->y), in->x_entry, (size_t)in->n * sizeof(double));
         in->last_error[0] = '\0';
