@@ -22,10 +22,13 @@ def test_check_env(env_id, endpoint):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the recommendations on Box bounds
             check_env(env.unwrapped)
-        assert env.observation_space.dtype == np.float64
+        # float32 by default (Stable-Baselines3's expectation)
+        assert env.observation_space.dtype == np.float32
+        assert env.action_space.dtype == np.float32
+        assert env.reset(seed=0)[0].dtype == np.float32
         spec = env.unwrapped.task_spec
         assert env.action_space.shape == (len(spec["action"]),)
-        assert np.all(env.action_space.low == [v["lower"] for v in spec["action"]])
+        assert np.all(env.action_space.low == np.float32([v["lower"] for v in spec["action"]]))
         assert "r = " in spec["reward"]
     finally:
         env.close()
@@ -161,8 +164,10 @@ def test_parallel_arm_v1_renders_its_target(endpoint):
     from robosim.render import draw_world, task_targets, unit_scale
     assert (unit_scale("0.1 m"), unit_scale("m"), unit_scale(""), unit_scale("10 rad/s"),
             unit_scale("cm"), unit_scale("1")) == (0.1, 1.0, 1.0, 10.0, 0.01, 1.0)
-    v0 = gym.make("robosim/ParallelArmReach-v0", endpoint=endpoint, render_mode="rgb_array")
-    v1 = gym.make("robosim/ParallelArmReach-v1", endpoint=endpoint, render_mode="rgb_array")
+    v0 = gym.make("robosim/ParallelArmReach-v0", endpoint=endpoint, render_mode="rgb_array",
+                  dtype=np.float64)
+    v1 = gym.make("robosim/ParallelArmReach-v1", endpoint=endpoint, render_mode="rgb_array",
+                  dtype=np.float64)
     try:
         obs0, _ = v0.reset(seed=4)
         obs1, _ = v1.reset(seed=4)
@@ -185,14 +190,17 @@ def test_parallel_arm_v1_renders_its_target(endpoint):
 
 
 @pytest.mark.parametrize("env_id", TASK_IDS)
-def test_float32_spaces(env_id, endpoint):
-    """dtype=np.float32: float32 observation and action spaces (what Stable-Baselines3 wants),
-    check_env passes, and the observations are the float64 env's rounded to float32."""
-    env32 = gym.make(env_id, endpoint=endpoint, dtype=np.float32)
-    env64 = gym.make(env_id, endpoint=endpoint)
+def test_float32_by_default_float64_bit_for_bit(env_id, endpoint):
+    """The default spaces are float32 (what Stable-Baselines3 wants) and check_env passes;
+    dtype=np.float64 gives float64 spaces with the server's values bit for bit (those of the
+    Client's own State), and the float32 observations are those rounded to float32."""
+    env32 = gym.make(env_id, endpoint=endpoint)
+    env64 = gym.make(env_id, endpoint=endpoint, dtype=np.float64)
     try:
         assert env32.observation_space.dtype == np.float32
         assert env32.action_space.dtype == np.float32
+        assert env64.observation_space.dtype == np.float64
+        assert env64.action_space.dtype == np.float64
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the recommendations on Box bounds
             check_env(env32.unwrapped)
@@ -201,7 +209,10 @@ def test_float32_spaces(env_id, endpoint):
         env32.action_space.seed(1)
         for _ in range(5):
             assert obs32.dtype == np.float32 and env32.observation_space.contains(obs32)
+            assert obs64.dtype == np.float64
             assert np.array_equal(obs32, obs64.astype(np.float32))
+            server = env64.unwrapped.client.get_state(env64.unwrapped.world_id)["task"]
+            assert np.array_equal(obs64, server["observation"])
             a = env32.action_space.sample()
             obs32, *_ = env32.step(a)
             obs64, *_ = env64.step(a.astype(np.float64))
@@ -212,18 +223,26 @@ def test_float32_spaces(env_id, endpoint):
         robosim.RobosimEnv("FingerPush-v1", endpoint=endpoint, dtype=np.int32)
 
 
-def test_float32_vector_env(endpoint):
-    venv = robosim.vector.make("robosim/SerialArmReach-v1", num_envs=3, endpoint=endpoint,
-                               dtype=np.float32)
+def test_float32_vector_env_by_default(endpoint):
+    venv = robosim.vector.make("robosim/SerialArmReach-v1", num_envs=3, endpoint=endpoint)
+    v64 = robosim.vector.make("robosim/SerialArmReach-v1", num_envs=3, endpoint=endpoint,
+                              dtype=np.float64)
     try:
         assert venv.single_observation_space.dtype == np.float32
         assert venv.action_space.dtype == np.float32
+        assert v64.single_observation_space.dtype == np.float64
         obs, _ = venv.reset(seed=0)
+        o64, _ = v64.reset(seed=0)
         assert obs.dtype == np.float32 and venv.observation_space.contains(obs)
-        obs, *_ = venv.step(venv.action_space.sample())
+        assert o64.dtype == np.float64 and np.array_equal(obs, o64.astype(np.float32))
+        a = venv.action_space.sample()
+        obs, *_ = venv.step(a)
+        o64, *_ = v64.step(a.astype(np.float64))
         assert obs.dtype == np.float32 and venv.observation_space.contains(obs)
+        assert o64.dtype == np.float64 and np.array_equal(obs, o64.astype(np.float32))
     finally:
         venv.close()
+        v64.close()
 
 
 def test_record_video_headless(endpoint, tmp_path):
@@ -309,13 +328,57 @@ def test_env_order_errors_and_close_twice(endpoint):
 @pytest.mark.parametrize("task", robosim.TASKS)
 def test_registered_episode_limit(task, endpoint):
     """The registration carries the server task's own limit (what RobosimEnv made directly
-    truncates at)."""
+    truncates at), and gym.make's TimeLimit applies it."""
     env = robosim.RobosimEnv(task, endpoint=endpoint)
+    made = gym.make("robosim/" + task, endpoint=endpoint)
     try:
         assert gym.spec("robosim/" + task).max_episode_steps == env.max_episode_steps
+        assert made.spec.max_episode_steps == env.max_episode_steps
         assert env.task_spec["max_episode_steps"] == robosim.envs.TASK_LIMITS[task]
     finally:
         env.close()
+        made.close()
+
+
+def test_episode_limits_are_read_from_the_server(endpoint, monkeypatch):
+    """No limit is copied into the package: a fresh import knows none; the first gym.make of a
+    task learns it from its world's TaskSpec (and its TimeLimit truncates there, the server's
+    own limit lifted); gym.spec before any env asks a server ($ROBOSIM_ENDPOINT's here) for
+    every task's (fetch_task_limits); a limit once known is the one used."""
+    import subprocess
+    import sys
+    out = subprocess.run([sys.executable, "-c", "import robosim; print(robosim.envs.TASK_LIMITS)"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "{}"
+    monkeypatch.setattr(robosim.envs, "TASK_LIMITS", {})
+    env = gym.make("robosim/FingerPush-v0", endpoint=endpoint)
+    try:
+        assert robosim.envs.TASK_LIMITS == {"FingerPush-v0": 200}
+        assert env.spec.max_episode_steps == 200
+        assert env.unwrapped.task_spec["max_episode_steps"] == robosim.envs.NO_LIMIT
+        assert _steps_to_truncation(env) == 200
+    finally:
+        env.close()
+    monkeypatch.setattr(robosim.envs, "TASK_LIMITS", {})
+    monkeypatch.setenv("ROBOSIM_ENDPOINT", endpoint)
+    assert gym.spec("robosim/DiffDriveGoal-v1").max_episode_steps == 300
+    assert robosim.envs.TASK_LIMITS["MobileAlign-v0"] == 3000  # all of them, in one go
+    for mode in ("sync", "vector_entry_point"):
+        venv = gym.make_vec("robosim/DiffDriveGoal-v1", 2, vectorization_mode=mode)
+        try:
+            if mode == "sync":
+                assert venv.envs[0].spec.max_episode_steps == 300
+            else:
+                assert venv.task_spec["max_episode_steps"] == 300
+        finally:
+            venv.close()
+    monkeypatch.setattr(robosim.envs, "TASK_LIMITS", {"FingerTouch-v1": 7})
+    assert gym.spec("robosim/FingerTouch-v1").max_episode_steps == 7  # the table, when filled
+    with robosim.Client(endpoint) as c:
+        tasks = c.hello()["tasks"]
+    got = robosim.envs.fetch_task_limits(endpoint)
+    assert set(got) == set(tasks) and got["MobileAlign-v0"] == 3000
+    assert got["FingerTouch-v1"] == 7  # what was known is kept
 
 
 def _steps_to_truncation(env):
@@ -426,8 +489,8 @@ def test_v1_is_v0_normalized(v1, endpoint):
     low); the observation is v0's divided by its scale (angles wrapped for the serial arm),
     within the finite bounds; the reward a tenth of v0's."""
     v0 = v1[:-1] + "0"
-    e0, e1 = gym.make("robosim/" + v0, endpoint=endpoint), gym.make("robosim/" + v1,
-                                                                    endpoint=endpoint)
+    e0 = gym.make("robosim/" + v0, endpoint=endpoint, dtype=np.float64)
+    e1 = gym.make("robosim/" + v1, endpoint=endpoint, dtype=np.float64)
     try:
         low, high = e0.action_space.low, e0.action_space.high
         assert (e1.action_space.low == -1).all() and (e1.action_space.high == 1).all()

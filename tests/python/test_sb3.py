@@ -61,32 +61,60 @@ def test_ppo_learns_a_few_thousand_steps_without_warnings(endpoint):
 
 
 def test_float32_spaces_pass_sb3s_checker_without_a_warning(endpoint):
-    """SB3's check_env recommends float32 for a float64 action space; with dtype=np.float32
-    each -v1 task passes it with every warning an error (the float64 default does warn: the
-    check can fail), and robosim.sb3's VecEnv carries the float32 spaces."""
+    """SB3's check_env recommends float32 for a float64 action space; by default each -v1 task
+    and each goal variant passes it with every warning an error (dtype=np.float64 does warn:
+    the check can fail), and robosim.sb3's VecEnv carries the float32 spaces."""
     import gymnasium as gym
     import pytest
     from stable_baselines3.common.env_checker import check_env
     for task in ("FingerPush-v1", "FingerTouch-v1", "SerialArmReach-v1", "ParallelArmReach-v1",
-                 "DiffDriveGoal-v1"):
-        env = gym.make("robosim/" + task, endpoint=endpoint, dtype=np.float32)
+                 "DiffDriveGoal-v1", "FingerPushGoal-v1", "SerialArmReachGoal-v1",
+                 "ParallelArmReachGoal-v1"):
+        env = gym.make("robosim/" + task, endpoint=endpoint)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("error")
-                check_env(env)
+                # a goal env's checks call compute_reward, which Gymnasium's wrappers hide
+                check_env(env.unwrapped if task in robosim.goal.GOAL_TASKS else env)
         finally:
             env.close()
-    env = gym.make("robosim/FingerPush-v1", endpoint=endpoint)
+    env = gym.make("robosim/FingerPush-v1", endpoint=endpoint, dtype=np.float64)
     try:
         with pytest.warns(UserWarning, match="float64"):
             check_env(env)
     finally:
         env.close()
-    venv = make_vec_env("robosim/FingerPush-v1", num_envs=2, endpoint=endpoint,
-                        dtype=np.float32)
+    venv = make_vec_env("robosim/FingerPush-v1", num_envs=2, endpoint=endpoint)
     try:
         assert venv.observation_space.dtype == np.float32
         assert venv.action_space.dtype == np.float32
         assert venv.reset().dtype == np.float32
     finally:
         venv.close()
+
+
+def test_her_with_sac_learns_briefly_on_a_goal_env(endpoint):
+    """SB3's HerReplayBuffer (relabelling through the env's compute_reward) with SAC runs a few
+    hundred steps on SerialArmReachGoal-v1 (MultiInputPolicy on its Dict observation): the
+    buffer holds the steps taken and a sampled batch's relabelled rewards are compute_reward's
+    of its goals."""
+    import gymnasium as gym
+    from stable_baselines3 import SAC, HerReplayBuffer
+    env = gym.make("robosim/SerialArmReachGoal-v1", endpoint=endpoint, max_episode_steps=50)
+    try:
+        model = SAC("MultiInputPolicy", env, replay_buffer_class=HerReplayBuffer,
+                    replay_buffer_kwargs=dict(n_sampled_goal=4,
+                                              goal_selection_strategy="future"),
+                    learning_starts=100, batch_size=64, train_freq=4, gradient_steps=1,
+                    policy_kwargs=dict(net_arch=[32, 32]), seed=0, device="cpu", verbose=0)
+        model.learn(total_timesteps=300)
+        assert model.num_timesteps == 300
+        buf = model.replay_buffer
+        assert buf.size() * buf.n_envs == 300
+        batch = buf.sample(256)
+        want = env.unwrapped.compute_reward(batch.next_observations["achieved_goal"].numpy(),
+                                            batch.observations["desired_goal"].numpy(), {})
+        np.testing.assert_array_equal(batch.rewards.numpy().ravel(), want.astype(np.float32))
+        assert set(np.unique(batch.rewards.numpy())) <= {-1.0, 0.0}  # the sparse reward
+    finally:
+        env.close()

@@ -16,15 +16,16 @@ The reward, termination (success) and truncation (time limit) are computed by th
 built from the TaskSpec's bounds. Each task's episode limit is registered as Gymnasium's
 max_episode_steps, so gym.make's TimeLimit truncates the episode, at the registered limit or at
 the one given to gym.make(..., max_episode_steps=N); the registered envs lift the server's own
-limit (server_time_limit=False) so that it never truncates first. RobosimEnv made directly
+limit (server_time_limit=False) so that it never truncates first. The registered limit is the
+TaskSpec's, read from a server (see TaskEnvSpec). RobosimEnv made directly
 keeps the server's limit, or sets the world's (max_episode_steps=N). reset(seed=s) reseeds the world, so the same seed and the same actions give
 identical observations. Actions of the wrong shape are refused here; actions are clipped to the
 action space (clip_actions=True, as a float32 policy output at a bound needs), or with
 normalize_actions=True the action space is [-1, 1] per value, mapped linearly onto the task's
-bounds. Non-finite actions are refused by the server (INVALID_ARGUMENT). dtype=np.float32
-gives float32 observation and action spaces (what Stable-Baselines3 expects; the server computes
-in float64 and the observation is rounded to float32); the default is float64, bit for bit the
-server's values."""
+bounds. Non-finite actions are refused by the server (INVALID_ARGUMENT). The observation and
+action spaces are float32 by default (what Stable-Baselines3 expects; the server computes in
+float64 and the observation is rounded to float32); dtype=np.float64 gives the server's values
+bit for bit."""
 from __future__ import annotations
 
 import weakref
@@ -38,13 +39,14 @@ from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
 
-# each task's episode limit, as the server's task table has it (registered as Gymnasium's
-# max_episode_steps; tests/python/test_envs.py checks they agree with the TaskSpec)
-TASK_LIMITS = {"FingerPush-v0": 200, "FingerPush-v1": 200, "FingerTouch-v0": 200,
-               "FingerTouch-v1": 200, "SerialArmReach-v0": 200, "SerialArmReach-v1": 200,
-               "ParallelArmReach-v0": 200, "ParallelArmReach-v1": 200, "DiffDriveGoal-v0": 300,
-               "DiffDriveGoal-v1": 300, "MobileAlign-v0": 3000}
-TASKS = tuple(TASK_LIMITS)
+# the server's tasks registered as Gymnasium ids (their limits come from the TaskSpec)
+TASKS = ("FingerPush-v0", "FingerPush-v1", "FingerTouch-v0", "FingerTouch-v1",
+         "SerialArmReach-v0", "SerialArmReach-v1", "ParallelArmReach-v0", "ParallelArmReach-v1",
+         "DiffDriveGoal-v0", "DiffDriveGoal-v1", "MobileAlign-v0")
+
+# each task's episode limit (TaskSpec.max_episode_steps) as the servers this process talked to
+# report it: filled by every env made here, else on demand by task_limit()
+TASK_LIMITS: dict = {}
 
 SEED_RANGE = 2 ** 63 - 1
 NO_LIMIT = 10 ** 9  # the largest max_episode_steps a world takes: no truncation in practice
@@ -64,7 +66,7 @@ def space_dtype(dtype: Any) -> np.dtype:
     return dt
 
 
-def box(vars_: list[dict], dtype: Any = np.float64) -> gym.spaces.Box:
+def box(vars_: list[dict], dtype: Any = np.float32) -> gym.spaces.Box:
     """The Box of a TaskSpec's variables (their lower and upper bounds) in dtype."""
     dtype = space_dtype(dtype)
     low = np.array([v["lower"] for v in vars_], dtype=np.float64).astype(dtype)
@@ -88,7 +90,7 @@ def _msg_info(s, sensor_names, info_keys=None):
     return info
 
 
-def _obs(s, n, dtype=np.float64):
+def _obs(s, n, dtype=np.float32):
     """The observation of a State message as an array of dtype (fromiter: a third of np.array's
     time on a protobuf repeated field)."""
     return np.fromiter(s.task.observation, dtype, n)
@@ -99,10 +101,10 @@ class ActionMap:
     clipping to the task's bounds or the map from [-1, 1] onto them (normalize)."""
 
     def __init__(self, task: str, task_spec: dict, normalize: bool = False, clip: bool = True,
-                 dtype: Any = np.float64) -> None:
+                 dtype: Any = np.float32) -> None:
         self.task = task
         self.names = ", ".join(v["name"] for v in task_spec["action"])
-        self.bounds = box(task_spec["action"])
+        self.bounds = box(task_spec["action"], np.float64)
         self.normalize = bool(normalize)
         self.clip = bool(clip)
         self.low, self.high = self.bounds.low, self.bounds.high
@@ -136,7 +138,8 @@ class RobosimEnv(gym.Env):
     the registration sets it).
     clip_actions: clip actions to the bounds (else the server refuses those outside with
     OUT_OF_RANGE). normalize_actions: the action space is [-1, 1]^n, mapped onto the bounds.
-    dtype: the spaces' dtype, np.float64 (default) or np.float32.
+    dtype: the spaces' dtype, np.float32 (default) or np.float64 (the server's values bit for
+    bit).
 
     The env pickles (cloudpickle, SubprocVecEnv, Ray) as its constructor arguments: the copy
     makes its own world (and its own local server when the original had one); reset it."""
@@ -148,7 +151,7 @@ class RobosimEnv(gym.Env):
                  timeout: float = 10.0, client: Optional[Client] = None,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float64) -> None:
+                 dtype: Any = np.float32) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
         self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
@@ -183,6 +186,10 @@ class RobosimEnv(gym.Env):
                 self, _release, client if self._owns_client else None, self._server)
             self.world_id = client.create_world(task=task, params=params, seed=0)
             self.world_spec = client.get_spec(self.world_id)
+            if task not in TASK_LIMITS:  # the task's own limit, for its registration
+                TASK_LIMITS[task] = (self.world_spec["task"]["max_episode_steps"]
+                                     if "max_episode_steps" not in params
+                                     else _probe_limit(client, task))
         except BaseException:
             self.close()
             raise
@@ -293,15 +300,75 @@ def _release(client: Optional[Client], server: Optional[LocalServer]) -> None:
         server.close()
 
 
+def _probe_limit(client: Client, task: str) -> int:
+    """The task's own episode limit, from the TaskSpec of a world made and destroyed for it."""
+    wid = client.create_world(task=task)
+    try:
+        return client.get_spec(wid)["task"]["max_episode_steps"]
+    finally:
+        client.destroy_world(wid)
+
+
+def fetch_task_limits(endpoint: Optional[str] = None) -> dict:
+    """Every task's episode limit (TaskSpec.max_episode_steps) from a server: `endpoint`, else
+    $ROBOSIM_ENDPOINT, else a local robosim-server started for the question; fills
+    TASK_LIMITS and returns it."""
+    endpoint = endpoint or env_endpoint()
+    server = LocalServer() if endpoint is None else None
+    try:
+        with Client(server.endpoint if server else endpoint) as c:
+            for task in c.server["tasks"]:
+                if task not in TASK_LIMITS:
+                    TASK_LIMITS[task] = _probe_limit(c, task)
+    finally:
+        if server is not None:
+            server.close()
+    return TASK_LIMITS
+
+
+def task_limit(task: str) -> int:
+    """The task's episode limit: as an env made in this process found it, else asked of a
+    server once (fetch_task_limits)."""
+    if task not in TASK_LIMITS:
+        fetch_task_limits()
+    return TASK_LIMITS[task]
+
+
+class TaskEnvSpec(gym.envs.registration.EnvSpec):
+    """The registration of a robosim task: its max_episode_steps, while not set otherwise, is
+    the task's own limit as the server's TaskSpec gives it (task_limit(self.task)), read
+    when first asked for. gym.make asks after it has made the env, which has recorded the limit
+    from its own world by then; gym.make_vec and gym.spec(id).max_episode_steps before any env
+    of the task exists ask a server once per process (fetch_task_limits)."""
+
+    @property
+    def max_episode_steps(self) -> Optional[int]:
+        v = self.__dict__.get("_max_episode_steps")
+        return task_limit(self.__dict__["task"]) if v is None else v
+
+    @max_episode_steps.setter
+    def max_episode_steps(self, value: Optional[int]) -> None:
+        self.__dict__["_max_episode_steps"] = value
+
+
+def register_task(env_id: str, task: str, entry_point: str = "robosim.envs:RobosimEnv",
+                  vector_entry_point: Optional[str] = "robosim.vector:RobosimVectorEnv",
+                  **kwargs: Any) -> None:
+    """Register env_id (idempotent) for the server task `task`, its episode limit the
+    TaskSpec's (TaskEnvSpec) and enforced by gym.make's TimeLimit: the registered env lifts the
+    server's own limit (server_time_limit=False)."""
+    if env_id in gym.registry:
+        return
+    spec = TaskEnvSpec(
+        id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point,
+        kwargs=dict(kwargs, task=task, server_time_limit=False), disable_env_checker=False)
+    spec.task = task  # kept apart from kwargs, which gym.make_vec moves out of its copy
+    gym.registry[env_id] = spec
+
+
 def register_envs() -> None:
     """Register robosim/<Task> for every task (idempotent), with its episode limit and a vector
     entry point (gym.make_vec(..., vectorization_mode="vector_entry_point") gives robosim's
-    batched vector env)."""
-    for task, limit in TASK_LIMITS.items():
-        env_id = "robosim/" + task
-        if env_id not in gym.registry:
-            gym.register(id=env_id, entry_point="robosim.envs:RobosimEnv",
-                         vector_entry_point="robosim.vector:RobosimVectorEnv",
-                         max_episode_steps=limit,
-                         kwargs={"task": task, "server_time_limit": False},
-                         disable_env_checker=False)
+    batched vector env). The goal-conditioned variants: robosim.goal.register_goal_envs."""
+    for task in TASKS:
+        register_task("robosim/" + task, task)

@@ -9,7 +9,8 @@
 All sub-environments step in one request (robosim.vector); SB3's conventions are kept: the
 observation after an episode's end is the next episode's first, the last one is in
 infos[i]["terminal_observation"], and infos[i]["TimeLimit.truncated"] says the episode was cut
-by its time limit rather than ended by the task."""
+by its time limit rather than ended by the task. The spaces are float32 (robosim.vector's
+default, what SB3 expects); dtype=np.float64 passes through to robosim.vector."""
 import numpy as np
 from gymnasium.vector.vector_env import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv

@@ -62,7 +62,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                  autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float64) -> None:
+                 dtype: Any = np.float32) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
