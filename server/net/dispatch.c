@@ -1100,7 +1100,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     return 0;
 }
 
-/* ---- MonteCarlo (seed 003's monteCarloSim) ---- */
+/* ---- MonteCarlo (Klamp't's monteCarloSim) ---- */
 
 #define MC_MAX_ITEMS 64 /* samplers, and return items, per request */
 
@@ -1912,7 +1912,7 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     return 0;
 }
 
-/* ---- motion specifications (issue 11) ---------------------------------------------------- */
+/* ---- motion specifications ---------------------------------------------------------------- */
 
 /* Load (replacing any) a motion specification; validated first, a bad one changes nothing. */
 static int op_load_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,

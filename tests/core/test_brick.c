@@ -1,7 +1,7 @@
-/* The falling brick (seed 004, issue 10) under its three contact formulations, against closed
- * forms: free-fall impact time sqrt(2 H / g), Newton restitution (second impact 2 e v / g
+/* The falling brick (the contact-dynamics lecture) under its three contact formulations, against
+ * closed forms: free-fall impact time sqrt(2 H / g), Newton restitution (second impact 2 e v / g
  * later, rebound apex e^2 H), Coulomb sliding (stops after v / (mu g) at v^2 / (2 mu g)), the
- * undamped boundary layer's contact time and energy, seed 003's blending; and bit-exact
+ * undamped boundary layer's contact time and energy, Klamp't's blending; and bit-exact
  * snapshots and forks under every formulation. */
 #include "contact.h"
 #include "rs_robot.h"
