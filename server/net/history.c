@@ -164,7 +164,7 @@ static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
     return big;
 }
 
-void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8_t *frame,
+void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now)
 {
     if (s->cfg.history_frames <= 0)
@@ -216,7 +216,7 @@ void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8
     account(h, len, 0);
 }
 
-size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring)
+size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)
 {
     const rs_history_t *h = w->history;
     if (frames)
@@ -226,7 +226,7 @@ size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring)
     return h ? h->bytes : 0;
 }
 
-int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                       Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__GetHistory *g = rq->get_history;

@@ -25,7 +25,7 @@
  *
  * Checkpoints run every --checkpoint-interval seconds from the request loop and once more when
  * the loop stops. A world is written only when its snapshot, tokens or lease changed since its
- * last checkpoint: a world nothing touched since (world_entry_t.ckpt_clean, cleared by every
+ * last checkpoint: a world nothing touched since (world_slot_t.ckpt_clean, cleared by every
  * request that changes it or renews its lease) is skipped without building its file; files of
  * destroyed worlds are removed. The loop builds a checkpoint's files in parts
  * of about PART_SECONDS (one world at least) and hands each part to the writer thread, so a
@@ -389,7 +389,7 @@ int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t 
 
 /* Build w's world file in p->buf; its length in *len, its checksum in *mark (never 0). 0 or a
  * negative code. */
-static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len, uint64_t *mark,
+static int build_world_file(rs_server_t *s, const world_slot_t *w, size_t *len, uint64_t *mark,
                             rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
@@ -458,20 +458,20 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     while (at > 0 && s->worlds[at - 1].id > pw.id)
         at--;
     memmove(&s->worlds[at + 1], &s->worlds[at], (size_t)(s->nworlds - at) * sizeof *s->worlds);
-    world_entry_t *we = &s->worlds[at];
-    memset(we, 0, sizeof *we);
-    we->id = pw.id;
-    we->world = world;
-    memcpy(we->token, pw.token, sizeof we->token);
-    memcpy(we->prev_token, pw.prev_token, sizeof we->prev_token);
-    we->lease_until = rs_monotonic() + pw.lease_remaining;
-    snprintf(we->owner, sizeof we->owner, "%s", pw.owner);
+    world_slot_t *slot = &s->worlds[at];
+    memset(slot, 0, sizeof *slot);
+    slot->id = pw.id;
+    slot->world = world;
+    memcpy(slot->token, pw.token, sizeof slot->token);
+    memcpy(slot->prev_token, pw.prev_token, sizeof slot->prev_token);
+    slot->lease_until = rs_monotonic() + pw.lease_remaining;
+    snprintf(slot->owner, sizeof slot->owner, "%s", pw.owner);
     /* --world-ttl goes on from the controller's last request (which renewed the lease), the
      * time the server was down not counted */
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
-    we->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
+    slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     s->nworlds++;
-    rs_server_adopt(s, we); /* its steps interruptible by the budget and a stop, like any */
+    rs_server_adopt(s, slot); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
 
@@ -751,7 +751,7 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     p->last_rc = 0;
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
         if (w)
             w->ckpt_mark = 0, w->ckpt_clean = 0;
     }
@@ -788,7 +788,7 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
     uint64_t from = p->resume_id;
     p->resume_id = 0;
     for (int i = 0; i < n; i++) {
-        world_entry_t *w = &s->worlds[i];
+        world_slot_t *w = &s->worlds[i];
         if (w->id < from || w->ckpt_clean)
             continue;
         if (job->nfiles > 0 && rs_clock() >= until) {
@@ -835,7 +835,7 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
         return todo;
     int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
         if (w)
             w->ckpt_mark = 0, w->ckpt_clean = 0;
     }

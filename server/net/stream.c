@@ -167,7 +167,7 @@ static void poll_subscriptions_once(rs_server_t *s)
 }
 
 /* Whether anyone subscribes to a prefix of w's topic. */
-static int watched(rs_server_t *s, world_entry_t *w)
+static int watched(rs_server_t *s, world_slot_t *w)
 {
     if (w->watched_gen == s->sub_gen)
         return w->watched;
@@ -185,7 +185,7 @@ static int watched(rs_server_t *s, world_entry_t *w)
 
 /* A world's stream_max_hz may lower the server's --stream-max-hz, never raise it (a snapshot
  * or a restored world may carry a larger one). */
-static double min_interval(const rs_server_t *s, const world_entry_t *w)
+static double min_interval(const rs_server_t *s, const world_slot_t *w)
 {
     double hz = s->cfg.stream_max_hz, mine = w->world->model->stream_max_hz;
     if (mine > 0 && mine < hz)
@@ -212,7 +212,7 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
 
 /* Publish w's state as its next frame: `state`, or (NULL) the world's state built here, and
  * only if anyone watches. */
-static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state, double now)
+static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
 {
     w->stream_seq++;
     w->stream_last = now;
@@ -260,7 +260,7 @@ static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state,
     s->frames_sent++;
 }
 
-void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state)
+void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 {
     if (state)
         state->seq = w->stream_seq;
@@ -287,7 +287,7 @@ int rs_stream_flush(rs_server_t *s)
     s->subs_read_at = s->requests;
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
-        world_entry_t *w = &s->worlds[i];
+        world_slot_t *w = &s->worlds[i];
         if (!w->stream_pending)
             continue;
         double due = w->stream_last + min_interval(s, w);
