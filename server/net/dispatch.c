@@ -450,8 +450,7 @@ static int drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, r
 }
 
 /* Save world w as it is now (a control-step boundary) into w->boundary, for rollback: a
- * copy of its data (rs_data_copy, the field table's copy; about a fifth of a snapshot's
- * encode, bench_core_fork), made into data allocated on the first save. */
+ * copy of its data (rs_data_copy), made into data allocated on the first save. */
 static int save_boundary(world_slot_t *w, rs_status_t *st)
 {
     const rs_model_t *m = w->world->model;
@@ -502,9 +501,9 @@ static int episode_over(const rs_world_t *world)
  * slice began is interrupted and rolled back: RUN_OFF_LOOP. Runs on StepBatch's workers and on
  * the stepper too: touches world w only (and reads s->cfg, s->stop).
  *
- * Every slice runs from a saved boundary (a copy of the data: a fraction of a fast control
- * step, bench/net_sched.c), so a control step the abort flag interrupts is rolled back to the
- * slice's start (the world then is at a control-step boundary: *done says which). */
+ * Every slice runs from a saved boundary (a copy of the data), so a control step the abort flag
+ * interrupts is rolled back to the slice's start (the world then is at a control-step
+ * boundary: *done says which). */
 static int run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
                              size_t naction, uint64_t n, int resume, int one_slice,
                              double deadline, int fuse, atomic_int *abort, uint64_t *done,

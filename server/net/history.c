@@ -1,25 +1,5 @@
-/* Observer-stream history (the "DVR"): each world keeps the frames it published, serialized,
- * in a ring of at most cfg.history_frames slots, each dropped once older than
- * cfg.history_seconds of wall-clock time. GetHistory hands them back byte for byte, so a watcher
- * who joins late sees what a watcher present from the start saw, then lines up with the live
- * stream by seq.
- *
- * Memory is bounded in bytes, not only in frames: a frame holds a whole State, events included,
- * so its size ranges from a hundred bytes to tens of kB. A world's history (its frames' buffers
- * and its ring) holds at most cfg.history_bytes_per_world, all worlds' together at most
- * cfg.history_bytes. Past its own bound a world drops its oldest frames; past the server's, the
- * history holding the most bytes drops its oldest, so a world that publishes large frames fast
- * cannot push out the history of a quiet one. A frame larger than a bound is not kept. Every
- * frame dropped is reported by GetHistory (`dropped`), never silently missing.
- *
- * Each frame's buffer is its own size and is freed when the frame goes, and the ring grows by
- * doubling as frames arrive: a world holds what it keeps, not the largest frame it ever saw.
- * When the histories together hold a MiB less than they did (worlds destroyed, frames aged
- * out), malloc_trim hands the freed pages back to the system.
- *
- * Frames are kept whether or not anyone subscribes: a late watcher must find them. With
- * history on, each published frame is therefore serialized (at most stream_max_hz per world
- * per second); --history-frames 0 turns history off and makes an unwatched stream free again. */
+/* Observer-stream history: each world keeps the frames it published, bounded in frames, age and
+ * bytes, for GetHistory (docs/design.md, "Rationale and measurements"). */
 #include "server_internal.h"
 
 #include <math.h>

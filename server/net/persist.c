@@ -1,36 +1,5 @@
-/* --state-dir: the server's worlds on disk, so a restart loses nothing.
- *
- * The directory holds one file per world, world-<id>.rsw, and server.state. Every file is
- * replaced atomically: written to a temporary name, fsync'd, renamed over the old one, and the
- * directory fsync'd; a crash at any moment leaves each file either as it was or as it became.
- * A world file is, little-endian:
- *   magic "RSIMWRLD", u32 version (2), u32 0, u64 world id,
- *   char[32] controller token, char[32] previous token (zero-padded; "" when none),
- *   f64 seconds left on the controller's lease at the checkpoint (negative: lapsed),
- *   char[32] preset, char[32] task ("" when none),
- *   char[80] owner: the quota key of the client holding it (rs_caller_t.key; "" for none),
- *   u64 snapshot length,
- *   the core snapshot (rs_snapshot.h; not the wire form), u64 FNV-1a of everything before it.
- * Version 1 files (no owner field) are still read; their worlds get the owner "restored",
- * which no client has: they count against nobody and expire under --world-ttl.
- * A world file's name gives its id: world-<id>.rsw, the id in decimal without leading zeros,
- * from 1 to ID_MAX, and the id the file holds; anything else is not restored.
- * The directory must belong to the server's user and be writable by it alone (others could
- * plant links or files in it); files are opened without following links, temporary files
- * created exclusively, and only regular files are read.
- * server.state is magic "RSIMSRVR", u32 version (1), u32 0, u64 id limit, u64 FNV-1a: world ids
- * below the limit may have been handed out, so after a restart ids start there. The limit is
- * raised (and written) before an id at or past it is handed out, in blocks of ID_BLOCK, so no
- * id is ever handed out twice even when the server is killed between checkpoints.
- *
- * Checkpoints run every --checkpoint-interval seconds from the request loop and once more when
- * the loop stops. A world is written only when its snapshot, tokens or lease changed since its
- * last checkpoint: a world nothing touched since (world_slot_t.ckpt_clean, cleared by every
- * request that changes it or renews its lease) is skipped without building its file; files of
- * destroyed worlds are removed. The loop builds a checkpoint's files in parts
- * of about PART_SECONDS (one world at least) and hands each part to the writer thread, so a
- * checkpoint of many large worlds never holds requests up for long. On start the files are read back: a world whose file cannot be read or restored
- * is logged and its file renamed to *.bad, and the server goes on. */
+/* --state-dir: the server's worlds on disk, checkpointed atomically, so a restart loses nothing
+ * (the file formats and checkpoint rules: docs/design.md, "Rationale and measurements"). */
 #include "rs_log.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -95,8 +64,7 @@ struct rs_persist {
     uint8_t *buf;      /* a world file being built */
     size_t cap;
     /* the writer thread: the loop hands it a job and goes on serving; a checkpoint's fsyncs
-     * (64 workshop worlds: 120-400 ms on this machine's disk, bench_server_checkpoint) never
-     * hold up requests */
+     * never hold up requests */
     pthread_t writer;
     int writer_started;
     pthread_mutex_t lock;

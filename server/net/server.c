@@ -700,7 +700,7 @@ static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
         memcpy(c->key, c->id, sizeof c->key);
         return;
     }
-    /* hex by table: this runs for every request (snprintf per byte cost ~3k instructions) */
+    /* hex by table: this runs for every request */
     static const char hex[] = "0123456789abcdef";
     const uint8_t *r = zmq_msg_data(routing);
     size_t n = zmq_msg_size(routing), used = 5;
@@ -1073,11 +1073,9 @@ static void expire_idle(rs_server_t *s, double now)
 
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
 {
-    /* A blocking receive with a timeout rather than zmq_poll: one socket to read, and one wait
-     * per request fewer (measured by bench/robosim_bench.c). The timeout bounds how long a stop
-     * request waits when signals are not delivered to this thread. While Steps are parked the
-     * receive does not wait, and a slice of the next one runs whenever no request is there or
-     * a slice's time has passed since the last. */
+    /* A blocking receive with a timeout (see docs/design.md for why not zmq_poll). While Steps
+     * are parked the receive does not wait, and a slice of the next one runs whenever no request
+     * is there or a slice's time has passed since the last. */
     int timeout_ms = 200, idle_ms = 200;
     double last_slice = rs_clock();
     s->stop = stop;
