@@ -327,8 +327,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "robosim-server: unexpected argument '%s' (see --help)\n", argv[optind]);
         return 2;
     }
-    /* a server sized up with --max-worlds (a vector env of many worlds on one client) lets one
-     * client use it all unless told otherwise */
     rs_log_set_level(level);
     if (curve_secret_file) {
         rsc_error_t err;

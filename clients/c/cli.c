@@ -1522,7 +1522,7 @@ static const command_t commands[] = {
      "workspace boundary points and reachability of points", 0},
     {"monte-carlo", cmd_monte_carlo,
      "--runs N [--seed S] [--first-run K] --duration D --sample ITEM~DIST(a,b)... --return ITEM...",
-     "N runs of the world from drawn initial conditions (seed 003's monteCarloSim), on the "
+     "N runs of the world from drawn initial conditions (Klamp't's monteCarloSim), on the "
      "server's workers: ITEM an initial-condition parameter (arm.theta0[0]), DIST uniform (in "
      "[a, b)) or normal (mean a, deviation b), a and b numbers or [-]pi; --return a state "
      "variable or sensor (arm.theta1); one line per run: draws -> returns; runs K .. K+N-1 "

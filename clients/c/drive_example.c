@@ -1,5 +1,6 @@
-/* robosim-drive-example: drive the differential-drive robot of seed 002 along the seed's
- * five-phase wheel-speed schedule, past one disk obstacle, through a robosim server.
+/* robosim-drive-example: drive the differential-drive robot of the Example Robotic Systems chapter
+ * along the chapter's five-phase wheel-speed schedule, past one disk obstacle, through a robosim
+ * server.
  *
  * It connects, creates a "diff_drive" world with an obstacle at (2.4, 1.1) m of radius 0.1 m
  * on the last leg, steps it in 0.5 s Steps (the commands ride on each Step, gym-style), prints the pose after
@@ -14,7 +15,7 @@
 
 #define STEP_S 0.5
 
-/* The seed's schedule: wheel speeds (phi1_dot, phi2_dot) in rad/s held for a duration in s. */
+/* The chapter's schedule: wheel speeds (phi1_dot, phi2_dot) in rad/s held for a duration in s. */
 static const struct phase {
     double phi1_dot, phi2_dot, duration;
 } phases[] = {
@@ -29,9 +30,10 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: robosim-drive-example [--endpoint E]\n"
                "\n"
-               "Drive the diff-drive robot of seed 002 along its five-phase schedule past an\n"
-               "obstacle at (2.4, 1.1) m, radius 0.1 m, on a running robosim-server, printing\n"
-               "t x y theta mode after every 0.5 s Step and each event with its exact time.\n"
+               "Drive the diff-drive robot along the Example Robotic Systems chapter's five-phase\n"
+               "schedule past an obstacle at (2.4, 1.1) m, radius 0.1 m, on a running\n"
+               "robosim-server, printing t x y theta mode after every 0.5 s Step and each event\n"
+               "with its exact time.\n"
                "\n"
                "  --endpoint E  server endpoint (default $ROBOSIM_ENDPOINT, else %s)\n"
                "  --version     print the version and exit\n"

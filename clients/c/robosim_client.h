@@ -281,7 +281,7 @@ int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, ui
                       const double *query_xy, size_t nquery, Robosim__V1__WorkspaceReply **out,
                       rsc_error_t *err);
 
-/* ---- motion specifications (issue 11) ----------------------------------------------------- */
+/* ---- motion specifications ----------------------------------------------------- */
 
 /* Load the JSON-LD motion specification `document` (NUL-terminated) on the world, replacing
  * any; it runs at every control step from the next Step on. A bad document changes nothing:
@@ -372,7 +372,7 @@ typedef struct rsc_sampler {
     double a, b;
 } rsc_sampler_t;
 
-/* `runs` runs of world_id (seed 003's monteCarloSim; the world is not changed), runs first_run
+/* `runs` runs of world_id (Klamp't's monteCarloSim; the world is not changed), runs first_run
  * .. first_run + runs - 1 (split a large N over requests this way), each from the world reset
  * (seed + index) with its parameters and held commands and the samplers' draws for that run
  * (a function of seed and the run's index only), stepped `duration` seconds; the `returns`

@@ -1,5 +1,5 @@
-/* Contact helpers: seed 003's coefficient blending and a projected Gauss-Seidel impulse solver
- * for seed 004's velocity-level complementarity problem (see contact.h).
+/* Contact helpers: Klamp't's coefficient blending and a projected Gauss-Seidel impulse solver
+ * for the contact-dynamics lecture's velocity-level complementarity problem (see contact.h).
  *
  * Solver choice: Debian offers no C library for this small LCP (checked with apt-cache search:
  * libdart-external-odelcpsolver is DART's C++ copy of ODE's Dantzig solver, tied to DART's

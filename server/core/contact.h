@@ -1,13 +1,14 @@
-/* Contact helpers shared by the robots that touch things: seed 003's blending of two bodies'
- * surface coefficients, and the impulse solver of seed 004's time-stepping formulation (also
- * used for the hybrid impact maps of several simultaneous contacts). Core only; no allocation. */
+/* Contact helpers shared by the robots that touch things: Klamp't's blending of two bodies'
+ * surface coefficients, and the impulse solver of the contact-dynamics lecture's time-stepping
+ * formulation (also used for the hybrid impact maps of several simultaneous contacts). Core
+ * only; no allocation. */
 #ifndef RS_CONTACT_H
 #define RS_CONTACT_H
 
 /* The contact formulations a world's entities can run under (parameter `contact_model`). */
 enum { RS_CONTACT_HYBRID = 0, RS_CONTACT_TIME_STEPPING = 1, RS_CONTACT_COMPLIANT = 2 };
 
-/* Seed 003, "Collision response": when two bodies touch, restitution is blended by the
+/* Klamp't's "Collision response": when two bodies touch, restitution is blended by the
  * arithmetic mean, friction, stiffness and damping by the harmonic mean. The harmonic mean of
  * a and b is 2ab / (a + b); it is 0 when either is 0 (a frictionless body makes a frictionless
  * pair) and a when b is infinite. */
@@ -43,7 +44,8 @@ typedef struct rs_contact_point {
  *     v+ = v + minv (jn^T pn + jt^T pt),
  * each point has jn.v+ >= vn_min, pn (jn.v+ - vn_min) = 0 (complementarity), and its friction
  * impulse opposes the sliding velocity jt.v+ (zero when it can, else at the bound mu pn). In the
- * plane the friction pyramid of seed 004 (b = [I -I] d, d >= 0, e^T d <= mu n) is this box.
+ * plane the contact-dynamics lecture's friction pyramid (b = [I -I] d, d >= 0, e^T d <= mu n)
+ * is this box.
  * Method: projected Gauss-Seidel (Erleben's, as used by Bullet and ODE's quickstep): sweep over
  * the points, for each row take the Newton update of the accumulated impulse, project it on
  * its bounds (pn >= 0; pt in [-mu pn, mu pn]) and apply the change to v+; stop when a sweep

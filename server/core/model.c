@@ -23,7 +23,7 @@ static const world_param_t world_params[] = {
     {"max_internal_steps", "1", 10, 1e7, 20000, offsetof(rs_model_t, max_internal_steps),
      "integrator steps allowed in one control step before it is declared failed"},
     {"sim_step", "s", 0, 10.0, 0, offsetof(rs_model_t, sim_step),
-     "largest internal integrator step (seed 003's setSimStep: a control step is integrated in "
+     "largest internal integrator step (Klamp't's setSimStep: a control step is integrated in "
      "substeps no longer than this); 0: no limit beyond the error control and control_dt"},
     {"stream_max_hz", "Hz", 0, 1e6, 0, offsetof(rs_model_t, stream_max_hz),
      "most states per second published for this world on the observer stream, at most the "

@@ -1,4 +1,4 @@
-/* Monte Carlo runs (seed 003's monteCarloSim, issue 10 section 5); see rs_montecarlo.h. */
+/* Monte Carlo runs (Klamp't's monteCarloSim); see rs_montecarlo.h. */
 #include "rs_montecarlo.h"
 #include "rs_robot.h"
 

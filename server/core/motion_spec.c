@@ -1,7 +1,7 @@
-/* Declarative motion specifications (seed 001, issue 11): parse (json-c), bind, validate, and
- * evaluate once per control step. See rs_motion_spec.h for the vocabulary.
+/* Declarative motion specifications (the dual-arm alignment tutorial): parse (json-c), bind,
+ * validate, and evaluate once per control step. See rs_motion_spec.h for the vocabulary.
  *
- * The solver: seed 001 names the Popov-Vereshchagin hybrid dynamics solver
+ * The solver: the tutorial names the Popov-Vereshchagin hybrid dynamics solver
  * (AccelerationConstrainedHybridDynamicsAlgorithm). What is implemented of it: the part that
  * maps external Cartesian forces (the motion drivers' wrenches) to joint torques, which for the
  * planar two-link arms is the Jacobian transpose tau = J^T F (+ torque on the joints up to the
@@ -754,7 +754,7 @@ static int check_relations(parser_t *P)
                                h->id, x->id, err->id, s->e[h->a].id);
         }
     }
-    /* the seed's rule: every constraint is controlled or monitored by a handler */
+    /* the tutorial's rule: every constraint is controlled or monitored by a handler */
     for (int i = 0; i < s->n; i++) {
         if (s->e[i].kind != E_CONSTRAINT)
             continue;

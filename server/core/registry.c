@@ -19,41 +19,41 @@ static const rs_robot_t *const robots[] = {
 static const rs_preset_t presets[] = {
     {
         .name = "diff_drive",
-        .doc = "the differential-drive disk robot of seed 002 (wheels 18 cm across, r = 0.09 m, "
-               "L = 0.12 m; SI: m, rad, s)",
+        .doc = "the differential-drive disk robot (wheels 18 cm across, r = 0.09 m, L = 0.12 m; "
+               "SI: m, rad, s)",
         .nentities = 1,
         .entities = {{"robot", "diff_drive", {0.0, 0.0, 0.0}}}, /* at the world origin */
     },
     {
         .name = "serial_arm",
-        .doc = "the serial two-link arm of seeds 002/003, vertical (g = 9.81 along -y), PID "
+        .doc = "the serial two-link arm, vertical (g = 9.81 along -y), PID "
                "actuators (a1 = 0.15 m, a2 = 0.10 m; SI)",
         .nentities = 1,
         .entities = {{"arm", "serial_arm", {0.0, 0.0, 0.0}}},
     },
     {
         .name = "parallel_arm",
-        .doc = "the dual two-link parallel (2D delta) arm of seed 002 on PID servos (L0 = 0.08, "
+        .doc = "the dual two-link parallel (2D delta) arm on PID servos (L0 = 0.08, "
                "L1 = 0.05, L2 = 0.10 m; y down; SI)",
         .nentities = 1,
         .entities = {{"delta", "parallel_arm", {0.0, 0.0, 0.0}}},
     },
     {
         .name = "finger",
-        .doc = "the 1D finger and object of seed 000 (SI units; defaults as issue 3)",
+        .doc = "the 1D finger pushing an object that rests on a surface with Coulomb friction (SI)",
         .nentities = 1,
         .entities = {{"finger", "finger", {0.0, 0.0, 0.0}}},
     },
     {
         .name = "brick_drop",
-        .doc = "the falling brick of seed 004: a planar rigid brick (0.2 x 0.1 m, 1 kg) dropped "
+        .doc = "the falling brick: a planar rigid brick (0.2 x 0.1 m, 1 kg) dropped "
                "flat from 0.5 m onto the ground (SI; contact_model picks the formulation)",
         .nentities = 1,
         .entities = {{"brick", "brick", {0.0, 0.0, 0.0}}},
     },
     {
         .name = "mobile_manipulator",
-        .doc = "issue 11: a differential-drive base with two torque-controlled planar two-link arms "
+        .doc = "a differential-drive base with two torque-controlled planar two-link arms "
                "(a1 = 0.45, a2 = 0.40 m) near a table edge (y = 0.9 m), the base at 0.2 rad to it (SI)",
         .nentities = 1,
         .entities = {{"mm", "mobile_manipulator", {0.0, 0.0, 0.0}}},
@@ -62,7 +62,7 @@ static const rs_preset_t presets[] = {
     },
     {
         .name = "mobile_manipulator_passive",
-        .doc = "issue 11, scenario 2: the mobile manipulator with a passive base (rolling wheels "
+        .doc = "the mobile manipulator with a passive base (rolling wheels "
                "with rolling resistance), 0.1 m nearer the table edge than mobile_manipulator, "
                "at 0.2 rad to it, the arms folded (pushes can only move a passive base away)",
         .nentities = 1,

@@ -220,7 +220,7 @@ typedef struct rs_entity_data {
     RS_DATA_FIELDS(RS_ENTITY_MEMBER)
 } rs_entity_data_t;
 
-typedef struct rs_integrator rs_integrator_t; /* opaque: ARKODE memory lives in world.c */
+typedef struct rs_integrator rs_integrator_t; /* opaque: ARKODE memory lives in integrator.c */
 
 typedef struct rs_data {
     RS_DATA_FIELDS(RS_DATA_MEMBER)    /* time, grid, rng, x, u, u_eff, sensors, ... (above) */

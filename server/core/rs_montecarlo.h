@@ -1,4 +1,4 @@
-/* Monte Carlo runs of a model (seed 003's monteCarloSim): named initial conditions drawn from
+/* Monte Carlo runs of a model (Klamp't's monteCarloSim): named initial conditions drawn from
  * distributions, each run from a fresh reset, the named items read at the end. The core part,
  * usable without the network; the server runs the runs on its worker pool (dispatch.c). */
 #ifndef RS_MONTECARLO_H

@@ -1,4 +1,5 @@
-/* Declarative motion specifications (seed 001, issue 11): a JSON-LD document of quantities,
+/* Declarative motion specifications (the dual-arm alignment tutorial): a JSON-LD document of
+ * quantities,
  * constraints, error evaluators, controllers, monitors, guarded motions, constraint handlers,
  * operators, motion drivers in prioritization levels and a solver, bound to a world's robot
  * frames, validated before anything runs, then evaluated once per control step to give actuator

@@ -1,5 +1,5 @@
-/* External wrenches for the next control step (seed 003's applied forces; issue 10 section
- * 5). A robot declares the bodies a wrench can act on (rs_robot_t.wrench) and reads their
+/* External wrenches for the next control step (Klamp't's applied
+ * forces). A robot declares the bodies a wrench can act on (rs_robot_t.wrench) and reads their
  * values in ed->wrench, a data field (rs_core.h), so snapshots, forks and batches carry it. */
 #include "rs_robot.h"
 

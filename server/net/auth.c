@@ -85,12 +85,12 @@ static int token_equal(const char *want, const char *given)
     return diff == 0 && want[0] != '\0';
 }
 
-double rs_lease_remaining(const rs_server_t *s, const world_entry_t *w)
+double rs_lease_remaining(const rs_server_t *s, const world_slot_t *w)
 {
     return w->lease_until - rs_monotonic();
 }
 
-int rs_auth_grant(rs_server_t *s, world_entry_t *w, rs_status_t *st)
+int rs_auth_grant(rs_server_t *s, world_slot_t *w, rs_status_t *st)
 {
     char fresh[RS_TOKEN_LEN + 1];
     int rc = rs_token_generate(fresh, st);
@@ -104,7 +104,7 @@ int rs_auth_grant(rs_server_t *s, world_entry_t *w, rs_status_t *st)
     return 0;
 }
 
-int rs_auth_check(rs_server_t *s, world_entry_t *w, const char *token, const char *opname,
+int rs_auth_check(rs_server_t *s, world_slot_t *w, const char *token, const char *opname,
                   rs_status_t *st)
 {
     if (token && token_equal(w->token, token)) {

@@ -1,25 +1,5 @@
-/* CurveZMQ on the network: the request socket and the observer stream run as CURVE servers
- * (encrypted, and every client proves it holds the secret key of its public key), and a ZAP
- * handler (ZeroMQ RFC 27) admits only the client keys the allow-list names.
- *
- * The allow-list (--authorized-keys FILE) has one client per line: its public key (40 Z85
- * characters, as robosim-cli keygen writes it) and its role, `controller` or `observer`.
- * A line whose first word is not a key but starts with '#' is a comment, and so is everything
- * from a word starting with '#' after the role (Z85 keys may hold '#' themselves); blank lines
- * are ignored:
- *
- *     # alice trains policies
- *     6PF*I+#iWfjO)/HLR^JVC^{Fx:4npIphWRX5cj1x  controller   # alice
- *     8A?u26AWvUNCwZ87iv?a2gYpM9O(roA[[(.uQs(<  observer     # the dashboard
- *
- * The handler answers 200 for a listed key with User-Id "<role>:<Z85 key>" (server.c's
- * caller_of turns it into the request's rs_caller_t: quotas are keyed on the key, observers may
- * read and watch but not create, fork, claim or change a world), and 400 for anything else,
- * after which libzmq drops the connection: an unlisted client never gets a reply or a frame.
- *
- * The handler is a REP socket bound to inproc://zeromq.zap.01 in the server's context, on its
- * own thread; it is bound before the server's sockets so no connection is ever accepted without
- * it. zmq_ctx_term (rs_server_destroy) makes its receive fail with ETERM, which ends it. */
+/* CurveZMQ: the request socket and the observer stream as CURVE servers, with a ZAP handler
+ * that admits only the keys the allow-list names (docs/design.md, "Rationale and measurements"). */
 #include "rs_log.h"
 #include "server_internal.h"
 

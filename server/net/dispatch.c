@@ -41,42 +41,43 @@ static int find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
                    names);
 }
 
-/* WorldInfo of an entry, with its lease. */
-static Robosim__V1__WorldInfo *world_info(rs_server_t *s, const world_entry_t *we)
+/* WorldInfo of a world slot, with its lease. */
+static Robosim__V1__WorldInfo *world_info(rs_server_t *s, const world_slot_t *slot)
 {
-    Robosim__V1__WorldInfo *wi = rs_codec_world_info(&s->arena, we->id, we->world);
+    Robosim__V1__WorldInfo *wi = rs_codec_world_info(&s->arena, slot->id, slot->world);
     if (wi)
-        wi->lease_remaining = rs_lease_remaining(s, we);
+        wi->lease_remaining = rs_lease_remaining(s, slot);
     return wi;
 }
 
 /* A CreateWorldReply (CreateWorld, ForkWorld, Claim): the world and its controller token. */
-static Robosim__V1__CreateWorldReply *controller_reply(rs_server_t *s, const world_entry_t *we)
+static Robosim__V1__CreateWorldReply *controller_reply(rs_server_t *s, const world_slot_t *slot)
 {
     Robosim__V1__CreateWorldReply *cr = rs_arena_alloc(&s->arena, sizeof *cr);
     if (!cr)
         return NULL;
     robosim__v1__create_world_reply__init(cr);
-    if (!(cr->world = world_info(s, we)) || !(cr->token = rs_arena_strdup(&s->arena, we->token)))
+    if (!(cr->world = world_info(s, slot)) ||
+        !(cr->token = rs_arena_strdup(&s->arena, slot->token)))
         return NULL;
     return cr;
 }
 
 /* Add `world` to the server's table with a fresh controller token (the caller checked the
  * world limit). On failure the world is destroyed and NULL returned (reason in st). */
-static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *st)
+static world_slot_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *st)
 {
-    world_entry_t *we = &s->worlds[s->nworlds];
-    memset(we, 0, sizeof *we);
-    if (rs_auth_grant(s, we, st) < 0 || rs_server_take_id(s, &we->id, st) < 0) {
+    world_slot_t *slot = &s->worlds[s->nworlds];
+    memset(slot, 0, sizeof *slot);
+    if (rs_auth_grant(s, slot, st) < 0 || rs_server_take_id(s, &slot->id, st) < 0) {
         rs_world_destroy(&world);
         return NULL;
     }
     s->nworlds++;
-    we->world = world;
-    snprintf(we->owner, sizeof we->owner, "%s", s->caller->key);
-    rs_server_adopt(s, we);
-    return we;
+    slot->world = world;
+    snprintf(slot->owner, sizeof slot->owner, "%s", s->caller->key);
+    rs_server_adopt(s, slot);
+    return slot;
 }
 
 /* Task worlds are evaluation worlds: only Step.action, held to the task's action bounds,
@@ -84,7 +85,7 @@ static world_entry_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *
  * bypass those bounds (a policy under evaluation pushing the finger with any force) or change
  * the task being evaluated, so the operations that set them are refused (not clamped: a
  * clamped command would silently do something else than asked). */
-static int refuse_on_task(const world_entry_t *w, const char *op, rs_status_t *st)
+static int refuse_on_task(const world_slot_t *w, const char *op, rs_status_t *st)
 {
     const rs_task_t *t = w->world->task;
     if (!t)
@@ -178,7 +179,7 @@ static Robosim__V1__BuildInfo *build_info(rs_server_t *s)
     return b;
 }
 
-static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                     Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__Hello *h = rq->hello;
@@ -230,7 +231,7 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     return 0;
 }
 
-static int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                           Robosim__V1__Response *rp, rs_status_t *st)
 {
     Robosim__V1__ListWorldsReply *r = rs_arena_alloc(&s->arena, sizeof *r);
@@ -248,7 +249,7 @@ static int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_
     return 0;
 }
 
-static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__CreateWorld *c = rq->create_world;
@@ -270,19 +271,19 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
             : rs_world_new(c->preset, params, c->n_params, c->seed, st);
     if (!world)
         return st->code;
-    world_entry_t *we = add_world(s, world, st);
-    if (!we)
+    world_slot_t *slot = add_world(s, world, st);
+    if (!slot)
         return st->code;
-    rs_log(RS_LOG_INFO, "world %llu created from preset '%s'", (unsigned long long)we->id,
+    rs_log(RS_LOG_INFO, "world %llu created from preset '%s'", (unsigned long long)slot->id,
            world->model->preset);
-    Robosim__V1__CreateWorldReply *cr = controller_reply(s, we);
+    Robosim__V1__CreateWorldReply *cr = controller_reply(s, slot);
     if (!cr)
         return OOM(st);
     REPLY(rp, create_world, CREATE_WORLD, cr);
     return 0;
 }
 
-static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                             Robosim__V1__Response *rp, rs_status_t *st)
 {
     uint64_t id = w->id;
@@ -292,7 +293,7 @@ static int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, worl
     return 0;
 }
 
-static int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                        Robosim__V1__Response *rp, rs_status_t *st)
 {
     Robosim__V1__Spec *spec = rs_codec_spec(&s->arena, w->id, w->world);
@@ -303,7 +304,7 @@ static int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_ent
     return 0;
 }
 
-static int reply_state(rs_server_t *s, world_entry_t *w, Robosim__V1__Response *rp,
+static int reply_state(rs_server_t *s, world_slot_t *w, Robosim__V1__Response *rp,
                        Robosim__V1__Response__ResultCase which, rs_status_t *st)
 {
     Robosim__V1__State *state = rs_codec_state(&s->arena, w->id, w->world);
@@ -323,7 +324,7 @@ static int reply_state(rs_server_t *s, world_entry_t *w, Robosim__V1__Response *
     return 0;
 }
 
-static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                     Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__Reset *r = rq->reset;
@@ -426,7 +427,7 @@ static void keep_parts(Robosim__V1__State *state, const Robosim__V1__Step *sp)
 
 /* The State of w after a Step, in arena a; its seq is the stream's so far (rs_stream_offer
  * moves it on when the state is published). */
-static int step_state(world_entry_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_status_t *st)
+static int step_state(world_slot_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_status_t *st)
 {
     if (!(*out = rs_codec_state(a, w->id, w->world)))
         return OOM(st);
@@ -436,7 +437,7 @@ static int step_state(world_entry_t *w, rs_arena_t *a, Robosim__V1__State **out,
 
 /* How a Step may drive world w: a task world by its action vector only, other worlds by
  * commands (or an action, refused by the task step as "runs no task"); never both. */
-static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, rs_status_t *st)
+static int drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_status_t *st)
 {
     if (naction && ncommands)
         return rs_fail(st, RS_EINVAL, "set either action or commands in a Step, not both");
@@ -449,9 +450,8 @@ static int drive_rule(const world_entry_t *w, size_t ncommands, size_t naction, 
 }
 
 /* Save world w as it is now (a control-step boundary) into w->boundary, for rollback: a
- * copy of its data (rs_data_copy, the field table's copy; about a fifth of a snapshot's
- * encode, bench_core_fork), made into data allocated on the first save. */
-static int save_boundary(world_entry_t *w, rs_status_t *st)
+ * copy of its data (rs_data_copy), made into data allocated on the first save. */
+static int save_boundary(world_slot_t *w, rs_status_t *st)
 {
     const rs_model_t *m = w->world->model;
     if (w->boundary && w->boundary_model != m)
@@ -465,7 +465,7 @@ static int save_boundary(world_entry_t *w, rs_status_t *st)
 }
 
 /* Bring world w back to the boundary save_boundary saved (a control step was interrupted). */
-static void restore_boundary(world_entry_t *w)
+static void restore_boundary(world_slot_t *w)
 {
     rs_status_t rst;
     if (rs_data_copy(w->world->model, w->world->data, w->boundary, &rst) < 0)
@@ -488,24 +488,26 @@ static int episode_over(const rs_world_t *world)
 #define FUSE_SECONDS 0.010
 #define SLOW_STEP_SECONDS 0.005
 
-/* advance's return value: the fuse ended a control step (rolled back): run it off the loop. */
-#define ADVANCE_SLOW 2
+/* run_control_steps's return value: the fuse ended a control step (rolled back): run it off the
+ * loop. */
+#define RUN_OFF_LOOP 2
 
-/* Advance world w (commands in place) toward n control steps in all, *done of them already
+/* Run world w (commands in place) toward n control steps in all, *done of them already
  * made (*done > 0 or `resume`: the same Step goes on: events kept, no action applied again),
  * through its task when it runs one or an action was given. Returns when the Step is over
  * (*done == n, or the episode ended), after one slice when `one_slice`, once rs_clock() passes
  * `deadline` (the request's budget), or on stop: 0, or an error. `abort` is the flag w's data
  * is wired to. With `fuse` (the loop only) a control step still running FUSE_SECONDS after its
- * slice began is interrupted and rolled back: ADVANCE_SLOW. Runs on StepBatch's workers and on
+ * slice began is interrupted and rolled back: RUN_OFF_LOOP. Runs on StepBatch's workers and on
  * the stepper too: touches world w only (and reads s->cfg, s->stop).
  *
- * Every slice runs from a saved boundary (a copy of the data: a fraction of a fast control
- * step, bench/net_sched.c), so a control step the abort flag interrupts is rolled back to the
- * slice's start (the world then is at a control-step boundary: *done says which). */
-static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_t naction,
-                   uint64_t n, int resume, int one_slice, double deadline, int fuse,
-                   atomic_int *abort, uint64_t *done, rs_status_t *st)
+ * Every slice runs from a saved boundary (a copy of the data), so a control step the abort flag
+ * interrupts is rolled back to the slice's start (the world then is at a control-step
+ * boundary: *done says which). */
+static int run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
+                             size_t naction, uint64_t n, int resume, int one_slice,
+                             double deadline, int fuse, atomic_int *abort, uint64_t *done,
+                             rs_status_t *st)
 {
     rs_world_t *world = w->world;
     int task = world->task || naction;
@@ -540,7 +542,7 @@ static int advance(rs_server_t *s, world_entry_t *w, const double *action, size_
             if (now < deadline && !rs_server_stopping(s)) {
                 atomic_store_explicit(abort, 0, memory_order_relaxed);
                 if (fuse && now >= t0 + FUSE_SECONDS)
-                    return ADVANCE_SLOW;
+                    return RUN_OFF_LOOP;
                 continue;
             }
             return 0;
@@ -581,7 +583,7 @@ static void disarm_budget(rs_server_t *s, double deadline)
 
 /* Why a Step stopped short of what it asked: the server is stopping (UNAVAILABLE) or its
  * compute budget ran out (DEADLINE_EXCEEDED). The world is at a control-step boundary. */
-static int stopped_short(rs_server_t *s, const world_entry_t *w, uint64_t done, uint64_t asked,
+static int stopped_short(rs_server_t *s, const world_slot_t *w, uint64_t done, uint64_t asked,
                          rs_status_t *st)
 {
     const rs_data_t *d = w->world->data;
@@ -602,8 +604,8 @@ static int stopped_short(rs_server_t *s, const world_entry_t *w, uint64_t done, 
 
 /* Check a Step's count and commands for world w and apply the commands: *n is the control
  * steps it asks for. Nothing changes on error. */
-static int step_begin(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp, uint64_t *n,
-                      rs_status_t *st)
+static int apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
+                               uint64_t *n, rs_status_t *st)
 {
     rs_world_t *world = w->world;
     int rc = step_count(s, sp, world->model->control_dt, n, st);
@@ -637,8 +639,8 @@ static int step_begin(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step 
  * world itself stays at the hand-off boundary, which the loop may read meanwhile), and the loop
  * copies the result back when it resumes the request. */
 typedef struct step_job {
-    world_entry_t entry; /* the world's entry at the hand-off: its world is `world`, its
-                            boundary the job's own */
+    world_slot_t slot;  /* the world's slot at the hand-off: its world is `world`, its
+                           boundary the job's own */
     rs_world_t world;    /* the world with its data replaced by the copy */
     double *action;      /* Step.action (malloc'd; the request is unpacked anew on resume) */
     size_t naction;
@@ -657,7 +659,7 @@ static void step_job_free(void *p)
     step_job_t *j = p;
     if (!j)
         return;
-    rs_server_drop_boundary(&j->entry);
+    rs_server_drop_boundary(&j->slot);
     rs_data_destroy(&j->world.data); /* reads its model: released after */
     rs_model_release(&j->model);
     free(j->action);
@@ -675,8 +677,8 @@ static void step_job_run(rs_server_t *s, rs_cont_t *c)
     struct timespec c0, c1;
     uint64_t before = j->done;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    j->rc = advance(s, &j->entry, j->action, j->naction, j->asked, j->resume, 0, j->deadline, 0,
-                    &s->off_abort, &j->done, &j->st);
+    j->rc = run_control_steps(s, &j->slot, j->action, j->naction, j->asked, j->resume, 0,
+                              j->deadline, 0, &s->off_abort, &j->done, &j->st);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
     j->ended = rs_clock();
@@ -686,7 +688,7 @@ static void step_job_run(rs_server_t *s, rs_cont_t *c)
 
 /* Hand the rest of Step `sp` on world w to the stepper (the loop only): RS_PARKED, or an error
  * (out of memory) with nothing changed. */
-static int step_offload(rs_server_t *s, world_entry_t *w, const Robosim__V1__Step *sp,
+static int step_offload(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
                         rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
@@ -694,13 +696,13 @@ static int step_offload(rs_server_t *s, world_entry_t *w, const Robosim__V1__Ste
     step_job_t *j = calloc(1, sizeof *j);
     if (!j)
         return OOM(st);
-    j->entry = *w;
-    j->entry.boundary = NULL; /* the job's own, made by its first save */
-    j->entry.boundary_model = NULL;
-    j->entry.history = NULL;
+    j->slot = *w;
+    j->slot.boundary = NULL; /* the job's own, made by its first save */
+    j->slot.boundary_model = NULL;
+    j->slot.history = NULL;
     j->model = rs_model_retain(m);
     j->world = *w->world;
-    j->entry.world = &j->world;
+    j->slot.world = &j->world;
     j->world.data = rs_data_new(m, 0, st);
     if (!j->world.data || rs_data_copy(m, j->world.data, w->world->data, st) < 0 ||
         (sp->n_action && !(j->action = malloc(sp->n_action * sizeof *j->action))) ||
@@ -728,7 +730,7 @@ static int step_offload(rs_server_t *s, world_entry_t *w, const Robosim__V1__Ste
 
 /* The stepper ran the Step: its data becomes world w's, its progress the request's. Returns
  * the run's result (0 or its error, reason in st). */
-static int step_take_back(rs_server_t *s, world_entry_t *w, rs_status_t *st)
+static int step_take_back(rs_server_t *s, world_slot_t *w, rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
     step_job_t *j = c->off_job;
@@ -751,10 +753,10 @@ static int step_take_back(rs_server_t *s, world_entry_t *w, rs_status_t *st)
 /* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
  * between other requests (server.c) until it is done, its budget runs out or the server stops;
  * the reply then carries every event of the whole Step. A control step too long for the loop
- * (the fuse, see advance) sends the rest of the Step to the stepper thread, and so does a
- * world known slow; the world's other requests wait for it. In-process it runs to its end (or
- * its budget). */
-static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+ * (the fuse, see run_control_steps) sends the rest of the Step to the stepper thread, and so
+ * does a world known slow; the world's other requests wait for it. In-process it runs to its end
+ * (or its budget). */
+static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
@@ -765,7 +767,7 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
             return rc;
     } else {
         if (!c->resuming) {
-            if ((rc = step_begin(s, w, sp, &c->asked, st)) < 0)
+            if ((rc = apply_step_commands(s, w, sp, &c->asked, st)) < 0)
                 return rc;
             c->done = 0;
         }
@@ -773,10 +775,10 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
         if (offload && w->slow_steps)
             return step_offload(s, w, sp, st);
         double deadline = arm_budget(s);
-        rc = advance(s, w, sp->action, sp->n_action, c->asked, c->resuming, c->can_park,
-                     deadline, offload, &s->abort, &c->done, st);
+        rc = run_control_steps(s, w, sp->action, sp->n_action, c->asked, c->resuming,
+                               c->can_park, deadline, offload, &s->abort, &c->done, st);
         disarm_budget(s, deadline);
-        if (rc == ADVANCE_SLOW) {
+        if (rc == RUN_OFF_LOOP) {
             w->slow_steps = 1;
             return step_offload(s, w, sp, st);
         }
@@ -811,7 +813,7 @@ static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t
 typedef struct batch_run {
     rs_server_t *s;
     const Robosim__V1__StepBatch *b;
-    world_entry_t **where;               /* per item */
+    world_slot_t **where;               /* per item */
     rs_item_progress_t *items;           /* per item, across slices (s->cont) */
     Robosim__V1__BatchResult **results;  /* per item, this slice's */
     size_t *jobs;                        /* the items to run */
@@ -847,15 +849,15 @@ static void item_fail(rs_item_progress_t *it, int code, const char *message)
 /* One slice of an item's Step (commands in place; `action` is applied on its first slice):
  * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
  * FAILED (an error, the budget run out, the server stopping). */
-static void item_slice(rs_server_t *s, world_entry_t *w, rs_item_progress_t *it,
+static void item_slice(rs_server_t *s, world_slot_t *w, rs_item_progress_t *it,
                        const double *action, size_t naction, int one_slice, double deadline)
 {
     rs_status_t st;
     rs_status_clear(&st);
     int resume = it->phase == RS_ITEM_RUNNING;
     it->phase = RS_ITEM_RUNNING;
-    int rc = advance(s, w, action, naction, it->asked, resume, one_slice, deadline, 0, &s->abort,
-                     &it->done, &st);
+    int rc = run_control_steps(s, w, action, naction, it->asked, resume, one_slice, deadline, 0,
+                               &s->abort, &it->done, &st);
     if (rc == 0 && it->done < it->asked && !episode_over(w->world)) {
         if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
             return; /* goes on */
@@ -869,7 +871,7 @@ static void item_slice(rs_server_t *s, world_entry_t *w, rs_item_progress_t *it,
 
 /* The result of an item whose Step is over, in arena a: its State or its Error; NOT_SET when
  * out of memory. */
-static void item_result(world_entry_t *w, const rs_item_progress_t *it,
+static void item_result(world_slot_t *w, const rs_item_progress_t *it,
                         Robosim__V1__BatchResult *r, rs_arena_t *a)
 {
     rs_status_t st;
@@ -890,14 +892,14 @@ static void batch_step(void *ctx, size_t j, int worker)
     batch_run_t *run = ctx;
     size_t i = run->jobs[j];
     rs_item_progress_t *it = &run->items[i];
-    world_entry_t *w = run->where[i];
+    world_slot_t *w = run->where[i];
     if (rs_pool_next_is_mine(j, run->njobs))
         rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
     const Robosim__V1__Step *sp = run->b->items->items[i]->step;
     if (it->phase == RS_ITEM_NEW) {
         rs_status_t st;
         rs_status_clear(&st);
-        int rc = step_begin(run->s, w, sp, &it->asked, &st);
+        int rc = apply_step_commands(run->s, w, sp, &it->asked, &st);
         if (rc < 0)
             item_fail(it, rc, st.message);
     }
@@ -947,10 +949,10 @@ static int batch_size_ok(const rs_server_t *s, size_t n, const char *what, rs_st
     return 0;
 }
 
-/* Find the worlds of a batch: where[i] is the entry of ids[i], NULL when there is none. The
+/* Find the worlds of a batch: where[i] is the slot of ids[i], NULL when there is none. The
  * same world twice refuses the whole batch, before anything changes: each world found is
  * marked with this batch's number; unknown ids are sorted to compare them. */
-static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_entry_t **where,
+static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_slot_t **where,
                         rs_status_t *st)
 {
     uint64_t *unknown = rs_arena_alloc(&s->arena, n * sizeof *unknown);
@@ -959,7 +961,7 @@ static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_ent
     uint64_t mark = ++s->batches;
     size_t nunknown = 0;
     for (size_t i = 0; i < n; i++) {
-        world_entry_t *w = where[i] = rs_server_world(s, ids[i]);
+        world_slot_t *w = where[i] = rs_server_world(s, ids[i]);
         if (!w) {
             unknown[nunknown++] = ids[i];
             continue;
@@ -1001,7 +1003,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
  * twice), each item on its own (its world exists, its token is the controller's), then the
  * items run on the worker pool, a slice each per round (batch_run_t); every item gets its
  * State or its Error, in item order. The columnar form (StepBatch.arrays) is step_arrays. */
-static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *unused,
+static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *unused,
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__StepBatch *b = rq->step_batch;
@@ -1019,7 +1021,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     if (rc < 0)
         return rc;
     size_t *jobs = rs_arena_alloc(&s->arena, n * sizeof *jobs);
-    world_entry_t **where = rs_arena_alloc(&s->arena, n * sizeof *where);
+    world_slot_t **where = rs_arena_alloc(&s->arena, n * sizeof *where);
     uint64_t *ids = rs_arena_alloc(&s->arena, n * sizeof *ids);
     Robosim__V1__BatchResult **results = rs_arena_alloc(&s->arena, n * sizeof *results);
     Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
@@ -1047,7 +1049,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
             const Robosim__V1__BatchItem *it = bitems[i];
             rs_status_t ist;
             rs_status_clear(&ist);
-            world_entry_t *w = where[i];
+            world_slot_t *w = where[i];
             if (!w)
                 rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
                              (unsigned long long)it->world_id);
@@ -1100,7 +1102,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     return 0;
 }
 
-/* ---- MonteCarlo (seed 003's monteCarloSim) ---- */
+/* ---- MonteCarlo (Klamp't's monteCarloSim) ---- */
 
 #define MC_MAX_ITEMS 64 /* samplers, and return items, per request */
 
@@ -1208,7 +1210,7 @@ static void mc_job_run(rs_server_t *s, rs_cont_t *c)
  * compute budget, and any run's error is the request's, naming the run. On the loop they run
  * on the stepper thread, the request parked (counted as in flight) and world w held, so its
  * model stays; in-process on the worker pool. World w is read only. */
-static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                           Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__MonteCarlo *mc = rq->monte_carlo;
@@ -1337,7 +1339,7 @@ typedef struct arrays_run {
     rs_server_t *s;
     const Robosim__V1__BatchArrays *in;
     Robosim__V1__BatchArraysReply *out;
-    world_entry_t **where;  /* per world */
+    world_slot_t **where;  /* per world */
     size_t *jobs;           /* the worlds to step (indices into world_ids) */
     size_t njobs;
     char **messages;        /* per world: why it failed (in a worker's arena) */
@@ -1403,7 +1405,7 @@ static void arrays_step(void *ctx, size_t j, int worker)
     arrays_run_t *run = ctx;
     const Robosim__V1__BatchArrays *in = run->in;
     size_t i = run->jobs[j];
-    world_entry_t *w = run->where[i];
+    world_slot_t *w = run->where[i];
     rs_item_progress_t *it = &run->items[i];
     if (rs_pool_next_is_mine(j, run->njobs))
         rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
@@ -1439,7 +1441,7 @@ static void arrays_step(void *ctx, size_t j, int worker)
 
 /* Whether world w is of the batch's shape, that of world `like`: the same preset (SetParams
  * never changes a model's state, actuator or sensor counts) and the same task. */
-static int same_shape(const world_entry_t *w, const world_entry_t *like)
+static int same_shape(const world_slot_t *w, const world_slot_t *like)
 {
     return w->world->task == like->world->task &&
            strcmp(w->world->model->preset, like->world->model->preset) == 0;
@@ -1472,7 +1474,7 @@ static int arrays_check_request(rs_server_t *s, const Robosim__V1__BatchArrays *
 /* The batch's shape is its first existing world's (*like; NULL when none exists): its sizes go
  * into run and *sz (state, sensors, observation, info per world); the commands or actions
  * must fit it. */
-static int arrays_shape(arrays_run_t *run, size_t n, const world_entry_t **like, size_t sz[4],
+static int arrays_shape(arrays_run_t *run, size_t n, const world_slot_t **like, size_t sz[4],
                         rs_status_t *st)
 {
     const Robosim__V1__BatchArrays *in = run->in;
@@ -1509,7 +1511,7 @@ static int arrays_shape(arrays_run_t *run, size_t n, const world_entry_t **like,
 
 /* The reply's arrays for n worlds of sizes sz (arrays_shape) in the request's arena. */
 static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, const size_t sz[4],
-                                                       const world_entry_t *like)
+                                                       const world_slot_t *like)
 {
     size_t nx = sz[0], ns = sz[1], nobs = sz[2], ninfo = sz[3];
     Robosim__V1__BatchArraysReply *out = rs_arena_alloc(a, sizeof *out);
@@ -1552,7 +1554,7 @@ static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, 
 
 /* World by world, at the first slice: it exists, its token, its shape (that of `like`); a
  * refused world is over with its error. */
-static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_entry_t *like,
+static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_slot_t *like,
                                rs_status_t *st)
 {
     rs_server_t *s = run->s;
@@ -1562,7 +1564,7 @@ static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_entry_t 
         return OOM(st);
     c->nitems = n;
     for (size_t i = 0; i < n; i++) {
-        world_entry_t *w = run->where[i];
+        world_slot_t *w = run->where[i];
         rs_status_t ist;
         rs_status_clear(&ist);
         int rc;
@@ -1659,7 +1661,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     run.built = rs_arena_alloc(&s->arena, n);
     if (!run.where || !run.jobs || !run.messages || !run.built)
         return OOM(st);
-    const world_entry_t *like;
+    const world_slot_t *like;
     if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0 ||
         (rc = arrays_shape(&run, n, &like, sz, st)) < 0)
         return rc;
@@ -1685,7 +1687,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     return 0;
 }
 
-static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     int rc = reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, st);
@@ -1705,7 +1707,7 @@ static int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
 }
 
 /* Restore a world from a snapshot (GetState.snapshot); the world is unchanged on error. */
-static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     const ProtobufCBinaryData *b = &rq->set_state->snapshot;
@@ -1722,7 +1724,7 @@ static int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_en
 
 /* A new world from a snapshot of world w (its state now, or ForkWorld.snapshot); anyone who
  * may read w may fork it, and becomes the fork's controller. */
-static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const ProtobufCBinaryData *b = &rq->fork_world->snapshot;
@@ -1740,19 +1742,19 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     rs_world_t *world = rs_world_fork(w->world, b->len ? b->data : NULL, n, st);
     if (!world)
         return st->code;
-    world_entry_t *we = add_world(s, world, st);
-    if (!we)
+    world_slot_t *slot = add_world(s, world, st);
+    if (!slot)
         return st->code;
-    rs_log(RS_LOG_INFO, "world %llu forked from world %llu%s", (unsigned long long)we->id,
+    rs_log(RS_LOG_INFO, "world %llu forked from world %llu%s", (unsigned long long)slot->id,
            (unsigned long long)from, b->len ? " (from a snapshot)" : "");
-    Robosim__V1__CreateWorldReply *cr = controller_reply(s, we);
+    Robosim__V1__CreateWorldReply *cr = controller_reply(s, slot);
     if (!cr)
         return OOM(st);
     REPLY(rp, fork_world, FORK_WORLD, cr);
     return 0;
 }
 
-static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetForce *f = rq->set_force;
@@ -1769,7 +1771,7 @@ static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_en
 }
 
 /* An external wrench on one body for the next control step (rs_apply_wrench). */
-static int op_apply_wrench(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_apply_wrench(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)s;
@@ -1785,7 +1787,7 @@ static int op_apply_wrench(rs_server_t *s, const Robosim__V1__Request *rq, world
     return 0;
 }
 
-static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetParams *p = rq->set_params;
@@ -1805,7 +1807,7 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     return 0;
 }
 
-static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetSchedule *sc = rq->set_schedule;
@@ -1829,7 +1831,7 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
     return 0;
 }
 
-static int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetTarget *t = rq->set_target;
@@ -1845,7 +1847,7 @@ static int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_e
     return 0;
 }
 
-static int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                             Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__GetWorkspace *g = rq->get_workspace;
@@ -1884,7 +1886,7 @@ static int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, worl
 
 /* Take control of a world whose controller's lease has lapsed. Presenting the current token
  * renews the lease and returns the same token (a controller checking in after a reconnect). */
-static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                     Robosim__V1__Response *rp, rs_status_t *st)
 {
     int rc = 0;
@@ -1912,10 +1914,10 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_
     return 0;
 }
 
-/* ---- motion specifications (issue 11) ---------------------------------------------------- */
+/* ---- motion specifications ---------------------------------------------------------------- */
 
 /* Load (replacing any) a motion specification; validated first, a bad one changes nothing. */
-static int op_load_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_load_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                                Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)s;
@@ -1931,7 +1933,7 @@ static int op_load_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, w
     return 0;
 }
 
-static int op_get_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_get_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                               Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)rq;
@@ -1942,7 +1944,7 @@ static int op_get_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, wo
     return 0;
 }
 
-static int op_clear_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+static int op_clear_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                                 Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)s, (void)rq;

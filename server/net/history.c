@@ -1,25 +1,5 @@
-/* Observer-stream history (the "DVR"): each world keeps the frames it published, serialized,
- * in a ring of at most cfg.history_frames slots, each dropped once older than
- * cfg.history_seconds of wall-clock time. GetHistory hands them back byte for byte, so a watcher
- * who joins late sees what a watcher present from the start saw, then lines up with the live
- * stream by seq.
- *
- * Memory is bounded in bytes, not only in frames: a frame holds a whole State, events included,
- * so its size ranges from a hundred bytes to tens of kB. A world's history (its frames' buffers
- * and its ring) holds at most cfg.history_bytes_per_world, all worlds' together at most
- * cfg.history_bytes. Past its own bound a world drops its oldest frames; past the server's, the
- * history holding the most bytes drops its oldest, so a world that publishes large frames fast
- * cannot push out the history of a quiet one. A frame larger than a bound is not kept. Every
- * frame dropped is reported by GetHistory (`dropped`), never silently missing.
- *
- * Each frame's buffer is its own size and is freed when the frame goes, and the ring grows by
- * doubling as frames arrive: a world holds what it keeps, not the largest frame it ever saw.
- * When the histories together hold a MiB less than they did (worlds destroyed, frames aged
- * out), malloc_trim hands the freed pages back to the system.
- *
- * Frames are kept whether or not anyone subscribes: a late watcher must find them. With
- * history on, each published frame is therefore serialized (at most stream_max_hz per world
- * per second); --history-frames 0 turns history off and makes an unwatched stream free again. */
+/* Observer-stream history: each world keeps the frames it published, bounded in frames, age and
+ * bytes, for GetHistory (docs/design.md, "Rationale and measurements"). */
 #include "server_internal.h"
 
 #include <math.h>
@@ -164,7 +144,7 @@ static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
     return big;
 }
 
-void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8_t *frame,
+void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now)
 {
     if (s->cfg.history_frames <= 0)
@@ -216,7 +196,7 @@ void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8
     account(h, len, 0);
 }
 
-size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring)
+size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)
 {
     const rs_history_t *h = w->history;
     if (frames)
@@ -226,7 +206,7 @@ size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring)
     return h ? h->bytes : 0;
 }
 
-int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                       Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__GetHistory *g = rq->get_history;

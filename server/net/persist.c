@@ -1,36 +1,5 @@
-/* --state-dir: the server's worlds on disk, so a restart loses nothing.
- *
- * The directory holds one file per world, world-<id>.rsw, and server.state. Every file is
- * replaced atomically: written to a temporary name, fsync'd, renamed over the old one, and the
- * directory fsync'd; a crash at any moment leaves each file either as it was or as it became.
- * A world file is, little-endian:
- *   magic "RSIMWRLD", u32 version (2), u32 0, u64 world id,
- *   char[32] controller token, char[32] previous token (zero-padded; "" when none),
- *   f64 seconds left on the controller's lease at the checkpoint (negative: lapsed),
- *   char[32] preset, char[32] task ("" when none),
- *   char[80] owner: the quota key of the client holding it (rs_caller_t.key; "" for none),
- *   u64 snapshot length,
- *   the core snapshot (rs_snapshot.h; not the wire form), u64 FNV-1a of everything before it.
- * Version 1 files (no owner field) are still read; their worlds get the owner "restored",
- * which no client has: they count against nobody and expire under --world-ttl.
- * A world file's name gives its id: world-<id>.rsw, the id in decimal without leading zeros,
- * from 1 to ID_MAX, and the id the file holds; anything else is not restored.
- * The directory must belong to the server's user and be writable by it alone (others could
- * plant links or files in it); files are opened without following links, temporary files
- * created exclusively, and only regular files are read.
- * server.state is magic "RSIMSRVR", u32 version (1), u32 0, u64 id limit, u64 FNV-1a: world ids
- * below the limit may have been handed out, so after a restart ids start there. The limit is
- * raised (and written) before an id at or past it is handed out, in blocks of ID_BLOCK, so no
- * id is ever handed out twice even when the server is killed between checkpoints.
- *
- * Checkpoints run every --checkpoint-interval seconds from the request loop and once more when
- * the loop stops. A world is written only when its snapshot, tokens or lease changed since its
- * last checkpoint: a world nothing touched since (world_entry_t.ckpt_clean, cleared by every
- * request that changes it or renews its lease) is skipped without building its file; files of
- * destroyed worlds are removed. The loop builds a checkpoint's files in parts
- * of about PART_SECONDS (one world at least) and hands each part to the writer thread, so a
- * checkpoint of many large worlds never holds requests up for long. On start the files are read back: a world whose file cannot be read or restored
- * is logged and its file renamed to *.bad, and the server goes on. */
+/* --state-dir: the server's worlds on disk, checkpointed atomically, so a restart loses nothing
+ * (the file formats and checkpoint rules: docs/design.md, "Rationale and measurements"). */
 #include "rs_log.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -95,8 +64,7 @@ struct rs_persist {
     uint8_t *buf;      /* a world file being built */
     size_t cap;
     /* the writer thread: the loop hands it a job and goes on serving; a checkpoint's fsyncs
-     * (64 workshop worlds: 120-400 ms on this machine's disk, bench_server_checkpoint) never
-     * hold up requests */
+     * never hold up requests */
     pthread_t writer;
     int writer_started;
     pthread_mutex_t lock;
@@ -389,7 +357,7 @@ int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t 
 
 /* Build w's world file in p->buf; its length in *len, its checksum in *mark (never 0). 0 or a
  * negative code. */
-static int build_world_file(rs_server_t *s, const world_entry_t *w, size_t *len, uint64_t *mark,
+static int build_world_file(rs_server_t *s, const world_slot_t *w, size_t *len, uint64_t *mark,
                             rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
@@ -458,20 +426,20 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     while (at > 0 && s->worlds[at - 1].id > pw.id)
         at--;
     memmove(&s->worlds[at + 1], &s->worlds[at], (size_t)(s->nworlds - at) * sizeof *s->worlds);
-    world_entry_t *we = &s->worlds[at];
-    memset(we, 0, sizeof *we);
-    we->id = pw.id;
-    we->world = world;
-    memcpy(we->token, pw.token, sizeof we->token);
-    memcpy(we->prev_token, pw.prev_token, sizeof we->prev_token);
-    we->lease_until = rs_monotonic() + pw.lease_remaining;
-    snprintf(we->owner, sizeof we->owner, "%s", pw.owner);
+    world_slot_t *slot = &s->worlds[at];
+    memset(slot, 0, sizeof *slot);
+    slot->id = pw.id;
+    slot->world = world;
+    memcpy(slot->token, pw.token, sizeof slot->token);
+    memcpy(slot->prev_token, pw.prev_token, sizeof slot->prev_token);
+    slot->lease_until = rs_monotonic() + pw.lease_remaining;
+    snprintf(slot->owner, sizeof slot->owner, "%s", pw.owner);
     /* --world-ttl goes on from the controller's last request (which renewed the lease), the
      * time the server was down not counted */
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
-    we->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
+    slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     s->nworlds++;
-    rs_server_adopt(s, we); /* its steps interruptible by the budget and a stop, like any */
+    rs_server_adopt(s, slot); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
 
@@ -751,7 +719,7 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     p->last_rc = 0;
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
         if (w)
             w->ckpt_mark = 0, w->ckpt_clean = 0;
     }
@@ -788,7 +756,7 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
     uint64_t from = p->resume_id;
     p->resume_id = 0;
     for (int i = 0; i < n; i++) {
-        world_entry_t *w = &s->worlds[i];
+        world_slot_t *w = &s->worlds[i];
         if (w->id < from || w->ckpt_clean)
             continue;
         if (job->nfiles > 0 && rs_clock() >= until) {
@@ -835,7 +803,7 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
         return todo;
     int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_entry_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
         if (w)
             w->ckpt_mark = 0, w->ckpt_clean = 0;
     }

@@ -61,7 +61,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->checkpoint_interval = 10.0;
 }
 
-world_entry_t *rs_server_world(rs_server_t *s, uint64_t id)
+world_slot_t *rs_server_world(rs_server_t *s, uint64_t id)
 {
     /* the table is sorted by id: ids only grow and new worlds go at the end */
     int lo = 0, hi = s->nworlds;
@@ -236,7 +236,7 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
                            "Hello.capabilities",
                      tags[0] ? tags : "?", RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR);
     } else {
-        world_entry_t *w = NULL;
+        world_slot_t *w = NULL;
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
                          (unsigned long long)rq->world_id, s->nworlds);
@@ -490,30 +490,30 @@ static int stepper_done(rs_server_t *s, const rs_cont_t *c)
 static void hold(rs_server_t *s, const rs_cont_t *c, int held)
 {
     for (size_t i = 0; i < c->nheld; i++) {
-        world_entry_t *w = rs_server_world(s, c->held[i]);
+        world_slot_t *w = rs_server_world(s, c->held[i]);
         if (w)
             w->held = held;
     }
 }
 
-void rs_server_adopt(rs_server_t *s, world_entry_t *w)
+void rs_server_adopt(rs_server_t *s, world_slot_t *w)
 {
     rs_data_set_abort(w->world->data, &s->abort);
 }
 
-void rs_server_drop_boundary(world_entry_t *w)
+void rs_server_drop_boundary(world_slot_t *w)
 {
     rs_data_destroy(&w->boundary); /* reads its model: released after */
     rs_model_release(&w->boundary_model);
 }
 
-void rs_server_forget(world_entry_t *w)
+void rs_server_forget(world_slot_t *w)
 {
     rs_server_drop_boundary(w);
     rs_history_destroy(&w->history);
 }
 
-void rs_server_drop_world(rs_server_t *s, world_entry_t *w)
+void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
 {
     rs_server_forget(w);
     rs_world_destroy(&w->world);
@@ -563,32 +563,32 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     if (!restored && cfg->default_preset && cfg->default_preset[0]) {
         rs_world_t *w = rs_world_new(cfg->default_preset, NULL, 0, 0, st);
-        world_entry_t *we = &s->worlds[0];
-        if (!w || rs_server_take_id(s, &we->id, st) < 0) {
+        world_slot_t *slot = &s->worlds[0];
+        if (!w || rs_server_take_id(s, &slot->id, st) < 0) {
             rs_world_destroy(&w);
             rs_server_destroy(&s);
             return NULL;
         }
-        we->world = w;
+        slot->world = w;
         s->nworlds = 1;
-        we->last_active = rs_monotonic();
-        rs_server_adopt(s, we);
+        slot->last_active = rs_monotonic();
+        rs_server_adopt(s, slot);
         /* world 1's controller: the token given on the command line, its lease running from
          * now; or a random token (logged) with the lease already lapsed, so the first client
          * to Claim the world controls it */
         if (cfg->controller_token) {
-            snprintf(we->token, sizeof we->token, "%s", cfg->controller_token);
-            we->lease_until = rs_monotonic() + cfg->lease_seconds;
+            snprintf(slot->token, sizeof slot->token, "%s", cfg->controller_token);
+            slot->lease_until = rs_monotonic() + cfg->lease_seconds;
         } else {
-            if (rs_token_generate(we->token, st) < 0) {
+            if (rs_token_generate(slot->token, st) < 0) {
                 rs_server_destroy(&s);
                 return NULL;
             }
-            we->lease_until = rs_monotonic();
+            slot->lease_until = rs_monotonic();
             rs_log(RS_LOG_INFO,
                    "world 1 (%s): controller token %s (claimable now: Claim it, or present this "
                    "token)",
-                   cfg->default_preset, we->token);
+                   cfg->default_preset, slot->token);
         }
     }
     if (watchdog_start(s, st) < 0 || stepper_start(s, st) < 0) {
@@ -700,7 +700,7 @@ static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
         memcpy(c->key, c->id, sizeof c->key);
         return;
     }
-    /* hex by table: this runs for every request (snprintf per byte cost ~3k instructions) */
+    /* hex by table: this runs for every request */
     static const char hex[] = "0123456789abcdef";
     const uint8_t *r = zmq_msg_data(routing);
     size_t n = zmq_msg_size(routing), used = 5;
@@ -789,7 +789,7 @@ static long named_worlds(const Robosim__V1__Request *rq, uint64_t **ids)
 static int must_wait(rs_server_t *s, const uint64_t *ids, size_t n, const pending_t *upto)
 {
     for (size_t i = 0; i < n; i++) {
-        const world_entry_t *w = rs_server_world(s, ids[i]);
+        const world_slot_t *w = rs_server_world(s, ids[i]);
         if (w && w->held)
             return 1;
         for (const pending_t *q = s->waiting; q && q != upto; q = q->next)
@@ -1058,7 +1058,7 @@ static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *
 static void expire_idle(rs_server_t *s, double now)
 {
     for (int i = 0; i < s->nworlds;) {
-        world_entry_t *w = &s->worlds[i];
+        world_slot_t *w = &s->worlds[i];
         double idle = now - w->last_active;
         if (idle < s->cfg.world_ttl || !w->owner[0] || w->held ||
             must_wait(s, &w->id, 1, NULL)) {
@@ -1073,11 +1073,9 @@ static void expire_idle(rs_server_t *s, double now)
 
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
 {
-    /* A blocking receive with a timeout rather than zmq_poll: one socket to read, and one wait
-     * per request fewer (measured by bench/robosim_bench.c). The timeout bounds how long a stop
-     * request waits when signals are not delivered to this thread. While Steps are parked the
-     * receive does not wait, and a slice of the next one runs whenever no request is there or
-     * a slice's time has passed since the last. */
+    /* A blocking receive with a timeout (see docs/design.md for why not zmq_poll). While Steps
+     * are parked the receive does not wait, and a slice of the next one runs whenever no request
+     * is there or a slice's time has passed since the last. */
     int timeout_ms = 200, idle_ms = 200;
     double last_slice = rs_clock();
     s->stop = stop;

@@ -15,7 +15,9 @@
 
 typedef struct rs_history rs_history_t; /* history.c */
 
-typedef struct world_entry {
+/* The server's record of a world: the core world plus its id, controller, lease, stream and
+ * history state. */
+typedef struct world_slot {
     uint64_t id;
     rs_world_t *world;
     char token[RS_TOKEN_LEN + 1];      /* the controller's token */
@@ -52,7 +54,7 @@ typedef struct world_entry {
                                           wrote (0: not written) */
     int ckpt_clean;                    /* nothing changed since the last checkpoint wrote it
                                           (cleared by every change: tokens, lease, steps) */
-} world_entry_t;
+} world_slot_t;
 
 typedef struct rs_curve rs_curve_t;
 /* One StepBatch item's (or BatchArrays world's) progress across slices. */
@@ -101,7 +103,7 @@ struct rs_server {
     void *zctx;
     void *router;
     rs_curve_t *curve;     /* CURVE keys and the ZAP handler (curve.c), or NULL: plaintext */
-    world_entry_t *worlds; /* cfg.max_worlds slots, the first nworlds used, sorted by id */
+    world_slot_t *worlds; /* cfg.max_worlds slots, the first nworlds used, sorted by id */
     int nworlds;
     uint64_t next_world_id;
     rs_arena_t arena;         /* the reply being built */
@@ -118,7 +120,7 @@ struct rs_server {
     uint64_t frames_sent, frames_dropped;
     size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
     size_t history_peak;   /* ... and held at most since the heap was last trimmed */
-    uint64_t batches;      /* StepBatch requests seen, for world_entry_t.batch_mark */
+    uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
     uint64_t requests, errors;
@@ -149,7 +151,7 @@ struct rs_server {
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
  * st. `w` is the target world for rows that need one, else NULL. */
-typedef int (*rs_handler_fn)(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+typedef int (*rs_handler_fn)(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                              Robosim__V1__Response *rp, rs_status_t *st);
 
 typedef struct rs_op {
@@ -171,24 +173,24 @@ const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op);
 /* All rows, for Hello's capabilities. */
 const rs_op_t *rs_ops(size_t *n);
 
-/* The entry of world `id`, or NULL. */
-world_entry_t *rs_server_world(rs_server_t *s, uint64_t id);
+/* The slot of world `id` (the server's record of it), or NULL. */
+world_slot_t *rs_server_world(rs_server_t *s, uint64_t id);
 
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
 static inline int rs_server_stopping(const rs_server_t *s) { return s->stop && *s->stop; }
 
 /* Make world w's data interruptible by the server's abort flag (every world the server
  * holds: created, forked or restored). */
-void rs_server_adopt(rs_server_t *s, world_entry_t *w);
+void rs_server_adopt(rs_server_t *s, world_slot_t *w);
 
 /* Free world w's rollback copy and release the model it was made for (NULL-safe). */
-void rs_server_drop_boundary(world_entry_t *w);
+void rs_server_drop_boundary(world_slot_t *w);
 
 /* Free what the server keeps beside world w (its rollback copy, its history) before w goes. */
-void rs_server_forget(world_entry_t *w);
+void rs_server_forget(world_slot_t *w);
 
 /* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
-void rs_server_drop_world(rs_server_t *s, world_entry_t *w);
+void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
 
 /* ---- auth.c: controller tokens and leases ---- */
 
@@ -203,15 +205,15 @@ int rs_token_generate(char out[RS_TOKEN_LEN + 1], rs_status_t *st);
 
 /* Make the caller w's controller: a new token (the old one is kept as prev_token, refused as
  * expired), the lease running from now. 0 or RS_EINTERNAL. */
-int rs_auth_grant(rs_server_t *s, world_entry_t *w, rs_status_t *st);
+int rs_auth_grant(rs_server_t *s, world_slot_t *w, rs_status_t *st);
 
 /* Whether `token` is w's controller token: 0 (and the lease renewed), else RS_EPERM with a
  * message naming the world and saying whether the token is missing, wrong or expired. */
-int rs_auth_check(rs_server_t *s, world_entry_t *w, const char *token, const char *opname,
+int rs_auth_check(rs_server_t *s, world_slot_t *w, const char *token, const char *opname,
                   rs_status_t *st);
 
 /* Seconds until w's lease lapses (negative: lapsed, the world can be claimed). */
-double rs_lease_remaining(const rs_server_t *s, const world_entry_t *w);
+double rs_lease_remaining(const rs_server_t *s, const world_slot_t *w);
 
 /* ---- snapmac.c: snapshot authentication ---- */
 
@@ -251,7 +253,7 @@ void rs_curve_close(rs_server_t *s);
  * rs_monotonic() time `now`); the oldest goes past cfg.history_frames, history_seconds or
  * history_bytes_per_world, and the largest history's oldest past cfg.history_bytes. A frame
  * too large for a bound, or out of memory, is not kept and GetHistory reports it dropped. */
-void rs_history_push(rs_server_t *s, world_entry_t *w, uint64_t seq, const uint8_t *frame,
+void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now);
 
 /* Free a world's history (NULL-safe); clears *h. */
@@ -259,10 +261,10 @@ void rs_history_destroy(rs_history_t **h);
 
 /* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its frames' buffers
  * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
-size_t rs_history_bytes(const world_entry_t *w, int *frames, size_t *ring);
+size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring);
 
 /* The GetHistory handler (dispatch.c's table). */
-int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_entry_t *w,
+int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                       Robosim__V1__Response *rp, rs_status_t *st);
 
 /* ---- stream.c: the observer stream ---- */
@@ -280,7 +282,7 @@ void rs_stream_close(rs_server_t *s);
  * in which case the world's state is published when the limit allows (rs_stream_flush).
  * `state` NULL (StepBatch.arrays builds none): the state is built in the server's arena only
  * when it is published and someone watches the world. */
-void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state);
+void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state);
 
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */

@@ -1,32 +1,5 @@
 /* The observer stream: every world publishes its state after each Step, Reset and SetState on
- * one PUB socket, as two frames: the topic "world/<id>/" and a StreamFrame {world_id, seq,
- * state}. Subscribers filter by topic prefix ("world/7/" for one world, "world/" for all).
- *
- * seq counts the frames published for a world: 1, 2, 3, ... A subscriber that sees a gap
- * missed frames (it joined late, or its queue overflowed). A late watcher subscribes, asks
- * GetState once (State.seq is the world's last published seq) and then follows the frames with
- * a larger seq.
- *
- * Rate limit: a world publishes at most stream_max_hz frames per second (its world parameter,
- * which may only lower it, else the server's --stream-max-hz; CreateWorld and SetParams asking
- * for more are refused). A state that comes sooner is not published then; the world is marked
- * pending and its state at the time the limit allows is published instead
- * (the loop wakes up for it), so a watcher always ends up with a world's latest state. Events
- * of held-back steps are not resent.
- *
- * Slow subscribers cannot hurt the server: the socket's send high-water mark bounds each
- * subscriber's queue and PUB drops frames for a subscriber that is full; sends never block.
- *
- * The socket is an XPUB so the server sees subscriptions: a frame is serialized only when
- * someone subscribes to its world's topic (its seq advances either way), which makes the
- * stream free when nobody watches.
- *
- * History (history.c): every published frame is also kept, serialized, in the world's
- * bounded history for GetHistory, watched or not; the frame then carries its wall-clock
- * publication time.
- *
- * With CURVE (curve.c) the stream is a CURVE server like the request socket: only the keys the
- * allow-list names, of either role, can subscribe; anyone else gets no frame. */
+ * one XPUB socket, rate-limited per world (docs/design.md, "Rationale and measurements"). */
 #include "rs_codec.h"
 #include "rs_log.h"
 #include "server_internal.h"
@@ -167,7 +140,7 @@ static void poll_subscriptions_once(rs_server_t *s)
 }
 
 /* Whether anyone subscribes to a prefix of w's topic. */
-static int watched(rs_server_t *s, world_entry_t *w)
+static int watched(rs_server_t *s, world_slot_t *w)
 {
     if (w->watched_gen == s->sub_gen)
         return w->watched;
@@ -185,7 +158,7 @@ static int watched(rs_server_t *s, world_entry_t *w)
 
 /* A world's stream_max_hz may lower the server's --stream-max-hz, never raise it (a snapshot
  * or a restored world may carry a larger one). */
-static double min_interval(const rs_server_t *s, const world_entry_t *w)
+static double min_interval(const rs_server_t *s, const world_slot_t *w)
 {
     double hz = s->cfg.stream_max_hz, mine = w->world->model->stream_max_hz;
     if (mine > 0 && mine < hz)
@@ -212,7 +185,7 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
 
 /* Publish w's state as its next frame: `state`, or (NULL) the world's state built here, and
  * only if anyone watches. */
-static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state, double now)
+static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
 {
     w->stream_seq++;
     w->stream_last = now;
@@ -260,7 +233,7 @@ static void publish(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state,
     s->frames_sent++;
 }
 
-void rs_stream_offer(rs_server_t *s, world_entry_t *w, Robosim__V1__State *state)
+void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 {
     if (state)
         state->seq = w->stream_seq;
@@ -287,7 +260,7 @@ int rs_stream_flush(rs_server_t *s)
     s->subs_read_at = s->requests;
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
-        world_entry_t *w = &s->worlds[i];
+        world_slot_t *w = &s->worlds[i];
         if (!w->stream_pending)
             continue;
         double due = w->stream_last + min_interval(s, w);

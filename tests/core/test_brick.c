@@ -1,11 +1,12 @@
-/* The falling brick (seed 004) under its three contact formulations, against closed forms:
- * free-fall impact time sqrt(2 H / g), restitution (second impact 2 e v / g later, rebound
- * apex e^2 H), Coulomb sliding (stops after v / (mu g) at v^2 / (2 mu g)), the undamped
- * boundary layer's contact time and energy, the damped layer's restitution, seed 003's
- * blending; the hybrid contact modes (tilted drops come to rest on a face, Zeno bounce
- * sequences end in persistent contact at their accumulation point, Painleve's paradox is
- * reported); impacts that cannot create energy; and bit-exact snapshots and forks under every
- * formulation. (tests/core/test_brick_random.c checks the invariants on random scenarios.) */
+/* The falling brick (the contact-dynamics lecture) under its three contact formulations,
+ * against closed forms: free-fall impact time sqrt(2 H / g), restitution (second impact
+ * 2 e v / g later, rebound apex e^2 H), Coulomb sliding (stops after v / (mu g) at
+ * v^2 / (2 mu g)), the undamped boundary layer's contact time and energy, the damped layer's
+ * restitution, Klamp't's blending; the hybrid contact modes (tilted drops come to rest on a
+ * face, Zeno bounce sequences end in persistent contact at their accumulation point,
+ * Painleve's paradox is reported); impacts that cannot create energy; and bit-exact snapshots
+ * and forks under every formulation. (tests/core/test_brick_random.c checks the invariants on
+ * random scenarios.) */
 #include "contact.h"
 #include "rs_robot.h"
 #include "rs_snapshot.h"

@@ -4,7 +4,7 @@
  *    (chosen by its check kind, so a new field of a known kind is covered without touching
  *    this test), then it must survive rs_data_copy and a snapshot write + read, and rs_reset
  *    must leave it as a fresh data has it (or untouched, for KEEP fields).
- * 2. The attacks of issue 15 on forged (well checksummed) snapshots are refused and change
+ * 2. Attacks on forged (well checksummed) snapshots are refused and change
  *    nothing: a diff-drive robot "blocked" by obstacle 1e8 (an out-of-bounds read in
  *    dd_settle before), grid_k = 2^40 (time jumping to 1e10 s), an aux value NaN, and a
  *    SerialArmReach snapshot whose time lags its control-step grid (one step then integrated

@@ -1,6 +1,7 @@
-/* The differential-drive robot against closed forms (seed 002). The robot is in metres
- * (protocol 1.2, SI on the wire); the seed's figures are in centimetres and are converted here
- * (CM = 0.01 m), so the seed's worked example is checked with its own numbers. */
+/* The differential-drive robot against closed forms (the Example Robotic Systems chapter). The
+ * robot is in metres
+ * (protocol 1.2, SI on the wire); the chapter's figures are in centimetres and are converted here
+ * (CM = 0.01 m), so the chapter's worked example is checked with its own numbers. */
 #include "rs_core.h"
 #include "rs_test.h"
 
@@ -24,7 +25,7 @@ static void closed_form(double r, double L, double w1, double w2, double T, doub
 
 static int robot;
 
-#define CM 0.01 /* m: the seed's unit */
+#define CM 0.01 /* m: the chapter's unit */
 
 static void drive(rs_world_t *w, double w1, double w2, double seconds)
 {
@@ -37,7 +38,7 @@ static void drive(rs_world_t *w, double w1, double w2, double seconds)
     CHECK_OK(rc, st);
 }
 
-/* The seed's five-phase schedule, ending near (277.6, 107.7) cm, heading 0. */
+/* The chapter's five-phase schedule, ending near (277.6, 107.7) cm, heading 0. */
 static void worked_example(void)
 {
     rs_status_t st;
@@ -64,7 +65,7 @@ static void worked_example(void)
     CHECK_REL(x[0], expect[0], 1e-8, 1.0);
     CHECK_REL(x[1], expect[1], 1e-8, 1.0);
     CHECK(fabs(x[2] - expect[2]) <= 1e-8, "theta %.17g expected %.17g", x[2], expect[2]);
-    /* and the seed's rounded figures, 277.6 and 107.7 cm to the nearest 0.1 cm */
+    /* and the chapter's rounded figures, 277.6 and 107.7 cm to the nearest 0.1 cm */
     CHECK(fabs(x[0] - 277.6 * CM) < 0.05 * CM && fabs(x[1] - 107.7 * CM) < 0.05 * CM,
           "pose (%g, %g) m", x[0], x[1]);
     rs_world_destroy(&w);

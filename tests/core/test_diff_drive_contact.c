@@ -1,4 +1,4 @@
-/* The diff-drive bumper under the three contact formulations (issue 10), against closed forms:
+/* The diff-drive bumper under the three contact formulations, against closed forms:
  * a head-on approach at v = r (phi1 + phi2) / 2 to a disk obstacle touches after
  * (distance - R_robot - R_obstacle) / v; hybrid exactly, time_stepping within one internal step
  * and without penetration, compliant at the padding surface and then settling at depth

@@ -1,4 +1,4 @@
-/* The event log (issue 16, section 4): allocated on demand, not inline in the data. A world
+/* The event log: allocated on demand, not inline in the data. A world
  * without events carries no log; a Step request keeps its first RS_EVENT_LOG events in order
  * and counts the rest in events_dropped (events_total and step_events count them all); the
  * next Step starts an empty log; copies and snapshots carry the log. */

@@ -1,4 +1,4 @@
-/* The 1D finger and object (seed 000, issue 3) against closed forms and conservation laws. */
+/* The 1D finger and object (the 1D Robot article) against closed forms and conservation laws. */
 #include "rs_robot.h"
 #include "rs_test.h"
 #include "world_with.h"
@@ -83,7 +83,7 @@ static void run_to(rs_world_t *w, double t)
     run(w, (int)llround((t - w->data->t) / w->model->control_dt));
 }
 
-/* Contact force of the sliding-together formula (issue 3) for the default drag laws. */
+/* Contact force of the sliding-together formula for the default drag laws. */
 static double n_slide_default(double fa, double v)
 {
     double mf = 1, mo = 1, fk = 0.5;
@@ -403,7 +403,7 @@ static void ties(void)
     rs_world_destroy(&w);
 }
 
-/* ---- the seed's stories -------------------------------------------------------------------- */
+/* ---- the article's stories ----------------------------------------------------------------- */
 
 /* (a) too little force: nothing moves; more force: both move; force off: the finger, with more
  * drag, falls behind (a separation event). */
@@ -644,7 +644,7 @@ static void bad_params(void)
         {{"finger", "restitution", nan, 1}, RS_EINVAL},
         {{"finger", "finger_drag", nan, 1}, RS_EINVAL},
         {{"finger", "finger_drag_law", half, 1}, RS_EINVAL},
-        {{"finger", "friction_law", half, 1}, RS_EINVAL},  /* 0 coulomb or 1 seed000 */
+        {{"finger", "friction_law", half, 1}, RS_EINVAL},  /* 0 coulomb or 1 article */
         {{"finger", "friction_law", two, 1}, RS_ERANGE},
         {{"finger", "finger_drag", neg, 1}, RS_ERANGE},
         {{"finger", "object_x0", neg, 1}, RS_EINVAL}, /* behind the finger */
@@ -734,7 +734,7 @@ static void preset_and_reset(void)
 }
 
 
-/* ---- seed 000's own law (friction_law = seed000, issue 10 section 4) ---------------------- */
+/* ---- the 1D Robot article's own law (friction_law = 1) ---------------------------------- */
 
 static void print_events(const rs_world_t *w)
 {
@@ -749,7 +749,7 @@ static void print_events(const rs_world_t *w)
 
 /* A finger pushed by fa from rest at 0 against quadratic drag (m = c = 1): x after t seconds
  * is ln cosh(sqrt(fa) t) and v = sqrt(fa) tanh(sqrt(fa) t); coasting from v1 (F_a = 0),
- * x = ln(1 + v1 t). The object is free under seed 000's law: linear drag only,
+ * x = ln(1 + v1 t). The object is free under the 1D Robot article's law: linear drag only,
  * v_o = v0 exp(-c_o t / m_o), x_o = x0 + v0 m_o / c_o (1 - exp(-c_o t / m_o)). */
 static double coast_object_x(double x0, double v0, double t)
 {
@@ -766,9 +766,9 @@ static int count_between(const rs_world_t *w, const char *name, double t0, doubl
 }
 
 /* Run to t1 checking that tip_force reads F_kinetic (0.5 N) at every control step spent
- * entirely in contact_sliding while the push F_i = F_a - v^2 stays above F_static (seed 000:
- * the sensor feels the object's kinetic friction), and f_kinetic F_i (f_kinetic = 0.5) between
- * the push at the step's ends once it drops below. Returns the steps checked. */
+ * entirely in contact_sliding while the push F_i = F_a - v^2 stays above F_static (the 1D Robot
+ * article: the sensor feels the object's kinetic friction), and f_kinetic F_i (f_kinetic = 0.5)
+ * between the push at the step's ends once it drops below. Returns the steps checked. */
 static int run_pushing(rs_world_t *w, double t1)
 {
     int nsliding = 0;
@@ -793,11 +793,11 @@ static int run_pushing(rs_world_t *w, double t1)
     return nsliding;
 }
 
-/* The seed's Example 1 (its Figure 1, the story `robosim plot --seed000` draws): 0.6 N for 1 s
- * towards the object at 0.7 m, coast into it and bounce off it as off a wall (the object does
+/* The article's Example 1 (its Figure 1, the story `robosim plot --article-law` draws): 0.6 N for 1
+ * s towards the object at 0.7 m, coast into it and bounce off it as off a wall (the object does
  * not move), push with 2.5 N (> F_static) from 2.8 s to 4.3 s moving the object, let go: the
  * finger, with the larger drag, falls behind and the object coasts on without friction. */
-static void seed000_example1(void)
+static void article_example1(void)
 {
     kv_t kv[] = {{"friction_law", 1}, {"object_x0", 0.7}, {"rtol", 1e-12}, {"atol", 1e-14},
                  {NULL, 0}};
@@ -869,11 +869,11 @@ static void seed000_example1(void)
     rs_world_destroy(&w);
 }
 
-/* The seed's Example 2 (its Figure 2): pushed by 0.6 N (< F_static) the finger hits the object
+/* The article's Example 2 (its Figure 2): pushed by 0.6 N (< F_static) the finger hits the object
  * and ends pressing on it, nothing moving (it bounces off the wall until it merges); 2.5 N
  * breaks static friction and both accelerate, the sensor reading F_kinetic; let go, the finger
  * falls behind. */
-static void seed000_example2(void)
+static void article_example2(void)
 {
     kv_t kv[] = {{"friction_law", 1}, {"rtol", 1e-12}, {"atol", 1e-14}, {NULL, 0}};
     rs_world_t *w = finger_with(kv);
@@ -931,7 +931,7 @@ static void seed000_example2(void)
     rs_world_destroy(&w);
 }
 
-/* sim_step (seed 003's setSimStep, issue 10 section 5): the integrator takes internal steps no
+/* sim_step (Klamp't's setSimStep): the integrator takes internal steps no
  * longer than sim_step, so a control step of 10 ms holds at least 10 ms / sim_step of them, and
  * the answer still matches the closed form (the push from rest against quadratic drag). */
 static void sim_step_substeps(void)
@@ -992,12 +992,12 @@ static void wrench_on_finger(void)
     rs_world_destroy(&b);
 }
 
-/* Property test of seed 000's law: random parameters and a new held force every control step;
- * besides run()'s invariants (no overlap, contact modes exact), the kinetic energy never
+/* Property test of the 1D Robot article's law: random parameters and a new held force every control
+ * step; besides run()'s invariants (no overlap, contact modes exact), the kinetic energy never
  * exceeds the start's plus the applied work (the wall, drag and friction only take energy
  * out), a bounce off a resting object leaves it at rest where it was with the finger at -e v_f,
  * and the sensor reads at most F_kinetic while pushing over a whole step without events. */
-static void seed000_random(int nruns)
+static void article_law_random(int nruns)
 {
     int walls = 0, pushes = 0;
     for (int r = 0; r < nruns; r++) {
@@ -1052,7 +1052,7 @@ static void seed000_random(int nruns)
     }
     CHECK(walls > 10 && pushes > 100, "the runs hit walls (%d) and pushed (%d steps)", walls,
           pushes);
-    printf("seed000 random: %d runs, %d wall bounces, %d control steps pushing\n", nruns, walls,
+    printf("article law random: %d runs, %d wall bounces, %d control steps pushing\n", nruns, walls,
            pushes);
 }
 
@@ -1078,9 +1078,9 @@ int main(int argc, char **argv)
     story_coast_and_bounce();
     sim_step_substeps();
     wrench_on_finger();
-    seed000_example1();
-    seed000_example2();
-    seed000_random(nruns / 2);
+    article_example1();
+    article_example2();
+    article_law_random(nruns / 2);
     bad_params();
     random_schedules(nruns);
     return rs_test_done("test_finger");

@@ -1,4 +1,4 @@
-/* The finger and object (seed 000) under time_stepping and compliant contact (issue 10), against
+/* The finger and object (the 1D Robot article) under time_stepping and compliant contact, against
  * closed forms: the impact of a finger at v0 on a free object of equal mass (no drag, no
  * friction) leaves v_f = (1 - e) v0 / 2, v_o = (1 + e) v0 / 2 and passes m (1 + e) v0 / 2
  * through the tip; an undamped layer is elastic (e = 1: the velocities exchange) and lasts

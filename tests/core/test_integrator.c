@@ -1,4 +1,4 @@
-/* integrator.c (issue 16, section 3): ARKODE behind rs_integrator.h, checked on the harmonic
+/* integrator.c: ARKODE behind rs_integrator.h, checked on the harmonic
  * oscillator x'' = -x, x(0) = 1, v(0) = 0, whose solution is x = cos t, v = -sin t:
  *   - every method (order 4, 5 and 8) follows the closed form at rtol 1e-10;
  *   - a guard g = x falling through zero fires at t = pi/2 exactly (to the tolerance);

@@ -1,4 +1,4 @@
-/* Seed 001's alignment reproduced (issue 11 section 4) with examples/specs/dual_arm_alignment:
+/* The dual-arm alignment tutorial's alignment reproduced with examples/specs/dual_arm_alignment:
  * from several start angles the base aligns to the table edge, within 1 degree, both
  * shoulder-to-end-effector distances in their tube [0.68, 0.72] m, within the stated time; and a
  * world running a specification snapshots, restores and forks bit-exactly. */
@@ -123,7 +123,7 @@ static void scenario(int which, double angle0, int verbose)
           "both end effectors on the edge in the last 2 s (%d and %d of %d control steps)",
           touching[0], touching[1], tail);
     if (which == 1) {
-        /* the normal force's offset is the seed's law, not a defect: at rest the arm's push
+        /* the normal force's offset is the tutorial's law, not a defect: at rest the arm's push
          * along the approach is the controller's output, u = Kp e + Ki I with e = fn - 5
          * (reference -5 N minus the measured -fn) held, so I = e / lambda (the decaying
          * integral's steady state) and fn = -u = K (5 - fn), K = Kp + Ki / lambda:

@@ -1,8 +1,9 @@
-/* The mobile manipulator (issue 11) against closed forms: the base follows seed 002's worked
- * example (in metres); a step of the wheel speeds keeps the free arms' angular momenta about
- * their shoulders (the base's motion in the arms' equations); a free arm's kinetic energy is conserved without
- * torque; an arm pushed into the table touches it at y = table_y exactly, never penetrates, and
- * held at rest by friction carries the static force f = -J_w^-T tau inside the cone. */
+/* The mobile manipulator against closed forms: the base follows the Example Robotic Systems
+ * chapter's worked example (in metres); a step of the wheel speeds keeps the free arms' angular
+ * momenta about their shoulders (the base's motion in the arms' equations); a free arm's kinetic
+ * energy is conserved without torque; an arm pushed into the table touches it at y = table_y
+ * exactly, never penetrates, and held at rest by friction carries the static force f = -J_w^-T tau
+ * inside the cone. */
 #include "rs_core.h"
 #include "rs_test.h"
 
@@ -30,7 +31,8 @@ static void run(rs_world_t *w, const double *u, double seconds)
     CHECK_OK(rc, st);
 }
 
-/* seed 002's five phases (wheels 18 cm, L = 12 cm), ending at (277.6, 107.7, 0) cm */
+/* The Example Robotic Systems chapter's five phases (wheels 18 cm, L = 12 cm), ending at (277.6,
+ * 107.7, 0) cm */
 static void worked_example(void)
 {
     double r[] = {0.09}, L[] = {0.12}, th[] = {0.0}, far[] = {100.0}, tol[] = {1e-12};
@@ -80,7 +82,7 @@ static double shoulder_momentum(const double *xa, double a1, double a2, double m
  * the angular momentum about the shoulder is kept through it: relative to the shoulder (an
  * inertial frame after the step) it is L' = -sum m (c - s) x v_s (c at the start), and then
  * stays so while the base translates (no torque about a hinge moving at constant velocity).
- * The arms' equations must carry the base's motion for this (issue 11, the fictitious forces
+ * The arms' equations must carry the base's motion for this (the fictitious forces
  * the first version left out). */
 static void velocity_step(void)
 {
@@ -112,7 +114,8 @@ static void velocity_step(void)
     rs_world_destroy(&w);
 }
 
-/* T = 1/2 qd^T M qd of a horizontal two-link arm of uniform rods (seed 002's arm, g = 0) */
+/* T = 1/2 qd^T M qd of a horizontal two-link arm of uniform rods (the Example Robotic Systems
+ * chapter's arm, g = 0) */
 static double kinetic(const double *xa, double a1, double a2, double m1, double m2)
 {
     double lc1 = a1 / 2, lc2 = a2 / 2, I1 = m1 * a1 * a1 / 12, I2 = m2 * a2 * a2 / 12;

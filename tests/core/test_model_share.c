@@ -1,4 +1,4 @@
-/* Shared models (issue 16, section 2): worlds of the same preset and parameters share one
+/* Shared models: worlds of the same preset and parameters share one
  * const model; SetParams gives a world a new model (copy on write) and leaves the others'
  * alone; a fork shares its source's; the last world to let go frees it. */
 #include "rs_core.h"

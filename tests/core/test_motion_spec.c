@@ -1,6 +1,6 @@
-/* Motion specifications (issue 11, seed 001): every bad specification in the table gets its
- * specific error naming the entity; a good one evaluates the seed's formulas (the tube's
- * piecewise error, the decaying-integral PID) and maps its force through the robot (closed
+/* Motion specifications (the dual-arm alignment tutorial): every bad specification in the table
+ * gets its specific error naming the entity; a good one evaluates the tutorial's formulas (the
+ * tube's piecewise error, the decaying-integral PID) and maps its force through the robot (closed
  * forms, computed here independently); the examples in examples/specs load. */
 #include "rs_core.h"
 #include "rs_motion_spec.h"
@@ -137,7 +137,7 @@ static void bad_specs(const rs_model_t *m)
         rs_motion_spec_destroy(&s);
         free(doc);
     }
-    /* the seed's rule on its own: a constraint nobody handles */
+    /* the tutorial's rule on its own: a constraint nobody handles */
     char *doc = edit("{\"@id\": \"hdl\", \"@type\": \"ConstraintHandler\"",
                      "{\"@id\": \"hdl\", \"@type\": \"Unrelated\"");
     rs_motion_spec_t *s = rs_motion_spec_parse(m, doc, strlen(doc), &st);
@@ -154,7 +154,8 @@ static void bad_specs(const rs_model_t *m)
     }
 }
 
-/* One step against the closed forms of seed 001 and the robot's admittance. */
+/* One step against the closed forms of the dual-arm alignment tutorial and the robot's admittance.
+ * */
 static void evaluate(rs_world_t *w)
 {
     rs_status_t st;
@@ -163,7 +164,8 @@ static void evaluate(rs_world_t *w)
     if (!s)
         return;
     const double *x = w->data->x;
-    /* right shoulder to end effector: serial_fk of the right joints (seed 002) */
+    /* right shoulder to end effector: serial_fk of the right joints (the Example Robotic Systems
+     * chapter) */
     double a1 = 0.45, a2 = 0.40, q1 = x[7], q2 = x[8];
     double px = a1 * cos(q1) + a2 * cos(q1 + q2), py = a1 * sin(q1) + a2 * sin(q1 + q2);
     double d = hypot(px, py);
@@ -302,12 +304,12 @@ static void monitor_event(rs_world_t *w)
 
 /* Monitors are guards of the integrator: a distance monitor on a base moving at constant speed
  * changes at the closed-form time, not at the next control step. The base starts at x = 0.01 m
- * heading +x with both wheels at 2 rad/s: v = r/2 (2 + 2) = 0.2 m/s (seed 002), so its distance
- * from the world origin is 0.01 + 0.2 t. Monitor 0 (distance within [0, 0.123]) is violated at
- * t = 0.113 / 0.2 = 0.565 s; monitor 1 (within [0.2, 100]) is satisfied at t = 0.19 / 0.2 =
- * 0.95 s, and with it the first guarded motion's `until` holds: the switch is at 0.95 s too.
- * Neither time is on the 10 ms control grid's points by more than round-off: the grid would
- * give 0.57 and 0.95 + up to 10 ms. */
+ * heading +x with both wheels at 2 rad/s: v = r/2 (2 + 2) = 0.2 m/s (the Example Robotic Systems
+ * chapter), so its distance from the world origin is 0.01 + 0.2 t. Monitor 0 (distance within [0,
+ * 0.123]) is violated at t = 0.113 / 0.2 = 0.565 s; monitor 1 (within [0.2, 100]) is satisfied at t
+ * = 0.19 / 0.2 = 0.95 s, and with it the first guarded motion's `until` holds: the switch is at
+ * 0.95 s too. Neither time is on the 10 ms control grid's points by more than round-off: the grid
+ * would give 0.57 and 0.95 + up to 10 ms. */
 static void monitor_exact_time(void)
 {
     double th[] = {0.0}, x0[] = {0.01}, far[] = {100.0};

@@ -1,4 +1,4 @@
-/* nvector.c (issue 16, section 4): robosim's N_Vector, through SUNDIALS' generic N_V* calls as
+/* nvector.c: robosim's N_Vector, through SUNDIALS' generic N_V* calls as
  * ARKODE makes them. Values are small integers and halves, so every result is exact and is
  * compared with ==:
  *   - a slab's slots hold the first vectors, further clones are malloc'd, and destroying a

@@ -1,4 +1,5 @@
-/* The dual two-link parallel arm against closed forms (seeds 002, 003). */
+/* The dual two-link parallel arm against closed forms (the Example Robotic Systems chapter,
+ * Klamp't). */
 #include "rs_core.h"
 #include "rs_robot.h"
 #include "rs_test.h"
@@ -71,20 +72,20 @@ static double tight_rtol[] = {1e-12}, tight_atol[] = {1e-14};
 
 /* ---- kinematics -------------------------------------------------------------------------- */
 
-/* The seed's example: L0 = 8, L1 = 5, L2 = 10, x = 0.2, y = 0.1 x + 10. */
+/* The chapter's example: L0 = 8, L1 = 5, L2 = 10, x = 0.2, y = 0.1 x + 10. */
 static void seed_example(void)
 {
     double x = 0.2, y = 0.1 * x + 10, q[2], p[2];
     int rc = parallel_ik(8, 5, 10, x, y, q);
-    CHECK(rc == 0, "the seed's point is reachable");
+    CHECK(rc == 0, "the chapter's point is reachable");
     parallel_fk(8, 5, 10, q, NULL, p, NULL);
     CHECK(fabs(p[0] - x) <= 1e-12 && fabs(p[1] - y) <= 1e-12, "FK(IK) = (%.17g, %.17g)", p[0],
           p[1]);
-    /* the angles lie in the seed's configuration square */
+    /* the angles lie in the chapter's configuration square */
     CHECK(q[0] > 0 && q[0] < M_PI / 2 && q[1] > 0 && q[1] < M_PI / 2, "theta = (%.9f, %.9f)",
           q[0], q[1]);
 
-    /* the seed's numpy line: x from -3 to 3 step 0.2, y = 0.1 x + 10 */
+    /* the chapter's numpy line: x from -3 to 3 step 0.2, y = 0.1 x + 10 */
     double worst = 0;
     for (int i = 0; i < 30; i++) {
         double xi = -3 + 0.2 * i, yi = 0.1 * xi + 10;
@@ -92,7 +93,7 @@ static void seed_example(void)
         parallel_fk(8, 5, 10, q, NULL, p, NULL);
         worst = fmax(worst, fmax(fabs(p[0] - xi), fabs(p[1] - yi)));
     }
-    CHECK(worst <= 1e-12, "FK(IK) along the seed's line: %.3g", worst);
+    CHECK(worst <= 1e-12, "FK(IK) along the chapter's line: %.3g", worst);
 
     /* through the world: SetTarget gives the same setpoints */
     double L0[] = {8}, L1[] = {5}, L2[] = {10};

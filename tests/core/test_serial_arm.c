@@ -1,4 +1,5 @@
-/* The serial two-link arm against closed forms and conservation laws (seeds 002, 003). */
+/* The serial two-link arm against closed forms and conservation laws (the Example Robotic Systems
+ * chapter, Klamp't). */
 #include "rs_core.h"
 #include "rs_robot.h"
 #include "rs_test.h"
@@ -113,7 +114,7 @@ static double tight_rtol[] = {1e-12}, tight_atol[] = {1e-14};
 
 /* ---- kinematics -------------------------------------------------------------------------- */
 
-/* Seed 002's worked example: a1 = 15, a2 = 10, (x, y) = (10, 8). */
+/* The Example Robotic Systems chapter's worked example: a1 = 15, a2 = 10, (x, y) = (10, 8). */
 static void ik_seed_example(void)
 {
     double q[2], p[2];
@@ -142,7 +143,7 @@ static void ik_seed_example(void)
     CHECK(fabs(p[0] - 10.0) <= 1e-12 && fabs(p[1] - 8.0) <= 1e-12, "elbow down FK (%g, %g)", p[0],
           p[1]);
 
-    /* the same through the world: SetTarget gives the seed's angles as PID setpoints */
+    /* the same through the world: SetTarget gives the chapter's angles as PID setpoints */
     double a1[] = {15}, a2[] = {10};
     rs_param_t pp[] = {{"arm", "a1", a1, 1}, {"arm", "a2", a2, 1}};
     arm_t a = make_arm(pp, 2);
@@ -380,9 +381,10 @@ static void params_recompiled(void)
     rs_world_destroy(&a.w);
 }
 
-/* Friction, seed 003: joint 1 slides to rest against mu_D + mu_V |qd| (joint 2 stuck by a large
- * mu_D, so the arm turns as one rigid body of inertia M11(t2)), sticks with a stick event and no
- * drift, holds a sub-threshold torque, and slips when the torque exceeds mu_D. */
+/* Friction, Klamp't's simulation documentation: joint 1 slides to rest against mu_D + mu_V |qd|
+ * (joint 2 stuck by a large mu_D, so the arm turns as one rigid body of inertia M11(t2)), sticks
+ * with a stick event and no drift, holds a sub-threshold torque, and slips when the torque exceeds
+ * mu_D. */
 static void friction(void)
 {
     double torque[] = {0, 0}, muD[] = {0.02, 10.0}, muV[] = {0.01, 0}, g0[] = {0};
@@ -883,7 +885,7 @@ static void presets(void)
     }
 }
 
-/* ---- external wrenches (ApplyWrench, issue 10 section 5) -------------------------------- */
+/* ---- external wrenches (ApplyWrench) -------------------------------- */
 
 /* Two arms in torque mode without gravity, from rest at q = (0, 0): arm A gets an external
  * wrench for one control step, arm B the joint torques that wrench amounts to (generalized

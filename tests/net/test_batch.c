@@ -486,7 +486,7 @@ static void arrays_errors(const char *endpoint)
     rsc_close(&other);
 }
 
-/* MonteCarlo (seed 003's monteCarloSim) through the C client against a closed form: a finger
+/* MonteCarlo (Klamp't's monteCarloSim) through the C client against a closed form: a finger
  * coasting from v0 ~ uniform(0.1, 0.9) m/s against quadratic drag (m = c = 1) from x0 ~
  * normal(0, 0.05) m is at x0 + ln(1 + v0 t) with v = v0 / (1 + v0 t). Each server's answers
  * are kept in mc_final[server] to compare across thread counts. */

@@ -299,7 +299,7 @@ static void memory_bound(void)
         CHECK(s != NULL, "in-process server: %s", st.message);
         if (!s)
             continue;
-        world_entry_t *w = &s->worlds[0];
+        world_slot_t *w = &s->worlds[0];
         Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
         Robosim__V1__Step stp = ROBOSIM__V1__STEP__INIT;
         rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
@@ -540,7 +540,7 @@ static void rate_capped(const char *binary)
     CHECK(s != NULL, "in-process server: %s", st.message);
     if (!s)
         return;
-    world_entry_t *w = &s->worlds[0];
+    world_slot_t *w = &s->worlds[0];
     rs_param_t wp = {"", "stream_max_hz", fast, 1};
     CHECK(rs_world_set_params(w->world, &wp, 1, &st) == 0, "set the world's rate: %s",
           st.message);

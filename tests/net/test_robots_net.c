@@ -1,6 +1,6 @@
-/* The finger (seed 000) and the arms (seed 002) through the real server: presets, commands,
- * schedules, targets, workspace, the workshop world, and bad input refused with the world left
- * as it was. Physics is checked against closed forms. */
+/* The finger (the 1D Robot article) and the arms (the Example Robotic Systems chapter) through the
+ * real server: presets, commands, schedules, targets, workspace, the workshop world, and bad input
+ * refused with the world left as it was. Physics is checked against closed forms. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -187,14 +187,14 @@ static void serial_arm(void)
     CHECK(ix >= 0 && iy >= 0 && a1 > 0 && a2 > 0, "arm spec");
     rsc_free(spec);
 
-    /* the seed's IK example, scaled to the arm: (10, 8) with a1 = 15, a2 = 10 */
+    /* the chapter's IK example, scaled to the arm: (10, 8) with a1 = 15, a2 = 10 */
     double s = a1 / 15.0, target[] = {10 * s, 8 * s, 1};
     rc = rsc_set_target(c, id, "arm", target, 3, &err);
     CHECK(rc == 0, "set target: %s", err.message);
     Robosim__V1__State *st = NULL;
     rc = rsc_get_state(c, id, &st, &err);
     if (st) {
-        /* the setpoints are the seed's angles */
+        /* the setpoints are the chapter's angles */
         CHECK(fabs(remainder(st->entities[0]->commands[0] - 1.394087, 2 * M_PI)) < 1e-6 &&
                   fabs(remainder(st->entities[0]->commands[1] + 2.137278, 2 * M_PI)) < 1e-6,
               "IK setpoints %.7f %.7f", st->entities[0]->commands[0], st->entities[0]->commands[1]);
@@ -254,7 +254,7 @@ static void parallel_arm(void)
     uint64_t id;
     int rc = rsc_create_world(c, "parallel_arm", NULL, 0, 1, &id, &err);
     CHECK(rc == 0, "create parallel_arm: %s", err.message);
-    /* the seed's example point: x = 0.2, y = 0.1 x + 10 (cm), in metres */
+    /* the chapter's example point: x = 0.2, y = 0.1 x + 10 (cm), in metres */
     double target[] = {0.002, 0.1002};
     rc = rsc_set_target(c, id, "delta", target, 2, &err);
     CHECK(rc == 0, "parallel target: %s", err.message);

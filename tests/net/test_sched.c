@@ -1,4 +1,4 @@
-/* No client stalls or fills the server (issue 15, sections 2 and 3), through the real server:
+/* No client stalls or fills the server, through the real server:
  *   - another client's Hello and GetState are answered within 50 ms (p99 of 200) while a
  *     1e6-step Step on workshop is in flight (the loop runs it in slices);
  *   - a Step run in slices ends bit-identical to the same Step stepped in-process at once

@@ -84,7 +84,7 @@ static void every_operation(void)
     rc = rsc_step(c, id, 100, 0, NULL, 0, &s, &err);
     CHECK(rc == 0 && s, "step: %s", err.message);
     if (s) {
-        /* v = r w = 0.09 m * 3 rad/s for 1 s (the seed's 9 cm wheel radius, in m) */
+        /* v = r w = 0.09 m * 3 rad/s for 1 s (the chapter's 9 cm wheel radius, in m) */
         CHECK_REL(s->time, 1.0, 1e-12, 1.0);
         CHECK_REL(s->entities[0]->state[0], 0.27, 1e-9, 1.0);
         CHECK(s->step_count == 100 && s->world_id == id, "step count %llu",

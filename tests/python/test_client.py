@@ -68,7 +68,7 @@ def test_every_operation(client):
         assert spec["task"] is None
         client.set_force(wid, "robot", [3, 3])
         s = client.step(wid, steps=100)
-        # 0.09 m wheels (the seed's 18 cm across) at 3 rad/s for 1 s: 0.27 m
+        # 0.09 m wheels (the chapter's 18 cm across) at 3 rad/s for 1 s: 0.27 m
         assert s["step_count"] == 100 and abs(s["entities"]["robot"]["state"][0] - 0.27) < 1e-8
         assert isinstance(s["entities"]["robot"]["state"], np.ndarray)
         s = client.step(wid, duration=0.5, commands={"robot": [2, -2]})

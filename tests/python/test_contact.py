@@ -1,5 +1,5 @@
-"""Issue 10 through the server: the brick_drop preset, contact_model in GetSpec with its bounds,
-switched by SetParams, and the three formulations agreeing with the closed-form impact time
+"""Contact formulations through the server: the brick_drop preset, contact_model in GetSpec with its
+bounds, switched by SetParams, and the three formulations agreeing with the closed-form impact time
 sqrt(2 H / g) to their accuracy (hybrid exact, time_stepping within ts_step)."""
 import math
 
@@ -40,7 +40,7 @@ def test_brick_contact_models_over_the_wire(client):
 
 
 def test_contact_feedback_for_the_brick_ground_pair(client):
-    """Seed 003's contact feedback in State.contacts: off by default; on, a flat drop reads
+    """Klamp't's contact feedback in State.contacts: off by default; on, a flat drop reads
     had_contact and had_separation over the impact step, and at rest in_contact with the mean
     contact force m g along the ground's normal."""
     wid = client.create_world("brick_drop", params={"control_dt": 0.01}, seed=1)

@@ -1,4 +1,4 @@
-"""Monte Carlo runs (issue 10 section 5, seed 003's monteCarloSim) through the server: seed
+"""Monte Carlo runs (Klamp't's monteCarloSim) through the server: seed
 003's 1-link PID example on a serial-arm configuration, the same seed giving the same numbers
 in a batch and run one by one (CreateWorld with the drawn values, SetForce, Step), and the
 samplers' distributions."""
@@ -9,7 +9,7 @@ import pytest
 
 import robosim
 
-# seed 003's 1-link example: PID gains kP 20, kI 8, kD 5 towards 0, the start angle drawn from
+# Klamp't's 1-link example: PID gains kP 20, kI 8, kD 5 towards 0, the start angle drawn from
 # uniform(-pi, pi), 5 s. Joint 2 is held at 0 by its own PID, so joint 1 drives a rigid arm.
 ARM = {"arm.kP": [20, 20], "arm.kI": [8, 8], "arm.kD": [5, 5], "arm.tau_max": [100, 100]}
 SAMPLERS = ["arm.theta0[0] ~ uniform(-pi, pi)"]
@@ -23,7 +23,7 @@ def arm_world(client):
     client.destroy_world(wid)
 
 
-def test_seed003_pid_example_reaches_the_target(client, arm_world):
+def test_klampt_pid_example_reaches_the_target(client, arm_world):
     # 100 runs as 4 requests of 25 (first_run), within the server's compute budget per request
     parts = [client.monte_carlo(arm_world, runs=25, duration=5.0, samplers=SAMPLERS,
                                 returns=RETURNS, seed=11, first_run=k) for k in range(0, 100, 25)]
@@ -36,7 +36,7 @@ def test_seed003_pid_example_reaches_the_target(client, arm_world):
     assert all(np.sum((start >= lo) & (start < lo + math.pi / 2)) >= 10
                for lo in (-math.pi, -math.pi / 2, 0.0, math.pi / 2))
     reached = int(np.sum(np.abs(end) < 0.05))
-    print("\nseed 003's 1-link PID example: %d of 100 runs within 0.05 rad of the target after "
+    print("\nKlamp't's 1-link PID example: %d of 100 runs within 0.05 rad of the target after "
           "5 s (largest |theta1| %.4f rad from a start of up to %.4f rad)"
           % (reached, np.max(np.abs(end)), np.max(np.abs(start))))
     assert np.all(np.abs(end) < 0.05 * np.abs(start) + 1e-9), "every run closes 95% of its error"

@@ -1,4 +1,4 @@
-"""Motion specifications over the wire (issue 11): load the examples from files, read them
+"""Motion specifications over the wire : load the examples from files, read them
 back, see the evaluators' errors and controllers' outputs in the State, carry the specification
 through a fork, refuse a bad document with an error naming the entity, clear it."""
 import json

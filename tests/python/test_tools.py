@@ -1,5 +1,5 @@
-"""The commands: robosim plot (PNG like seed 000's Figure 1, GIF), robosim-eval (JSON, exit
-codes), robosim tasks; and the generated protocol code matching the protobuf runtime."""
+"""The commands: robosim plot (PNG like the 1D Robot article's Figure 1, GIF), robosim-eval (JSON,
+exit codes), robosim tasks; and the generated protocol code matching the protobuf runtime."""
 import json
 import os
 import subprocess
@@ -47,12 +47,14 @@ def _finger_events(states):
     return [(e["kind"], e["time"], e["before"], e["after"]) for s in states for e in s["events"]]
 
 
-def test_figure1_under_seed000_law_bounces_off_the_resting_object(client):
-    """Seed 000's Figure 1: coast into the object and bounce off it as off a wall (the object
-    does not move), then push it with 2.5 N > F_static, let go and fall behind. Under Coulomb's
-    law (the default) the first impact moves the object instead."""
+def test_figure1_under_the_article_law_bounces_off_the_resting_object(client):
+    """The 1D Robot article's Figure 1: coast into the object and bounce off it as off a wall (the
+    object does not move), then push it with 2.5 N > F_static, let go and fall behind. Under
+    Coulomb's law (the default) the first impact moves the object instead."""
     from robosim import plot
-    states, _ = plot.figure1_run(client, seed000=True)
+    states, _ = plot.figure1_run(client, article_law=True)
+    older, _ = plot.figure1_run(client, seed000=True)  # the older name of article_law
+    assert _finger_events(older) == _finger_events(states)
     ev = _finger_events(states)
     kinds = [k for k, *_ in ev]
     assert kinds[:2] == ["touch", "bounce"] and kinds[2] == "touch"
@@ -68,9 +70,10 @@ def test_figure1_under_seed000_law_bounces_off_the_resting_object(client):
     assert coulomb[281]["entities"]["finger"]["state"][2] > 0.75
 
 
-def test_plot_seed000_writes_png(endpoint, tmp_path):
-    png = tmp_path / "seed000.png"
-    r = run(["robosim.cli", "plot", "--seed000", "--endpoint", endpoint, "--out", str(png)])
+@pytest.mark.parametrize("flag", ["--article-law", "--seed000"])  # --seed000: the older name
+def test_plot_under_the_article_law_writes_png(endpoint, tmp_path, flag):
+    png = tmp_path / "article.png"
+    r = run(["robosim.cli", "plot", flag, "--endpoint", endpoint, "--out", str(png)])
     assert r.returncode == 0, r.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20000
 

@@ -1,4 +1,4 @@
-"""ApplyWrench (issue 10 section 5) through the server: an external force for the next control
+"""ApplyWrench through the server: an external force for the next control
 step only, equal to commanding that force for the step; the serial arm's tip force; errors."""
 import pytest
 

@@ -14,7 +14,7 @@ const rs_aux_desc_t arm_aux_vars[ARM_NAUX] = {
     {"sat2", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 2 torque saturation"},
 };
 
-/* ---- actuators (seed 003) -------------------------------------------------------------------- */
+/* ---- actuators ------------------------------------------------------------------------------- */
 
 double arm_applied_torque(const rs_entity_model_t *em, const rs_entity_data_t *ed, int j, double u,
                           const double *x)
@@ -431,7 +431,7 @@ void arm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
     ed->mode = ARM_SLIP + 4 * ARM_SLIP;
 }
 
-/* ---- serial two-link arm kinematics (seed 002) ----------------------------------------------- */
+/* ---- serial two-link arm kinematics --------------------------------------------------------- */
 
 void serial_fk(double a1, double a2, const double q[2], double p[2])
 {
@@ -462,7 +462,7 @@ int serial_ik(double a1, double a2, double x, double y, int elbow, double q[2])
     return 0;
 }
 
-/* ---- dual two-link parallel arm kinematics (seed 002) ---------------------------------------- */
+/* ---- dual two-link parallel arm kinematics -------------------------------------------------- */
 
 void parallel_elbows(double L0, double L1, const double q[2], double A[2], double B[2])
 {

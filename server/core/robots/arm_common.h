@@ -2,17 +2,18 @@
  * declared here so the arms, the tasks, the mobile manipulator and the tests call the same
  * closed forms):
  *
- *   - the actuator law of seed 003 ("Actuator simulation"): torque mode (the command is the
+ *   - the actuator law of Klamp't's "Actuator simulation": torque mode (the command is the
  *     torque) or PID mode tau = kP (qD - q) + kD (qD_dot - q_dot) + kI I with qD_dot = 0 and
  *     I = integral of (qD - q) dt a state variable; the torque is capped to [-tau_max, tau_max]
  *     in both modes. Entering and leaving the cap are events too (a saturation state per joint
  *     in aux, two guards per joint): a clamp inside the right-hand side would be a kink that an
  *     explicit method under tight tolerances can only cross with tiny steps, and fails on;
- *   - the two-joint hybrid solver: joint friction with seed 003's stick-slip law (a joint sticks
+ *   - the two-joint hybrid solver: joint friction with Klamp't's stick-slip law (a joint sticks
  *     while the torque needed to hold it stays within mu_D; sliding, the friction torque is
  *     -sgn(q_dot) (mu_D + mu_V |q_dot|)) and hard joint stops (inelastic, by an impulse along the
  *     stopped joint), for any 2x2 mass matrix;
- *   - the kinematics of seed 002: the serial two-link arm (forward kinematics, the atan2 inverse
+ *   - the kinematics of the "Example Robotic Systems" chapter: the serial two-link arm
+ *     (forward kinematics, the atan2 inverse
  *     with both elbows, the Jacobian) and the dual two-link parallel arm (forward kinematics with
  *     the (a, b), (c, d), u, v formulas, inverse kinematics with G, H, alpha, beta, gamma, eta).
  *
@@ -59,7 +60,7 @@ enum {
         "min,stick", "max,stick", slip ",min", "stick,min", "min,min", "max,min", slip ",max", \
         "stick,max", "min,max", "max,max"
 
-/* ---- actuators (seed 003) ------------------------------------------------------------------ */
+/* ---- actuators ------------------------------------------------------------------------------- */
 
 /* The torque joint j's actuator asks for before the cap: the command (torque mode) or the PID
  * law on the setpoint u (PID mode). Inline here, as the two below: every right-hand side
@@ -136,7 +137,7 @@ void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi
 
 /* Joint accelerations for joint statuses st and slip directions dir, from M qdd = b + f + lam:
  * b holds every generalized torque but the joints' friction and stops (actuators, Coriolis,
- * gravity); sliding joints get f = -dir mu_D - mu_V q_dot (seed 003); held joints have qdd = 0
+ * gravity); sliding joints get f = -dir mu_D - mu_V q_dot (Klamp't); held joints have qdd = 0
  * and lam[j] is the friction/stop torque that holds them (0 for sliding joints). */
 void arm_accel(const double M[2][2], const double b[2], const arm_joints_t *jc, const int st[2],
                const double dir[2], const double qd[2], double qdd[2], double lam[2]);
@@ -257,7 +258,7 @@ int arm_validate_joints(const rs_entity_model_t *em, rs_status_t *st);
  * every joint sliding until the first settle resolves it. */
 void arm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);
 
-/* ---- serial two-link arm kinematics (seed 002) --------------------------------------------- */
+/* ---- serial two-link arm kinematics ------------------------------------------------------- */
 
 /* x = a2 cos(t1 + t2) + a1 cos t1, y = a2 sin(t1 + t2) + a1 sin t1 */
 void serial_fk(double a1, double a2, const double q[2], double p[2]);
@@ -265,16 +266,16 @@ void serial_fk(double a1, double a2, const double q[2], double p[2]);
 /* The Jacobian d(x, y)/d(t1, t2), row major. */
 void serial_jacobian(double a1, double a2, const double q[2], double Jm[2][2]);
 
-/* Inverse kinematics, the seed's atan2 form:
+/* Inverse kinematics, the chapter's atan2 form:
  *   D = (x^2 + y^2 - a1^2 - a2^2) / (2 a1 a2),  t2 = atan2(-elbow sqrt(1 - D^2), D),
  *   t1 = atan2(y, x) - atan2(a2 sin t2, a1 + a2 cos t2).
- * elbow = +1 is the seed's choice (t2 = atan2(-sqrt(1 - D^2), D), so t2 <= 0): "elbow up", the
+ * elbow = +1 is the chapter's choice (t2 = atan2(-sqrt(1 - D^2), D), so t2 <= 0): "elbow up", the
  * elbow on the counter-clockwise side of the line from the base to (x, y) (above it when x > 0);
  * elbow = -1 is the mirror solution, "elbow down". Returns 0, or -1 when (x, y) is outside the
  * annulus |a1 - a2| <= r <= a1 + a2 (|D| > 1); D within 1e-12 of +-1 is rounded onto it. */
 int serial_ik(double a1, double a2, double x, double y, int elbow, double q[2]);
 
-/* ---- dual two-link parallel arm kinematics (seed 002) -------------------------------------- */
+/* ---- dual two-link parallel arm kinematics ------------------------------------------------ */
 
 /* x right, y down, origin at the middle of the base; angles from the horizontal (0) to straight
  * down (pi/2), each measured outward from its own side. Elbows:
@@ -284,7 +285,7 @@ void parallel_elbows(double L0, double L1, const double q[2], double A[2], doubl
 /* u = |B - A|, the distance between the elbows, and its gradient d u / d(t1, t2). */
 double parallel_u(double L0, double L1, const double q[2], double grad[2]);
 
-/* Forward kinematics, the seed's formula:
+/* Forward kinematics, the chapter's formula:
  *   (x, y) = ((a + c)/2 + v (b - d)/u, (b + d)/2 + v (c - a)/u),  v = sqrt(L2^2 - u^2/4),
  * the end effector below the line through the elbows. Optionally its velocity for joint rates
  * qd (the derivative of the same formula). Returns 0, or -1 when the linkage cannot be assembled
@@ -292,7 +293,7 @@ double parallel_u(double L0, double L1, const double q[2], double grad[2]);
 int parallel_fk(double L0, double L1, double L2, const double q[2], const double qd[2], double p[2],
                 double pdot[2]);
 
-/* Inverse kinematics, the seed's formulas:
+/* Inverse kinematics, the chapter's formulas:
  *   G = sqrt((x - L0/2)^2 + y^2), H = sqrt((x + L0/2)^2 + y^2),
  *   alpha = acos((G^2 + L0^2 - H^2)/(2 G L0)), beta = acos((H^2 + L0^2 - G^2)/(2 H L0)),
  *   gamma = acos((G^2 + L1^2 - L2^2)/(2 G L1)), eta = acos((H^2 + L1^2 - L2^2)/(2 H L1)),

@@ -1,4 +1,5 @@
-/* The differential-drive disk robot (seed 002, "Mobile Disk Robot", boxed equations
+/* The differential-drive disk robot (the "Example Robotic Systems" chapter, "Mobile Disk
+ * Robot", boxed equations
  * ddkinematicsmodel):
  *
  *     xdot     = r/2 (phi1_dot + phi2_dot) cos(theta)
@@ -8,11 +9,11 @@
  * phi1_dot, phi2_dot are the right and left wheel speeds, r the wheel radius, L half the axle.
  *
  * Units are SI (m, rad, s) as everywhere on the wire since protocol 1.2; the seed works in
- * centimetres (18 cm wheels, L = 12 cm), so the defaults are the seed's figures divided by 100
+ * centimetres (18 cm wheels, L = 12 cm), so the defaults are the chapter's figures divided by 100
  * and its worked example ends at (2.776, 1.077) m instead of (277.6, 107.7) cm
  * (tests/core/test_diff_drive.c). x, y are in the entity's base frame (EntitySpec.base_pose).
  *
- * Obstacles are disks; as in the seed's configuration-space inflation the robot is a point whose
+ * Obstacles are disks; as in the chapter's configuration-space inflation the robot is a point whose
  * centre may not come closer than R_robot + R_obstacle to an obstacle's centre. Reaching that
  * circle while heading into it is an event (guard: clearance falls through 0); the robot is then
  * "blocked": it may turn in place but not translate while its heading points into the obstacle.
@@ -21,12 +22,13 @@
  * points into another obstacle it touches: every obstacle in contact constrains it at once
  * (wedged between two, it stays until the heading points away from both).
  *
- * That is the hybrid formulation (contact_model 0). Issue 10 adds two more:
- *   time_stepping (1), seed 004's velocity-level step with backward Euler positions, per internal
+ * That is the hybrid formulation (contact_model 0). Two more:
+ *   time_stepping (1), the contact-dynamics lecture's velocity-level step with backward Euler
+ *     positions, per internal
  *     step h (ts_step): the forward speed v+ = v_cmd + sum_i lambda_i (n_i . heading) with
  *     lambda_i >= 0, clearance_i + h (n_i . heading) v+ >= 0, complementary (rs_contact_solve on
  *     one velocity: the robot is kinematic, so its "mass" is 1 and the impulses are speeds);
- *   compliant (2), seed 003's boundary layer on a kinematic robot: within the padding
+ *   compliant (2), Klamp't's boundary layer on a kinematic robot: within the padding
  *     (padding + obstacle_padding) of obstacle i, at depth d_i, the layer is a massless
  *     spring-damper in series with the commanded motion: it pushes the centre back along the
  *     contact normal n_i at the speed (k / c) d_i (k, c the harmonic means of the robot's and
@@ -82,8 +84,8 @@ static const rs_param_desc_t dd_params[] = {
     {"obstacles", "m", -1e7, 1e7, P_OBSTACLES, 0, 3 * MAX_OBSTACLES, 0.0,
      "disk obstacles as x, y, radius triples (radius >= 0), at most 16"},
     {"contact_model", "1", 0, 2, P_MODEL, 1, 1, 0,
-     "contact formulation: 0 hybrid (guards, exact contact time), 1 time_stepping (seed 004), "
-     "2 compliant (seed 003 boundary layer)"},
+     "contact formulation: 0 hybrid (guards, exact contact time), 1 time_stepping "
+     "(velocity-level LCP), 2 compliant (boundary layer)"},
     {"ts_step", "s", 1e-7, 1.0, P_TS_STEP, 1, 1, 1e-3, "time_stepping: largest internal step"},
     {"padding", "m", 0, 10.0, P_PAD, 1, 1, 0.0025, "the robot's boundary layer (compliant)"},
     {"stiffness", "N/m", 1e-7, 1e14, P_K, 1, 1, 1e4, "the robot's surface stiffness (compliant)"},
@@ -316,7 +318,8 @@ static void dd_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     block_touching(em, ed, t, x, u, -1);
 }
 
-/* time_stepping: seed 004's velocity-level step over the control step (see the header) */
+/* time_stepping: the contact-dynamics lecture's velocity-level step over the control step (see
+ * the header) */
 static void dd_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                        const double *u, double dt)
 {
@@ -428,7 +431,7 @@ static int dd_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
 
 const rs_robot_t rs_robot_diff_drive = {
     .kind = "diff_drive",
-    .doc = "differential-drive disk robot among disk obstacles (seed 002)",
+    .doc = "differential-drive disk robot among disk obstacles",
     .nx = NX,
     .state = dd_state,
     .nu = NU,

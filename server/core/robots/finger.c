@@ -1,4 +1,4 @@
-/* The 1D finger and object (seed 000, "1D Robot"), as a hybrid system (seed 004: flow, guards,
+/* The 1D finger and object (the "1D Robot" article), as a hybrid system (flow, guards,
  * jump maps, exact event times by root finding).
  *
  * A finger of mass m_f (tip at x_f, velocity v_f) is driven along a line by an applied force F_a
@@ -7,7 +7,7 @@
  * own drag. The gap x_o - x_f never goes negative. Drag D(v) opposes a body's own velocity and
  * is, per body, linear c v or quadratic c v |v| (signed: D has the sign of v).
  *
- * Modes (the seed's epochs):
+ * Modes (the article's epochs):
  *   separated          apart (gap >= 0), object sliding: m_o v_o' = -D_o - F_kinetic dir
  *   separated_stuck    apart, object at rest held by static friction (nothing pushes it)
  *   contact_sliding    touching (gap = 0, v_f = v_o = v), sliding together:
@@ -15,7 +15,7 @@
  *   contact_stuck      touching, both at rest, the finger pressing: nothing moves
  * dir (+1 or -1) is the object's direction of sliding, fixed when the slide starts.
  *
- * Contact force (issue 3; seed 000's "constant component"), from the two bodies' equations with
+ * Contact force (the article's "constant component"), from the two bodies' equations with
  * a common acceleration:
  *   sliding together   N = (m_o (F_a - D_f) + m_f (F_kinetic dir + D_o)) / (m_f + m_o)
  *   object stuck       N = F_a - D_f
@@ -33,7 +33,7 @@
  * Jump maps:
  *   touch   impact with restitution e on the relative velocity, momentum conserved:
  *             v_cm = (m_f v_f + m_o v_o) / (m_f + m_o),  v' = (1 + e) v_cm - e v  (each body).
- *           The impulse on the tip is J = (1 + e) m_f |v_f - v_cm| (seed 000, F_impulse dt).
+ *           The impulse on the tip is J = (1 + e) m_f |v_f - v_cm| (the article's F_impulse dt).
  *           If the separating speed e |v_f - v_o| is below the resting speed, the bodies merge
  *           at v_cm instead (J = m_f |v_f - v_cm|, the finger's actual momentum change) and
  *           the contact mode is chosen as below. Positions are set exactly equal.
@@ -66,22 +66,23 @@
  * the instantaneous N; impact_impulse the sum of the impulses J of the last control step. After
  * a reset (dt = 0) tip_force reads the instantaneous N.
  *
- * friction_law (issue 10, section 4): 0 coulomb (all of the above, the default), 1 seed000, the
- * law seed 000's text describes, for reproducing its figures:
+ * friction_law: 0 coulomb (all of the above, the default), 1 article, the law the "1D Robot"
+ * article describes, for reproducing its figures:
  *   - wall: a touch on an object at rest (separated_stuck) whose push F_i = F_a - D_f(v_f) is at
  *     most F_static holds the object still like a wall: v_f' = -e v_f, J = (1 + e) m_f v_f (or
  *     v_f' = 0 and contact_stuck when e v_f is below the resting speed); a larger push gives
  *     the ordinary momentum-conserving impact;
- *   - kinetic friction only while pushing, f_kinetic min(F_i, F_static) with the seed's
+ *   - kinetic friction only while pushing, f_kinetic min(F_i, F_static) with the article's
  *     fraction f_kinetic = F_kinetic / F_static (so F_kinetic once the push exceeds F_static);
  *     none on a free object (separated: m_o v_o' = -D_o);
  *   - the sensor: while pushing (contact_sliding) tip_force reads that friction force (the
- *     seed's F_constant = F_kinetic), pressing (contact_stuck) the push F_i, plus the impulses.
+ *     article's F_constant = F_kinetic), pressing (contact_stuck) the push F_i, plus the impulses.
  *     contact_force stays the true N (it decides the separation in both laws).
  *
  * All of the above (both laws) is the hybrid formulation (contact_model 0, the default);
- * friction_law acts there only. Issue 10 adds:
- *   time_stepping (1), seed 004's velocity-level step with backward Euler positions, per
+ * friction_law acts there only. Two more:
+ *   time_stepping (1), the contact-dynamics lecture's velocity-level step with backward Euler
+ *     positions, per
  *     internal step h (ts_step): free velocities from F_a and the drags (explicit), then the
  *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; in every
  *     step's problem, so no gap closes after the solve; Newton restitution e on a contact
@@ -89,7 +90,7 @@
  *     ground friction as a box |p| <= F h (F_static if the object is at rest, else
  *     F_kinetic), by rs_contact_solve.
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
- *   compliant (2), seed 003's boundary layer: within padding = finger_padding +
+ *   compliant (2), Klamp't's boundary layer: within padding = finger_padding +
  *     object_padding the pair feels N = max(0, k d + c d') (d the depth into the layer; k, c
  *     harmonic means of the two bodies' stiffness and damping); the object's ground friction
  *     is Coulomb stick-slip with exact events (static and kinetic levels, as in the hybrid
@@ -150,7 +151,7 @@ enum {
     P_PAD_F, P_K_F, P_C_F_SURF, P_PAD_O, P_K_O, P_C_O_SURF, P_SLIP, P_FEEDBACK, NP
 };
 
-enum { LAW_COULOMB = 0, LAW_SEED000 = 1 };
+enum { LAW_COULOMB = 0, LAW_ARTICLE = 1 };
 
 enum { DRAG_LINEAR = 0, DRAG_QUADRATIC = 1 };
 
@@ -176,8 +177,8 @@ static const rs_var_desc_t finger_actuators[NU] = {
 static const rs_var_desc_t finger_sensors[NS] = {
     {"tip_force", "N", -INFINITY, INFINITY,
      "mean force on the tip over the last control step: (integral of N dt + sum of impact "
-     "impulses) / dt (seed 000's constant plus impulse components); the instantaneous N after "
-     "a reset"},
+     "impulses) / dt (the constant plus impulse components of the 1D Robot article); the "
+     "instantaneous N after a reset"},
     {"contact_force", "N", -INFINITY, INFINITY,
      "instantaneous contact (compression) force N; 0 when apart"},
     {"impact_impulse", "N s", 0.0, INFINITY,
@@ -210,12 +211,12 @@ static const rs_param_desc_t finger_params[NP] = {
     {"object_v0", "m/s", -1e3, 1e3, P_V_O0, 1, 1, 0.0, "initial object velocity"},
     {"friction_law", "1", 0.0, 1.0, P_FRICTION_LAW, 1, 1, LAW_COULOMB,
      "0 coulomb: constant kinetic friction on a sliding object, impacts conserve momentum, the "
-     "sensor reads the true contact force; 1 seed000: seed 000's law (a resting object pushed "
-     "below static_friction is a wall, kinetic friction only while pushing, the sensor reads "
-     "it)"},
+     "sensor reads the true contact force; 1 article: the 1D Robot article's law (a resting "
+     "object pushed below static_friction is a wall, kinetic friction only while pushing, "
+     "the sensor reads it)"},
     {"contact_model", "1", 0, 2, P_MODEL, 1, 1, 0,
-     "contact formulation: 0 hybrid (guards + jump maps, exact times), 1 time_stepping (seed "
-     "004 velocity-level LCP), 2 compliant (seed 003 boundary layer)"},
+     "contact formulation: 0 hybrid (guards + jump maps, exact times), 1 time_stepping "
+     "(velocity-level LCP), 2 compliant (boundary layer)"},
     {"ts_step", "s", 1e-7, 1.0, P_TS_STEP, 1, 1, 1e-3, "time_stepping: largest internal step"},
     {"finger_padding", "m", 0, 1, P_PAD_F, 1, 1, 0.0025, "the finger's boundary layer (compliant)"},
     {"finger_stiffness", "N/m", 1e-6, 1e12, P_K_F, 1, 1, 1e4, "the finger's surface stiffness"},
@@ -227,7 +228,7 @@ static const rs_param_desc_t finger_params[NP] = {
      "not used by the finger (its compliant friction is exact stick-slip with static_friction "
      "and kinetic_friction); accepted for older clients"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
-     "1: report the (finger, object) pair in State.contacts (seed 003 enableContactFeedback)"},
+     "1: report the (finger, object) pair in State.contacts (Klamp't's enableContactFeedback)"},
 };
 
 /* bodies an external force can act on (ApplyWrench) */
@@ -265,16 +266,16 @@ static inline double drag_o(const rs_entity_model_t *em, double v)
     return drag(em->p[P_DRAG_LAW_O], em->p[P_C_O], v);
 }
 
-static inline int seed000(const rs_entity_model_t *em)
+static inline int article_law(const rs_entity_model_t *em)
 {
-    return em->p[P_FRICTION_LAW] == LAW_SEED000;
+    return em->p[P_FRICTION_LAW] == LAW_ARTICLE;
 }
 
 /* Kinetic friction magnitude on the object sliding with the finger pushing at v (F_a applied):
- * coulomb F_kinetic; seed000 f_kinetic min(F_i, F_static), f_kinetic = F_kinetic / F_static. */
+ * coulomb F_kinetic; article f_kinetic min(F_i, F_static), f_kinetic = F_kinetic / F_static. */
 static double friction_pushed(const rs_entity_model_t *em, double v, double fa)
 {
-    if (!seed000(em))
+    if (!article_law(em))
         return em->p[P_F_KINETIC];
     double fs = em->p[P_F_STATIC];
     if (fs <= 0.0)
@@ -283,13 +284,13 @@ static double friction_pushed(const rs_entity_model_t *em, double v, double fa)
     return em->p[P_F_KINETIC] / fs * push;
 }
 
-/* Kinetic friction magnitude on a free sliding object: none under seed 000's law. */
+/* Kinetic friction magnitude on a free sliding object: none under the article's law. */
 static double friction_free(const rs_entity_model_t *em)
 {
-    return seed000(em) ? 0.0 : em->p[P_F_KINETIC];
+    return article_law(em) ? 0.0 : em->p[P_F_KINETIC];
 }
 
-/* N when both move at v and the object slides in direction dir (issue 3's formula). */
+/* N when both move at v and the object slides in direction dir (the header's formula). */
 static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa)
 {
     double mf = em->p[P_M_F], mo = em->p[P_M_O];
@@ -353,10 +354,10 @@ static int finger_validate(const rs_entity_model_t *em, rs_status_t *st)
                            em->name, finger_params[laws[i]].name, law);
     }
     double law = em->p[P_FRICTION_LAW];
-    if (law != LAW_COULOMB && law != LAW_SEED000)
+    if (law != LAW_COULOMB && law != LAW_ARTICLE)
         return rs_fail(st, RS_EINVAL,
-                       "'%s.friction_law' = %g: the friction law is 0 (coulomb) or 1 (seed000, "
-                       "seed 000's own law)",
+                       "'%s.friction_law' = %g: the friction law is 0 (coulomb) or 1 (article, "
+                       "the 1D Robot article's law)",
                        em->name, law);
     if (em->p[P_F_KINETIC] > em->p[P_F_STATIC])
         return rs_fail(st, RS_EINVAL,
@@ -371,7 +372,7 @@ static int finger_validate(const rs_entity_model_t *em, rs_status_t *st)
     return 0;
 }
 
-/* ---- time_stepping and compliant (issue 10; see the header) ------------------------------- */
+/* ---- time_stepping and compliant (see the header) ------------------------------------------ */
 
 static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD_F] + em->p[P_PAD_O]; }
 
@@ -429,7 +430,7 @@ static void compliant_derivs(const rs_entity_model_t *em, const rs_entity_data_t
     xdot[WORK] = fa * x[V_F];
 }
 
-/* time_stepping: seed 004's step, repeated over the control step */
+/* time_stepping: the contact-dynamics lecture's step, repeated over the control step */
 static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                            double *x, const double *u, double dt)
 {
@@ -516,8 +517,8 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
         double a = (fa - drag_f(em, v) - drag_o(em, v) - ff * dir) / (mf + mo);
         xdot[X_F] = xdot[X_O] = v;
         xdot[V_F] = xdot[V_O] = a;
-        /* the sensor: the true N, or seed 000's reading (the friction it pushes against) */
-        xdot[IMPULSE] = seed000(em) ? ff : n_sliding(em, v, dir, fa);
+        /* the sensor: the true N, or the article's reading (the friction it pushes against) */
+        xdot[IMPULSE] = article_law(em) ? ff : n_sliding(em, v, dir, fa);
         xdot[WORK] = fa * v;
         break;
     }
@@ -661,9 +662,9 @@ static void impact(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double
     double mf = em->p[P_M_F], mo = em->p[P_M_O], e = em->p[P_RESTITUTION];
     double vcm = (mf * x[V_F] + mo * x[V_O]) / (mf + mo);
     emit(j, EV_TOUCH, closing);
-    if (seed000(em) && ed->mode == MODE_SEPARATED_STUCK &&
+    if (article_law(em) && ed->mode == MODE_SEPARATED_STUCK &&
         n_stuck(em, x[V_F], fa) <= em->p[P_F_STATIC]) {
-        /* seed 000's wall: the object stays put, the finger alone rebounds */
+        /* the article's wall: the object stays put, the finger alone rebounds */
         double J = (1.0 + e) * mf * closing;
         if (e * closing >= em->p[P_V_REST]) {
             x[V_F] = -e * x[V_F];
@@ -962,7 +963,7 @@ static int finger_failure(const rs_entity_model_t *em, const rs_entity_data_t *e
 const rs_robot_t rs_robot_finger = {
     .kind = "finger",
     .doc = "1D finger pushing an object with static/kinetic friction, impacts and a tip force "
-           "sensor (seed 000)",
+           "sensor",
     .nx = NX,
     .state = finger_state,
     .nu = NU,

@@ -1,12 +1,12 @@
-/* The mobile manipulator (issue 11, the planar form of seed 001's robot): a differential-drive
- * base (seed 002) carrying two planar serial two-link arms, torque controlled, in a horizontal
- * plane, and a table: the solid table_x_min <= x <= table_x_max, y >= table_y, with three faces,
- * its edge y = table_y and its sides x = table_x_min and x = table_x_max, each of which an end
- * effector may touch. SI units throughout (metres, radians, seconds).
+/* The mobile manipulator (the planar form of the dual-arm alignment tutorial's robot): a
+ * differential-drive base carrying two planar serial two-link arms, torque controlled, in a
+ * horizontal plane, and a table: the solid table_x_min <= x <= table_x_max, y >= table_y, with
+ * three faces, its edge y = table_y and its sides x = table_x_min and x = table_x_max, each of
+ * which an end effector may touch. SI units throughout (metres, radians, seconds).
  *
  * Base, two modes (parameter base_mode):
- *   0, wheels (scenario 1): seed 002's boxed kinematics (ddkinematicsmodel) with phi1_dot,
- *      phi2_dot the right and left wheel speeds, r the wheel radius, L half the axle:
+ *   0, wheels (scenario 1): the "Example Robotic Systems" chapter's boxed kinematics
+ *      (ddkinematicsmodel) with phi1_dot, phi2_dot the right and left wheel speeds, r the wheel radius, L half the axle:
  *          v = r/2 (phi1_dot + phi2_dot),  w = r/(2L) (phi1_dot - phi2_dot),
  *          xdot = v cos(theta), ydot = v sin(theta), thetadot = w;
  *      the wheels' servos hold those speeds whatever the arms do (the wheel commands' forces are
@@ -38,8 +38,8 @@
  * omitted them). In the wheels mode the rows of v and w are replaced by vdot = wdot = 0
  * (servoed speeds held constant between control steps).
  *
- * Contact (seed 004's hybrid formulation, the finger's pattern of exact events): per arm a
- * mode free / slide / stick at the end effector p, on a face with outward normal n and tangent
+ * Contact (the contact-dynamics lecture's hybrid formulation, the finger's pattern of exact
+ * events): per arm a mode free / slide / stick at the end effector p, on a face with outward normal n and tangent
  * t (edge: n = (0, -1), t = (1, 0); sides: n = (-+1, 0), t = (0, 1)):
  *   - free: no force. Guard: the signed distance of p to the solid (continuous over the edge,
  *     the sides and the corners) plus a 1e-12 relative touching tolerance. Touch, on the face
@@ -223,7 +223,7 @@ static int mode_with(int mode, int k, int c)
 
 static int passive(const rs_entity_model_t *em) { return em->p[P_BASE_MODE] != 0.0; }
 
-/* The base's generalised speeds: the state (passive) or the wheel commands (seed 002). */
+/* The base's generalised speeds: the state (passive) or the wheel commands. */
 static void base_speeds(const rs_entity_model_t *em, const double *x, const double *u, double *v,
                         double *w)
 {
@@ -236,12 +236,12 @@ static void base_speeds(const rs_entity_model_t *em, const double *x, const doub
 }
 
 /* A point of arm k's chain, r = shoulder + l1 (c1, s1) + l2 (c12, s12) in the base frame, its
- * base-frame Jacobian d r / d q and dJ/dt qd (seed 002's serial_fk differentiated). */
+ * base-frame Jacobian d r / d q and dJ/dt qd (serial_fk differentiated). */
 static void arm_point(const rs_entity_model_t *em, const double *xa, int k, double l1, double l2,
                       double r[2], double J[2][2], double jd[2])
 {
     double side = k == 0 ? 1.0 : -1.0, fk[2];
-    serial_fk(l1, l2, xa, fk); /* arm_common's seed 002 kinematics with lengths l1, l2 */
+    serial_fk(l1, l2, xa, fk); /* arm_common's kinematics with lengths l1, l2 */
     serial_jacobian(l1, l2, xa, J);
     r[0] = em->p[P_SHOULDER] + fk[0];
     r[1] = side * em->p[P_SHOULDER + 1] + fk[1];
@@ -606,7 +606,7 @@ static void mm_frame(const rs_entity_model_t *em, const rs_entity_data_t *ed, co
 }
 
 /* tau = J_w^T F + (torque on every joint up to the frame) for an arm's frame; the admittance
- * v = k F . heading, w = k_turn torque (wheel speeds from seed 002's equations inverted) for the
+ * v = k F . heading, w = k_turn torque (wheel speeds from the kinematics inverted) for the
  * base in the wheels mode. The table and a passive base cannot take a wrench. */
 static int mm_apply_wrench(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                            const double *x, int i, const double w[3], double *du,
@@ -1126,7 +1126,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .kind = "mobile_manipulator",
     .doc = "differential-drive base (wheel-speed servos, or passive on rolling wheels) with two "
            "torque-controlled planar two-link arms and a table edge with unilateral contact and "
-           "Coulomb friction (issue 11, seeds 001/002; SI)",
+           "Coulomb friction (SI)",
     .nx = NX,
     .state = mm_state,
     .nu = NU,

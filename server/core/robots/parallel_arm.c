@@ -1,13 +1,14 @@
-/* The dual two-link parallel arm, a two-dimensional "delta" (seed 002, "Dual Two Link Parallel
- * Manipulator"), each driven link on a servo (seed 003's actuators). SI units.
+/* The dual two-link parallel arm, a two-dimensional "delta" (the "Example Robotic
+ * Systems" chapter, "Dual Two Link Parallel Manipulator"), each driven link on a servo
+ * (Klamp't's actuators). SI units.
  *
  * Geometry as in the seed: a fixed base of length L0 centred on the origin, x right and y down;
  * driven links of length L1 at its ends, angles t1 (left) and t2 (right) from the horizontal (0,
  * pointing outward) to straight down (pi/2); passive links of length L2 joined at the end
- * effector. Kinematics are arm_common.h's parallel_fk / parallel_ik (the seed's formulas).
+ * effector. Kinematics are arm_common.h's parallel_fk / parallel_ik (the chapter's formulas).
  *
  * Dynamics: the passive links are massless and the driven links' inertia is lumped into the
- * rotor inertia J of their servo, so each servo is J tdd = tau - mu_V td (+ seed 003's dry
+ * rotor inertia J of their servo, so each servo is J tdd = tau - mu_V td (+ Klamp't's dry
  * friction mu_D, default 0), tau from arm_actuator_torque (torque or PID mode, capped). The
  * joints stay in [theta_min, theta_max] by inelastic hard stops (events).
  *
@@ -54,7 +55,7 @@ static const rs_var_desc_t pa_actuators[2] = {
 };
 
 static const rs_var_desc_t pa_sensors[NS] = {
-    {"x", "m", -INFINITY, INFINITY, "end effector x (seed 002 forward kinematics)"},
+    {"x", "m", -INFINITY, INFINITY, "end effector x (forward kinematics)"},
     {"y", "m", -INFINITY, INFINITY, "end effector y, positive down"},
     {"vx", "m/s", -INFINITY, INFINITY, "end effector velocity x"},
     {"vy", "m/s", -INFINITY, INFINITY, "end effector velocity y"},
@@ -79,17 +80,17 @@ static const rs_param_desc_t pa_params[] = {
     {"tau_max", "N*m", 0.0, 1e9, ARM_P_TAU_MAX, 2, 2, 0.5,
      "per servo: torque limit; the applied torque is capped to [-tau_max, tau_max] in both modes"},
     {"mu_D", "N*m", 0.0, 1e9, ARM_P_MU_D, 2, 2, 0.0,
-     "per servo: dry friction (seed 003 stick-slip), default none"},
+     "per servo: dry friction (stick-slip), default none"},
     {"mu_V", "N*m*s/rad", 0.0, 1e9, ARM_P_MU_V, 2, 2, 1e-3,
-     "per servo: viscous damping (seed 003's mu_V)"},
+     "per servo: viscous damping mu_V"},
     {"theta_min", "rad", -M_PI / 2, M_PI / 2, ARM_P_THETA_MIN, 2, 2, 0.0,
-     "per servo: lower hard stop (the seed's configuration square [0, pi/2]^2 by default)"},
+     "per servo: lower hard stop (the chapter's configuration square [0, pi/2]^2 by default)"},
     {"theta_max", "rad", -M_PI / 2, M_PI / 2, ARM_P_THETA_MAX, 2, 2, M_PI / 2,
      "per servo: upper hard stop; theta_min < theta_max"},
     {"theta0", "rad", -M_PI / 2, M_PI / 2, ARM_P_THETA0, 2, 2, M_PI / 4,
      "per servo: initial angle, inside the stops and with the linkage assemblable"},
     {"theta_dot0", "rad/s", -1e6, 1e6, ARM_P_THETA_DOT0, 2, 2, 0.0, "per servo: initial rate"},
-    {"L0", "m", 1e-6, 1e6, P_L0, 1, 1, 0.08, "base length (seed 002's 8 read as cm)"},
+    {"L0", "m", 1e-6, 1e6, P_L0, 1, 1, 0.08, "base length (8 cm)"},
     {"L1", "m", 1e-6, 1e6, P_L1, 1, 1, 0.05, "driven link length"},
     {"L2", "m", 1e-6, 1e6, P_L2, 1, 1, 0.10, "passive link length"},
     {"J", "kg*m^2", 1e-12, 1e6, P_J, 2, 2, 1e-4,
@@ -330,20 +331,20 @@ static int pa_solve(const rs_entity_model_t *em, double x, double y, double q[2]
     double tol = 1e-9 * (L0 + L1 + L2);
     if (fabs(p[0] - x) > tol || fabs(p[1] - y) > tol)
         return rs_fail(st, RS_ERANGE,
-                       "target (%g, %g) lies above the line through the elbows the seed's "
+                       "target (%g, %g) lies above the line through the elbows the chapter's "
                        "inverse kinematics gives; the linkage cannot fold through to it",
                        x, y);
     return 0;
 }
 
-/* target = (x, y), y down: PID setpoints through the seed's inverse kinematics. */
+/* target = (x, y), y down: PID setpoints through the chapter's inverse kinematics. */
 static int pa_target(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                      const double *target, int n, double *u, rs_status_t *st)
 {
     (void)ed;
     if (n != 2)
         return rs_fail(st, RS_EINVAL,
-                       "'%s' (parallel_arm) takes a target (x, y) (y down; the seed's inverse "
+                       "'%s' (parallel_arm) takes a target (x, y) (y down; the chapter's inverse "
                        "kinematics has a single solution, no elbow choice), got %d values",
                        em->name, n);
     for (int j = 0; j < 2; j++)
@@ -361,7 +362,7 @@ static int pa_reachable(const rs_entity_model_t *em, double x, double y)
     return pa_solve(em, x, y, q, NULL) == 0;
 }
 
-/* Forward kinematics (seed 002, parallel_fk); stretch u / (2 L2), the distance between the
+/* Forward kinematics (parallel_fk); stretch u / (2 L2), the distance between the
  * elbows over its largest value, 1 with the distal links in line. RS_EINVAL when the linkage
  * does not assemble (u > 2 L2). */
 static int pa_joints_to_point(const rs_entity_model_t *em, const double *q, double p[2],
@@ -375,7 +376,7 @@ static int pa_joints_to_point(const rs_entity_model_t *em, const double *q, doub
     return 0;
 }
 
-/* Boundary samples: the seed's sampled workspace is the image of the configuration square
+/* Boundary samples: the chapter's sampled workspace is the image of the configuration square
  * [theta_min, theta_max]^2; its boundary is traced here as the image of the square's edges
  * (counter-clockwise in (t1, t2)), leaving out configurations the linkage cannot assemble. */
 static int pa_workspace(const rs_entity_model_t *em, double *xy, int max_points)
@@ -399,7 +400,7 @@ static int pa_workspace(const rs_entity_model_t *em, double *xy, int max_points)
 
 const rs_robot_t rs_robot_parallel_arm = {
     .kind = "parallel_arm",
-    .doc = "dual two-link parallel (2D delta) arm on PID/torque servos with stops (seeds 002, 003)",
+    .doc = "dual two-link parallel (2D delta) arm on PID/torque servos with stops",
     .nx = ARM_NX,
     .state = pa_state,
     .nu = 2,

@@ -1,5 +1,5 @@
-/* The serial two-link arm (seed 002, "Serial Two Link Manipulator"), driven by seed 003's
- * actuators with joint friction. SI units.
+/* The serial two-link arm (the "Example Robotic Systems" chapter, "Serial Two Link
+ * Manipulator"), driven by Klamp't's actuators with joint friction. SI units.
  *
  * Dynamics, Lagrange's equations for two links of lengths a1, a2, masses m1, m2, centres of mass
  * lc1, lc2 from their joints and inertias I1, I2 about them (uniform rods by default), gravity g
@@ -47,7 +47,7 @@ static const rs_var_desc_t sa_actuators[2] = {
 };
 
 static const rs_var_desc_t sa_sensors[NS] = {
-    {"x", "m", -INFINITY, INFINITY, "end effector x (forward kinematics, seed 002)"},
+    {"x", "m", -INFINITY, INFINITY, "end effector x (forward kinematics)"},
     {"y", "m", -INFINITY, INFINITY, "end effector y (up; gravity acts along -y)"},
     {"vx", "m/s", -INFINITY, INFINITY, "end effector velocity x (Jacobian times joint rates)"},
     {"vy", "m/s", -INFINITY, INFINITY, "end effector velocity y"},
@@ -70,17 +70,17 @@ static const rs_param_desc_t sa_params[] = {
     {"tau_max", "N*m", 0.0, 1e9, ARM_P_TAU_MAX, 2, 2, 1.0,
      "per joint: torque limit; the applied torque is capped to [-tau_max, tau_max] in both modes"},
     {"mu_D", "N*m", 0.0, 1e9, ARM_P_MU_D, 2, 2, 0.0,
-     "per joint: dry friction (seed 003): stuck while the torque needed to hold the joint is "
+     "per joint: dry friction: stuck while the torque needed to hold the joint is "
      "within mu_D, sliding friction -sgn(qd) (mu_D + mu_V |qd|)"},
     {"mu_V", "N*m*s/rad", 0.0, 1e9, ARM_P_MU_V, 2, 2, 0.0,
-     "per joint: viscous friction (seed 003)"},
+     "per joint: viscous friction"},
     {"theta_min", "rad", -1e3, 1e3, ARM_P_THETA_MIN, 0, 2, -M_PI,
      "per joint: lower hard stop (inelastic); none given = joints turn fully (with theta_max)"},
     {"theta_max", "rad", -1e3, 1e3, ARM_P_THETA_MAX, 0, 2, M_PI,
      "per joint: upper hard stop; give theta_min and theta_max together, theta_min < theta_max"},
     {"theta0", "rad", -1e3, 1e3, ARM_P_THETA0, 2, 2, 0.0, "per joint: initial angle"},
     {"theta_dot0", "rad/s", -1e6, 1e6, ARM_P_THETA_DOT0, 2, 2, 0.0, "per joint: initial rate"},
-    {"a1", "m", 1e-6, 1e6, P_A1, 1, 1, 0.15, "length of link 1 (seed 002's 15 read as cm)"},
+    {"a1", "m", 1e-6, 1e6, P_A1, 1, 1, 0.15, "length of link 1 (15 cm)"},
     {"a2", "m", 1e-6, 1e6, P_A2, 1, 1, 0.10, "length of link 2"},
     {"m1", "kg", 1e-9, 1e9, P_M1, 1, 1, 0.2, "mass of link 1"},
     {"m2", "kg", 1e-9, 1e9, P_M2, 1, 1, 0.1, "mass of link 2"},
@@ -287,7 +287,7 @@ static int nearest_turn(double q, double near, int limited, double lo, double hi
     return 0;
 }
 
-/* target = (x, y) or (x, y, elbow), elbow +1 (up, the seed's solution) or -1 (down); gives the
+/* target = (x, y) or (x, y, elbow), elbow +1 (up, the chapter's solution) or -1 (down); gives the
  * PID setpoints through serial_ik, each the 2 pi-turn of the solution nearest the current angle
  * (inside the stops when there are stops). */
 static int sa_target(const rs_entity_model_t *em, const rs_entity_data_t *ed,
@@ -346,7 +346,7 @@ static int sa_reachable(const rs_entity_model_t *em, double x, double y)
     return 0;
 }
 
-/* Forward kinematics (seed 002, serial_fk); stretch r / (a1 + a2), 1 with the arm straight. */
+/* Forward kinematics (serial_fk); stretch r / (a1 + a2), 1 with the arm straight. */
 static int sa_joints_to_point(const rs_entity_model_t *em, const double *q, double p[2],
                               double *stretch)
 {
@@ -418,7 +418,7 @@ static int sa_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
 
 const rs_robot_t rs_robot_serial_arm = {
     .kind = "serial_arm",
-    .doc = "serial two-link arm with torque/PID actuators, joint friction and stops (seeds 002, 003)",
+    .doc = "serial two-link arm with torque/PID actuators, joint friction and stops",
     .nx = ARM_NX,
     .state = sa_state,
     .nu = 2,

@@ -2,17 +2,18 @@
 
     robosim tasks [--endpoint E]            the server's tasks (Gymnasium ids) with their rewards
     robosim watch WORLD [--endpoint E]      print a world's states live from the stream
-    robosim plot [--out figure1.png] [--gif finger.gif] [--endpoint E]
+    robosim plot [--out figure1.png] [--gif finger.gif] [--article-law] [--endpoint E]
                  [--env robosim/FingerPush-v0 --policy robosim.baselines:auto --seed S]
     robosim record [--world ID | --all] --out run.mcap    the stream into MCAP (robosim.record)
     robosim replay run.mcap [--plot run.png | --view]   print, plot or view a recording
     robosim view [--endpoint E] [--port P]   a live view in the browser (robosim.view)
     robosim align-plot [--scenario 1|2] [--spec FILE] [--angle RAD] [--seconds S] [--out F.png]
-                                            seed 001's alignment: angle, distances, forces
+                                            the dual-arm alignment tutorial's alignment:
+                                            angle, distances, forces
 
 The endpoint defaults to $ROBOSIM_ENDPOINT; without either, `tasks` and `plot` start a local
-robosim-server and `watch` asks tcp://127.0.0.1:5555. `plot` draws seed 000's
-Figure 1 scenario on a finger world, or with --env one episode of a finger task."""
+robosim-server and `watch` asks tcp://127.0.0.1:5555. `plot` draws the 1D Robot
+article's Figure 1 scenario on a finger world, or with --env one episode of a finger task."""
 import argparse
 import os
 import sys
@@ -111,9 +112,10 @@ def cmd_plot(args):
     else:
         client, server = _client(args.endpoint, args.timeout)
         try:
-            states, spec = plot.figure1_run(client, progress=True, seed000=args.seed000)
-            title = ("1D finger and object under seed 000's contact law (friction_law = seed000)"
-                     if args.seed000 else None)
+            states, spec = plot.figure1_run(client, progress=True,
+                                               article_law=args.article_law)
+            title = ("1D finger and object under the 1D Robot article's contact law "
+                     "(friction_law = 1)" if args.article_law else None)
             plot.plot_finger_run(states, args.out, title=title)
             if args.gif:
                 plot.write_gif(spec, states, args.gif, every=5, fps=20, progress=True)
@@ -174,14 +176,14 @@ def main(argv=None):
     w.add_argument("--stream", help="stream endpoint (default: from Hello)")
     w.add_argument("--count", type=int, help="stop after this many states")
     w.set_defaults(fn=cmd_watch)
-    pl = sub.add_parser("plot", help="draw a finger run like seed 000's Figure 1")
+    pl = sub.add_parser("plot", help="draw a finger run like the 1D Robot article's Figure 1")
     pl.add_argument("--endpoint", help="server (default: $ROBOSIM_ENDPOINT, else start a local one)")
     pl.add_argument("--out", default="figure1.png", help="PNG to write")
     pl.add_argument("--gif", help="also write an animated GIF of the robots here")
-    pl.add_argument("--seed000", action="store_true",
-                    help="under seed 000's own contact law (finger friction_law = 1), which "
-                         "reproduces the seed's Figure 1: the first impact bounces off the "
-                         "resting object as off a wall")
+    pl.add_argument("--article-law", "--seed000", dest="article_law", action="store_true",
+                    help="under the 1D Robot article's own contact law (finger friction_law = "
+                         "1), which reproduces the article's Figure 1: the first impact bounces "
+                         "off the resting object as off a wall (--seed000: the older name)")
     pl.add_argument("--env", help="plot an episode of this environment instead "
                                   "(robosim/FingerPush-v0 or robosim/FingerTouch-v0)")
     pl.add_argument("--policy", default="robosim.baselines:auto", help="module:callable")
@@ -191,8 +193,9 @@ def main(argv=None):
     record.add_parsers(sub)
     verify.add_parser(sub)
     view.add_parser(sub)
-    ap = sub.add_parser("align-plot", help="run seed 001's alignment on a mobile_manipulator "
-                                           "world and plot angle, distances and forces")
+    ap = sub.add_parser("align-plot", help="run the dual-arm alignment tutorial's alignment on a "
+                                           "mobile_manipulator world and plot angle, distances "
+                                           "and forces")
     ap.add_argument("--scenario", type=int, choices=(1, 2), default=1,
                     help="1: the base driven by its wheels (preset mobile_manipulator); 2: a "
                          "passive base pushed by the arms (preset mobile_manipulator_passive)")

@@ -601,7 +601,7 @@ class Client:
 
     def monte_carlo(self, world_id, runs, duration, samplers, returns, seed=0, first_run=0,
                     timeout=None):
-        """Monte Carlo runs of a world on the server's workers (seed 003's monteCarloSim; the
+        """Monte Carlo runs of a world on the server's workers (Klamp't's monteCarloSim; the
         world is not changed). samplers: {"arm.theta0[0]": ("uniform", -pi, pi), ...} or
         strings "arm.theta0[0] ~ uniform(-pi, pi)" / "finger.finger_x0 ~ normal(0.1, 0.01)"
         (normal: mean, deviation); returns: items "entity.state_or_sensor". Run i starts from

@@ -1,9 +1,9 @@
-"""Plots of finger runs like seed 000's Figure 1: finger and object positions against time, and
-the tip force sensor with the applied force against time, the events (touch, bounce, slip, ...)
-marked at their exact times; and an animated GIF of the robots.
+"""Plots of finger runs like the 1D Robot article's Figure 1: finger and object positions against
+time, and the tip force sensor with the applied force against time, the events (touch, bounce, slip,
+...) marked at their exact times; and an animated GIF of the robots.
 
-    states = robosim.plot.figure1_run(client)            # the seed's scenario on a finger world
-    states = robosim.plot.figure1_run(client, seed000=True)  # ... under the seed's own law
+    states = robosim.plot.figure1_run(client)          # the article's scenario on a finger world
+    states = robosim.plot.figure1_run(client, article_law=True)  # ... under its own law
     robosim.plot.plot_finger_run(states, "figure1.png")
     robosim.plot.write_gif(spec, states, "finger.gif")
 """
@@ -18,7 +18,7 @@ from .render import draw_world, task_targets  # noqa: E402
 EVENT_COLORS = {"touch": "tab:red", "bounce": "tab:purple", "merge": "tab:brown",
                 "separate": "tab:gray", "stick": "tab:olive", "slip": "tab:cyan"}
 
-# the seed's Figure 1 story on the finger preset: push gently, coast into the object (a touch),
+# the article's Figure 1 story on the finger preset: push gently, coast into the object (a touch),
 # push hard enough to break static friction (1 N) and move it, then let go: the finger, with the
 # larger drag, falls behind
 FIGURE1_SCHEDULE = ([0.0, 1.0, 1.01, 2.8, 2.81, 4.3, 4.31, 7.0],
@@ -32,15 +32,17 @@ def _progress(total, desc, unit, enabled):
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled or None, leave=False)
 
 
-def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False, seed000=False):
+def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False, article_law=False,
+                seed000=False):
     """Run the Figure 1 scenario on a new finger world (destroyed afterwards); the list of
     State dicts, one per control step, starting with the reset state. progress: a bar on a
-    terminal's stderr. seed000: under the seed's own contact law (friction_law = 1: the resting
-    object is a wall to a push below F_static, kinetic friction only while pushing), which
-    reproduces the seed's Figure 1; else robosim's Coulomb law."""
+    terminal's stderr. article_law: under the 1D Robot article's own contact law (friction_law =
+    1: the resting object is a wall to a push below F_static, kinetic friction only while
+    pushing), which reproduces the article's Figure 1; else robosim's Coulomb law. seed000: the
+    older name of article_law, still accepted."""
     params = dict(FIGURE1_PARAMS)
     params["control_dt"] = control_dt
-    if seed000:
+    if article_law or seed000:
         params["finger.friction_law"] = 1
     wid = client.create_world("finger", params=params, seed=seed)
     try:
@@ -152,9 +154,9 @@ ALIGNMENT_PRESETS = {1: "mobile_manipulator", 2: "mobile_manipulator_passive"}
 
 
 def alignment_run(client, spec_path, angle=0.2, seconds=30.0, every=5, scenario=1):
-    """Seed 001's alignment (issue 11): a mobile_manipulator world started at `angle` (rad) from
-    facing the table edge, the specification at spec_path loaded, run for `seconds`; the State
-    dicts every `every` control steps (the first included), and the world's MotionSpecReply.
+    """The dual-arm alignment tutorial's alignment: a mobile_manipulator world started at `angle`
+    (rad) from facing the table edge, the specification at spec_path loaded, run for `seconds`; the
+    State dicts every `every` control steps (the first included), and the world's MotionSpecReply.
     Scenario 1: the preset mobile_manipulator (the base driven by its wheels); scenario 2:
     mobile_manipulator_passive (a passive base, moved by the arms' pushes on the edge)."""
     import math
@@ -200,7 +202,8 @@ def plot_alignment(states, out, title=None, tube=(0.68, 0.72)):
     for ax in (a1, a2, a3):
         ax.grid(alpha=0.3)
         ax.legend(loc="upper right", fontsize="small")
-    fig.suptitle(title or "Mobile manipulator aligning to the table edge (seed 001)")
+    fig.suptitle(title or "Mobile manipulator aligning to the table edge "
+                          "(the dual-arm alignment tutorial)")
     fig.tight_layout()
     fig.savefig(out)
     plt.close(fig)

@@ -140,7 +140,7 @@ def _print_frame(frame):
 def plot_frames(frames, out, worlds_info=()):
     """A figure of a recording's frames: per world, each entity's state against simulated
     time with its events marked (named from `worlds_info`, read_worlds' list); a recording of
-    one finger world as seed 000's Figure 1 (robosim.plot)."""
+    one finger world as the 1D Robot article's Figure 1 (robosim.plot)."""
     from . import plot
     from .client import state_dict
     import matplotlib.pyplot as plt
