@@ -58,12 +58,13 @@ struct rs_integrator {
     double t_prev, t_last;
     double *y_prev, *y_last;
     double *gbuf; /* ng guard values */
+    double *gprev; /* ng guard values at the refined step's start (order 8 only) */
     /* guards exactly 0 at the interval's start (arm_zero_guards): ARKODE leaves them inactive
      * until a step ends with them non-zero, so a crossing within that first step is lost; they
      * are watched step by step from the start (t0, y0) until they leave 0 */
     int *unarmed, nunarmed;
     double t0, *y0;
-    double *block; /* gbuf, y0, y_prev, y_last (order 8 only), fired, rootdir, unarmed */
+    double *block; /* gbuf, y0, y_prev, y_last, gprev (order 8 only), fired, rootdir, unarmed */
     /* recovery from a non-finite derivative: the time and state an evolve started from, and
      * whether the right-hand side reported one */
     double t_entry;
@@ -101,9 +102,13 @@ static int ark_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data
             g[i] = 1.0;
         return 0;
     }
-    if (in->refine && t > in->t_last) {
-        /* ARKODE checks the guards at the end of every step, on the step's own solution, and
-         * in between (root finding) only at earlier times: keep the last two step ends */
+    double tcur;
+    if (in->refine && t > in->t_last && ARK(GetCurrentTime)(in->mem, &tcur) == ARK_SUCCESS &&
+        t == tcur) {
+        /* ARKODE checks the guards at the end of every step (its current time), on the step's
+         * own solution: keep the last two step ends. Its other calls are not solutions: root
+         * finding's interpolated points, and the forward Euler point t0 + max(ttol, h/10) it
+         * probes after a start with a guard at 0, whose state is O(h^2) off */
         double *keep = in->y_prev;
         in->y_prev = in->y_last;
         in->t_prev = in->t_last;
@@ -448,10 +453,10 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
     ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, max_step)); /* 0: no limit */
     if (ng != in->ng) {
         /* one block: the guard values, the interval's start state and, with event refinement
-         * (order 8), the two step-end states first (doubles, for alignment), then fired,
-         * rootdir and unarmed */
+         * (order 8), the two step-end states and the guards at a step's start first (doubles,
+         * for alignment), then fired, rootdir and unarmed */
         size_t m = (size_t)(ng > 0 ? ng : 1), n = (size_t)in->n;
-        size_t nd = m + n + (in->refine ? 2 * n : 0);
+        size_t nd = m + n + (in->refine ? 2 * n + m : 0);
         double *block = calloc(1, nd * sizeof(double) + 3 * m * sizeof(int));
         if (!block)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", ng);
@@ -461,6 +466,7 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
         in->y0 = block + m;
         in->y_prev = in->refine ? block + m + n : NULL;
         in->y_last = in->refine ? block + m + 2 * n : NULL;
+        in->gprev = in->refine ? block + m + 3 * n : NULL;
         in->fired = (int *)(block + nd);
         in->rootdir = in->fired + m;
         in->unarmed = in->rootdir + m;
@@ -569,16 +575,61 @@ static int exact_guard(rs_integrator_t *in, int i, double t, double *g, rs_statu
     return 0;
 }
 
+/* Guard i's crossing in [lo, hi] on the exactly integrated trajectory (glo >= 0 at lo, ghi < 0
+ * at hi): Illinois (regula falsi) to the tolerance tol, bisecting where the secant stalls.
+ * *t: the first time found where the guard has crossed; the state array then holds x(*t). */
+static int search_crossing(rs_integrator_t *in, int i, double lo, double glo, double hi,
+                           double ghi, double tol, double *t, rs_status_t *st)
+{
+    double at = NAN; /* the time whose state the array holds */
+    int side = 0;    /* Illinois: halve the value of an end kept twice */
+    int nudged = 0;  /* the last point was the secant's, moved in from an end */
+    for (int k = 0; k < 100 && hi - lo > tol; k++) {
+        /* the secant's point; one within rounding of an end (the root as close as the time's
+         * resolution to it) is moved in by the tolerance, which then ends the search. Where
+         * that does not end it (g exactly 0 over more than the tolerance, as a guard with a
+         * rate near 0 reads at rounding level; or glo = 0, where the secant gives lo) the
+         * search bisects instead */
+        double tm = hi - ghi * (hi - lo) / (ghi - glo), in_by = fmin(tol, 0.5 * (hi - lo)), g;
+        int nudge = 0;
+        if (nudged || glo == 0.0)
+            tm = lo + 0.5 * (hi - lo);
+        else if (!(tm > lo))
+            tm = lo + in_by, nudge = 1;
+        else if (!(tm < hi))
+            tm = hi - in_by, nudge = 1;
+        nudged = nudge;
+        int rc = exact_guard(in, i, tm, &g, st);
+        if (rc < 0)
+            return rc;
+        at = tm;
+        if (g >= 0.0) {
+            lo = tm, glo = g;
+            if (side == -1)
+                ghi *= 0.5;
+            side = -1;
+        } else {
+            hi = tm, ghi = g;
+            if (side == 1)
+                glo *= 0.5;
+            side = 1;
+        }
+    }
+    *t = hi; /* the guard has crossed there */
+    return at == hi ? 0 : integrate_from_step_start(in, hi, st);
+}
+
 /* Why: ARKODE finds a root on its dense output, a Hermite interpolant (of degree 5 at most;
  * cubic here, create_stepper) and returns the interpolant's state there. Over an 8th-order
  * method's long steps the interpolant is far less accurate than the step (with degree 5:
  * x'' = -x at rtol 1e-10, the guard x = 0 found 3.6e-7 s early; the serial arm's joint-stop
- * time 3.4e-8 off). So for order 8 the crossing ARKODE
- * brackets between the last two step ends is found again on the trajectory itself: Illinois
- * (regula falsi) on the first fired guard, each value from an exact integration from the
- * step's start, to ARKODE's own root tolerance; the state array then holds the state at the
- * time returned. Where the trajectory itself does not cross (a graze only the interpolant saw)
- * ARKODE's time stands, with the exact state there. */
+ * time 3.4e-8 off). So for order 8 the crossing ARKODE brackets between the last two step ends
+ * is found again on the trajectory itself: Illinois on the first fired guard, each value from
+ * an exact integration from the step's start, to ARKODE's own root tolerance. Any guard that
+ * has crossed by then on the trajectory (another fired one, or one the interpolant missed)
+ * crossed earlier and is searched for in turn; fired[] then names the guards crossed at the
+ * time returned, whose state the array holds. Where the trajectory itself does not cross (a
+ * graze only the interpolant saw) ARKODE's time stands, with the exact state there. */
 static int refine_root(rs_integrator_t *in, double *t, rs_status_t *st)
 {
     int i = 0;
@@ -588,49 +639,53 @@ static int refine_root(rs_integrator_t *in, double *t, rs_status_t *st)
         return 0; /* nothing recorded to refine from (a root at the restart itself) */
     double lo = in->t_prev, hi = in->t_last, glo, ghi, gr;
     int rc;
-    in->guards(lo, in->y_prev, in->gbuf, in->user);
-    glo = in->gbuf[i];
+    in->guards(lo, in->y_prev, in->gprev, in->user); /* every guard at the step's start */
+    glo = in->gprev[i];
     in->guards(hi, in->y_last, in->gbuf, in->user);
     ghi = in->gbuf[i];
     if ((rc = exact_guard(in, i, *t, &gr, st)) < 0)
         return rc;
+    double tol = 100.0 * DBL_EPSILON * (fabs(hi) + fabs(hi - in->t_prev));
     /* the time returned is one where the guard has crossed (g < 0, or ARKODE's own step end):
      * a guard left exactly at 0 would read to the robot as a tie (a joint at its friction
-     * limit still holds) and, starting the next interval at 0, never fire again */
-    if (!(glo > 0.0) || ghi > 0.0)
-        return 0; /* no sign change on the trajectory: ARKODE's time, with the exact state */
-    if (gr >= 0.0)
-        lo = *t, glo = gr;
-    else
-        hi = *t, ghi = gr;
-    double tol = 100.0 * DBL_EPSILON * (fabs(hi) + fabs(hi - in->t_prev));
-    double at = *t; /* the time whose state the array holds */
-    int side = 0;   /* Illinois: halve the value of an end kept twice */
-    for (int k = 0; k < 60 && hi - lo > tol; k++) {
-        /* the secant's point; one within rounding of an end (the root as close as the time's
-         * resolution to it) is moved in by the tolerance, which then ends the search */
-        double tm = hi - ghi * (hi - lo) / (ghi - glo), in_by = fmin(tol, 0.5 * (hi - lo));
-        if (!(tm > lo))
-            tm = lo + in_by;
-        else if (!(tm < hi))
-            tm = hi - in_by;
-        if ((rc = exact_guard(in, i, tm, &gr, st)) < 0)
+     * limit still holds) and, starting the next interval at 0, never fire again. A guard
+     * below 0 at ARKODE's time crossed before it, even where it is back above 0 at the step's
+     * end (a dip within one step). Without a sign change on the trajectory ARKODE's time
+     * stands, with the exact state there */
+    int crossed = glo > 0.0 && (gr < 0.0 || !(ghi > 0.0));
+    if (crossed) {
+        if (gr >= 0.0)
+            lo = *t, glo = gr;
+        else
+            hi = *t, ghi = gr;
+        if ((rc = search_crossing(in, i, lo, glo, hi, ghi, tol, t, st)) < 0)
             return rc;
-        at = tm;
-        if (gr >= 0.0) {
-            lo = tm, glo = gr;
-            if (side == -1)
-                ghi *= 0.5;
-            side = -1;
-        } else {
-            hi = tm, ghi = gr;
-            if (side == 1)
-                glo *= 0.5;
-            side = 1;
-        }
     }
-    *t = hi; /* the guard has crossed there */
-    return at == hi ? 0 : integrate_from_step_start(in, hi, st);
+    /* the state array holds x(*t); a guard positive at the step's start and below 0 here
+     * crossed within (t_prev, *t], earlier than *t unless at it: the earliest is the event */
+    for (int pass = 0; pass < in->ng; pass++) {
+        in->guards(*t, rs_nvec_data(in->y), in->gbuf, in->user);
+        int k = 0;
+        while (k < in->ng && (k == i || !(in->gbuf[k] < 0.0) || !(in->gprev[k] > 0.0)))
+            k++;
+        if (k == in->ng)
+            break;
+        double t_k = *t;
+        if ((rc = search_crossing(in, k, in->t_prev, in->gprev[k], *t, in->gbuf[k], tol, &t_k,
+                                  st)) < 0)
+            return rc;
+        int earlier = t_k < *t;
+        *t = t_k, i = k, crossed = 1;
+        if (!earlier)
+            break; /* at the same time: both are named below */
+    }
+    /* fired[]: the guards crossed at *t (and, at a graze, those ARKODE named) */
+    in->guards(*t, rs_nvec_data(in->y), in->gbuf, in->user);
+    for (int j = 0; j < in->ng; j++) {
+        int here = in->gbuf[j] < 0.0 && in->gprev[j] > 0.0;
+        in->fired[j] = here ? -1 : crossed ? 0 : in->fired[j];
+    }
+    return 0;
 }
 
 /* The guards left unarmed at the interval's start, at the state array's time tr: those now

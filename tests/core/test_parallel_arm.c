@@ -541,6 +541,85 @@ static void wrench(void)
     rs_world_destroy(&b.w);
 }
 
+/* ---- energy at order 8 ------------------------------------------------------------------- */
+
+static double unit_random(uint64_t *s) /* splitmix64, in [0, 1) */
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* Torque-mode servos between close stops, integrated with Verner 8(7) (the method of a world
+ * the serial arm shares), over random seeded scenarios: the kinetic energy 1/2 J qd^2 never
+ * gains more over a control step than the work tau (q1 - q0) of the capped torques, held
+ * constant through it. Each stop and release restarts the integration on a guard at 0, where
+ * an event's state must still be the trajectory's own. */
+static void order8_energy(void)
+{
+    /* control step, steps a command is held, stop gap min + span, scenarios */
+    static const struct {
+        double control_dt;
+        int hold;
+        double gap, span;
+        int n;
+    } sets[] = {{0.03, 1, 0.01, 0.1, 100}, {0.05, 2, 0.02, 0.3, 100}};
+    uint64_t rng = 20240611;
+    int worlds = 0, events = 0, excess = 0;
+    for (size_t set = 0; set < sizeof sets / sizeof sets[0]; set++)
+        for (int sc = 0; sc < sets[set].n; sc++) {
+            double order[] = {8}, cdt[] = {sets[set].control_dt}, torque[] = {0, 0};
+            double lo[2], hi[2], q0[2], qd0[2], muV[2], cap[2];
+            for (int j = 0; j < 2; j++) {
+                lo[j] = 1.2 * unit_random(&rng) - 0.4;
+                hi[j] = lo[j] + sets[set].gap + sets[set].span * unit_random(&rng);
+                q0[j] = lo[j] + (hi[j] - lo[j]) * unit_random(&rng);
+                qd0[j] = 8.0 * unit_random(&rng) - 4.0;
+                muV[j] = unit_random(&rng) < 0.5 ? 0.0 : 0.003 * unit_random(&rng);
+                cap[j] = 0.05 + 0.5 * unit_random(&rng);
+            }
+            rs_param_t p[] = {{"", "control_dt", cdt, 1},    {"", "erk_order", order, 1},
+                              {"delta", "actuator_mode", torque, 2},
+                              {"delta", "theta_min", lo, 2}, {"delta", "theta_max", hi, 2},
+                              {"delta", "theta0", q0, 2},    {"delta", "theta_dot0", qd0, 2},
+                              {"delta", "mu_V", muV, 2},     {"delta", "tau_max", cap, 2}};
+            delta_t a = make_delta(p, sizeof p / sizeof p[0]);
+            if (!a.w)
+                return;
+            worlds++;
+            const rs_model_t *m = a.w->model;
+            double J[2] = {rs_model_param(m, a.e, "J", 0), rs_model_param(m, a.e, "J", 1)};
+            double tau[2] = {0, 0};
+            for (int k = 0; k < 120 && !excess; k++) {
+                if (k % sets[set].hold == 0) {
+                    for (int j = 0; j < 2; j++)
+                        tau[j] = cap[j] * (3.0 * unit_random(&rng) - 1.5);
+                    command(&a, tau[0], tau[1]);
+                }
+                double x0[4], W = 0, E0 = 0, E1 = 0;
+                memcpy(x0, a.x, sizeof x0);
+                step(&a, 1);
+                events += a.w->data->nevents;
+                for (int j = 0; j < 2; j++) {
+                    double applied = fmin(fmax(tau[j], -cap[j]), cap[j]);
+                    W += applied * (a.x[j] - x0[j]);
+                    E0 += 0.5 * J[j] * x0[2 + j] * x0[2 + j];
+                    E1 += 0.5 * J[j] * a.x[2 + j] * a.x[2 + j];
+                }
+                double tol = 1e-6 * (fabs(E0) + fabs(E1) + fabs(W)) + 1e-12;
+                if (E1 - E0 > W + tol) {
+                    excess++;
+                    CHECK(0, "set %zu scenario %d step %d: energy %.9g -> %.9g J over work "
+                          "%.9g J (%.3g J more)", set, sc, k, E0, E1, W, E1 - E0 - W);
+                }
+            }
+            rs_world_destroy(&a.w);
+        }
+    CHECK(worlds == 200 && events > 1000, "%d worlds, %d events (stops and releases)", worlds,
+          events);
+}
+
 int main(void)
 {
     wrench();
@@ -555,5 +634,6 @@ int main(void)
     pid_target();
     bad_params();
     workspace();
+    order8_energy();
     return rs_test_done("test_parallel_arm");
 }

@@ -2,6 +2,7 @@
  * arm_common.h documents each function. */
 #include "arm_common.h"
 
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -310,6 +311,17 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     for (int j = 0; j < 2; j++)
         if (rest >> j & 1)
             x[ARM_QD1 + j] = 0.0;
+    /* a joint at rest within rounding of a stop is on it: left a few ulps short, it would slip
+     * onto the stop again from there, each impact kicking the other joint, without end */
+    for (int j = 0; j < 2 && jc.limited; j++) {
+        double *q = &x[ARM_Q1 + j], near = 16.0 * DBL_EPSILON * (1.0 + fabs(*q));
+        if (x[ARM_QD1 + j] != 0.0)
+            continue;
+        if (fabs(*q - jc.q_min[j]) <= near)
+            *q = jc.q_min[j];
+        else if (fabs(*q - jc.q_max[j]) <= near)
+            *q = jc.q_max[j];
+    }
     dyn(em, ed, x, u, M, b);
     arm_resolve(M, b, &jc, x, st, dir);
     for (int j = 0; j < 2; j++) {
