@@ -225,6 +225,32 @@ def test_console_script_without_a_program_says_so(tmp_path):
     assert "robosim-cli: " in r.stderr and "cannot find robosim-cli" in r.stderr
 
 
+def test_console_script_finds_the_program_behind_itself_on_path(tmp_path):
+    """The eval image's layout: the package's console script robosim-cli first on PATH (a
+    Python script), the C program further on. The script runs the program, not itself, and so
+    does a LocalServer looking for robosim-server the same way."""
+    real = os.path.join(os.environ["ROBOSIM_BIN_DIR"], "robosim-cli")
+    shim, progs = tmp_path / "shim", tmp_path / "progs"
+    shim.mkdir()
+    progs.mkdir()
+    (shim / "robosim-cli").write_text("#!/bin/sh\nexit 99\n")
+    (shim / "robosim-cli").chmod(0o755)
+    shutil.copy(real, progs / "robosim-cli")
+    env = {k: v for k, v in os.environ.items() if k != "ROBOSIM_BIN_DIR"}
+    env["PATH"] = os.pathsep.join([str(shim), str(progs), os.environ["PATH"]])
+    # nothing packaged and no build folder: only PATH
+    code = ("import os, sys, robosim.server as s, robosim._bin as b; "
+            "s.packaged_program = lambda name: None; real_access = os.access; "
+            "os.access = lambda p, m: '/build/release/bin/' not in p and real_access(p, m); "
+            "print(s.find_program('robosim-cli'), flush=True); sys.argv = ['robosim-cli', '--version']; "
+            "b.cli_main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60, env=env, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout.splitlines()[0] == str(progs / "robosim-cli")
+    assert "robosim" in r.stdout.splitlines()[1]
+
+
 def test_generated_code_has_stubs_and_is_never_generated_by_an_installed_package(tmp_path):
     """robosim_pb2.pyi and py.typed ship with the package; a copy of the package outside a
     checkout (as pip installs it) imports with its own module even when its stamp says another

@@ -1,6 +1,7 @@
 """The console scripts robosim-server and robosim-cli: each replaces itself (exec) with the C
 program of that name that the wheel carries in robosim/bin/ (a developer install: the one
-robosim.find_server_binary finds, $ROBOSIM_BIN_DIR or the repository's build/release/bin), so
+robosim.find_server_binary finds, $ROBOSIM_BIN_DIR, the repository's build/release/bin, or a
+program of that name further on PATH, as in the eval image), so
 signals, stdin and the exit status are the program's own."""
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from .server import find_program
 def _exec(name: str, argv: Optional[list[str]] = None) -> NoReturn:
     args = sys.argv[1:] if argv is None else argv
     try:
-        path = find_program(name, search_path=False)  # PATH holds this script itself
+        path = find_program(name)  # PATH: programs only, never this script itself
     except Exception as exc:  # RobosimError NOT_FOUND: say where it looked
         sys.stderr.write("%s: %s\n" % (name, exc))
         sys.exit(127)

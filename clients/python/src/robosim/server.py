@@ -10,7 +10,6 @@ process holds, so the kernel closes it when this process goes and the server sto
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -54,6 +53,24 @@ def packaged_server_binary() -> Optional[str]:
     return packaged_program(BINARY)
 
 
+def _program_on_path(name: str) -> Optional[str]:
+    """The first `name` on PATH that is a program, not a script: the package's own console
+    scripts (robosim-server, robosim-cli) stand in front of the C programs on PATH in an image
+    that installs both, and finding one of them would run it in a loop."""
+    for d in os.get_exec_path():
+        path = os.path.join(d, name)
+        if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            continue
+        try:
+            with open(path, "rb") as f:
+                if f.read(2) == b"#!":
+                    continue
+        except OSError:
+            continue
+        return path
+    return None
+
+
 def find_program(name: str = BINARY, search_path: bool = True) -> str:
     """Path of one of robosim's C programs (robosim-server, robosim-cli): $ROBOSIM_BIN_DIR, else
     the wheel's robosim/bin/, else build/release/bin of the repository this package sits in,
@@ -79,7 +96,7 @@ def find_program(name: str = BINARY, search_path: bool = True) -> str:
         d = parent
     tried.append("build/release/bin/%s above %s" % (name, os.path.dirname(__file__)))
     if search_path:
-        path = shutil.which(name)
+        path = _program_on_path(name)
         if path:
             return path
         tried.append("PATH")
