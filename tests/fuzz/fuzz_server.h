@@ -16,21 +16,22 @@
  * many bytes of a serialized Request (the last one may run to the end of the input). */
 #define FUZZ_MAX_REQUESTS 8
 
-/* A server without sockets (cfg.bind NULL: no ROUTER, no stream): world 1 a workshop, small
- * limits so one input does bounded work. NULL on failure. */
-static inline rs_server_t *fuzz_server_new(void)
+/* A server without sockets (cfg.bind NULL: no ROUTER, no stream), small limits so one input
+ * does bounded work: fuzz_server_with a default world of `preset` (NULL: none) and a request
+ * size limit; fuzz_server_new the request fuzzer's (world 1 a workshop). NULL on failure. */
+static inline rs_server_t *fuzz_server_with(const char *preset, size_t max_message_size)
 {
     rs_server_config_t cfg;
     rs_server_config_defaults(&cfg);
     cfg.bind = NULL;
     cfg.stream_endpoint = NULL;
-    cfg.default_preset = "workshop";
+    cfg.default_preset = preset;
     cfg.controller_token = FUZZ_TOKEN;
     cfg.max_worlds = 6;
     cfg.max_steps_per_request = 8;
     cfg.max_batch = 8;
     cfg.threads = 1;
-    cfg.max_message_size = 1u << 16;
+    cfg.max_message_size = max_message_size;
     /* a fixed snapshot key: the seed corpus's snapshots (made by make_corpus's own server)
      * verify on every harness server, and fuzz_fix_wire_snapshot can sign mutated ones */
     memset(cfg.snapshot_key, 0x5a, sizeof cfg.snapshot_key);
@@ -38,6 +39,11 @@ static inline rs_server_t *fuzz_server_new(void)
     rs_status_t st;
     rs_status_clear(&st);
     return rs_server_new(&cfg, &st);
+}
+
+static inline rs_server_t *fuzz_server_new(void)
+{
+    return fuzz_server_with("workshop", 1u << 16);
 }
 
 /* Make a (mutated) snapshot pass the integrity checks, so the fuzzer reaches the reader's

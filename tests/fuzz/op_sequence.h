@@ -56,25 +56,10 @@ static inline char *seq_read_spec(size_t *len)
     return buf;
 }
 
-/* A server for sequences: no default world, small limits (as the request fuzzer's). */
+/* A server for sequences: no default world, room for large specifications. */
 static inline rs_server_t *seq_server_new(void)
 {
-    rs_server_config_t cfg;
-    rs_server_config_defaults(&cfg);
-    cfg.bind = NULL;
-    cfg.stream_endpoint = NULL;
-    cfg.default_preset = NULL;
-    cfg.controller_token = FUZZ_TOKEN;
-    cfg.max_worlds = 6;
-    cfg.max_steps_per_request = 8;
-    cfg.max_batch = 8;
-    cfg.threads = 1;
-    cfg.max_message_size = 1u << 21;
-    memset(cfg.snapshot_key, 0x5a, sizeof cfg.snapshot_key);
-    cfg.snapshot_key_set = 1;
-    rs_status_t st;
-    rs_status_clear(&st);
-    return rs_server_new(&cfg, &st);
+    return fuzz_server_with(NULL, 1u << 21);
 }
 
 /* A sequence's server and documents. 0, or -1 when out of memory. */
