@@ -1,5 +1,5 @@
 /* The brick drop of seed 004 and the diff-drive bumper under the three contact formulations,
- * side by side (issue 10, section 3). In-process; prints one table row per formulation and, with --csv FILE, the
+ * side by side. In-process; prints one table row per formulation and, with --csv FILE, the
  * trajectories (t, formulation, x, y, theta, contact_fy) for bench/contact_compare.py's plot.
  *
  * Scenario: a 1 kg, 0.2 x 0.1 m brick dropped flat from y0 = 0.5 m (H = 0.45 m fall) with
@@ -7,9 +7,12 @@
  *   impact at t1 = sqrt(2 H / g), speed v = g t1;
  *   the friction impulse mu (1 + e) m v = 2.2 N s exceeds m vx0 = 1 N s: vx = 0 after impact;
  *   rebound apex e^2 H above rest height; contact impulse m (1 + e) v.
- * Compliant: padding 2.5 mm, k = 1e5 N/m per body, damping chosen so that a linear
- * spring-damper has e = 0.5 (zeta = -ln e / sqrt(pi^2 + ln^2 e)); its closed-form impact time
- * is when the corners reach the padding surface, sqrt(2 (H - pad) / g).
+ * Compliant: the preset's layer (padding 2.5 mm, k = 1e6 N/m, the damping set by the
+ * restitution); its closed-form impact time is when the corners reach the padding surface,
+ * sqrt(2 (H - pad) / g).
+ *
+ * With --tilted N [SEED], random tilted drops instead: N seeded drops per formulation (see
+ * tilted_rows), one CSV line per drop on stdout for bench/contact_compare.py's table.
  *
  * Columns:
  *   impact_err   first contact event time minus the closed form (s);
@@ -20,8 +23,11 @@
  *   impulse_err  (contact impulse up to the closed-form apex time - m (1 + e) v) / that, from
  *                the contact_fy sensor (the sensor force trace, integrated);
  *   us/step      CPU microseconds per 10 ms control step over a 2 s run (median of 5). */
+#include "rs_montecarlo.h"
 #include "rs_robot.h"
 
+#include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,15 +38,14 @@ static const char *const names[3] = {"hybrid", "time_stepping", "compliant"};
 
 static rs_world_t *brick(int model, double control_dt)
 {
-    double e = 0.5, lne = log(e), zeta = -lne / sqrt(M_PI * M_PI + lne * lne);
-    double damping = zeta * sqrt(2.0 * 1e5 * 1.0); /* per corner: 2 corners, total c = 2 c */
-    const char *n[] = {"contact_model", "vx0", "damping", "ground_damping", "control_dt"};
-    double v[] = {model, 1.0, damping, damping, control_dt};
-    rs_param_t p[5];
-    for (int i = 0; i < 5; i++)
-        p[i] = (rs_param_t){i == 4 ? "" : "brick", n[i], &v[i], 1};
+    /* compliant: the damping follows from restitution (the brick's own law) */
+    const char *n[] = {"contact_model", "vx0", "control_dt"};
+    double v[] = {model, 1.0, control_dt};
+    rs_param_t p[3];
+    for (int i = 0; i < 3; i++)
+        p[i] = (rs_param_t){i == 2 ? "" : "brick", n[i], &v[i], 1};
     rs_status_t st;
-    rs_world_t *w = rs_world_new("brick_drop", p, 5, 1, &st);
+    rs_world_t *w = rs_world_new("brick_drop", p, 3, 1, &st);
     if (!w) {
         fprintf(stderr, "core_contact: %s\n", st.message);
         exit(1);
@@ -201,8 +206,181 @@ static void diff_drive_rows(FILE *csv)
     }
 }
 
+/* ---- random tilted drops ------------------------------------------------------------- */
+
+enum { BX, BY, BTH, BVX, BVY, BW };
+#define TILT_STEPS 500 /* 5 s at 10 ms */
+#define TILT_DT 0.01
+
+typedef struct drop_geom {
+    double w, h, inertia, k, pad; /* the preset's 1 kg, 0.2 x 0.1 m brick and its layer */
+} drop_geom_t;
+
+static double corner_y(const drop_geom_t *b, const double *x, int i)
+{
+    double sx = (i == 1 || i == 2) ? 0.5 : -0.5, sy = i >= 2 ? 0.5 : -0.5;
+    return x[BY] + sin(x[BTH]) * sx * b->w + cos(x[BTH]) * sy * b->h;
+}
+
+static double lowest(const drop_geom_t *b, const double *x)
+{
+    double lo = INFINITY;
+    for (int i = 0; i < 4; i++)
+        lo = fmin(lo, corner_y(b, x, i));
+    return lo;
+}
+
+static double kinetic(const drop_geom_t *b, const double *x)
+{
+    return 0.5 * (x[BVX] * x[BVX] + x[BVY] * x[BVY] + b->inertia * x[BW] * x[BW]);
+}
+
+/* mechanical energy (m = 1 kg); compliant: plus the layer's spring energy k d^2 / 2 per corner */
+static double mech_energy(const drop_geom_t *b, int model, const double *x)
+{
+    double e = kinetic(b, x) + G * x[BY];
+    for (int i = 0; model == 2 && i < 4; i++) {
+        double d = b->pad - corner_y(b, x, i);
+        if (d > 0.0)
+            e += 0.5 * b->k * d * d;
+    }
+    return e;
+}
+
+/* flat on a face at its half extent above the contact surface (compliant: the padding less the
+ * static compression m g / 2k), at rest, within tol */
+static int at_rest_on_face(const drop_geom_t *b, int model, const double *x, double tol,
+                           double *height_err)
+{
+    double q = nearbyint(x[BTH] / (0.5 * M_PI));
+    double half = fmod(fabs(q), 2.0) == 0.0 ? 0.5 * b->h : 0.5 * b->w;
+    double surface = model == 2 ? b->pad - G / (2.0 * b->k) : 0.0;
+    *height_err = x[BY] - half - surface;
+    return fabs(x[BTH] - q * 0.5 * M_PI) < tol && fabs(*height_err) < tol &&
+           fabs(x[BVX]) + fabs(x[BVY]) + fabs(x[BW]) * b->w < tol;
+}
+
+/* Random tilted drops, the same N for each formulation: each drop's values are Monte Carlo
+ * draws (rs_mc_draw: a function of the seed and the drop's index only) of the brick's
+ * parameters within their bounds: theta0 in [0.05, pi/2 - 0.05] (never flat), y0 such that the
+ * lowest corner starts 0.02 to 0.5 m up, omega0 in [-10, 10] rad/s, restitution in [0, 0.6] and
+ * friction in [0.3, 1.2] (brick and ground alike; friction below 4/3, so no Painleve case).
+ * Each runs 5 s in 10 ms control steps, the formulations interleaved drop by drop. Per drop,
+ * one CSV line:
+ *   max_pen       deepest corner below the contact surface (the ground; compliant: the padding's
+ *                 surface, the spring's compression), m;  below_ground  below y = 0, m;
+ *   impact_gain   largest kinetic energy gained at an impact event, J (hybrid, time_stepping:
+ *                 0 when no impact adds energy; compliant has no impact events);
+ *   energy_rise   largest rise of the mechanical energy (compliant: spring energy counted)
+ *                 above its lowest value so far, J (nothing drives the brick: 0 is exact);
+ *   t_rest        when the brick came to rest on a face and stayed (NaN: not within 5 s);
+ *   height_err    the final height minus the resting height on the face it lies on, m;
+ *   cpu_us, wall_us  per control step over the 5 s;
+ *   violation     1 if a step failed, a value was not finite, energy rose beyond 1e-9 of its
+ *                 scale, an impact added kinetic energy, or a corner went below the ground
+ *                 beyond the formulation's tolerance (hybrid 1e-9 m; time_stepping its
+ *                 linearisation bound R (h omega_max)^2 / 2; compliant 0). */
+static int tilted_rows(int n, uint64_t seed)
+{
+    rs_status_t st;
+    rs_world_t *w0 = rs_world_new("brick_drop", NULL, 0, 1, &st);
+    if (!w0) {
+        fprintf(stderr, "core_contact: %s\n", st.message);
+        return 1;
+    }
+    static const char *const items[5] = {"brick.theta0", "brick.y0", "brick.omega0",
+                                         "brick.restitution", "brick.friction"};
+    static const double lo[5] = {0.05, 0.02, -10.0, 0.0, 0.3},
+                        hi[5] = {M_PI / 2 - 0.05, 0.5, 10.0, 0.6, 1.2};
+    rs_mc_sampler_t s[5];
+    for (int j = 0; j < 5; j++)
+        if (rs_mc_parse_sampler(w0->model, items[j], "uniform", lo[j], hi[j], &s[j], &st) < 0) {
+            fprintf(stderr, "core_contact: %s\n", st.message);
+            return 1;
+        }
+    rs_world_destroy(&w0);
+    drop_geom_t b = {0.2, 0.1, (0.2 * 0.2 + 0.1 * 0.1) / 12.0, 1e6, 0.0025};
+    printf("formulation,drop,theta0,clearance,omega0,restitution,friction,max_pen,below_ground,"
+           "impact_gain,energy_rise,t_rest,height_err,cpu_us,wall_us,violation,error\n");
+    for (int i = 0; i < n; i++) /* formulations interleaved: their timings share the load */
+        for (int model = 0; model < 3; model++) {
+            double v[5];
+            rs_mc_draw(s, 5, seed, (uint64_t)i, v);
+            double th = v[0], y0 = v[1] + 0.5 * (sin(th) * b.w + cos(th) * b.h) +
+                                   (model == 2 ? b.pad : 0.0);
+            const char *nm[] = {"contact_model", "theta0", "y0", "omega0", "restitution",
+                                "ground_restitution", "friction", "ground_friction", "control_dt"};
+            double val[] = {model, th, y0, v[2], v[3], v[3], v[4], v[4], TILT_DT};
+            rs_param_t p[9];
+            for (int k = 0; k < 9; k++)
+                p[k] = (rs_param_t){k == 8 ? "" : "brick", nm[k], &val[k], 1};
+            rs_world_t *w = rs_world_new("brick_drop", p, 9, 1, &st);
+            if (!w) {
+                fprintf(stderr, "core_contact: %s\n", st.message);
+                return 1;
+            }
+            const double *x = w->data->x;
+            int pen_s = -1;
+            for (int k = 0; k < w->model->ent[0].robot->ns; k++)
+                if (!strcmp(w->model->ent[0].robot->sensors[k].name, "penetration"))
+                    pen_s = k;
+            double E0 = mech_energy(&b, model, x), Emin = E0, scale = E0 + G * (b.w + b.h);
+            double hmin = 0.5 * b.h, R = 0.5 * hypot(b.w, b.h);
+            double tol = model == 0 ? 1e-9
+                         : model == 1 ? R * 1e-6 * fmax(0.0, E0 - G * hmin) / b.inertia
+                                      : 0.0;
+            double max_pen = 0.0, below = 0.0, gain = 0.0, rise = 0.0, herr = NAN;
+            int rested_at = -1, bad = 0;
+            char err[200] = "";
+            double c0 = cpu_now();
+            struct timespec t0, t1;
+            clock_gettime(CLOCK_MONOTONIC, &t0);
+            for (int k = 0; k < TILT_STEPS; k++) {
+                if (rs_step(w->model, w->data, 1, &st) < 0) {
+                    snprintf(err, sizeof err, "%.150s", st.message);
+                    for (char *c = err; *c; c++)
+                        if (*c == ',' || *c == '\n')
+                            *c = ';';
+                    bad = 1;
+                    break;
+                }
+                for (int j = 0; j < 6; j++)
+                    bad |= !isfinite(x[j]);
+                max_pen = fmax(max_pen, w->data->sensors[pen_s]);
+                below = fmax(below, -lowest(&b, x));
+                double E = mech_energy(&b, model, x);
+                rise = fmax(rise, E - Emin);
+                Emin = fmin(Emin, E);
+                for (int e = 0; e < w->data->nevents; e++) {
+                    const rs_event_t *ev = &w->data->events[e];
+                    if (!strcmp(rs_event_kind_name(w->model, ev), "impact"))
+                        gain = fmax(gain, kinetic(&b, ev->after) - kinetic(&b, ev->before));
+                }
+                if (at_rest_on_face(&b, model, x, 1e-6, &herr)) {
+                    if (rested_at < 0)
+                        rested_at = k;
+                } else {
+                    rested_at = -1;
+                }
+            }
+            double cpu = (cpu_now() - c0) / TILT_STEPS * 1e6;
+            clock_gettime(CLOCK_MONOTONIC, &t1);
+            double wall = ((double)(t1.tv_sec - t0.tv_sec) +
+                           1e-9 * (double)(t1.tv_nsec - t0.tv_nsec)) / TILT_STEPS * 1e6;
+            at_rest_on_face(&b, model, x, 1e-6, &herr);
+            bad |= rise > 1e-9 * scale || gain > 1e-12 * scale || below > tol;
+            printf("%s,%d,%.9g,%.9g,%.9g,%.9g,%.9g,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%.4g,%.4g,%d,%s\n",
+                   names[model], i, th, v[1], v[2], v[3], v[4], max_pen, below, gain, rise,
+                   rested_at < 0 ? NAN : (rested_at + 1) * TILT_DT, herr, cpu, wall, bad, err);
+            rs_world_destroy(&w);
+        }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 3 && !strcmp(argv[1], "--tilted"))
+        return tilted_rows(atoi(argv[2]), argc > 3 ? strtoull(argv[3], NULL, 0) : 1);
     FILE *csv = NULL;
     if (argc == 3 && !strcmp(argv[1], "--csv") && !(csv = fopen(argv[2], "w"))) {
         perror(argv[2]);

@@ -2,6 +2,7 @@
 bounds, switched by SetParams, and the three formulations agreeing with the closed-form impact time
 sqrt(2 H / g) to their accuracy (hybrid exact, time_stepping within ts_step)."""
 import math
+import random
 
 import pytest
 
@@ -104,24 +105,42 @@ def test_contact_feedback_for_the_diff_drive_bumper(client):
         client.destroy_world(wid)
 
 
+def _tilted_drop(seed):
+    """A seeded tilted drop within the brick's parameter bounds: (theta0, clearance of the lowest
+    corner, omega0, restitution, friction); the first is the plain 45-degree corner drop."""
+    if seed == 0:
+        return 0.785, 0.45 - 0.5 * (0.2 * math.sin(0.785) + 0.1 * math.cos(0.785)) + 0.05, 0.0, 0.5, 0.5
+    rng = random.Random(seed)
+    return (rng.uniform(0.05, math.pi / 2 - 0.05), rng.uniform(0.02, 0.5), rng.uniform(-10, 10),
+            rng.uniform(0.0, 0.6), rng.uniform(0.3, 1.2))
+
+
+@pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("model", [0, 1, 2])
-def test_tilted_brick_comes_to_rest_on_a_face(client, model):
-    """A brick dropped on a corner (theta0 = 0.785) comes to rest on a face under every
-    formulation: flat (theta a multiple of pi/2), at its half-extent above the contact surface
-    (compliant: the padding less the static compression m g / 2k), never below the ground."""
-    wid = client.create_world("brick_drop", params={"control_dt": 0.01, "brick.theta0": 0.785,
-                                                    "brick.contact_model": model}, seed=1)
+def test_tilted_brick_comes_to_rest_on_a_face(client, model, seed):
+    """A brick dropped on a corner (random tilt, height, spin, restitution and friction, seeded)
+    comes to rest on a face under every formulation within 3 s: flat (theta a multiple of pi/2),
+    at its half-extent above the contact surface (compliant: the padding less the static
+    compression m g / 2k), at rest, and never below the ground."""
+    th0, clearance, w0, e, mu = _tilted_drop(seed)
+    pad = 0.0025 if model == 2 else 0.0
+    y0 = clearance + 0.5 * (0.2 * math.sin(th0) + 0.1 * math.cos(th0)) + pad
+    params = {"control_dt": 0.01, "brick.contact_model": model, "brick.theta0": th0,
+              "brick.y0": y0, "brick.omega0": w0, "brick.restitution": e,
+              "brick.ground_restitution": e, "brick.friction": mu, "brick.ground_friction": mu}
+    wid = client.create_world("brick_drop", params=params, seed=1)
     try:
         lowest = math.inf
-        for _ in range(50):
+        for _ in range(30):
             s = client.step(wid, steps=10)
-            y, th = s["entities"]["brick"]["state"][1], s["entities"]["brick"]["state"][2]
+            x, y, th, vx, vy, w = s["entities"]["brick"]["state"]
             half_w, half_h = 0.1, 0.05
             lowest = min(lowest, y - abs(math.sin(th)) * half_w - abs(math.cos(th)) * half_h)
         q = round(th / (math.pi / 2))
-        surface = 0.0025 - G / (2 * 1e6) if model == 2 else 0.0
-        assert abs(th - q * math.pi / 2) < 1e-6
-        assert abs(y - (0.05 if q % 2 == 0 else 0.1) - surface) < 1e-6
-        assert lowest >= (-1e-10 if model == 0 else -1e-5)
+        surface = pad - G / (2 * 1e6) if model == 2 else 0.0
+        assert abs(th - q * math.pi / 2) < 1e-6, (th, params)
+        assert abs(y - (0.05 if q % 2 == 0 else 0.1) - surface) < 1e-6, (y, params)
+        assert abs(vx) + abs(vy) + 0.2 * abs(w) < 1e-6, params
+        assert lowest >= (-1e-9 if model == 0 else -1e-5), params
     finally:
         client.destroy_world(wid)
