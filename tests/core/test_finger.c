@@ -986,8 +986,9 @@ static void wrench_on_finger(void)
     rs_step(b->model, b->data, 100, &st);
     CHECK(memcmp(a->data->x, b->data->x, 6 * sizeof(double)) == 0 && a->data->x[VF] > 0,
           "the finger coasts on as after a one-step push");
-    CHECK(rs_apply_wrench(a->model, a->data, 0, "object", &f, 1, &st) == RS_ENOTFOUND,
-          "no wrench on the object: %s", st.message);
+    CHECK(rs_apply_wrench(a->model, a->data, 0, "surface", &f, 1, &st) == RS_ENOTFOUND &&
+              strstr(st.message, "'finger'") && strstr(st.message, "'object'"),
+          "an unknown body is refused, naming the finger's: %s", st.message);
     rs_world_destroy(&a);
     rs_world_destroy(&b);
 }

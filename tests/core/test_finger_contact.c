@@ -250,10 +250,100 @@ static void compliant_static_friction(void)
     CHECK(violations == 0, "%d of %d compliant pushes broke static friction", violations, runs);
 }
 
+/* A force on the object (ApplyWrench body "object", for one control step, re-applied before each
+ * step where it is held), under each formulation, against closed forms:
+ *  - free object, no drag, no friction: one step of F accelerates it by F / m_o: v_o = F dt / m_o,
+ *    x_o = x0 + F dt^2 / (2 m_o) (time_stepping's backward-Euler positions: x0 + F dt (dt + h)
+ *    / (2 m_o)); after it the object coasts at that speed;
+ *  - static friction (the compliant finger's static level included): held at F < F_static the
+ *    object stays exactly put; held at F > F_static it slips and accelerates by the kinetic law
+ *    a = (F - F_kinetic) / m_o (x_o = x0 + a t^2 / 2; time stepping's discrete forms below);
+ *  - in contact, finger pushing F_a, object held back by F_o < 0, no friction or drag: they slide
+ *    together at a = (F_a + F_o) / (m_f + m_o) and the contact force (the sensor) reads
+ *    N = (m_o F_a - m_f F_o) / (m_f + m_o) instead of m_o F_a / (m_f + m_o). */
+static void object_wrench(void)
+{
+    rs_status_t st;
+    for (int model = 0; model < 3; model++) {
+        double dt = 0.01, mo = 2.0, h = 1e-3, F = 3.0, x0 = 1.5;
+        double tol = model == 1 ? 1e-12 : 1e-9;
+        /* one step on a free object */
+        rs_world_t *w = finger_with((kv_t[]){FREE_PAIR, {"finger_v0", 0.0}, {"object_mass", mo},
+                                             {"contact_model", model}, {NULL, 0}});
+        CHECK_OK(rs_apply_wrench(w->model, w->data, 0, "object", &F, 1, &st), st);
+        CHECK_OK(rs_step(w->model, w->data, 1, &st), st);
+        const double *x = w->data->x;
+        CHECK_REL(x[V_O], F * dt / mo, tol, 0);
+        CHECK_REL(x[X_O] - x0, model == 1 ? F * dt * (dt + h) / (2 * mo) : F * dt * dt / (2 * mo),
+                  1e-9, 0);
+        CHECK(x[X_F] == 0.0 && x[V_F] == 0.0, "model %d: the finger felt the object's force", model);
+        CHECK_OK(rs_step(w->model, w->data, 1, &st), st); /* the wrench is over: it coasts */
+        CHECK_REL(x[V_O], F * dt / mo, tol, 0);
+        /* held forces below and above F_static */
+        double fs = 1.0, fk = 0.4;
+        for (int above = 0; above < 2; above++) {
+            rs_world_t *f = finger_with((kv_t[]){FREE_PAIR, {"finger_v0", 0.0},
+                                                 {"object_mass", mo}, {"static_friction", fs},
+                                                 {"kinetic_friction", fk},
+                                                 {"contact_model", model}, {NULL, 0}});
+            double force = above ? 2.5 : -0.9, a = above ? (force - fk) / mo : 0.0;
+            int slips = 0;
+            for (int k = 0; k < 50; k++) {
+                CHECK_OK(rs_apply_wrench(f->model, f->data, 0, "object", &force, 1, &st), st);
+                CHECK_OK(rs_step(f->model, f->data, 1, &st), st);
+                slips += events_of(f, "slip");
+            }
+            const double *y = f->data->x;
+            double t = 50 * dt;
+            if (above) {
+                /* time stepping: its first internal step starts at rest, so the static level
+                 * holds then, d = (F_static - F_kinetic) h / m_o less speed; and the
+                 * backward-Euler positions lead by a t h / 2 */
+                double d = model == 1 ? (fs - fk) * h / mo : 0.0;
+                CHECK_REL(y[V_O], a * t - d, model == 1 ? 1e-9 : 1e-8, 0);
+                CHECK_REL(y[X_O] - x0, a * t * t / 2 + (model == 1 ? a * t * h / 2 - t * d : 0.0),
+                          model == 1 ? 1e-9 : 1e-8, 0);
+                CHECK(model == 1 || slips == 1, "model %d: %d slip events", model, slips);
+            } else {
+                CHECK(y[X_O] == x0 && y[V_O] == 0.0, "model %d: held below F_static, x_o moved "
+                      "to %.17g (v_o %g)", model, y[X_O], y[V_O]);
+                CHECK(slips == 0, "model %d: %d slip events below F_static", model, slips);
+            }
+            rs_world_destroy(&f);
+        }
+        rs_world_destroy(&w);
+
+        /* in contact: the sensor sees the force on the object (compliant: the layer settles at
+         * that force, its oscillation decaying within 2 s) */
+        double fa = 2.0, fo = -1.0, pad = model == 2 ? 0.0025 : 0.0;
+        rs_world_t *c = finger_with((kv_t[]){{"finger_drag", 0}, {"object_drag", 0},
+                                             {"static_friction", 0}, {"kinetic_friction", 0},
+                                             {"control_dt", dt}, {"object_x0", 1.0},
+                                             {"finger_x0", 1.0 - pad}, {"contact_model", model},
+                                             {NULL, 0}});
+        CHECK_OK(rs_set_commands(c->model, c->data, 0, &fa, 1, &st), st);
+        int steps = model == 2 ? 300 : 20;
+        double v_start = NAN;
+        for (int k = 0; k < steps; k++) {
+            if (k == steps - 1)
+                v_start = c->data->x[V_O];
+            CHECK_OK(rs_apply_wrench(c->model, c->data, 0, "object", &fo, 1, &st), st);
+            CHECK_OK(rs_step(c->model, c->data, 1, &st), st);
+        }
+        double n = (fa - fo) / 2.0, a = (fa + fo) / 2.0; /* m_f = m_o = 1 kg */
+        double stol = model == 2 ? 1e-5 : 1e-9;
+        CHECK_REL(c->data->sensors[1], n, stol, 0); /* contact_force */
+        CHECK_REL(c->data->sensors[0], n, stol, 0); /* tip_force over the last step */
+        CHECK_REL((c->data->x[V_O] - v_start) / dt, a, stol, 0);
+        rs_world_destroy(&c);
+    }
+}
+
 int main(void)
 {
     double t2, h = 1e-3;
     compliant_static_friction();
+    object_wrench();
     past_face_is_an_error();
     ts_pushing();
     ts_random();

@@ -271,6 +271,7 @@ static void finger_commands(const scenario_t *s, rng_t *r, const rs_model_t *m, 
     (void)s, (void)m, (void)e;
     u[0] = unif(r, -1, 1) * pow(10, unif(r, -1, 1.3));
     w[0] = coin(r, 0.2) ? unif(r, -5, 5) : 0.0;
+    w[1] = coin(r, 0.2) ? unif(r, -5, 5) : 0.0; /* on the object */
 }
 
 static double finger_k(const run_t *r, int e)

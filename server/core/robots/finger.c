@@ -55,6 +55,14 @@
  * crossed 0 by eps_v (it is then set to exactly 0). After each jump any guard left <= 0 (two
  * crossing at once) is handled too, so every interval starts with all guards positive.
  *
+ * External force on the object (ApplyWrench body "object", f_o, for one control step): it adds
+ * to the object's equation in every mode and formulation (m_o v_o' = f_o - D_o - friction apart;
+ * (m_f + m_o) v' = F_a + f_o - ... and N less m_f f_o / (m_f + m_o) sliding together). Static
+ * friction holds it: a free object at rest stays while |f_o| <= F_static (guard G_SLIP in
+ * separated_stuck, F_static - |f_o| + eps_F), a stuck pair while |N + f_o| <= F_static, and it
+ * slides in the direction of the net push. Its work f_o v_o counts in applied_work. With no such
+ * force (f_o = 0) every expression keeps its bits (plus()).
+ *
  * Events (kind: value): touch (closing speed, m/s), bounce (impulse J, N s), merge (impulse J,
  * N s), separate (contact force N at that instant, N), stick (push held by static friction, N),
  * slip (push that broke static friction, N; 0 when kicked by an impact). before/after hold
@@ -166,8 +174,8 @@ static const rs_var_desc_t finger_state[NX] = {
      "momentum passed through the tip since reset: integral of the contact force N dt plus the "
      "impact impulses J; tip_force differences it over a control step"},
     {"applied_work", "J", -INFINITY, INFINITY,
-     "work of the applied force since reset, integral of F_a v_f dt (kinetic energy can grow "
-     "by at most this much)"},
+     "work of the applied force and external forces since reset, integral of F_a v_f + f_o v_o "
+     "dt (kinetic energy can grow by at most this much)"},
 };
 
 static const rs_var_desc_t finger_actuators[NU] = {
@@ -234,6 +242,7 @@ static const rs_param_desc_t finger_params[NP] = {
 /* bodies an external force can act on (ApplyWrench) */
 static const rs_wrench_desc_t finger_wrench[] = {
     {"finger", 1, "force along the line, N (+ towards the object), added to F_a"},
+    {"object", 1, "force along the line on the object, N (+ away from the finger)"},
 };
 
 static const char *const finger_modes[NMODES] = {"separated", "separated_stuck", "contact_sliding",
@@ -248,6 +257,19 @@ static const char *const finger_events[NEVENTS] = {"touch", "bounce", "merge",
 static inline double applied_force(const rs_entity_data_t *ed, const double *u)
 {
     return u[U_FORCE] + ed->wrench[0];
+}
+
+/* The external force on the object for this control step (ApplyWrench on body "object"). */
+static inline double object_force(const rs_entity_data_t *ed)
+{
+    return ed->wrench[1];
+}
+
+/* a + b, or a itself (its bits, a signed zero included) when b is 0: a world with no wrench on
+ * the object computes exactly what it did before that wrench existed. */
+static inline double plus(double a, double b)
+{
+    return b == 0.0 ? a : a + b;
 }
 
 /* Drag with the sign of v: linear c v or quadratic c v |v|. */
@@ -290,11 +312,13 @@ static double friction_free(const rs_entity_model_t *em)
     return article_law(em) ? 0.0 : em->p[P_F_KINETIC];
 }
 
-/* N when both move at v and the object slides in direction dir (the header's formula). */
-static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa)
+/* N when both move at v and the object slides in direction dir (the header's formula; f_o the
+ * external force on the object). */
+static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa, double fo)
 {
     double mf = em->p[P_M_F], mo = em->p[P_M_O];
-    return (mo * (fa - drag_f(em, v)) + mf * (friction_pushed(em, v, fa) * dir + drag_o(em, v))) /
+    return (mo * (fa - drag_f(em, v)) +
+            mf * (friction_pushed(em, v, fa) * dir + drag_o(em, v) - fo)) /
            (mf + mo);
 }
 
@@ -306,10 +330,10 @@ static double n_stuck(const rs_entity_model_t *em, double vf, double fa)
 
 /* The contact force in the current mode; 0 when apart. */
 static double contact_force(const rs_entity_model_t *em, int mode, double dir, const double *x,
-                            double fa)
+                            double fa, double fo)
 {
     if (mode == MODE_CONTACT_SLIDING)
-        return n_sliding(em, x[V_F], dir, fa);
+        return n_sliding(em, x[V_F], dir, fa, fo);
     if (mode == MODE_CONTACT_STUCK)
         return n_stuck(em, x[V_F], fa);
     return 0.0;
@@ -380,6 +404,8 @@ static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD_F] + em->
  * whether the formulation is time_stepping or compliant. */
 static double compliant_force(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                               const double *x);
+static double compliant_push(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                             const double *x);
 
 static int pick_formulation(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x)
 {
@@ -394,7 +420,7 @@ static int pick_formulation(const rs_entity_model_t *em, rs_entity_data_t *ed, c
         ed->aux[AUX_SIDE] = x[X_O] - x[X_F] < pad_of(em) ? -1.0 : 1.0;
         ed->aux[AUX_DIR] = x[V_O] < 0.0 ? -1.0 : 1.0;
         ed->aux[AUX_STUCK] = x[V_O] == 0.0 && em->p[P_F_STATIC] > 0.0 &&
-                             fabs(compliant_force(em, ed, x)) <= em->p[P_F_STATIC];
+                             fabs(compliant_push(em, ed, x)) <= em->p[P_F_STATIC];
     } else {
         if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
             ed->mode = x[V_O] != 0.0 ? MODE_SEPARATED : MODE_SEPARATED_STUCK;
@@ -416,18 +442,25 @@ static double compliant_force(const rs_entity_model_t *em, const rs_entity_data_
     return fmax(0.0, k * depth + c * rate);
 }
 
+/* compliant: the force static friction must hold on the object, the layer's N plus the wrench */
+static double compliant_push(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                             const double *x)
+{
+    return plus(compliant_force(em, ed, x), object_force(ed));
+}
+
 static void compliant_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                              const double *x, double fa, double *xdot)
 {
-    double n = compliant_force(em, ed, x);
+    double n = compliant_force(em, ed, x), fo = object_force(ed);
     double friction = em->p[P_F_KINETIC] * ed->aux[AUX_DIR];
     int stuck = ed->aux[AUX_STUCK] != 0.0;
     xdot[X_F] = x[V_F];
     xdot[V_F] = (fa - drag_f(em, x[V_F]) - n) / em->p[P_M_F];
     xdot[X_O] = x[V_O];
-    xdot[V_O] = stuck ? 0.0 : (n - drag_o(em, x[V_O]) - friction) / em->p[P_M_O];
+    xdot[V_O] = stuck ? 0.0 : plus(n - drag_o(em, x[V_O]) - friction, fo) / em->p[P_M_O];
     xdot[IMPULSE] = n;
-    xdot[WORK] = fa * x[V_F];
+    xdot[WORK] = plus(fa * x[V_F], fo * x[V_O]);
 }
 
 /* time_stepping: the contact-dynamics lecture's step, repeated over the control step */
@@ -438,10 +471,11 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
         return;
     const double *p = em->p;
     double h, steps = rs_ts_substeps(dt, p[P_TS_STEP], &h), fa = applied_force(ed, u);
+    double fo = object_force(ed);
     double minv[2] = {1.0 / p[P_M_F], 1.0 / p[P_M_O]};
     for (double k = 0.0; k < steps; k += 1.0) {
         const double vfree[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
-                                 x[V_O] - h * drag_o(em, x[V_O]) / p[P_M_O]};
+                                 x[V_O] - h * (drag_o(em, x[V_O]) - fo) / p[P_M_O]};
         double v[2], gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
         /* The contact is always in the problem (gap + h (v_o+ - v_f+) >= 0, complementary to
          * lambda >= 0: it takes no force where it stays open), so no gap closes after the
@@ -472,7 +506,7 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
         x[V_F] = v[0], x[V_O] = v[1];
         x[X_F] += h * v[0], x[X_O] += h * v[1]; /* backward Euler positions */
         x[IMPULSE] += lambda;
-        x[WORK] += fa * h * v[0];
+        x[WORK] += plus(fa * h * v[0], fo * h * v[1]);
         ed->aux[AUX_N] = lambda / h;
         if (lambda > 0.0 && !(was > 0.0))
             rs_emit_event(ed, EV_TOUCH, t + (k + 1.0) * h, closing, x, x, 4);
@@ -499,7 +533,7 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
                           const double *x, const double *u, double *xdot)
 {
     (void)t;
-    double fa = applied_force(ed, u), dir = ed->aux[AUX_DIR];
+    double fa = applied_force(ed, u), fo = object_force(ed), dir = ed->aux[AUX_DIR];
     double mf = em->p[P_M_F], mo = em->p[P_M_O];
     switch (ed->mode) {
     case MODE_TS: /* advanced by finger_advance */
@@ -514,12 +548,12 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
          * so they stay exactly equal */
         double v = x[V_F];
         double ff = friction_pushed(em, v, fa);
-        double a = (fa - drag_f(em, v) - drag_o(em, v) - ff * dir) / (mf + mo);
+        double a = plus(fa - drag_f(em, v) - drag_o(em, v) - ff * dir, fo) / (mf + mo);
         xdot[X_F] = xdot[X_O] = v;
         xdot[V_F] = xdot[V_O] = a;
         /* the sensor: the true N, or the article's reading (the friction it pushes against) */
-        xdot[IMPULSE] = article_law(em) ? ff : n_sliding(em, v, dir, fa);
-        xdot[WORK] = fa * v;
+        xdot[IMPULSE] = article_law(em) ? ff : n_sliding(em, v, dir, fa, fo);
+        xdot[WORK] = plus(fa * v, fo * v);
         break;
     }
     case MODE_CONTACT_STUCK:
@@ -532,12 +566,12 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
         xdot[V_F] = (fa - drag_f(em, x[V_F])) / mf;
         if (ed->mode == MODE_SEPARATED) {
             xdot[X_O] = x[V_O];
-            xdot[V_O] = -(drag_o(em, x[V_O]) + friction_free(em) * dir) / mo;
+            xdot[V_O] = -(drag_o(em, x[V_O]) + friction_free(em) * dir - fo) / mo;
         } else {
             xdot[X_O] = xdot[V_O] = 0.0;
         }
         xdot[IMPULSE] = 0.0;
-        xdot[WORK] = fa * x[V_F];
+        xdot[WORK] = plus(fa * x[V_F], ed->mode == MODE_SEPARATED ? fo * x[V_O] : 0.0);
         break;
     }
 }
@@ -552,7 +586,7 @@ static void finger_guards(const rs_entity_model_t *em, const rs_entity_data_t *e
     case MODE_COMPLIANT: /* the layer's surface, crossed either way; the object's stick-slip */
         g[G_TOUCH] = ed->aux[AUX_SIDE] * (x[X_O] - x[X_F] - pad_of(em));
         if (ed->aux[AUX_STUCK] != 0.0)
-            g[G_SLIP] = em->p[P_F_STATIC] - fabs(compliant_force(em, ed, x));
+            g[G_SLIP] = em->p[P_F_STATIC] - fabs(compliant_push(em, ed, x));
         else if (em->p[P_F_STATIC] > 0.0)
             g[G_STOP] = dir * x[V_O];
         break;
@@ -562,15 +596,18 @@ static void finger_guards(const rs_entity_model_t *em, const rs_entity_data_t *e
         break;
     case MODE_SEPARATED_STUCK:
         g[G_TOUCH] = x[X_O] - x[X_F] + gap_eps(x);
+        if (object_force(ed) != 0.0) /* static friction holds the object against the wrench */
+            g[G_SLIP] = em->p[P_F_STATIC] - fabs(object_force(ed)) + feps;
         break;
     case MODE_CONTACT_SLIDING:
-        g[G_SEPARATE] = n_sliding(em, x[V_F], dir, fa) + feps;
+        g[G_SEPARATE] = n_sliding(em, x[V_F], dir, fa, object_force(ed)) + feps;
         g[G_STOP] = dir * x[V_F] + VEL_EPS;
         break;
     case MODE_CONTACT_STUCK: {
-        double n = n_stuck(em, x[V_F], fa);
+        /* the object holds the push N plus the wrench on it, either way */
+        double n = n_stuck(em, x[V_F], fa), fo = object_force(ed);
         g[G_SEPARATE] = n + feps;
-        g[G_SLIP] = em->p[P_F_STATIC] - n + feps;
+        g[G_SLIP] = em->p[P_F_STATIC] - (fo == 0.0 ? n : fabs(n + fo)) + feps;
         break;
     }
     }
@@ -618,17 +655,19 @@ static void enter_mode(jump_ctx_t *j, int mode, double dir, double push)
  * stuck, or apart, as the contact force says. */
 static void resolve_touching(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double fa)
 {
-    double v = x[V_F];
+    double v = x[V_F], fo = object_force(j->ed);
     if (v != 0.0) {
         double dir = v > 0 ? 1.0 : -1.0;
-        double n = n_sliding(em, v, dir, fa);
+        double n = n_sliding(em, v, dir, fa, fo);
         enter_mode(j, n >= 0.0 ? MODE_CONTACT_SLIDING : MODE_SEPARATED, dir, n);
         return;
     }
-    /* at rest: the finger pushes on the object with F_a - D_f(0) */
-    double push = n_stuck(em, 0.0, fa);
-    if (push > em->p[P_F_STATIC])
-        enter_mode(j, MODE_CONTACT_SLIDING, 1.0, push);
+    /* at rest: the finger pushes on the object with F_a - D_f(0), the wrench f_o adds to it */
+    double push = n_stuck(em, 0.0, fa), total = plus(push, fo);
+    if (push >= 0.0 && total > em->p[P_F_STATIC])
+        enter_mode(j, MODE_CONTACT_SLIDING, 1.0, total);
+    else if (push >= 0.0 && total < -em->p[P_F_STATIC]) /* the object pushes the finger back */
+        enter_mode(j, MODE_CONTACT_SLIDING, -1.0, total);
     else if (push >= 0.0)
         enter_mode(j, MODE_CONTACT_STUCK, 1.0, push);
     else
@@ -735,21 +774,24 @@ static void handle_fired(const rs_entity_model_t *em, jump_ctx_t *j, double *x, 
             impact(em, j, x, fa); /* the impact decides the object's motion too */
         else if (fired[G_STOP] && ed->mode == MODE_SEPARATED)
             stop(em, j, x, fa);
+        else if (fired[G_SLIP] && ed->mode == MODE_SEPARATED_STUCK) /* the wrench breaks it */
+            enter_mode(j, MODE_SEPARATED, object_force(ed) > 0.0 ? 1.0 : -1.0,
+                       fabs(object_force(ed)));
         break;
     case MODE_CONTACT_SLIDING:
         if (fired[G_STOP]) {
             stop(em, j, x, fa);
         } else if (fired[G_SEPARATE]) {
-            double n = n_sliding(em, x[V_F], ed->aux[AUX_DIR], fa);
+            double n = n_sliding(em, x[V_F], ed->aux[AUX_DIR], fa, object_force(ed));
             enter_mode(j, MODE_SEPARATED, ed->aux[AUX_DIR], n);
         }
         break;
     case MODE_CONTACT_STUCK: {
-        double n = n_stuck(em, x[V_F], fa);
+        double n = n_stuck(em, x[V_F], fa), total = plus(n, object_force(ed));
         if (fired[G_SEPARATE])
             enter_mode(j, MODE_SEPARATED_STUCK, 1.0, n);
         else if (fired[G_SLIP])
-            enter_mode(j, MODE_CONTACT_SLIDING, 1.0, n);
+            enter_mode(j, MODE_CONTACT_SLIDING, total < 0.0 ? -1.0 : 1.0, total);
         break;
     }
     }
@@ -784,7 +826,7 @@ static void compliant_stick_slip(const rs_entity_model_t *em, rs_entity_data_t *
 {
     double before[4] = {x[X_F], x[V_F], x[X_O], x[V_O]};
     int was = ed->aux[AUX_STUCK] != 0.0;
-    double n = compliant_force(em, ed, x);
+    double n = compliant_push(em, ed, x);
     x[V_O] = 0.0; /* at rest, or reached it (its guard crossed 0) */
     if (fabs(n) <= em->p[P_F_STATIC] && em->p[P_F_STATIC] > 0.0) {
         ed->aux[AUX_STUCK] = 1.0;
@@ -811,7 +853,7 @@ static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
          * stuck object then slips at once if it exceeds F_static */
         int stuck = ed->aux[AUX_STUCK] != 0.0;
         if (fired[G_SLIP] || (!stuck && fired[G_STOP]) ||
-            (stuck && fabs(compliant_force(em, ed, x)) > em->p[P_F_STATIC]))
+            (stuck && fabs(compliant_push(em, ed, x)) > em->p[P_F_STATIC]))
             compliant_stick_slip(em, ed, t, x);
         return;
     }
@@ -829,8 +871,14 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
                                               : RS_CONTACT_HYBRID;
     if (family != (int)em->p[P_MODEL] && pick_formulation(em, ed, x))
         return; /* switched to time_stepping or compliant */
+    if (family == (int)em->p[P_MODEL] && family == RS_CONTACT_COMPLIANT) {
+        /* no modes; but a new wrench on the object (or its end) can break static friction */
+        if (ed->aux[AUX_STUCK] != 0.0 && fabs(compliant_push(em, ed, x)) > em->p[P_F_STATIC])
+            compliant_stick_slip(em, ed, t, x);
+        return;
+    }
     if (family == (int)em->p[P_MODEL] && family != RS_CONTACT_HYBRID)
-        return; /* those have no modes to settle */
+        return; /* time_stepping has no modes to settle */
     jump_ctx_t j;
     jump_begin(&j, ed, t, x);
     double fa = applied_force(ed, u), dir = ed->aux[AUX_DIR];
@@ -846,7 +894,7 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
             if (closing > 0.0)
                 press = 1;
             else if (x[V_F] != 0.0)
-                press = n_sliding(em, x[V_F], x[V_F] > 0 ? 1.0 : -1.0, fa) >= 0.0;
+                press = n_sliding(em, x[V_F], x[V_F] > 0 ? 1.0 : -1.0, fa, object_force(ed)) >= 0.0;
             else
                 press = n_stuck(em, 0.0, fa) >= 0.0;
             if (press) {
@@ -862,17 +910,17 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
         if (dir * x[V_F] <= 0.0) {
             stop(em, &j, x, fa);
         } else {
-            double n = n_sliding(em, x[V_F], dir, fa);
+            double n = n_sliding(em, x[V_F], dir, fa, object_force(ed));
             if (n < 0.0)
                 enter_mode(&j, MODE_SEPARATED, dir, n);
         }
         break;
     case MODE_CONTACT_STUCK: {
-        double n = n_stuck(em, x[V_F], fa);
+        double n = n_stuck(em, x[V_F], fa), total = plus(n, object_force(ed));
         if (n < 0.0)
             enter_mode(&j, MODE_SEPARATED_STUCK, 1.0, n);
-        else if (n > em->p[P_F_STATIC])
-            enter_mode(&j, MODE_CONTACT_SLIDING, 1.0, n);
+        else if (fabs(total) > em->p[P_F_STATIC])
+            enter_mode(&j, MODE_CONTACT_SLIDING, total < 0.0 ? -1.0 : 1.0, total);
         break;
     }
     }
@@ -899,7 +947,8 @@ static void finger_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     (void)t;
     double n = ed->mode == MODE_TS          ? ed->aux[AUX_N]
                : ed->mode == MODE_COMPLIANT ? compliant_force(em, ed, x)
-                                            : contact_force(em, ed->mode, ed->aux[AUX_DIR], x, applied_force(ed, u));
+                                            : contact_force(em, ed->mode, ed->aux[AUX_DIR], x,
+                                                            applied_force(ed, u), object_force(ed));
     ed->s[S_CONTACT_FORCE] = n;
     if (dt > 0.0) {
         ed->s[S_TIP_FORCE] = (x[IMPULSE] - ed->aux[AUX_P0]) / dt;
@@ -978,7 +1027,7 @@ const rs_robot_t rs_robot_finger = {
     .event_names = finger_events,
     .naux = NAUX,
     .aux_vars = finger_aux,
-    .nwrench = 1,
+    .nwrench = sizeof finger_wrench / sizeof finger_wrench[0],
     .wrench = finger_wrench,
     .nguards = finger_nguards,
     .validate = finger_validate,
