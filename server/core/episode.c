@@ -137,6 +137,12 @@ int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
     int rc = rs_reset(w->model, w->data, seed, st);
     if (rc < 0 || !w->task)
         return rc;
+    return rs_world_start_episode(w, st);
+}
+
+int rs_world_start_episode(rs_world_t *w, rs_status_t *st)
+{
+    int rc;
     rs_data_t *d = w->data;
     memset(d->task, 0, sizeof d->task);
     d->episode_steps = 0;

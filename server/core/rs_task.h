@@ -137,6 +137,10 @@ uint64_t rs_task_episode_limit(const rs_task_t *t, const rs_model_t *m);
  * sampled, reward 0, flags cleared, episode_steps 0). */
 int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st);
 
+/* Start a new episode of task world w from its data as it is (just reset): the task's start
+ * and targets sampled, reward 0, flags cleared, episode_steps 0. */
+int rs_world_start_episode(rs_world_t *w, rs_status_t *st);
+
 /* Check an action for task t: n values (else RS_EINVAL), each finite (RS_EINVAL) and within
  * its bounds (RS_ERANGE); the message names the action variable. */
 int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st);

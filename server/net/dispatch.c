@@ -1107,8 +1107,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_s
 #define MC_MAX_ITEMS 64 /* samplers, and return items, per request */
 
 typedef struct mc_run {
-    const rs_model_t *m;
-    const double *u;
+    const rs_mc_source_t *src; /* the world's commands, schedules and task */
     const rs_mc_sampler_t *samplers;
     size_t ns;
     const rs_mc_item_t *items;
@@ -1130,17 +1129,18 @@ static void mc_step(void *ctx, size_t i, int worker)
         r->status[i].code = RS_EDEADLINE;
         return;
     }
-    rs_mc_run(r->m, r->u, r->samplers, r->ns, r->initial + i * r->ns, r->seed + i, r->nsteps,
-              r->abort, r->items, r->nr, r->final + i * r->nr, &r->t_end[i], &r->status[i]);
+    rs_mc_run_from(r->src, r->samplers, r->ns, r->initial + i * r->ns, r->seed + i, r->nsteps,
+                   r->abort, r->items, r->nr, r->final + i * r->nr, &r->t_end[i], &r->status[i]);
 }
 
 /* A MonteCarlo request's runs and results (malloc'd: on the loop they run on the stepper
  * thread while other requests come and go). */
 typedef struct mc_job {
     mc_run_t run;
+    rs_mc_source_t src;
     rs_mc_sampler_t samplers[MC_MAX_ITEMS];
     rs_mc_item_t items[MC_MAX_ITEMS];
-    double *u, *initial, *final, *t_end;
+    double *initial, *final, *t_end;
     rs_status_t *status;
     size_t n;
     double deadline; /* on the stepper: rs_clock() time its budget runs out */
@@ -1151,7 +1151,7 @@ static void mc_job_free(void *p)
     mc_job_t *j = p;
     if (!j)
         return;
-    free(j->u);
+    rs_mc_source_release(&j->src);
     free(j->initial);
     free(j->final);
     free(j->t_end);
@@ -1159,10 +1159,10 @@ static void mc_job_free(void *p)
     free(j);
 }
 
-/* A job of n runs of model m with commands u, its results unset. NULL when out of memory. */
-static mc_job_t *mc_job_new(const rs_model_t *m, const double *u, const rs_mc_sampler_t *samplers,
-                            size_t ns, const rs_mc_item_t *items, size_t nr, size_t n,
-                            rs_status_t *st)
+/* A job of n runs of world w (its commands, schedules and task), its results unset. NULL when
+ * out of memory. */
+static mc_job_t *mc_job_new(const rs_world_t *w, const rs_mc_sampler_t *samplers, size_t ns,
+                            const rs_mc_item_t *items, size_t nr, size_t n, rs_status_t *st)
 {
     mc_job_t *j = calloc(1, sizeof *j);
     if (!j) {
@@ -1170,20 +1170,22 @@ static mc_job_t *mc_job_new(const rs_model_t *m, const double *u, const rs_mc_sa
         return NULL;
     }
     j->n = n;
-    j->u = malloc(((size_t)m->nu + 1) * sizeof *j->u);
     j->initial = malloc(n * ns * sizeof *j->initial);
     j->final = malloc(n * nr * sizeof *j->final);
     j->t_end = malloc(n * sizeof *j->t_end);
     j->status = calloc(n, sizeof *j->status);
-    if (!j->u || !j->initial || !j->final || !j->t_end || !j->status) {
+    if (!j->initial || !j->final || !j->t_end || !j->status) {
         mc_job_free(j);
         OOM(st);
         return NULL;
     }
-    memcpy(j->u, u, (size_t)m->nu * sizeof *j->u);
+    if (rs_mc_source_init(&j->src, w, st) < 0) {
+        mc_job_free(j);
+        return NULL;
+    }
     memcpy(j->samplers, samplers, ns * sizeof *samplers);
     memcpy(j->items, items, nr * sizeof *items);
-    j->run = (mc_run_t){.m = m, .u = j->u, .samplers = j->samplers, .ns = ns, .items = j->items,
+    j->run = (mc_run_t){.src = &j->src, .samplers = j->samplers, .ns = ns, .items = j->items,
                         .nr = nr, .initial = j->initial, .final = j->final, .t_end = j->t_end,
                         .status = j->status};
     return j;
@@ -1266,7 +1268,7 @@ static int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_
     rs_cont_t *c = s->cont;
     mc_job_t *job = c->off_job;
     if (!job) {
-        if (!(job = mc_job_new(m, w->world->data->u, samplers, ns, items, nr, n, st)))
+        if (!(job = mc_job_new(w->world, samplers, ns, items, nr, n, st)))
             return st->code;
         for (size_t i = 0; i < n; i++)
             rs_mc_draw(samplers, ns, mc->seed, first + i, job->initial + i * ns);

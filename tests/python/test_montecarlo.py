@@ -97,3 +97,61 @@ def test_bad_requests_name_the_problem(client, arm_world):
         client.monte_carlo(arm_world, 2, 0.1, ["arm.theta0 ~ uniform(0, 1)"], ["arm.theta1"])
     with pytest.raises(ValueError):
         client.monte_carlo(arm_world, 2, 0.1, ["arm.theta0[0] uniform 0 1"], ["arm.theta1"])
+
+
+
+def test_runs_carry_the_task(client):
+    """A MonteCarlo on a task world: each run starts the task's episode from its draws, holding
+    the world's commands, so its return, flags and final state equal those of a single task
+    world made with the same draws and seed and driven by the same action."""
+    wid = client.create_world(task="FingerPush-v0", seed=0)
+    try:
+        client.step(wid, action=[1.5])  # the commands the runs hold
+        samplers = {"finger.object_x0": ("uniform", 0.5, 0.9)}
+        returns = ["task.return", "task.terminated", "task.truncated", "finger.x_o", "finger.v_f"]
+        res = client.monte_carlo(wid, 4, 1.5, samplers, returns, seed=11)
+        assert np.any(res["final"][:, 0] != 0.0), "the runs earn rewards"
+        for i in range(4):
+            one = client.create_world(task="FingerPush-v0", seed=11 + i,
+                                      params={"finger.object_x0": float(res["initial"][i][0])})
+            try:
+                total, s = 0.0, None
+                for k in range(100000):  # to the run's end time (or the episode's end)
+                    s = client.step(one, steps=1, action=[1.5] if k == 0 else None)
+                    total += s["task"]["reward"]
+                    if (s["task"]["terminated"] or s["task"]["truncated"]
+                            or s["time"] >= np.atleast_1d(res["time"])[-1] - 1e-12):
+                        break
+                f = s["entities"]["finger"]["state"]
+                got = list(res["final"][i])
+                assert got[0] == pytest.approx(total, rel=1e-12, abs=1e-12), "run %d return" % i
+                assert got[1:3] == [float(s["task"]["terminated"]), float(s["task"]["truncated"])]
+                assert got[3:] == [f[2], f[1]], "run %d state" % i
+            finally:
+                client.destroy_world(one)
+    finally:
+        client.destroy_world(wid)
+
+
+def test_runs_carry_schedules(client):
+    """A MonteCarlo on a world with a schedule: each run follows it, as a single world with the
+    same draw, seed and schedule does, bit for bit; a plain world has no task values."""
+    wid = client.create_world("finger", seed=0)
+    try:
+        client.set_schedule(wid, "finger", 0, [0.0, 1.0, 2.0], [0.0, 3.0, 1.0])
+        samplers = {"finger.object_x0": ("uniform", 0.5, 0.9)}
+        res = client.monte_carlo(wid, 3, 2.0, samplers, ["finger.x_o", "finger.v_f"], seed=3)
+        for i in range(3):
+            one = client.create_world("finger", seed=3 + i,
+                                      params={"finger.object_x0": float(res["initial"][i][0])})
+            try:
+                client.set_schedule(one, "finger", 0, [0.0, 1.0, 2.0], [0.0, 3.0, 1.0])
+                f = client.step(one, duration=2.0)["entities"]["finger"]["state"]
+                assert list(res["final"][i]) == [f[2], f[1]], "run %d" % i
+            finally:
+                client.destroy_world(one)
+        assert res["final"][0][1] != 0.0, "the schedule drove the finger"
+        with pytest.raises(robosim.RobosimError, match="runs a task"):
+            client.monte_carlo(wid, 1, 0.1, samplers, ["task.return"])
+    finally:
+        client.destroy_world(wid)
