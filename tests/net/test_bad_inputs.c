@@ -249,13 +249,14 @@ static const bad_case_t cases[] = {
     {"monte_carlo", "return=finger.nosuch", CODE(NOT_FOUND), 0},
     {"monte_carlo", "return=finger.x_f[0]", CODE(INVALID_ARGUMENT), 0},
     {"monte_carlo", "return=", CODE(INVALID_ARGUMENT), 0},
+    {"monte_carlo", "return=task.return", CODE(FAILED_PRECONDITION), 0}, /* no task here */
     {"monte_carlo", "corrupt", CODE(MALFORMED), 0},
     {"apply_wrench", "token=none", CODE(PERMISSION_DENIED), 0},
     {"apply_wrench", "token=wrong", CODE(PERMISSION_DENIED), 0},
     {"apply_wrench", "world=999", CODE(NOT_FOUND), 0},
     {"apply_wrench", "entity=nosuch", CODE(NOT_FOUND), 0},
     {"apply_wrench", "entity=@300", CODE(NOT_FOUND), 0},
-    {"apply_wrench", "body=object", CODE(NOT_FOUND), 0},
+    {"apply_wrench", "body=surface", CODE(NOT_FOUND), 0},
     {"apply_wrench", "body=", CODE(NOT_FOUND), 0},
     {"apply_wrench", "body=@300", CODE(NOT_FOUND), 0},
     {"apply_wrench", "world=1 entity=robot body=chassis", CODE(NOT_FOUND), 0}, /* none */
