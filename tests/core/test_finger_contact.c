@@ -313,6 +313,38 @@ static void object_wrench(void)
         }
         rs_world_destroy(&w);
 
+        /* compliant stick-slip under a wrench that comes and goes: the finger rests in the
+         * layer at the depth where N = F_a = 1.5 N > F_static; a held wrench of -1 N on the
+         * object leaves a push of 0.5 N, which static friction holds (x_o exactly put); when
+         * the wrench ends the push is N again and the object slips at once (event slip, value
+         * N), the pair's momentum growing at F_a - F_kinetic */
+        if (model == 2) {
+            double k = 1e4, fa2 = 1.5, back = -1.0;
+            rs_world_t *g = finger_with((kv_t[]){{"finger_drag", 0}, {"object_drag", 0},
+                                                 {"static_friction", fs},
+                                                 {"kinetic_friction", fk}, {"control_dt", dt},
+                                                 {"object_x0", 1.0},
+                                                 {"finger_x0", 1.0 - 0.0025 + fa2 / k},
+                                                 {"contact_model", 2}, {NULL, 0}});
+            CHECK_OK(rs_set_commands(g->model, g->data, 0, &fa2, 1, &st), st);
+            for (int k2 = 0; k2 < 20; k2++) {
+                CHECK_OK(rs_apply_wrench(g->model, g->data, 0, "object", &back, 1, &st), st);
+                CHECK_OK(rs_step(g->model, g->data, 1, &st), st);
+                CHECK(g->data->x[X_O] == 1.0 && events_of(g, "slip") == 0,
+                      "compliant: a push of 0.5 N moved the object (x_o %.17g)", g->data->x[X_O]);
+            }
+            CHECK_OK(rs_step(g->model, g->data, 1, &st), st);
+            CHECK(events_of(g, "slip") == 1, "compliant: the object slips when the wrench ends");
+            CHECK(g->data->events[0].t == 20 * dt && fabs(g->data->events[0].value - fa2) < 1e-6,
+                  "compliant: slip at t %.17g with push %g", g->data->events[0].t,
+                  g->data->events[0].value);
+            /* the layer's force is internal: the pair's momentum (m_f = m_o = 1 kg) gains
+             * (F_a - F_kinetic) dt over the step while the object slides on */
+            CHECK(g->data->x[V_O] > 0.0, "compliant: the object slides after the slip");
+            CHECK_REL(g->data->x[V_F] + g->data->x[V_O], (fa2 - fk) * dt, 1e-8, 0);
+            rs_world_destroy(&g);
+        }
+
         /* in contact: the sensor sees the force on the object (compliant: the layer settles at
          * that force, its oscillation decaying within 2 s) */
         double fa = 2.0, fo = -1.0, pad = model == 2 ? 0.0025 : 0.0;

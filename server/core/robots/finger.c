@@ -872,8 +872,11 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
     if (family != (int)em->p[P_MODEL] && pick_formulation(em, ed, x))
         return; /* switched to time_stepping or compliant */
     if (family == (int)em->p[P_MODEL] && family == RS_CONTACT_COMPLIANT) {
-        /* no modes; but a new wrench on the object (or its end) can break static friction */
-        if (ed->aux[AUX_STUCK] != 0.0 && fabs(compliant_push(em, ed, x)) > em->p[P_F_STATIC])
+        /* no modes; but a new wrench on the object (or its end) changes the push static
+         * friction must hold on an object at rest: it sticks or slips at once */
+        int stuck = ed->aux[AUX_STUCK] != 0.0;
+        if (x[V_O] == 0.0 && em->p[P_F_STATIC] > 0.0 &&
+            stuck != (fabs(compliant_push(em, ed, x)) <= em->p[P_F_STATIC]))
             compliant_stick_slip(em, ed, t, x);
         return;
     }
