@@ -1,6 +1,6 @@
-/* In-process control steps per second of the two planar arms (issue 4), one core, 10 ms steps,
+/* In-process control steps per second of the two planar arms, one core, 10 ms steps,
  * default tolerances (rtol 1e-8, atol 1e-10) and method (erk_order 0: the serial arm's Verner
- * 8(7), the parallel arm's Dormand-Prince 5(4); ERKStep's 4(3) table for both before issue 16),
+ * 8(7), the parallel arm's Dormand-Prince 5(4); earlier, ERKStep's 4(3) table for both),
  * episodes of 500 steps with a reset between them:
  *
  *   serial_arm   "targets"   the preset (vertical, PID): a new random Cartesian target (random

@@ -1,4 +1,4 @@
-/* In-process control steps per second of the 1D finger (issue 3), one core, 10 ms steps,
+/* In-process control steps per second of the 1D finger, one core, 10 ms steps,
  * default tolerances:
  *   - "agent":  a new force every step, as an RL agent sets it (episodes of 500 steps, reset
  *               between them, as a Gymnasium loop would);

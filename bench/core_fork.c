@@ -1,7 +1,7 @@
 /* In-process cost of ForkWorld of a world as it is now (rs_world_fork(w, NULL, ...)), and of
  * taking and restoring a snapshot, for each preset, on one core: microseconds per call, the
  * median of 7 rounds of `seconds / 7` each. ForkWorld is a copy of the data (rs_data_copy)
- * plus a new integrator; before issue 16 it wrote a snapshot and read it back.
+ * plus a new integrator; it once wrote a snapshot and read it back.
  *
  *   bench_core_fork [seconds per preset, default 1] */
 #include "rs_snapshot.h"
