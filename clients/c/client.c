@@ -668,6 +668,127 @@ static int remember_controller(rsc_client_t *c, const Robosim__V1__CreateWorldRe
     return 0;
 }
 
+/* ---- operations by name: the Request's `op` oneof, read from its descriptor ------------------ */
+
+/* Whether `name` names op field f: its proto name (get_state), that name with dashes
+ * (get-state), or its message's name (GetState). */
+static int op_named(const ProtobufCFieldDescriptor *f, const char *name)
+{
+    const ProtobufCMessageDescriptor *md = f->descriptor;
+    if (strcmp(f->name, name) == 0 || (md && strcmp(md->short_name, name) == 0))
+        return 1;
+    size_t i = 0;
+    for (; f->name[i] && name[i]; i++)
+        if (f->name[i] != (name[i] == '-' ? '_' : name[i]))
+            return 0;
+    return !f->name[i] && !name[i];
+}
+
+static int is_op(const ProtobufCFieldDescriptor *f)
+{
+    return (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+           f->quantifier_offset == offsetof(Robosim__V1__Request, op_case);
+}
+
+size_t rsc_op_count(void)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < robosim__v1__request__descriptor.n_fields; i++)
+        n += is_op(&robosim__v1__request__descriptor.fields[i]);
+    return n;
+}
+
+const ProtobufCFieldDescriptor *rsc_op_at(size_t i)
+{
+    for (unsigned k = 0; k < robosim__v1__request__descriptor.n_fields; k++) {
+        const ProtobufCFieldDescriptor *f = &robosim__v1__request__descriptor.fields[k];
+        if (is_op(f) && i-- == 0)
+            return f;
+    }
+    return NULL;
+}
+
+const ProtobufCFieldDescriptor *rsc_op_find(const char *name)
+{
+    const ProtobufCFieldDescriptor *f;
+    for (size_t i = 0; name && (f = rsc_op_at(i)); i++)
+        if (op_named(f, name))
+            return f;
+    return NULL;
+}
+
+/* Send op field `f` carrying `msg` on world_id (with the token held for it) and hand the
+ * reply's message (the Response field of the same name) to *out, or free it when out is NULL.
+ * Tokens follow the reply: a CreateWorldReply's is kept, a destroyed world's forgotten. */
+static int call_op(rsc_client_t *c, uint64_t world_id, const ProtobufCFieldDescriptor *f,
+                   const ProtobufCMessage *msg, ProtobufCMessage **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    const ProtobufCFieldDescriptor *rf =
+        protobuf_c_message_descriptor_get_field_by_name(&robosim__v1__response__descriptor,
+                                                        f->name);
+    if (!rf)
+        return set_err(err, RSC_EARG, "operation %s has no reply in this client's protocol",
+                       f->name);
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    req.world_id = world_id;
+    req.token = world_id ? token_for(c, world_id) : (char *)"";
+    req.op_case = (Robosim__V1__Request__OpCase)f->id;
+    *(const ProtobufCMessage **)((char *)&req + f->offset) = msg;
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, (int)rf->id, &r, err);
+    if (rc != 0)
+        return rc;
+    ProtobufCMessage **slot = (ProtobufCMessage **)((char *)r + rf->offset);
+    ProtobufCMessage *sub = *slot;
+    *slot = NULL;
+    r->result_case = ROBOSIM__V1__RESPONSE__RESULT__NOT_SET;
+    rsc_free(r);
+    if (sub && sub->descriptor == &robosim__v1__create_world_reply__descriptor)
+        rc = remember_controller(c, (const Robosim__V1__CreateWorldReply *)sub, NULL, err);
+    else if (f->id == ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD)
+        rsc_set_world_token(c, world_id, NULL);
+    if (rc == 0 && out)
+        *out = sub;
+    else
+        rsc_free(sub);
+    return rc;
+}
+
+int rsc_call_op(rsc_client_t *c, uint64_t world_id, const char *op, const ProtobufCMessage *msg,
+                ProtobufCMessage **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    if (!c)
+        return set_err(err, RSC_EARG, "rsc_call_op: no client");
+    const ProtobufCFieldDescriptor *f = rsc_op_find(op);
+    if (!f) {
+        char names[1024] = "";
+        size_t used = 0;
+        for (size_t i = 0; (f = rsc_op_at(i)) && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                                     f->name);
+        return set_err(err, RSC_EARG, "no operation '%s'; the operations: %s", op ? op : "",
+                       names);
+    }
+    const ProtobufCMessageDescriptor *want = f->descriptor;
+    if (msg && msg->descriptor != want)
+        return set_err(err, RSC_EARG, "operation %s carries a %s message, not a %s", f->name,
+                       want->name, msg->descriptor->name);
+    ProtobufCMessage *empty = NULL;
+    if (!msg) { /* an operation without fields: its message with every field at its default */
+        if (!(empty = malloc(want->sizeof_message)))
+            return set_err(err, RSC_ENOMEM, "out of memory for a %s message", want->name);
+        protobuf_c_message_init(want, empty);
+        msg = empty;
+    }
+    int rc = call_op(c, world_id, f, msg, out, err);
+    free(empty);
+    return rc;
+}
+
 int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
                      size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err)
 {
