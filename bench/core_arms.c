@@ -15,6 +15,7 @@
  *                "torques"   torque mode, random torques every step (servos hit their stops).
  *
  *   bench_core_arms [seconds per scenario, default 2] */
+#include "bench_util.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -24,22 +25,6 @@
 #include <time.h>
 
 #define EPISODE 500
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 88172645463325252ULL;
-static double uniform01(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) * 0x1.0p-53;
-}
 
 enum { TARGETS, TORQUES, TORQUES_TENTH };
 

@@ -4,24 +4,11 @@
  * plus a new integrator; it once wrote a snapshot and read it back.
  *
  *   bench_core_fork [seconds per preset, default 1] */
+#include "bench_util.h"
 #include "rs_snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define ROUNDS 7
 
