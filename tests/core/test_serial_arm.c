@@ -3,6 +3,7 @@
 #include "rs_core.h"
 #include "rs_robot.h"
 #include "rs_test.h"
+#include "seeded_rng.h"
 #include "robots/arm_common.h"
 
 #include <stdio.h>
@@ -977,19 +978,6 @@ static void default_method(void)
           a[2].x[1]);
     for (int i = 0; i < 3; i++)
         rs_world_destroy(&a[i].w);
-}
-
-/* Joint stops hold on random scenarios: ... */
-/* Seeded uniform numbers (splitmix64), so that every random scenario replays from its seed. */
-static uint64_t rng_state;
-static double urand(double lo, double hi)
-{
-    rng_state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
 }
 
 /* Joint stops hold on random scenarios (seeded; RS_RUNS sets the count): random stops, start
