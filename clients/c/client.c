@@ -752,8 +752,6 @@ int rsc_call_op(rsc_client_t *c, uint64_t world_id, const char *op, const Protob
 int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__HelloReply **out,
               rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__Hello op = ROBOSIM__V1__HELLO__INIT;
     op.major = major;
     op.minor = minor;
@@ -763,8 +761,6 @@ int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__Hell
 
 int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__ListWorlds op = ROBOSIM__V1__LIST_WORLDS__INIT;
     return CALL_OP(c, 0, LIST_WORLDS, &op, out, err);
 }
@@ -809,8 +805,6 @@ int rsc_destroy_world(rsc_client_t *c, uint64_t world_id, rsc_error_t *err)
 
 int rsc_get_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__Spec **out, rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetSpec op = ROBOSIM__V1__GET_SPEC__INIT;
     return CALL_OP(c, world_id, GET_SPEC, &op, out, err);
 }
@@ -910,8 +904,6 @@ int rsc_step_with(rsc_client_t *c, uint64_t world_id, const rsc_step_opts_t *o,
 int rsc_get_state(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
                   rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetState op = ROBOSIM__V1__GET_STATE__INIT;
     return CALL_OP(c, world_id, GET_STATE, &op, out, err);
 }
@@ -1005,8 +997,6 @@ int rsc_claim(rsc_client_t *c, uint64_t world_id, Robosim__V1__CreateWorldReply 
 int rsc_get_snapshot(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
                      rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetState op = ROBOSIM__V1__GET_STATE__INIT;
     op.snapshot = 1;
     return CALL_OP(c, world_id, GET_STATE, &op, out, err);
@@ -1023,8 +1013,6 @@ int rsc_load_motion_spec(rsc_client_t *c, uint64_t world_id, const char *documen
 int rsc_get_motion_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__MotionSpecReply **out,
                         rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetMotionSpec op = ROBOSIM__V1__GET_MOTION_SPEC__INIT;
     return CALL_OP(c, world_id, GET_MOTION_SPEC, &op, out, err);
 }
