@@ -94,7 +94,7 @@ def main() -> int:
     axes[3].set_ylabel("diff-drive x (m)")
     axes[3].set_xlabel("t (s): the diff-drive robot reaching the obstacle at x = 0.75 m")
     axes[4].set_ylabel("finger: object x_o (m)")
-    axes[4].set_xlabel("t (s): seed 000's finger pushing (F = 2 N) the object")
+    axes[4].set_xlabel("t (s): the article's finger pushing (F = 2 N) the object")
     for ax in axes[1:3]:
         ax.sharex(axes[0])
     axes[0].set_ylabel("height y (m)")
@@ -103,7 +103,7 @@ def main() -> int:
     axes[2].set_yscale("symlog", linthresh=10.0)
     axes[2].set_xlabel("t (s)")
     axes[0].legend()
-    axes[0].set_title("brick drop (seed 004): H = 0.45 m, vx0 = 1 m/s, e = 0.5, mu = 0.5")
+    axes[0].set_title("brick drop (contact-dynamics lecture): H = 0.45 m, vx0 = 1 m/s, e = 0.5, mu = 0.5")
     fig.tight_layout()
     fig.savefig(args.out, dpi=80)
     print(f"plot: {args.out}")

@@ -139,8 +139,8 @@ typedef struct rs_schedule {
 
 /* ---- rs_data_t's run variables, declared once -----------------------------------------
  * Each line below is one member of rs_data_t (or, ENTITY, of every rs_entity_data_t) and one
- * row of the field table (rs_data.h) through which reset, rs_data_copy (ForkWorld), snapshot
- * write and read, snapshot validation and prefetch all go: adding a run variable is adding
+ * row of the field table (fields.c, rs_data.h) through which reset, rs_data_copy (ForkWorld),
+ * snapshot write and read, snapshot validation and the digest all go: adding a run variable is adding
  * its line here (and, only for a new kind of check, teaching rs_data.h's check to it).
  *
  *   X(shape, type, name, dims, length, reset, check, digest)
@@ -234,8 +234,7 @@ typedef struct rs_data {
     const rs_model_t *m;              /* the model of the last call, for the callbacks */
     int nevents;                      /* entries in events[] (field "events", with it) */
     /* The events of the current Step request: allocated on the first event and grown on
-     * demand up to RS_EVENT_LOG entries (a world that has no events carries no log; the inline
-     * log of RS_EVENT_LOG entries was 56 KiB of a 68 kB finger world) */
+     * demand up to RS_EVENT_LOG entries (a world that has no events carries no log) */
     rs_event_t *events;
     int events_cap;                   /* entries allocated in events[] */
     size_t block_bytes;               /* of this block (rs_data_scratch), for prefetching */
@@ -343,7 +342,7 @@ int rs_step_continue(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_stat
  *                before the call) before it is used again;
  *   RS_ESIMFAIL  as rs_step.
  * Slicing changes nothing in the result: stepping n control steps in any number of calls is
- * bit-identical to one call (the data alone decides the future, see world.c). */
+ * bit-identical to one call (the data alone decides the future, see step.c). */
 int rs_step_until(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, double yield_at,
                   uint64_t *done, rs_status_t *st);
 
@@ -363,7 +362,7 @@ double rs_clock(void);
 int rs_apply_wrench(const rs_model_t *m, rs_data_t *d, int e, const char *body, const double *w,
                     size_t n, rs_status_t *st);
 
-/* The control step is over: clear the wrenches it applied (world.c, at each step's end). */
+/* The control step is over: clear the wrenches it applied (step.c, at each step's end). */
 void rs_wrench_step_over(const rs_model_t *m, rs_data_t *d);
 
 /* A uniform double in [0, 1) from the world's rng (deterministic given the reset seed). */
