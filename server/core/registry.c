@@ -2,6 +2,7 @@
  * `robots`; adding a preset is one entry in `presets`. */
 #include "rs_registry.h"
 #include "rs_task.h"
+#include "rs_task_doc.h"
 
 #include <math.h>
 #include <string.h>
@@ -214,7 +215,7 @@ static const rs_task_family_t *const task_families[] = {
 };
 
 #define NFAMILIES (int)(sizeof task_families / sizeof task_families[0])
-#define MAX_TASKS 64
+#define MAX_TASKS (64 + RS_TASK_DOC_MAX_REGISTERED)
 
 const rs_task_t *rs_task_find(const char *name)
 {
@@ -222,7 +223,7 @@ const rs_task_t *rs_task_find(const char *name)
         for (int i = 0; i < task_families[f]->n; i++)
             if (strcmp(task_families[f]->tasks[i].name, name) == 0)
                 return &task_families[f]->tasks[i];
-    return NULL;
+    return name ? rs_task_doc_find(name) : NULL; /* declared tasks (task_doc.c) */
 }
 
 const char *const *rs_task_names(void)
@@ -232,6 +233,7 @@ const char *const *rs_task_names(void)
     for (int f = 0; f < NFAMILIES; f++)
         for (int i = 0; i < task_families[f]->n && n < MAX_TASKS; i++)
             names[n++] = task_families[f]->tasks[i].name;
+    n += rs_task_doc_names(names + n, MAX_TASKS - n);
     names[n] = NULL;
     return names;
 }
