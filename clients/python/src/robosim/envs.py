@@ -29,7 +29,7 @@ bit for bit."""
 from __future__ import annotations
 
 import weakref
-from typing import Any, Optional, SupportsFloat
+from typing import Any, Optional, SupportsFloat, Union
 
 import gymnasium as gym
 import numpy as np
@@ -139,7 +139,8 @@ class RobosimEnv(gym.Env):
     clip_actions: clip actions to the bounds (else the server refuses those outside with
     OUT_OF_RANGE). normalize_actions: the action space is [-1, 1]^n, mapped onto the bounds.
     dtype: the spaces' dtype, np.float32 (default) or np.float64 (the server's values bit for
-    bit).
+    bit). task_document: a declared task (JSON text or dict, see register_task) that the
+    server registers and runs; `task` is its name.
 
     The env pickles (cloudpickle, SubprocVecEnv, Ray) as its constructor arguments: the copy
     makes its own world (and its own local server when the original had one); reset it."""
@@ -151,14 +152,15 @@ class RobosimEnv(gym.Env):
                  timeout: float = 10.0, client: Optional[Client] = None,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float32) -> None:
+                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
         self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
                                params=params, timeout=timeout,
                                max_episode_steps=max_episode_steps, clip_actions=clip_actions,
                                normalize_actions=normalize_actions,
-                               server_time_limit=server_time_limit, dtype=dtype)
+                               server_time_limit=server_time_limit, dtype=dtype,
+                               task_document=task_document)
         self._dtype = space_dtype(dtype)
         self.task = task
         self.render_mode = render_mode
@@ -184,7 +186,8 @@ class RobosimEnv(gym.Env):
             # an env never closed releases its socket and its server when collected or at exit
             self._finalizer = weakref.finalize(
                 self, _release, client if self._owns_client else None, self._server)
-            self.world_id = client.create_world(task=task, params=params, seed=0)
+            self.world_id = client.create_world(task=task, params=params, seed=0,
+                                                task_document=task_document)
             self.world_spec = client.get_spec(self.world_id)
             if task not in TASK_LIMITS:  # the task's own limit, for its registration
                 TASK_LIMITS[task] = (self.world_spec["task"]["max_episode_steps"]
@@ -364,6 +367,29 @@ def register_task(env_id: str, task: str, entry_point: str = "robosim.envs:Robos
         kwargs=dict(kwargs, task=task, server_time_limit=False), disable_env_checker=False)
     spec.task = task  # kept apart from kwargs, which gym.make_vec moves out of its copy
     gym.registry[env_id] = spec
+
+
+def register_task_document(env_id: str, document: Union[str, dict], **kwargs: Any) -> str:
+    """Register the Gymnasium id env_id for a declared task: `document` is a task document
+    (a dict, or its JSON text) naming the observation, action, reward, success, termination,
+    truncation and resets (the Python README's "Tasks without C" describes the format). Each
+    env made from env_id sends the document with its CreateWorld, so the task runs on any
+    server (a local one or `endpoint=`); the server validates it and names a bad item in its
+    error. Returns the task's name. gym.make(env_id) and gym.make_vec(env_id, n,
+    vectorization_mode="vector_entry_point") then work as for the built-in tasks."""
+    import json
+    doc = json.loads(document) if isinstance(document, str) else dict(document)
+    name = doc.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("a task document needs a 'name' (e.g. \"MyReach-v0\")")
+    max_steps = doc.get("max_steps")
+    if isinstance(max_steps, int) and max_steps > 0:
+        TASK_LIMITS.setdefault(name, max_steps)  # the document is the task's source
+    text = json.dumps(doc)
+    if env_id in gym.registry and gym.registry[env_id].kwargs.get("task_document") != text:
+        del gym.registry[env_id]  # a new document for the id replaces the old registration
+    register_task(env_id, name, task_document=text, **kwargs)
+    return name
 
 
 def register_envs() -> None:
