@@ -39,7 +39,14 @@
  * + - * / ^ %, and the functions abs acos asin atan atan2 ceil cos cosh exp floor ln log10 pow
  * sin sinh sqrt tan tanh pi e, plus hypot(a, b), min(a, b), max(a, b), clip(x, lo, hi),
  * wrap(angle) (to [-pi, pi]), lt le gt ge eq (1 or 0), and(a, b), or(a, b), not(a),
- * if(c, a, b). The info figure "success" is added when the document declares success. */
+ * if(c, a, b); in a quantity's "at_reset" expression also uniform(a, b) and normal(mean,
+ * deviation), drawn from the world's rng. More quantity kinds: {"at_reset": expr} (computed
+ * once at the episode's start, after the resets, and held), {"update": expr, "init": v} (held,
+ * computed after each control step from its own last value under its own name: a counter). A
+ * reset entry may give "value" instead of a distribution. Observation and action entries may
+ * give "name", "unit" and "doc" for GetSpec. The info figure "success" (the success flag) goes
+ * where "info" lists it, else last. "extends": "Name-v0" takes that declared task's document
+ * with this document's items in place of its own (a -v1 from its -v0). */
 #ifndef RS_TASK_DOC_H
 #define RS_TASK_DOC_H
 
@@ -68,6 +75,11 @@ const char *rs_task_doc_source(const rs_task_t *t);
  * *out (when not NULL) is the registered task, which lives as long as the process. 0, the
  * parse's error, or RS_EEXHAUSTED past RS_TASK_DOC_MAX_REGISTERED tasks. Thread-safe. */
 int rs_task_doc_register(const char *json, size_t len, const rs_task_t **out, rs_status_t *st);
+
+/* The tasks of family f declared as documents (f->documents: a JSON array of task documents,
+ * each of which may extend an earlier one with "extends": its name, replacing the items it
+ * gives), parsed once per process; *n their number. registry.c asks. */
+const rs_task_t *const *rs_task_doc_family(const rs_task_family_t *f, int *n);
 
 /* The registered task called `name`, or NULL (registry.c's rs_task_find asks). */
 const rs_task_t *rs_task_doc_find(const char *name);

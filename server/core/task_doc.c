@@ -21,27 +21,32 @@
 #define MAX_TARGETS (RS_TASK_STATE - RS_TASK_PRIVATE)
 #define NVARS (2 + RS_TASK_DOC_MAX_QUANTITIES) /* t, steps, then the quantities */
 
-enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR };
+enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE };
 
 typedef struct quantity {
     char *name;
     int kind;
     int entity, index; /* STATE, SENSOR, COMMAND: index into x, sensors, u; EVENTS: the entity
-                          and the event kind; TARGET: the slot after RS_TASK_PRIVATE */
+                          and the event kind; TARGET, AT_RESET, UPDATE: the slot after
+                          RS_TASK_PRIVATE that holds its value through the episode */
     int dist;          /* TARGET: RS_MC_UNIFORM or RS_MC_NORMAL with a, b */
     double a, b;
-    te_expr *expr;     /* EXPR */
+    te_expr *expr;     /* EXPR, AT_RESET (evaluated at reset, may draw), UPDATE (each control
+                          step, reading its own last value) */
+    double init;       /* UPDATE: the value at reset */
 } quantity_t;
 
 typedef struct decl {
     rs_task_t task; /* first: rs_task_bind_t.task points here */
     char *source;
+    int builtin;    /* one of the server's own tasks (a family's document) */
     char *name, *preset, *entity, *doc, *reward_doc;
     int nq;
     quantity_t q[RS_TASK_DOC_MAX_QUANTITIES];
     te_expr *obs_expr[RS_TASK_MAX_OBS];
     double obs_scale[RS_TASK_MAX_OBS];
-    char *obs_name[RS_TASK_MAX_OBS];
+    char *strings[3 * (RS_TASK_MAX_OBS + RS_TASK_MAX_ACT)]; /* names, units, docs given */
+    int nstrings;
     rs_var_desc_t obs[RS_TASK_MAX_OBS], act[RS_TASK_MAX_ACT], cmd[RS_TASK_MAX_ACT];
     te_expr *reward, *success, *termination;
     const char *info_names[RS_TASK_MAX_INFO];
@@ -50,8 +55,11 @@ typedef struct decl {
     rs_task_param_t params[MAX_PARAMS];
     char *param_entity[MAX_PARAMS], *param_name[MAX_PARAMS];
     double *param_values[MAX_PARAMS];
+    rs_task_name_t names[RS_TASK_MAX_NAMES]; /* the entity's items it reads (rs_task_bind) */
     int nreset;
     rs_mc_sampler_t reset[MAX_RESET];
+    int reset_fixed[MAX_RESET]; /* a "value" rather than a distribution */
+    double reset_value[MAX_RESET];
     int ntargets;
     /* the entities' layout in the preset's model, checked at each reset (a model with another
      * layout would make the indices above point elsewhere) */
@@ -76,6 +84,10 @@ static double f_and(double a, double b) { return a != 0.0 && b != 0.0; }
 static double f_or(double a, double b) { return a != 0.0 || b != 0.0; }
 static double f_not(double a) { return a == 0.0; }
 static double f_if(double c, double a, double b) { return c != 0.0 ? a : b; }
+/* uniform(a, b) and normal(mean, deviation) draw from the world's rng: eval() calls draw() for
+ * them (these bodies only mark the nodes) */
+static double f_uniform(double a, double b) { return NAN; }
+static double f_normal(double a, double b) { return NAN; }
 
 #define FN(name, f, n) {name, (const void *)(f), TE_FUNCTION##n | TE_FLAG_PURE, NULL}
 static const te_variable functions[] = {
@@ -84,14 +96,27 @@ static const te_variable functions[] = {
     FN("le", f_le, 2),       FN("gt", f_gt, 2),   FN("ge", f_ge, 2),
     FN("eq", f_eq, 2),       FN("and", f_and, 2), FN("or", f_or, 2),
     FN("not", f_not, 1),     FN("if", f_if, 3),
+    /* not pure: never folded into a constant at compile time */
+    {"uniform", (const void *)f_uniform, TE_FUNCTION2, NULL},
+    {"normal", (const void *)f_normal, TE_FUNCTION2, NULL},
 };
 #define NFUNCTIONS (int)(sizeof functions / sizeof functions[0])
 static const char *const reserved[] = {"t", "steps"};
 
+static double draw(rs_data_t *d, int dist, double a, double b)
+{
+    if (dist == RS_MC_UNIFORM)
+        return a + (b - a) * rs_data_uniform(d);
+    double u1 = rs_data_uniform(d), u2 = rs_data_uniform(d); /* Box-Muller, as rs_mc_draw */
+    return a + b * sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
+}
+
 /* TinyExpr's te_eval with the variables read from v[] by their offset from the addresses they
- * were compiled against, so one compiled expression serves every world and thread. Node types
- * as tinyexpr.c lays them out: 1 a constant, TE_VARIABLE, TE_FUNCTIONn with n arguments. */
-static double eval(const te_expr *n, const double *base, const double *v)
+ * were compiled against, so one compiled expression serves every world and thread, and the
+ * draws (uniform, normal) from d's rng (d NULL: no draws; parsing allows them only where d is
+ * given). Node types as tinyexpr.c lays them out: 1 a constant, TE_VARIABLE, TE_FUNCTIONn with
+ * n arguments. */
+static double eval(const te_expr *n, const double *base, const double *v, rs_data_t *d)
 {
     enum { CONSTANT = 1 };
     int type = n->type & 0x1f;
@@ -104,7 +129,11 @@ static double eval(const te_expr *n, const double *base, const double *v)
     double a[3];
     int arity = type - TE_FUNCTION0;
     for (int i = 0; i < arity; i++)
-        a[i] = eval(n->parameters[i], base, v);
+        a[i] = eval(n->parameters[i], base, v, d);
+    if (n->function == (const void *)f_uniform || n->function == (const void *)f_normal)
+        return d ? draw(d, n->function == (const void *)f_uniform ? RS_MC_UNIFORM : RS_MC_NORMAL,
+                        a[0], a[1])
+                 : NAN;
     switch (arity) {
     case 0: return ((double (*)(void))n->function)();
     case 1: return ((double (*)(double))n->function)(a[0]);
@@ -113,12 +142,31 @@ static double eval(const te_expr *n, const double *base, const double *v)
     }
 }
 
+/* Whether expression n draws (uniform, normal). */
+static int draws(const te_expr *n)
+{
+    int type = n->type & 0x1f;
+    if (type < TE_FUNCTION0 || type > TE_FUNCTION7)
+        return 0;
+    if (n->function == (const void *)f_uniform || n->function == (const void *)f_normal)
+        return 1;
+    for (int i = 0; i < type - TE_FUNCTION0; i++)
+        if (draws(n->parameters[i]))
+            return 1;
+    return 0;
+}
+
 /* ---- evaluation --------------------------------------------------------------------------- */
 
+enum { FILL_READ, FILL_STEP, FILL_RESET };
+
 /* The values of t, steps and the quantities at d's state into v; events counted from
- * d->events[first_event ...]. */
+ * d->events[first_event ...]. mode FILL_READ reads the held quantities (drawn, at-reset and
+ * updated ones) from d's episode state; FILL_STEP (after a control step) computes the updated
+ * ones and stores them; FILL_RESET (at the episode's start) draws and computes the held ones
+ * and stores them. dw is d, writable, for the last two. */
 static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
-                 double *v)
+                 double *v, int mode, rs_data_t *dw)
 {
     v[0] = d->t;
     v[1] = (double)d->episode_steps;
@@ -129,27 +177,36 @@ static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int f
         case Q_STATE: x = q->index < m->nx ? d->x[q->index] : NAN; break;
         case Q_SENSOR: x = q->index < m->ns ? d->sensors[q->index] : NAN; break;
         case Q_COMMAND: x = q->index < m->nu ? d->u[q->index] : NAN; break;
-        case Q_TARGET: x = d->task[RS_TASK_PRIVATE + q->index]; break;
+        case Q_TARGET:
+            x = mode == FILL_RESET ? draw(dw, q->dist, q->a, q->b)
+                                   : d->task[RS_TASK_PRIVATE + q->index];
+            break;
+        case Q_AT_RESET:
+            x = mode == FILL_RESET ? eval(q->expr, k->base, v, dw)
+                                   : d->task[RS_TASK_PRIVATE + q->index];
+            break;
+        case Q_UPDATE:
+            v[2 + i] = d->task[RS_TASK_PRIVATE + q->index]; /* its last value, for itself */
+            x = mode == FILL_RESET  ? q->init
+                : mode == FILL_STEP ? eval(q->expr, k->base, v, NULL)
+                                    : v[2 + i];
+            break;
         case Q_EVENTS:
             x = 0.0;
             for (int j = first_event; j < d->nevents; j++)
                 x += d->events[j].entity == q->entity && d->events[j].kind == q->index;
             break;
-        case Q_EXPR: x = eval(q->expr, k->base, v); break;
+        case Q_EXPR: x = eval(q->expr, k->base, v, NULL); break;
         }
         v[2 + i] = x;
+        if (mode != FILL_READ && (q->kind == Q_UPDATE || (mode == FILL_RESET &&
+                                                          (q->kind == Q_TARGET ||
+                                                           q->kind == Q_AT_RESET))))
+            dw->task[RS_TASK_PRIVATE + q->index] = x;
     }
 }
 
 static const decl_t *decl_of(const rs_task_bind_t *b) { return (const decl_t *)b->task; }
-
-static double draw(rs_data_t *d, int dist, double a, double b)
-{
-    if (dist == RS_MC_UNIFORM)
-        return a + (b - a) * rs_data_uniform(d);
-    double u1 = rs_data_uniform(d), u2 = rs_data_uniform(d); /* Box-Muller, as rs_mc_draw */
-    return a + b * sqrt(-2.0 * log(1.0 - u1)) * cos(2.0 * M_PI * u2);
-}
 
 static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                      rs_status_t *st)
@@ -182,12 +239,15 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                                    (size_t)len};
             ninit++;
         }
-        values[g][s->index] = draw(d, s->dist, s->a, s->b);
+        values[g][s->index] =
+            k->reset_fixed[i] ? k->reset_value[i] : draw(d, s->dist, s->a, s->b);
     }
-    for (int i = 0; i < k->nq; i++)
-        if (k->q[i].kind == Q_TARGET)
-            d->task[RS_TASK_PRIVATE + k->q[i].index] = draw(d, k->q[i].dist, k->q[i].a, k->q[i].b);
-    return ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
+    int rc = ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
+    if (rc < 0)
+        return rc;
+    double v[NVARS]; /* the held quantities at the start: drawn, computed, initial values */
+    fill(k, m, d, d->nevents, v, FILL_RESET, d);
+    return 0;
 }
 
 static void doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
@@ -195,9 +255,10 @@ static void doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_b
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
-    fill(k, m, d, 0, v); /* events: the last Step's */
+    fill(k, m, d, 0, v, FILL_READ, NULL); /* events: the last Step's */
     for (int i = 0; i < k->task.nobs; i++)
-        obs[i] = fmin(fmax(eval(k->obs_expr[i], k->base, v) / k->obs_scale[i], k->obs[i].lower),
+        obs[i] = fmin(fmax(eval(k->obs_expr[i], k->base, v, NULL) / k->obs_scale[i],
+                           k->obs[i].lower),
                       k->obs[i].upper);
 }
 
@@ -206,13 +267,13 @@ static double doc_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
-    fill(k, m, d, first_event, v);
-    int success = k->success && eval(k->success, k->base, v) != 0.0;
-    int failed = k->termination && eval(k->termination, k->base, v) != 0.0;
+    fill(k, m, d, first_event, v, FILL_STEP, d);
+    int success = k->success && eval(k->success, k->base, v, NULL) != 0.0;
+    int failed = k->termination && eval(k->termination, k->base, v, NULL) != 0.0;
     *terminated = success || failed;
     for (int i = 0; i < k->task.ninfo; i++)
         info[i] = k->info_q[i] < 0 ? (double)success : v[2 + k->info_q[i]];
-    return eval(k->reward, k->base, v);
+    return eval(k->reward, k->base, v, NULL);
 }
 
 /* ---- parsing ------------------------------------------------------------------------------ */
@@ -307,8 +368,10 @@ static int is_identifier(const char *s)
     return 1;
 }
 
-/* Compile `src` with the functions, t, steps and the first nq quantities as its names. */
-static int compile(parser_t *P, const char *src, const char *where, te_expr **out)
+/* Compile `src` with the functions, t, steps and the quantities defined so far as its names
+ * (and the one being defined, with self); draws (uniform, normal) only where may_draw. */
+static int compile_named(parser_t *P, const char *src, const char *where, te_expr **out,
+                         const char *self, int may_draw)
 {
     decl_t *k = P->k;
     te_variable vars[NFUNCTIONS + NVARS];
@@ -319,6 +382,8 @@ static int compile(parser_t *P, const char *src, const char *where, te_expr **ou
         vars[n++] = (te_variable){reserved[i], &k->base[i], TE_VARIABLE, NULL};
     for (int i = 0; i < k->nq; i++)
         vars[n++] = (te_variable){k->q[i].name, &k->base[2 + i], TE_VARIABLE, NULL};
+    if (self)
+        vars[n++] = (te_variable){self, &k->base[2 + k->nq], TE_VARIABLE, NULL};
     int err = 0;
     *out = te_compile(src, vars, n, &err);
     if (!*out) {
@@ -330,7 +395,18 @@ static int compile(parser_t *P, const char *src, const char *where, te_expr **ou
                        "name; names defined before it: %s)",
                        where, src, err, names);
     }
+    if (!may_draw && draws(*out)) {
+        te_free(*out);
+        *out = NULL;
+        return rs_fail(P->st, RS_EINVAL, "%s: '%s' draws (uniform, normal), which only a "
+                       "quantity's 'at_reset' expression may", where, src);
+    }
     return 0;
+}
+
+static int compile(parser_t *P, const char *src, const char *where, te_expr **out)
+{
+    return compile_named(P, src, where, out, NULL, 0);
 }
 
 static int get_expr(parser_t *P, json_object *o, const char *key, int required, te_expr **out)
@@ -395,18 +471,28 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
         const rs_entity_model_t *em = &m->ent[it.entity];
         q.kind = it.sensor ? Q_SENSOR : Q_STATE;
         q.index = (it.sensor ? em->s_off : em->x_off) + it.index;
+        if (it.entity == P->e && k->task.nnames < RS_TASK_MAX_NAMES) /* bound as C rows' are */
+            k->names[k->task.nnames++] = (rs_task_name_t){
+                it.sensor ? RS_TASK_NAME_SENSOR : RS_TASK_NAME_STATE,
+                it.sensor ? em->robot->sensors[it.index].name : em->robot->state[it.index].name};
     } else if (json_object_is_type(v, json_type_object)) {
-        const char *cmd, *ev, *dist, *expr;
-        static const char *const keys[] = {"command", "events", "dist", "a", "b", "expr"};
-        if ((rc = check_keys(v, where, keys, 6, st)) < 0 ||
+        const char *cmd, *ev, *dist, *expr, *at_reset, *update;
+        static const char *const keys[] = {"command", "events", "dist", "a", "b", "expr",
+                                           "at_reset", "update", "init"};
+        if ((rc = check_keys(v, where, keys, 9, st)) < 0 ||
             (rc = get_string(v, "command", where, 0, &cmd, st)) < 0 ||
             (rc = get_string(v, "events", where, 0, &ev, st)) < 0 ||
             (rc = get_string(v, "dist", where, 0, &dist, st)) < 0 ||
-            (rc = get_string(v, "expr", where, 0, &expr, st)) < 0)
+            (rc = get_string(v, "expr", where, 0, &expr, st)) < 0 ||
+            (rc = get_string(v, "at_reset", where, 0, &at_reset, st)) < 0 ||
+            (rc = get_string(v, "update", where, 0, &update, st)) < 0)
             return rc;
-        if (!!cmd + !!ev + !!dist + !!expr != 1)
-            return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'dist' or 'expr' is "
-                           "required", where);
+        if (!!cmd + !!ev + !!dist + !!expr + !!at_reset + !!update != 1)
+            return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'dist', 'expr', "
+                           "'at_reset' or 'update' is required", where);
+        if ((dist || at_reset || update) && k->ntargets == MAX_TARGETS)
+            return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d quantities held through the "
+                           "episode ('dist', 'at_reset', 'update')", where, MAX_TARGETS);
         char name[RS_NAME_MAX];
         if (cmd || ev) {
             int e = split(m, cmd ? cmd : ev, where, name, st);
@@ -427,6 +513,9 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
             }
             q.kind = cmd ? Q_COMMAND : Q_EVENTS;
             q.entity = e;
+            if (ev && e == P->e && k->task.nnames < RS_TASK_MAX_NAMES)
+                k->names[k->task.nnames++] = (rs_task_name_t){RS_TASK_NAME_EVENT,
+                                                              r->event_names[i]};
             q.index = cmd ? m->ent[e].u_off + i : i;
         } else if (dist) { /* the samplers' distributions, checked as they check them */
             double a, b;
@@ -440,12 +529,20 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
             if ((q.dist == RS_MC_UNIFORM && b < a) || (q.dist == RS_MC_NORMAL && b < 0))
                 return rs_fail(st, RS_EINVAL, "%s: %s(a = %g, b = %g) needs %s", where, dist, a,
                                b, q.dist == RS_MC_UNIFORM ? "a <= b" : "a deviation b >= 0");
-            if (k->ntargets == MAX_TARGETS)
-                return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d drawn quantities", where,
-                               MAX_TARGETS);
             q.kind = Q_TARGET;
             q.index = k->ntargets++;
             q.a = a, q.b = b;
+        } else if (at_reset) {
+            if ((rc = compile_named(P, at_reset, where, &q.expr, NULL, 1)) < 0)
+                return rc;
+            q.kind = Q_AT_RESET;
+            q.index = k->ntargets++;
+        } else if (update) {
+            if ((rc = get_number(v, "init", where, 0, 0.0, &q.init, st)) < 0 ||
+                (rc = compile_named(P, update, where, &q.expr, qname, 0)) < 0)
+                return rc;
+            q.kind = Q_UPDATE;
+            q.index = k->ntargets++;
         } else {
             q.kind = Q_EXPR;
             if ((rc = compile(P, expr, where, &q.expr)) < 0)
@@ -463,6 +560,30 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
     return 0;
 }
 
+/* A copy of s the task keeps (freed with it); NULL when out of memory. */
+static const char *keep(decl_t *k, const char *s)
+{
+    if (k->nstrings == (int)(sizeof k->strings / sizeof k->strings[0]))
+        return NULL;
+    return k->strings[k->nstrings++] = strdup(s);
+}
+
+/* The optional "name", "unit" and "doc" of an observation or action entry into *desc (those
+ * absent keep desc's). */
+static int describe(parser_t *P, json_object *o, const char *where, rs_var_desc_t *desc)
+{
+    const char *name, *unit, *doc;
+    int rc;
+    if ((rc = get_string(o, "name", where, 0, &name, P->st)) < 0 ||
+        (rc = get_string(o, "unit", where, 0, &unit, P->st)) < 0 ||
+        (rc = get_string(o, "doc", where, 0, &doc, P->st)) < 0)
+        return rc;
+    if ((name && !(desc->name = keep(P->k, name))) || (unit && !(desc->unit = keep(P->k, unit))) ||
+        (doc && !(desc->doc = keep(P->k, doc))))
+        return rs_fail(P->st, RS_EEXHAUSTED, "out of memory");
+    return 0;
+}
+
 static int parse_observation(parser_t *P, json_object *list)
 {
     decl_t *k = P->k;
@@ -475,16 +596,16 @@ static int parse_observation(parser_t *P, json_object *list)
         json_object *o = json_object_array_get_idx(list, (size_t)i);
         char where[48];
         snprintf(where, sizeof where, "observation[%d]", i);
-        const char *src = NULL, *name = NULL;
+        const char *src = NULL;
         double lo = -INFINITY, hi = INFINITY, scale = 1.0;
         int rc = 0;
         if (json_object_is_type(o, json_type_string)) {
             src = json_object_get_string(o);
         } else if (json_object_is_type(o, json_type_object)) {
-            static const char *const keys[] = {"expr", "name", "scale", "low", "high"};
-            if ((rc = check_keys(o, where, keys, 5, st)) < 0 ||
+            static const char *const keys[] = {"expr", "name", "unit", "doc", "scale", "low",
+                                               "high"};
+            if ((rc = check_keys(o, where, keys, 7, st)) < 0 ||
                 (rc = get_string(o, "expr", where, 1, &src, st)) < 0 ||
-                (rc = get_string(o, "name", where, 0, &name, st)) < 0 ||
                 (rc = get_number(o, "scale", where, 0, 1.0, &scale, st)) < 0 ||
                 (rc = get_number(o, "low", where, 0, -INFINITY, &lo, st)) < 0 ||
                 (rc = get_number(o, "high", where, 0, INFINITY, &hi, st)) < 0)
@@ -501,10 +622,13 @@ static int parse_observation(parser_t *P, json_object *list)
         if ((rc = compile(P, src, where, &k->obs_expr[i])) < 0)
             return rc;
         k->task.nobs = i + 1;
-        if (!(k->obs_name[i] = strdup(name ? name : is_identifier(src) ? src : fallback)))
-            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
         k->obs_scale[i] = scale;
-        k->obs[i] = (rs_var_desc_t){k->obs_name[i], scale == 1.0 ? "" : "scaled", lo, hi, ""};
+        k->obs[i] = (rs_var_desc_t){keep(k, is_identifier(src) ? src : fallback),
+                                    scale == 1.0 ? "" : "scaled", lo, hi, ""};
+        if (!k->obs[i].name)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+        if (json_object_is_type(o, json_type_object) && (rc = describe(P, o, where, &k->obs[i])) < 0)
+            return rc;
     }
     return 0;
 }
@@ -526,11 +650,12 @@ static int parse_action(parser_t *P, json_object *list)
         snprintf(where, sizeof where, "action[%d]", i);
         if (!json_object_is_type(o, json_type_object))
             return rs_fail(st, RS_EINVAL, "%s: an object is required", where);
-        static const char *const keys[] = {"actuator", "low", "high", "command"};
+        static const char *const keys[] = {"actuator", "low", "high", "command", "name", "unit",
+                                           "doc"};
         const char *act;
         double lo, hi;
         int rc;
-        if ((rc = check_keys(o, where, keys, 4, st)) < 0 ||
+        if ((rc = check_keys(o, where, keys, 7, st)) < 0 ||
             (rc = get_string(o, "actuator", where, 1, &act, st)) < 0 ||
             (rc = get_number(o, "low", where, 1, 0, &lo, st)) < 0 ||
             (rc = get_number(o, "high", where, 1, 0, &hi, st)) < 0)
@@ -568,9 +693,15 @@ static int parse_action(parser_t *P, json_object *list)
         k->cmd[i] = (rs_var_desc_t){a->name, a->unit, clo, chi, a->doc};
     }
     k->task.nact = n;
-    if (scaled)
-        for (int i = 0; i < n; i++)
+    for (int i = 0; i < n; i++) {
+        char where[48];
+        snprintf(where, sizeof where, "action[%d]", i);
+        if (scaled)
             k->act[i].unit = "1";
+        int rc = describe(P, json_object_array_get_idx(list, (size_t)i), where, &k->act[i]);
+        if (rc < 0)
+            return rc;
+    }
     k->task.cmd = scaled ? k->cmd : NULL;
     return 0;
 }
@@ -632,18 +763,26 @@ static int parse_reset(parser_t *P, json_object *list)
         json_object *o = json_object_array_get_idx(list, (size_t)i);
         char where[48];
         snprintf(where, sizeof where, "reset[%d]", i);
-        static const char *const keys[] = {"item", "dist", "a", "b"};
+        static const char *const keys[] = {"item", "dist", "a", "b", "value"};
         const char *item, *dist;
         double a, b;
+        json_object *val;
         int rc;
         if (!json_object_is_type(o, json_type_object))
             return rs_fail(st, RS_EINVAL, "%s: an object is required", where);
-        if ((rc = check_keys(o, where, keys, 4, st)) < 0 ||
-            (rc = get_string(o, "item", where, 1, &item, st)) < 0 ||
-            (rc = get_string(o, "dist", where, 1, &dist, st)) < 0 ||
-            (rc = get_number(o, "a", where, 1, 0, &a, st)) < 0 ||
-            (rc = get_number(o, "b", where, 1, 0, &b, st)) < 0)
+        if ((rc = check_keys(o, where, keys, 5, st)) < 0 ||
+            (rc = get_string(o, "item", where, 1, &item, st)) < 0)
             return rc;
+        if ((k->reset_fixed[i] = json_object_object_get_ex(o, "value", &val))) {
+            /* a fixed value: checked as the sampler uniform(value, value), never drawn */
+            if ((rc = get_number(o, "value", where, 1, 0, &k->reset_value[i], st)) < 0)
+                return rc;
+            dist = "uniform", a = b = k->reset_value[i];
+        } else if ((rc = get_string(o, "dist", where, 1, &dist, st)) < 0 ||
+                   (rc = get_number(o, "a", where, 1, 0, &a, st)) < 0 ||
+                   (rc = get_number(o, "b", where, 1, 0, &b, st)) < 0) {
+            return rc;
+        }
         if (rs_mc_parse_sampler(P->m, item, dist, a, b, &k->reset[i], st) < 0)
             return at(st, where);
         k->nreset = i + 1;
@@ -655,11 +794,7 @@ static int parse_info(parser_t *P, json_object *list)
 {
     decl_t *k = P->k;
     rs_status_t *st = P->st;
-    int n = 0;
-    if (k->success) {
-        k->info_names[n] = "success";
-        k->info_q[n++] = -1;
-    }
+    int n = 0, listed = 0;
     int len = list ? (int)json_object_array_length(list) : 0;
     for (int i = 0; i < len; i++) {
         json_object *o = json_object_array_get_idx(list, (size_t)i);
@@ -670,6 +805,12 @@ static int parse_info(parser_t *P, json_object *list)
                            k->success ? " (with 'success')" : "");
         const char *name = json_object_is_type(o, json_type_string) ? json_object_get_string(o)
                                                                     : "";
+        if (k->success && strcmp(name, "success") == 0) { /* the success flag, here */
+            k->info_names[n] = "success";
+            k->info_q[n++] = -1;
+            listed = 1;
+            continue;
+        }
         int q = 0;
         while (q < k->nq && strcmp(k->q[q].name, name) != 0)
             q++;
@@ -677,6 +818,13 @@ static int parse_info(parser_t *P, json_object *list)
             return rs_fail(st, RS_EINVAL, "%s: '%s' is not a quantity of the task", where, name);
         k->info_names[n] = k->q[q].name;
         k->info_q[n++] = q;
+    }
+    if (k->success && !listed) { /* the success flag last when the list does not place it */
+        if (n == RS_TASK_MAX_INFO)
+            return rs_fail(st, RS_EEXHAUSTED, "info: at most %d figures with 'success'",
+                           RS_TASK_MAX_INFO);
+        k->info_names[n] = "success";
+        k->info_q[n++] = -1;
     }
     k->task.ninfo = n;
     k->task.info = k->info_names;
@@ -783,15 +931,68 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         return rc;
     k->task.obs = k->obs;
     k->task.act = k->act;
+    k->task.names = k->names;
     k->task.reset = doc_reset;
     k->task.observe = doc_observe;
     k->task.evaluate = doc_evaluate;
     return 0;
 }
 
-rs_task_t *rs_task_doc_parse(const char *json, size_t len, rs_status_t *st)
+/* The documents a family's earlier documents extend (see parse_source). */
+typedef struct known_docs {
+    int n;
+    const char *const *sources;
+} known_docs_t;
+
+static const char *doc_name(json_object *doc)
+{
+    json_object *v;
+    return json_object_is_type(doc, json_type_object) && json_object_object_get_ex(doc, "name", &v) &&
+                   json_object_is_type(v, json_type_string)
+               ? json_object_get_string(v)
+               : "";
+}
+
+/* A document with "extends": the named task's document (one of `known`, else a registered
+ * task's) with this document's items in place of its own. */
+static json_object *extend(json_object *root, const known_docs_t *known, rs_status_t *st)
+{
+    json_object *ext;
+    if (!json_object_is_type(root, json_type_object) ||
+        !json_object_object_get_ex(root, "extends", &ext))
+        return root;
+    const char *base_name = json_object_get_string(ext), *src = NULL;
+    json_object *base = NULL;
+    for (int i = 0; known && i < known->n && !base; i++) {
+        json_object *b = json_tokener_parse(known->sources[i]);
+        if (b && strcmp(doc_name(b), base_name) == 0)
+            base = b;
+        else
+            json_object_put(b);
+    }
+    const rs_task_t *t = base ? NULL : rs_task_doc_find(base_name);
+    if (!base && t && (src = rs_task_doc_source(t)))
+        base = json_tokener_parse(src);
+    if (!base || json_object_object_get_ex(base, "extends", NULL)) {
+        rs_fail(st, RS_ENOTFOUND, "extends: no declared task '%s' to extend (one level: it "
+                "extends none itself)", base_name);
+        json_object_put(base);
+        json_object_put(root);
+        return NULL;
+    }
+    json_object_object_foreach(root, key, val)
+        if (strcmp(key, "extends") != 0)
+            json_object_object_add(base, key, json_object_get(val));
+    json_object_put(root);
+    return base;
+}
+
+static rs_task_t *parse_source(const char *json, size_t len, const known_docs_t *known,
+                               rs_status_t *st)
 {
     json_object *root = rs_json_parse(json, len, "task document", MAX_SOURCE, MAX_DEPTH, st);
+    if (root)
+        root = extend(root, known, st);
     if (!root)
         return NULL;
     decl_t *k = calloc(1, sizeof *k);
@@ -813,6 +1014,11 @@ rs_task_t *rs_task_doc_parse(const char *json, size_t len, rs_status_t *st)
     return t;
 }
 
+rs_task_t *rs_task_doc_parse(const char *json, size_t len, rs_status_t *st)
+{
+    return parse_source(json, len, NULL, st);
+}
+
 void rs_task_doc_destroy(rs_task_t **p)
 {
     if (!p || !*p)
@@ -822,10 +1028,10 @@ void rs_task_doc_destroy(rs_task_t **p)
         free(k->q[i].name);
         te_free(k->q[i].expr);
     }
-    for (int i = 0; i < RS_TASK_MAX_OBS; i++) {
+    for (int i = 0; i < RS_TASK_MAX_OBS; i++)
         te_free(k->obs_expr[i]);
-        free(k->obs_name[i]);
-    }
+    for (int i = 0; i < k->nstrings; i++)
+        free(k->strings[i]);
     for (int i = 0; i < k->nparams; i++) {
         free(k->param_entity[i]);
         free(k->param_name[i]);
@@ -849,6 +1055,71 @@ const char *rs_task_doc_source(const rs_task_t *t)
     return t && t->reset == doc_reset ? ((const decl_t *)t)->source : NULL;
 }
 
+static int is_builtin(const rs_task_t *t)
+{
+    return !rs_task_doc_source(t) || ((const decl_t *)t)->builtin;
+}
+
+/* ---- the server's own tasks declared as documents (a family's JSON array) ---------------- */
+
+#define MAX_FAMILIES 8
+#define MAX_FAMILY_TASKS 16
+
+static pthread_mutex_t family_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct family_tasks {
+    const rs_task_family_t *family;
+    int n;
+    const rs_task_t *tasks[MAX_FAMILY_TASKS];
+} families[MAX_FAMILIES];
+static int nfamilies;
+
+/* Parse family f's documents (each may extend an earlier one); 0 or the first error. */
+static int parse_family(const rs_task_family_t *f, struct family_tasks *out, rs_status_t *st)
+{
+    json_object *list = rs_json_parse(f->documents, strlen(f->documents), "task family",
+                                      MAX_SOURCE * 4, MAX_DEPTH, st);
+    if (!list)
+        return st->code;
+    int rc = 0, n = json_object_is_type(list, json_type_array)
+                        ? (int)json_object_array_length(list) : 0;
+    const char *sources[MAX_FAMILY_TASKS];
+    for (int i = 0; i < n && i < MAX_FAMILY_TASKS && rc == 0; i++) {
+        const char *src = json_object_to_json_string_ext(json_object_array_get_idx(list, (size_t)i),
+                                                         JSON_C_TO_STRING_PLAIN);
+        known_docs_t known = {i, sources};
+        rs_task_t *t = parse_source(src, strlen(src), &known, st);
+        if (!t) {
+            rc = st->code;
+            break;
+        }
+        ((decl_t *)t)->builtin = 1;
+        out->tasks[out->n++] = t;
+        sources[i] = ((decl_t *)t)->source;
+    }
+    json_object_put(list);
+    return rc;
+}
+
+const rs_task_t *const *rs_task_doc_family(const rs_task_family_t *f, int *n)
+{
+    pthread_mutex_lock(&family_lock);
+    struct family_tasks *ft = NULL;
+    for (int i = 0; i < nfamilies && !ft; i++)
+        if (families[i].family == f)
+            ft = &families[i];
+    if (!ft && nfamilies < MAX_FAMILIES) {
+        rs_status_t st;
+        ft = &families[nfamilies++];
+        ft->family = f;
+        if (parse_family(f, ft, &st) < 0) /* a document of the server's own: a test catches it */
+            fprintf(stderr, "robosim: a built-in task document does not parse: %s\n",
+                    st.message);
+    }
+    pthread_mutex_unlock(&family_lock);
+    *n = ft ? ft->n : 0;
+    return ft ? ft->tasks : NULL;
+}
+
 /* ---- the process's registered tasks ------------------------------------------------------- */
 
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -869,7 +1140,7 @@ int rs_task_doc_register(const char *json, size_t len, const rs_task_t **out, rs
     if (!t)
         return st->code;
     const rs_task_t *known = rs_task_find(t->name);
-    if (known && !rs_task_doc_source(known)) {
+    if (known && is_builtin(known)) {
         int rc = rs_fail(st, RS_EINVAL, "name: '%s' is a built-in task; name the document "
                          "otherwise", t->name);
         rs_task_doc_destroy(&t);

@@ -65,9 +65,9 @@ static void episode(void)
     CHECK(listed == 1, "the task names list it once (%d)", listed);
     CHECK(t->nobs == 3 && t->nact == 2 && t->ninfo == 3 && t->max_episode_steps == 40,
           "shape %d %d %d %u", t->nobs, t->nact, t->ninfo, t->max_episode_steps);
-    CHECK(strcmp(t->info[0], "success") == 0 && strcmp(t->obs[2].name, "angle") == 0 &&
+    CHECK(strcmp(t->info[2], "success") == 0 && strcmp(t->obs[2].name, "angle") == 0 &&
               strcmp(t->obs[1].name, "d") == 0,
-          "names: %s %s %s", t->info[0], t->obs[1].name, t->obs[2].name);
+          "names: %s %s %s", t->info[2], t->obs[1].name, t->obs[2].name);
 
     rs_world_t *w = rs_world_new_task("DocReach-v0", NULL, NULL, 0, 17, &st);
     CHECK(w != NULL, "create: %s", st.message);
@@ -100,7 +100,7 @@ static void episode(void)
         CHECK_REL(v.obs[0], fmin(fmax((x - tx) / 0.5, -1), 1), 1e-12, 1e-12);
         CHECK_REL(v.obs[1], dist, 1e-12, 1e-12);
         CHECK_REL(v.obs[2], atan2(sin(d->x[0]), cos(d->x[0])), 1e-12, 1e-12);
-        CHECK(v.info[1] == v.obs[1] && v.info[0] == (dist < 0.002), "info d, success");
+        CHECK(v.info[0] == v.obs[1] && v.info[2] == (dist < 0.002), "info d, success");
         ret += v.reward;
         CHECK(!v.terminated, "no success on this path (d = %g)", dist);
         CHECK(v.truncated == (k == 40), "truncated at step 40 only (step %d)", k);
@@ -127,12 +127,41 @@ static void episode(void)
         CHECK_OK(rs_world_task_step(w, a, 2, 10, &st), st);
         rs_task_view_t v;
         CHECK_OK(rs_world_task_view(w, &v, &st), st);
-        CHECK(v.terminated && !v.truncated && w->data->episode_steps == 3 && v.info[0] == 1.0,
+        CHECK(v.terminated && !v.truncated && w->data->episode_steps == 3 && v.info[2] == 1.0,
               "terminated after 3 steps (%llu)", (unsigned long long)w->data->episode_steps);
         rs_world_destroy(&w);
     }
     free(early);
     free(renamed);
+
+    /* held quantities: an at-reset value drawn from the rng, and a counter updated after each
+     * control step from its own last value */
+    char *held = edit(reach, "\"d\": {\"expr\": \"hypot(x - tx, y - ty)\"}",
+                      "\"d\": {\"expr\": \"hypot(x - tx, y - ty)\"}, "
+                      "\"start\": {\"at_reset\": \"q1 + uniform(1, 2)\"}, "
+                      "\"count\": {\"update\": \"count + 2\", \"init\": 5}");
+    char *held2 = edit(held, "[\"d\", \"stops\"]", "[\"count\", \"start\"]");
+    char *held3 = edit(held2, "DocReach-v0", "DocReachHeld-v0");
+    CHECK_OK(rs_task_doc_register(held3, strlen(held3), NULL, &st), st);
+    w = rs_world_new_task("DocReachHeld-v0", NULL, NULL, 0, 9, &st);
+    CHECK(w != NULL, "create: %s", st.message);
+    if (w) {
+        const double *slot = w->data->task + RS_TASK_PRIVATE;
+        double off = slot[2] - w->data->x[0];
+        CHECK(off >= 1 && off < 2 && slot[3] == 5, "at reset: start - q1 = %g in [1, 2), count %g",
+              off, slot[3]);
+        for (int k = 1; k <= 4; k++) {
+            CHECK_OK(rs_world_task_step(w, a, 2, 1, &st), st);
+            rs_task_view_t v;
+            CHECK_OK(rs_world_task_view(w, &v, &st), st);
+            CHECK(v.info[0] == 5 + 2 * k && slot[3] == v.info[0] && v.info[1] == slot[2],
+                  "step %d: count %g, start %g", k, v.info[0], v.info[1]);
+        }
+        rs_world_destroy(&w);
+    }
+    free(held);
+    free(held2);
+    free(held3);
 }
 
 static void registration(void)
@@ -144,11 +173,23 @@ static void registration(void)
               strstr(st.message, "another document"),
           "another document under a registered name: %s", st.message);
     free(other);
-    char *builtin = edit(reach, "DocReach-v0", "SerialArmReach-v0");
-    CHECK(rs_task_doc_register(builtin, strlen(builtin), NULL, &st) == RS_EINVAL &&
-              strstr(st.message, "built-in"),
-          "a built-in task's name: %s", st.message);
-    free(builtin);
+    const char *names[] = {"SerialArmReach-v0", "FingerPush-v0"}; /* in C, declared */
+    for (int i = 0; i < 2; i++) {
+        char *builtin = edit(reach, "DocReach-v0", names[i]);
+        CHECK(rs_task_doc_register(builtin, strlen(builtin), NULL, &st) == RS_EINVAL &&
+                  strstr(st.message, "built-in"),
+              "a built-in task's name: %s", st.message);
+        free(builtin);
+    }
+    /* a -v1 extending a registered -v0: its items in place of the base's */
+    const char *v1 = "{\"name\": \"DocReach-v1\", \"extends\": \"DocReach-v0\", "
+                     "\"reward_scale\": 0.1, \"max_steps\": 7}";
+    const rs_task_t *t1 = NULL, *t0 = rs_task_find("DocReach-v0");
+    CHECK_OK(rs_task_doc_register(v1, strlen(v1), &t1, &st), st);
+    CHECK(t1 && t0 && t1->max_episode_steps == 7 && t1->reward_scale == 0.1 &&
+              t1->nobs == t0->nobs && t1->nact == t0->nact && t1->ninfo == t0->ninfo &&
+              strcmp(t1->preset, "serial_arm") == 0,
+          "DocReach-v1 derived from DocReach-v0");
 }
 
 /* Each bad item is refused with its code and a message naming it. */
@@ -200,6 +241,21 @@ static void validation(void)
         {"\"name\": \"control_dt\", \"values\": [0.05]",
          "\"name\": \"control_dt\", \"values\": [-1]", RS_ERANGE, "params"},
         {"{\"name\"", "[{\"name\"", RS_EMALFORMED, "not JSON"},
+        {"hypot(x - tx, y - ty)", "hypot(x - tx, y - ty) + uniform(0, 1)", RS_EINVAL,
+         "quantities.d: 'hypot(x - tx, y - ty) + uniform(0, 1)' draws"},
+        {"\"reward\": \"-d", "\"reward\": \"normal(0, 1) - d", RS_EINVAL, "reward: "},
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"at_reset\": \"hypot(x - tx, \"}",
+         RS_EINVAL, "quantities.d"},
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"update\": \"d + 1\", \"init\": \"z\"}",
+         RS_EINVAL, "quantities.d.init"},
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"expr\": \"d + 1\"}", RS_EINVAL,
+         "quantities.d"}, /* only an update reads its own name */
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"expr\": \"x\", \"update\": \"x\"}",
+         RS_EINVAL, "quantities.d: one of"},
+        {"{\"item\": \"arm.theta0[0]\", \"dist\": \"uniform\", \"a\": 0.5, \"b\": 1.0}",
+         "{\"item\": \"arm.theta0[0]\", \"value\": \"high\"}", RS_EINVAL, "reset[0].value"},
+        {"{\"name\": \"DocReach-v0\",", "{\"name\": \"DocReach-v0\", \"extends\": \"Nope-v0\",",
+         RS_ENOTFOUND, "extends: no declared task 'Nope-v0'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char *doc = edit(reach, bad[i].from, bad[i].to);
@@ -217,7 +273,9 @@ static void validation(void)
           st.message);
     rs_task_doc_destroy(&t);
     CHECK(rs_task_doc_source(rs_task_find("SerialArmReach-v0")) == NULL,
-          "a built-in task has no document");
+          "a task in C has no document");
+    CHECK(rs_task_doc_source(rs_task_find("FingerTouch-v1")) != NULL,
+          "the finger tasks are declared as documents");
 }
 
 int main(void)

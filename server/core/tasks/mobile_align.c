@@ -118,4 +118,4 @@ static const rs_task_t tasks[] = {
     },
 };
 
-const rs_task_family_t rs_tasks_mobile_align = {N(tasks), tasks};
+const rs_task_family_t rs_tasks_mobile_align = {.n = N(tasks), .tasks = tasks};
