@@ -228,7 +228,8 @@ def step_request_tail(rid, action):
     into their merge). Built directly, without message objects: the single environment's step
     is the client's hottest path (tests/python/test_client.py checks it parses to the Request
     protobuf builds)."""
-    packed = np.ascontiguousarray(action, dtype="<f8").tobytes()
+    packed = action if type(action) is bytes else np.ascontiguousarray(action,
+                                                                        dtype="<f8").tobytes()
     head = _STEP_HEADS.get(len(packed))
     if head is None:  # Request.step's tag and length, Step.steps, Step.action's tag and length
         body = _ONE_STEP + _ACTION_FIELD + _varint(len(packed))
@@ -494,8 +495,9 @@ class Client:
         return state_dict(self._call("step", msg, world_id))
 
     def step_msg(self, world_id, action):
-        """One control step of a task world with `action` (values); the State *message*
-        (robosim.v1.State), undecoded: the environments read only what they need."""
+        """One control step of a task world with `action` (values, or bytes already packed as
+        little-endian doubles); the State *message* (robosim.v1.State), undecoded: the
+        environments read only what they need."""
         wid = int(world_id)
         token = self._tokens.get(wid, "")
         head = self._heads.get(wid)

@@ -28,6 +28,7 @@ float64 and the observation is rounded to float32); dtype=np.float64 gives the s
 bit for bit."""
 from __future__ import annotations
 
+import struct
 import weakref
 from typing import Any, Optional, SupportsFloat, Union
 
@@ -77,15 +78,24 @@ def box(vars_: list[dict], dtype: Any = np.float32) -> gym.spaces.Box:
 def _msg_info(s, sensor_names, info_keys=None):
     """The info dict of a step, from its State message: the task's info figures, is_success,
     the step's events and each entity's sensor readings by name. info_keys: the task's info
-    names when known (half the time of reading them from every reply)."""
+    names when known (half the time of reading them from every reply). sensor_names:
+    {entity: [sensor names]}, or [(entity, [sensor names])] in the order of the State's
+    entities (the env's: no entity name read from each reply)."""
     t = s.task
     info = dict(zip(info_keys or t.info_keys, t.info_values))
     if "success" in info:
         info["is_success"] = info["success"] != 0.0
+    events = s.events
     info["events"] = [{"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
                        "before": list(e.before), "after": list(e.after)}
-                      for e in s.events] if s.events else []
-    info["sensors"] = {e.name: dict(zip(sensor_names[e.name], e.sensors)) for e in s.entities}
+                      for e in events] if events else []
+    entities = s.entities
+    if isinstance(sensor_names, list) and len(sensor_names) == len(entities):
+        info["sensors"] = {name: dict(zip(names, e.sensors))
+                           for (name, names), e in zip(sensor_names, entities)}
+    else:
+        names = dict(sensor_names)
+        info["sensors"] = {e.name: dict(zip(names[e.name], e.sensors)) for e in entities}
     info["time"] = s.time
     return info
 
@@ -109,6 +119,10 @@ class ActionMap:
         self.clip = bool(clip)
         self.low, self.high = self.bounds.low, self.bounds.high
         self.half_range = 0.5 * (self.high - self.low)
+        # the same as Python floats, for packed()
+        self._low, self._high = self.low.tolist(), self.high.tolist()
+        self._half_range = self.half_range.tolist()
+        self._format = "<%dd" % self.low.size
         dtype = space_dtype(dtype)
         self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=dtype)
                       if self.normalize else box(task_spec["action"], dtype))
@@ -125,6 +139,22 @@ class ActionMap:
             return self.low + (np.minimum(np.maximum(a, -1.0), 1.0) + 1.0) * self.half_range
         # minimum(maximum()) rather than np.clip: the same values, a third of the time
         return np.minimum(np.maximum(a, self.low), self.high) if self.clip else a
+
+    def packed(self, action: Any, endpoint: Optional[str] = None) -> bytes:
+        """The action as a Step request carries it (little-endian doubles), mapped as
+        __call__ maps it: the single env's path, in plain Python for a flat array of the
+        action's shape (its few values cost less so than through numpy's calls, most of all
+        when the process has just woken from waiting on the server)."""
+        if type(action) is not np.ndarray or action.shape != self.space.shape:
+            return np.ascontiguousarray(self(action, endpoint), dtype="<f8").tobytes()
+        values = action.tolist()
+        if self.normalize:
+            values = [lo + ((-1.0 if x < -1.0 else 1.0 if x > 1.0 else x) + 1.0) * h
+                      for x, lo, h in zip(values, self._low, self._half_range)]
+        elif self.clip:  # NaN passes, as through np.minimum / np.maximum: the server refuses it
+            values = [lo if x < lo else hi if x > hi else x
+                      for x, lo, hi in zip(values, self._low, self._high)]
+        return struct.pack(self._format, *values)
 
 
 class RobosimEnv(gym.Env):
@@ -208,6 +238,8 @@ class RobosimEnv(gym.Env):
         self.metadata["render_fps"] = max(1, int(round(1.0 / dt)))
         self._sensor_names = {name: [v["name"] for v in e["sensors"]]
                               for name, e in self.world_spec["entities"].items()}
+        # the same in the spec's entity order, which States keep (_msg_info's fast path)
+        self._sensor_list = list(self._sensor_names.items())
         self._msg = None  # the last State message (decoded on demand: see `state`)
         self._info_keys = None  # the task's info names, read from the first reset
 
@@ -221,7 +253,7 @@ class RobosimEnv(gym.Env):
         self._msg = self.client.reset_msg(self.world_id, seed=server_seed)
         if self._info_keys is None:
             self._info_keys = list(self._msg.task.info_keys)
-        info = _msg_info(self._msg, self._sensor_names, self._info_keys)
+        info = _msg_info(self._msg, self._sensor_list, self._info_keys)
         info["seed"] = server_seed
         return _obs(self._msg, self._nobs, self._dtype), info
 
@@ -230,11 +262,11 @@ class RobosimEnv(gym.Env):
         if self._msg is None:
             raise RobosimError.from_name(
                 "FAILED_PRECONDITION", "%s: call reset() before step()" % self.task, self.endpoint)
-        a = self._actions(action, self.endpoint)
+        a = self._actions.packed(action, self.endpoint)
         self._msg = s = self.client.step_msg(self.world_id, a)
         t = s.task
         return (_obs(s, self._nobs, self._dtype), t.reward, t.terminated, t.truncated,
-                _msg_info(s, self._sensor_names, self._info_keys))
+                _msg_info(s, self._sensor_list, self._info_keys))
 
     def render(self) -> Optional[np.ndarray]:
         if self.render_mode != "rgb_array":
