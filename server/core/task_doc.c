@@ -239,6 +239,10 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                                    (size_t)len};
             ninit++;
         }
+        if ((size_t)s->index >= init[g].nvalues)
+            return rs_fail(st, RS_EINVAL, "task '%s': reset[%d] sets element %d of '%s', which "
+                           "holds %zu values in this world", k->name, i, s->index, init[g].name,
+                           init[g].nvalues);
         values[g][s->index] =
             k->reset_fixed[i] ? k->reset_value[i] : draw(d, s->dist, s->a, s->b);
     }
