@@ -60,6 +60,8 @@ typedef struct decl {
     rs_mc_sampler_t reset[MAX_RESET];
     int reset_fixed[MAX_RESET]; /* a "value" rather than a distribution */
     double reset_value[MAX_RESET];
+    te_expr *reset_expr[MAX_RESET]; /* or an expression of constants and draws */
+    int clip_observation;          /* clip each observation value to its bounds */
     int ntargets;
     /* the entities' layout in the preset's model, checked at each reset (a model with another
      * layout would make the indices above point elsewhere) */
@@ -243,8 +245,10 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
             return rs_fail(st, RS_EINVAL, "task '%s': reset[%d] sets element %d of '%s', which "
                            "holds %zu values in this world", k->name, i, s->index, init[g].name,
                            init[g].nvalues);
-        values[g][s->index] =
-            k->reset_fixed[i] ? k->reset_value[i] : draw(d, s->dist, s->a, s->b);
+        double start[2] = {d->t, 0.0}; /* t and steps; no quantity is defined yet */
+        values[g][s->index] = k->reset_expr[i]    ? eval(k->reset_expr[i], k->base, start, d)
+                              : k->reset_fixed[i] ? k->reset_value[i]
+                                                  : draw(d, s->dist, s->a, s->b);
     }
     int rc = ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
     if (rc < 0)
@@ -260,10 +264,11 @@ static void doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_b
     const decl_t *k = decl_of(b);
     double v[NVARS];
     fill(k, m, d, 0, v, FILL_READ, NULL); /* events: the last Step's */
-    for (int i = 0; i < k->task.nobs; i++)
-        obs[i] = fmin(fmax(eval(k->obs_expr[i], k->base, v, NULL) / k->obs_scale[i],
-                           k->obs[i].lower),
-                      k->obs[i].upper);
+    for (int i = 0; i < k->task.nobs; i++) {
+        obs[i] = eval(k->obs_expr[i], k->base, v, NULL) / k->obs_scale[i];
+        if (k->clip_observation)
+            obs[i] = fmin(fmax(obs[i], k->obs[i].lower), k->obs[i].upper);
+    }
 }
 
 static double doc_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
@@ -767,17 +772,26 @@ static int parse_reset(parser_t *P, json_object *list)
         json_object *o = json_object_array_get_idx(list, (size_t)i);
         char where[48];
         snprintf(where, sizeof where, "reset[%d]", i);
-        static const char *const keys[] = {"item", "dist", "a", "b", "value"};
-        const char *item, *dist;
+        static const char *const keys[] = {"item", "dist", "a", "b", "value", "expr"};
+        const char *item, *dist, *expr;
         double a, b;
         json_object *val;
         int rc;
         if (!json_object_is_type(o, json_type_object))
             return rs_fail(st, RS_EINVAL, "%s: an object is required", where);
-        if ((rc = check_keys(o, where, keys, 5, st)) < 0 ||
-            (rc = get_string(o, "item", where, 1, &item, st)) < 0)
+        if ((rc = check_keys(o, where, keys, 6, st)) < 0 ||
+            (rc = get_string(o, "item", where, 1, &item, st)) < 0 ||
+            (rc = get_string(o, "expr", where, 0, &expr, st)) < 0)
             return rc;
-        if ((k->reset_fixed[i] = json_object_object_get_ex(o, "value", &val))) {
+        if (expr) { /* constants and draws only: evaluated before the episode's state exists */
+            int nq = k->nq;
+            k->nq = 0;
+            rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, 1);
+            k->nq = nq;
+            if (rc < 0)
+                return rc;
+            dist = "uniform", a = b = 0.0; /* the item is checked as a sampler's */
+        } else if ((k->reset_fixed[i] = json_object_object_get_ex(o, "value", &val))) {
             /* a fixed value: checked as the sampler uniform(value, value), never drawn */
             if ((rc = get_number(o, "value", where, 1, 0, &k->reset_value[i], st)) < 0)
                 return rc;
@@ -859,7 +873,7 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
     static const char *const keys[] = {"name", "preset", "entity", "doc", "reward_doc",
                                        "params", "quantities", "observation", "action",
                                        "reward", "reward_scale", "success", "termination",
-                                       "max_steps", "reset", "info"};
+                                       "max_steps", "reset", "info", "clip_observation"};
     const char *name, *preset, *entity, *doc, *reward_doc;
     json_object *params, *quantities = NULL, *obs, *act, *reset, *info;
     double max_steps, reward_scale;
@@ -878,6 +892,13 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         (rc = get_array(root, "reset", 0, &reset, st)) < 0 ||
         (rc = get_array(root, "info", 0, &info, st)) < 0)
         return rc;
+    json_object *clip;
+    k->clip_observation = 1;
+    if (json_object_object_get_ex(root, "clip_observation", &clip)) {
+        if (!json_object_is_type(clip, json_type_boolean))
+            return rs_fail(st, RS_EINVAL, "clip_observation: true or false is required");
+        k->clip_observation = json_object_get_boolean(clip);
+    }
     if (strlen(name) >= 64)
         return rs_fail(st, RS_EINVAL, "name: at most 63 characters");
     for (const char *c = name; *c; c++)
@@ -1036,6 +1057,8 @@ void rs_task_doc_destroy(rs_task_t **p)
         te_free(k->obs_expr[i]);
     for (int i = 0; i < k->nstrings; i++)
         free(k->strings[i]);
+    for (int i = 0; i < MAX_RESET; i++)
+        te_free(k->reset_expr[i]);
     for (int i = 0; i < k->nparams; i++) {
         free(k->param_entity[i]);
         free(k->param_name[i]);
