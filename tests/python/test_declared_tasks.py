@@ -48,6 +48,14 @@ POINT = {
 
 
 @pytest.fixture(scope="module")
+def endpoint():
+    """A server of this module's own: the tasks registered here stay off the session's, whose
+    task list other tests check."""
+    with robosim.LocalServer() as s:
+        yield s.endpoint
+
+
+@pytest.fixture(scope="module")
 def point_id():
     name = robosim.register_task("test/PointJoint-v0", POINT)
     assert name == "PointJoint-v0"
