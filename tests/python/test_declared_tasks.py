@@ -145,3 +145,21 @@ def test_ppo_trains_the_declared_task(point_id, endpoint):
         assert after > before + 3.0, (before, after)
     finally:
         venv.close()
+
+
+def test_vector_env_of_the_declared_task(point_id, endpoint):
+    """gym.make_vec's vector entry point runs the declared task batched, seeded like single
+    envs: the same first observations."""
+    venv = gym.make_vec(point_id, 3, vectorization_mode="vector_entry_point", endpoint=endpoint)
+    single = gym.make(point_id, endpoint=endpoint)
+    try:
+        obs, _ = venv.reset(seed=21)
+        assert obs.shape == (3, 3)
+        for i in range(3):
+            o, _ = single.reset(seed=21 + i)
+            np.testing.assert_array_equal(obs[i], o)
+        obs, reward, term, trunc, info = venv.step(np.zeros((3, 2), dtype=np.float32))
+        assert reward.shape == (3,) and np.all(reward <= 0)
+    finally:
+        venv.close()
+        single.close()
