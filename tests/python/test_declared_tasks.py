@@ -163,3 +163,31 @@ def test_vector_env_of_the_declared_task(point_id, endpoint):
     finally:
         venv.close()
         single.close()
+
+
+def test_task_file_at_start_and_a_kept_world_across_a_restart(tmp_path):
+    """robosim-server --task-file registers a document before serving: Hello lists it, a world
+    is created by its name, and with --state-dir the world comes back after a restart (its
+    task registered again from the same file) at the state it was stopped in."""
+    path = tmp_path / "point.json"
+    path.write_text(__import__("json").dumps(POINT))
+    args = ["--task-file", str(path), "--state-dir", str(tmp_path / "state")]
+    with robosim.LocalServer(args=args) as s, robosim.Client(s.endpoint) as c:
+        assert "PointJoint-v0" in c.server["tasks"]
+        wid = c.create_world(task="PointJoint-v0", seed=4)
+        token = c.token(wid)
+        for _ in range(3):
+            before = c.step(wid, action=[0.2, -0.1])
+    with robosim.LocalServer(args=args) as s, robosim.Client(s.endpoint) as c:
+        c.set_token(wid, token)
+        after = c.get_state(wid)
+        assert c.get_spec(wid)["task"]["name"] == "PointJoint-v0"
+        np.testing.assert_array_equal(after["task"]["observation"],
+                                      before["task"]["observation"])
+        assert after["time"] == before["time"]
+        c.step(wid, action=[0.2, -0.1])
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"name": "Bad-v0", "preset": "serial_arm"}')
+    with pytest.raises(Exception) as e:
+        robosim.LocalServer(args=["--task-file", str(bad)], startup_timeout=5)
+    assert "'entity' is required" in str(e.value)
