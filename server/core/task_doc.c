@@ -978,9 +978,12 @@ static const char *doc_name(json_object *doc)
                : "";
 }
 
-/* A document with "extends": the named task's document (one of `known`, else a registered
- * task's) with this document's items in place of its own. */
-static json_object *extend(json_object *root, const known_docs_t *known, rs_status_t *st)
+#define MAX_EXTENDS 4
+
+/* A document with "extends": the named task's document (one of `known`, else a declared
+ * task's), itself extended, with this document's items in place of its own. */
+static json_object *extend(json_object *root, const known_docs_t *known, int depth,
+                           rs_status_t *st)
 {
     json_object *ext;
     if (!json_object_is_type(root, json_type_object) ||
@@ -995,13 +998,21 @@ static json_object *extend(json_object *root, const known_docs_t *known, rs_stat
         else
             json_object_put(b);
     }
-    const rs_task_t *t = base ? NULL : rs_task_doc_find(base_name);
+    /* a family's documents extend their own (its lock is held); others any declared task */
+    const rs_task_t *t = base ? NULL : known ? rs_task_doc_find(base_name) : rs_task_find(base_name);
     if (!base && t && (src = rs_task_doc_source(t)))
         base = json_tokener_parse(src);
-    if (!base || json_object_object_get_ex(base, "extends", NULL)) {
-        rs_fail(st, RS_ENOTFOUND, "extends: no declared task '%s' to extend (one level: it "
-                "extends none itself)", base_name);
+    if (!base || depth == MAX_EXTENDS) {
+        if (base)
+            rs_fail(st, RS_EINVAL, "extends: '%s' and the tasks it extends go more than %d "
+                    "levels deep", base_name, MAX_EXTENDS);
+        else
+            rs_fail(st, RS_ENOTFOUND, "extends: no declared task '%s' to extend", base_name);
         json_object_put(base);
+        json_object_put(root);
+        return NULL;
+    }
+    if (!(base = extend(base, known, depth + 1, st))) {
         json_object_put(root);
         return NULL;
     }
@@ -1017,7 +1028,7 @@ static rs_task_t *parse_source(const char *json, size_t len, const known_docs_t 
 {
     json_object *root = rs_json_parse(json, len, "task document", MAX_SOURCE, MAX_DEPTH, st);
     if (root)
-        root = extend(root, known, st);
+        root = extend(root, known, 0, st);
     if (!root)
         return NULL;
     decl_t *k = calloc(1, sizeof *k);

@@ -190,6 +190,29 @@ static void registration(void)
               t1->nobs == t0->nobs && t1->nact == t0->nact && t1->ninfo == t0->ninfo &&
               strcmp(t1->preset, "serial_arm") == 0,
           "DocReach-v1 derived from DocReach-v0");
+
+    /* a user's variant of a built-in declared task: FingerPush-v1 with another reward, the
+     * same episodes (observations) for the same seed and actions */
+    const char *variant = "{\"name\": \"MyPush-v1\", \"extends\": \"FingerPush-v1\", "
+                          "\"reward\": \"-distance\", \"reward_scale\": 1}";
+    CHECK_OK(rs_task_doc_register(variant, strlen(variant), NULL, &st), st);
+    rs_world_t *mine = rs_world_new_task("MyPush-v1", NULL, NULL, 0, 31, &st);
+    rs_world_t *theirs = rs_world_new_task("FingerPush-v1", NULL, NULL, 0, 31, &st);
+    CHECK(mine && theirs, "create: %s", st.message);
+    for (int k = 0; mine && theirs && k < 20; k++) {
+        double act = 0.8;
+        CHECK_OK(rs_world_task_step(mine, &act, 1, 1, &st), st);
+        CHECK_OK(rs_world_task_step(theirs, &act, 1, 1, &st), st);
+        rs_task_view_t a, b;
+        CHECK_OK(rs_world_task_view(mine, &a, &st), st);
+        CHECK_OK(rs_world_task_view(theirs, &b, &st), st);
+        CHECK(memcmp(a.obs, b.obs, sizeof a.obs) == 0 && a.reward == -a.info[0] &&
+                  b.reward != a.reward,
+              "step %d: the same observation, the variant's reward -distance (%g, %g)", k,
+              a.reward, b.reward);
+    }
+    rs_world_destroy(&mine);
+    rs_world_destroy(&theirs);
 }
 
 /* Each bad item is refused with its code and a message naming it. */
