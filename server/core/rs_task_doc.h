@@ -46,7 +46,8 @@
  * reset entry may give "value" instead of a distribution. Observation and action entries may
  * give "name", "unit" and "doc" for GetSpec. The info figure "success" (the success flag) goes
  * where "info" lists it, else last. "extends": "Name-v0" takes that declared task's document
- * with this document's items in place of its own (a -v1 from its -v0). */
+ * (a registered one's or a built-in family's, itself resolved, at most 4 levels) with this
+ * document's items in place of its own: a -v1 from its -v0, a user's variant of a built-in. */
 #ifndef RS_TASK_DOC_H
 #define RS_TASK_DOC_H
 
