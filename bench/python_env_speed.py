@@ -3,9 +3,13 @@
 single-call figures of 1 alternate in blocks of --block calls, and each ratio is the median of
 the ratios of neighbouring blocks, so that the load of a shared machine cancels):
 
-  1. env.step (gym.make("robosim/<--task>"), all of Gymnasium's wrappers) and Client.step,
-     each over a raw pyzmq REQ/REP echo of the same payload sizes (an echo server in another
-     process: the wire and ZeroMQ with no simulation and no protobuf);
+  1. env.step (gym.make("robosim/<--task>"), all of Gymnasium's wrappers), Client.step (the
+     State decoded into a dict) and Client.step_msg (what env.step sends and reads: prebuilt
+     request bytes, the reply message undecoded), each over a raw pyzmq REQ/REP echo of the
+     same payload sizes (an echo server in another process: the wire and ZeroMQ with no
+     simulation and no protobuf), with the CPU time this (the client's) process spends per
+     call beside the wall time: the client's CPU over the echo's is the Python side's own
+     cost, the rest of the wall time over the echo's is the server's;
   2. robosim.vector at --vec-envs worlds against Client.step_arrays on the same worlds (the
      columnar request the vector env is built on), in env-steps/s;
   3. robosim.vector against gymnasium.vector.AsyncVectorEnv of --async-envs robosim envs on the
@@ -62,6 +66,14 @@ def rate(fn, n):
     for _ in range(n):
         fn()
     return n / (time.perf_counter() - t0)
+
+
+def timed(fn, n):
+    """Wall and this process's CPU seconds per call of fn() over n calls."""
+    t0, c0 = time.perf_counter(), time.process_time()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n, (time.process_time() - c0) / n
 
 
 def payload_sizes(client, wid, action):
@@ -163,6 +175,11 @@ def main(argv=None):
             if st["task"]["terminated"] or st["task"]["truncated"]:
                 client.reset(wid)
 
+        def msg_step():
+            t = client.step_msg(wid, act).task
+            if t.terminated or t.truncated:
+                client.reset(wid)
+
         def arrays_step():
             r = client.step_arrays(raw_ids, actions=vact)
             ended = r["terminated"] | r["truncated"]
@@ -170,17 +187,23 @@ def main(argv=None):
                 client.step_arrays([w for w, e in zip(raw_ids, ended) if e],
                                    reset=np.ones(int(ended.sum()), dtype=bool))
 
-        figures = {k: [] for k in ("echo", "env", "client", "vec", "arrays", "async", "avec",
-                                   "reacher", "reach_env", "reach_vec", "reach_vec_random")}
-        ratios = {"env": [], "client": []}
+        figures = {k: [] for k in ("echo", "env", "client", "msg", "vec", "arrays", "async",
+                                   "avec", "reacher", "reach_env", "reach_vec",
+                                   "reach_vec_random")}
+        ratios = {"env": [], "client": [], "msg": []}
+        single = ("echo", "env", "client", "msg")
+        cpu = {k: [] for k in single}  # the client process's CPU seconds per call, by block
         env_step = stepper(env, act)
         for rnd in range(args.rounds):
-            blocks = {"echo": [], "env": [], "client": []}
+            blocks = {k: [] for k in single}
             for _ in range(max(1, args.steps // args.block)):
-                for k, fn in (("echo", echo.once), ("env", env_step), ("client", client_step)):
-                    blocks[k].append(1.0 / rate(fn, args.block))
-                ratios["env"].append(blocks["env"][-1] / blocks["echo"][-1])
-                ratios["client"].append(blocks["client"][-1] / blocks["echo"][-1])
+                for k, fn in (("echo", echo.once), ("env", env_step), ("client", client_step),
+                              ("msg", msg_step)):
+                    w, c = timed(fn, args.block)
+                    blocks[k].append(w)
+                    cpu[k].append(c)
+                for k in ("env", "client", "msg"):
+                    ratios[k].append(blocks[k][-1] / blocks["echo"][-1])
             for k, b in blocks.items():
                 figures[k].append(1.0 / statistics.median(b))
             figures["vec"].append(rate(lambda: venv.step(vact), args.vec_steps) * args.vec_envs)
@@ -201,13 +224,22 @@ def main(argv=None):
                 "%s %.0f/s" % (k, v[-1]) for k, v in figures.items() if v), flush=True)
 
         m = {k: statistics.median(v) for k, v in figures.items() if v}
-        us = {k: 1e6 / m[k] for k in ("echo", "env", "client")}
+        us = {k: 1e6 / m[k] for k in single}
+        cpu_us = {k: 1e6 * statistics.median(v) for k, v in cpu.items()}
         print("\nmedians over %d rounds:" % args.rounds)
-        print("  raw pyzmq REQ/REP echo     %7.1f us per round trip" % us["echo"])
-        print("  env.step                   %7.1f us  = %.2fx the echo (goal <= 1.5x)"
-              % (us["env"], statistics.median(ratios["env"])))
-        print("  Client.step                %7.1f us  = %.2fx the echo (goal <= 1.3x)"
-              % (us["client"], statistics.median(ratios["client"])))
+        print("  raw pyzmq REQ/REP echo     %7.1f us per round trip (client CPU %.1f us)"
+              % (us["echo"], cpu_us["echo"]))
+        print("  env.step                   %7.1f us  = %.2fx the echo (goal <= 1.5x), client "
+              "CPU %.1f us" % (us["env"], statistics.median(ratios["env"]), cpu_us["env"]))
+        print("  Client.step                %7.1f us  = %.2fx the echo (goal <= 1.3x), client "
+              "CPU %.1f us" % (us["client"], statistics.median(ratios["client"]),
+                               cpu_us["client"]))
+        print("  Client.step_msg            %7.1f us  = %.2fx the echo, client CPU %.1f us"
+              % (us["msg"], statistics.median(ratios["msg"]), cpu_us["msg"]))
+        print("  so of env.step's %.1f us over the echo, the client process's own CPU is "
+              "%.1f us (env %.1f on top of step_msg)"
+              % (us["env"] - us["echo"], cpu_us["env"] - cpu_us["echo"],
+                 cpu_us["env"] - cpu_us["msg"]))
         print("  robosim.vector x %-4d      %7.0f env-steps/s = %.0f%% of Client.step_arrays "
               "(%.0f/s) (goal >= 80%%)" % (args.vec_envs, m["vec"], 100 * m["vec"] / m["arrays"],
                                            m["arrays"]))

@@ -1,6 +1,7 @@
 /* robosim-server: command line, signals, start-up. */
 #include "rs_log.h"
 #include "rs_server.h"
+#include "rs_task_doc.h"
 
 #include "robosim_client.h" /* rsc_load_certificate: the key files robosim-cli keygen writes */
 
@@ -19,7 +20,7 @@ static volatile sig_atomic_t stop_requested;
 /* long options without a short letter */
 enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
        OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
-       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES };
+       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE };
 
 static void on_signal(int sig)
 {
@@ -122,6 +123,9 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
             "                             for this long, e.g. a killed client's (default %g; 0:\n"
             "                             never); the start-up world is kept until claimed\n"
+            "  --task-file FILE           register the task document in FILE (JSON, as\n"
+            "                             RegisterTask takes it) before serving; repeatable.\n"
+            "                             Worlds of it kept in --state-dir need it at restart\n"
             "  --state-dir DIR            keep every world in DIR (created 0700): its snapshot,\n"
             "                             controller token and lease are checkpointed every\n"
             "                             --checkpoint-interval and when the server stops\n"
@@ -204,6 +208,30 @@ static size_t parse_bytes(const char *flag, const char *arg, unsigned long long 
     return (size_t)(v * unit);
 }
 
+/* Register the task document in `path` (--task-file); exits with status 2 on an error. */
+static void register_task_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n = -1;
+    if (f && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0 &&
+        (text = malloc((size_t)n + 1)) && fread(text, 1, (size_t)n, f) == (size_t)n) {
+        rs_status_t st;
+        const rs_task_t *t;
+        if (rs_task_doc_register(text, (size_t)n, &t, &st) < 0) {
+            fprintf(stderr, "robosim-server: --task-file %s: %s\n", path, st.message);
+            exit(2);
+        }
+        rs_log(RS_LOG_INFO, "task '%s' registered from %s", t->name, path);
+    } else {
+        fprintf(stderr, "robosim-server: --task-file %s: %s\n", path,
+                f ? "cannot read it" : strerror(errno));
+        exit(2);
+    }
+    free(text);
+    fclose(f);
+}
+
 /* A controller token as the server makes them: 32 hex digits. */
 static const char *parse_token(const char *flag, const char *arg)
 {
@@ -272,6 +300,7 @@ int main(int argc, char **argv)
         {"history-seconds", required_argument, 0, OPT_HISTORY_SECONDS},
         {"history-bytes-per-world", required_argument, 0, OPT_HISTORY_BYTES_PER_WORLD},
         {"history-bytes", required_argument, 0, OPT_HISTORY_BYTES},
+        {"task-file", required_argument, 0, OPT_TASK_FILE},
         {"version", no_argument, 0, 'v'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
@@ -300,6 +329,7 @@ int main(int argc, char **argv)
         case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
         case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'D': cfg.state_dir = optarg; break;
+        case OPT_TASK_FILE: register_task_file(optarg); break;
         case OPT_HISTORY_FRAMES:
             cfg.history_frames = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--history-frames", optarg, 10000000);
             break;

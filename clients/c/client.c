@@ -1010,6 +1010,24 @@ int rsc_load_motion_spec(rsc_client_t *c, uint64_t world_id, const char *documen
     return CALL_OP(c, world_id, LOAD_MOTION_SPEC, &op, NULL, err);
 }
 
+int rsc_register_task(rsc_client_t *c, const char *document, char *name, size_t name_len,
+                      rsc_error_t *err)
+{
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__RegisterTask op = ROBOSIM__V1__REGISTER_TASK__INIT;
+    op.document = (char *)(document ? document : "");
+    req.op_case = ROBOSIM__V1__REQUEST__OP_REGISTER_TASK;
+    req.register_task = &op;
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_REGISTER_TASK, &r, err);
+    if (rc == 0) {
+        if (name && name_len)
+            snprintf(name, name_len, "%s", r->register_task->name ? r->register_task->name : "");
+        rsc_free(r);
+    }
+    return rc;
+}
+
 int rsc_get_motion_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__MotionSpecReply **out,
                         rsc_error_t *err)
 {

@@ -302,6 +302,14 @@ int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, ui
                       const double *query_xy, size_t nquery, Robosim__V1__WorkspaceReply **out,
                       rsc_error_t *err);
 
+/* Register the task document `document` (JSON, NUL-terminated; the format is the server's
+ * rs_task_doc.h) on the server: rsc_create_task_world can then name it. Its name is copied into
+ * name[name_len] (may be NULL). A bad document: 1 INVALID_ARGUMENT, 2 NOT_FOUND, 10
+ * OUT_OF_RANGE, 8 MALFORMED, the message naming the item; another document under a registered
+ * name: INVALID_ARGUMENT. */
+int rsc_register_task(rsc_client_t *c, const char *document, char *name, size_t name_len,
+                      rsc_error_t *err);
+
 /* ---- motion specifications ----------------------------------------------------- */
 
 /* Load the JSON-LD motion specification `document` (NUL-terminated) on the world, replacing

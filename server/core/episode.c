@@ -28,7 +28,7 @@ int rs_task_bind(const rs_task_t *t, const rs_model_t *m, rs_task_bind_t *b, rs_
                        t->nnames, RS_TASK_MAX_NAMES);
     const rs_entity_model_t *em = &m->ent[e];
     const rs_robot_t *r = em->robot;
-    rs_task_bind_t next = {.robot = r, .entity = e};
+    rs_task_bind_t next = {.robot = r, .task = t, .entity = e};
     for (int k = 0; k < t->nnames; k++) {
         const rs_task_name_t *n = &t->names[k];
         int i = -1;

@@ -10,6 +10,7 @@
  * solver's constrained part) are refused at validation with RS_EUNIMPL. Drivers in one
  * PrioritizationLevel add; levels add too (a planar two-link arm has no null space for a lower
  * level's force), which the solver entity documents by accepting only this. */
+#include "rs_json.h"
 #include "rs_motion_spec.h"
 #include "rs_robot.h"
 
@@ -888,39 +889,10 @@ static int build_order(parser_t *P)
 rs_motion_spec_t *rs_motion_spec_parse(const rs_model_t *m, const char *json, size_t len,
                                        rs_status_t *st)
 {
-    if (!json || len == 0) {
-        rs_fail(st, RS_EINVAL, "an empty motion specification");
+    json_object *root =
+        rs_json_parse(json, len, "motion specification", MAX_SOURCE, MAX_DEPTH, st);
+    if (!root)
         return NULL;
-    }
-    if (len > MAX_SOURCE) {
-        rs_fail(st, RS_EEXHAUSTED, "the motion specification has %zu bytes (at most %u)", len,
-                MAX_SOURCE);
-        return NULL;
-    }
-    json_tokener *tok = json_tokener_new_ex(MAX_DEPTH);
-    if (!tok) {
-        rs_fail(st, RS_EEXHAUSTED, "out of memory");
-        return NULL;
-    }
-    json_object *root = json_tokener_parse_ex(tok, json, (int)len);
-    enum json_tokener_error jerr = json_tokener_get_error(tok);
-    size_t used = json_tokener_get_parse_end(tok);
-    json_tokener_free(tok);
-    if (!root || jerr != json_tokener_success) {
-        rs_fail(st, RS_EMALFORMED, "the motion specification is not JSON: %s (at byte %zu)",
-                jerr == json_tokener_continue ? "the document ends early"
-                                              : json_tokener_error_desc(jerr),
-                used);
-        json_object_put(root);
-        return NULL;
-    }
-    for (size_t k = used; k < len; k++)
-        if (json[k] != ' ' && json[k] != '\n' && json[k] != '\t' && json[k] != '\r' && json[k]) {
-            rs_fail(st, RS_EMALFORMED, "the motion specification has text after its JSON (byte %zu)",
-                    k);
-            json_object_put(root);
-            return NULL;
-        }
     rs_motion_spec_t *s = calloc(1, sizeof *s);
     parser_t *P = calloc(1, sizeof *P);
     int rc = 0;

@@ -2,6 +2,7 @@
  * `robots`; adding a preset is one entry in `presets`. */
 #include "rs_registry.h"
 #include "rs_task.h"
+#include "rs_task_doc.h"
 
 #include <math.h>
 #include <string.h>
@@ -125,24 +126,42 @@ static const rs_task_family_t *const task_families[] = {
 };
 
 #define NFAMILIES (int)(sizeof task_families / sizeof task_families[0])
-#define MAX_TASKS 64
+#define MAX_TASKS (64 + RS_TASK_DOC_MAX_REGISTERED)
+
+/* Family f's rows: its C rows, or its documents parsed (task_doc.c). */
+static const rs_task_t *family_task(const rs_task_family_t *f, int i, int *n)
+{
+    if (!f->documents) {
+        *n = f->n;
+        return i < f->n ? &f->tasks[i] : NULL;
+    }
+    const rs_task_t *const *t = rs_task_doc_family(f, n);
+    return i < *n ? t[i] : NULL;
+}
 
 const rs_task_t *rs_task_find(const char *name)
 {
-    for (int f = 0; name && f < NFAMILIES; f++)
-        for (int i = 0; i < task_families[f]->n; i++)
-            if (strcmp(task_families[f]->tasks[i].name, name) == 0)
-                return &task_families[f]->tasks[i];
-    return NULL;
+    for (int f = 0; name && f < NFAMILIES; f++) {
+        int n = 0;
+        const rs_task_t *t;
+        for (int i = 0; (t = family_task(task_families[f], i, &n)) != NULL; i++)
+            if (strcmp(t->name, name) == 0)
+                return t;
+    }
+    return name ? rs_task_doc_find(name) : NULL; /* declared tasks (task_doc.c) */
 }
 
 const char *const *rs_task_names(void)
 {
     static const char *names[MAX_TASKS + 1];
     int n = 0;
-    for (int f = 0; f < NFAMILIES; f++)
-        for (int i = 0; i < task_families[f]->n && n < MAX_TASKS; i++)
-            names[n++] = task_families[f]->tasks[i].name;
+    for (int f = 0; f < NFAMILIES; f++) {
+        int nf = 0;
+        const rs_task_t *t;
+        for (int i = 0; n < MAX_TASKS && (t = family_task(task_families[f], i, &nf)) != NULL; i++)
+            names[n++] = t->name;
+    }
+    n += rs_task_doc_names(names + n, MAX_TASKS - n);
     names[n] = NULL;
     return names;
 }

@@ -412,6 +412,7 @@ const char *rs_event_kind_name(const rs_model_t *m, const rs_event_t *ev);
  * reads by index and never compares names. */
 typedef struct rs_task_bind {
     const rs_robot_t *robot; /* the robot the indices were resolved for; NULL: not resolved */
+    const rs_task_t *task;   /* the task resolved (a declared task's callbacks read it) */
     int entity;
     int index[RS_TASK_MAX_NAMES];
 } rs_task_bind_t;

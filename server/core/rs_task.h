@@ -103,6 +103,8 @@ struct rs_task {
 typedef struct rs_task_family {
     int n;
     const rs_task_t *tasks;
+    const char *documents; /* or the family's tasks as task documents (rs_task_doc.h), a JSON
+                              array: then n and tasks are unused */
 } rs_task_family_t;
 
 extern const rs_task_family_t rs_tasks_finger, rs_tasks_arms, rs_tasks_diff_drive,

@@ -7,6 +7,7 @@
 #include "rs_motion_spec.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
+#include "rs_task_doc.h"
 #include "server_internal.h"
 
 #include <math.h>
@@ -249,6 +250,39 @@ static int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_
     return 0;
 }
 
+/* Register the task document `doc` (rs_task_doc_register); *name the registered task's name.
+ * `want`, when not empty, must be that name. */
+static int register_task(const char *doc, const char *want, const char **name, rs_status_t *st)
+{
+    const rs_task_t *t;
+    int rc = rs_task_doc_register(doc, strlen(doc), &t, st);
+    if (rc < 0)
+        return rc;
+    if (want && want[0] && strcmp(want, t->name) != 0)
+        return rs_fail(st, RS_EINVAL, "CreateWorld.task '%s' differs from the task document's "
+                       "name '%s'; leave task empty or name the document's task", want, t->name);
+    *name = t->name;
+    return 0;
+}
+
+static int op_register_task(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
+                            Robosim__V1__Response *rp, rs_status_t *st)
+{
+    const char *doc = rq->register_task->document ? rq->register_task->document : "";
+    const char *name;
+    int rc = register_task(doc, NULL, &name, st);
+    if (rc < 0)
+        return rc;
+    Robosim__V1__RegisterTaskReply *r = rs_arena_alloc(&s->arena, sizeof *r);
+    if (!r)
+        return OOM(st);
+    robosim__v1__register_task_reply__init(r);
+    r->name = (char *)name;
+    rs_log(RS_LOG_INFO, "task '%s' registered", name);
+    REPLY(rp, register_task, REGISTER_TASK, r);
+    return 0;
+}
+
 static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
@@ -265,9 +299,13 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
         return OOM(st);
     if (rs_stream_check_params(s, params, c->n_params, st) < 0)
         return st->code;
+    const char *task = c->task;
+    if (c->task_document && c->task_document[0] &&
+        (rc = register_task(c->task_document, c->task, &task, st)) < 0)
+        return rc;
     rs_world_t *world =
-        c->task && c->task[0]
-            ? rs_world_new_task(c->task, c->preset, params, c->n_params, c->seed, st)
+        task && task[0]
+            ? rs_world_new_task(task, c->preset, params, c->n_params, c->seed, st)
             : rs_world_new(c->preset, params, c->n_params, c->seed, st);
     if (!world)
         return st->code;
@@ -1989,6 +2027,7 @@ static const rs_op_t ops[] = {
     OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0, 0),
     OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0),
     OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0),
+    OP(REGISTER_TASK, "register_task", op_register_task, 0, 0, 1, 0), /* no world */
 };
 
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op)

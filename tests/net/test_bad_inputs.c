@@ -282,6 +282,12 @@ static const bad_case_t cases[] = {
     {"clear_motion_spec", "token=wrong", CODE(PERMISSION_DENIED), 0},
     {"clear_motion_spec", "world=999", CODE(NOT_FOUND), 0},
     {"clear_motion_spec", "corrupt", CODE(MALFORMED), 0},
+    {"register_task", "doc=empty", CODE(INVALID_ARGUMENT), 0},
+    {"register_task", "doc=garbage", CODE(MALFORMED), 0},
+    {"register_task", "doc=entity", CODE(NOT_FOUND), 0},
+    {"register_task", "doc=builtin", CODE(INVALID_ARGUMENT), 0},
+    {"register_task", "doc=deep", CODE(MALFORMED), 0},
+    {"register_task", "corrupt", CODE(MALFORMED), 0},
 };
 
 static server_proc_t server;
@@ -364,6 +370,7 @@ typedef struct parts {
         Robosim__V1__ApplyWrench wrench;
         Robosim__V1__LoadMotionSpec load;
         Robosim__V1__GetMotionSpec getms;
+        Robosim__V1__RegisterTask regtask;
         Robosim__V1__ClearMotionSpec clear;
     } op;
     Robosim__V1__Sampler sampler, *psampler;
@@ -710,6 +717,28 @@ static void build(parts_t *p, const char *op, const char *edit)
         robosim__v1__clear_motion_spec__init(&p->op.clear);
         rq->op_case = ROBOSIM__V1__REQUEST__OP_CLEAR_MOTION_SPEC;
         rq->clear_motion_spec = &p->op.clear;
+    } else if (!strcmp(op, "register_task")) {
+        /* a task document, good but for the item the edit names */
+        const char *text =
+            "{\"name\": \"%s\", \"preset\": \"serial_arm\", \"entity\": \"%s\", "
+            "\"quantities\": {\"x\": \"arm.x\"}, \"observation\": [\"x\"], "
+            "\"action\": [{\"actuator\": \"joint1\", \"low\": -1, \"high\": 1}], "
+            "\"reward\": \"-abs(x)\", \"max_steps\": 10}";
+        const char *d = kv(edit, "doc");
+        p->doc[0] = 0;
+        if (d && !strcmp(d, "garbage"))
+            snprintf(p->doc, sizeof p->doc, "{\"name\": [ nope");
+        else if (d && !strcmp(d, "deep")) {
+            memset(p->doc, '[', 200);
+            p->doc[200] = 0;
+        } else if (d && strcmp(d, "empty") != 0)
+            snprintf(p->doc, sizeof p->doc, text,
+                     !strcmp(d, "builtin") ? "SerialArmReach-v0" : "BadInputs-v0",
+                     !strcmp(d, "entity") ? "leg" : "arm");
+        robosim__v1__register_task__init(&p->op.regtask);
+        p->op.regtask.document = p->doc;
+        rq->op_case = ROBOSIM__V1__REQUEST__OP_REGISTER_TASK;
+        rq->register_task = &p->op.regtask;
     }
 }
 

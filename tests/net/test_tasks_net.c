@@ -1,6 +1,6 @@
 /* Task worlds through the real server: Hello lists the tasks, CreateWorld with a task, GetSpec's
  * TaskSpec, Reset / Step / GetState carrying TaskStep, and every bad action or mix refused with
- * its specific code while the server keeps serving. */
+ * its specific code while the server keeps serving; a declared task registered and run. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -275,6 +275,63 @@ static void task_world_refuses_commands(void)
     }
 }
 
+/* A declared task through the protocol: RegisterTask (and its refusals, naming the item),
+ * Hello listing it, a world of it by name, and CreateWorld.task_document registering and
+ * running another in one request. */
+static void declared_task_over_protocol(void)
+{
+    const char *doc =
+        "{\"name\": \"NetDoc-v0\", \"preset\": \"finger\", \"entity\": \"finger\", "
+        "\"quantities\": {\"x\": \"finger.x_f\"}, \"observation\": [\"x\"], "
+        "\"action\": [{\"actuator\": \"force\", \"low\": -1, \"high\": 1}], "
+        "\"reward\": \"-abs(x - 0.1)\", \"max_steps\": 5}";
+    rsc_error_t err;
+    char name[64] = "";
+    CHECK(rsc_register_task(client, doc, name, sizeof name, &err) == 0 &&
+              strcmp(name, "NetDoc-v0") == 0,
+          "register: %s (%s)", err.message, name);
+    const char *bad = "{\"name\": \"NetBad-v0\", \"preset\": \"finger\", \"entity\": "
+                      "\"finger\", \"observation\": [\"x_f\"], \"action\": [], "
+                      "\"reward\": \"0\", \"max_steps\": 5}";
+    CHECK(rsc_register_task(client, bad, NULL, 0, &err) == CODE(INVALID_ARGUMENT) &&
+              strstr(err.message, "observation[0]"),
+          "a bad document is refused naming its item: %s", err.message);
+    Robosim__V1__HelloReply *h = NULL;
+    CHECK(rsc_hello(client, 1, 0, &h, &err) == 0, "hello: %s", err.message);
+    int listed = 0;
+    for (size_t i = 0; h && i < h->n_tasks; i++)
+        listed |= strcmp(h->tasks[i], "NetDoc-v0") == 0;
+    CHECK(listed, "Hello lists the registered task");
+    rsc_free(h);
+    uint64_t id = 0;
+    char token[128];
+    CHECK(create("NetDoc-v0", "", 3, &id, token, &err) == 0, "create by name: %s", err.message);
+    double a = 0.5;
+    Robosim__V1__State *s = NULL;
+    CHECK(step(id, token, &a, 1, 10, NULL, &s, &err) == 0 && s && s->task &&
+              s->task->truncated && s->step_count == 5 && s->task->n_observation == 1,
+          "the declared episode truncates after 5 steps: %s", err.message);
+    rsc_free(s);
+    /* CreateWorld.task_document: registered and run in one request */
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
+    char doc2[1024];
+    snprintf(doc2, sizeof doc2, "%s", doc);
+    memcpy(strstr(doc2, "NetDoc-v0"), "NetDoc-v1", 9);
+    cw.task_document = doc2;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+    rq.create_world = &cw;
+    Robosim__V1__Response *rp = NULL;
+    CHECK(call(&rq, NULL, &rp, &err) == 0 && rp->create_world &&
+              strcmp(rp->create_world->world->task, "NetDoc-v1") == 0,
+          "CreateWorld.task_document: %s", err.message);
+    rsc_free(rp);
+    cw.task = "SomethingElse-v0";
+    CHECK(call(&rq, NULL, &rp, &err) == CODE(INVALID_ARGUMENT) && strstr(err.message, "NetDoc-v1"),
+          "a task name other than the document's: %s", err.message);
+    rsc_free(rp);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -294,6 +351,7 @@ int main(int argc, char **argv)
         create_refusals();
         episode_over_protocol();
         task_world_refuses_commands();
+        declared_task_over_protocol();
         rsc_close(&client);
     }
     CHECK(server_stop(&server) == 0, "clean stop");

@@ -381,4 +381,4 @@ static const rs_task_t tasks[] = {
     },
 };
 
-const rs_task_family_t rs_tasks_arms = {N(tasks), tasks};
+const rs_task_family_t rs_tasks_arms = {.n = N(tasks), .tasks = tasks};

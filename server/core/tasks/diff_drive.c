@@ -225,4 +225,4 @@ static const rs_task_t tasks[] = {
     },
 };
 
-const rs_task_family_t rs_tasks_diff_drive = {N(tasks), tasks};
+const rs_task_family_t rs_tasks_diff_drive = {.n = N(tasks), .tasks = tasks};

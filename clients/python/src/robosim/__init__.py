@@ -12,6 +12,7 @@
 from .client import Client
 from .errors import ProtocolError, RobosimError, TimeoutError
 from .envs import TASKS, RobosimEnv, register_envs
+from .envs import register_task_document as register_task
 from .observer import Observer
 from .server import LocalServer, find_server_binary
 from .specs import example_spec, example_spec_names
@@ -24,6 +25,6 @@ register_envs()
 register_goal_envs()
 
 __all__ = ["Client", "RobosimError", "TimeoutError", "ProtocolError", "RobosimEnv", "TASKS",
-           "Observer", "LocalServer", "find_server_binary", "vector", "baselines", "register_envs",
+           "Observer", "LocalServer", "find_server_binary", "vector", "baselines", "register_envs", "register_task",
            "goal", "GOAL_TASKS", "register_goal_envs",
            "example_spec", "example_spec_names", "specs"]

@@ -99,6 +99,14 @@ def event_dict(e):
             "before": list(e.before), "after": list(e.after)}
 
 
+def task_document_text(document: Union[str, dict]) -> str:
+    """A task document as the server takes it: JSON text (a dict is serialized)."""
+    if isinstance(document, str):
+        return document
+    import json
+    return json.dumps(document)
+
+
 def state_dict(s):
     """A State message as a dict: world_id, time, step_count, entities {name: {kind, state,
     commands, sensors (numpy arrays), mode}}, events [dict], events_dropped, stats, seq,
@@ -262,7 +270,8 @@ def step_request_tail(rid, action):
     into their merge). Built directly, without message objects: the single environment's step
     is the client's hottest path (tests/python/test_client.py checks it parses to the Request
     protobuf builds)."""
-    packed = np.ascontiguousarray(action, dtype="<f8").tobytes()
+    packed = action if type(action) is bytes else np.ascontiguousarray(action,
+                                                                        dtype="<f8").tobytes()
     head = _STEP_HEADS.get(len(packed))
     if head is None:  # Request.step's tag and length, Step.steps, Step.action's tag and length
         body = _ONE_STEP + _ACTION_FIELD + _varint(len(packed))
@@ -507,12 +516,22 @@ class Client:
         return [world_info_dict(w) for w in self._call("list_worlds", pb.ListWorlds()).worlds]
 
     def create_world(self, preset: str = "", params: Optional[dict] = None, seed: int = 0,
-                     task: str = "") -> int:
+                     task: str = "", task_document: Union[str, dict, None] = None) -> int:
         """Create a world (from a preset, or a task's own preset) and return its id; the
-        controller token is kept. params: {"entity.name": values} or [(entity, name, values)]."""
-        r = self._call("create_world", pb.CreateWorld(preset=preset, params=_params(params),
-                                                      seed=int(seed), task=task))
+        controller token is kept. params: {"entity.name": values} or [(entity, name, values)].
+        task_document: a declared task (JSON text or a dict) registered on the server and run
+        (task may then be "" or its name)."""
+        r = self._call("create_world", pb.CreateWorld(
+            preset=preset, params=_params(params), seed=int(seed), task=task,
+            task_document=task_document_text(task_document) if task_document else ""))
         return self._keep(r)
+
+    def register_task(self, document: Union[str, dict]) -> str:
+        """Register a declared task (a JSON task document, text or dict) on the server; returns
+        its name, which create_world(task=...) then takes. Errors name the bad item
+        (RobosimError); the same document again is accepted."""
+        r = self._call("register_task", pb.RegisterTask(document=task_document_text(document)))
+        return r.name
 
     def destroy_world(self, world_id: int) -> None:
         self._call("destroy_world", pb.DestroyWorld(), world_id)
@@ -541,8 +560,9 @@ class Client:
         return state_dict(self._call("step", msg, world_id))
 
     def step_msg(self, world_id, action):
-        """One control step of a task world with `action` (values); the State *message*
-        (robosim.v1.State), undecoded: the environments read only what they need."""
+        """One control step of a task world with `action` (values, or bytes already packed as
+        little-endian doubles); the State *message* (robosim.v1.State), undecoded: the
+        environments read only what they need."""
         wid = int(world_id)
         token = self._tokens.get(wid, "")
         head = self._heads.get(wid)

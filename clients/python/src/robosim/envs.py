@@ -28,8 +28,9 @@ float64 and the observation is rounded to float32); dtype=np.float64 gives the s
 bit for bit."""
 from __future__ import annotations
 
+import struct
 import weakref
-from typing import Any, Optional, SupportsFloat
+from typing import Any, Optional, SupportsFloat, Union
 
 import gymnasium as gym
 import numpy as np
@@ -77,15 +78,24 @@ def box(vars_: list[dict], dtype: Any = np.float32) -> gym.spaces.Box:
 def _msg_info(s, sensor_names, info_keys=None):
     """The info dict of a step, from its State message: the task's info figures, is_success,
     the step's events and each entity's sensor readings by name. info_keys: the task's info
-    names when known (half the time of reading them from every reply)."""
+    names when known (half the time of reading them from every reply). sensor_names:
+    {entity: [sensor names]}, or [(entity, [sensor names])] in the order of the State's
+    entities (the env's: no entity name read from each reply)."""
     t = s.task
     info = dict(zip(info_keys or t.info_keys, t.info_values))
     if "success" in info:
         info["is_success"] = info["success"] != 0.0
+    events = s.events
     info["events"] = [{"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
                        "before": list(e.before), "after": list(e.after)}
-                      for e in s.events] if s.events else []
-    info["sensors"] = {e.name: dict(zip(sensor_names[e.name], e.sensors)) for e in s.entities}
+                      for e in events] if events else []
+    entities = s.entities
+    if isinstance(sensor_names, list) and len(sensor_names) == len(entities):
+        info["sensors"] = {name: dict(zip(names, e.sensors))
+                           for (name, names), e in zip(sensor_names, entities)}
+    else:
+        names = dict(sensor_names)
+        info["sensors"] = {e.name: dict(zip(names[e.name], e.sensors)) for e in entities}
     info["time"] = s.time
     return info
 
@@ -109,6 +119,10 @@ class ActionMap:
         self.clip = bool(clip)
         self.low, self.high = self.bounds.low, self.bounds.high
         self.half_range = 0.5 * (self.high - self.low)
+        # the same as Python floats, for packed()
+        self._low, self._high = self.low.tolist(), self.high.tolist()
+        self._half_range = self.half_range.tolist()
+        self._format = "<%dd" % self.low.size
         dtype = space_dtype(dtype)
         self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=dtype)
                       if self.normalize else box(task_spec["action"], dtype))
@@ -126,6 +140,22 @@ class ActionMap:
         # minimum(maximum()) rather than np.clip: the same values, a third of the time
         return np.minimum(np.maximum(a, self.low), self.high) if self.clip else a
 
+    def packed(self, action: Any, endpoint: Optional[str] = None) -> bytes:
+        """The action as a Step request carries it (little-endian doubles), mapped as
+        __call__ maps it: the single env's path, in plain Python for a flat array of the
+        action's shape (its few values cost less so than through numpy's calls, most of all
+        when the process has just woken from waiting on the server)."""
+        if type(action) is not np.ndarray or action.shape != self.space.shape:
+            return np.ascontiguousarray(self(action, endpoint), dtype="<f8").tobytes()
+        values = action.tolist()
+        if self.normalize:
+            values = [lo + ((-1.0 if x < -1.0 else 1.0 if x > 1.0 else x) + 1.0) * h
+                      for x, lo, h in zip(values, self._low, self._half_range)]
+        elif self.clip:  # NaN passes, as through np.minimum / np.maximum: the server refuses it
+            values = [lo if x < lo else hi if x > hi else x
+                      for x, lo, hi in zip(values, self._low, self._high)]
+        return struct.pack(self._format, *values)
+
 
 class RobosimEnv(gym.Env):
     """One world of a robosim task, on a given server or on a local one started here.
@@ -139,7 +169,8 @@ class RobosimEnv(gym.Env):
     clip_actions: clip actions to the bounds (else the server refuses those outside with
     OUT_OF_RANGE). normalize_actions: the action space is [-1, 1]^n, mapped onto the bounds.
     dtype: the spaces' dtype, np.float32 (default) or np.float64 (the server's values bit for
-    bit).
+    bit). task_document: a declared task (JSON text or dict, see register_task) that the
+    server registers and runs; `task` is its name.
 
     The env pickles (cloudpickle, SubprocVecEnv, Ray) as its constructor arguments: the copy
     makes its own world (and its own local server when the original had one); reset it."""
@@ -151,14 +182,15 @@ class RobosimEnv(gym.Env):
                  timeout: float = 10.0, client: Optional[Client] = None,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float32) -> None:
+                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
         self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
                                params=params, timeout=timeout,
                                max_episode_steps=max_episode_steps, clip_actions=clip_actions,
                                normalize_actions=normalize_actions,
-                               server_time_limit=server_time_limit, dtype=dtype)
+                               server_time_limit=server_time_limit, dtype=dtype,
+                               task_document=task_document)
         self._dtype = space_dtype(dtype)
         self.task = task
         self.render_mode = render_mode
@@ -184,7 +216,8 @@ class RobosimEnv(gym.Env):
             # an env never closed releases its socket and its server when collected or at exit
             self._finalizer = weakref.finalize(
                 self, _release, client if self._owns_client else None, self._server)
-            self.world_id = client.create_world(task=task, params=params, seed=0)
+            self.world_id = client.create_world(task=task, params=params, seed=0,
+                                                task_document=task_document)
             self.world_spec = client.get_spec(self.world_id)
             if task not in TASK_LIMITS:  # the task's own limit, for its registration
                 TASK_LIMITS[task] = (self.world_spec["task"]["max_episode_steps"]
@@ -205,6 +238,8 @@ class RobosimEnv(gym.Env):
         self.metadata["render_fps"] = max(1, int(round(1.0 / dt)))
         self._sensor_names = {name: [v["name"] for v in e["sensors"]]
                               for name, e in self.world_spec["entities"].items()}
+        # the same in the spec's entity order, which States keep (_msg_info's fast path)
+        self._sensor_list = list(self._sensor_names.items())
         self._msg = None  # the last State message (decoded on demand: see `state`)
         self._info_keys = None  # the task's info names, read from the first reset
 
@@ -218,7 +253,7 @@ class RobosimEnv(gym.Env):
         self._msg = self.client.reset_msg(self.world_id, seed=server_seed)
         if self._info_keys is None:
             self._info_keys = list(self._msg.task.info_keys)
-        info = _msg_info(self._msg, self._sensor_names, self._info_keys)
+        info = _msg_info(self._msg, self._sensor_list, self._info_keys)
         info["seed"] = server_seed
         return _obs(self._msg, self._nobs, self._dtype), info
 
@@ -227,11 +262,11 @@ class RobosimEnv(gym.Env):
         if self._msg is None:
             raise RobosimError.from_name(
                 "FAILED_PRECONDITION", "%s: call reset() before step()" % self.task, self.endpoint)
-        a = self._actions(action, self.endpoint)
+        a = self._actions.packed(action, self.endpoint)
         self._msg = s = self.client.step_msg(self.world_id, a)
         t = s.task
         return (_obs(s, self._nobs, self._dtype), t.reward, t.terminated, t.truncated,
-                _msg_info(s, self._sensor_names, self._info_keys))
+                _msg_info(s, self._sensor_list, self._info_keys))
 
     def render(self) -> Optional[np.ndarray]:
         if self.render_mode != "rgb_array":
@@ -364,6 +399,29 @@ def register_task(env_id: str, task: str, entry_point: str = "robosim.envs:Robos
         kwargs=dict(kwargs, task=task, server_time_limit=False), disable_env_checker=False)
     spec.task = task  # kept apart from kwargs, which gym.make_vec moves out of its copy
     gym.registry[env_id] = spec
+
+
+def register_task_document(env_id: str, document: Union[str, dict], **kwargs: Any) -> str:
+    """Register the Gymnasium id env_id for a declared task: `document` is a task document
+    (a dict, or its JSON text) naming the observation, action, reward, success, termination,
+    truncation and resets (the Python README's "Tasks without C" describes the format). Each
+    env made from env_id sends the document with its CreateWorld, so the task runs on any
+    server (a local one or `endpoint=`); the server validates it and names a bad item in its
+    error. Returns the task's name. gym.make(env_id) and gym.make_vec(env_id, n,
+    vectorization_mode="vector_entry_point") then work as for the built-in tasks."""
+    import json
+    doc = json.loads(document) if isinstance(document, str) else dict(document)
+    name = doc.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError("a task document needs a 'name' (e.g. \"MyReach-v0\")")
+    max_steps = doc.get("max_steps")
+    if isinstance(max_steps, int) and max_steps > 0:
+        TASK_LIMITS.setdefault(name, max_steps)  # the document is the task's source
+    text = json.dumps(doc)
+    if env_id in gym.registry and gym.registry[env_id].kwargs.get("task_document") != text:
+        del gym.registry[env_id]  # a new document for the id replaces the old registration
+    register_task(env_id, name, task_document=text, **kwargs)
+    return name
 
 
 def register_envs() -> None:

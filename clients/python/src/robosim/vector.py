@@ -62,7 +62,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                  autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float32) -> None:
+                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
@@ -93,7 +93,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                     " run a newer robosim-server" % (endpoint, self.client.server[
                         "server_version"], ", ".join(missing)), endpoint)
             for _ in range(self.num_envs):
-                self.world_ids.append(self.client.create_world(task=task, params=params))
+                self.world_ids.append(self.client.create_world(
+                    task=task, params=params, task_document=task_document))
             self.world_spec = self.client.get_spec(self.world_ids[0])
         except BaseException:
             self.close()
@@ -265,6 +266,11 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
 def make(id: str, num_envs: int = 1, endpoint: Optional[str] = None,
          **kwargs: Any) -> RobosimVectorEnv:
     """A RobosimVectorEnv of `num_envs` worlds of task `id` ("robosim/FingerPush-v0" or
-    "FingerPush-v0"); other keyword arguments go to RobosimVectorEnv."""
+    "FingerPush-v0", or an id robosim.register_task registered for a task document); other
+    keyword arguments go to RobosimVectorEnv."""
     task = id.split("/", 1)[1] if id.startswith("robosim/") else id
+    spec = gym.registry.get(id)
+    if spec is not None and spec.kwargs.get("task_document"):  # a declared task's id
+        task = getattr(spec, "task", None) or spec.kwargs["task"]
+        kwargs.setdefault("task_document", spec.kwargs["task_document"])
     return RobosimVectorEnv(task, num_envs, endpoint=endpoint, **kwargs)

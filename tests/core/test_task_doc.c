@@ -1,0 +1,310 @@
+/* Declared tasks (rs_task_doc.h): a reach task written as a document runs as an episode whose
+ * observation, reward, success and truncation follow its formulas on the world's own sensors;
+ * its resets draw from the declared distributions and a seed repeats them; each bad item of a
+ * document is refused with an error that names it; registration by name. */
+#include "rs_task.h"
+#include "rs_task_doc.h"
+#include "rs_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const reach =
+    "{\"name\": \"DocReach-v0\", \"preset\": \"serial_arm\", \"entity\": \"arm\","
+    " \"doc\": \"reach a drawn point\","
+    " \"params\": [{\"entity\": \"\", \"name\": \"control_dt\", \"values\": [0.05]}],"
+    " \"quantities\": {\"x\": \"arm.x\", \"y\": \"arm.y\", \"q1\": \"arm.theta1\","
+    "   \"u1\": {\"command\": \"arm.joint1\"}, \"stops\": {\"events\": \"arm.stop\"},"
+    "   \"tx\": {\"dist\": \"uniform\", \"a\": -0.3, \"b\": 0.3},"
+    "   \"ty\": {\"dist\": \"uniform\", \"a\": -0.2, \"b\": 0.1},"
+    "   \"d\": {\"expr\": \"hypot(x - tx, y - ty)\"}},"
+    " \"observation\": [{\"expr\": \"x - tx\", \"scale\": 0.5, \"low\": -1, \"high\": 1},"
+    "   \"d\", {\"expr\": \"wrap(q1)\", \"name\": \"angle\"}],"
+    " \"action\": [{\"actuator\": \"joint1\", \"low\": -1, \"high\": 1, \"command\": [-3, 3]},"
+    "   {\"actuator\": \"joint2\", \"low\": -1, \"high\": 1, \"command\": [-3, 3]}],"
+    " \"reward\": \"-d - 0.01 * u1^2\", \"reward_scale\": 0.5,"
+    " \"success\": \"lt(d, 0.002)\", \"max_steps\": 40,"
+    " \"reset\": [{\"item\": \"arm.theta0[0]\", \"dist\": \"uniform\", \"a\": 0.5, \"b\": 1.0},"
+    "   {\"item\": \"arm.theta0[1]\", \"dist\": \"normal\", \"a\": 0.2, \"b\": 0.01}],"
+    " \"info\": [\"d\", \"stops\"]}";
+
+/* A copy of `doc` with the first `from` replaced by `to` (the caller frees it). */
+static char *edit(const char *doc, const char *from, const char *to)
+{
+    const char *at = strstr(doc, from);
+    CHECK(at != NULL, "'%s' is not in the document", from);
+    if (!at)
+        return strdup(doc);
+    size_t n = strlen(doc) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - doc), doc, to, at + strlen(from));
+    return out;
+}
+
+static const double *sensor(const rs_world_t *w, const char *name)
+{
+    const rs_entity_model_t *em = &w->model->ent[0];
+    for (int i = 0; i < em->ns; i++)
+        if (strcmp(em->robot->sensors[i].name, name) == 0)
+            return &w->data->sensors[em->s_off + i];
+    return NULL;
+}
+
+/* The episode follows the document's formulas on the world's own sensors and state. */
+static void episode(void)
+{
+    rs_status_t st;
+    const rs_task_t *t = NULL;
+    CHECK_OK(rs_task_doc_register(reach, strlen(reach), &t, &st), st);
+    if (!t)
+        return;
+    CHECK(rs_task_find("DocReach-v0") == t, "the registered task is found by name");
+    int listed = 0;
+    for (const char *const *n = rs_task_names(); *n; n++)
+        listed += strcmp(*n, "DocReach-v0") == 0;
+    CHECK(listed == 1, "the task names list it once (%d)", listed);
+    CHECK(t->nobs == 3 && t->nact == 2 && t->ninfo == 3 && t->max_episode_steps == 40,
+          "shape %d %d %d %u", t->nobs, t->nact, t->ninfo, t->max_episode_steps);
+    CHECK(strcmp(t->info[2], "success") == 0 && strcmp(t->obs[2].name, "angle") == 0 &&
+              strcmp(t->obs[1].name, "d") == 0,
+          "names: %s %s %s", t->info[2], t->obs[1].name, t->obs[2].name);
+
+    rs_world_t *w = rs_world_new_task("DocReach-v0", NULL, NULL, 0, 17, &st);
+    CHECK(w != NULL, "create: %s", st.message);
+    rs_world_t *twin = rs_world_new_task("DocReach-v0", NULL, NULL, 0, 17, &st);
+    if (!w || !twin)
+        return;
+    CHECK(w->model->control_dt == 0.05, "the document's params apply (dt %g)",
+          w->model->control_dt);
+    const rs_data_t *d = w->data;
+    double tx = d->task[RS_TASK_PRIVATE], ty = d->task[RS_TASK_PRIVATE + 1];
+    CHECK(tx >= -0.3 && tx <= 0.3 && ty >= -0.2 && ty <= 0.1, "targets drawn in range: %g %g",
+          tx, ty);
+    CHECK(d->x[0] >= 0.5 && d->x[0] <= 1.0 && fabs(d->x[1] - 0.2) < 0.06,
+          "start drawn from the reset distributions: %g %g", d->x[0], d->x[1]);
+    CHECK(tx == twin->data->task[RS_TASK_PRIVATE] && d->x[1] == twin->data->x[1],
+          "a seed repeats the draws");
+
+    double a[2] = {0.4, -0.2}, u1 = -3 + (0.4 + 1) / 2 * 6, ret = 0;
+    for (int k = 1; k <= 40; k++) {
+        int rc = rs_world_task_step(w, a, 2, 1, &st);
+        CHECK_OK(rc, st);
+        CHECK_OK(rs_world_task_step(twin, a, 2, 1, &st), st);
+        if (rc < 0)
+            break;
+        rs_task_view_t v;
+        CHECK_OK(rs_world_task_view(w, &v, &st), st);
+        double x = *sensor(w, "x"), y = *sensor(w, "y");
+        double dist = hypot(x - tx, y - ty);
+        CHECK_REL(v.reward, 0.5 * (-dist - 0.01 * u1 * u1), 1e-12, 1e-9);
+        CHECK_REL(v.obs[0], fmin(fmax((x - tx) / 0.5, -1), 1), 1e-12, 1e-12);
+        CHECK_REL(v.obs[1], dist, 1e-12, 1e-12);
+        CHECK_REL(v.obs[2], atan2(sin(d->x[0]), cos(d->x[0])), 1e-12, 1e-12);
+        CHECK(v.info[0] == v.obs[1] && v.info[2] == (dist < 0.002), "info d, success");
+        ret += v.reward;
+        CHECK(!v.terminated, "no success on this path (d = %g)", dist);
+        CHECK(v.truncated == (k == 40), "truncated at step 40 only (step %d)", k);
+        CHECK_REL(v.episode_return, ret, 1e-12, 1e-9);
+        rs_task_view_t tv;
+        CHECK_OK(rs_world_task_view(twin, &tv, &st), st);
+        CHECK(tv.reward == v.reward && tv.obs[0] == v.obs[0], "a seed repeats the episode");
+    }
+    CHECK(rs_world_task_step(w, a, 2, 1, &st) == RS_EPRECOND, "the ended episode refuses steps");
+    double bad[2] = {1.5, 0};
+    CHECK_OK(rs_world_reset(w, 3, &st), st);
+    CHECK(rs_world_task_step(w, bad, 2, 1, &st) == RS_ERANGE && strstr(st.message, "joint1"),
+          "an action outside its declared bounds: %s", st.message);
+    rs_world_destroy(&w);
+    rs_world_destroy(&twin);
+
+    /* success ends the episode as terminated, at the step its condition first holds */
+    char *early = edit(reach, "\"lt(d, 0.002)\"", "\"ge(steps, 3)\"");
+    char *renamed = edit(early, "DocReach-v0", "DocReachEarly-v0");
+    CHECK_OK(rs_task_doc_register(renamed, strlen(renamed), NULL, &st), st);
+    w = rs_world_new_task("DocReachEarly-v0", NULL, NULL, 0, 5, &st);
+    CHECK(w != NULL, "create: %s", st.message);
+    if (w) {
+        CHECK_OK(rs_world_task_step(w, a, 2, 10, &st), st);
+        rs_task_view_t v;
+        CHECK_OK(rs_world_task_view(w, &v, &st), st);
+        CHECK(v.terminated && !v.truncated && w->data->episode_steps == 3 && v.info[2] == 1.0,
+              "terminated after 3 steps (%llu)", (unsigned long long)w->data->episode_steps);
+        rs_world_destroy(&w);
+    }
+    free(early);
+    free(renamed);
+
+    /* held quantities: an at-reset value drawn from the rng, and a counter updated after each
+     * control step from its own last value */
+    char *held = edit(reach, "\"d\": {\"expr\": \"hypot(x - tx, y - ty)\"}",
+                      "\"d\": {\"expr\": \"hypot(x - tx, y - ty)\"}, "
+                      "\"start\": {\"at_reset\": \"q1 + uniform(1, 2)\"}, "
+                      "\"count\": {\"update\": \"count + 2\", \"init\": 5}");
+    char *held2 = edit(held, "[\"d\", \"stops\"]", "[\"count\", \"start\"]");
+    char *held3 = edit(held2, "DocReach-v0", "DocReachHeld-v0");
+    CHECK_OK(rs_task_doc_register(held3, strlen(held3), NULL, &st), st);
+    w = rs_world_new_task("DocReachHeld-v0", NULL, NULL, 0, 9, &st);
+    CHECK(w != NULL, "create: %s", st.message);
+    if (w) {
+        const double *slot = w->data->task + RS_TASK_PRIVATE;
+        double off = slot[2] - w->data->x[0];
+        CHECK(off >= 1 && off < 2 && slot[3] == 5, "at reset: start - q1 = %g in [1, 2), count %g",
+              off, slot[3]);
+        for (int k = 1; k <= 4; k++) {
+            CHECK_OK(rs_world_task_step(w, a, 2, 1, &st), st);
+            rs_task_view_t v;
+            CHECK_OK(rs_world_task_view(w, &v, &st), st);
+            CHECK(v.info[0] == 5 + 2 * k && slot[3] == v.info[0] && v.info[1] == slot[2],
+                  "step %d: count %g, start %g", k, v.info[0], v.info[1]);
+        }
+        rs_world_destroy(&w);
+    }
+    free(held);
+    free(held2);
+    free(held3);
+}
+
+static void registration(void)
+{
+    rs_status_t st;
+    CHECK_OK(rs_task_doc_register(reach, strlen(reach), NULL, &st), st); /* same again: fine */
+    char *other = edit(reach, "\"max_steps\": 40", "\"max_steps\": 41");
+    CHECK(rs_task_doc_register(other, strlen(other), NULL, &st) == RS_EINVAL &&
+              strstr(st.message, "another document"),
+          "another document under a registered name: %s", st.message);
+    free(other);
+    const char *names[] = {"SerialArmReach-v0", "FingerPush-v0"}; /* in C, declared */
+    for (int i = 0; i < 2; i++) {
+        char *builtin = edit(reach, "DocReach-v0", names[i]);
+        CHECK(rs_task_doc_register(builtin, strlen(builtin), NULL, &st) == RS_EINVAL &&
+                  strstr(st.message, "built-in"),
+              "a built-in task's name: %s", st.message);
+        free(builtin);
+    }
+    /* a -v1 extending a registered -v0: its items in place of the base's */
+    const char *v1 = "{\"name\": \"DocReach-v1\", \"extends\": \"DocReach-v0\", "
+                     "\"reward_scale\": 0.1, \"max_steps\": 7}";
+    const rs_task_t *t1 = NULL, *t0 = rs_task_find("DocReach-v0");
+    CHECK_OK(rs_task_doc_register(v1, strlen(v1), &t1, &st), st);
+    CHECK(t1 && t0 && t1->max_episode_steps == 7 && t1->reward_scale == 0.1 &&
+              t1->nobs == t0->nobs && t1->nact == t0->nact && t1->ninfo == t0->ninfo &&
+              strcmp(t1->preset, "serial_arm") == 0,
+          "DocReach-v1 derived from DocReach-v0");
+
+    /* a user's variant of a built-in declared task: FingerPush-v1 with another reward, the
+     * same episodes (observations) for the same seed and actions */
+    const char *variant = "{\"name\": \"MyPush-v1\", \"extends\": \"FingerPush-v1\", "
+                          "\"reward\": \"-distance\", \"reward_scale\": 1}";
+    CHECK_OK(rs_task_doc_register(variant, strlen(variant), NULL, &st), st);
+    rs_world_t *mine = rs_world_new_task("MyPush-v1", NULL, NULL, 0, 31, &st);
+    rs_world_t *theirs = rs_world_new_task("FingerPush-v1", NULL, NULL, 0, 31, &st);
+    CHECK(mine && theirs, "create: %s", st.message);
+    for (int k = 0; mine && theirs && k < 20; k++) {
+        double act = 0.8;
+        CHECK_OK(rs_world_task_step(mine, &act, 1, 1, &st), st);
+        CHECK_OK(rs_world_task_step(theirs, &act, 1, 1, &st), st);
+        rs_task_view_t a, b;
+        CHECK_OK(rs_world_task_view(mine, &a, &st), st);
+        CHECK_OK(rs_world_task_view(theirs, &b, &st), st);
+        CHECK(memcmp(a.obs, b.obs, sizeof a.obs) == 0 && a.reward == -a.info[0] &&
+                  b.reward != a.reward,
+              "step %d: the same observation, the variant's reward -distance (%g, %g)", k,
+              a.reward, b.reward);
+    }
+    rs_world_destroy(&mine);
+    rs_world_destroy(&theirs);
+}
+
+/* Each bad item is refused with its code and a message naming it. */
+static void validation(void)
+{
+    static const struct {
+        const char *from, *to;
+        int code;
+        const char *names;
+    } bad[] = {
+        {"\"preset\": \"serial_arm\"", "\"preset\": \"no_such\"", RS_ENOTFOUND, "preset"},
+        {"\"entity\": \"arm\"", "\"entity\": \"leg\"", RS_ENOTFOUND, "entity: preset"},
+        {"\"arm.x\"", "\"arm.nope\"", RS_ENOTFOUND, "quantities.x"},
+        {"\"arm.y\"", "\"hand.y\"", RS_ENOTFOUND, "quantities.y"},
+        {"\"arm.joint1\"", "\"arm.joint9\"", RS_ENOTFOUND, "quantities.u1"},
+        {"\"arm.stop\"", "\"arm.bang\"", RS_ENOTFOUND, "quantities.stops"},
+        {"\"dist\": \"uniform\", \"a\": -0.3", "\"dist\": \"cauchy\", \"a\": -0.3", RS_EINVAL,
+         "quantities.tx"},
+        {"\"a\": -0.2, \"b\": 0.1", "\"a\": 0.2, \"b\": 0.1", RS_EINVAL, "quantities.ty"},
+        {"hypot(x - tx, y - ty)", "hypot(x - tx, y - tz)", RS_EINVAL, "quantities.d"},
+        {"hypot(x - tx, y - ty)", "hypot(x - tx,, y)", RS_EINVAL, "quantities.d"},
+        {"\"q1\": \"arm.theta1\"", "\"2q\": \"arm.theta1\"", RS_EINVAL, "quantities.2q"},
+        {"\"q1\": \"arm.theta1\"", "\"steps\": \"arm.theta1\"", RS_EINVAL, "quantities.steps"},
+        {"\"q1\": \"arm.theta1\"", "\"q1\": 5", RS_EINVAL, "quantities.q1"},
+        {"\"scale\": 0.5", "\"scale\": 0", RS_ERANGE, "observation[0].scale"},
+        {"\"low\": -1, \"high\": 1}", "\"low\": 1, \"high\": -1}", RS_ERANGE, "observation[0]"},
+        {"\"wrap(q1)\"", "\"wrap(q)\"", RS_EINVAL, "observation[2]"},
+        {"\"d\", {", "\"d\", {\"expr\": \"d\", \"colour\": 1}, {", RS_EINVAL,
+         "observation[2]: unknown item 'colour'"},
+        {"\"actuator\": \"joint1\"", "\"actuator\": \"joint2\"", RS_EINVAL, "action[0].actuator"},
+        {"\"command\": [-3, 3]}", "\"command\": [3, -3]}", RS_ERANGE, "action[0].command"},
+        {"\"command\": [-3, 3]}", "\"command\": [-3, 2e7]}", RS_ERANGE, "action[0]"},
+        {"\"high\": 1, \"command\": [-3, 3]},", "\"command\": [-3, 3]},", RS_EINVAL,
+         "action[0]: 'high' is required"},
+        {"\"reward\": \"-d - 0.01 * u1^2\"", "\"reward\": \"-d - \"", RS_EINVAL, "reward"},
+        {"\"reward\": \"-d - 0.01 * u1^2\", ", "", RS_EINVAL, "'reward' is required"},
+        {"\"lt(d, 0.002)\"", "\"lt(d 0.002)\"", RS_EINVAL, "success"},
+        {"\"max_steps\": 40", "\"max_steps\": 0", RS_ERANGE, "max_steps"},
+        {"\"max_steps\": 40", "\"max_steps\": 2.5", RS_ERANGE, "max_steps"},
+        {"\"max_steps\": 40", "\"max_steps\": \"forever\"", RS_EINVAL, "task.max_steps"},
+        {"\"arm.theta0[0]\"", "\"arm.theta9[0]\"", RS_ENOTFOUND, "reset[0]"},
+        {"\"arm.theta0[1]\"", "\"arm.theta0[7]\"", RS_ERANGE, "reset[1]"},
+        {"\"dist\": \"normal\", \"a\": 0.2, \"b\": 0.01", "\"dist\": \"normal\", \"a\": 0.2, "
+         "\"b\": -1", RS_EINVAL, "reset[1]"},
+        {"[\"d\", \"stops\"]", "[\"d\", \"speed\"]", RS_EINVAL, "info[1]"},
+        {"\"name\": \"DocReach-v0\"", "\"name\": \"Doc Reach\"", RS_EINVAL, "name"},
+        {"\"reward_scale\": 0.5", "\"reward_scale\": 0.5, \"gamma\": 0.99", RS_EINVAL,
+         "task: unknown item 'gamma'"},
+        {"\"name\": \"control_dt\", \"values\": [0.05]",
+         "\"name\": \"control_dt\", \"values\": [-1]", RS_ERANGE, "params"},
+        {"{\"name\"", "[{\"name\"", RS_EMALFORMED, "not JSON"},
+        {"hypot(x - tx, y - ty)", "hypot(x - tx, y - ty) + uniform(0, 1)", RS_EINVAL,
+         "quantities.d: 'hypot(x - tx, y - ty) + uniform(0, 1)' draws"},
+        {"\"reward\": \"-d", "\"reward\": \"normal(0, 1) - d", RS_EINVAL, "reward: "},
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"at_reset\": \"hypot(x - tx, \"}",
+         RS_EINVAL, "quantities.d"},
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"update\": \"d + 1\", \"init\": \"z\"}",
+         RS_EINVAL, "quantities.d.init"},
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"expr\": \"d + 1\"}", RS_EINVAL,
+         "quantities.d"}, /* only an update reads its own name */
+        {"{\"expr\": \"hypot(x - tx, y - ty)\"}", "{\"expr\": \"x\", \"update\": \"x\"}",
+         RS_EINVAL, "quantities.d: one of"},
+        {"{\"item\": \"arm.theta0[0]\", \"dist\": \"uniform\", \"a\": 0.5, \"b\": 1.0}",
+         "{\"item\": \"arm.theta0[0]\", \"value\": \"high\"}", RS_EINVAL, "reset[0].value"},
+        {"{\"name\": \"DocReach-v0\",", "{\"name\": \"DocReach-v0\", \"extends\": \"Nope-v0\",",
+         RS_ENOTFOUND, "extends: no declared task 'Nope-v0'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *doc = edit(reach, bad[i].from, bad[i].to);
+        rs_status_t st = {0};
+        rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &st);
+        CHECK(t == NULL && st.code == bad[i].code && strstr(st.message, bad[i].names),
+              "case %zu (%s -> %s): code %d, message '%s' should name '%s'", i, bad[i].from,
+              bad[i].to, st.code, st.message, bad[i].names);
+        rs_task_doc_destroy(&t);
+        free(doc);
+    }
+    rs_status_t st;
+    rs_task_t *t = rs_task_doc_parse(reach, strlen(reach), &st);
+    CHECK(t != NULL && strcmp(rs_task_doc_source(t), reach) == 0, "the base document parses: %s",
+          st.message);
+    rs_task_doc_destroy(&t);
+    CHECK(rs_task_doc_source(rs_task_find("SerialArmReach-v0")) == NULL,
+          "a task in C has no document");
+    CHECK(rs_task_doc_source(rs_task_find("FingerTouch-v1")) != NULL,
+          "the finger tasks are declared as documents");
+}
+
+int main(void)
+{
+    validation();
+    episode();
+    registration();
+    return rs_test_done("test_task_doc");
+}
