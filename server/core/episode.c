@@ -1,6 +1,7 @@
 /* The episode loop of task worlds (rs_task.h): creating a task world, binding a task's names
  * to a model, resets that start an episode, agent steps with their rewards and ends, and what
  * the agent sees. The tasks themselves are rows in tasks/FAMILY.c. */
+#include "rs_randomize.h"
 #include "rs_task.h"
 
 #include <math.h>
@@ -134,7 +135,13 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 
 int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
 {
-    int rc = rs_reset(w->model, w->data, seed, st);
+    int rc;
+    /* randomized parameters: the model rebuilt with this seed's draws, checked against the
+     * data reset under the old one, then the reset proper under the new one */
+    if (w->randomize && ((rc = rs_reset(w->model, w->data, seed, st)) < 0 ||
+                         (rc = rs_world_randomize_draw(w, seed, st)) < 0))
+        return rc;
+    rc = rs_reset(w->model, w->data, seed, st);
     if (rc < 0 || !w->task)
         return rc;
     rs_data_t *d = w->data;

@@ -422,6 +422,7 @@ typedef struct rs_world {
     rs_data_t *data;
     const rs_task_t *task; /* the task the world runs as an episode (rs_task.h), or NULL */
     rs_task_bind_t task_bind; /* the task's names resolved in `model` (with task) */
+    struct rs_randomize *randomize; /* parameters drawn at each reset (rs_randomize.h), or NULL */
 } rs_world_t;
 
 /* Create a world from a preset with overrides, reset with `seed`. NULL on failure. */

@@ -7,6 +7,7 @@
  * modes, commands, h_next) decide the future, which makes resets and snapshots exact. */
 #include "rs_data.h"
 #include "rs_motion_spec.h"
+#include "rs_randomize.h"
 #include "rs_integrator.h"
 #include "rs_robot.h"
 #include "rs_task.h"
@@ -859,6 +860,7 @@ void rs_world_destroy(rs_world_t **pw)
         return;
     rs_data_destroy(&w->data);
     rs_model_release(&w->model);
+    rs_randomize_free(&w->randomize);
     free(w);
     *pw = NULL;
 }

@@ -2,6 +2,7 @@
  * everything before it changes anything, so a refused request leaves the world as it was. */
 #include "rs_build_info.h"
 #include "rs_codec.h"
+#include "rs_randomize.h"
 #include "rs_log.h"
 #include "rs_montecarlo.h"
 #include "rs_motion_spec.h"
@@ -271,6 +272,15 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
             : rs_world_new(c->preset, params, c->n_params, c->seed, st);
     if (!world)
         return st->code;
+    if (c->n_randomize) { /* the first episode draws them too */
+        rs_randomize_item_t *items = rs_codec_randomize_items(&s->arena, c->randomize,
+                                                              c->n_randomize);
+        if (!items || rs_world_set_randomize(world, items, c->n_randomize, st) < 0 ||
+            rs_world_reset(world, c->seed, st) < 0) {
+            rs_world_destroy(&world);
+            return items ? st->code : OOM(st);
+        }
+    }
     world_slot_t *slot = add_world(s, world, st);
     if (!slot)
         return st->code;
@@ -331,6 +341,16 @@ static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
     rs_world_t *world = w->world;
     uint64_t seed = r->seed_given_case == ROBOSIM__V1__RESET__SEED_GIVEN_SEED ? r->seed
                                                                              : world->data->seed;
+    if (r->n_randomize && r->randomize_clear)
+        return rs_fail(st, RS_EINVAL, "Reset sets both randomize and randomize_clear; set one");
+    if (r->n_randomize || r->randomize_clear) {
+        rs_randomize_item_t *items = rs_codec_randomize_items(&s->arena, r->randomize,
+                                                              r->n_randomize);
+        if (!items)
+            return OOM(st);
+        if (rs_world_set_randomize(world, items, r->n_randomize, st) < 0)
+            return st->code;
+    }
     int rc = rs_world_reset(world, seed, st); /* a task world starts a new episode */
     if (rc < 0)
         return rc;
@@ -1397,6 +1417,7 @@ static void arrays_rows(arrays_run_t *run, size_t i, rs_arena_t *a)
         out->truncated[i] = view.truncated;
         memcpy(out->info + i * out->info_size, view.info, out->info_size * sizeof(double));
     }
+    rs_codec_arrays_randomized_row(out, i, world);
 }
 
 /* A worker runs world jobs[j] for a slice and, once its Step is over, writes its rows. */
@@ -1547,7 +1568,8 @@ static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, 
     out->digests.data = rs_arena_alloc(a, n * RS_DIGEST_BYTES + 1);
     if (!out->digests.data || !out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
         !out->sensors || !out->observation || !out->reward || !out->terminated ||
-        !out->truncated)
+        !out->truncated ||
+        rs_codec_arrays_randomized_new(a, out, like ? like->world : NULL, n) < 0)
         return NULL;
     return out;
 }

@@ -109,7 +109,8 @@ def state_dict(s):
     get_motion_spec's evaluators / controllers order), active_motion, commands). stats is None
     when a Step asked for parts without "stats". digest: the world's state digest (64 hex
     digits; equal digests certify bit-identical histories since creation or reset; "" from a
-    server that predates it); seed: that of the world's last reset or creation."""
+    server that predates it); seed: that of the world's last reset or creation. randomized:
+    {item: value} of the parameters the world's last reset drew (create_world's randomize)."""
     spec = None
     if s.spec_errors or s.spec_outputs or s.spec_commands:
         spec = {"errors": _f64(s.spec_errors), "outputs": _f64(s.spec_outputs),
@@ -137,6 +138,7 @@ def state_dict(s):
                       "normal": list(c.normal), "mean_force": list(c.mean_force)}
                      for c in s.contacts],
         "spec": spec,
+        "randomized": {d.item: d.value for d in s.randomized},
     }
 
 
@@ -145,7 +147,8 @@ def spec_dict(sp):
     sensors (lists of var dicts: name, unit, lower, upper, size, doc), params {name: dict},
     modes, event_kinds, base_pose [x m, y m, theta rad]: the entity's base frame in the world
     frame}}, world_params {name: dict}, task (dict or None: name, observation,
-    action, max_episode_steps, reward, doc)."""
+    action, max_episode_steps, reward, doc), randomize {item: "dist(a, b)"}: the parameters
+    drawn at each reset."""
     out = {
         "world": world_info_dict(sp.world),
         "entities": {e.name: {"kind": e.kind,
@@ -158,6 +161,7 @@ def spec_dict(sp):
                               "base_pose": list(e.base_pose)} for e in sp.entities},
         "world_params": {p.name: _param_spec(p) for p in sp.world_params},
         "task": None,
+        "randomize": {r.item: "%s(%r, %r)" % (r.dist, r.a, r.b) for r in sp.randomize},
     }
     if sp.HasField("task"):
         t = sp.task
@@ -252,6 +256,20 @@ def _samplers(samplers):
         dist, a, b = spec
         out.append((item, dist, num(a), num(b)))
     return out
+
+
+def randomize_samplers(randomize):
+    """Sampler messages for randomized parameters: {"finger.static_friction": "uniform(0.5,
+    1.5)", "arm.link_mass[1]": ("normal", 1.0, 0.1), ...} or strings "item ~ dist(a, b)"
+    (the Monte Carlo samplers' syntax)."""
+    if not randomize:
+        return []
+    flat = []
+    items = randomize.items() if isinstance(randomize, dict) else [(t, None) for t in randomize]
+    for item, v in items:
+        flat.extend(_samplers(["%s ~ %s" % (item, v)] if isinstance(v, str)
+                              else [item] if v is None else {item: v}))
+    return [pb.Sampler(item=item, dist=dist, a=a, b=b) for item, dist, a, b in flat]
 
 
 # Step.parts by name (protocol 1.2): what a Step's reply carries besides time and step_count.
@@ -442,11 +460,15 @@ class Client:
         return [world_info_dict(w) for w in self._call("list_worlds", pb.ListWorlds()).worlds]
 
     def create_world(self, preset: str = "", params: Optional[dict] = None, seed: int = 0,
-                     task: str = "") -> int:
+                     task: str = "", randomize: Optional[dict] = None) -> int:
         """Create a world (from a preset, or a task's own preset) and return its id; the
-        controller token is kept. params: {"entity.name": values} or [(entity, name, values)]."""
+        controller token is kept. params: {"entity.name": values} or [(entity, name, values)].
+        randomize: parameters drawn at every reset from the reset's seed, e.g.
+        {"finger.static_friction": "uniform(0.5, 1.5)", "finger.object_mass": "normal(1, 0.1)"}
+        (see randomize_samplers); each reset's draws are in its State["randomized"]."""
         r = self._call("create_world", pb.CreateWorld(preset=preset, params=_params(params),
-                                                      seed=int(seed), task=task))
+                                                      seed=int(seed), task=task,
+                                                      randomize=randomize_samplers(randomize)))
         return self._keep(r)
 
     def destroy_world(self, world_id: int) -> None:
@@ -457,9 +479,17 @@ class Client:
         """The world's Spec as a dict (see spec_dict)."""
         return spec_dict(self._call("get_spec", pb.GetSpec(), world_id))
 
-    def reset(self, world_id: int, seed: Optional[int] = None) -> dict:
-        """Reset (reseeded when seed is given, else with the world's last seed); the State."""
+    def reset(self, world_id: int, seed: Optional[int] = None,
+              randomize: Optional[dict] = None) -> dict:
+        """Reset (reseeded when seed is given, else with the world's last seed); the State.
+        randomize: replace the world's randomized parameters before this reset draws them (as
+        create_world's); {} removes them."""
         msg = pb.Reset() if seed is None else pb.Reset(seed=int(seed))
+        if randomize is not None:
+            if randomize:
+                msg.randomize.extend(randomize_samplers(randomize))
+            else:
+                msg.randomize_clear = True
         return state_dict(self._call("reset", msg, world_id))
 
     def step(self, world_id: int, steps: Optional[int] = None,
@@ -656,6 +686,8 @@ class Client:
                "digest": [r.digests[32 * i:32 * i + 32].hex() for i in range(n)]
                          if len(r.digests) == 32 * n else [""] * n,
                "events": np.array(r.events, dtype=np.int64),
+               "randomized_items": list(r.randomized_items),
+               "randomized": rows(r.randomized, len(r.randomized_items)),
                "state": rows(r.state, r.state_size),
                "sensors": rows(r.sensors, r.sensor_size),
                "errors": {e.index: RobosimError(e.error.code, e.error.message, self.endpoint)
