@@ -1,9 +1,9 @@
-/* The field table of rs_data_t (rs_data.h), generated from RS_DATA_FIELDS (rs_core.h), and the
- * code that walks it: counts and addresses, validation, serialization and copy. Reset and
- * prefetch (world.c) and snapshots (snapshot.c) use it too; nothing else lists the fields. */
+/* Data: allocation, reset, validation, serialization and copy, each walking the field table
+ * (fields.c), so that adding a field to RS_DATA_FIELDS needs no code here. */
 #include "rs_data.h"
-
+#include "rs_integrator.h"
 #include "rs_motion_spec.h"
+#include "rs_step.h"
 #include "rs_robot.h"
 
 #include <math.h>
@@ -11,65 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ROW_VALUE(type, name, dims, length, reset, check, digest)                              \
-    {#name, RS_SHAPE_VALUE, RS_TYPE_##type, offsetof(rs_data_t, name),                         \
-     (int)(sizeof(((rs_data_t *)0)->name) / sizeof(RS_CTYPE_##type)), RS_LEN_##length,        \
-     RS_RESET_##reset, RS_CHECK_##check, RS_DIGEST_##digest},
-#define ROW_VECTOR(type, name, dims, length, reset, check, digest)                             \
-    {#name, RS_SHAPE_VECTOR, RS_TYPE_##type, offsetof(rs_data_t, name), 0, RS_LEN_##length,   \
-     RS_RESET_##reset, RS_CHECK_##check, RS_DIGEST_##digest},
-#define ROW_ENTITY(type, name, dims, length, reset, check, digest)                             \
-    {#name, RS_SHAPE_ENTITY, RS_TYPE_##type, offsetof(rs_entity_data_t, name),                 \
-     (int)(sizeof(((rs_entity_data_t *)0)->name) / sizeof(RS_CTYPE_##type)), RS_LEN_##length, \
-     RS_RESET_##reset, RS_CHECK_##check, RS_DIGEST_##digest},
-#define ROW(shape, type, name, dims, length, reset, check, digest)                             \
-    ROW_##shape(type, name, dims, length, reset, check, digest)
-
-static const rs_field_t fields[] = {
-    RS_DATA_FIELDS(ROW)
-    {"schedules", RS_SHAPE_SCHEDULES, RS_TYPE_F64, offsetof(rs_data_t, sched), 0, RS_LEN_NU,
-     RS_RESET_ZERO, RS_CHECK_SCHEDULES, RS_DIGEST_SCHEDULES},
-    {"events", RS_SHAPE_EVENTS, RS_TYPE_F64, offsetof(rs_data_t, events), 0, RS_LEN_FIXED,
-     RS_RESET_ZERO, RS_CHECK_EVENTS, RS_DIGEST_SKIP},
-    {"motion_spec", RS_SHAPE_SPEC, RS_TYPE_F64, offsetof(rs_data_t, spec), 0, RS_LEN_FIXED,
-     RS_RESET_KEEP, RS_CHECK_SPEC, RS_DIGEST_SPEC},
-};
-#define NFIELDS (int)(sizeof fields / sizeof fields[0])
-
-const rs_field_t *rs_data_fields(int *n)
-{
-    *n = NFIELDS;
-    return fields;
-}
-
-size_t rs_field_type_size(rs_field_type_t t)
-{
-    return t == RS_TYPE_F64 || t == RS_TYPE_U64 ? 8 : 4;
-}
-
-size_t rs_field_count(const rs_field_t *f, const rs_model_t *m, const rs_data_t *d)
-{
-    switch (f->shape) {
-    case RS_SHAPE_VALUE:
-    case RS_SHAPE_ENTITY: return (size_t)f->count;
-    case RS_SHAPE_VECTOR:
-        return (size_t)(f->length == RS_LEN_NX ? m->nx : f->length == RS_LEN_NU ? m->nu : m->ns);
-    case RS_SHAPE_SCHEDULES: return (size_t)m->nu;
-    case RS_SHAPE_EVENTS: return (size_t)d->nevents;
-    case RS_SHAPE_SPEC: return d->spec != NULL;
-    }
-    return 0;
-}
-
-void *rs_field_values(const rs_field_t *f, rs_data_t *d, int e)
-{
-    switch (f->shape) {
-    case RS_SHAPE_VALUE: return (char *)d + f->offset;
-    case RS_SHAPE_VECTOR: return *(void **)((char *)d + f->offset);
-    case RS_SHAPE_ENTITY: return (char *)&d->ent[e] + f->offset;
-    default: return NULL;
-    }
-}
 
 static const void *values_of(const rs_field_t *f, const rs_data_t *d, int e)
 {
@@ -257,7 +198,9 @@ static int check_field(const rs_field_t *f, const rs_model_t *m, const rs_data_t
 
 int rs_data_check(const rs_model_t *m, const rs_data_t *d, rs_status_t *st)
 {
-    for (int i = 0; i < NFIELDS; i++) {
+    int nfields;
+    const rs_field_t *fields = rs_data_fields(&nfields);
+    for (int i = 0; i < nfields; i++) {
         int rc = check_field(&fields[i], m, d, st);
         if (rc < 0)
             return rc;
@@ -346,7 +289,9 @@ void rs_field_write(rs_writer_t *w, const rs_field_t *f, const rs_model_t *m, co
 
 void rs_data_write(rs_writer_t *w, const rs_model_t *m, const rs_data_t *d)
 {
-    for (int i = 0; i < NFIELDS; i++)
+    int nfields;
+    const rs_field_t *fields = rs_data_fields(&nfields);
+    for (int i = 0; i < nfields; i++)
         rs_field_write(w, &fields[i], m, d);
 }
 
@@ -453,7 +398,9 @@ static int read_spec(rs_reader_t *r, const rs_field_t *f, const rs_model_t *m, r
 
 int rs_data_read(rs_reader_t *r, const rs_model_t *m, rs_data_t *d, rs_status_t *st)
 {
-    for (int i = 0; i < NFIELDS; i++) {
+    int nfields;
+    const rs_field_t *fields = rs_data_fields(&nfields);
+    for (int i = 0; i < nfields; i++) {
         const rs_field_t *f = &fields[i];
         char name[RS_NAME_MAX];
         r->field = f->name;
@@ -548,7 +495,9 @@ int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_s
         free(fresh);
         return rs_fail(st, RS_EEXHAUSTED, "out of memory copying a world's schedules and event log");
     }
-    for (int i = 0; i < NFIELDS; i++) {
+    int nfields;
+    const rs_field_t *fields = rs_data_fields(&nfields);
+    for (int i = 0; i < nfields; i++) {
         const rs_field_t *f = &fields[i];
         if (f->shape == RS_SHAPE_SCHEDULES) {
             memset(dst->nsched, 0, sizeof dst->nsched);
@@ -577,4 +526,183 @@ int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_s
     }
     free(fresh);
     return rs_data_restored(m, dst, NULL, st);
+}
+
+/* ---- data ---------------------------------------------------------------------------- */
+
+void rs_data_destroy(rs_data_t **pd)
+{
+    rs_data_t *d = *pd;
+    if (!d)
+        return;
+    rs_integrator_destroy(&d->integ);
+    rs_motion_spec_destroy(&d->spec);
+    if (d->sched && d->m)
+        for (int i = 0; i < d->m->nu; i++)
+            rs_schedule_clear(&d->sched[i]);
+    free(d->events);
+    free(d); /* with its entities, vectors and schedules */
+    *pd = NULL;
+}
+
+/* Bytes from p rounded up to a multiple of 8 (the vectors' and schedules' alignment). */
+static size_t align8(size_t p)
+{
+    return (p + 7) & ~(size_t)7;
+}
+
+/* One block per data: the head, the model's entities, each vector field, the schedules (a
+ * world's control step reads them all: one block keeps them in consecutive cache lines and
+ * costs one allocation). The event log, grown on demand, stays apart. With d non-NULL, sets
+ * each vector field of d and its schedules to their places in the block; returns the block's
+ * bytes. */
+static size_t data_layout(const rs_model_t *m, rs_data_t *d)
+{
+    int nf;
+    const rs_field_t *f = rs_data_fields(&nf);
+    size_t at = align8(offsetof(rs_data_t, ent) + (size_t)m->nentities * sizeof(rs_entity_data_t));
+    for (int i = 0; i < nf; i++)
+        if (f[i].shape == RS_SHAPE_VECTOR) {
+            if (d)
+                *(void **)((char *)d + f[i].offset) = (char *)d + at;
+            at += align8(rs_field_count(&f[i], m, NULL) * rs_field_type_size(f[i].type));
+        }
+    if (d)
+        d->sched = (rs_schedule_t *)((char *)d + at);
+    return at + (size_t)m->nu * sizeof(rs_schedule_t);
+}
+
+rs_data_t *rs_data_scratch(const rs_model_t *m)
+{
+    size_t bytes = data_layout(m, NULL);
+    rs_data_t *d = calloc(1, bytes);
+    if (!d)
+        return NULL;
+    d->m = m;
+    d->block_bytes = bytes;
+    data_layout(m, d);
+    for (int e = 0; e < m->nentities; e++) {
+        d->ent[e].index = e;
+        d->ent[e].data = d;
+        d->ent[e].u = d->u + m->ent[e].u_off;
+        d->ent[e].s = d->sensors + m->ent[e].s_off;
+    }
+    return d;
+}
+
+rs_data_t *rs_data_new(const rs_model_t *m, uint64_t seed, rs_status_t *st)
+{
+    rs_data_t *d = rs_data_scratch(m);
+    if (!d) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for world data");
+        return NULL;
+    }
+    if (!(d->integ = rs_integrator_new(m->nx, d->x, rs_step_rhs, rs_step_guards, d, st)) ||
+        rs_reset(m, d, seed, st) < 0) {
+        rs_data_destroy(&d);
+        return NULL;
+    }
+    return d;
+}
+
+int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st)
+{
+    d->m = m;
+    /* every field to its declared reset value (time 0, h_next 0: ARKODE estimates the first
+     * step; commands 0, schedules and events cleared, dirty 1), then the INIT fields */
+    int nf;
+    const rs_field_t *f = rs_data_fields(&nf);
+    for (int i = 0; i < nf; i++) {
+        if (f[i].reset == RS_RESET_KEEP)
+            continue;
+        if (f[i].shape == RS_SHAPE_SCHEDULES) {
+            for (int a = 0; a < m->nu; a++)
+                rs_schedule_clear(&d->sched[a]);
+            memset(d->nsched, 0, sizeof d->nsched);
+            continue;
+        }
+        if (f[i].shape == RS_SHAPE_EVENTS) {
+            d->nevents = 0;
+            continue;
+        }
+        for (int e = 0; e < (f[i].shape == RS_SHAPE_ENTITY ? m->nentities : 1); e++) {
+            void *v = rs_field_values(&f[i], d, e);
+            size_t n = rs_field_count(&f[i], m, d), size = rs_field_type_size(f[i].type);
+            memset(v, 0, n * size);
+            for (size_t k = 0; f[i].reset == RS_RESET_ONE && k < n; k++) {
+                if (f[i].type == RS_TYPE_F64)
+                    ((double *)v)[k] = 1.0;
+                else if (f[i].type == RS_TYPE_U64)
+                    ((uint64_t *)v)[k] = 1;
+                else
+                    ((int *)v)[k] = 1; /* I32, U32: the same bits */
+            }
+        }
+    }
+    if (d->spec)
+        rs_motion_spec_reset(d->spec); /* the specification stays; its run state restarts */
+    d->seed = seed;
+    rs_rng_seed(d->rng, seed);
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        em->robot->init(em, &d->ent[e], d->x + em->x_off);
+    }
+    int rc = rs_step_configure(m, d, st);
+    if (rc < 0)
+        return rc;
+    rs_step_read_sensors(m, d, 0.0);
+    rs_digest_start(m, d);
+    return 0;
+}
+
+int rs_reset_initial(const rs_model_t *m, rs_data_t *d, const rs_param_t *init, size_t n,
+                     rs_status_t *st)
+{
+    rs_model_t tmp = *m; /* validated as SetParams would, then used for init only */
+    int rc = rs_model_set_params(&tmp, init, n, st);
+    if (rc < 0)
+        return rc;
+    for (int e = 0; e < m->nentities; e++) {
+        int named = 0;
+        for (size_t i = 0; i < n; i++)
+            named |= init[i].entity && strcmp(init[i].entity, m->ent[e].name) == 0;
+        if (!named)
+            continue;
+        rs_entity_data_t *ed = &d->ent[e];
+        ed->mode = 0;
+        memset(ed->aux, 0, sizeof ed->aux);
+        tmp.ent[e].robot->init(&tmp.ent[e], ed, d->x + m->ent[e].x_off);
+    }
+    d->dirty = 1;
+    rs_step_read_sensors(m, d, 0.0);
+    rs_digest_start(m, d);
+    return 0;
+}
+
+int rs_data_restored(const rs_model_t *m, rs_data_t *d, const rs_stats_t *stats,
+                     rs_status_t *st)
+{
+    d->m = m;
+    int rc = rs_step_configure(m, d, st);
+    if (rc < 0)
+        return rc;
+    (void)rs_integrator_take_steps(d->integ); /* steps of the data before: not counted */
+    if (stats) {
+        d->internal_steps = stats->internal_steps;
+        d->rhs_evals = stats->rhs_evals;
+        d->root_evals = stats->root_evals;
+    }
+    return 0;
+}
+
+int rs_data_model_changed(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    d->m = m;
+    /* a new control step restarts the grid from now */
+    d->grid_t0 = d->t;
+    d->grid_k = 0;
+    d->dirty = 1;
+    if (d->h_next > m->control_dt)
+        d->h_next = m->control_dt; /* as remember_step_size keeps it */
+    return rs_step_configure(m, d, st);
 }

@@ -1,7 +1,6 @@
-/* The episode loop of task worlds (rs_task.h): creating a task world, binding a task's names
- * to a model, resets that start an episode, agent steps with their rewards and ends, and what
- * the agent sees. The tasks themselves are rows in tasks/FAMILY.c. */
-#include "rs_randomize.h"
+/* The episode loop of task worlds (rs_task.h): binding a task's names to a model, agent steps
+ * with their rewards and ends, and what the agent sees. Task worlds are created and reset in
+ * world.c; the tasks themselves are rows in tasks/FAMILY.c. */
 #include "rs_task.h"
 
 #include <math.h>
@@ -91,69 +90,6 @@ int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st
         return rs_fail(st, RS_EINTERNAL, "task '%s' drives entity '%s', which the world lacks",
                        t->name, t->entity);
     return t->validate ? t->validate(m, e, st) : 0;
-}
-
-rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_param_t *params,
-                              size_t nparams, uint64_t seed, rs_status_t *st)
-{
-    const rs_task_t *t = rs_task_find(task);
-    if (!t) {
-        char names[400] = "";
-        for (const char *const *n = rs_task_names(); *n; n++)
-            rs_join(names, sizeof names, "%s", *n);
-        rs_fail(st, RS_ENOTFOUND, "unknown task '%s' (tasks: %s)", task ? task : "", names);
-        return NULL;
-    }
-    if (preset && preset[0] && strcmp(preset, t->preset) != 0) {
-        rs_fail(st, RS_EINVAL,
-                "task '%s' runs on preset '%s', not '%s'; leave the preset empty or name '%s'",
-                t->name, t->preset, preset, t->preset);
-        return NULL;
-    }
-    /* the task's defaults first, the client's overrides after them (the last value wins) */
-    size_t n = (size_t)t->nparams + nparams;
-    rs_param_t *all = calloc(n ? n : 1, sizeof *all);
-    if (!all) {
-        rs_fail(st, RS_EEXHAUSTED, "out of memory for the parameters of a task world");
-        return NULL;
-    }
-    for (int i = 0; i < t->nparams; i++)
-        all[i] = (rs_param_t){t->params[i].entity, t->params[i].name, t->params[i].values,
-                              (size_t)t->params[i].n};
-    for (size_t i = 0; i < nparams; i++)
-        all[t->nparams + i] = params[i];
-    rs_world_t *w = rs_world_new(t->preset, all, n, seed, st);
-    free(all);
-    if (!w)
-        return NULL;
-    w->task = t;
-    if (rs_task_check_model(t, w->model, st) < 0 ||
-        rs_task_bind(t, w->model, &w->task_bind, st) < 0 || rs_world_reset(w, seed, st) < 0)
-        rs_world_destroy(&w);
-    return w;
-}
-
-int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
-{
-    int rc;
-    /* randomized parameters: the model rebuilt with this seed's draws, checked against the
-     * data reset under the old one, then the reset proper under the new one */
-    if (w->randomize && ((rc = rs_reset(w->model, w->data, seed, st)) < 0 ||
-                         (rc = rs_world_randomize_draw(w, seed, st)) < 0))
-        return rc;
-    rc = rs_reset(w->model, w->data, seed, st);
-    if (rc < 0 || !w->task)
-        return rc;
-    rs_data_t *d = w->data;
-    memset(d->task, 0, sizeof d->task);
-    d->episode_steps = 0;
-    int bc = rs_task_bind(w->task, w->model, &w->task_bind, st);
-    if (bc < 0)
-        return bc;
-    if ((rc = w->task->reset(w->model, d, &w->task_bind, st)) < 0)
-        return rc;
-    rs_digest_start(w->model, d); /* the episode's start and targets are part of its state */
-    return 0;
 }
 
 int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st)

@@ -1,5 +1,7 @@
-/* Building a model from a preset and validating parameter changes. */
-#include "rs_registry.h"
+/* Models: the world-level parameters, applying and validating parameter changes, and the
+ * shared, reference-counted models worlds point at. Building one from a preset: model_build.c. */
+#include "rs_model.h"
+#include "rs_robot.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -40,6 +42,12 @@ static const world_param_t world_params[] = {
 #define NWORLD_PARAMS (sizeof world_params / sizeof world_params[0])
 
 int rs_world_param_count(void) { return (int)NWORLD_PARAMS; }
+
+void rs_model_world_defaults(rs_model_t *m)
+{
+    for (size_t i = 0; i < NWORLD_PARAMS; i++)
+        *(double *)((char *)m + world_params[i].field) = world_params[i].def;
+}
 
 int rs_world_param_info(int i, const char **name, const char **unit, double *lower, double *upper,
                         const char **doc)
@@ -101,7 +109,7 @@ static void list_params(char *buf, size_t len, const rs_robot_t *r)
 
 /* Apply one parameter to `m` after checking it; `m` may be left partly changed on error, so
  * callers work on a copy. */
-static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
+int rs_model_apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
 {
     char names[160];
     if (!p->name)
@@ -165,7 +173,7 @@ static int apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
 
 /* Lay out the entities' slices, run each robot's cross-parameter checks and derive its
  * constants (compile). */
-static int finish_model(rs_model_t *m, rs_status_t *st)
+int rs_model_finish(rs_model_t *m, rs_status_t *st)
 {
     m->nx = m->nu = m->ns = m->ng = 0;
     for (int e = 0; e < m->nentities; e++) {
@@ -199,72 +207,17 @@ int rs_model_set_params(rs_model_t *m, const rs_param_t *params, size_t nparams,
 {
     rs_model_t tmp = *m;
     for (size_t i = 0; i < nparams; i++) {
-        int rc = apply_param(&tmp, &params[i], st);
+        int rc = rs_model_apply_param(&tmp, &params[i], st);
         if (rc < 0)
             return rc;
     }
-    int rc = finish_model(&tmp, st);
+    int rc = rs_model_finish(&tmp, st);
     if (rc < 0)
         return rc;
     if (tmp.nx != m->nx || tmp.nu != m->nu || tmp.ns != m->ns)
         return rs_fail(st, RS_EINTERNAL, "parameters changed the state layout");
     *m = tmp;
     return 0;
-}
-
-int rs_model_build(rs_model_t *m, const char *preset, const rs_param_t *params, size_t nparams,
-                   rs_status_t *st)
-{
-    const rs_preset_t *ps = preset ? rs_preset_find(preset) : NULL;
-    if (!ps) {
-        char names[200] = "";
-        const char *const *pn = rs_preset_names();
-        for (int i = 0; pn[i]; i++)
-            rs_join(names, sizeof names, "%s", pn[i]);
-        return rs_fail(st, RS_ENOTFOUND, "unknown preset '%s' (presets: %s)", preset ? preset : "",
-                       names);
-    }
-    memset(m, 0, sizeof *m);
-    snprintf(m->preset, sizeof m->preset, "%s", ps->name);
-    for (size_t i = 0; i < NWORLD_PARAMS; i++)
-        *(double *)((char *)m + world_params[i].field) = world_params[i].def;
-
-    m->nentities = ps->nentities;
-    for (int e = 0; e < ps->nentities; e++) {
-        rs_entity_model_t *em = &m->ent[e];
-        const rs_robot_t *r = rs_robot_find(ps->entities[e].kind);
-        if (!r)
-            return rs_fail(st, RS_EINTERNAL, "preset '%s' names unknown robot kind '%s'", ps->name,
-                           ps->entities[e].kind);
-        int rc = rs_robot_check(r, st);
-        if (rc < 0)
-            return rc;
-        em->robot = r;
-        snprintf(em->name, sizeof em->name, "%s", ps->entities[e].name);
-        for (int i = 0; i < r->np; i++) {
-            const rs_param_desc_t *pd = &r->params[i];
-            /* scalars start at their default; vectors start with len_min default values */
-            for (int k = 0; k < pd->len_min; k++)
-                em->p[pd->offset + k] = pd->def;
-            em->plen[i] = pd->len_min;
-        }
-    }
-    for (int i = 0; i < RS_PRESET_OVERRIDES && ps->overrides[i].entity; i++) {
-        const rs_preset_override_t *o = &ps->overrides[i];
-        rs_param_t p = {o->entity, o->name, &o->value, 1};
-        int rc = apply_param(m, &p, st);
-        if (rc < 0) { /* the reason is in st->message: copied first, rs_fail rewrites it */
-            char why[sizeof st->message];
-            snprintf(why, sizeof why, "%s", st ? st->message : "");
-            return rs_fail(st, RS_EINTERNAL, "preset '%s': %s", ps->name, why);
-        }
-    }
-    for (size_t i = 0; i < nparams; i++) {
-        int rc = apply_param(m, &params[i], st);
-        if (rc < 0)
-            return rc;
-    }
-    return finish_model(m, st);
 }
 
 /* ---- shared models ------------------------------------------------------------------------

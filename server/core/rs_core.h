@@ -343,7 +343,7 @@ int rs_step_continue(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, rs_stat
  *                before the call) before it is used again;
  *   RS_ESIMFAIL  as rs_step.
  * Slicing changes nothing in the result: stepping n control steps in any number of calls is
- * bit-identical to one call (the data alone decides the future, see world.c). */
+ * bit-identical to one call (the data alone decides the future, see step.c). */
 int rs_step_until(const rs_model_t *m, rs_data_t *d, uint64_t nsteps, double yield_at,
                   uint64_t *done, rs_status_t *st);
 
@@ -363,7 +363,7 @@ double rs_clock(void);
 int rs_apply_wrench(const rs_model_t *m, rs_data_t *d, int e, const char *body, const double *w,
                     size_t n, rs_status_t *st);
 
-/* The control step is over: clear the wrenches it applied (world.c, at each step's end). */
+/* The control step is over: clear the wrenches it applied (step.c, at each step's end). */
 void rs_wrench_step_over(const rs_model_t *m, rs_data_t *d);
 
 /* A uniform double in [0, 1) from the world's rng (deterministic given the reset seed). */

@@ -214,4 +214,10 @@ rs_data_t *rs_data_scratch(const rs_model_t *m);
  * RS_EEXHAUSTED with the log unchanged. */
 int rs_data_reserve_events(rs_data_t *d, int n);
 
+/* Seed the world's generator state from `seed` (rng.c). */
+void rs_rng_seed(uint64_t rng[4], uint64_t seed);
+
+/* Free a schedule's knots and empty it (commands.c). */
+void rs_schedule_clear(rs_schedule_t *s);
+
 #endif

@@ -117,11 +117,11 @@ int rs_motion_spec_replaces(const rs_motion_spec_t *s);
 int rs_set_motion_spec(const rs_model_t *m, rs_data_t *d, const char *json, size_t len,
                        rs_status_t *st);
 
-/* The control-step hook (world.c): evaluate d->spec at d's state into d->u_spec, logging its
+/* The control-step hook (step.c): evaluate d->spec at d's state into d->u_spec, logging its
  * events (monitors, motion switches) in d's event log. */
 int rs_motion_spec_control(const rs_model_t *m, rs_data_t *d, double dt, rs_status_t *st);
 
-/* The root hook (world.c): monitors of d->spec whose guards fired (fired: its guards' flags)
+/* The root hook (step.c): monitors of d->spec whose guards fired (fired: its guards' flags)
  * changed at d->t; log their events and any motion switch at d->t in d's event log. */
 void rs_motion_spec_roots(const rs_model_t *m, rs_data_t *d, const int *fired);
 

@@ -5,7 +5,7 @@
  * SetParams restores its parameters too) and every field of rs_data_t's field table (rs_data.h:
  * time, grid, h_next, seed and rng, state, commands, sensors, modes and the robots' private
  * variables, schedules, event log, episode state, integrator statistics). The integrator
- * restarts every interval from the data alone (world.c), so a world restored from a snapshot
+ * restarts every interval from the data alone (step.c), so a world restored from a snapshot
  * steps on bit for bit as the original would have.
  *
  * Layout (format version 3, little-endian; 3 added the state digest): magic "RSIMSNAP", u32 version, u32 0, u64 total

@@ -542,7 +542,7 @@ static void registration(void)
     CHECK(rs_robot_check(&forgot, &st) == RS_EINTERNAL && strstr(st.message, "aux_vars"),
           "a robot that does not declare its private variables is refused: '%s'", st.message);
 
-    rs_robot_t many = rs_robot_finger; /* world.c sizes command buffers by RS_MAX_ACTUATORS */
+    rs_robot_t many = rs_robot_finger; /* commands.c sizes its buffers by RS_MAX_ACTUATORS */
     many.nu = RS_MAX_ACTUATORS + 1;
     CHECK(rs_robot_check(&many, &st) == RS_EINTERNAL && strstr(st.message, "RS_MAX_ACTUATORS"),
           "a robot with more actuators than RS_MAX_ACTUATORS is refused: '%s'", st.message);
