@@ -227,6 +227,8 @@ typedef struct rs_data {
     rs_schedule_t *sched;             /* model->nu schedules (field "schedules") */
     struct rs_motion_spec *spec;      /* the motion specification in force, or NULL (field
                                          "motion_spec"; rs_motion_spec.h) */
+    struct rs_sens *sens;             /* a Step's Jacobian being computed, or NULL
+                                         (rs_sensitivity.h; set only for that Step) */
     int nsched[RS_MAX_ENTITIES];      /* scheduled actuators per entity (derived) */
     rs_integrator_t *integ;
     int digest_later;                 /* a task's step: its caller folds the state into the
