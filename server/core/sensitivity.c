@@ -352,10 +352,8 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         if (row >= 0 && em->p[em->robot->params[row].offset] != 0.0) {
             double v = em->p[em->robot->params[row].offset];
             rs_fail(st, RS_EUNIMPL,
-                    "Jacobians: entity '%s' (%s) runs contact_model %g (%s); derivatives of a "
-                    "step are computed for the hybrid formulation (contact_model 0) only, whose "
-                    "events are exact: the time-stepping and compliant formulations have no "
-                    "saltation matrices (set contact_model 0 to differentiate this world)",
+                    "Jacobians: entity '%s' (%s) runs contact_model %g (%s); a step's "
+                    "derivatives need the hybrid formulation's exact events (contact_model 0)",
                     em->name, em->robot->kind, v, v == 1.0 ? "time_stepping" : "compliant");
             return NULL;
         }

@@ -3,6 +3,7 @@
 #include "rs_build_info.h"
 #include "rs_codec.h"
 #include "rs_randomize.h"
+#include "rs_sensitivity.h"
 #include "rs_log.h"
 #include "rs_montecarlo.h"
 #include "rs_motion_spec.h"
@@ -776,12 +777,49 @@ static int step_take_back(rs_server_t *s, world_slot_t *w, rs_status_t *st)
  * (the fuse, see run_control_steps) sends the rest of the Step to the stepper thread, and so
  * does a world known slow; the world's other requests wait for it. In-process it runs to its end
  * (or its budget). */
+/* A Step with its Jacobian (Step.jacobian): in one piece, the sensitivity attached to the
+ * world's data for its duration (rs_sensitivity.h). */
+static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
+                              Robosim__V1__Response *rp, rs_status_t *st)
+{
+    rs_world_t *world = w->world;
+    uint64_t n;
+    rs_sens_t *sens = rs_sens_new(world->model, world->data,
+                                  (const char *const *)sp->jacobian_params,
+                                  sp->n_jacobian_params, st);
+    if (!sens)
+        return st->code;
+    int rc = apply_step_commands(s, w, sp, &n, st);
+    if (rc == 0) {
+        world->data->sens = sens;
+        rc = world->task || sp->n_action
+                 ? rs_world_task_step(world, sp->action, sp->n_action, n, st)
+                 : rs_step(world->model, world->data, n, st);
+        world->data->sens = NULL;
+    }
+    Robosim__V1__State *state = NULL;
+    Robosim__V1__Jacobian *jac = NULL;
+    if (rc == 0 && (rc = step_state(w, &s->arena, &state, st)) == 0 &&
+        !(jac = rs_codec_jacobian(&s->arena, sens, sp->jacobian_params, st)))
+        rc = st->code;
+    rs_sens_destroy(&sens);
+    if (rc < 0)
+        return rc;
+    rs_stream_offer(s, w, state); /* watchers see the state, not the Jacobian */
+    state->jacobian = jac;
+    keep_parts(state, sp);
+    REPLY(rp, step, STEP, state);
+    return 0;
+}
+
 static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
     const Robosim__V1__Step *sp = rq->step;
     int rc;
+    if (sp->jacobian || sp->n_jacobian_params)
+        return step_with_jacobian(s, w, sp, rp, st);
     if (c->off_job) {
         if ((rc = step_take_back(s, w, st)) < 0)
             return rc;

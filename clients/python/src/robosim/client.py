@@ -139,7 +139,23 @@ def state_dict(s):
                      for c in s.contacts],
         "spec": spec,
         "randomized": {d.item: d.value for d in s.randomized},
+        "jacobian": jacobian_dict(s.jacobian) if s.HasField("jacobian") else None,
     }
+
+
+def jacobian_dict(j):
+    """A Jacobian message as a dict: "state" (n x n), "commands" (n x m) numpy arrays, "params"
+    {name: n-vector}, "differentiable" and, when it is False, "not_differentiable" (why; the
+    arrays are then None)."""
+    if not j.differentiable:
+        return {"state": None, "commands": None, "params": None, "differentiable": False,
+                "not_differentiable": j.not_differentiable}
+    n, m, q = j.n, j.m, len(j.params)
+    cols = np.array(j.param_columns, dtype=np.float64).reshape(n, q)
+    return {"state": np.array(j.state, dtype=np.float64).reshape(n, n),
+            "commands": np.array(j.commands, dtype=np.float64).reshape(n, m),
+            "params": {name: cols[:, k].copy() for k, name in enumerate(j.params)},
+            "differentiable": True, "not_differentiable": ""}
 
 
 def spec_dict(sp):
@@ -276,10 +292,12 @@ def randomize_samplers(randomize):
 STATE_PARTS = {"state": 1, "sensors": 2, "events": 3, "task": 4, "stats": 5}
 
 
-def _step_msg(steps=None, duration=None, commands=None, action=None, parts=None):
+def _step_msg(steps=None, duration=None, commands=None, action=None, parts=None,
+              jacobian=False, jacobian_params=None):
     if steps is not None and duration is not None:
         raise ValueError("give steps or duration, not both (Step.length is a oneof)")
-    msg = pb.Step(commands=_commands(commands))
+    msg = pb.Step(commands=_commands(commands), jacobian=bool(jacobian or jacobian_params),
+                  jacobian_params=list(jacobian_params or []))
     if duration is not None:
         msg.duration = float(duration)
     else:
@@ -494,15 +512,21 @@ class Client:
 
     def step(self, world_id: int, steps: Optional[int] = None,
              duration: Optional[float] = None, commands: Optional[dict] = None,
-             action: Any = None, parts: Any = None) -> dict:
+             action: Any = None, parts: Any = None, jacobian: bool = False,
+             jacobian_params: Optional[list] = None) -> dict:
         """Advance `steps` control steps (default 1) or `duration` seconds, after applying
         `commands` ({entity: values}) or, for a task world, `action`; the State. parts: the
         parts of the State wanted (names of STATE_PARTS: "state", "sensors", "events", "task",
-        "stats"); None for all; the others come back empty."""
+        "stats"); None for all; the others come back empty. jacobian: also the Step's
+        derivatives, State["jacobian"] (see jacobian_dict): the state after it with respect to
+        the state before it ("state", n x n, the entities' states in spec order), the commands
+        ("commands", n x m, all actuators in spec order, held over the Step) and the parameters
+        named in jacobian_params ("params", {"finger.static_friction": n-vector, ...}),
+        through the Step's contact events (hybrid formulation)."""
         if (action is not None and commands is None and duration is None and steps in (None, 1)
-                and parts is None):
+                and parts is None and not jacobian and not jacobian_params):
             return state_dict(self.step_msg(world_id, action))  # the common case, fast
-        msg = _step_msg(steps, duration, commands, action, parts)
+        msg = _step_msg(steps, duration, commands, action, parts, jacobian, jacobian_params)
         return state_dict(self._call("step", msg, world_id))
 
     def step_msg(self, world_id, action):
