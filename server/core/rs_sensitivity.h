@@ -4,9 +4,10 @@
  * state before the Step, u its commands (all actuators, spec order: held over the Step), p named
  * model parameters. Between events Phi follows the variational equations
  *     Phi' = f_x Phi + [0 | f_u | f_p]
- * integrated with the state on a second integrator (rs_integrator.h, Verner 8(7), rtol 1e-10),
- * the right-hand side's Jacobians f_x, f_u, f_p by central differences of the robots' own
- * derivs (step 6e-6 max(1, |z|): truncation and rounding errors near 1e-10 relative). At an
+ * integrated with the state on a second integrator (rs_integrator.h; the world's tolerances
+ * rtol and atol, at most 1e-10 and 1e-12, Verner 8(7) where the world's erk_order is 8, else Dormand-Prince 5(4)), the
+ * right-hand side's Jacobians f_x, f_u, f_p by central differences of the robots' own derivs
+ * (step 6e-6 max(1, |z|): truncation and rounding errors near 1e-10 relative). At an
  * event at time tau with guard g (falling through 0), jump map R, vector fields f- before and
  * f+ after, the saltation matrix (Aizerman & Gantmacher 1958; Hiskens & Pai 2000, eq. 11)
  *     Phi+ = R_x Phi- + R_z - (R_x f- - f+) (g_x Phi- + g_z) / (g_x f- + g_t)
@@ -14,6 +15,11 @@
  * R_x, R_z, g_x, g_z, g_t by central differences of the robot's jump and guards. The maps at a
  * control step's start (settle after new commands, step_begin, advance: the hybrid bodies'
  * projection onto their constraints) are differentiated the same way, without a guard term.
+ * A jump map is differentiated along its guard's surface (the inputs moved together with the
+ * event-time shift they cause, x - f- dtau), where it is defined: R_x enters the saltation
+ * matrix only there. Maps are differentiated within the mode they end in: at a mode's boundary
+ * (a body on a contact constraint, a change off it leaving the mode) the one-sided difference
+ * that stays in the mode is taken.
  *
  * Where the map is not differentiable the result says so instead of a number: a grazing event
  * (g_x f- + g_t ~ 0: the event time depends on the state like a square root), or guards of one

@@ -14,8 +14,6 @@
 #define FD_REL 6e-6      /* central-difference step, relative to max(1, |z|) */
 #define GRAZING 1e-6     /* |g_x f- + g_t| below this times |g_x| |f-| + |g_t|: grazing */
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
-#define FLOW_RTOL 1e-10  /* the variational equations' integration */
-#define FLOW_ATOL 1e-12
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
 #define MAX_LOCAL (RS_MAX_STATE + RS_MAX_ACTUATORS + RS_MAX_PARAMS + 1) /* an entity's columns */
 
@@ -224,7 +222,8 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     }
     cl.which = 3;
     cl.shift = NULL;
-    column(&cl, step_of(t), f0, D, L, col, "time");
+    if (c->kind != FN_FLOW) /* the flow is autonomous in its time column's use */
+        column(&cl, step_of(t), f0, D, L, col, "time");
 #undef SLIDE
 }
 
@@ -427,8 +426,13 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
             em->robot->compile(&p->minus);
         }
     }
+    /* the variational equations to the world's own tolerances (at most 1e-10 and 1e-12: the
+     * right-hand side's differences are good to about that), by its method (Verner 8(7) where
+     * the world asks for order 8, else Dormand-Prince 5(4)) */
+    int order = m->erk_order >= 8 ? 8 : 5;
     if (!(s->integ = rs_integrator_new((int)N, s->y, augmented_rhs, NULL, s, st)) ||
-        rs_integrator_configure(s->integ, 8, FLOW_RTOL, FLOW_ATOL, 1000000, 0.0, 0, st) < 0) {
+        rs_integrator_configure(s->integ, order, fmax(m->rtol, 1e-10), fmax(m->atol, 1e-12),
+                                1000000, m->sim_step, 0, st) < 0) {
         rs_sens_destroy(&s);
         return NULL;
     }
