@@ -51,6 +51,11 @@ enum { FN_FLOW, FN_GUARDS, FN_JUMP, FN_BEGIN };
 typedef struct fn_ctx {
     int kind;
     const int *fired; /* FN_JUMP: the entity's fired guards */
+    /* FN_JUMP on the guard's surface: guard `guard` keeps its value g0 at the event by moves
+     * along f- (fm) of (g - g0) / a, a = dg/dt there (NULL fm: not held) */
+    int guard;
+    double g0, a;
+    const double *fm;
     double dt;        /* FN_BEGIN */
     int settle;       /* FN_BEGIN: settle ran first */
 } fn_ctx_t;
@@ -138,18 +143,34 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
         up[cl->j] += steps * h;
     else if (cl->which == 3)
         t += steps * h;
+    rs_entity_model_t far; /* two steps out, for a one-sided difference */
+    const rs_entity_model_t *use = em;
     if (cl->which == 2) {
         sens_param_t *p = &cl->s->par[cl->j];
-        if (steps == 1 || steps == -1)
-            return entity_fn(cl->s, steps > 0 ? &p->plus : &p->minus, cl->e, t, xp, up, out,
-                             cl->c);
-        rs_entity_model_t far = *em; /* two steps out, for a one-sided difference */
-        far.p[p->slot] += steps * p->h;
-        if (em->robot->compile)
-            em->robot->compile(&far);
-        return entity_fn(cl->s, &far, cl->e, t, xp, up, out, cl->c);
+        if (steps == 1 || steps == -1) {
+            use = steps > 0 ? &p->plus : &p->minus;
+        } else {
+            far = *em;
+            far.p[p->slot] += steps * p->h;
+            if (em->robot->compile)
+                em->robot->compile(&far);
+            use = &far;
+        }
     }
-    return entity_fn(cl->s, em, cl->e, t, xp, up, out, cl->c);
+    const fn_ctx_t *c = cl->c;
+    if (c->kind == FN_JUMP && c->fm && cl->shift) {
+        /* back onto the guard's surface (its value at the event) along f-: the first-order
+         * slide leaves it off by the square of the change, which a decision at the guard's
+         * threshold (stick or slip) could see */
+        double g[64];
+        for (int it = 0; it < 2; it++) {
+            use->robot->guards(use, &cl->s->pre[cl->e], t, xp, up, g);
+            double back = (g[c->guard] - c->g0) / c->a;
+            for (int i = 0; i < em->nx; i++)
+                xp[i] -= back * c->fm[i];
+        }
+    }
+    return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
 }
 
 static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col,
@@ -169,6 +190,14 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         const double *f1 = side > 0 ? fp : fm;
         for (int r = 0; r < k; r++)
             D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
+        return;
+    }
+    if (cl->c->kind == FN_BEGIN && cl->which == 0) {
+        /* a state variable the mode holds (a stuck joint's or body's velocity): a change to
+         * either side starts a slide that the mode's friction ends within a time of the order
+         * of the change, moving the state by its square: the step takes it back, column 0 */
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = 0.0;
         return;
     }
     not_differentiable(cl->s,
@@ -288,7 +317,7 @@ static int augmented_rhs(double t, const double *y, double *yd, void *user)
     int n = s->n, ncol = s->ncol;
     const double *phi = y + n;
     double *phid = yd + n;
-    fn_ctx_t c = {FN_FLOW, NULL, 0, 0};
+    fn_ctx_t c = {.kind = FN_FLOW};
     double D[RS_MAX_STATE * (MAX_LOCAL + 1)];
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
@@ -460,8 +489,8 @@ static void start(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
 void rs_sens_flow(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
 {
     start(s, m, d);
-    if (s->failed || d->t <= s->t)
-        return;
+    if (s->failed || !s->differentiable || d->t <= s->t)
+        return; /* a Step found not differentiable stays so: nothing more to carry */
     int n = s->n;
     memcpy(s->y, s->x, (size_t)n * sizeof *s->y);
     memcpy(s->y + n, s->phi, (size_t)n * s->ncol * sizeof *s->y);
@@ -497,6 +526,8 @@ void rs_sens_map_begin(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
 void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int kind,
                      const int *fired, double dt)
 {
+    if (s->failed || !s->differentiable)
+        return;
     int ncol = s->ncol;
     double D[RS_MAX_STATE * (MAX_LOCAL + 1)], G[64 * (MAX_LOCAL + 1)];
     double fm[RS_MAX_STATE], fp[RS_MAX_STATE], r0[RS_MAX_STATE], g0[64];
@@ -505,13 +536,14 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
         fail(s, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
         goto out;
     }
-    for (int e = 0; e < m->nentities && !s->failed; e++) {
+    for (int e = 0; e < m->nentities && !s->failed && s->differentiable; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         const rs_robot_t *r = em->robot;
         int qe, L = local_cols(s, em, e, &qe), nx = em->nx;
         const double *xm = s->x_pre + em->x_off, *u = s->u + em->u_off;
         double t = s->t_pre;
-        fn_ctx_t c = {kind == RS_SENS_JUMP ? FN_JUMP : FN_BEGIN, NULL, dt, s->dirty_pre};
+        fn_ctx_t c = {.kind = kind == RS_SENS_JUMP ? FN_JUMP : FN_BEGIN, .dt = dt,
+                      .settle = s->dirty_pre};
         int nfired = 0;
         if (kind == RS_SENS_JUMP) {
             c.fired = fired + em->g_off;
@@ -534,7 +566,7 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
             fail(s, RS_EUNIMPL, "Jacobians: more than 64 guards in one entity");
             break;
         }
-        fn_ctx_t cg = {FN_GUARDS, NULL, 0, 0};
+        fn_ctx_t cg = {.kind = FN_GUARDS};
         entity_jacobian(s, e, &cg, t, xm, u, em->ng, G, g0, NULL, NULL);
         r->derivs(em, &s->pre[e], t, xm, u, fm);
         r->derivs(em, &d->ent[e], t, d->x + em->x_off, u, fp);
@@ -573,6 +605,7 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
                 memcpy(w, wi, (size_t)ncol * sizeof *w);
                 for (int cc = 0; cc < L - 1; cc++)
                     slide[cc] = gi[cc] / a;
+                c.guard = i, c.g0 = g0[i], c.a = a, c.fm = fm;
                 first = 0;
                 continue;
             }
