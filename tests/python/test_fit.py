@@ -82,3 +82,23 @@ def test_fit_serial_arm_noise_free(client):
     print(F.report(res), rec["events"])
     for name, v in zip(res["names"], res["estimates"]):
         assert abs(v - ARM_TRUTH[name]) <= 1e-6 * ARM_TRUTH[name], (name, v)
+
+
+def test_fit_command_line(client, endpoint, tmp_path, capsys):
+    """robosim fit on an .npz recording: the report names each estimate and its interval."""
+    from robosim.cli import main
+    truth = dict(FINGER_FIXED, **{k: [v] for k, v in FINGER_TRUTH.items()}, **TIGHT)
+    rec = F.record_run(client, "finger", truth, finger_commands())
+    path = tmp_path / "run.npz"
+    np.savez(path, states=rec["states"], commands=rec["commands"])
+    fixed = dict(FINGER_FIXED, **{k: [v] for k, v in FINGER_TRUTH.items()
+                                  if k != "finger.restitution"}, **TIGHT)
+    import json
+    rc = main(["fit", str(path), "--preset", "finger", "--endpoint", endpoint,
+               "--param", "finger.restitution=0.3,0,1", "--fixed", json.dumps(fixed),
+               "--observe", ",".join(FINGER_OBS), "--plot", str(tmp_path / "fit.png")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    line = next(ln for ln in out.splitlines() if ln.startswith("finger.restitution"))
+    assert abs(float(line.split()[1]) - 0.5) < 1e-6, line
+    assert (tmp_path / "fit.png").stat().st_size > 1000

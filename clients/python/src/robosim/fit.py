@@ -15,9 +15,7 @@ cov = s^2 (J^T J)^-1 with s^2 the residual variance.
 
 A recording is a dict (or .npz) with "states" (K+1, n), "commands" (K, m), optional "times",
 or an MCAP from robosim record (its frames' states and commands: from_mcap)."""
-import argparse
 import json
-import sys
 from typing import Optional
 
 import numpy as np
@@ -246,7 +244,7 @@ def add_parser(sub):
     p.add_argument("--world", type=int, default=None, help="MCAP: the recorded world's id")
     p.add_argument("--plot", default=None, help="write recorded vs fitted trajectories here")
     p.add_argument("--endpoint", default=None)
-    p.set_defaults(func=_main)
+    p.set_defaults(fn=_main)
 
 
 def _main(args):
@@ -277,8 +275,3 @@ def _main(args):
     return 0 if res["success"] else 1
 
 
-if __name__ == "__main__":
-    ap = argparse.ArgumentParser(prog="robosim")
-    add_parser(ap.add_subparsers(dest="command", required=True))
-    a = ap.parse_args()
-    sys.exit(a.func(a))
