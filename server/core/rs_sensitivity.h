@@ -48,8 +48,10 @@ void rs_sens_destroy(rs_sens_t **s);
 /* The result after the Step: n (state), ncmd (commands), q (parameters); the n x (n + ncmd + q)
  * matrix, row-major, columns x0 then u then p. Returns 0, or a negative code when the
  * propagation failed (st says why; *differentiable is then 0 as well). *differentiable: 0 when
- * the map is not differentiable at this point, *why the reason. */
-int rs_sens_result(const rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
+ * the map is not differentiable at this point, *why the reason; after simultaneous events the
+ * columns of the inputs that would separate them are NaN and the others hold their
+ * derivatives. */
+int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
                    int *differentiable, const char **why, rs_status_t *st);
 
 /* Hooks (step.c). */

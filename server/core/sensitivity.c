@@ -28,6 +28,8 @@ typedef struct sens_param {
 struct rs_sens {
     const rs_model_t *m;
     int n, ncmd, q, ncol, started, failed, code, differentiable;
+    int split_events;        /* some columns undefined (simultaneous events) */
+    char split_message[320];
     double t;                            /* the last hook's time */
     double *x;                           /* the state there (the flow starts from it) */
     double *phi;                         /* n x ncol, row-major */
@@ -41,6 +43,8 @@ struct rs_sens {
     rs_integrator_t *integ;
     double *y;                           /* x then phi, for the flow */
     double *rows;                        /* n x ncol: new rows at a map */
+    char *undefined;                     /* per column: no derivative along this input (kept
+                                            0 while propagating, NaN in the result) */
     char message[320];
 };
 
@@ -358,6 +362,7 @@ void rs_sens_destroy(rs_sens_t **ps)
     free(s->x_pre);
     free(s->y);
     free(s->rows);
+    free(s->undefined);
     free(s);
     *ps = NULL;
 }
@@ -418,6 +423,7 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         !(s->x_pre = calloc((size_t)n + 1, sizeof *s->x_pre)) ||
         !(s->y = calloc(N + 1, sizeof *s->y)) ||
         !(s->rows = calloc((size_t)n * ncol + 1, sizeof *s->rows)) ||
+        !(s->undefined = calloc((size_t)ncol + 1, 1)) ||
         !(s->scratch = rs_data_scratch(m))) {
         rs_sens_destroy(&s);
         rs_fail(st, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
@@ -609,19 +615,25 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
                 first = 0;
                 continue;
             }
-            double diff = 0, scale = 0;
-            for (int cc = 0; cc < ncol; cc++) {
-                diff = fmax(diff, fabs(wi[cc] - w[cc]));
-                scale = fmax(scale, fabs(w[cc]));
-            }
-            if (diff > SAME_TIME * fmax(scale, 1e-300))
-                not_differentiable(
-                    s,
-                    "simultaneous events: entity '%s' (%s) crossed guards at t = %.9g s "
-                    "whose event times depend differently on the state, commands or "
-                    "parameters (a perturbation separates them): the step has no "
-                    "derivative there, only one-sided ones",
-                    em->name, r->kind, t);
+            /* along an input that moves the guards' times apart the step has one-sided
+             * derivatives only: its column is undefined; the others go on */
+            double scale = 0;
+            for (int cc = 0; cc < ncol; cc++)
+                scale = fmax(scale, fmax(fabs(w[cc]), fabs(wi[cc])));
+            for (int cc = 0; cc < ncol; cc++)
+                if (fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300) &&
+                    !s->undefined[cc]) {
+                    s->undefined[cc] = 1;
+                    if (!s->split_events) {
+                        s->split_events = 1;
+                        snprintf(s->split_message, sizeof s->split_message,
+                                 "simultaneous events: entity '%s' (%s) crossed guards at t = "
+                                 "%.9g s whose event times depend differently on some inputs "
+                                 "(a perturbation of those separates them): the step has only "
+                                 "one-sided derivatives along them",
+                                 em->name, r->kind, t);
+                    }
+                }
         }
         if (!s->differentiable)
             continue;
@@ -631,7 +643,8 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
         map_rows(s, e, D, s->rows);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
-                s->rows[(size_t)i * ncol + cc] += fp[i] * w[cc];
+                s->rows[(size_t)i * ncol + cc] =
+                    s->undefined[cc] ? 0.0 : s->rows[(size_t)i * ncol + cc] + fp[i] * w[cc];
         memcpy(s->phi + (size_t)em->x_off * ncol, s->rows, (size_t)nx * ncol * sizeof *s->phi);
     }
 out:
@@ -642,15 +655,18 @@ out:
     s->t = d->t;
 }
 
-int rs_sens_result(const rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
+int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
                    int *differentiable, const char **why, rs_status_t *st)
 {
     *n = s->n;
     *ncmd = s->ncmd;
     *q = s->q;
+    for (int c = 0; c < s->ncol; c++) /* the inputs along which no derivative exists */
+        for (int i = 0; s->undefined[c] && i < s->n; i++)
+            s->phi[(size_t)i * s->ncol + c] = NAN;
     *phi = s->phi;
-    *differentiable = s->differentiable && !s->failed;
-    *why = s->differentiable ? "" : s->message;
+    *differentiable = s->differentiable && !s->failed && !s->split_events;
+    *why = !s->differentiable ? s->message : s->split_events ? s->split_message : "";
     if (s->failed)
         return rs_fail(st, s->code, "Jacobians: %s", s->message);
     return 0;

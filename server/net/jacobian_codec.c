@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-Robosim__V1__Jacobian *rs_codec_jacobian(rs_arena_t *a, const rs_sens_t *sens,
+Robosim__V1__Jacobian *rs_codec_jacobian(rs_arena_t *a, rs_sens_t *sens,
                                          char *const *params, rs_status_t *st)
 {
     int n, m, q, differentiable;

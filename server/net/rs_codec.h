@@ -40,7 +40,7 @@ void rs_codec_arrays_randomized_row(Robosim__V1__BatchArraysReply *out, size_t i
 /* State.jacobian from a Step's sensitivity (jacobian_codec.c); NULL with st set when the
  * propagation failed or memory ran out. params: the Step's parameter names (kept by pointer). */
 struct rs_sens;
-Robosim__V1__Jacobian *rs_codec_jacobian(rs_arena_t *a, const struct rs_sens *sens,
+Robosim__V1__Jacobian *rs_codec_jacobian(rs_arena_t *a, struct rs_sens *sens,
                                          char *const *params, rs_status_t *st);
 
 #endif
