@@ -5,9 +5,10 @@
  * model parameters. Between events Phi follows the variational equations
  *     Phi' = f_x Phi + [0 | f_u | f_p]
  * integrated with the state on a second integrator (rs_integrator.h; the world's tolerances
- * rtol and atol, at most 1e-10 and 1e-12, Verner 8(7) where the world's erk_order is 8, else Dormand-Prince 5(4)), the
- * right-hand side's Jacobians f_x, f_u, f_p by central differences of the robots' own derivs
- * (step 6e-6 max(1, |z|): truncation and rounding errors near 1e-10 relative). At an
+ * rtol and atol, no tighter than 1e-10 and 1e-12; Verner 8(7) where the world's erk_order is 8,
+ * else Dormand-Prince 5(4)), the right-hand side's Jacobians f_x, f_u, f_p by central
+ * differences of the robots' own derivs (step 6e-6 max(1, |z|): truncation and rounding errors
+ * near 1e-10 relative). At an
  * event at time tau with guard g (falling through 0), jump map R, vector fields f- before and
  * f+ after, the saltation matrix (Aizerman & Gantmacher 1958; Hiskens & Pai 2000, eq. 11)
  *     Phi+ = R_x Phi- + R_z - (R_x f- - f+) (g_x Phi- + g_z) / (g_x f- + g_t)

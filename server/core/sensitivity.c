@@ -471,7 +471,6 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         rs_sens_destroy(&s);
         return NULL;
     }
-    (void)d;
     return s;
 }
 

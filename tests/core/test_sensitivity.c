@@ -214,7 +214,8 @@ static const char *const FINGER_P[] = {"finger.finger_mass", "finger.finger_drag
 static void test_free_flight(void)
 {
     const rs_param_t p[] = {{"finger", "object_x0", X5, 1}, {"finger", "finger_v0", V03, 1}};
-    scenario_t sc = {"finger, free flight (no event)", "finger", p, 2, {0.7}, 10, FINGER_P, 3, 0, NULL};
+    scenario_t sc = {"finger, free flight (no event)", "finger", p, 2, {0.7}, 10, FINGER_P, 3,
+                     0, NULL};
     check_against_fd(&sc, 1e-3, 1e-7);
 }
 
@@ -237,7 +238,8 @@ static void test_touch_closed_form(void)
                             {"finger", "static_friction", ZERO, 1},
                             {"finger", "kinetic_friction", ZERO, 1},
                             {"finger", "restitution", HALF, 1}};
-    scenario_t sc = {"finger, touch and bounce", "finger", p, 7, {0.0}, 1, FINGER_P + 4, 2, 0, NULL};
+    scenario_t sc = {"finger, touch and bounce", "finger", p, 7, {0.0}, 1, FINGER_P + 4, 2,
+                     0, NULL};
     check_against_fd(&sc, 1e-4, 1e-6);
 
     double J[MAXN * MAXC], xe[MAXN];
@@ -378,7 +380,9 @@ static void test_brick(void)
             for (int j = 0; j < 2; j++) {
                 double jv = J[idx[i] * ncol + idx[j]];
                 /* Phi(T - tau) R_x Phi(tau), R_x = diag(1, -e): the jump alone */
-                double no_salt = i == j ? (i == 0 ? 1 : -e) : (i == 0 && j == 1 ? tau - e * (T - tau) : 0);
+                double no_salt = i == j                ? (i == 0 ? 1 : -e)
+                                 : i == 0 && j == 1 ? tau - e * (T - tau)
+                                                    : 0;
                 err = fmax(err, fabs(jv - C[i][j]) / fmax(1, fabs(C[i][j])));
                 off = fmax(off, fabs(no_salt - C[i][j]));
             }
@@ -397,7 +401,8 @@ static void test_brick(void)
     const rs_param_t pt[] = {{"brick", "y0", Y0, 1}, {"brick", "vy0", VY0, 1},
                              {"brick", "theta0", TH0, 1}};
     static const char *const BP[] = {"brick.restitution"};
-    scenario_t st = {"brick, tilted drop (corner impact)", "brick_drop", pt, 3, {0.0}, 26, BP, 1, 0, NULL};
+    scenario_t st = {"brick, tilted drop (corner impact)", "brick_drop", pt, 3, {0.0}, 26, BP,
+                     1, 0, NULL};
     check_against_fd(&st, 1e-5, 1e-6);
 }
 
@@ -472,7 +477,9 @@ static void test_every_preset(void)
                "%s%s%s\n",
                *name, nn, nu, err, n_last_events ? last_events : "none",
                dif ? "" : "; not differentiable: ", dif ? "" : why);
-        CHECK(!dif || err <= (n_last_events ? 1e-6 : 1e-7), "%s: %.3g at row %d column %d: %g vs %g", *name, err, worst_row, worst_col, J[worst], F[worst]);
+        CHECK(!dif || err <= (n_last_events ? 1e-6 : 1e-7),
+              "%s: %.3g at row %d column %d: %g vs %g", *name, err, worst_row, worst_col,
+              J[worst], F[worst]);
     }
 }
 
