@@ -87,13 +87,23 @@ class Finger(Arm):
         return np.array([1.0])  # a gentle push to start from
 
     def stage(self, x, target, final=False):
-        wp, wv = (200.0, 20.0) if final else (10.0, 0.5)
+        wp, wv = (200.0, 50.0) if final else (1.0, 0.5)
         lx, lxx = np.zeros(len(x)), np.zeros((len(x), len(x)))
         e = x[2] - target
         lx[2], lxx[2, 2] = 2 * wp * e, 2 * wp
         lx[1], lx[3] = 2 * wv * x[1], 2 * wv * x[3]
         lxx[1, 1] = lxx[3, 3] = 2 * wv
-        return wp * e * e + wv * (x[1] ** 2 + x[3] ** 2), lx, lxx
+        # the finger kept near the face while the object is short of the target: without a
+        # touch in the horizon the object's position has no gradient at all
+        wg = 0.0 if final or e > 0 else 2.0
+        gap = x[2] - x[0]
+        lx[2] += 2 * wg * gap
+        lx[0] -= 2 * wg * gap
+        lxx[0, 0] += 2 * wg
+        lxx[2, 2] += 2 * wg
+        lxx[0, 2] -= 2 * wg
+        lxx[2, 0] -= 2 * wg
+        return wp * e * e + wv * (x[1] ** 2 + x[3] ** 2) + wg * gap * gap, lx, lxx
 
 
 def cost(model, xs, us, target, u0):
