@@ -102,3 +102,35 @@ def test_fit_command_line(client, endpoint, tmp_path, capsys):
     line = next(ln for ln in out.splitlines() if ln.startswith("finger.restitution"))
     assert abs(float(line.split()[1]) - 0.5) < 1e-6, line
     assert (tmp_path / "fit.png").stat().st_size > 1000
+
+
+def test_fit_from_mcap(tmp_path):
+    """A run recorded by robosim record from its first step: the MCAP's states and commands fit
+    the restitution the run had."""
+    import threading
+    import time
+
+    import robosim
+    from robosim import record as rec
+    pytest.importorskip("mcap")
+    out = str(tmp_path / "run.mcap")
+    truth = dict(FINGER_FIXED, **{k: [v] for k, v in FINGER_TRUTH.items()}, **TIGHT)
+    u = finger_commands()[:80]
+    with robosim.LocalServer(args=["--stream-max-hz", "1000000"]) as srv, \
+            robosim.Client(srv.endpoint) as c:
+        wid = c.create_world("finger", params=truth)
+        result = {}
+        t = threading.Thread(target=lambda: result.update(n=rec.record(
+            srv.endpoint, out, world_id=wid, max_frames=len(u), idle=10.0)))
+        t.start()
+        time.sleep(0.5)
+        for f in u:
+            c.step(wid, steps=1, commands={"finger": [float(f[0])]})
+        t.join(30)
+        recording = F.from_mcap(out, wid)
+        np.testing.assert_array_equal(recording["commands"], u)
+        fixed = dict(truth)
+        del fixed["finger.restitution"]
+        res = F.fit(c, recording, {"finger.restitution": (0.3, 0.0, 1.0)}, "finger",
+                    fixed=fixed, observed=FINGER_OBS)
+    assert abs(res["estimates"][0] - 0.5) < 1e-6, F.report(res)

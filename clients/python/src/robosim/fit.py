@@ -132,7 +132,13 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
     upper = np.array([params[nm][2] for nm in names], dtype=float)
     replay = Replay(client, preset, fixed, names, world_params)
     X = np.asarray(recording["states"], dtype=float)
-    U = np.asarray(recording["commands"], dtype=float).reshape(len(X) - 1, -1)
+    if "step_count" in recording:  # states at these control steps (an MCAP: from step 1 on)
+        at = np.asarray(recording["step_count"], dtype=int)
+    else:  # states[k] after k steps, states[0] the start
+        at = np.arange(len(X))
+    keep = at > 0
+    X, at = X[keep], at[keep]
+    U = np.asarray(recording["commands"], dtype=float).reshape(int(at.max()), -1)
     obs = [replay.state_names.index(o) for o in observed] if observed else \
         list(range(X.shape[1]))
     sc = np.ones(len(obs)) if scale is None else np.broadcast_to(np.asarray(scale, float),
@@ -148,11 +154,11 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
 
     def residuals(p):
         xs, _ = evaluate(p)
-        return ((xs[1:, obs] - X[1:, obs]) / sc).ravel()
+        return ((xs[at][:, obs] - X[:, obs]) / sc).ravel()
 
     def jacobian(p):
         _, ss = evaluate(p)
-        return (ss[1:, obs, :] / sc[None, :, None]).reshape(-1, len(names))
+        return (ss[at][:, obs, :] / sc[None, :, None]).reshape(-1, len(names))
 
     r = least_squares(residuals, guess, jac=jacobian, bounds=(lower, upper), method="trf",
                       x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200,
@@ -167,11 +173,11 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
     except np.linalg.LinAlgError:
         se = np.full(len(names), np.inf)
     xs, _ = evaluate(r.x)
-    return {"names": names, "estimates": r.x.copy(), "stderr": se,
+    return {"names": names, "estimates": r.x.copy(), "stderr": se, "steps": at,
             "interval": np.column_stack([r.x - Z99 * se, r.x + Z99 * se]),
             "residual_rms": float(np.sqrt(np.mean(res ** 2))), "cost": float(r.cost),
             "nfev": int(r.nfev), "success": bool(r.success), "message": r.message,
-            "simulated": xs, "recorded": X, "state_names": replay.state_names,
+            "simulated": xs[at], "recorded": X, "state_names": replay.state_names,
             "observed": [replay.state_names[i] for i in obs]}
 
 
@@ -187,15 +193,22 @@ def record_run(client: Client, preset: str, params: dict, commands, world_params
 
 
 def from_mcap(path, world_id=None) -> dict:
-    """A recording from an MCAP of robosim record: each frame's states; the commands held over
-    the step before frame k+1 are those frame k+1 reports."""
+    """A recording from an MCAP of robosim record (one world: world_id, or the file's only
+    one), recorded from the world's first control step on: each frame's state at its
+    step_count, and the commands a frame reports, held over the step that led to it."""
     from .recording import read
-    frames = [f for _, _, f, _ in read(path, world_id)]
+    frames = sorted((f for _, _, f, _ in read(path, world_id)), key=lambda f: f.state.step_count)
+    if len({f.state.world_id for f in frames}) != 1:
+        raise ValueError("%s holds several worlds; name one (world_id)" % path)
+    steps = [f.state.step_count for f in frames]
+    if not frames or steps != list(range(1, len(frames) + 1)):
+        raise ValueError("%s: the fit needs every control step from the world's first (frames "
+                         "at steps %s...)" % (path, steps[:5]))
     states = np.array([np.concatenate([list(e.state) for e in f.state.entities])
                        for f in frames])
     commands = np.array([np.concatenate([list(e.commands) for e in f.state.entities])
-                         for f in frames[1:]])
-    return {"states": states, "commands": commands,
+                         for f in frames])
+    return {"states": states, "commands": commands, "step_count": np.array(steps),
             "times": np.array([f.state.time for f in frames])}
 
 
@@ -206,11 +219,12 @@ def plot(result: dict, path: str) -> None:
     import matplotlib.pyplot as plt
     obs = result["observed"]
     idx = [result["state_names"].index(o) for o in obs]
+    k = result["steps"]
     fig, axes = plt.subplots(len(idx), 1, figsize=(7, 1.8 * len(idx)), sharex=True)
     axes = np.atleast_1d(axes)
     for ax, i, name in zip(axes, idx, obs):
-        ax.plot(result["recorded"][:, i], ".", ms=3, label="recorded")
-        ax.plot(result["simulated"][:, i], "-", lw=1, label="fitted")
+        ax.plot(k, result["recorded"][:, i], ".", ms=3, label="recorded")
+        ax.plot(k, result["simulated"][:, i], "-", lw=1, label="fitted")
         ax.set_ylabel(name, fontsize=8)
     axes[0].legend(fontsize=8)
     axes[-1].set_xlabel("control step")
