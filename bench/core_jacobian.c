@@ -44,12 +44,12 @@ static void run(const rs_model_t *m, const rs_data_t *start, rs_data_t *d, const
             fprintf(stderr, "%s\n", st.message);
             exit(1);
         }
-        d->sens = s;
+        d->hooks = s ? rs_sens_hooks(s) : NULL;
         if (rs_step(m, d, steps, &st) < 0) {
             fprintf(stderr, "%s\n", st.message);
             exit(1);
         }
-        d->sens = NULL;
+        d->hooks = NULL;
         rs_sens_destroy(&s);
     }
     *wall += (clock_of(CLOCK_MONOTONIC) - w0) / reps;

@@ -157,12 +157,9 @@ const double *rs_world_randomized(const rs_world_t *w)
     return w->randomize ? w->randomize->values : NULL;
 }
 
-int rs_world_randomize_draw(rs_world_t *w, uint64_t seed, rs_status_t *st)
+size_t rs_randomize_draw(struct rs_randomize *r, const rs_model_t *m, uint64_t seed,
+                         const rs_param_t **params)
 {
-    struct rs_randomize *r = w->randomize;
-    if (!r)
-        return 0;
-    const rs_model_t *m = w->model;
     rs_mc_draw(r->s, r->n, seed ^ RANDOMIZE_STREAM, 0, r->values);
     for (size_t i = 0; i < r->n; i++) {
         const rs_param_desc_t *pd = &m->ent[r->s[i].entity].robot->params[r->s[i].param];
@@ -171,6 +168,6 @@ int rs_world_randomize_draw(rs_world_t *w, uint64_t seed, rs_status_t *st)
         if (r->values[i] > pd->upper)
             r->values[i] = pd->upper;
     }
-    size_t np = group_params(m, r);
-    return rs_world_set_params(w, r->params, np, st);
+    *params = r->params;
+    return group_params(m, r);
 }

@@ -30,9 +30,11 @@ const rs_randomize_item_t *rs_world_randomize_item(const rs_world_t *w, size_t i
 /* The values drawn at the world's last reset, one per distribution (NULL when it has none). */
 const double *rs_world_randomized(const rs_world_t *w);
 
-/* Draw the world's distributions from `seed` and build its model with them (called by
- * rs_world_reset before it resets the data). 0 when the world has none. */
-int rs_world_randomize_draw(rs_world_t *w, uint64_t seed, rs_status_t *st);
+/* Draw distributions r (a world's w->randomize) from `seed` for model m: the parameters to set
+ * (*params, owned by r, valid until the next draw) and their number; rs_world_reset sets them
+ * with rs_world_set_params before it resets the data. */
+size_t rs_randomize_draw(struct rs_randomize *r, const rs_model_t *m, uint64_t seed,
+                         const rs_param_t **params);
 
 /* Free a world's distributions (rs_world_destroy). */
 void rs_randomize_free(struct rs_randomize **r);

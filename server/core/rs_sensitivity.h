@@ -27,8 +27,8 @@
  * entity firing together whose event times depend differently on (x0, u, p) (a flat brick's two
  * corners: a tilt separates the impacts).
  *
- * The hooks below are called by the stepping code (step.c) while a world's data carries an
- * rs_sens_t (rs_data_t.sens); nothing else changes in a step. */
+ * The stepping code (step.c) calls its hooks (rs_step_hooks_t, rs_sens_hooks) while a world's
+ * data carries them; nothing else changes in a step. */
 #ifndef RS_SENSITIVITY_H
 #define RS_SENSITIVITY_H
 
@@ -40,8 +40,8 @@ typedef struct rs_sens rs_sens_t;
  * "arm.link_mass[1]"). Refused: a formulation other than the hybrid one (contact_model != 0,
  * RS_EUNIMPL naming the entity and formulation), schedules or a motion specification in force
  * (RS_EPRECOND: they change the commands within the Step), an unknown parameter (RS_ENOTFOUND /
- * RS_EINVAL naming it). NULL on failure. Attach it with d->sens = s for the Step's duration,
- * after the Step's commands are set. */
+ * RS_EINVAL naming it). NULL on failure. Attach it with d->hooks = rs_sens_hooks(s) for the
+ * Step's duration. */
 rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *const *params,
                        size_t q, rs_status_t *st);
 void rs_sens_destroy(rs_sens_t **s);
@@ -55,16 +55,8 @@ void rs_sens_destroy(rs_sens_t **s);
 int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
                    int *differentiable, const char **why, rs_status_t *st);
 
-/* Hooks (step.c). */
-enum { RS_SENS_BEGIN, RS_SENS_JUMP };
-/* Before a discrete map: the control step's start (settle when d->dirty, step_begin, advance)
- * or the jump maps at an event. */
-void rs_sens_map_begin(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d);
-/* After it: kind RS_SENS_BEGIN (dt the control step's length) or RS_SENS_JUMP (fired: the
- * integrator's fired guards, the world's guard vector). */
-void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int kind,
-                     const int *fired, double dt);
-/* The flow from the last hook's time to d->t (d->x the state there). */
-void rs_sens_flow(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d);
+/* The step hooks (rs_core.h) that carry s along: set d->hooks to them for the Step's duration
+ * (and back to NULL after), once its commands are set. Owned by s. */
+const rs_step_hooks_t *rs_sens_hooks(rs_sens_t *s);
 
 #endif

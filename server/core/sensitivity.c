@@ -46,6 +46,7 @@ struct rs_sens {
     char *undefined;                     /* per column: no derivative along this input (kept
                                             0 while propagating, NaN in the result) */
     char message[320];
+    rs_step_hooks_t hooks;
 };
 
 /* ---- the functions differentiated ------------------------------------------------------- */
@@ -491,8 +492,9 @@ static void start(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
 
 /* ---- hooks -------------------------------------------------------------------------------- */
 
-void rs_sens_flow(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
+static void sens_flow(void *ctx, const rs_model_t *m, const rs_data_t *d)
 {
+    rs_sens_t *s = ctx;
     start(s, m, d);
     if (s->failed || !s->differentiable || d->t <= s->t)
         return; /* a Step found not differentiable stays so: nothing more to carry */
@@ -519,8 +521,9 @@ void rs_sens_flow(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
     s->t = d->t;
 }
 
-void rs_sens_map_begin(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
+static void sens_map_begin(void *ctx, const rs_model_t *m, const rs_data_t *d)
 {
+    rs_sens_t *s = ctx;
     start(s, m, d);
     memcpy(s->x_pre, d->x, (size_t)s->n * sizeof *s->x_pre);
     memcpy(s->pre, d->ent, (size_t)m->nentities * sizeof *s->pre);
@@ -528,9 +531,10 @@ void rs_sens_map_begin(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
     s->dirty_pre = d->dirty;
 }
 
-void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int kind,
-                     const int *fired, double dt)
+static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int kind,
+                         const int *fired, double dt)
 {
+    rs_sens_t *s = ctx;
     if (s->failed || !s->differentiable)
         return;
     int ncol = s->ncol;
@@ -547,10 +551,10 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
         int qe, L = local_cols(s, em, e, &qe), nx = em->nx;
         const double *xm = s->x_pre + em->x_off, *u = s->u + em->u_off;
         double t = s->t_pre;
-        fn_ctx_t c = {.kind = kind == RS_SENS_JUMP ? FN_JUMP : FN_BEGIN, .dt = dt,
+        fn_ctx_t c = {.kind = kind == RS_STEP_MAP_JUMP ? FN_JUMP : FN_BEGIN, .dt = dt,
                       .settle = s->dirty_pre};
         int nfired = 0;
-        if (kind == RS_SENS_JUMP) {
+        if (kind == RS_STEP_MAP_JUMP) {
             c.fired = fired + em->g_off;
             for (int i = 0; i < em->ng; i++)
                 nfired += c.fired[i] != 0;
@@ -559,7 +563,7 @@ void rs_sens_map_end(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d, int 
         } else if (!(s->dirty_pre && r->settle) && !r->step_begin && !r->advance) {
             continue;
         }
-        if (kind != RS_SENS_JUMP) {
+        if (kind != RS_STEP_MAP_JUMP) {
             entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
             map_rows(s, e, D, s->rows);
             memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
@@ -652,6 +656,12 @@ out:
     memcpy(s->x, d->x, (size_t)s->n * sizeof *s->x);
     memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
     s->t = d->t;
+}
+
+const rs_step_hooks_t *rs_sens_hooks(rs_sens_t *s)
+{
+    s->hooks = (rs_step_hooks_t){sens_map_begin, sens_map_end, sens_flow, s};
+    return &s->hooks;
 }
 
 int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,

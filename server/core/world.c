@@ -152,9 +152,13 @@ int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
     int rc;
     /* randomized parameters: the model rebuilt with this seed's draws, checked against the
      * data reset under the old one, then the reset proper under the new one */
-    if (w->randomize && ((rc = rs_reset(w->model, w->data, seed, st)) < 0 ||
-                         (rc = rs_world_randomize_draw(w, seed, st)) < 0))
-        return rc;
+    if (w->randomize) {
+        const rs_param_t *drawn;
+        size_t n = rs_randomize_draw(w->randomize, w->model, seed, &drawn);
+        if ((rc = rs_reset(w->model, w->data, seed, st)) < 0 ||
+            (rc = rs_world_set_params(w, drawn, n, st)) < 0)
+            return rc;
+    }
     rc = rs_reset(w->model, w->data, seed, st);
     if (rc < 0 || !w->task)
         return rc;

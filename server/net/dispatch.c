@@ -791,11 +791,11 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
         return st->code;
     int rc = apply_step_commands(s, w, sp, &n, st);
     if (rc == 0) {
-        world->data->sens = sens;
+        world->data->hooks = rs_sens_hooks(sens);
         rc = world->task || sp->n_action
                  ? rs_world_task_step(world, sp->action, sp->n_action, n, st)
                  : rs_step(world->model, world->data, n, st);
-        world->data->sens = NULL;
+        world->data->hooks = NULL;
     }
     Robosim__V1__State *state = NULL;
     Robosim__V1__Jacobian *jac = NULL;

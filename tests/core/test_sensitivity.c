@@ -89,11 +89,11 @@ static int run(const scenario_t *sc, const double *dir, double delta, double *ou
     if (jac) {
         s = rs_sens_new(m, d, sc->jparams, sc->q, &st);
         CHECK(s != NULL, "%s: sens: %s", sc->name, st.message);
-        d->sens = s;
+        d->hooks = s ? rs_sens_hooks(s) : NULL;
     }
     rc = rs_step(m, d, sc->steps, &st);
     CHECK_OK(rc, st);
-    d->sens = NULL;
+    d->hooks = NULL;
     if (jac) { /* the events the Jacobian went through */
         last_events[0] = 0;
         for (int i = 0; i < d->nevents; i++)
