@@ -1,6 +1,6 @@
-/* In-process control steps per second of the two planar arms (issue 4), one core, 10 ms steps,
+/* In-process control steps per second of the two planar arms, one core, 10 ms steps,
  * default tolerances (rtol 1e-8, atol 1e-10) and method (erk_order 0: the serial arm's Verner
- * 8(7), the parallel arm's Dormand-Prince 5(4); ERKStep's 4(3) table for both before issue 16),
+ * 8(7), the parallel arm's Dormand-Prince 5(4); earlier, ERKStep's 4(3) table for both),
  * episodes of 500 steps with a reset between them:
  *
  *   serial_arm   "targets"   the preset (vertical, PID): a new random Cartesian target (random
@@ -15,6 +15,7 @@
  *                "torques"   torque mode, random torques every step (servos hit their stops).
  *
  *   bench_core_arms [seconds per scenario, default 2] */
+#include "bench_util.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -24,22 +25,6 @@
 #include <time.h>
 
 #define EPISODE 500
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 88172645463325252ULL;
-static double uniform01(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) * 0x1.0p-53;
-}
 
 enum { TARGETS, TORQUES, TORQUES_TENTH };
 

@@ -1,5 +1,6 @@
-/* The brick drop of seed 004 and the diff-drive bumper under the three contact formulations,
- * side by side (issue 10, section 3). In-process; prints one table row per formulation and, with --csv FILE, the
+/* The contact-dynamics lecture's brick drop and the diff-drive bumper under the three contact
+ * formulations, side by side. In-process; prints one table row per formulation and, with
+ * --csv FILE, the
  * trajectories (t, formulation, x, y, theta, contact_fy) for bench/contact_compare.py's plot.
  *
  * Scenario: a 1 kg, 0.2 x 0.1 m brick dropped flat from y0 = 0.5 m (H = 0.45 m fall) with
@@ -61,7 +62,8 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The diff-drive robot (seed 002, kinematic) driving head-on at 0.09 m/s into a disk obstacle:
+/* The diff-drive robot (the example-systems chapter's, kinematic) driving head-on at 0.09 m/s
+ * into a disk obstacle:
  * contact after reach / v; no energy or impulse (the robot has no mass), so those columns are
  * empty. Compliant: the padding is 0.0025 m, contact when the layer is reached, and its
  * penetration column is the depth into the layer (settles at c v / k = 0.0009 m). */
@@ -80,8 +82,8 @@ static rs_world_t *dd_world(int model, double control_dt)
     return w;
 }
 
-/* Seed 000's finger (defaults: m_f = m_o = 1 kg, quadratic finger drag c = 1, e = 0.5,
- * F_static = 1 N) pushed by F = 2 N from rest 1.5 m before the object. Closed forms: with
+/* The "1D Robot" article's finger (defaults: m_f = m_o = 1 kg, quadratic finger drag c = 1,
+ * e = 0.5, F_static = 1 N) pushed by F = 2 N from rest 1.5 m before the object. Closed forms: with
  * quadratic drag x_f(t) = (m/c) ln cosh(t sqrt(F c) / m), so the touch is at
  * t1 = acosh(exp(1.5 c / m)) / sqrt(2) (compliant: 1.4975 m, the padding), at speed
  * v1 = sqrt(F/c) tanh(sqrt(F c) t1 / m); the impact on the resting object of equal mass keeps
@@ -114,7 +116,8 @@ static void finger_rows(FILE *csv)
     enum { N = 30000 };
     static double trace[3][N];
     double e = 0.5;
-    printf("\nfinger (seed 000): F = 2 N from 1.5 m, e = 0.5, m_f = m_o = 1 kg; control step 0.1 ms\n");
+    printf("\nfinger (\"1D Robot\" article): F = 2 N from 1.5 m, e = 0.5, m_f = m_o = 1 kg; "
+           "control step 0.1 ms\n");
     printf("%-14s %12s %12s %12s %12s %10s\n", "formulation", "impact_err", "max_pen",
            "energy_err", "sensor_err", "us/step");
     for (int model = 0; model < 3; model++) {
@@ -164,7 +167,8 @@ static void finger_rows(FILE *csv)
 static void diff_drive_rows(FILE *csv)
 {
     double v = 0.09, reach = 0.75, pad = 0.0025;
-    printf("\ndiff-drive bumper (seed 002): 0.09 m/s head-on into a disk, contact at x = 0.75 m "
+    printf("\ndiff-drive bumper (example-systems chapter): 0.09 m/s head-on into a disk, "
+           "contact at x = 0.75 m "
            "(compliant: 0.7475, the padding)\n");
     printf("%-14s %12s %12s %10s\n", "formulation", "impact_err", "max_pen", "us/step");
     for (int model = 0; model < 3; model++) {
@@ -212,7 +216,8 @@ int main(int argc, char **argv)
         fprintf(csv, "formulation,t,x,y,theta,contact_fy\n");
     double H = 0.45, e = 0.5, pad = 0.0025, t1 = sqrt(2 * H / G), v = G * t1;
     double apex_t = t1 + e * v / G, impulse = 1.0 * (1 + e) * v;
-    printf("brick drop (seed 004): H = 0.45 m, vx0 = 1 m/s, e = 0.5, mu = 0.5, control step "
+    printf("brick drop (contact-dynamics lecture): H = 0.45 m, vx0 = 1 m/s, e = 0.5, mu = 0.5, "
+           "control step "
            "0.1 ms for accuracy, 10 ms for cost\n");
     printf("%-14s %12s %12s %12s %12s %10s\n", "formulation", "impact_err", "max_pen",
            "rebound_err", "impulse_err", "us/step");

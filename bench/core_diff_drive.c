@@ -1,18 +1,12 @@
 /* In-process control steps per second for the diff-drive world (10 ms steps, one core), with
  * new wheel speeds every step as an agent sends them, and with speeds held. */
+#include "bench_util.h"
 #include "rs_core.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static double run(rs_world_t *w, long steps, int vary)
 {

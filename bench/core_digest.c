@@ -5,6 +5,7 @@
  * time. Also times rs_digest_step by itself.
  *
  *   bench_core_digest [blocks, default 10] [steps per block, default 20000] */
+#include "bench_util.h"
 #include "rs_core.h"
 
 #include <stdio.h>
@@ -12,22 +13,6 @@
 #include <time.h>
 
 #define EPISODE 500
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 88172645463325252ULL;
-static double uniform01(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) * 0x1.0p-53;
-}
 
 /* Step `steps` control steps of the finger agent loop; returns CPU seconds. */
 static double block(rs_world_t *w, int with_digest, long steps)

@@ -1,4 +1,4 @@
-/* In-process control steps per second of the 1D finger (issue 3), one core, 10 ms steps,
+/* In-process control steps per second of the 1D finger, one core, 10 ms steps,
  * default tolerances:
  *   - "agent":  a new force every step, as an RL agent sets it (episodes of 500 steps, reset
  *               between them, as a Gymnasium loop would);
@@ -7,6 +7,7 @@
  *   t = m / sqrt(F c) acosh(exp(x_o c / m))   (quadratic drag, pushing from rest).
  *
  *   bench_core_finger [seconds per scenario, default 2] [agent|held]   (one scenario only) */
+#include "bench_util.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -16,22 +17,6 @@
 #include <time.h>
 
 #define EPISODE 500
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static uint64_t rng = 88172645463325252ULL;
-static double uniform01(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (double)(rng >> 11) * 0x1.0p-53;
-}
 
 /* Step episodes for about `seconds`; returns control steps per second. */
 static double scenario(const char *name, int agent, double seconds)

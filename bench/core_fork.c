@@ -1,27 +1,14 @@
 /* In-process cost of ForkWorld of a world as it is now (rs_world_fork(w, NULL, ...)), and of
  * taking and restoring a snapshot, for each preset, on one core: microseconds per call, the
  * median of 7 rounds of `seconds / 7` each. ForkWorld is a copy of the data (rs_data_copy)
- * plus a new integrator; before issue 16 it wrote a snapshot and read it back.
+ * plus a new integrator; it once wrote a snapshot and read it back.
  *
  *   bench_core_fork [seconds per preset, default 1] */
+#include "bench_util.h"
 #include "rs_snapshot.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 #define ROUNDS 7
 

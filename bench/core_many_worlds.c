@@ -6,6 +6,7 @@
  * `bench_core_many_worlds 1 noprefetch` leaves that out.
  *
  *   bench_core_many_worlds [seconds per size, default 1] */
+#include "bench_util.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -13,13 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 int main(int argc, char **argv)
 {

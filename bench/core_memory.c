@@ -1,4 +1,4 @@
-/* Memory and CPU time of finger worlds, in-process (issue 16, section 4):
+/* Memory and CPU time of finger worlds, in-process:
  *   - RSS per world: 10,000 finger worlds created and stepped once, resident set growth divided
  *     by 10,000
  *     (and the bytes malloc hands out per world, mallinfo2, which counts untouched pages too);

@@ -1,5 +1,5 @@
-/* The serial two-link arm side by side with MuJoCo (Debian's libmujoco-dev, 2.2), issue 16
- * section 4: the same arm (seed 002 defaults: a1 0.15 m, a2 0.10 m, m1 0.2 kg, m2 0.1 kg,
+/* The serial two-link arm side by side with MuJoCo (Debian's libmujoco-dev, 2.2):
+ * the same arm (the example-systems chapter's defaults: a1 0.15 m, a2 0.10 m, m1 0.2 kg, m2 0.1 kg,
  * uniform rods, gravity 9.81 m/s^2 along -y, no friction) written as MJCF below, driven the
  * same way for the same simulated time, one core:
  *   "pid"      PID mode (kP 1, kI 0.5, kD 0.05, caps 1 N m): new joint setpoints every 1 s from
@@ -226,7 +226,7 @@ static void run_mujoco(int scenario, const char *integrator, long n, result_t *r
         command(scenario, k, d->qpos, d->qvel, u);
         for (int s = 0; s < sub; s++) {
             for (int j = 0; j < 2; j++) {
-                if (scenario == PID) { /* seed 003's PID law, the integral by Euler */
+                if (scenario == PID) { /* Klamp't's PID law, the integral by Euler */
                     double e = u[j] - d->qpos[j];
                     d->ctrl[j] = KP * e - KD * d->qvel[j] + KI * integral[j];
                     integral[j] += e * m->opt.timestep;

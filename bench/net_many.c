@@ -1,4 +1,4 @@
-/* Many clients on one server (issue 5), two figures:
+/* Many clients on one server, two figures:
  *
  *  (a) observers: a controller's Step round trips per second (diff-drive world, new commands
  *      every step, full state back) with 0 and with 16 subscribers connected to the observer

@@ -1,4 +1,4 @@
-/* What the scheduler (issue 15: slices, budget, quotas) costs and buys, over tcp loopback:
+/* What the scheduler (slices, budget, quotas) costs and buys, over tcp loopback:
  *   1. another client's latency (Hello and GetState of another world, in turn; p50 / p99 /
  *      max) while a 1e6-step Step on workshop is in flight;
  *   2. the per-Step round trip on the fast path (gym-style: one control step, a new command

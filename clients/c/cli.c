@@ -1509,6 +1509,88 @@ static void cmd_keygen(cli_t *cli)
 
 static void cmd_help(cli_t *cli);
 
+/* ---- any operation, from the protocol's descriptors ----------------------------------------- */
+
+/* A field's type as `call --list` shows it: "uint32", "[double]", "{ActuatorCommand}", ... */
+static void field_type(const ProtobufCFieldDescriptor *f, char *buf, size_t n)
+{
+    static const char *const names[] = {
+        [PROTOBUF_C_TYPE_INT32] = "int32",     [PROTOBUF_C_TYPE_SINT32] = "sint32",
+        [PROTOBUF_C_TYPE_SFIXED32] = "sfixed32", [PROTOBUF_C_TYPE_INT64] = "int64",
+        [PROTOBUF_C_TYPE_SINT64] = "sint64",   [PROTOBUF_C_TYPE_SFIXED64] = "sfixed64",
+        [PROTOBUF_C_TYPE_UINT32] = "uint32",   [PROTOBUF_C_TYPE_FIXED32] = "fixed32",
+        [PROTOBUF_C_TYPE_UINT64] = "uint64",   [PROTOBUF_C_TYPE_FIXED64] = "fixed64",
+        [PROTOBUF_C_TYPE_FLOAT] = "float",     [PROTOBUF_C_TYPE_DOUBLE] = "double",
+        [PROTOBUF_C_TYPE_BOOL] = "bool",       [PROTOBUF_C_TYPE_ENUM] = "enum",
+        [PROTOBUF_C_TYPE_STRING] = "string",   [PROTOBUF_C_TYPE_BYTES] = "bytes",
+        [PROTOBUF_C_TYPE_MESSAGE] = "message",
+    };
+    const char *name = names[f->type];
+    if (f->type == PROTOBUF_C_TYPE_MESSAGE)
+        name = ((const ProtobufCMessageDescriptor *)f->descriptor)->short_name;
+    else if (f->type == PROTOBUF_C_TYPE_ENUM)
+        name = ((const ProtobufCEnumDescriptor *)f->descriptor)->short_name;
+    snprintf(buf, n, f->label == PROTOBUF_C_LABEL_REPEATED ? "[%s]" : "%s", name);
+}
+
+/* One line per operation: its name, its message and that message's fields with their types. */
+static void list_ops(FILE *f)
+{
+    const ProtobufCFieldDescriptor *op;
+    for (size_t i = 0; (op = rsc_op_at(i)); i++) {
+        const ProtobufCMessageDescriptor *md = op->descriptor;
+        fprintf(f, "  %-18s %s {", op->name, md->short_name);
+        for (unsigned k = 0; k < md->n_fields; k++) {
+            char type[80];
+            field_type(&md->fields[k], type, sizeof type);
+            fprintf(f, "%s%s: %s", k ? ", " : " ", md->fields[k].name, type);
+        }
+        fputs(md->n_fields ? " }\n" : "}\n", f);
+    }
+}
+
+static void cmd_call(cli_t *cli)
+{
+    if (cli->argc == 1 && strcmp(cli->argv[0], "--list") == 0) {
+        list_ops(stdout);
+        return;
+    }
+    if (cli->argc < 1 || cli->argc > 2)
+        usage_error("call needs an operation and at most one JSON object, e.g. call get_state "
+                    "'{\"snapshot\": false}'; robosim-cli call --list lists the operations");
+    const char *name = cli->argv[0];
+    const ProtobufCFieldDescriptor *op = rsc_op_find(name);
+    if (!op) {
+        fflush(stdout);
+        fprintf(stderr, "robosim-cli: USAGE: no operation '%s'; the operations:\n", name);
+        list_ops(stderr);
+        free_all();
+        exit(EXIT_USAGE);
+    }
+    const char *text = cli->argc == 2 ? cli->argv[1] : "{}";
+    if (strcmp(text, "-") == 0) { /* the JSON on stdin */
+        size_t len;
+        unsigned char *in = read_file("/dev/stdin", &len);
+        char *s = xcalloc(len + 1, 1);
+        memcpy(s, in, len);
+        text = s;
+    }
+    char why[512];
+    ProtobufCMessage *msg = rsc_json_read(text, op->descriptor, why, sizeof why);
+    if (!msg)
+        usage_error("call %s: %s", op->name, why);
+    const char *w = cli->world_arg ? cli->world_arg : getenv("ROBOSIM_WORLD");
+    uint64_t id = w && *w ? use_world(cli, parse_u64(w, "--world")) : 0;
+    rsc_error_t err;
+    ProtobufCMessage *reply = NULL;
+    int rc = rsc_call_op(client(cli), id, op->name, msg, &reply, &err);
+    protobuf_c_message_free_unpacked(msg, NULL);
+    if (rc != 0)
+        fail(&err);
+    print_json(reply);
+    rsc_free(reply);
+}
+
 typedef struct command {
     const char *name;
     void (*run)(cli_t *cli);
@@ -1587,6 +1669,11 @@ static const command_t commands[] = {
      "away) and PREFIX.key_secret (both keys, mode 0600; never overwritten), default PREFIX "
      "robosim; prints the public key. ZeroMQ certificate format (CZMQ zcert, pyzmq zmq.auth): "
      "lines public-key = \"<40 Z85>\" and secret-key = \"<40 Z85>\"", 0},
+    {"call", cmd_call, "OP [JSON | -] | --list",
+     "any operation of the protocol by name (get_state, GetState or get-state), its request "
+     "built from the JSON object (default {}; - reads it from stdin) by the proto's field "
+     "names, on --world / $ROBOSIM_WORLD with its token; prints the reply as JSON. --list: the "
+     "operations and their fields, from the protocol's descriptors", 0},
     {"help", cmd_help, "[COMMAND]", "this text, or one command's", 0},
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])

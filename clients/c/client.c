@@ -560,57 +560,9 @@ static int call_expect(rsc_client_t *c, Robosim__V1__Request *req, int want,
     return 0;
 }
 
-/* Hand the result sub-message `field` of `r` to *out (the caller then owns it alone; it is a
- * separate allocation in protobuf-c), or free it when out is NULL; free the envelope `r`. */
-#define GIVE(out, r, field)                                                                    \
-    do {                                                                                       \
-        void *sub_ = (r)->field;                                                               \
-        (r)->field = NULL;                                                                     \
-        (r)->result_case = ROBOSIM__V1__RESPONSE__RESULT__NOT_SET;                             \
-        rsc_free(r);                                                                           \
-        if (out)                                                                               \
-            *(out) = sub_;                                                                     \
-        else                                                                                   \
-            rsc_free(sub_);                                                                    \
-    } while (0)
-
 static char *str(const char *s)
 {
     return (char *)(s ? s : "");
-}
-
-int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__HelloReply **out,
-              rsc_error_t *err)
-{
-    if (out)
-        *out = NULL;
-    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
-    Robosim__V1__Hello op = ROBOSIM__V1__HELLO__INIT;
-    op.major = major;
-    op.minor = minor;
-    op.client_name = (char *)"robosim_client (C)";
-    req.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
-    req.hello = &op;
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_HELLO, &r, err);
-    if (rc == 0)
-        GIVE(out, r, hello);
-    return rc;
-}
-
-int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_error_t *err)
-{
-    if (out)
-        *out = NULL;
-    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
-    Robosim__V1__ListWorlds op = ROBOSIM__V1__LIST_WORLDS__INIT;
-    req.op_case = ROBOSIM__V1__REQUEST__OP_LIST_WORLDS;
-    req.list_worlds = &op;
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_LIST_WORLDS, &r, err);
-    if (rc == 0)
-        GIVE(out, r, list_worlds);
-    return rc;
 }
 
 /* Build protobuf Params from rsc_params; *msgs and *ptrs are freed by the caller. */
@@ -668,6 +620,151 @@ static int remember_controller(rsc_client_t *c, const Robosim__V1__CreateWorldRe
     return 0;
 }
 
+/* ---- operations by name: the Request's `op` oneof, read from its descriptor ------------------ */
+
+/* Whether `name` names op field f: its proto name (get_state), that name with dashes
+ * (get-state), or its message's name (GetState). */
+static int op_named(const ProtobufCFieldDescriptor *f, const char *name)
+{
+    const ProtobufCMessageDescriptor *md = f->descriptor;
+    if (strcmp(f->name, name) == 0 || (md && strcmp(md->short_name, name) == 0))
+        return 1;
+    size_t i = 0;
+    for (; f->name[i] && name[i]; i++)
+        if (f->name[i] != (name[i] == '-' ? '_' : name[i]))
+            return 0;
+    return !f->name[i] && !name[i];
+}
+
+static int is_op(const ProtobufCFieldDescriptor *f)
+{
+    return (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+           f->quantifier_offset == offsetof(Robosim__V1__Request, op_case);
+}
+
+size_t rsc_op_count(void)
+{
+    size_t n = 0;
+    for (unsigned i = 0; i < robosim__v1__request__descriptor.n_fields; i++)
+        n += is_op(&robosim__v1__request__descriptor.fields[i]);
+    return n;
+}
+
+const ProtobufCFieldDescriptor *rsc_op_at(size_t i)
+{
+    for (unsigned k = 0; k < robosim__v1__request__descriptor.n_fields; k++) {
+        const ProtobufCFieldDescriptor *f = &robosim__v1__request__descriptor.fields[k];
+        if (is_op(f) && i-- == 0)
+            return f;
+    }
+    return NULL;
+}
+
+const ProtobufCFieldDescriptor *rsc_op_find(const char *name)
+{
+    const ProtobufCFieldDescriptor *f;
+    for (size_t i = 0; name && (f = rsc_op_at(i)); i++)
+        if (op_named(f, name))
+            return f;
+    return NULL;
+}
+
+/* Send op field `f` carrying `msg` on world_id (with the token held for it) and hand the
+ * reply's message (the Response field of the same name) to *out, or free it when out is NULL.
+ * Tokens follow the reply: a CreateWorldReply's is kept, a destroyed world's forgotten. */
+static int call_op(rsc_client_t *c, uint64_t world_id, const ProtobufCFieldDescriptor *f,
+                   const ProtobufCMessage *msg, ProtobufCMessage **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    const ProtobufCFieldDescriptor *rf =
+        protobuf_c_message_descriptor_get_field_by_name(&robosim__v1__response__descriptor,
+                                                        f->name);
+    if (!rf)
+        return set_err(err, RSC_EARG, "operation %s has no reply in this client's protocol",
+                       f->name);
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    req.world_id = world_id;
+    req.token = world_id ? token_for(c, world_id) : (char *)"";
+    req.op_case = (Robosim__V1__Request__OpCase)f->id;
+    *(const ProtobufCMessage **)((char *)&req + f->offset) = msg;
+    Robosim__V1__Response *r;
+    int rc = call_expect(c, &req, (int)rf->id, &r, err);
+    if (rc != 0)
+        return rc;
+    ProtobufCMessage **slot = (ProtobufCMessage **)((char *)r + rf->offset);
+    ProtobufCMessage *sub = *slot;
+    *slot = NULL;
+    r->result_case = ROBOSIM__V1__RESPONSE__RESULT__NOT_SET;
+    rsc_free(r);
+    if (sub && sub->descriptor == &robosim__v1__create_world_reply__descriptor)
+        rc = remember_controller(c, (const Robosim__V1__CreateWorldReply *)sub, NULL, err);
+    else if (f->id == ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD)
+        rsc_set_world_token(c, world_id, NULL);
+    if (rc == 0 && out)
+        *out = sub;
+    else
+        rsc_free(sub);
+    return rc;
+}
+
+/* Operation FIELD (its REQUEST__OP_ case) carrying *opval on wid, the reply handed to *out
+ * (NULL: freed): rsc_call_op's path with the operation known when compiled. */
+#define CALL_OP(c, wid, FIELD, opval, out, err)                                                \
+    call_op((c), (wid),                                                                        \
+            protobuf_c_message_descriptor_get_field(&robosim__v1__request__descriptor,         \
+                                                    ROBOSIM__V1__REQUEST__OP_##FIELD),         \
+            &(opval)->base, (ProtobufCMessage **)(out), (err))
+
+int rsc_call_op(rsc_client_t *c, uint64_t world_id, const char *op, const ProtobufCMessage *msg,
+                ProtobufCMessage **out, rsc_error_t *err)
+{
+    if (out)
+        *out = NULL;
+    if (!c)
+        return set_err(err, RSC_EARG, "rsc_call_op: no client");
+    const ProtobufCFieldDescriptor *f = rsc_op_find(op);
+    if (!f) {
+        char names[1024] = "";
+        size_t used = 0;
+        for (size_t i = 0; (f = rsc_op_at(i)) && used < sizeof names; i++)
+            used += (size_t)snprintf(names + used, sizeof names - used, "%s%s", i ? ", " : "",
+                                     f->name);
+        return set_err(err, RSC_EARG, "no operation '%s'; the operations: %s", op ? op : "",
+                       names);
+    }
+    const ProtobufCMessageDescriptor *want = f->descriptor;
+    if (msg && msg->descriptor != want)
+        return set_err(err, RSC_EARG, "operation %s carries a %s message, not a %s", f->name,
+                       want->name, msg->descriptor->name);
+    ProtobufCMessage *empty = NULL;
+    if (!msg) { /* an operation without fields: its message with every field at its default */
+        if (!(empty = malloc(want->sizeof_message)))
+            return set_err(err, RSC_ENOMEM, "out of memory for a %s message", want->name);
+        protobuf_c_message_init(want, empty);
+        msg = empty;
+    }
+    int rc = call_op(c, world_id, f, msg, out, err);
+    free(empty);
+    return rc;
+}
+
+int rsc_hello(rsc_client_t *c, uint32_t major, uint32_t minor, Robosim__V1__HelloReply **out,
+              rsc_error_t *err)
+{
+    Robosim__V1__Hello op = ROBOSIM__V1__HELLO__INIT;
+    op.major = major;
+    op.minor = minor;
+    op.client_name = (char *)"robosim_client (C)";
+    return CALL_OP(c, 0, HELLO, &op, out, err);
+}
+
+int rsc_list_worlds(rsc_client_t *c, Robosim__V1__ListWorldsReply **out, rsc_error_t *err)
+{
+    Robosim__V1__ListWorlds op = ROBOSIM__V1__LIST_WORLDS__INIT;
+    return CALL_OP(c, 0, LIST_WORLDS, &op, out, err);
+}
+
 int rsc_create_world(rsc_client_t *c, const char *preset, const rsc_param_t *params,
                      size_t nparams, uint64_t seed, uint64_t *world_id, rsc_error_t *err)
 {
@@ -683,64 +780,33 @@ int rsc_create_task_world(rsc_client_t *c, const char *task, const char *preset,
     Robosim__V1__Param *msgs, **ptrs;
     int rc = build_params(params, nparams, &msgs, &ptrs, err);
     if (rc == 0) {
-        Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
         Robosim__V1__CreateWorld op = ROBOSIM__V1__CREATE_WORLD__INIT;
         op.preset = str(preset);
         op.task = str(task);
         op.n_params = nparams;
         op.params = ptrs;
         op.seed = seed;
-        req.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
-        req.create_world = &op;
-        Robosim__V1__Response *r;
-        rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD, &r, err);
-        if (rc == 0) {
-            rc = remember_controller(c, r->create_world, world_id, err);
-            rsc_free(r);
-        }
+        Robosim__V1__CreateWorldReply *r;
+        rc = CALL_OP(c, 0, CREATE_WORLD, &op, &r, err); /* keeps the token */
+        if (rc == 0 && world_id)
+            *world_id = r->world->world_id;
+        rsc_free(r);
     }
     free(msgs);
     free(ptrs);
     return rc;
 }
 
-/* A world operation whose reply is an Ack or a message handed to the caller. */
-#define WORLD_REQ(req, wid, opcase, field, opval)                                              \
-    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;                                     \
-    req.world_id = (wid);                                                                      \
-    req.token = token_for(c, (wid));                                                           \
-    req.op_case = (opcase);                                                                    \
-    req.field = (opval)
-
-static int call_ack(rsc_client_t *c, Robosim__V1__Request *req, int want, rsc_error_t *err)
-{
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, req, want, &r, err);
-    rsc_free(r);
-    return rc;
-}
-
 int rsc_destroy_world(rsc_client_t *c, uint64_t world_id, rsc_error_t *err)
 {
     Robosim__V1__DestroyWorld op = ROBOSIM__V1__DESTROY_WORLD__INIT;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD, destroy_world, &op);
-    int rc = call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_DESTROY_WORLD, err);
-    if (rc == 0)
-        rsc_set_world_token(c, world_id, NULL);
-    return rc;
+    return CALL_OP(c, world_id, DESTROY_WORLD, &op, NULL, err); /* forgets the token */
 }
 
 int rsc_get_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__Spec **out, rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetSpec op = ROBOSIM__V1__GET_SPEC__INIT;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_SPEC, get_spec, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_SPEC, &r, err);
-    if (rc == 0)
-        GIVE(out, r, get_spec);
-    return rc;
+    return CALL_OP(c, world_id, GET_SPEC, &op, out, err);
 }
 
 int rsc_reset(rsc_client_t *c, uint64_t world_id, int use_seed, uint64_t seed,
@@ -753,12 +819,7 @@ int rsc_reset(rsc_client_t *c, uint64_t world_id, int use_seed, uint64_t seed,
         op.seed_given_case = ROBOSIM__V1__RESET__SEED_GIVEN_SEED;
         op.seed = seed;
     }
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_RESET, reset, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_RESET, &r, err);
-    if (rc == 0)
-        GIVE(out, r, reset);
-    return rc;
+    return CALL_OP(c, world_id, RESET, &op, out, err);
 }
 
 /* Step.length from a (steps, duration) pair: steps when set, else duration (the server refuses
@@ -836,11 +897,7 @@ int rsc_step_with(rsc_client_t *c, uint64_t world_id, const rsc_step_opts_t *o,
         op.jacobian = o->jacobian != 0 || o->njacobian_params > 0;
         op.n_jacobian_params = o->njacobian_params;
         op.jacobian_params = (char **)o->jacobian_params;
-        WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_STEP, step, &op);
-        Robosim__V1__Response *r;
-        rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_STEP, &r, err);
-        if (rc == 0)
-            GIVE(out, r, step);
+        rc = CALL_OP(c, world_id, STEP, &op, out, err);
     }
     free(msgs);
     free(ptrs);
@@ -850,15 +907,8 @@ int rsc_step_with(rsc_client_t *c, uint64_t world_id, const rsc_step_opts_t *o,
 int rsc_get_state(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
                   rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetState op = ROBOSIM__V1__GET_STATE__INIT;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_STATE, get_state, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, &r, err);
-    if (rc == 0)
-        GIVE(out, r, get_state);
-    return rc;
+    return CALL_OP(c, world_id, GET_STATE, &op, out, err);
 }
 
 int rsc_set_force(rsc_client_t *c, uint64_t world_id, const char *entity, const double *values,
@@ -871,8 +921,7 @@ int rsc_set_force(rsc_client_t *c, uint64_t world_id, const char *entity, const 
     op.entity = str(entity);
     op.n_values = n;
     op.values = (double *)values;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_FORCE, set_force, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_FORCE, err);
+    return CALL_OP(c, world_id, SET_FORCE, &op, NULL, err);
 }
 
 int rsc_set_params(rsc_client_t *c, uint64_t world_id, const rsc_param_t *params, size_t n,
@@ -884,8 +933,7 @@ int rsc_set_params(rsc_client_t *c, uint64_t world_id, const rsc_param_t *params
         Robosim__V1__SetParams op = ROBOSIM__V1__SET_PARAMS__INIT;
         op.n_params = n;
         op.params = ptrs;
-        WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_PARAMS, set_params, &op);
-        rc = call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_PARAMS, err);
+        rc = CALL_OP(c, world_id, SET_PARAMS, &op, NULL, err);
     }
     free(msgs);
     free(ptrs);
@@ -907,8 +955,7 @@ int rsc_set_schedule(rsc_client_t *c, uint64_t world_id, const char *entity, uin
     op.times = (double *)times;
     op.n_values = n;
     op.values = (double *)values;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_SCHEDULE, set_schedule, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_SCHEDULE, err);
+    return CALL_OP(c, world_id, SET_SCHEDULE, &op, NULL, err);
 }
 
 int rsc_set_target(rsc_client_t *c, uint64_t world_id, const char *entity, const double *target,
@@ -921,8 +968,7 @@ int rsc_set_target(rsc_client_t *c, uint64_t world_id, const char *entity, const
     op.entity = str(entity);
     op.n_target = n;
     op.target = (double *)target;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_TARGET, set_target, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_TARGET, err);
+    return CALL_OP(c, world_id, SET_TARGET, &op, NULL, err);
 }
 
 int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t samples,
@@ -939,12 +985,7 @@ int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, ui
     op.samples = samples;
     op.n_query = 2 * nquery;
     op.query = (double *)query_xy;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_WORKSPACE, get_workspace, &op);
-    Robosim__V1__Response *r;
-    rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_WORKSPACE, &r, err);
-    if (rc == 0)
-        GIVE(out, r, get_workspace);
-    return rc;
+    return CALL_OP(c, world_id, GET_WORKSPACE, &op, out, err);
 }
 
 int rsc_claim(rsc_client_t *c, uint64_t world_id, Robosim__V1__CreateWorldReply **out,
@@ -953,31 +994,15 @@ int rsc_claim(rsc_client_t *c, uint64_t world_id, Robosim__V1__CreateWorldReply 
     if (out)
         *out = NULL;
     Robosim__V1__Claim op = ROBOSIM__V1__CLAIM__INIT;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_CLAIM, claim, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CLAIM, &r, err);
-    if (rc == 0 && (rc = remember_controller(c, r->claim, NULL, err)) != 0) {
-        rsc_free(r);
-        return rc;
-    }
-    if (rc == 0)
-        GIVE(out, r, claim);
-    return rc;
+    return CALL_OP(c, world_id, CLAIM, &op, out, err); /* keeps the new token */
 }
 
 int rsc_get_snapshot(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
                      rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetState op = ROBOSIM__V1__GET_STATE__INIT;
     op.snapshot = 1;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_STATE, get_state, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, &r, err);
-    if (rc == 0)
-        GIVE(out, r, get_state);
-    return rc;
+    return CALL_OP(c, world_id, GET_STATE, &op, out, err);
 }
 
 int rsc_load_motion_spec(rsc_client_t *c, uint64_t world_id, const char *document,
@@ -985,29 +1010,20 @@ int rsc_load_motion_spec(rsc_client_t *c, uint64_t world_id, const char *documen
 {
     Robosim__V1__LoadMotionSpec op = ROBOSIM__V1__LOAD_MOTION_SPEC__INIT;
     op.document = (char *)(document ? document : "");
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_LOAD_MOTION_SPEC, load_motion_spec, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_LOAD_MOTION_SPEC, err);
+    return CALL_OP(c, world_id, LOAD_MOTION_SPEC, &op, NULL, err);
 }
 
 int rsc_get_motion_spec(rsc_client_t *c, uint64_t world_id, Robosim__V1__MotionSpecReply **out,
                         rsc_error_t *err)
 {
-    if (out)
-        *out = NULL;
     Robosim__V1__GetMotionSpec op = ROBOSIM__V1__GET_MOTION_SPEC__INIT;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_GET_MOTION_SPEC, get_motion_spec, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_GET_MOTION_SPEC, &r, err);
-    if (rc == 0)
-        GIVE(out, r, get_motion_spec);
-    return rc;
+    return CALL_OP(c, world_id, GET_MOTION_SPEC, &op, out, err);
 }
 
 int rsc_clear_motion_spec(rsc_client_t *c, uint64_t world_id, rsc_error_t *err)
 {
     Robosim__V1__ClearMotionSpec op = ROBOSIM__V1__CLEAR_MOTION_SPEC__INIT;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_CLEAR_MOTION_SPEC, clear_motion_spec, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_CLEAR_MOTION_SPEC, err);
+    return CALL_OP(c, world_id, CLEAR_MOTION_SPEC, &op, NULL, err);
 }
 
 int rsc_set_state(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
@@ -1021,12 +1037,7 @@ int rsc_set_state(rsc_client_t *c, uint64_t world_id, const void *snapshot, size
     Robosim__V1__SetState op = ROBOSIM__V1__SET_STATE__INIT;
     op.snapshot.data = (uint8_t *)snapshot;
     op.snapshot.len = len;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_SET_STATE, set_state, &op);
-    Robosim__V1__Response *r;
-    rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_SET_STATE, &r, err);
-    if (rc == 0)
-        GIVE(out, r, set_state);
-    return rc;
+    return CALL_OP(c, world_id, SET_STATE, &op, out, err);
 }
 
 int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
@@ -1040,13 +1051,11 @@ int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, siz
     Robosim__V1__ForkWorld op = ROBOSIM__V1__FORK_WORLD__INIT;
     op.snapshot.data = (uint8_t *)snapshot;
     op.snapshot.len = snapshot ? len : 0;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_FORK_WORLD, fork_world, &op);
-    Robosim__V1__Response *r;
-    rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_FORK_WORLD, &r, err);
-    if (rc == 0) {
-        rc = remember_controller(c, r->fork_world, new_world_id, err);
-        rsc_free(r);
-    }
+    Robosim__V1__CreateWorldReply *r;
+    rc = CALL_OP(c, world_id, FORK_WORLD, &op, &r, err); /* keeps the new world's token */
+    if (rc == 0 && new_world_id)
+        *new_world_id = r->world->world_id;
+    rsc_free(r);
     return rc;
 }
 
@@ -1106,13 +1115,7 @@ int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
         Robosim__V1__StepBatch op = ROBOSIM__V1__STEP_BATCH__INIT;
         op.form_case = ROBOSIM__V1__STEP_BATCH__FORM_ITEMS;
         op.items = &list;
-        Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
-        req.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
-        req.step_batch = &op;
-        Robosim__V1__Response *r;
-        rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH, &r, err);
-        if (rc == 0)
-            GIVE(out, r, step_batch);
+        rc = CALL_OP(c, 0, STEP_BATCH, &op, out, err);
     }
     free(bi);
     free(bp);
@@ -1206,13 +1209,9 @@ int rsc_monte_carlo(rsc_client_t *c, uint64_t world_id, uint32_t runs, uint64_t 
     op.samplers = sp;
     op.n_returns = nreturns;
     op.returns = (char **)returns;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_MONTE_CARLO, monte_carlo, &op);
-    Robosim__V1__Response *r;
-    int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_MONTE_CARLO, &r, err);
+    int rc = CALL_OP(c, world_id, MONTE_CARLO, &op, out, err);
     free(sm);
     free(sp);
-    if (rc == 0)
-        GIVE(out, r, monte_carlo);
     return rc;
 }
 
@@ -1227,6 +1226,5 @@ int rsc_apply_wrench(rsc_client_t *c, uint64_t world_id, const char *entity, con
     op.body = str(body);
     op.n_values = n;
     op.values = (double *)values;
-    WORLD_REQ(req, world_id, ROBOSIM__V1__REQUEST__OP_APPLY_WRENCH, apply_wrench, &op);
-    return call_ack(c, &req, ROBOSIM__V1__RESPONSE__RESULT_APPLY_WRENCH, err);
+    return CALL_OP(c, world_id, APPLY_WRENCH, &op, NULL, err);
 }

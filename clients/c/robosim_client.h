@@ -189,6 +189,27 @@ void rsc_free(void *protobuf_message);
  * codes, "UNKNOWN" otherwise. A static string. */
 const char *rsc_error_name(int code);
 
+/* ---- any operation by name, from the protocol's descriptors -------------------------------
+ * The operations are the fields of Request's `op` oneof; each reply is the Response field of
+ * the same name. A new operation in the proto is callable here with no code of its own. */
+
+/* Call operation `op` (its proto field name "get_state", with dashes "get-state", or its
+ * message name "GetState") on world_id (0 for operations on no world), with the token this
+ * client holds for it. `msg` is the operation's message (NULL: all its fields at their
+ * defaults). Returns as the functions below: 0 with the reply's message in *out (caller frees
+ * with rsc_free; an Ack for operations that return nothing), the server's code, or RSC_EARG
+ * naming the operations when `op` is none of them, or when msg is another message type. A
+ * CreateWorldReply's token is kept, as create, fork and claim keep theirs; a destroyed world's
+ * token is forgotten. */
+int rsc_call_op(rsc_client_t *c, uint64_t world_id, const char *op, const ProtobufCMessage *msg,
+                ProtobufCMessage **out, rsc_error_t *err);
+
+/* The operations: how many, the i-th (Request's field descriptor: name, number, message type
+ * in ->descriptor), and the one `name` names (as rsc_call_op reads it), or NULL. */
+size_t rsc_op_count(void);
+const ProtobufCFieldDescriptor *rsc_op_at(size_t i);
+const ProtobufCFieldDescriptor *rsc_op_find(const char *name);
+
 /* ---- one function per operation -------------------------------------------------------------
  * Each returns 0, the server's code (> 0) or an RSC_E* code (< 0), with `err` filled. Replies
  * stored in `*out` are owned by the caller (rsc_free); *out is NULL on failure. */

@@ -8,13 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void rs_schedule_clear(rs_schedule_t *s)
-{
-    free(s->t);
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
 int rs_check_commands(const rs_model_t *m, int e, const double *u, size_t n, rs_status_t *st)
 {
     if (e < 0 || e >= m->nentities)

@@ -214,10 +214,7 @@ static int integrator_init(rs_integrator_t *in, int n, double *x, rs_status_t *s
  *      named here so that 7.3's new default changes nothing)
  *   5  Dormand-Prince 5(4), 7 stages, first same as last (ARKODE_DORMAND_PRINCE_7_4_5)
  *   8  Verner's "most efficient" 8(7), 13 stages (verner_8_7 below)
- * An order between these reads as the next lower one. Not offered: ARKODE_VERNER_8_5_6, the
- * only 6th-order table of SUNDIALS 6.4: with fixed steps on x'' = -x its error falls as h^3
- * (2.6e-5, 3.3e-6, 4.1e-7 at h = 0.1, 0.05, 0.025 over t = 3.2), where Dormand-Prince's
- * falls as h^5 and Verner's as h^8; at rtol 1e-10 it missed the closed form by 2e-8. */
+ * An order between these reads as the next lower one (why no 6th order: docs/design.md). */
 static int method_order(int order)
 {
     return order >= 8 ? 8 : order >= 5 ? 5 : 4;
@@ -226,16 +223,8 @@ static int method_order(int order)
 /* Verner's 8(7) pair, "most efficient" of his 2010 families (J. H. Verner, Numerical solution
  * of the IVP by explicit RK methods of orders 8 and 9, Numer. Algorithms 53 (2010), DOI
  * 10.1007/s11075-009-9290-3; the same coefficients as SUNDIALS 6.7+'s ARKODE_VERNER_13_7_8),
- * with a 14th stage f(t + h, y_new) (row b, weight 0) appended. Why the extra stage: ERKStep of
- * SUNDIALS 6.x takes a table whose last node is c = 1 as "first same as last" and starts the
- * next step from that stage's derivative; Verner's 13th stage sits at c = 1 but at another
- * point than y_new, so that shortcut would start every step from a wrong derivative (measured:
- * serial-arm PID 3.1 steps per control step and a wrong trajectory). With the appended row it
- * is the true derivative at y_new: 13 new evaluations per step on SUNDIALS 6.x and 7.x alike
- * (7.x would recompute the same value for the library's own 13-stage table).
- * Where it pays: serial arm PID at rtol 1e-8, 10 ms control steps (bench_mujoco_serial_arm):
- * per control step 7.0 steps and 46 evaluations with Dormand-Prince, 2.6 and 41 with this
- * (events refined, cubic dense output). */
+ * with a 14th stage f(t + h, y_new) (row b, weight 0) appended, so that ERKStep 6.x's "first
+ * same as last" shortcut starts each step from the true derivative at y_new (docs/design.md). */
 static ARKodeButcherTable verner_8_7(void)
 {
     /* c, b (order 8), d (the embedded order 7) and A of the 13 stages, zeros written out */
@@ -347,9 +336,7 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
 #if SUNDIALS_VERSION_MAJOR < 7
     ARK_CHECK(in, st, ERKStepSetErrHandlerFn(in->mem, ark_error, in));
 #endif
-    /* The higher-order tables' embedded error estimates are one order higher too, so the step
-     * controller takes longer steps at tight tolerances: serial arm PID targets at rtol 1e-8,
-     * 10 ms control steps, internal steps per control step 16.4 (order 4), 7.0 (5), 2.6 (8) */
+    /* the higher orders take longer steps at tight tolerances (docs/design.md) */
     int m = method_order(order);
     if (m == 8) {
         ARKodeButcherTable B = verner_8_7();
@@ -619,12 +606,9 @@ static int search_crossing(rs_integrator_t *in, int i, double lo, double glo, do
     return at == hi ? 0 : integrate_from_step_start(in, hi, st);
 }
 
-/* Why: ARKODE finds a root on its dense output, a Hermite interpolant (of degree 5 at most;
- * cubic here, create_stepper) and returns the interpolant's state there. Over an 8th-order
- * method's long steps the interpolant is far less accurate than the step (with degree 5:
- * x'' = -x at rtol 1e-10, the guard x = 0 found 3.6e-7 s early; the serial arm's joint-stop
- * time 3.4e-8 off). So for order 8 the crossing ARKODE brackets between the last two step ends
- * is found again on the trajectory itself: Illinois on the first fired guard, each value from
+/* ARKODE finds a root on its dense output (a cubic Hermite interpolant here), far less accurate
+ * than an 8th-order step (docs/design.md). So for order 8 the crossing ARKODE brackets between
+ * the last two step ends is found again on the trajectory itself: Illinois on the first fired guard, each value from
  * an exact integration from the step's start, to ARKODE's own root tolerance. Any guard that
  * has crossed by then on the trajectory (another fired one, or one the interpolant missed)
  * crossed earlier and is searched for in turn; fired[] then names the guards crossed at the

@@ -35,8 +35,7 @@ static const world_param_t world_params[] = {
     {"erk_order", "1", 0, 8, 0, offsetof(rs_model_t, erk_order),
      "order of the explicit Runge-Kutta method: 4, Zonneveld 4(3); 5, Dormand-Prince 5(4); "
      "8, Verner 8(7), events refined on the trajectory (6 and 7 read as 5, fractions as the "
-     "integer below); 0: the robots' own choice: 8 with a serial arm (PID at rtol 1e-8: 2.6 "
-     "internal steps per 10 ms control step, 7.0 with 5, 16 with 4), 5 with a parallel arm, "
+     "integer below); 0: the robots' own choice: 8 with a serial arm, 5 with a parallel arm, "
      "else 4"},
 };
 #define NWORLD_PARAMS (sizeof world_params / sizeof world_params[0])

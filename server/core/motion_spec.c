@@ -269,7 +269,7 @@ static int get_list(parser_t *P, int i, const char *name, int want, int *list, i
     return 0;
 }
 
-/* A number given as a JSON number or a numeric string (the seed writes "450.0"). */
+/* A number given as a JSON number or a numeric string (the tutorial writes "450.0"). */
 static int get_number(parser_t *P, int i, const char *name, int required, double def, double *out)
 {
     json_object *v = prop(P->ctx, P->obj[i], name);

@@ -288,8 +288,7 @@ static inline pair_t load2(const sunrealtype *p)
 /* z = sum c_i X_i, the terms of each element added in the order of the vectors. ERKStep's
  * stages and solutions, and the Hermite interpolation root finding evaluates, are such sums
  * (3-8 terms, some with X[0] == z). Two elements at a time, all terms summed in registers
- * before z is written, so any X[i] may be z. Measured with callgrind (finger, 20,000 control
- * steps): 215 -> about 90 instructions per call, 7 calls per control step. */
+ * before z is written, so any X[i] may be z (its cost: docs/design.md). */
 static int nvec_linear_combination(int nvec, sunrealtype *c, N_Vector *X, N_Vector z)
 {
     if (nvec < 1)
@@ -313,8 +312,7 @@ static int nvec_linear_combination(int nvec, sunrealtype *c, N_Vector *X, N_Vect
     for (int i = 0; i < nvec; i++)
         xd[i] = rs_nvec_data(X[i]);
     /* six elements (three pairs) per pass over the terms: each coefficient is read once per
-     * six elements instead of once per two (serial arm, six elements, Verner 8(7)'s sums of up
-     * to 14 terms: callgrind 315 -> 205 instructions per call); the sums are the same */
+     * six elements instead of once per two; the sums are the same */
     for (; j + 5 < n; j += 6) {
         pair_t s0 = c[0] * load2(xd[0] + j), s1 = c[0] * load2(xd[0] + j + 2);
         pair_t s2 = c[0] * load2(xd[0] + j + 4);

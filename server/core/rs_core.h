@@ -139,8 +139,8 @@ typedef struct rs_schedule {
 
 /* ---- rs_data_t's run variables, declared once -----------------------------------------
  * Each line below is one member of rs_data_t (or, ENTITY, of every rs_entity_data_t) and one
- * row of the field table (rs_data.h) through which reset, rs_data_copy (ForkWorld), snapshot
- * write and read, snapshot validation and prefetch all go: adding a run variable is adding
+ * row of the field table (fields.c, rs_data.h) through which reset, rs_data_copy (ForkWorld),
+ * snapshot write and read, snapshot validation and the digest all go: adding a run variable is adding
  * its line here (and, only for a new kind of check, teaching rs_data.h's check to it).
  *
  *   X(shape, type, name, dims, length, reset, check, digest)
@@ -250,8 +250,7 @@ typedef struct rs_data {
     const rs_model_t *m;              /* the model of the last call, for the callbacks */
     int nevents;                      /* entries in events[] (field "events", with it) */
     /* The events of the current Step request: allocated on the first event and grown on
-     * demand up to RS_EVENT_LOG entries (a world that has no events carries no log; the inline
-     * log of RS_EVENT_LOG entries was 56 KiB of a 68 kB finger world) */
+     * demand up to RS_EVENT_LOG entries (a world that has no events carries no log) */
     rs_event_t *events;
     int events_cap;                   /* entries allocated in events[] */
     size_t block_bytes;               /* of this block (rs_data_scratch), for prefetching */

@@ -7,6 +7,7 @@
 
 #include "rs_core.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef enum rs_field_shape {
@@ -217,7 +218,12 @@ int rs_data_reserve_events(rs_data_t *d, int n);
 /* Seed the world's generator state from `seed` (rng.c). */
 void rs_rng_seed(uint64_t rng[4], uint64_t seed);
 
-/* Free a schedule's knots and empty it (commands.c). */
-void rs_schedule_clear(rs_schedule_t *s);
+/* Free a schedule's knots and empty it. */
+static inline void rs_schedule_clear(rs_schedule_t *s)
+{
+    free(s->t);
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
 
 #endif

@@ -3,9 +3,7 @@
  *
  * SUNDIALS documents a vector implementation as a struct _generic_N_Vector whose content the
  * implementation defines and whose ops table it fills (sundials_nvector.h, "Implementing a custom
- * NVECTOR"). NVECTOR_SERIAL's is a poor fit for many small worlds: every clone is four separate
- * allocations, one of them a private copy of the ~60-pointer ops table (448 bytes), so a finger
- * world's 15 vectors took 15 x 0.6 kB in 60 blocks strewn over the heap. Here:
+ * NVECTOR"); NVECTOR_SERIAL's allocations suit few large vectors (docs/design.md). Here:
  *   - one static ops table shared by every vector, never freed;
  *   - a vector is one slot [header | content | data] of a slab the caller places in its own
  *     block (the integrator's), so a world's vectors are contiguous; clones beyond the slab's

@@ -4,7 +4,7 @@
  * The world concatenates the entities' state, command, sensor and guard vectors. Each callback
  * sees only its own entity's slices (x, xdot, g point at the entity's part).
  *
- * Hybrid dynamics, as seed 004's hybrid formulation:
+ * Hybrid dynamics, the contact-dynamics lecture's hybrid formulation:
  *   - flow:   derivs(x, u) in the current mode;
  *   - guards: g_i(x) > 0 while nothing happens; an event fires when g_i crosses from positive
  *             to <= 0 (ARKODE root finding, direction -1, exact time). A guard not armed in the
@@ -22,7 +22,7 @@
 
 #include <math.h>
 
-/* Contact feedback for one pair of bodies over the last control step (seed 003's inContact,
+/* Contact feedback for one pair of bodies over the last control step (Klamp't's inContact,
  * hadContact, hadSeparation, hadPenetration, getContacts, meanContactForce), in the world's
  * plane: `other` names the other body ("ground", "object", ...). */
 typedef struct rs_contact_info {
@@ -146,7 +146,7 @@ struct rs_robot {
     void (*step_begin)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                        const double *x, double dt);
 
-    /* Optional: a fixed-step path beside the integrator (seed 004's time-stepping contact).
+    /* Optional: a fixed-step path beside the integrator (the lecture's time-stepping contact).
      * Called at the start of each control step, after step_begin, to advance the entity's own
      * state x from t to t + dt by the robot's own steps. In the modes where it does so, derivs
      * must return 0 and the guards a positive constant, so that the integrator carries the
@@ -191,7 +191,7 @@ struct rs_robot {
     int (*joints_to_point)(const rs_entity_model_t *em, const double *q, double p[2],
                            double *stretch);
 
-    /* Optional, for motion specifications (issue 11, motion_spec.c): named frames a
+    /* Optional, for motion specifications (motion_spec.c): named frames a
      * specification binds its quantities to. frame() writes frame i's world pose (x, y, angle),
      * its velocity (vx, vy, angular rate) and the contact force on it (fx, fy, world; 0 without
      * contact) at state x under commands u. */

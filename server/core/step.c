@@ -160,7 +160,7 @@ static int spec_nguards(const rs_data_t *d)
 
 /* Apply the model's integrator options (tolerances, step limit, guards). Called whenever the
  * model may have changed; a restart keeps all of it. */
-int rs_step_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+static int integrator_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
 {
     int order = (int)m->erk_order; /* 0: the highest order the world's robots ask for, or 4 */
     for (int e = 0; e < m->nentities && m->erk_order < 1; e++)
@@ -201,7 +201,7 @@ void rs_get_stats(const rs_data_t *d, rs_stats_t *out)
 }
 
 /* Fill every entity's sensors for an interval of length dt (0: instantaneous readings). */
-void rs_step_read_sensors(const rs_model_t *m, rs_data_t *d, double dt)
+static void read_sensors(const rs_model_t *m, rs_data_t *d, double dt)
 {
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
@@ -337,7 +337,7 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     }
     if (rs_integrator_nguards(d->integ) != m->ng + spec_nguards(d)) {
         /* a specification was loaded, cleared or restored: its monitors' guards */
-        int rc = rs_step_configure(m, d, st);
+        int rc = integrator_configure(m, d, st);
         if (rc < 0)
             return rc;
     }
@@ -361,7 +361,7 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
     d->t = t1;
     d->grid_k++;
     d->step_count++;
-    rs_step_read_sensors(m, d, dt);
+    read_sensors(m, d, dt);
     rs_wrench_step_over(m, d); /* an external wrench lasts one control step */
     if (!d->digest_later)
         rs_digest_step(m, d);
@@ -407,4 +407,16 @@ double rs_clock(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* ---- for data.c's allocation and reset (rs_step.h) ------------------------------------- */
+
+int rs_step_configure(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    return integrator_configure(m, d, st);
+}
+
+void rs_step_read_sensors(const rs_model_t *m, rs_data_t *d, double dt)
+{
+    read_sensors(m, d, dt);
 }

@@ -2,7 +2,7 @@
 """The core's files form no cycle: neither through #include nor through the functions and
 objects one file uses from another.
 
-Usage: core_cycles.py SOURCE_DIR LIBROBOSIM_CORE_A
+Usage: core_cycles.py SOURCE_DIR LIBROBOSIM_CORE_A [NM]
 Reads the headers' #include lines under server/core and the symbols each object file of the
 static library defines and uses (nm), and exits 1 naming every cycle it finds."""
 import os
@@ -59,8 +59,8 @@ def include_graph(core):
     return graph
 
 
-def symbol_graph(lib):
-    text = subprocess.run(["nm", "-A", lib], check=True, capture_output=True,
+def symbol_graph(lib, nm="nm"):
+    text = subprocess.run([nm, "-A", lib], check=True, capture_output=True,
                           text=True).stdout
     defined, used = {}, {}
     for line in text.splitlines():
@@ -82,9 +82,10 @@ def symbol_graph(lib):
 
 def main():
     src, lib = sys.argv[1], sys.argv[2]
+    nm = sys.argv[3] if len(sys.argv) > 3 else "nm"
     bad = 0
     for what, graph in (("#include", include_graph(os.path.join(src, "server", "core"))),
-                        ("calls", symbol_graph(lib))):
+                        ("calls", symbol_graph(lib, nm))):
         for comp in cycles(graph):
             bad = 1
             edges = [f"{a} -> {b}" for a in comp for b in sorted(graph.get(a, ())) if b in comp]

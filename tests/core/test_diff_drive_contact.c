@@ -6,6 +6,7 @@
 #include "rs_robot.h"
 #include "rs_snapshot.h"
 #include "rs_test.h"
+#include "seeded_rng.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -44,18 +45,6 @@ static double run(rs_world_t *w, int steps, double *max_x)
         *max_x = fmax(*max_x, w->data->x[0]);
     }
     return t_contact;
-}
-
-/* Seeded uniform numbers (splitmix64): every random scenario replays from its seed. */
-static uint64_t rng_state;
-static double urand(double lo, double hi)
-{
-    rng_state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
 }
 
 static rs_world_t *robot_among(int model, const double *obst, int nobst, double x0, double y0,

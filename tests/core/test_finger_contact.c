@@ -7,6 +7,7 @@
 #include "rs_robot.h"
 #include "rs_snapshot.h"
 #include "rs_test.h"
+#include "seeded_rng.h"
 #include "world_with.h"
 
 #include <math.h>
@@ -41,18 +42,6 @@ static double first_event(rs_world_t *w, int steps, const char *kind, double *t2
 #define FREE_PAIR                                                                              \
     {"finger_drag", 0}, {"object_drag", 0}, {"static_friction", 0}, {"kinetic_friction", 0},   \
         {"finger_v0", 1.0}, {"control_dt", 0.01}
-
-/* Seeded uniform numbers (splitmix64): every random scenario replays from its seed. */
-static uint64_t rng_state;
-static double urand(double lo, double hi)
-{
-    rng_state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
-}
 
 /* events of kind `name` in the last rs_step */
 static int events_of(const rs_world_t *w, const char *name)

@@ -9,6 +9,7 @@
  *
  * When a physics change alters digests on purpose, `scripts/golden --update` rewrites the file
  * and the commit says why. */
+#include "motion_spec_fixture.h"
 #include "rs_core.h"
 #include "rs_montecarlo.h"
 #include "rs_motion_spec.h"
@@ -136,49 +137,7 @@ static void wrench_hook(rs_world_t *w, uint64_t k)
     }
 }
 
-static const char *mm_spec =
-    "{\"@context\": {\"rs\": \"https://robosim.example/motion#\", \"qk\": \"rs:quantity-kind\"},\n"
-    " \"@graph\": [\n"
-    " {\"@id\": \"fw\", \"@type\": \"Frame\", \"world-frame\": \"world\"},\n"
-    " {\"@id\": \"fs\", \"@type\": \"Frame\", \"world-frame\": \"right_shoulder\"},\n"
-    " {\"@id\": \"fe\", \"@type\": \"Frame\", \"world-frame\": \"right_ee\"},\n"
-    " {\"@id\": \"fb\", \"@type\": \"Frame\", \"world-frame\": \"base\"},\n"
-    " {\"@id\": \"pose\", \"@type\": [\"Pose\"], \"of\": \"fe\", \"with-respect-to\": \"fs\", "
-    "\"as-seen-by\": \"fb\"},\n"
-    " {\"@id\": \"dist\", \"@type\": [\"Quantity\", \"Distance\"], \"qk\": \"Distance\", \"unit\": "
-    "\"M\"},\n"
-    " {\"@id\": \"op-dist\", \"@type\": \"PoseToLinearDistance\", \"pose\": \"pose\", \"distance\": "
-    "\"dist\"},\n"
-    " {\"@id\": \"lo\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\", \"value\": "
-    "\"0.68\"},\n"
-    " {\"@id\": \"hi\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\", \"value\": "
-    "\"0.72\"},\n"
-    " {\"@id\": \"cstr\", \"@type\": [\"Constraint\", \"BilateralConstraint\", "
-    "\"LinearDistanceConstraint\"], \"quantity\": \"dist\", \"lower-threshold\": \"lo\", "
-    "\"upper-threshold\": \"hi\"},\n"
-    " {\"@id\": \"err\", \"@type\": [\"Quantity\", \"Distance\"], \"quantity-kind\": \"Distance\", "
-    "\"unit\": \"M\"},\n"
-    " {\"@id\": \"ev\", \"@type\": \"ErrorEvaluator\", \"constraint\": \"cstr\", \"error\": "
-    "\"err\"},\n"
-    " {\"@id\": \"f\", \"@type\": [\"Quantity\", \"Force\"], \"unit\": \"N\"},\n"
-    " {\"@id\": \"ctl\", \"@type\": [\"Controller\", \"ProportionalIntegralDerivative\", "
-    "\"DecayingIntegralTerm\"], \"error-signal\": \"err\", \"control-signal\": \"f\", "
-    "\"proportional-gain\": \"450.0\", \"integral-gain\": \"65.5\", \"derivative-gain\": \"80.0\", "
-    "\"decay-rate\": \"0.99\"},\n"
-    " {\"@id\": \"hdl\", \"@type\": \"ConstraintHandler\", \"constraint\": \"cstr\", "
-    "\"controller\": \"ctl\"},\n"
-    " {\"@id\": \"dir\", \"@type\": [\"Direction\"], \"quantity-kind\": \"Dimensionless\", "
-    "\"unit\": \"UNITLESS\"},\n"
-    " {\"@id\": \"op-dir\", \"@type\": \"PoseToDirection\", \"pose\": \"pose\", \"direction\": "
-    "\"dir\"},\n"
-    " {\"@id\": \"w\", \"@type\": [\"Wrench\"]},\n"
-    " {\"@id\": \"op-w\", \"@type\": \"PureForceFromDirectionAndMagnitude\", \"magnitude\": \"f\", "
-    "\"direction\": \"dir\", \"wrench\": \"w\"},\n"
-    " {\"@id\": \"drv\", \"@type\": \"MotionDriver\", \"wrench\": \"w\", \"attached-to\": \"fb\"},\n"
-    " {\"@id\": \"prio\", \"@type\": \"PrioritizationLevel\", \"motion-drivers\": [\"drv\"]},\n"
-    " {\"@id\": \"slv\", \"@type\": \"SolverWithInputAndOutput\", \"motion-drivers\": "
-    "[\"prio\"], \"solver\": \"JacobianTranspose\"}\n"
-    " ]}\n";
+static const char *mm_spec = RS_TEST_BASE_SPEC;
 
 static void spec_run(void)
 {

@@ -6,6 +6,7 @@
  * inside the cone. */
 #include "rs_core.h"
 #include "rs_test.h"
+#include "seeded_rng.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -371,18 +372,6 @@ static void side_touch(void)
     CHECK(touches == 1, "%d touches of the side", touches);
     CHECK(worst_in <= 1e-9, "the end effector entered the table by %.3g m", worst_in);
     rs_world_destroy(&w);
-}
-
-/* Seeded uniform numbers (splitmix64): every random scenario replays from its seed. */
-static uint64_t rng_state;
-static double urand(double lo, double hi)
-{
-    rng_state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
 }
 
 /* Random tables and arm torques (seeded; RS_RUNS sets the count), the base at rest: tables of

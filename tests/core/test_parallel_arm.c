@@ -3,59 +3,17 @@
 #include "rs_core.h"
 #include "rs_robot.h"
 #include "rs_test.h"
+#include "arm_handle.h"
 #include "robots/arm_common.h"
 
 #include <string.h>
 
-typedef struct delta {
-    rs_world_t *w;
-    int e;
-    const double *x; /* theta1, theta2, theta1_dot, theta2_dot, integral1, integral2 */
-    const double *s; /* x, y, vx, vy, tau1, tau2, stick1, stick2, limit1, limit2, stretched,
-                        stretch */
-} delta_t;
+typedef arm_handle_t delta_t; /* sensors: x, y, vx, vy, tau1, tau2, stick1, stick2, limit1,
+                                limit2, stretched, stretch */
 
 static delta_t make_delta(const rs_param_t *p, size_t n)
 {
-    rs_status_t st;
-    delta_t a = {0};
-    a.w = rs_world_new("parallel_arm", p, n, 1, &st);
-    CHECK(a.w != NULL, "parallel_arm world: %s", st.message);
-    if (!a.w)
-        return a;
-    a.e = rs_model_entity(a.w->model, "delta");
-    CHECK(a.e >= 0, "entity 'delta' in preset parallel_arm");
-    a.x = a.w->data->x + a.w->model->ent[a.e].x_off;
-    a.s = a.w->data->sensors + a.w->model->ent[a.e].s_off;
-    return a;
-}
-
-static void command(delta_t *a, double u1, double u2)
-{
-    rs_status_t st;
-    double u[2] = {u1, u2};
-    int rc = rs_set_commands(a->w->model, a->w->data, a->e, u, 2, &st);
-    CHECK_OK(rc, st);
-}
-
-static void step(delta_t *a, uint64_t n)
-{
-    rs_status_t st;
-    int rc = rs_step(a->w->model, a->w->data, n, &st);
-    CHECK_OK(rc, st);
-}
-
-static const char *mode(const delta_t *a)
-{
-    return rs_mode_name(a->w->model, a->w->data, a->e);
-}
-
-static const rs_event_t *find_event(const delta_t *a, const char *name)
-{
-    for (int i = 0; i < a->w->data->nevents; i++)
-        if (strcmp(rs_event_kind_name(a->w->model, &a->w->data->events[i]), name) == 0)
-            return &a->w->data->events[i];
-    return NULL;
+    return arm_handle("parallel_arm", "delta", p, n);
 }
 
 static void all_finite(const delta_t *a, const char *when)

@@ -3,6 +3,8 @@
 #include "rs_core.h"
 #include "rs_robot.h"
 #include "rs_test.h"
+#include "arm_handle.h"
+#include "seeded_rng.h"
 #include "robots/arm_common.h"
 
 #include <stdio.h>
@@ -11,44 +13,13 @@
 
 /* ---- helpers --------------------------------------------------------------------------- */
 
-typedef struct arm {
-    rs_world_t *w;
-    int e;
-    const double *x; /* theta1, theta2, theta1_dot, theta2_dot, integral1, integral2 */
-    const double *s; /* x, y, vx, vy, tau1, tau2, stick1, stick2, limit1, limit2 */
-} arm_t;
+typedef arm_handle_t arm_t; /* sensors: x, y, vx, vy, tau1, tau2, stick1, stick2, limit1,
+                              limit2 */
 
 static arm_t make_arm(const rs_param_t *p, size_t n)
 {
-    rs_status_t st;
-    arm_t a = {0};
-    a.w = rs_world_new("serial_arm", p, n, 1, &st);
-    CHECK(a.w != NULL, "serial_arm world: %s", st.message);
-    if (!a.w)
-        return a;
-    a.e = rs_model_entity(a.w->model, "arm");
-    CHECK(a.e >= 0, "entity 'arm' in preset serial_arm");
-    a.x = a.w->data->x + a.w->model->ent[a.e].x_off;
-    a.s = a.w->data->sensors + a.w->model->ent[a.e].s_off;
-    return a;
+    return arm_handle("serial_arm", "arm", p, n);
 }
-
-static void command(arm_t *a, double u1, double u2)
-{
-    rs_status_t st;
-    double u[2] = {u1, u2};
-    int rc = rs_set_commands(a->w->model, a->w->data, a->e, u, 2, &st);
-    CHECK_OK(rc, st);
-}
-
-static void step(arm_t *a, uint64_t n)
-{
-    rs_status_t st;
-    int rc = rs_step(a->w->model, a->w->data, n, &st);
-    CHECK_OK(rc, st);
-}
-
-static const char *mode(const arm_t *a) { return rs_mode_name(a->w->model, a->w->data, a->e); }
 
 /* events of kind `name` in the last rs_step, the last one's time and value in *t, *v */
 static int count_events(const arm_t *a, const char *name, double *t, double *v)
@@ -65,14 +36,6 @@ static int count_events(const arm_t *a, const char *name, double *t, double *v)
         }
     }
     return n;
-}
-
-static const rs_event_t *find_event(const arm_t *a, const char *name)
-{
-    for (int i = 0; i < a->w->data->nevents; i++)
-        if (strcmp(rs_event_kind_name(a->w->model, &a->w->data->events[i]), name) == 0)
-            return &a->w->data->events[i];
-    return NULL;
 }
 
 /* Closed forms for uniform rods (the defaults): lc = a/2, I = m a^2 / 12. */
@@ -977,19 +940,6 @@ static void default_method(void)
           a[2].x[1]);
     for (int i = 0; i < 3; i++)
         rs_world_destroy(&a[i].w);
-}
-
-/* Joint stops hold on random scenarios: ... */
-/* Seeded uniform numbers (splitmix64), so that every random scenario replays from its seed. */
-static uint64_t rng_state;
-static double urand(double lo, double hi)
-{
-    rng_state += 0x9E3779B97F4A7C15ull;
-    uint64_t z = rng_state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (double)(z >> 11) / 9007199254740992.0;
 }
 
 /* Joint stops hold on random scenarios (seeded; RS_RUNS sets the count): random stops, start

@@ -122,4 +122,19 @@ static int server_stop(server_proc_t *sp)
     return -1;
 }
 
+/* The resident set of process pid in kB (VmRSS), or -1. */
+static inline long rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 #endif

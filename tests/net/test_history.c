@@ -24,6 +24,25 @@
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 
+/* A Step of one control step on the in-process server's world w, packed (malloc'd): the bytes
+ * rs_server_handle takes. */
+static uint8_t *packed_step(world_slot_t *w, size_t *n)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__Step stp = ROBOSIM__V1__STEP__INIT;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
+    rq.step = &stp;
+    rq.world_id = w->id;
+    rq.token = w->token;
+    stp.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
+    stp.steps = 1;
+    *n = robosim__v1__request__get_packed_size(&rq);
+    uint8_t *b = malloc(*n);
+    if (b)
+        robosim__v1__request__pack(&rq, b);
+    return b;
+}
+
 static void *zctx;
 
 static char *stream_of(rsc_client_t *c)
@@ -300,17 +319,8 @@ static void memory_bound(void)
         if (!s)
             continue;
         world_slot_t *w = &s->worlds[0];
-        Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
-        Robosim__V1__Step stp = ROBOSIM__V1__STEP__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
-        rq.step = &stp;
-        rq.world_id = w->id;
-        rq.token = w->token;
-        stp.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        stp.steps = 1;
-        size_t n = robosim__v1__request__get_packed_size(&rq);
-        uint8_t *b = malloc(n);
-        robosim__v1__request__pack(&rq, b);
+        size_t n;
+        uint8_t *b = packed_step(w, &n);
         size_t full = 0, later = 0;
         int frames = 0;
         for (int i = 0; i < 600; i++) {
@@ -336,20 +346,6 @@ static void memory_bound(void)
                presets[k], per_frame, per_frame * 60, (per_frame + per_slot) * 3600 / 1e6);
         rs_server_destroy(&s);
     }
-}
-
-static long rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb;
 }
 
 /* A brick bouncing flat and elastically every 20 ms: 250 impacts in a 5 s control step, each an
@@ -544,17 +540,8 @@ static void rate_capped(const char *binary)
     rs_param_t wp = {"", "stream_max_hz", fast, 1};
     CHECK(rs_world_set_params(w->world, &wp, 1, &st) == 0, "set the world's rate: %s",
           st.message);
-    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
-    Robosim__V1__Step stp = ROBOSIM__V1__STEP__INIT;
-    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
-    rq.step = &stp;
-    rq.world_id = w->id;
-    rq.token = w->token;
-    stp.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-    stp.steps = 1;
-    size_t n = robosim__v1__request__get_packed_size(&rq);
-    uint8_t *b = malloc(n);
-    robosim__v1__request__pack(&rq, b);
+    size_t n;
+    uint8_t *b = packed_step(w, &n);
     for (int i = 0; i < 100; i++) {
         const uint8_t *out;
         size_t outlen;

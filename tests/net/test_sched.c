@@ -15,6 +15,8 @@
 #include "rs_core.h"
 #include "rs_test.h"
 #include "server_proc.h"
+#define PROBE_TEST_NAME "test_sched"
+#include "probe.h"
 
 #include <errno.h>
 #include <math.h>
@@ -25,43 +27,8 @@
 
 static const char *binary;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
-{
-    rsc_error_t err;
-    rsc_client_t *c = rsc_connect(sp->endpoint, timeout_ms, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c) {
-        server_stop(sp); /* not left running: ctest would wait for it */
-        exit(rs_test_done("test_sched"));
-    }
-    return c;
-}
 
-/* SIGTERM the server; the seconds until it exited (a large number if it did not within 5 s,
- * then it is killed). */
-static double stop_timed(server_proc_t *sp, int *status)
-{
-    double t0 = now();
-    kill(sp->pid, SIGTERM);
-    while (now() - t0 < 5.0) {
-        if (waitpid(sp->pid, status, WNOHANG) == sp->pid) {
-            sp->pid = -1;
-            return now() - t0;
-        }
-        sleep_s(0.002);
-    }
-    kill(sp->pid, SIGKILL);
-    waitpid(sp->pid, status, 0);
-    sp->pid = -1;
-    return 1e9;
-}
 
 /* A world whose every control step takes seconds with in-range parameters: control steps of
  * 10 s at rtol 1e-14 (at most 1e7 internal steps each), the arm's two joint targets switching
@@ -126,11 +93,6 @@ static void *long_step_main(void *arg)
     return NULL;
 }
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* 1. Another client during a 1e6-step Step, then SIGTERM during it. */
 static void test_latency_and_stop(void)
@@ -152,33 +114,13 @@ static void test_latency_and_stop(void)
         sleep_s(0.001);
     sleep_s(0.1); /* the Step is running (a 1e6-step Step takes seconds) */
 
-    enum { N = 200 };
-    double lat[N];
-    int ok = 1;
-    for (int i = 0; i < N; i++) {
-        double t0 = now();
-        int rc;
-        if (i % 2) {
-            Robosim__V1__State *st = NULL;
-            rc = rsc_get_state(b, other, &st, &err);
-            rsc_free(st);
-        } else {
-            Robosim__V1__HelloReply *h = NULL;
-            rc = rsc_hello(b, 1, 1, &h, &err);
-            rsc_free(h);
-        }
-        lat[i] = now() - t0;
-        ok &= rc == 0;
-    }
-    CHECK(ok, "every Hello and GetState answered: %s", err.message);
+    probe_t r = probe(b, other, NULL, 1.0, 1.0); /* about 200, for 1 s */
+    print_probe(&r, "a 1e6-step Step");
+    CHECK(!r.failed && r.n >= 50, "every Hello and GetState answered (%d)", r.n);
     int in_flight = !atomic_load(&ls.finished);
     CHECK(in_flight, "the 1e6-step Step was still running while the other client was served "
                      "(rc %d: %s)", ls.rc, ls.message);
-    qsort(lat, N, sizeof lat[0], by_value);
-    double p50 = lat[N / 2], p99 = lat[N * 99 / 100 - 1], max = lat[N - 1];
-    printf("other client during a 1e6-step Step: p50 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-           p50 * 1e3, p99 * 1e3, max * 1e3);
-    CHECK(p99 < 0.050, "p99 %.1f ms < 50 ms", p99 * 1e3);
+    CHECK(r.p99 < 0.050, "p99 %.1f ms < 50 ms", r.p99 * 1e3);
 
     /* the Step's own world waits behind it: a GetState of it is answered after the Step */
     Robosim__V1__State *st = NULL;
@@ -312,7 +254,6 @@ static void *long_batch_main(void *arg)
     return NULL;
 }
 
-static long long steps_done(const char *message, unsigned long long asked);
 
 /* 2b. StepBatch in slices: items and arrays bit-identical to stepping in-process, and another
  * client served while a long batch runs (which then ends at its budget, each world where its
@@ -383,22 +324,12 @@ static void test_batch_slices(void)
     while (!atomic_load(&lb.started))
         sleep_s(0.001);
     sleep_s(0.1);
-    enum { N = 100 };
-    double lat[N];
-    int ok = 1;
-    for (int i = 0; i < N; i++) {
-        double t1 = now();
-        Robosim__V1__HelloReply *h = NULL;
-        ok &= rsc_hello(b, 1, 1, &h, &err) == 0;
-        rsc_free(h);
-        lat[i] = now() - t1;
-    }
+    probe_t r = probe(b, 0, NULL, 0.5, 0.5); /* Hello alone: the batch holds both worlds */
+    print_probe(&r, "a 2 x 400000-step StepBatch");
     int in_flight = !atomic_load(&lb.finished);
-    qsort(lat, N, sizeof lat[0], by_value);
-    printf("other client during a 2 x 400000-step StepBatch: p50 %.3f ms, p99 %.3f ms\n",
-           lat[N / 2] * 1e3, lat[N * 99 / 100 - 1] * 1e3);
-    CHECK(ok && in_flight, "served while the batch ran (in flight: %d)", in_flight);
-    CHECK(lat[N * 99 / 100 - 1] < 0.050, "p99 %.1f ms < 50 ms", lat[N * 99 / 100 - 1] * 1e3);
+    CHECK(!r.failed && r.n >= 50 && in_flight, "served while the batch ran (%d probes, in "
+          "flight: %d)", r.n, in_flight);
+    CHECK(r.p99 < 0.050, "p99 %.1f ms < 50 ms", r.p99 * 1e3);
     pthread_join(th, NULL);
     CHECK(lb.rc == 0, "the batch answered (rc %d)", lb.rc);
     for (int i = 0; i < 2; i++) {
@@ -418,18 +349,6 @@ static void test_batch_slices(void)
     server_stop(&sp);
 }
 
-/* "after K of the N control steps asked": K, or -1. */
-static long long steps_done(const char *message, unsigned long long asked)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, " of the %llu control steps", asked);
-    const char *at = strstr(message, pat), *p = at;
-    if (!at)
-        return -1;
-    while (p > message && p[-1] >= '0' && p[-1] <= '9')
-        p--;
-    return p < at ? atoll(p) : -1;
-}
 
 /* 3. The compute budget: a long Step, and one control step longer than the budget. */
 static void test_budget(void)
@@ -575,12 +494,6 @@ static void send_step(void *sock, uint64_t rid, uint64_t world, const char *toke
     zmq_send(sock, buf, n, 0);
 }
 
-static Robosim__V1__Response *recv_reply(void *sock)
-{
-    uint8_t buf[1 << 16];
-    int n = zmq_recv(sock, buf, sizeof buf, 0);
-    return n > 0 ? robosim__v1__response__unpack(NULL, (size_t)n, buf) : NULL;
-}
 
 /* A GetState request packed for a raw DEALER. */
 static void send_get_state(void *sock, uint64_t rid, uint64_t world)

@@ -13,9 +13,12 @@
  *   e. 24 worlds with 1 MB motion specifications are checkpointed every 0.2 s (a changed
  *      world's file is written again, an unchanged one's is not).
  * test_sched.c has the loop's other latency tests (long Steps and batches, budgets, quotas). */
+#include "motion_spec_fixture.h"
 #include "rs_core.h"
 #include "rs_test.h"
 #include "server_proc.h"
+#define PROBE_TEST_NAME "test_stalls"
+#include "probe.h"
 
 #include <dirent.h>
 #include <math.h>
@@ -24,55 +27,14 @@
 #include <sys/stat.h>
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
-#define PROBE_EVERY 0.005  /* s between probes */
-#define PROBE_MAX 4000     /* probes kept at most */
 #define GOAL_P99 0.050     /* s */
 #define GOAL_STOP 1.0      /* s from SIGTERM to exit */
 
 static const char *binary;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
-static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
-{
-    rsc_error_t err;
-    rsc_client_t *c = rsc_connect(sp->endpoint, timeout_ms, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c) {
-        server_stop(sp);
-        exit(rs_test_done("test_stalls"));
-    }
-    return c;
-}
 
-/* SIGTERM the server; the seconds until it exited (1e9 if not within 5 s: then killed). */
-static double stop_timed(server_proc_t *sp, int *status)
-{
-    double t0 = now();
-    kill(sp->pid, SIGTERM);
-    while (now() - t0 < 5.0) {
-        if (waitpid(sp->pid, status, WNOHANG) == sp->pid) {
-            sp->pid = -1;
-            return now() - t0;
-        }
-        sleep_s(0.002);
-    }
-    kill(sp->pid, SIGKILL);
-    waitpid(sp->pid, status, 0);
-    sp->pid = -1;
-    return 1e9;
-}
 
 /* SIGTERM must end the server within GOAL_STOP, cleanly. */
 static void check_stop(server_proc_t *sp, const char *during)
@@ -84,60 +46,6 @@ static void check_stop(server_proc_t *sp, const char *during)
           took);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s: clean exit (status %d)", during,
           status);
-}
-
-/* ---- the prober: another client's view of the server ---------------------------------- */
-
-typedef struct probe {
-    int n, failed;
-    double p50, p99, max;
-} probe_t;
-
-/* Hello and GetState of world `other` in turn, one due every PROBE_EVERY s, for at least
- * min_s and until *busy is 0 (at most max_s): each latency from the time it was due. */
-static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double min_s,
-                     double max_s)
-{
-    static double lat[PROBE_MAX];
-    probe_t r = {0};
-    double t0 = now();
-    for (int i = 0; i < PROBE_MAX; i++) {
-        double due = t0 + PROBE_EVERY * i, t = now();
-        if (t - t0 >= max_s || (t - t0 >= min_s && (!busy || !atomic_load(busy))))
-            break;
-        if (t < due)
-            sleep_s(due - t);
-        rsc_error_t err;
-        int rc;
-        if (i % 2) {
-            Robosim__V1__State *st = NULL;
-            rc = rsc_get_state(c, other, &st, &err);
-            rsc_free(st);
-        } else {
-            Robosim__V1__HelloReply *h = NULL;
-            rc = rsc_hello(c, 1, 1, &h, &err);
-            rsc_free(h);
-        }
-        lat[r.n++] = now() - due;
-        if (rc != 0) {
-            r.failed = 1;
-            fprintf(stderr, "probe %d: %s\n", i, err.message);
-            break;
-        }
-    }
-    qsort(lat, (size_t)r.n, sizeof lat[0], by_value);
-    if (r.n > 0) {
-        r.p50 = lat[r.n / 2];
-        r.p99 = lat[(r.n * 99 + 99) / 100 - 1];
-        r.max = lat[r.n - 1];
-    }
-    return r;
-}
-
-static void print_probe(const probe_t *r, const char *during)
-{
-    printf("other client during %s: %d probes, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", during,
-           r->n, r->p50 * 1e3, r->p99 * 1e3, r->max * 1e3);
 }
 
 /* The goal holds in the better of the attempts at a scenario: a machine busy with other jobs
@@ -218,18 +126,6 @@ static void job_start(job_t *j, pthread_t *th)
         sleep_s(0.001);
 }
 
-/* "after K of the N control steps asked": K, or -1. */
-static long long steps_done(const char *message, unsigned long long asked)
-{
-    char pat[64];
-    snprintf(pat, sizeof pat, " of the %llu control steps", asked);
-    const char *at = strstr(message, pat), *p = at;
-    if (!at)
-        return -1;
-    while (p > message && p[-1] >= '0' && p[-1] <= '9')
-        p--;
-    return p < at ? atoll(p) : -1;
-}
 
 /* The wild schedule: workshop's arm targets jump between -20 and 20 rad every 2.4 us for 4096
  * knots (nknots) from time `from`: the control step that holds them takes 0.3-0.4 s in the
@@ -528,12 +424,6 @@ static void send_hello(void *sock, uint64_t rid)
     zmq_send(sock, buf, n, 0);
 }
 
-static Robosim__V1__Response *recv_reply(void *sock)
-{
-    static uint8_t buf[1 << 20];
-    int n = zmq_recv(sock, buf, sizeof buf, 0);
-    return n > 0 ? robosim__v1__response__unpack(NULL, (size_t)n < sizeof buf ? (size_t)n : sizeof buf, buf) : NULL;
-}
 
 static void test_monte_carlo(void)
 {
@@ -604,52 +494,11 @@ static void test_monte_carlo(void)
 
 /* ---- e. checkpoints of many worlds with large motion specifications --------------------- */
 
-/* A small valid specification for mobile_manipulator (the right arm's distance tube driving
- * the base), padded with blanks to about 1 MB. Malloc'd. */
+/* The tests' small valid specification for mobile_manipulator (motion_spec_fixture.h),
+ * padded with blanks to about 1 MB. Malloc'd. */
 static char *big_spec(void)
 {
-    static const char *spec =
-        "{\"@context\": {\"rs\": \"https://robosim.example/motion#\"},\n"
-        " \"@graph\": [\n"
-        " {\"@id\": \"fs\", \"@type\": \"Frame\", \"world-frame\": \"right_shoulder\"},\n"
-        " {\"@id\": \"fe\", \"@type\": \"Frame\", \"world-frame\": \"right_ee\"},\n"
-        " {\"@id\": \"fb\", \"@type\": \"Frame\", \"world-frame\": \"base\"},\n"
-        " {\"@id\": \"pose\", \"@type\": [\"Pose\"], \"of\": \"fe\", \"with-respect-to\": "
-        "\"fs\", \"as-seen-by\": \"fb\"},\n"
-        " {\"@id\": \"dist\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\"},\n"
-        " {\"@id\": \"op-dist\", \"@type\": \"PoseToLinearDistance\", \"pose\": \"pose\", "
-        "\"distance\": \"dist\"},\n"
-        " {\"@id\": \"lo\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\", \"value\": "
-        "\"0.68\"},\n"
-        " {\"@id\": \"hi\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\", \"value\": "
-        "\"0.72\"},\n"
-        " {\"@id\": \"cstr\", \"@type\": [\"Constraint\", \"BilateralConstraint\", "
-        "\"LinearDistanceConstraint\"], \"quantity\": \"dist\", \"lower-threshold\": \"lo\", "
-        "\"upper-threshold\": \"hi\"},\n"
-        " {\"@id\": \"err\", \"@type\": [\"Quantity\", \"Distance\"], \"unit\": \"M\"},\n"
-        " {\"@id\": \"ev\", \"@type\": \"ErrorEvaluator\", \"constraint\": \"cstr\", \"error\": "
-        "\"err\"},\n"
-        " {\"@id\": \"f\", \"@type\": [\"Quantity\", \"Force\"], \"unit\": \"N\"},\n"
-        " {\"@id\": \"ctl\", \"@type\": [\"Controller\", \"ProportionalIntegralDerivative\", "
-        "\"DecayingIntegralTerm\"], \"error-signal\": \"err\", \"control-signal\": \"f\", "
-        "\"proportional-gain\": \"450.0\", \"integral-gain\": \"65.5\", \"derivative-gain\": "
-        "\"80.0\", \"decay-rate\": \"0.99\"},\n"
-        " {\"@id\": \"hdl\", \"@type\": \"ConstraintHandler\", \"constraint\": \"cstr\", "
-        "\"controller\": \"ctl\"},\n"
-        " {\"@id\": \"dir\", \"@type\": [\"Direction\"], \"quantity-kind\": \"Dimensionless\", "
-        "\"unit\": \"UNITLESS\"},\n"
-        " {\"@id\": \"op-dir\", \"@type\": \"PoseToDirection\", \"pose\": \"pose\", "
-        "\"direction\": \"dir\"},\n"
-        " {\"@id\": \"w\", \"@type\": [\"Wrench\"]},\n"
-        " {\"@id\": \"op-w\", \"@type\": \"PureForceFromDirectionAndMagnitude\", \"magnitude\": "
-        "\"f\", \"direction\": \"dir\", \"wrench\": \"w\"},\n"
-        " {\"@id\": \"drv\", \"@type\": \"MotionDriver\", \"wrench\": \"w\", \"attached-to\": "
-        "\"fb\"},\n"
-        " {\"@id\": \"prio\", \"@type\": \"PrioritizationLevel\", \"motion-drivers\": "
-        "[\"drv\"]},\n"
-        " {\"@id\": \"slv\", \"@type\": \"SolverWithInputAndOutput\", \"motion-drivers\": "
-        "[\"prio\"], \"solver\": \"JacobianTranspose\"}\n"
-        " ]}\n";
+    static const char *spec = RS_TEST_BASE_SPEC;
     size_t n = strlen(spec), total = 1000000;
     char *doc = malloc(total + 1);
     if (!doc)

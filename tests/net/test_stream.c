@@ -226,20 +226,6 @@ static void late_joiner(rsc_client_t *c, uint64_t id)
     zmq_close(sub);
 }
 
-static long rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 /* A subscriber that never reads cannot stop the server or grow it without bound. */
 static void subscriber_never_reads(void)
 {

@@ -327,7 +327,7 @@ def test_cli_help_from_its_table_and_task_worlds(endpoint):
     commands = ["hello", "list", "create", "claim", "destroy", "spec", "reset", "step",
                 "step-batch", "state", "set-force", "set-params", "schedule", "target",
                 "workspace", "monte-carlo", "wrench", "snapshot", "restore", "motion-spec", "fork", "watch",
-                "keygen", "help"]
+                "keygen", "call", "help"]
     table = r.stdout.split("Commands:\n")[1].split("\nCommands that change")[0]
     listed = re.findall(r"^  ([a-z-]+)(?: |$)", table, re.M)
     assert listed == commands

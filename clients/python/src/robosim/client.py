@@ -207,6 +207,48 @@ def _params(params):
     return out
 
 
+def operations():
+    """The protocol's operations (Request's `op` oneof) as {name: message class}, in proto
+    order: what Client.call takes by name, read from the generated descriptors."""
+    req = pb.Request()
+    return {f.name: type(getattr(req, f.name))
+            for f in pb.Request.DESCRIPTOR.oneofs_by_name["op"].fields}
+
+
+def op_message(op, fields, endpoint=None):
+    """(name, message) of operation `op` (its field name, dashed name or message name) with
+    `fields` set; RobosimError INVALID_ARGUMENT naming the operations or the message's fields
+    when `op` or a field is unknown or a value does not fit its field."""
+    ops = operations()
+    name = next((n for n, cls in ops.items()
+                 if op in (n, n.replace("_", "-"), cls.DESCRIPTOR.name)), None)
+    if name is None:
+        raise RobosimError.from_name(
+            "INVALID_ARGUMENT", "no operation %r; the operations: %s" % (op, ", ".join(ops)),
+            endpoint)
+    cls = ops[name]
+    known = [f.name for f in cls.DESCRIPTOR.fields]
+    unknown = [k for k in fields if k not in known]
+    if unknown:
+        raise RobosimError.from_name(
+            "INVALID_ARGUMENT", "%s has no field %s; its fields: %s"
+            % (cls.DESCRIPTOR.name, ", ".join(repr(k) for k in unknown),
+               ", ".join(known) or "none"), endpoint)
+    for oneof in cls.DESCRIPTOR.oneofs:
+        given = [f.name for f in oneof.fields if f.name in fields]
+        if len(given) > 1:
+            raise RobosimError.from_name(
+                "INVALID_ARGUMENT", "%s: %s are alternatives (oneof %s); give one"
+                % (cls.DESCRIPTOR.name, " and ".join(repr(g) for g in given), oneof.name),
+                endpoint)
+    try:
+        return name, cls(**fields)
+    except (TypeError, ValueError) as exc:
+        raise RobosimError.from_name(
+            "INVALID_ARGUMENT", "%s(%s): %s" % (cls.DESCRIPTOR.name, ", ".join(fields), exc),
+            endpoint) from None
+
+
 def _floats(values):
     return [float(v) for v in np.asarray(values, dtype=np.float64).reshape(-1)]
 
@@ -387,9 +429,32 @@ class Client:
         getattr(req, op).CopyFrom(msg)
         return req
 
-    def call(self, req, timeout=None):
-        """Send a Request (its id set already) and return the Response's result message;
-        raise RobosimError for an Error reply, TimeoutError when none comes in time."""
+    def call(self, req, timeout=None, *, world_id=0, token=None, **fields):
+        """Any operation, and return the Response's result message (a protobuf message);
+        raise RobosimError for an Error reply, TimeoutError when none comes in time.
+
+        `req` is either a Request (its id set already: `fields`, `world_id` and `token` are
+        then not taken), or an operation's name: its proto field name ("get_state"), with
+        dashes ("get-state") or its message's name ("GetState"), whose message is built from
+        `fields` by the proto's field names (nested messages as dicts or messages, repeated
+        fields as sequences, enums by name or number) and sent on `world_id` with the token
+        this client holds for it (or `token`). Tokens follow the reply as create_world,
+        fork_world and claim keep theirs. A name that is no operation, or a field its message
+        lacks, raises RobosimError INVALID_ARGUMENT naming the operations or the fields:
+
+            c.call("get_state", world_id=wid, snapshot=True)
+            c.call("step", world_id=wid, steps=10, parts=["STATE_PART_STATE"])"""
+        if isinstance(req, str):
+            name, msg = op_message(req, fields, self.endpoint)
+            reply = self._call(name, msg, world_id, token, timeout)
+            if isinstance(reply, pb.CreateWorldReply):
+                self._keep(reply)
+            elif name == "destroy_world":
+                self._tokens.pop(int(world_id), None)
+            return reply
+        if fields or world_id or token is not None:
+            raise TypeError("call(Request) takes no fields, world_id or token: the Request "
+                            "carries them; call(name, world_id=..., **fields) builds one")
         return self.call_bytes(req.SerializeToString(), req.id, req.WhichOneof("op"), timeout)
 
     def call_bytes(self, data, rid, op, timeout=None):

@@ -1,0 +1,138 @@
+/* What another client sees of a busy server, shared by test_sched and test_stalls: a prober
+ * timing Hello and GetState from when each was due, stopping a server with SIGTERM against the
+ * clock, and reading how far a refused request got. Define PROBE_TEST_NAME (the test's name,
+ * for an early exit) before including it. */
+#ifndef RS_TEST_PROBE_H
+#define RS_TEST_PROBE_H
+
+#include "rs_test.h"
+#include "server_proc.h"
+
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define PROBE_EVERY 0.005 /* s between probes */
+#define PROBE_MAX 4000    /* probes kept at most */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
+{
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect(sp->endpoint, timeout_ms, &err);
+    CHECK(c != NULL, "connect: %s", err.message);
+    if (!c) {
+        server_stop(sp);
+        exit(rs_test_done(PROBE_TEST_NAME));
+    }
+    return c;
+}
+
+/* SIGTERM the server; the seconds until it exited (1e9 if not within 5 s: then killed). */
+static double stop_timed(server_proc_t *sp, int *status)
+{
+    double t0 = now();
+    kill(sp->pid, SIGTERM);
+    while (now() - t0 < 5.0) {
+        if (waitpid(sp->pid, status, WNOHANG) == sp->pid) {
+            sp->pid = -1;
+            return now() - t0;
+        }
+        sleep_s(0.002);
+    }
+    kill(sp->pid, SIGKILL);
+    waitpid(sp->pid, status, 0);
+    sp->pid = -1;
+    return 1e9;
+}
+
+/* ---- the prober: another client's view of the server ---------------------------------- */
+
+typedef struct probe {
+    int n, failed;
+    double p50, p99, max;
+} probe_t;
+
+/* Hello and GetState of world `other` in turn (Hello alone when other is 0), one due every PROBE_EVERY s, for at least
+ * min_s and until *busy is 0 (at most max_s): each latency from the time it was due. */
+static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double min_s,
+                     double max_s)
+{
+    static double lat[PROBE_MAX];
+    probe_t r = {0};
+    double t0 = now();
+    for (int i = 0; i < PROBE_MAX; i++) {
+        double due = t0 + PROBE_EVERY * i, t = now();
+        if (t - t0 >= max_s || (t - t0 >= min_s && (!busy || !atomic_load(busy))))
+            break;
+        if (t < due)
+            sleep_s(due - t);
+        rsc_error_t err;
+        int rc;
+        if (other && i % 2) {
+            Robosim__V1__State *st = NULL;
+            rc = rsc_get_state(c, other, &st, &err);
+            rsc_free(st);
+        } else {
+            Robosim__V1__HelloReply *h = NULL;
+            rc = rsc_hello(c, 1, 1, &h, &err);
+            rsc_free(h);
+        }
+        lat[r.n++] = now() - due;
+        if (rc != 0) {
+            r.failed = 1;
+            fprintf(stderr, "probe %d: %s\n", i, err.message);
+            break;
+        }
+    }
+    qsort(lat, (size_t)r.n, sizeof lat[0], by_value);
+    if (r.n > 0) {
+        r.p50 = lat[r.n / 2];
+        r.p99 = lat[(r.n * 99 + 99) / 100 - 1];
+        r.max = lat[r.n - 1];
+    }
+    return r;
+}
+
+static void print_probe(const probe_t *r, const char *during)
+{
+    printf("other client during %s: %d probes, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", during,
+           r->n, r->p50 * 1e3, r->p99 * 1e3, r->max * 1e3);
+}
+
+/* "after K of the N control steps asked": K, or -1. */
+static long long steps_done(const char *message, unsigned long long asked)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, " of the %llu control steps", asked);
+    const char *at = strstr(message, pat), *p = at;
+    if (!at)
+        return -1;
+    while (p > message && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p < at ? atoll(p) : -1;
+}
+
+/* The next Response on a raw DEALER (pipelined requests), or NULL. */
+static Robosim__V1__Response *recv_reply(void *sock)
+{
+    static uint8_t buf[1 << 20];
+    int n = zmq_recv(sock, buf, sizeof buf, 0);
+    size_t len = (size_t)n < sizeof buf ? (size_t)n : sizeof buf;
+    return n > 0 ? robosim__v1__response__unpack(NULL, len, buf) : NULL;
+}
+
+#endif
