@@ -445,7 +445,7 @@ static void test_every_preset(void)
             rs_world_destroy(&w);
             continue;
         }
-        scenario_t sc = {*name, *name, NULL, 0, {0}, 5, NULL, 0, 0, NULL};
+        scenario_t sc = {*name, *name, NULL, 0, {0}, 2, NULL, 0, 0, NULL};
         for (int e = 0, a = 0; e < m->nentities; e++)
             for (int k = 0; k < m->ent[e].nu; k++, a++) {
                 double hi = m->ent[e].robot->actuators[k].upper;
