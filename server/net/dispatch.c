@@ -957,7 +957,11 @@ static void batch_step(void *ctx, size_t j, int worker)
     if (it->phase == RS_ITEM_NEW) {
         rs_status_t st;
         rs_status_clear(&st);
-        int rc = apply_step_commands(run->s, w, sp, &it->asked, &st);
+        int rc = sp->jacobian || sp->n_jacobian_params
+                     ? rs_fail(&st, RS_EUNIMPL,
+                               "Step.jacobian is not served in a StepBatch; send the Step on "
+                               "its own")
+                     : apply_step_commands(run->s, w, sp, &it->asked, &st);
         if (rc < 0)
             item_fail(it, rc, st.message);
     }

@@ -80,3 +80,17 @@ def test_task_world_jacobian(client):
     n = sum(len(e["state"]) for e in s["entities"].values())
     assert j["differentiable"] and j["state"].shape == (n, n)
     assert np.all(np.isfinite(j["state"])) and np.abs(j["commands"]).max() > 0
+
+
+def test_step_batch_item_with_jacobian_refused(client):
+    """A StepBatch does not serve Jacobians: its item says so (UNIMPLEMENTED), the others run."""
+    from robosim._proto import pb
+    a, b = client.create_world("finger"), client.create_world("finger")
+    msg = pb.StepBatch()
+    msg.items.items.add(world_id=a, token=client._tokens[a], step=pb.Step(steps=1, jacobian=True))
+    msg.items.items.add(world_id=b, token=client._tokens[b], step=pb.Step(steps=1))
+    r = client._call("step_batch", msg)
+    first, second = r.results
+    assert first.WhichOneof("result") == "error" and first.error.code == 7  # UNIMPLEMENTED
+    assert "StepBatch" in first.error.message
+    assert second.WhichOneof("result") == "state" and second.state.step_count == 1
