@@ -436,6 +436,32 @@ static void print_state(const Robosim__V1__State *s, const Robosim__V1__Spec *sp
 }
 
 /* Print a State reply (text needs the spec for the variable names). */
+/* A Step's Jacobian as rows: d x(after) / d (x(before), u, params). */
+static void print_jacobian(const Robosim__V1__Jacobian *j)
+{
+    if (!j->differentiable) {
+        printf("jacobian: not differentiable: %s\n", j->not_differentiable);
+        return;
+    }
+    size_t n = j->n, m = j->m, q = j->n_params;
+    printf("jacobian (d x_after / d [x_before (%zu) | commands (%zu)", n, m);
+    for (size_t k = 0; k < q; k++)
+        printf(" | %s", j->params[k]);
+    printf("]):\n");
+    for (size_t i = 0; i < n; i++) {
+        printf(" ");
+        for (size_t k = 0; k < n; k++)
+            printf(" %12.6g", j->state[i * n + k]);
+        printf("  |");
+        for (size_t k = 0; k < m; k++)
+            printf(" %12.6g", j->commands[i * m + k]);
+        printf("  |");
+        for (size_t k = 0; k < q; k++)
+            printf(" %12.6g", j->param_columns[i * q + k]);
+        putchar('\n');
+    }
+}
+
 static void show_state(cli_t *cli, const Robosim__V1__State *s)
 {
     if (cli->json) {
@@ -752,9 +778,16 @@ static void cmd_step(cli_t *cli)
     size_t ncmds = 0, naction = 0, nparts = 0;
     double *action = NULL;
     Robosim__V1__StatePart parts[8];
+    const char **jparams = xcalloc((size_t)cli->argc + 1, sizeof *jparams);
+    size_t njparams = 0;
+    int jacobian = 0;
     for (int i = 0; i < cli->argc; i++) {
         const char *v;
-        if ((v = opt_value(cli->argc, cli->argv, &i, "--action"))) {
+        if (strcmp(cli->argv[i], "--jacobian") == 0) {
+            jacobian = 1;
+        } else if ((v = opt_value(cli->argc, cli->argv, &i, "--jacobian-param"))) {
+            jparams[njparams++] = v;
+        } else if ((v = opt_value(cli->argc, cli->argv, &i, "--action"))) {
             action = parse_list(v, &naction, "--action");
         } else if ((v = opt_value(cli->argc, cli->argv, &i, "--parts"))) {
             nparts = parse_parts(v, parts, sizeof parts / sizeof parts[0]);
@@ -783,10 +816,14 @@ static void cmd_step(cli_t *cli)
     rsc_error_t err;
     Robosim__V1__State *s = NULL;
     rsc_step_opts_t o = {.steps = steps, .duration = duration, .cmds = cmds, .ncmds = ncmds,
-                         .action = action, .naction = naction, .parts = parts, .nparts = nparts};
+                         .action = action, .naction = naction, .parts = parts, .nparts = nparts,
+                         .jacobian = jacobian, .jacobian_params = jparams,
+                         .njacobian_params = njparams};
     if (rsc_step_with(client(cli), cli->world, &o, &s, &err) != 0)
         fail(&err);
     show_state(cli, s);
+    if (s->jacobian && !cli->json)
+        print_jacobian(s->jacobian);
     rsc_free(s);
 }
 
@@ -1581,10 +1618,12 @@ static const command_t commands[] = {
      "parameters; the task's observation and action when the world runs one", 0},
     {"reset", cmd_reset, "[--seed N]", "back to the initial state (reseeded with N if given)", 1},
     {"step", cmd_step,
-     "[--steps N | --duration S] [--cmd ENTITY=v1,v2]... [--action v1,v2,...] [--parts P,...]",
+     "[--steps N | --duration S] [--cmd ENTITY=v1,v2]... [--action v1,v2,...] [--parts P,...] "
+     "[--jacobian] [--jacobian-param ENTITY.PARAM]...",
      "apply the commands (or, in a task world, the action), then advance N control steps or S "
      "seconds (default: 1 step); prints the state, events and task step. --parts narrows the "
-     "reply to some of state, sensors, events, task, stats", 1},
+     "reply to some of state, sensors, events, task, stats; --jacobian also prints the Step's "
+     "derivatives with respect to the state before it, the commands and each --jacobian-param", 1},
     {"step-batch", cmd_step_batch, "[--steps N] WORLD[:TOKEN][=v1,v2,...]...",
      "step many worlds of one shape in one columnar request (StepBatch.arrays), N control steps "
      "each (default 1); each world's values are its action (task worlds) or all its actuator "

@@ -894,6 +894,9 @@ int rsc_step_with(rsc_client_t *c, uint64_t world_id, const rsc_step_opts_t *o,
         op.action = (double *)o->action;
         op.n_parts = o->nparts;
         op.parts = (Robosim__V1__StatePart *)o->parts;
+        op.jacobian = o->jacobian != 0 || o->njacobian_params > 0;
+        op.n_jacobian_params = o->njacobian_params;
+        op.jacobian_params = (char **)o->jacobian_params;
         rc = CALL_OP(c, world_id, STEP, &op, out, err);
     }
     free(msgs);

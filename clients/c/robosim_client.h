@@ -258,8 +258,8 @@ int rsc_step_action(rsc_client_t *c, uint64_t world_id, uint32_t steps, const do
                     size_t naction, Robosim__V1__State **out, rsc_error_t *err);
 
 /* Everything a Step can carry (protocol 1.2): steps or duration (exactly one), commands or a
- * task world's action, and the parts of State the reply should carry (Step.parts: values of
- * Robosim__V1__StatePart; none = all). */
+ * task world's action, the parts of State the reply should carry (Step.parts: values of
+ * Robosim__V1__StatePart; none = all), and whether to compute the Step's Jacobian. */
 typedef struct rsc_step_opts {
     uint32_t steps;
     double duration;
@@ -269,6 +269,11 @@ typedef struct rsc_step_opts {
     size_t naction;
     const Robosim__V1__StatePart *parts;
     size_t nparts;
+    /* Step.jacobian: the reply's State.jacobian holds the Step's derivatives with respect to
+     * the state before it, the commands and the parameters named in jacobian_params */
+    int jacobian;
+    const char *const *jacobian_params;
+    size_t njacobian_params;
 } rsc_step_opts_t;
 
 /* The general Step (rsc_step and rsc_step_action are shorthands for it). */

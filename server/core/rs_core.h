@@ -222,11 +222,27 @@ typedef struct rs_entity_data {
 
 typedef struct rs_integrator rs_integrator_t; /* opaque: ARKODE memory lives in integrator.c */
 
+/* What a step tells an observer of its hybrid structure (the Jacobian of a Step,
+ * rs_sensitivity.h): before and after each discrete map (RS_STEP_MAP_BEGIN: a control step's
+ * start, settle, step_begin and advance; RS_STEP_MAP_JUMP: the jump maps of the guards `fired`
+ * at an event), and the flow up to d->t. Function pointers, so the stepping code calls no
+ * observer's code by name. */
+enum { RS_STEP_MAP_BEGIN, RS_STEP_MAP_JUMP };
+typedef struct rs_step_hooks {
+    void (*map_begin)(void *ctx, const struct rs_model *m, const struct rs_data *d);
+    void (*map_end)(void *ctx, const struct rs_model *m, const struct rs_data *d, int kind,
+                    const int *fired, double dt);
+    void (*flow)(void *ctx, const struct rs_model *m, const struct rs_data *d);
+    void *ctx;
+} rs_step_hooks_t;
+
 typedef struct rs_data {
     RS_DATA_FIELDS(RS_DATA_MEMBER)    /* time, grid, rng, x, u, u_eff, sensors, ... (above) */
     rs_schedule_t *sched;             /* model->nu schedules (field "schedules") */
     struct rs_motion_spec *spec;      /* the motion specification in force, or NULL (field
                                          "motion_spec"; rs_motion_spec.h) */
+    const struct rs_step_hooks *hooks; /* called at a step's maps and flows while a Step's
+                                          Jacobian is computed (rs_sensitivity.h), or NULL */
     int nsched[RS_MAX_ENTITIES];      /* scheduled actuators per entity (derived) */
     rs_integrator_t *integ;
     int digest_later;                 /* a task's step: its caller folds the state into the
@@ -422,6 +438,7 @@ typedef struct rs_world {
     rs_data_t *data;
     const rs_task_t *task; /* the task the world runs as an episode (rs_task.h), or NULL */
     rs_task_bind_t task_bind; /* the task's names resolved in `model` (with task) */
+    struct rs_randomize *randomize; /* parameters drawn at each reset (rs_randomize.h), or NULL */
 } rs_world_t;
 
 /* Create a world from a preset with overrides, reset with `seed`. NULL on failure. */

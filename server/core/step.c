@@ -278,7 +278,14 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
             if (rc == 1) { /* guards fired at t */
                 d->t = t;
                 remember_step_size(m, d);
+                if (d->hooks) { /* a Jacobian: the flow up to the event, then the jump's */
+                    d->hooks->flow(d->hooks->ctx, m, d);
+                    d->hooks->map_begin(d->hooks->ctx, m, d);
+                }
                 apply_jumps(m, d);
+                if (d->hooks)
+                    d->hooks->map_end(d->hooks->ctx, m, d, RS_STEP_MAP_JUMP,
+                                      rs_integrator_fired(d->integ), 0.0);
                 if ((rc = entities_failure(m, d, st)) < 0)
                     return rc;
                 if (d->step_events > MAX_EVENTS_PER_CONTROL_STEP)
@@ -301,6 +308,8 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                 return rc;
             d->t = tstop;
             remember_step_size(m, d);
+            if (d->hooks)
+                d->hooks->flow(d->hooks->ctx, m, d);
             break;
         }
     }
@@ -332,6 +341,8 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
         if (rc < 0)
             return rc;
     }
+    if (d->hooks) /* a Jacobian: the maps at the step's start */
+        d->hooks->map_begin(d->hooks->ctx, m, d);
     if (d->dirty)
         settle_all(m, d);
     for (int e = 0; e < m->nentities; e++) {
@@ -342,6 +353,8 @@ static int control_step(const rs_model_t *m, rs_data_t *d, rs_status_t *st)
             em->robot->advance(em, &d->ent[e], d->t, d->x + em->x_off,
                                commands_at(m, d, e, d->t), dt);
     }
+    if (d->hooks)
+        d->hooks->map_end(d->hooks->ctx, m, d, RS_STEP_MAP_BEGIN, NULL, dt);
     int rc = entities_failure(m, d, st);
     if (rc < 0 || (rc = integrate_to(m, d, t1, st)) < 0 || (rc = entities_failure(m, d, st)) < 0)
         return rc;

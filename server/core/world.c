@@ -2,6 +2,7 @@
  * reset and destroyed as one. */
 #include "rs_data.h"
 #include "rs_integrator.h"
+#include "rs_randomize.h"
 #include "rs_robot.h"
 #include "rs_task.h"
 
@@ -39,6 +40,7 @@ void rs_world_destroy(rs_world_t **pw)
         return;
     rs_data_destroy(&w->data);
     rs_model_release(&w->model);
+    rs_randomize_free(&w->randomize);
     free(w);
     *pw = NULL;
 }
@@ -147,7 +149,17 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
 
 int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
 {
-    int rc = rs_reset(w->model, w->data, seed, st);
+    int rc;
+    /* randomized parameters: the model rebuilt with this seed's draws, checked against the
+     * data reset under the old one, then the reset proper under the new one */
+    if (w->randomize) {
+        const rs_param_t *drawn;
+        size_t n = rs_randomize_draw(w->randomize, w->model, seed, &drawn);
+        if ((rc = rs_reset(w->model, w->data, seed, st)) < 0 ||
+            (rc = rs_world_set_params(w, drawn, n, st)) < 0)
+            return rc;
+    }
+    rc = rs_reset(w->model, w->data, seed, st);
     if (rc < 0 || !w->task)
         return rc;
     return rs_world_start_episode(w, st);

@@ -179,6 +179,8 @@ Robosim__V1__State *rs_codec_state(rs_arena_t *a, uint64_t id, const rs_world_t 
     s->stats = stats;
     if (w->task && !(s->task = task_step(a, w)))
         return NULL;
+    if (rs_codec_state_randomized(a, s, w) < 0)
+        return NULL;
     if (d->spec) {
         /* the specification's readouts, in MotionSpecReply's order */
         int ne = rs_motion_spec_nevaluators(d->spec), nc = rs_motion_spec_ncontrollers(d->spec);
@@ -342,6 +344,8 @@ Robosim__V1__Spec *rs_codec_spec(rs_arena_t *a, uint64_t id, const rs_world_t *w
             return NULL;
         sp->task = ts;
     }
+    if (rs_codec_spec_randomize(a, sp, w) < 0)
+        return NULL;
     return sp;
 }
 

@@ -2,6 +2,8 @@
  * everything before it changes anything, so a refused request leaves the world as it was. */
 #include "rs_build_info.h"
 #include "rs_codec.h"
+#include "rs_randomize.h"
+#include "rs_sensitivity.h"
 #include "rs_log.h"
 #include "rs_montecarlo.h"
 #include "rs_motion_spec.h"
@@ -309,6 +311,15 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
             : rs_world_new(c->preset, params, c->n_params, c->seed, st);
     if (!world)
         return st->code;
+    if (c->n_randomize) { /* the first episode draws them too */
+        rs_randomize_item_t *items = rs_codec_randomize_items(&s->arena, c->randomize,
+                                                              c->n_randomize);
+        if (!items || rs_world_set_randomize(world, items, c->n_randomize, st) < 0 ||
+            rs_world_reset(world, c->seed, st) < 0) {
+            rs_world_destroy(&world);
+            return items ? st->code : OOM(st);
+        }
+    }
     world_slot_t *slot = add_world(s, world, st);
     if (!slot)
         return st->code;
@@ -369,6 +380,16 @@ static int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
     rs_world_t *world = w->world;
     uint64_t seed = r->seed_given_case == ROBOSIM__V1__RESET__SEED_GIVEN_SEED ? r->seed
                                                                              : world->data->seed;
+    if (r->n_randomize && r->randomize_clear)
+        return rs_fail(st, RS_EINVAL, "Reset sets both randomize and randomize_clear; set one");
+    if (r->n_randomize || r->randomize_clear) {
+        rs_randomize_item_t *items = rs_codec_randomize_items(&s->arena, r->randomize,
+                                                              r->n_randomize);
+        if (!items)
+            return OOM(st);
+        if (rs_world_set_randomize(world, items, r->n_randomize, st) < 0)
+            return st->code;
+    }
     int rc = rs_world_reset(world, seed, st); /* a task world starts a new episode */
     if (rc < 0)
         return rc;
@@ -794,12 +815,49 @@ static int step_take_back(rs_server_t *s, world_slot_t *w, rs_status_t *st)
  * (the fuse, see run_control_steps) sends the rest of the Step to the stepper thread, and so
  * does a world known slow; the world's other requests wait for it. In-process it runs to its end
  * (or its budget). */
+/* A Step with its Jacobian (Step.jacobian): in one piece, the sensitivity attached to the
+ * world's data for its duration (rs_sensitivity.h). */
+static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
+                              Robosim__V1__Response *rp, rs_status_t *st)
+{
+    rs_world_t *world = w->world;
+    uint64_t n;
+    rs_sens_t *sens = rs_sens_new(world->model, world->data,
+                                  (const char *const *)sp->jacobian_params,
+                                  sp->n_jacobian_params, st);
+    if (!sens)
+        return st->code;
+    int rc = apply_step_commands(s, w, sp, &n, st);
+    if (rc == 0) {
+        world->data->hooks = rs_sens_hooks(sens);
+        rc = world->task || sp->n_action
+                 ? rs_world_task_step(world, sp->action, sp->n_action, n, st)
+                 : rs_step(world->model, world->data, n, st);
+        world->data->hooks = NULL;
+    }
+    Robosim__V1__State *state = NULL;
+    Robosim__V1__Jacobian *jac = NULL;
+    if (rc == 0 && (rc = step_state(w, &s->arena, &state, st)) == 0 &&
+        !(jac = rs_codec_jacobian(&s->arena, sens, sp->jacobian_params, st)))
+        rc = st->code;
+    rs_sens_destroy(&sens);
+    if (rc < 0)
+        return rc;
+    rs_stream_offer(s, w, state); /* watchers see the state, not the Jacobian */
+    state->jacobian = jac;
+    keep_parts(state, sp);
+    REPLY(rp, step, STEP, state);
+    return 0;
+}
+
 static int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
     const Robosim__V1__Step *sp = rq->step;
     int rc;
+    if (sp->jacobian || sp->n_jacobian_params)
+        return step_with_jacobian(s, w, sp, rp, st);
     if (c->off_job) {
         if ((rc = step_take_back(s, w, st)) < 0)
             return rc;
@@ -937,7 +995,11 @@ static void batch_step(void *ctx, size_t j, int worker)
     if (it->phase == RS_ITEM_NEW) {
         rs_status_t st;
         rs_status_clear(&st);
-        int rc = apply_step_commands(run->s, w, sp, &it->asked, &st);
+        int rc = sp->jacobian || sp->n_jacobian_params
+                     ? rs_fail(&st, RS_EUNIMPL,
+                               "Step.jacobian is not served in a StepBatch; send the Step on "
+                               "its own")
+                     : apply_step_commands(run->s, w, sp, &it->asked, &st);
         if (rc < 0)
             item_fail(it, rc, st.message);
     }
@@ -1437,6 +1499,7 @@ static void arrays_rows(arrays_run_t *run, size_t i, rs_arena_t *a)
         out->truncated[i] = view.truncated;
         memcpy(out->info + i * out->info_size, view.info, out->info_size * sizeof(double));
     }
+    rs_codec_arrays_randomized_row(out, i, world);
 }
 
 /* A worker runs world jobs[j] for a slice and, once its Step is over, writes its rows. */
@@ -1587,7 +1650,8 @@ static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, 
     out->digests.data = rs_arena_alloc(a, n * RS_DIGEST_BYTES + 1);
     if (!out->digests.data || !out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
         !out->sensors || !out->observation || !out->reward || !out->terminated ||
-        !out->truncated)
+        !out->truncated ||
+        rs_codec_arrays_randomized_new(a, out, like ? like->world : NULL, n) < 0)
         return NULL;
     return out;
 }

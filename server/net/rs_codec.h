@@ -23,4 +23,24 @@ rs_param_t *rs_codec_params(rs_arena_t *a, Robosim__V1__Param *const *params, si
  * NULL when out of memory. */
 Robosim__V1__MotionSpecReply *rs_codec_motion_spec(rs_arena_t *a, const rs_world_t *w);
 
+/* Randomized parameters (randomize_codec.c). The request's samplers as core items (pointing
+ * into the request; NULL when out of memory). */
+struct rs_randomize_item *rs_codec_randomize_items(rs_arena_t *a,
+                                                   Robosim__V1__Sampler *const *s, size_t n);
+/* State.randomized and Spec.randomize of world w (nothing when it has none): 0 or -1 (memory). */
+int rs_codec_state_randomized(rs_arena_t *a, Robosim__V1__State *s, const rs_world_t *w);
+int rs_codec_spec_randomize(rs_arena_t *a, Robosim__V1__Spec *sp, const rs_world_t *w);
+/* BatchArraysReply.randomized_items from world `like` and NaN rows for nworlds (0 or -1), and
+ * world i's row from w (NULL: NaN). */
+int rs_codec_arrays_randomized_new(rs_arena_t *a, Robosim__V1__BatchArraysReply *out,
+                                   const rs_world_t *like, size_t nworlds);
+void rs_codec_arrays_randomized_row(Robosim__V1__BatchArraysReply *out, size_t i,
+                                    const rs_world_t *w);
+
+/* State.jacobian from a Step's sensitivity (jacobian_codec.c); NULL with st set when the
+ * propagation failed or memory ran out. params: the Step's parameter names (kept by pointer). */
+struct rs_sens;
+Robosim__V1__Jacobian *rs_codec_jacobian(rs_arena_t *a, struct rs_sens *sens,
+                                         char *const *params, rs_status_t *st);
+
 #endif

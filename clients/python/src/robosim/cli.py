@@ -189,7 +189,8 @@ def main(argv=None):
     pl.add_argument("--policy", default="robosim.baselines:auto", help="module:callable")
     pl.add_argument("--seed", type=int, default=0)
     pl.set_defaults(fn=cmd_plot)
-    from . import record, verify, view
+    from . import fit, record, verify, view
+    fit.add_parser(sub)
     record.add_parsers(sub)
     verify.add_parser(sub)
     view.add_parser(sub)
@@ -225,7 +226,7 @@ def main(argv=None):
 
 # the optional packages and the extra that installs each (pyproject.toml)
 EXTRAS = {"matplotlib": "plot", "PIL": "plot", "tqdm": "plot", "mcap": "record",
-          "mcap_protobuf": "record", "aiohttp": "view"}
+          "mcap_protobuf": "record", "aiohttp": "view", "scipy": "fit"}
 
 
 if __name__ == "__main__":

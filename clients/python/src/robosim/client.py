@@ -117,7 +117,8 @@ def state_dict(s):
     get_motion_spec's evaluators / controllers order), active_motion, commands). stats is None
     when a Step asked for parts without "stats". digest: the world's state digest (64 hex
     digits; equal digests certify bit-identical histories since creation or reset; "" from a
-    server that predates it); seed: that of the world's last reset or creation."""
+    server that predates it); seed: that of the world's last reset or creation. randomized:
+    {item: value} of the parameters the world's last reset drew (create_world's randomize)."""
     spec = None
     if s.spec_errors or s.spec_outputs or s.spec_commands:
         spec = {"errors": _f64(s.spec_errors), "outputs": _f64(s.spec_outputs),
@@ -145,7 +146,24 @@ def state_dict(s):
                       "normal": list(c.normal), "mean_force": list(c.mean_force)}
                      for c in s.contacts],
         "spec": spec,
+        "randomized": {d.item: d.value for d in s.randomized},
+        "jacobian": jacobian_dict(s.jacobian) if s.HasField("jacobian") else None,
     }
+
+
+def jacobian_dict(j):
+    """A Jacobian message as a dict: "state" (n x n), "commands" (n x m) numpy arrays, "params"
+    {name: n-vector}, "differentiable" and, when it is False, "not_differentiable" (why; the
+    arrays are then None)."""
+    if not j.differentiable:
+        return {"state": None, "commands": None, "params": None, "differentiable": False,
+                "not_differentiable": j.not_differentiable}
+    n, m, q = j.n, j.m, len(j.params)
+    cols = np.array(j.param_columns, dtype=np.float64).reshape(n, q)
+    return {"state": np.array(j.state, dtype=np.float64).reshape(n, n),
+            "commands": np.array(j.commands, dtype=np.float64).reshape(n, m),
+            "params": {name: cols[:, k].copy() for k, name in enumerate(j.params)},
+            "differentiable": True, "not_differentiable": ""}
 
 
 def spec_dict(sp):
@@ -153,7 +171,8 @@ def spec_dict(sp):
     sensors (lists of var dicts: name, unit, lower, upper, size, doc), params {name: dict},
     modes, event_kinds, base_pose [x m, y m, theta rad]: the entity's base frame in the world
     frame}}, world_params {name: dict}, task (dict or None: name, observation,
-    action, max_episode_steps, reward, doc)."""
+    action, max_episode_steps, reward, doc), randomize {item: "dist(a, b)"}: the parameters
+    drawn at each reset."""
     out = {
         "world": world_info_dict(sp.world),
         "entities": {e.name: {"kind": e.kind,
@@ -166,6 +185,7 @@ def spec_dict(sp):
                               "base_pose": list(e.base_pose)} for e in sp.entities},
         "world_params": {p.name: _param_spec(p) for p in sp.world_params},
         "task": None,
+        "randomize": {r.item: "%s(%r, %r)" % (r.dist, r.a, r.b) for r in sp.randomize},
     }
     if sp.HasField("task"):
         t = sp.task
@@ -305,14 +325,30 @@ def _samplers(samplers):
     return out
 
 
+def randomize_samplers(randomize):
+    """Sampler messages for randomized parameters: {"finger.static_friction": "uniform(0.5,
+    1.5)", "arm.link_mass[1]": ("normal", 1.0, 0.1), ...} or strings "item ~ dist(a, b)"
+    (the Monte Carlo samplers' syntax)."""
+    if not randomize:
+        return []
+    flat = []
+    items = randomize.items() if isinstance(randomize, dict) else [(t, None) for t in randomize]
+    for item, v in items:
+        flat.extend(_samplers(["%s ~ %s" % (item, v)] if isinstance(v, str)
+                              else [item] if v is None else {item: v}))
+    return [pb.Sampler(item=item, dist=dist, a=a, b=b) for item, dist, a, b in flat]
+
+
 # Step.parts by name (protocol 1.2): what a Step's reply carries besides time and step_count.
 STATE_PARTS = {"state": 1, "sensors": 2, "events": 3, "task": 4, "stats": 5}
 
 
-def _step_msg(steps=None, duration=None, commands=None, action=None, parts=None):
+def _step_msg(steps=None, duration=None, commands=None, action=None, parts=None,
+              jacobian=False, jacobian_params=None):
     if steps is not None and duration is not None:
         raise ValueError("give steps or duration, not both (Step.length is a oneof)")
-    msg = pb.Step(commands=_commands(commands))
+    msg = pb.Step(commands=_commands(commands), jacobian=bool(jacobian or jacobian_params),
+                  jacobian_params=list(jacobian_params or []))
     if duration is not None:
         msg.duration = float(duration)
     else:
@@ -516,14 +552,19 @@ class Client:
         return [world_info_dict(w) for w in self._call("list_worlds", pb.ListWorlds()).worlds]
 
     def create_world(self, preset: str = "", params: Optional[dict] = None, seed: int = 0,
-                     task: str = "", task_document: Union[str, dict, None] = None) -> int:
+                     task: str = "", task_document: Union[str, dict, None] = None,
+                     randomize: Optional[dict] = None) -> int:
         """Create a world (from a preset, or a task's own preset) and return its id; the
         controller token is kept. params: {"entity.name": values} or [(entity, name, values)].
         task_document: a declared task (JSON text or a dict) registered on the server and run
-        (task may then be "" or its name)."""
+        (task may then be "" or its name).
+        randomize: parameters drawn at every reset from the reset's seed, e.g.
+        {"finger.static_friction": "uniform(0.5, 1.5)", "finger.object_mass": "normal(1, 0.1)"}
+        (see randomize_samplers); each reset's draws are in its State["randomized"]."""
         r = self._call("create_world", pb.CreateWorld(
             preset=preset, params=_params(params), seed=int(seed), task=task,
-            task_document=task_document_text(task_document) if task_document else ""))
+            task_document=task_document_text(task_document) if task_document else "",
+            randomize=randomize_samplers(randomize)))
         return self._keep(r)
 
     def register_task(self, document: Union[str, dict]) -> str:
@@ -541,22 +582,36 @@ class Client:
         """The world's Spec as a dict (see spec_dict)."""
         return spec_dict(self._call("get_spec", pb.GetSpec(), world_id))
 
-    def reset(self, world_id: int, seed: Optional[int] = None) -> dict:
-        """Reset (reseeded when seed is given, else with the world's last seed); the State."""
+    def reset(self, world_id: int, seed: Optional[int] = None,
+              randomize: Optional[dict] = None) -> dict:
+        """Reset (reseeded when seed is given, else with the world's last seed); the State.
+        randomize: replace the world's randomized parameters before this reset draws them (as
+        create_world's); {} removes them."""
         msg = pb.Reset() if seed is None else pb.Reset(seed=int(seed))
+        if randomize is not None:
+            if randomize:
+                msg.randomize.extend(randomize_samplers(randomize))
+            else:
+                msg.randomize_clear = True
         return state_dict(self._call("reset", msg, world_id))
 
     def step(self, world_id: int, steps: Optional[int] = None,
              duration: Optional[float] = None, commands: Optional[dict] = None,
-             action: Any = None, parts: Any = None) -> dict:
+             action: Any = None, parts: Any = None, jacobian: bool = False,
+             jacobian_params: Optional[list] = None) -> dict:
         """Advance `steps` control steps (default 1) or `duration` seconds, after applying
         `commands` ({entity: values}) or, for a task world, `action`; the State. parts: the
         parts of the State wanted (names of STATE_PARTS: "state", "sensors", "events", "task",
-        "stats"); None for all; the others come back empty."""
+        "stats"); None for all; the others come back empty. jacobian: also the Step's
+        derivatives, State["jacobian"] (see jacobian_dict): the state after it with respect to
+        the state before it ("state", n x n, the entities' states in spec order), the commands
+        ("commands", n x m, all actuators in spec order, held over the Step) and the parameters
+        named in jacobian_params ("params", {"finger.static_friction": n-vector, ...}),
+        through the Step's contact events (hybrid formulation)."""
         if (action is not None and commands is None and duration is None and steps in (None, 1)
-                and parts is None):
+                and parts is None and not jacobian and not jacobian_params):
             return state_dict(self.step_msg(world_id, action))  # the common case, fast
-        msg = _step_msg(steps, duration, commands, action, parts)
+        msg = _step_msg(steps, duration, commands, action, parts, jacobian, jacobian_params)
         return state_dict(self._call("step", msg, world_id))
 
     def step_msg(self, world_id, action):
@@ -741,6 +796,8 @@ class Client:
                "digest": [r.digests[32 * i:32 * i + 32].hex() for i in range(n)]
                          if len(r.digests) == 32 * n else [""] * n,
                "events": np.array(r.events, dtype=np.int64),
+               "randomized_items": list(r.randomized_items),
+               "randomized": rows(r.randomized, len(r.randomized_items)),
                "state": rows(r.state, r.state_size),
                "sensors": rows(r.sensors, r.sensor_size),
                "errors": {e.index: RobosimError(e.error.code, e.error.message, self.endpoint)

@@ -162,7 +162,10 @@ class RobosimEnv(gym.Env):
 
     task: the task name ("FingerPush-v0"). endpoint: "tcp://host:port" of a running server;
     None: $ROBOSIM_ENDPOINT, else a local robosim-server (stopped by close()). params:
-    parameter overrides for CreateWorld ({"entity.name": values}). timeout: seconds per request.
+    parameter overrides for CreateWorld ({"entity.name": values}). randomize: parameters drawn
+    at every reset, from the reset's seed (so a seed fixes the episode's physics), e.g.
+    {"finger.static_friction": "uniform(0.5, 1.5)"} (the Monte Carlo samplers' syntax, uniform
+    or normal); reset's info["randomized"] holds the draws. timeout: seconds per request.
     max_episode_steps: the server's episode limit for this world (None: the task's).
     server_time_limit: False lifts the server's limit (gym.make's TimeLimit truncates instead;
     the registration sets it).
@@ -182,7 +185,8 @@ class RobosimEnv(gym.Env):
                  timeout: float = 10.0, client: Optional[Client] = None,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None) -> None:
+                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None,
+                 randomize: Optional[dict] = None) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
         self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
@@ -190,7 +194,7 @@ class RobosimEnv(gym.Env):
                                max_episode_steps=max_episode_steps, clip_actions=clip_actions,
                                normalize_actions=normalize_actions,
                                server_time_limit=server_time_limit, dtype=dtype,
-                               task_document=task_document)
+                               task_document=task_document, randomize=randomize)
         self._dtype = space_dtype(dtype)
         self.task = task
         self.render_mode = render_mode
@@ -217,7 +221,8 @@ class RobosimEnv(gym.Env):
             self._finalizer = weakref.finalize(
                 self, _release, client if self._owns_client else None, self._server)
             self.world_id = client.create_world(task=task, params=params, seed=0,
-                                                task_document=task_document)
+                                                task_document=task_document,
+                                                randomize=randomize)
             self.world_spec = client.get_spec(self.world_id)
             if task not in TASK_LIMITS:  # the task's own limit, for its registration
                 TASK_LIMITS[task] = (self.world_spec["task"]["max_episode_steps"]
@@ -255,6 +260,8 @@ class RobosimEnv(gym.Env):
             self._info_keys = list(self._msg.task.info_keys)
         info = _msg_info(self._msg, self._sensor_list, self._info_keys)
         info["seed"] = server_seed
+        if self._msg.randomized:
+            info["randomized"] = {d.item: d.value for d in self._msg.randomized}
         return _obs(self._msg, self._nobs, self._dtype), info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict]:

@@ -52,7 +52,10 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
     """num_envs worlds of `task`. endpoint: a running server (None: $ROBOSIM_ENDPOINT, else a
     local one sized for num_envs worlds). autoreset_mode: an AutoresetMode or its name
     ("next_step", "same_step", "disabled"). max_episode_steps: the episode limit (None: the
-    task's). clip_actions / normalize_actions / dtype: as RobosimEnv."""
+    task's). clip_actions / normalize_actions / dtype / randomize: as RobosimEnv (each
+    sub-environment draws its randomized parameters from its own reset seed; the draws are in
+    the reset's infos["randomized"], {item: array over the sub-environments}, masked like the
+    other infos)."""
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
@@ -62,7 +65,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                  autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
-                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None) -> None:
+                 dtype: Any = np.float32, task_document: Union[str, dict, None] = None,
+                 randomize: Optional[dict] = None) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
@@ -94,7 +98,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                         "server_version"], ", ".join(missing)), endpoint)
             for _ in range(self.num_envs):
                 self.world_ids.append(self.client.create_world(
-                    task=task, params=params, task_document=task_document))
+                    task=task, params=params, task_document=task_document,
+                    randomize=randomize))
             self.world_spec = self.client.get_spec(self.world_ids[0])
         except BaseException:
             self.close()
@@ -157,6 +162,18 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         put("time", r["time"], np.float64)
         return infos
 
+    def _put_randomized(self, infos, r, mask):
+        """The draws of the sub-environments in mask (those just reset) into infos."""
+        if not r["randomized_items"]:
+            return
+        sub = {}
+        for k, item in enumerate(r["randomized_items"]):
+            full = np.zeros(self.num_envs, dtype=np.float64)
+            full[mask] = r["randomized"][:, k] if len(r["randomized"]) == mask.sum() \
+                else r["randomized"][mask, k]
+            sub[item] = full
+        infos["randomized"], infos["_randomized"] = sub, mask.copy()
+
     # -- gymnasium API
 
     def reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None,
@@ -191,6 +208,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         full = np.zeros(self.num_envs, dtype=np.uint64)
         full[mask] = server_seeds[mask]
         infos["seed"], infos["_seed"] = full, mask.copy()
+        self._put_randomized(infos, r, mask)
         return self._obs.copy(), infos
 
     def step(self, actions: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -215,6 +233,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         ended = terminated | truncated
         if resetting is not None:
             infos["seed"], infos["_seed"] = seeds, resetting
+            self._put_randomized(infos, r, resetting)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP:
             self._needs_reset = ended
         elif self.autoreset_mode == AutoresetMode.SAME_STEP and ended.any():
@@ -223,10 +242,13 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             for i in np.flatnonzero(ended):
                 final_obs[i] = obs[i].copy()
                 final_info[i] = {k: v[i] for k, v in infos.items() if not k.startswith("_")}
+            seeds = self._seeds(ended)
             rr = self._batch(ended, reset=np.ones(int(ended.sum()), dtype=bool),
-                             seeds=self._seeds(ended)[ended])
+                             seeds=seeds[ended])
             obs = obs.copy()
             obs[ended] = rr["observation"]  # cast to obs's dtype
+            infos["seed"], infos["_seed"] = seeds, ended.copy()
+            self._put_randomized(infos, rr, ended)
             infos.update(final_obs=final_obs, _final_obs=ended.copy(), final_info=final_info,
                          _final_info=ended.copy())
         self._obs = obs

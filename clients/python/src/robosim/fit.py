@@ -1,0 +1,291 @@
+"""Fitting a world's physical parameters to a recorded run (system identification), with the
+server doing the rollouts and their derivatives.
+
+The recorded run is states x_0 .. x_K at the control steps of a world started from known
+initial conditions, and the commands u_0 .. u_{K-1} held over each step. For a guess p of the
+parameters the server replays the commands from the same start, one control step per request
+with the step's Jacobian (Client.step(jacobian=True)), and the sensitivities
+S_k = dx_k / dp follow from S_{k+1} = (dx_{k+1}/dx_k) S_k + dx_{k+1}/dp, exactly through the
+contact events (saltation matrices). SciPy's least_squares (trust-region reflective, with
+bounds) minimises the scaled residuals sim - recorded with that Jacobian (Gauss-Newton /
+Levenberg-Marquardt steps). Standard errors come from the Jacobian at the optimum,
+cov = s^2 (J^T J)^-1 with s^2 the residual variance.
+
+    robosim fit run.npz --preset finger --param finger.kinetic_friction=0.4,0,2 ...
+
+A recording is a dict (or .npz) with "states" (K+1, n), "commands" (K, m), optional "times",
+or an MCAP from robosim record (its frames' states and commands: from_mcap)."""
+import json
+from typing import Optional
+
+import numpy as np
+
+from .client import Client
+
+Z99 = 2.5758293035489  # two-sided 99 % normal quantile: the reported intervals
+
+
+class FitError(RuntimeError):
+    """A replay the fit cannot use (a step that is not differentiable there, say)."""
+
+
+def _split(item):
+    """("finger", "kinetic_friction", None) or ("arm", "mu_V", 1) from "arm.mu_V[1]"."""
+    entity, _, name = item.partition(".")
+    k = None
+    if name.endswith("]") and "[" in name:
+        name, _, idx = name[:-1].partition("[")
+        k = int(idx)
+    return entity, name, k
+
+
+class Replay:
+    """Replays commands on a world of `preset` (or `task`) with `fixed` parameters and the
+    fitted ones set to values, returning the states and their sensitivities."""
+
+    def __init__(self, client: Client, preset: str, fixed: Optional[dict], names: list,
+                 world_params: Optional[dict] = None):
+        self.client, self.preset, self.names = client, preset, list(names)
+        self.fixed = dict(fixed or {})
+        self.fixed.update(world_params or {})
+        wid = client.create_world(preset, params=self.fixed)
+        try:
+            spec = client.get_spec(wid)
+        finally:
+            client.destroy_world(wid)
+        self.entities = [(name, len(e["actuators"]), len(e["state"]))
+                         for name, e in spec["entities"].items()]
+        self.state_names = ["%s.%s" % (name, v["name"]) for name, e in spec["entities"].items()
+                            for v in e["state"]]
+        self.spec = spec
+
+    def params(self, values):
+        """The CreateWorld parameters: the fixed ones with the fitted ones set (an element of a
+        vector parameter replaced in the world's current vector)."""
+        out = dict(self.fixed)
+        for item, v in zip(self.names, values):
+            entity, name, k = _split(item)
+            if k is None:
+                out[item] = [float(v)]
+            else:
+                key = "%s.%s" % (entity, name)
+                vec = list(out.get(key, self.spec["entities"][entity]["params"][name]["values"]))
+                vec[k] = float(v)
+                out[key] = vec
+        return out
+
+    def commands(self, u):
+        out, i = {}, 0
+        for name, nu, _ in self.entities:
+            if nu:
+                out[name] = [float(x) for x in u[i:i + nu]]
+            i += nu
+        return out
+
+    def run(self, values, commands, jacobian=True):
+        """(states (K+1, n), sensitivities (K+1, n, q) or None) for the commands (K, m)."""
+        c = self.client
+        wid = c.create_world(self.preset, params=self.params(values))
+        try:
+            s = c.get_state(wid)
+            x = np.concatenate([e["state"] for e in s["entities"].values()])
+            n, q = len(x), len(self.names)
+            xs, ss = [x], [np.zeros((n, q))]
+            S = ss[0]
+            self.events = []
+            for k, u in enumerate(commands):
+                s = c.step(wid, steps=1, commands=self.commands(u), jacobian=jacobian,
+                           jacobian_params=self.names if jacobian else None,
+                           parts=["state", "events"])
+                xs.append(np.concatenate([e["state"] for e in s["entities"].values()]))
+                self.events.extend(e["kind"] for e in s["events"])
+                if jacobian:
+                    j = s["jacobian"]
+                    if not j["differentiable"]:
+                        raise FitError("step %d of the replay is not differentiable: %s"
+                                       % (k, j["not_differentiable"]))
+                    P = np.column_stack([j["params"][nm] for nm in self.names]) if q else \
+                        np.zeros((n, 0))
+                    S = j["state"] @ S + P
+                    ss.append(S)
+            return np.array(xs), (np.array(ss) if jacobian else None)
+        finally:
+            c.destroy_world(wid)
+
+
+def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[dict] = None,
+        observed: Optional[list] = None, scale=None, world_params: Optional[dict] = None,
+        verbose: int = 0) -> dict:
+    """Estimate `params` ({"finger.kinetic_friction": (guess, lower, upper), ...}) from a
+    recording ({"states": (K+1, n), "commands": (K, m)}) of a world of `preset` with `fixed`
+    parameters (its initial conditions among them). observed: the state variables compared
+    ("finger.x_f", ...; default all); scale: each observed variable's residual scale (the
+    measurement noise's deviation when known; default 1). world_params: e.g. {"rtol": 1e-12}
+    for the replays. Returns {"names", "estimates", "stderr", "interval" (99 %, (q, 2)),
+    "residual_rms", "cost", "nfev", "success", "message", "simulated" (K+1, n), "recorded",
+    "state_names", "observed"}."""
+    from scipy.optimize import least_squares
+
+    names = list(params)
+    guess = np.array([params[nm][0] for nm in names], dtype=float)
+    lower = np.array([params[nm][1] for nm in names], dtype=float)
+    upper = np.array([params[nm][2] for nm in names], dtype=float)
+    replay = Replay(client, preset, fixed, names, world_params)
+    X = np.asarray(recording["states"], dtype=float)
+    if "step_count" in recording:  # states at these control steps (an MCAP: from step 1 on)
+        at = np.asarray(recording["step_count"], dtype=int)
+    else:  # states[k] after k steps, states[0] the start
+        at = np.arange(len(X))
+    keep = at > 0
+    X, at = X[keep], at[keep]
+    U = np.asarray(recording["commands"], dtype=float).reshape(int(at.max()), -1)
+    obs = [replay.state_names.index(o) for o in observed] if observed else \
+        list(range(X.shape[1]))
+    sc = np.ones(len(obs)) if scale is None else np.broadcast_to(np.asarray(scale, float),
+                                                                (len(obs),))
+    cache = {}
+
+    def evaluate(p):
+        key = p.tobytes()
+        if key not in cache:
+            cache.clear()
+            cache[key] = replay.run(p, U)
+        return cache[key]
+
+    def residuals(p):
+        xs, _ = evaluate(p)
+        return ((xs[at][:, obs] - X[:, obs]) / sc).ravel()
+
+    def jacobian(p):
+        _, ss = evaluate(p)
+        return (ss[at][:, obs, :] / sc[None, :, None]).reshape(-1, len(names))
+
+    r = least_squares(residuals, guess, jac=jacobian, bounds=(lower, upper), method="trf",
+                      x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200,
+                      verbose=verbose)
+    J = jacobian(r.x)
+    res = residuals(r.x)
+    dof = max(1, res.size - len(names))
+    s2 = float(res @ res) / dof
+    try:
+        cov = np.linalg.inv(J.T @ J) * s2
+        se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    except np.linalg.LinAlgError:
+        se = np.full(len(names), np.inf)
+    xs, _ = evaluate(r.x)
+    return {"names": names, "estimates": r.x.copy(), "stderr": se, "steps": at,
+            "interval": np.column_stack([r.x - Z99 * se, r.x + Z99 * se]),
+            "residual_rms": float(np.sqrt(np.mean(res ** 2))), "cost": float(r.cost),
+            "nfev": int(r.nfev), "success": bool(r.success), "message": r.message,
+            "simulated": xs[at], "recorded": X, "state_names": replay.state_names,
+            "observed": [replay.state_names[i] for i in obs]}
+
+
+def record_run(client: Client, preset: str, params: dict, commands, world_params=None):
+    """A recording made by the server itself: the states of a world of `preset` with `params`
+    driven by `commands` (K, m), as fit() reads them ({"states", "commands", "times"})."""
+    replay = Replay(client, preset, params, [], world_params)
+    U = np.asarray(commands, dtype=float)
+    xs, _ = replay.run(np.zeros(0), U, jacobian=False)
+    dt = replay.spec["world"]["control_dt"]
+    return {"states": xs, "commands": U, "times": dt * np.arange(len(xs)),
+            "state_names": replay.state_names, "events": list(replay.events)}
+
+
+def from_mcap(path, world_id=None) -> dict:
+    """A recording from an MCAP of robosim record (one world: world_id, or the file's only
+    one), recorded from the world's first control step on: each frame's state at its
+    step_count, and the commands a frame reports, held over the step that led to it."""
+    from .recording import read
+    frames = sorted((f for _, _, f, _ in read(path, world_id)), key=lambda f: f.state.step_count)
+    if len({f.state.world_id for f in frames}) != 1:
+        raise ValueError("%s holds several worlds; name one (world_id)" % path)
+    steps = [f.state.step_count for f in frames]
+    if not frames or steps != list(range(1, len(frames) + 1)):
+        raise ValueError("%s: the fit needs every control step from the world's first (frames "
+                         "at steps %s...)" % (path, steps[:5]))
+    states = np.array([np.concatenate([list(e.state) for e in f.state.entities])
+                       for f in frames])
+    commands = np.array([np.concatenate([list(e.commands) for e in f.state.entities])
+                         for f in frames])
+    return {"states": states, "commands": commands, "step_count": np.array(steps),
+            "times": np.array([f.state.time for f in frames])}
+
+
+def plot(result: dict, path: str) -> None:
+    """Recorded (dots) against fitted (lines) trajectories of the observed variables, to path."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    obs = result["observed"]
+    idx = [result["state_names"].index(o) for o in obs]
+    k = result["steps"]
+    fig, axes = plt.subplots(len(idx), 1, figsize=(7, 1.8 * len(idx)), sharex=True)
+    axes = np.atleast_1d(axes)
+    for ax, i, name in zip(axes, idx, obs):
+        ax.plot(k, result["recorded"][:, i], ".", ms=3, label="recorded")
+        ax.plot(k, result["simulated"][:, i], "-", lw=1, label="fitted")
+        ax.set_ylabel(name, fontsize=8)
+    axes[0].legend(fontsize=8)
+    axes[-1].set_xlabel("control step")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def report(result: dict) -> str:
+    lines = ["%-28s %14s %12s   %s" % ("parameter", "estimate", "std error", "99 % interval")]
+    for nm, v, se, (lo, hi) in zip(result["names"], result["estimates"], result["stderr"],
+                                   result["interval"]):
+        lines.append("%-28s %14.8g %12.3g   [%.8g, %.8g]" % (nm, v, se, lo, hi))
+    lines.append("residual rms %.3g (scaled), %d evaluations: %s"
+                 % (result["residual_rms"], result["nfev"], result["message"]))
+    return "\n".join(lines)
+
+
+def add_parser(sub):
+    p = sub.add_parser("fit", help="estimate a world's parameters from a recorded run (the "
+                       "server replays it with step Jacobians; SciPy's least_squares)")
+    p.add_argument("recording", help=".npz with states (K+1, n) and commands (K, m), or an "
+                   "MCAP from robosim record")
+    p.add_argument("--preset", required=True)
+    p.add_argument("--param", action="append", default=[], metavar="ITEM=GUESS,LO,HI",
+                   help="a parameter to estimate, e.g. finger.kinetic_friction=0.4,0,5")
+    p.add_argument("--fixed", default="{}", help="JSON of the world's other parameters (its "
+                   "initial conditions among them), e.g. '{\"finger.object_x0\": [0.1]}'")
+    p.add_argument("--observe", default="", help="state variables compared, comma-separated "
+                   "(default all)")
+    p.add_argument("--world", type=int, default=None, help="MCAP: the recorded world's id")
+    p.add_argument("--plot", default=None, help="write recorded vs fitted trajectories here")
+    p.add_argument("--endpoint", default=None)
+    p.set_defaults(fn=_main)
+
+
+def _main(args):
+    from .client import env_endpoint
+    from .server import LocalServer
+    if args.recording.endswith(".mcap"):
+        rec = from_mcap(args.recording, args.world)
+    else:
+        rec = dict(np.load(args.recording))
+    params = {}
+    for spec in args.param:
+        item, _, vals = spec.partition("=")
+        g, lo, hi = (float(v) for v in vals.split(","))
+        params[item] = (g, lo, hi)
+    endpoint = args.endpoint or env_endpoint()
+    server = None if endpoint else LocalServer()
+    try:
+        with Client(endpoint or server.endpoint) as c:
+            res = fit(c, rec, params, args.preset, fixed=json.loads(args.fixed),
+                      observed=[o for o in args.observe.split(",") if o] or None)
+    finally:
+        if server:
+            server.close()
+    print(report(res))
+    if args.plot:
+        plot(res, args.plot)
+        print("plot:", args.plot)
+    return 0 if res["success"] else 1
+
+

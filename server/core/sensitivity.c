@@ -1,0 +1,682 @@
+/* Derivatives of a step through events: see rs_sensitivity.h. */
+#include "rs_sensitivity.h"
+#include "rs_data.h"
+#include "rs_integrator.h"
+#include "rs_montecarlo.h"
+#include "rs_robot.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FD_REL 6e-6      /* central-difference step, relative to max(1, |z|) */
+#define GRAZING 1e-6     /* |g_x f- + g_t| below this times |g_x| |f-| + |g_t|: grazing */
+#define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
+#define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
+#define MAX_LOCAL (RS_MAX_STATE + RS_MAX_ACTUATORS + RS_MAX_PARAMS + 1) /* an entity's columns */
+
+/* One named parameter: the entity it belongs to, its slot in em->p, and the entity's model
+ * with the value moved by +h and -h (compiled, as the model would be). */
+typedef struct sens_param {
+    int e, slot;
+    double h;
+    rs_entity_model_t plus, minus;
+} sens_param_t;
+
+struct rs_sens {
+    const rs_model_t *m;
+    int n, ncmd, q, ncol, started, failed, code, differentiable;
+    int split_events;        /* some columns undefined (simultaneous events) */
+    char split_message[320];
+    double t;                            /* the last hook's time */
+    double *x;                           /* the state there (the flow starts from it) */
+    double *phi;                         /* n x ncol, row-major */
+    double *u;                           /* the Step's commands (ncmd) */
+    sens_param_t *par;
+    rs_entity_data_t ent[RS_MAX_ENTITIES]; /* modes and run variables the flow runs in */
+    rs_entity_data_t pre[RS_MAX_ENTITIES]; /* before a map */
+    double *x_pre, t_pre;
+    int dirty_pre;
+    rs_data_t *scratch;                  /* replayed maps log their events here */
+    rs_integrator_t *integ;
+    double *y;                           /* x then phi, for the flow */
+    double *rows;                        /* n x ncol: new rows at a map */
+    char *undefined;                     /* per column: no derivative along this input (kept
+                                            0 while propagating, NaN in the result) */
+    char message[320];
+    rs_step_hooks_t hooks;
+};
+
+/* ---- the functions differentiated ------------------------------------------------------- */
+
+enum { FN_FLOW, FN_GUARDS, FN_JUMP, FN_BEGIN };
+
+typedef struct fn_ctx {
+    int kind;
+    const int *fired; /* FN_JUMP: the entity's fired guards */
+    /* FN_JUMP on the guard's surface: guard `guard` keeps its value g0 at the event by moves
+     * along f- (fm) of (g - g0) / a, a = dg/dt there (NULL fm: not held) */
+    int guard;
+    double g0, a;
+    const double *fm;
+    double dt;        /* FN_BEGIN */
+    int settle;       /* FN_BEGIN: settle ran first */
+} fn_ctx_t;
+
+/* Entity e's function `c->kind` at (t, x, u) under model em: derivs or guards in the modes of
+ * the flow / before the map, or the map replayed on copies (out then holds its result). Returns
+ * the entity's mode after a map (0 for the others). */
+static int entity_fn(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
+                     const double *x, const double *u, double *out, const fn_ctx_t *c)
+{
+    const rs_robot_t *r = em->robot;
+    if (c->kind == FN_FLOW) {
+        r->derivs(em, &s->ent[e], t, x, u, out);
+        return 0;
+    }
+    if (c->kind == FN_GUARDS) {
+        r->guards(em, &s->pre[e], t, x, u, out);
+        return 0;
+    }
+    rs_entity_data_t ed = s->pre[e];
+    rs_entity_data_t *sd = &s->scratch->ent[e];
+    ed.data = s->scratch;
+    ed.u = sd->u;
+    ed.s = sd->s;
+    memcpy(sd->u, u, (size_t)em->nu * sizeof *u);
+    memcpy(out, x, (size_t)em->nx * sizeof *x);
+    if (c->kind == FN_JUMP) {
+        r->jump(em, &ed, t, out, u, c->fired);
+    } else {
+        if (c->settle && r->settle)
+            r->settle(em, &ed, t, out, u);
+        if (r->step_begin)
+            r->step_begin(em, &ed, t, out, c->dt);
+        if (r->advance)
+            r->advance(em, &ed, t, out, u, c->dt);
+    }
+    s->scratch->nevents = 0;
+    s->scratch->events_dropped = 0;
+    s->scratch->step_events = 0;
+    return ed.mode;
+}
+
+/* The number of entity e's local columns: its state, its commands, its parameters, time. */
+static int local_cols(const rs_sens_t *s, const rs_entity_model_t *em, int e, int *qe)
+{
+    *qe = 0;
+    for (int j = 0; j < s->q; j++)
+        *qe += s->par[j].e == e;
+    return em->nx + em->nu + *qe + 1;
+}
+
+static double step_of(double z) { return FD_REL * fmax(1.0, fabs(z)); }
+
+static void not_differentiable(rs_sens_t *s, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* One column of D: the derivative of fn along a change of one input, evaluated by eval(k)
+ * (k = +1, -1, +2, -2 steps of h). Maps are differentiated within the mode they end in: where a
+ * step to one side ends in another mode (a perturbation off a contact constraint, across a
+ * mode's boundary) the second-order one-sided difference of the other side is taken; where
+ * both sides leave it the map has no derivative there. */
+typedef struct column {
+    rs_sens_t *s;
+    const rs_entity_model_t *em;
+    int e, k, mode0, which; /* which: 0 x, 1 u, 2 p (j), 3 t */
+    int j;
+    const fn_ctx_t *c;
+    double t;
+    const double *x, *u;
+    const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
+} column_t;
+
+static int column_eval(const column_t *cl, int steps, double h, double *out)
+{
+    double xp[RS_MAX_STATE], up[RS_MAX_ACTUATORS];
+    const rs_entity_model_t *em = cl->em;
+    memcpy(xp, cl->x, (size_t)em->nx * sizeof *xp);
+    memcpy(up, cl->u, (size_t)em->nu * sizeof *up);
+    double t = cl->t;
+    for (int i = 0; cl->shift && i < em->nx; i++)
+        xp[i] += steps * h * cl->shift[i];
+    if (cl->which == 0)
+        xp[cl->j] += steps * h;
+    else if (cl->which == 1)
+        up[cl->j] += steps * h;
+    else if (cl->which == 3)
+        t += steps * h;
+    rs_entity_model_t far; /* two steps out, for a one-sided difference */
+    const rs_entity_model_t *use = em;
+    if (cl->which == 2) {
+        sens_param_t *p = &cl->s->par[cl->j];
+        if (steps == 1 || steps == -1) {
+            use = steps > 0 ? &p->plus : &p->minus;
+        } else {
+            far = *em;
+            far.p[p->slot] += steps * p->h;
+            if (em->robot->compile)
+                em->robot->compile(&far);
+            use = &far;
+        }
+    }
+    const fn_ctx_t *c = cl->c;
+    if (c->kind == FN_JUMP && c->fm && cl->shift) {
+        /* back onto the guard's surface (its value at the event) along f-: the first-order
+         * slide leaves it off by the square of the change, which a decision at the guard's
+         * threshold (stick or slip) could see */
+        double g[64];
+        for (int it = 0; it < 2; it++) {
+            use->robot->guards(use, &cl->s->pre[cl->e], t, xp, up, g);
+            double back = (g[c->guard] - c->g0) / c->a;
+            for (int i = 0; i < em->nx; i++)
+                xp[i] -= back * c->fm[i];
+        }
+    }
+    return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
+}
+
+static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col,
+                   const char *what)
+{
+    double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
+    int k = cl->k;
+    int mp = column_eval(cl, 1, h, fp), mm = column_eval(cl, -1, h, fm);
+    int map = cl->c->kind == FN_JUMP || cl->c->kind == FN_BEGIN;
+    if (!map || (mp == cl->mode0 && mm == cl->mode0)) {
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
+        return;
+    }
+    int side = mp == cl->mode0 ? 1 : mm == cl->mode0 ? -1 : 0;
+    if (side && column_eval(cl, 2 * side, h, f2) == cl->mode0) {
+        const double *f1 = side > 0 ? fp : fm;
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
+        return;
+    }
+    if (cl->c->kind == FN_BEGIN && cl->which == 0) {
+        /* a state variable the mode holds (a stuck joint's or body's velocity): a change to
+         * either side starts a slide that the mode's friction ends within a time of the order
+         * of the change, moving the state by its square: the step takes it back, column 0 */
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = 0.0;
+        return;
+    }
+    not_differentiable(cl->s,
+                       "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
+                       "the mode '%s' the %s ends in, so the step has no derivative there",
+                       cl->em->name, cl->em->robot->kind, cl->t, what,
+                       cl->em->robot->mode_names[cl->mode0],
+                       cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
+    for (int r = 0; r < k; r++)
+        D[r * L + col] = NAN;
+}
+
+/* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
+ * (one-sided for maps at a mode's boundary: column()); f0 (k values) the function at the point
+ * itself. With slide (L values) and along (nx values), input column c moves x by -slide[c]
+ * along too: at an event, a change of the inputs together with the shift of the event time
+ * it causes, so that the jump map is evaluated on its guard's surface, where it is defined. */
+static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, const double *x,
+                            const double *u, int k, double *D, double *f0, const double *slide,
+                            const double *along)
+{
+    const rs_entity_model_t *em = &s->m->ent[e];
+    const rs_robot_t *r = em->robot;
+    int qe, L = local_cols(s, em, e, &qe), col = 0;
+    double shift[RS_MAX_STATE];
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL};
+    cl.mode0 = entity_fn(s, em, e, t, x, u, f0, c);
+    char what[96];
+#define SLIDE(col)                                                                             \
+    for (int i_ = 0; slide && i_ < em->nx; i_++)                                               \
+        shift[i_] = -slide[col] * along[i_];
+    for (int i = 0; i < em->nx; i++, col++) {
+        SLIDE(col)
+        cl.which = 0, cl.j = i;
+        snprintf(what, sizeof what, "state variable %s", r->state[i].name);
+        column(&cl, step_of(x[i]), f0, D, L, col, what);
+    }
+    for (int a = 0; a < em->nu; a++, col++) {
+        SLIDE(col)
+        cl.which = 1, cl.j = a;
+        snprintf(what, sizeof what, "command %s", r->actuators[a].name);
+        column(&cl, step_of(u[a]), f0, D, L, col, what);
+    }
+    for (int j = 0; j < s->q; j++) {
+        if (s->par[j].e != e)
+            continue;
+        SLIDE(col)
+        cl.which = 2, cl.j = j;
+        snprintf(what, sizeof what, "a parameter");
+        column(&cl, s->par[j].h, f0, D, L, col++, what);
+    }
+    cl.which = 3;
+    cl.shift = NULL;
+    if (c->kind != FN_FLOW) /* the flow is autonomous in its time column's use */
+        column(&cl, step_of(t), f0, D, L, col, "time");
+#undef SLIDE
+}
+
+/* The global column of entity e's local column c (c < L - 1: not time). */
+static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, int c)
+{
+    if (c < em->nx)
+        return em->x_off + c;
+    if (c < em->nx + em->nu)
+        return s->n + em->u_off + (c - em->nx);
+    int k = c - em->nx - em->nu;
+    for (int j = 0; j < s->q; j++)
+        if (s->par[j].e == e && k-- == 0)
+            return s->n + s->ncmd + j;
+    return -1;
+}
+
+/* rows (entity e's nx rows, ncol columns) = R_x phi_e + R_z, from D (nx x L) of a map. */
+static void map_rows(const rs_sens_t *s, int e, const double *D, double *rows)
+{
+    const rs_entity_model_t *em = &s->m->ent[e];
+    int qe, L = local_cols(s, em, e, &qe), nx = em->nx, ncol = s->ncol;
+    for (int i = 0; i < nx; i++) {
+        double *row = rows + (size_t)i * ncol;
+        for (int c = 0; c < ncol; c++) {
+            double v = 0;
+            for (int k = 0; k < nx; k++)
+                v += D[i * L + k] * s->phi[(size_t)(em->x_off + k) * ncol + c];
+            row[c] = v;
+        }
+        for (int c = nx; c < L - 1; c++)
+            row[global_col(s, em, e, c)] += D[i * L + c];
+    }
+}
+
+static void not_differentiable(rs_sens_t *s, const char *fmt, ...)
+{
+    if (!s->differentiable)
+        return; /* the first reason stands */
+    s->differentiable = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->message, sizeof s->message, fmt, ap);
+    va_end(ap);
+}
+
+static void fail(rs_sens_t *s, int code, const char *msg)
+{
+    if (s->failed)
+        return;
+    s->failed = 1;
+    s->code = code;
+    snprintf(s->message, sizeof s->message, "%s", msg);
+}
+
+/* ---- the variational equations ------------------------------------------------------------ */
+
+static int augmented_rhs(double t, const double *y, double *yd, void *user)
+{
+    rs_sens_t *s = user;
+    const rs_model_t *m = s->m;
+    int n = s->n, ncol = s->ncol;
+    const double *phi = y + n;
+    double *phid = yd + n;
+    fn_ctx_t c = {.kind = FN_FLOW};
+    double D[RS_MAX_STATE * (MAX_LOCAL + 1)];
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        int qe, L = local_cols(s, em, e, &qe);
+        entity_jacobian(s, e, &c, t, y + em->x_off, s->u + em->u_off, em->nx, D, yd + em->x_off,
+                        NULL, NULL);
+        for (int i = 0; i < em->nx; i++) {
+            double *row = phid + (size_t)(em->x_off + i) * ncol;
+            for (int cc = 0; cc < ncol; cc++) {
+                double v = 0;
+                for (int k = 0; k < em->nx; k++)
+                    v += D[i * L + k] * phi[(size_t)(em->x_off + k) * ncol + cc];
+                row[cc] = v;
+            }
+            for (int cc = em->nx; cc < L - 1; cc++)
+                row[global_col(s, em, e, cc)] += D[i * L + cc];
+        }
+    }
+    for (int i = 0; i < n + n * ncol; i++)
+        if (!isfinite(yd[i]))
+            return 1;
+    return 0;
+}
+
+/* ---- lifetime ----------------------------------------------------------------------------- */
+
+void rs_sens_destroy(rs_sens_t **ps)
+{
+    rs_sens_t *s = *ps;
+    if (!s)
+        return;
+    rs_integrator_destroy(&s->integ);
+    rs_data_destroy(&s->scratch);
+    free(s->x);
+    free(s->phi);
+    free(s->u);
+    free(s->par);
+    free(s->x_pre);
+    free(s->y);
+    free(s->rows);
+    free(s->undefined);
+    free(s);
+    *ps = NULL;
+}
+
+/* The index of parameter `name` in entity em's robot table, or -1. */
+static int param_row(const rs_entity_model_t *em, const char *name)
+{
+    for (int i = 0; i < em->robot->np; i++)
+        if (strcmp(em->robot->params[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *const *params,
+                       size_t q, rs_status_t *st)
+{
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        int row = param_row(em, "contact_model");
+        if (row >= 0 && em->p[em->robot->params[row].offset] != 0.0) {
+            double v = em->p[em->robot->params[row].offset];
+            rs_fail(st, RS_EUNIMPL,
+                    "Jacobians: entity '%s' (%s) runs contact_model %g (%s); a step's "
+                    "derivatives need the hybrid formulation's exact events (contact_model 0)",
+                    em->name, em->robot->kind, v, v == 1.0 ? "time_stepping" : "compliant");
+            return NULL;
+        }
+        if (d->nsched[e]) {
+            rs_fail(st, RS_EPRECOND,
+                    "Jacobians: entity '%s' has a command schedule; the derivatives are taken "
+                    "with respect to commands held over the Step (clear the schedule)",
+                    em->name);
+            return NULL;
+        }
+        if (em->nx > RS_MAX_STATE) {
+            rs_fail(st, RS_EUNIMPL, "Jacobians: entity '%s' is too large (%d states)", em->name,
+                    em->nx);
+            return NULL;
+        }
+    }
+    if (d->spec) {
+        rs_fail(st, RS_EPRECOND,
+                "Jacobians: a motion specification is loaded; its controllers change the commands "
+                "within the Step (clear it to differentiate the Step)");
+        return NULL;
+    }
+    if (q > RS_MAX_PARAMS) {
+        rs_fail(st, RS_ERANGE, "Jacobians: %zu parameters; at most %d", q, RS_MAX_PARAMS);
+        return NULL;
+    }
+    rs_sens_t *s = calloc(1, sizeof *s);
+    int n = m->nx, ncol = m->nx + m->nu + (int)q;
+    size_t N = (size_t)n + (size_t)n * ncol;
+    if (!s || !(s->x = calloc((size_t)n + 1, sizeof *s->x)) ||
+        !(s->phi = calloc((size_t)n * ncol + 1, sizeof *s->phi)) ||
+        !(s->u = calloc((size_t)m->nu + 1, sizeof *s->u)) ||
+        !(s->par = calloc(q + 1, sizeof *s->par)) ||
+        !(s->x_pre = calloc((size_t)n + 1, sizeof *s->x_pre)) ||
+        !(s->y = calloc(N + 1, sizeof *s->y)) ||
+        !(s->rows = calloc((size_t)n * ncol + 1, sizeof *s->rows)) ||
+        !(s->undefined = calloc((size_t)ncol + 1, 1)) ||
+        !(s->scratch = rs_data_scratch(m))) {
+        rs_sens_destroy(&s);
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
+        return NULL;
+    }
+    s->m = m;
+    s->n = n;
+    s->ncmd = m->nu;
+    s->q = (int)q;
+    s->ncol = ncol;
+    s->differentiable = 1;
+    for (size_t j = 0; j < q; j++) {
+        /* the Monte Carlo samplers' parser names the element (a distribution is not used) */
+        rs_mc_sampler_t smp;
+        if (rs_mc_parse_sampler(m, params[j], "uniform", 0.0, 0.0, &smp, st) < 0) {
+            rs_sens_destroy(&s);
+            return NULL;
+        }
+        for (size_t i = 0; i < j; i++)
+            if (strcmp(params[i], params[j]) == 0) {
+                rs_fail(st, RS_EINVAL, "Jacobians: parameter '%s' is named twice", params[j]);
+                rs_sens_destroy(&s);
+                return NULL;
+            }
+        const rs_entity_model_t *em = &m->ent[smp.entity];
+        sens_param_t *p = &s->par[j];
+        p->e = smp.entity;
+        p->slot = em->robot->params[smp.param].offset + smp.index;
+        p->h = step_of(em->p[p->slot]);
+        p->plus = p->minus = *em;
+        p->plus.p[p->slot] += p->h;
+        p->minus.p[p->slot] -= p->h;
+        if (em->robot->compile) {
+            em->robot->compile(&p->plus);
+            em->robot->compile(&p->minus);
+        }
+    }
+    /* the variational equations to the world's own tolerances (at most 1e-10 and 1e-12: the
+     * right-hand side's differences are good to about that), by its method (Verner 8(7) where
+     * the world asks for order 8, else Dormand-Prince 5(4)) */
+    int order = m->erk_order >= 8 ? 8 : 5;
+    if (!(s->integ = rs_integrator_new((int)N, s->y, augmented_rhs, NULL, s, st)) ||
+        rs_integrator_configure(s->integ, order, fmax(m->rtol, 1e-10), fmax(m->atol, 1e-12),
+                                1000000, m->sim_step, 0, st) < 0) {
+        rs_sens_destroy(&s);
+        return NULL;
+    }
+    return s;
+}
+
+/* At the first hook: Phi = [I | 0 | 0], the Step's commands, the state and modes. */
+static void start(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
+{
+    if (s->started)
+        return;
+    s->started = 1;
+    memset(s->phi, 0, (size_t)s->n * s->ncol * sizeof *s->phi);
+    for (int i = 0; i < s->n; i++)
+        s->phi[(size_t)i * s->ncol + i] = 1.0;
+    memcpy(s->u, d->u, (size_t)m->nu * sizeof *s->u);
+    memcpy(s->x, d->x, (size_t)s->n * sizeof *s->x);
+    memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
+    s->t = d->t;
+}
+
+/* ---- hooks -------------------------------------------------------------------------------- */
+
+static void sens_flow(void *ctx, const rs_model_t *m, const rs_data_t *d)
+{
+    rs_sens_t *s = ctx;
+    start(s, m, d);
+    if (s->failed || !s->differentiable || d->t <= s->t)
+        return; /* a Step found not differentiable stays so: nothing more to carry */
+    int n = s->n;
+    memcpy(s->y, s->x, (size_t)n * sizeof *s->y);
+    memcpy(s->y + n, s->phi, (size_t)n * s->ncol * sizeof *s->y);
+    rs_status_t st;
+    rs_status_clear(&st);
+    double t = s->t;
+    int rc = rs_integrator_restart(s->integ, t, 0.0, d->t, &st);
+    while (rc == 0 && t < d->t) {
+        rc = rs_integrator_evolve(s->integ, &t, &st);
+        if (rc == 1) /* no guards: cannot happen */
+            rc = 0;
+        else if (rc == 0)
+            break;
+    }
+    if (rc < 0) {
+        fail(s, rc, st.message);
+        return;
+    }
+    memcpy(s->phi, s->y + n, (size_t)n * s->ncol * sizeof *s->phi);
+    memcpy(s->x, d->x, (size_t)n * sizeof *s->x); /* on along the world's own trajectory */
+    s->t = d->t;
+}
+
+static void sens_map_begin(void *ctx, const rs_model_t *m, const rs_data_t *d)
+{
+    rs_sens_t *s = ctx;
+    start(s, m, d);
+    memcpy(s->x_pre, d->x, (size_t)s->n * sizeof *s->x_pre);
+    memcpy(s->pre, d->ent, (size_t)m->nentities * sizeof *s->pre);
+    s->t_pre = d->t;
+    s->dirty_pre = d->dirty;
+}
+
+static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int kind,
+                         const int *fired, double dt)
+{
+    rs_sens_t *s = ctx;
+    if (s->failed || !s->differentiable)
+        return;
+    int ncol = s->ncol;
+    double D[RS_MAX_STATE * (MAX_LOCAL + 1)], G[64 * (MAX_LOCAL + 1)];
+    double fm[RS_MAX_STATE], fp[RS_MAX_STATE], r0[RS_MAX_STATE], g0[64];
+    double *w = calloc((size_t)ncol, sizeof *w), *wi = calloc((size_t)ncol, sizeof *wi);
+    if (!w || !wi) {
+        fail(s, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
+        goto out;
+    }
+    for (int e = 0; e < m->nentities && !s->failed && s->differentiable; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        const rs_robot_t *r = em->robot;
+        int qe, L = local_cols(s, em, e, &qe), nx = em->nx;
+        const double *xm = s->x_pre + em->x_off, *u = s->u + em->u_off;
+        double t = s->t_pre;
+        fn_ctx_t c = {.kind = kind == RS_STEP_MAP_JUMP ? FN_JUMP : FN_BEGIN, .dt = dt,
+                      .settle = s->dirty_pre};
+        int nfired = 0;
+        if (kind == RS_STEP_MAP_JUMP) {
+            c.fired = fired + em->g_off;
+            for (int i = 0; i < em->ng; i++)
+                nfired += c.fired[i] != 0;
+            if (!nfired)
+                continue;
+        } else if (!(s->dirty_pre && r->settle) && !r->step_begin && !r->advance) {
+            continue;
+        }
+        if (kind != RS_STEP_MAP_JUMP) {
+            entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
+            map_rows(s, e, D, s->rows);
+            memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
+                   (size_t)nx * ncol * sizeof *s->phi);
+            continue;
+        }
+        /* the event time's sensitivity, the same for every guard that fired */
+        if (em->ng > 64) {
+            fail(s, RS_EUNIMPL, "Jacobians: more than 64 guards in one entity");
+            break;
+        }
+        fn_ctx_t cg = {.kind = FN_GUARDS};
+        entity_jacobian(s, e, &cg, t, xm, u, em->ng, G, g0, NULL, NULL);
+        r->derivs(em, &s->pre[e], t, xm, u, fm);
+        r->derivs(em, &d->ent[e], t, d->x + em->x_off, u, fp);
+        int first = 1;
+        double slide[MAX_LOCAL + 1] = {0};
+        for (int i = 0; i < em->ng; i++) {
+            if (!c.fired[i])
+                continue;
+            const double *gi = G + (size_t)i * L;
+            double a = gi[L - 1], ng = 0, nf = 0;
+            for (int k = 0; k < nx; k++) {
+                a += gi[k] * fm[k];
+                ng += gi[k] * gi[k];
+                nf += fm[k] * fm[k];
+            }
+            if (fabs(a) <= GRAZING * (sqrt(ng) * sqrt(nf) + fabs(gi[L - 1])) || a == 0.0) {
+                not_differentiable(
+                    s,
+                    "a grazing event: entity '%s' (%s), guard %d at t = %.9g s is reached "
+                    "with rate dg/dt = %.3g (|dg/dx| |f| = %.3g): the event time, and the "
+                    "state after the step, depend on the state like a square root there",
+                    em->name, r->kind, i, t, a, sqrt(ng) * sqrt(nf));
+                break;
+            }
+            for (int cc = 0; cc < ncol; cc++) {
+                double v = 0;
+                for (int k = 0; k < nx; k++)
+                    v += gi[k] * s->phi[(size_t)(em->x_off + k) * ncol + cc];
+                wi[cc] = v;
+            }
+            for (int cc = nx; cc < L - 1; cc++)
+                wi[global_col(s, em, e, cc)] += gi[cc];
+            for (int cc = 0; cc < ncol; cc++)
+                wi[cc] /= a;
+            if (first) {
+                memcpy(w, wi, (size_t)ncol * sizeof *w);
+                for (int cc = 0; cc < L - 1; cc++)
+                    slide[cc] = gi[cc] / a;
+                c.guard = i, c.g0 = g0[i], c.a = a, c.fm = fm;
+                first = 0;
+                continue;
+            }
+            /* along an input that moves the guards' times apart the step has one-sided
+             * derivatives only: its column is undefined; the others go on */
+            double scale = 0;
+            for (int cc = 0; cc < ncol; cc++)
+                scale = fmax(scale, fmax(fabs(w[cc]), fabs(wi[cc])));
+            for (int cc = 0; cc < ncol; cc++)
+                if (fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300) &&
+                    !s->undefined[cc]) {
+                    s->undefined[cc] = 1;
+                    if (!s->split_events) {
+                        s->split_events = 1;
+                        snprintf(s->split_message, sizeof s->split_message,
+                                 "simultaneous events: entity '%s' (%s) crossed guards at t = "
+                                 "%.9g s whose event times depend differently on some inputs "
+                                 "(a perturbation of those separates them): the step has only "
+                                 "one-sided derivatives along them",
+                                 em->name, r->kind, t);
+                    }
+                }
+        }
+        if (!s->differentiable)
+            continue;
+        /* Phi+ = R_x P Phi- + (R_z - R_x f- g_z / a) + f+ w, P = I - f- g_x / a: the jump map
+         * differentiated along its guard's surface (slide), then the time shift's f+ w */
+        entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, slide, fm);
+        map_rows(s, e, D, s->rows);
+        for (int i = 0; i < nx; i++)
+            for (int cc = 0; cc < ncol; cc++)
+                s->rows[(size_t)i * ncol + cc] =
+                    s->undefined[cc] ? 0.0 : s->rows[(size_t)i * ncol + cc] + fp[i] * w[cc];
+        memcpy(s->phi + (size_t)em->x_off * ncol, s->rows, (size_t)nx * ncol * sizeof *s->phi);
+    }
+out:
+    free(w);
+    free(wi);
+    memcpy(s->x, d->x, (size_t)s->n * sizeof *s->x);
+    memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
+    s->t = d->t;
+}
+
+const rs_step_hooks_t *rs_sens_hooks(rs_sens_t *s)
+{
+    s->hooks = (rs_step_hooks_t){sens_map_begin, sens_map_end, sens_flow, s};
+    return &s->hooks;
+}
+
+int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
+                   int *differentiable, const char **why, rs_status_t *st)
+{
+    *n = s->n;
+    *ncmd = s->ncmd;
+    *q = s->q;
+    for (int c = 0; c < s->ncol; c++) /* the inputs along which no derivative exists */
+        for (int i = 0; s->undefined[c] && i < s->n; i++)
+            s->phi[(size_t)i * s->ncol + c] = NAN;
+    *phi = s->phi;
+    *differentiable = s->differentiable && !s->failed && !s->split_events;
+    *why = !s->differentiable ? s->message : s->split_events ? s->split_message : "";
+    if (s->failed)
+        return rs_fail(st, s->code, "Jacobians: %s", s->message);
+    return 0;
+}
