@@ -128,6 +128,18 @@ struct rs_robot {
     void (*derivs)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                    const double *x, const double *u, double *xdot);
 
+    /* Optional: the Jacobian of derivs in mode ed->mode at (t, x, u), for a step's derivatives
+     * (rs_sensitivity.h; without it they take central differences of derivs). Row i of J
+     * (nx rows, leading dimension ld) gets d xdot_i / dx (nx columns), then d xdot_i / du (nu
+     * columns), then, for k < nq, d xdot_i / dp at the parameter slot slot[k] of em->p in
+     * column nx + nu + k where the robot knows it, setting known[k] = 1 (columns it leaves
+     * unknown are differenced). Returns 0, or -1 where it gives no Jacobian in this mode
+     * (derivs is then differenced). Must not allocate; agrees with derivs' central
+     * differences to 1e-8 relative (tests/core/test_sensitivity.c checks every mode). */
+    int (*jacobian)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                    const double *x, const double *u, int nq, const int *slot, double *J, int ld,
+                    unsigned char *known);
+
     /* Guard values (ng of them) in mode ed->mode. Optional when nguards returns 0. */
     void (*guards)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                    const double *x, const double *u, double *g);

@@ -31,10 +31,15 @@ struct rs_sens {
     int split_events;        /* some columns undefined (simultaneous events) */
     char split_message[320];
     double t;                            /* the last hook's time */
+    double h_next;                       /* the flow's next step (0: let ARKODE estimate it) */
     double *x;                           /* the state there (the flow starts from it) */
     double *phi;                         /* n x ncol, row-major */
     double *u;                           /* the Step's commands (ncmd) */
     sens_param_t *par;
+    int use_differences;                 /* 1: difference derivs even where a robot has its
+                                            jacobian (rs_sens_use_differences) */
+    int eslot[RS_MAX_ENTITIES][RS_MAX_PARAMS]; /* entity e's named parameters: slots in em->p */
+    int epar[RS_MAX_ENTITIES][RS_MAX_PARAMS];  /* and their indices in par */
     rs_entity_data_t ent[RS_MAX_ENTITIES]; /* modes and run variables the flow runs in */
     rs_entity_data_t pre[RS_MAX_ENTITIES]; /* before a map */
     double *x_pre, t_pre;
@@ -178,8 +183,7 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
     return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
 }
 
-static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col,
-                   const char *what)
+static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
     int k = cl->k;
@@ -205,6 +209,14 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
             D[r * L + col] = 0.0;
         return;
     }
+    char what[96];
+    const rs_robot_t *rb = cl->em->robot;
+    if (cl->which == 0)
+        snprintf(what, sizeof what, "state variable %s", rb->state[cl->j].name);
+    else if (cl->which == 1)
+        snprintf(what, sizeof what, "command %s", rb->actuators[cl->j].name);
+    else
+        snprintf(what, sizeof what, cl->which == 2 ? "a parameter" : "time");
     not_differentiable(cl->s,
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
                        "the mode '%s' the %s ends in, so the step has no derivative there",
@@ -225,39 +237,34 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
                             const double *along)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
-    const rs_robot_t *r = em->robot;
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
     column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL};
     cl.mode0 = entity_fn(s, em, e, t, x, u, f0, c);
-    char what[96];
 #define SLIDE(col)                                                                             \
     for (int i_ = 0; slide && i_ < em->nx; i_++)                                               \
         shift[i_] = -slide[col] * along[i_];
     for (int i = 0; i < em->nx; i++, col++) {
         SLIDE(col)
         cl.which = 0, cl.j = i;
-        snprintf(what, sizeof what, "state variable %s", r->state[i].name);
-        column(&cl, step_of(x[i]), f0, D, L, col, what);
+        column(&cl, step_of(x[i]), f0, D, L, col);
     }
     for (int a = 0; a < em->nu; a++, col++) {
         SLIDE(col)
         cl.which = 1, cl.j = a;
-        snprintf(what, sizeof what, "command %s", r->actuators[a].name);
-        column(&cl, step_of(u[a]), f0, D, L, col, what);
+        column(&cl, step_of(u[a]), f0, D, L, col);
     }
     for (int j = 0; j < s->q; j++) {
         if (s->par[j].e != e)
             continue;
         SLIDE(col)
         cl.which = 2, cl.j = j;
-        snprintf(what, sizeof what, "a parameter");
-        column(&cl, s->par[j].h, f0, D, L, col++, what);
+        column(&cl, s->par[j].h, f0, D, L, col++);
     }
     cl.which = 3;
     cl.shift = NULL;
     if (c->kind != FN_FLOW) /* the flow is autonomous in its time column's use */
-        column(&cl, step_of(t), f0, D, L, col, "time");
+        column(&cl, step_of(t), f0, D, L, col);
 #undef SLIDE
 }
 
@@ -275,6 +282,21 @@ static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, in
     return -1;
 }
 
+/* row (ncol values) = d (nx values) times the nx rows of phi from phi_e (ncol columns each); the
+ * zeros of d skipped (a robot's Jacobian is mostly zeros) */
+static void times_phi(const double *d, int nx, const double *phi_e, int ncol, double *row)
+{
+    memset(row, 0, (size_t)ncol * sizeof *row);
+    for (int k = 0; k < nx; k++) {
+        double dk = d[k];
+        if (dk == 0.0)
+            continue;
+        const double *pk = phi_e + (size_t)k * ncol;
+        for (int c = 0; c < ncol; c++)
+            row[c] += dk * pk[c];
+    }
+}
+
 /* rows (entity e's nx rows, ncol columns) = R_x phi_e + R_z, from D (nx x L) of a map. */
 static void map_rows(const rs_sens_t *s, int e, const double *D, double *rows)
 {
@@ -282,12 +304,7 @@ static void map_rows(const rs_sens_t *s, int e, const double *D, double *rows)
     int qe, L = local_cols(s, em, e, &qe), nx = em->nx, ncol = s->ncol;
     for (int i = 0; i < nx; i++) {
         double *row = rows + (size_t)i * ncol;
-        for (int c = 0; c < ncol; c++) {
-            double v = 0;
-            for (int k = 0; k < nx; k++)
-                v += D[i * L + k] * s->phi[(size_t)(em->x_off + k) * ncol + c];
-            row[c] = v;
-        }
+        times_phi(D + (size_t)i * L, nx, s->phi + (size_t)em->x_off * ncol, ncol, row);
         for (int c = nx; c < L - 1; c++)
             row[global_col(s, em, e, c)] += D[i * L + c];
     }
@@ -315,6 +332,28 @@ static void fail(rs_sens_t *s, int code, const char *msg)
 
 /* ---- the variational equations ------------------------------------------------------------ */
 
+/* The flow's D (nx x L) and f (nx) of entity e from its robot's jacobian, the parameter columns
+ * it leaves unknown by central differences of derivs; -1 where the robot gives none in this
+ * mode. */
+static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
+                         const double *x, const double *u, double *D, double *f)
+{
+    int qe, L = local_cols(s, em, e, &qe);
+    unsigned char known[RS_MAX_PARAMS] = {0};
+    if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], D, L, known) < 0)
+        return -1;
+    em->robot->derivs(em, &s->ent[e], t, x, u, f);
+    fn_ctx_t c = {.kind = FN_FLOW};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL};
+    for (int k = 0; k < qe; k++) {
+        if (known[k])
+            continue;
+        cl.j = s->epar[e][k];
+        column(&cl, s->par[cl.j].h, f, D, L, em->nx + em->nu + k);
+    }
+    return 0;
+}
+
 static int augmented_rhs(double t, const double *y, double *yd, void *user)
 {
     rs_sens_t *s = user;
@@ -327,16 +366,13 @@ static int augmented_rhs(double t, const double *y, double *yd, void *user)
     for (int e = 0; e < m->nentities; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         int qe, L = local_cols(s, em, e, &qe);
-        entity_jacobian(s, e, &c, t, y + em->x_off, s->u + em->u_off, em->nx, D, yd + em->x_off,
-                        NULL, NULL);
+        const double *xe = y + em->x_off, *ue = s->u + em->u_off;
+        if (s->use_differences || !em->robot->jacobian ||
+            flow_jacobian(s, em, e, t, xe, ue, D, yd + em->x_off) < 0)
+            entity_jacobian(s, e, &c, t, xe, ue, em->nx, D, yd + em->x_off, NULL, NULL);
         for (int i = 0; i < em->nx; i++) {
             double *row = phid + (size_t)(em->x_off + i) * ncol;
-            for (int cc = 0; cc < ncol; cc++) {
-                double v = 0;
-                for (int k = 0; k < em->nx; k++)
-                    v += D[i * L + k] * phi[(size_t)(em->x_off + k) * ncol + cc];
-                row[cc] = v;
-            }
+            times_phi(D + (size_t)i * L, em->nx, phi + (size_t)em->x_off * ncol, ncol, row);
             for (int cc = em->nx; cc < L - 1; cc++)
                 row[global_col(s, em, e, cc)] += D[i * L + cc];
         }
@@ -453,6 +489,11 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         sens_param_t *p = &s->par[j];
         p->e = smp.entity;
         p->slot = em->robot->params[smp.param].offset + smp.index;
+        int qe = 0;
+        for (size_t i = 0; i < j; i++)
+            qe += s->par[i].e == p->e;
+        s->eslot[p->e][qe] = p->slot;
+        s->epar[p->e][qe] = (int)j;
         p->h = step_of(em->p[p->slot]);
         p->plus = p->minus = *em;
         p->plus.p[p->slot] += p->h;
@@ -504,7 +545,9 @@ static void sens_flow(void *ctx, const rs_model_t *m, const rs_data_t *d)
     rs_status_t st;
     rs_status_clear(&st);
     double t = s->t;
-    int rc = rs_integrator_restart(s->integ, t, 0.0, d->t, &st);
+    /* on with the step the last interval ended with, as the world's own integration does: a
+     * fresh estimate and ramp-up at every control step cost more than the flow itself */
+    int rc = rs_integrator_restart(s->integ, t, fmin(s->h_next, d->t - t), d->t, &st);
     while (rc == 0 && t < d->t) {
         rc = rs_integrator_evolve(s->integ, &t, &st);
         if (rc == 1) /* no guards: cannot happen */
@@ -516,6 +559,7 @@ static void sens_flow(void *ctx, const rs_model_t *m, const rs_data_t *d)
         fail(s, rc, st.message);
         return;
     }
+    s->h_next = rs_integrator_next_step(s->integ);
     memcpy(s->phi, s->y + n, (size_t)n * s->ncol * sizeof *s->phi);
     memcpy(s->x, d->x, (size_t)n * sizeof *s->x); /* on along the world's own trajectory */
     s->t = d->t;
@@ -657,6 +701,8 @@ out:
     memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
     s->t = d->t;
 }
+
+void rs_sens_use_differences(rs_sens_t *s, int on) { s->use_differences = on != 0; }
 
 const rs_step_hooks_t *rs_sens_hooks(rs_sens_t *s)
 {

@@ -111,6 +111,7 @@
  * In both, impact_impulse reads 0 (there are no instantaneous impacts) and the events are
  * touch and separate. */
 #include "../contact.h"
+#include "../rs_dual.h"
 #include "../rs_robot.h"
 
 #include <float.h>
@@ -1012,6 +1013,127 @@ static int finger_failure(const rs_entity_model_t *em, const rs_entity_data_t *e
                    em->name, -gap, x[X_F], x[X_O]);
 }
 
+/* ---- the right-hand side's Jacobian (rs_robot_t.jacobian) ------------------------------------ */
+
+/* The inputs derivs depends on in the hybrid modes (the positions enter no hybrid mode's flow),
+ * differentiated in forward mode (rs_dual.h). */
+enum { D_VF, D_VO, D_FA, D_MF, D_MO, D_CF, D_CO, D_FS, D_FK, ND };
+
+/* a + k b */
+static inline rs_dual_t d_add(rs_dual_t a, rs_dual_t b, double k)
+{
+    return rs_dual_axpy(a, k, b);
+}
+
+/* drag(): c v or c v |v| */
+static rs_dual_t d_drag(double law, rs_dual_t c, rs_dual_t v)
+{
+    rs_dual_t cv = rs_dual_mul(c, v);
+    return law == DRAG_QUADRATIC ? rs_dual_mul(cv, rs_dual_abs(v)) : cv;
+}
+
+typedef struct finger_duals {
+    rs_dual_t vf, vo, fa, fo, mf, mo, cf, co, fs, fk;
+} finger_duals_t;
+
+/* friction_pushed() */
+static rs_dual_t d_friction_pushed(const rs_entity_model_t *em, const finger_duals_t *z, rs_dual_t v)
+{
+    if (!article_law(em))
+        return z->fk;
+    if (z->fs.v <= 0.0)
+        return rs_dual_const(0.0);
+    rs_dual_t push = d_add(z->fa, d_drag(em->p[P_DRAG_LAW_F], z->cf, v), -1.0);
+    if (push.v <= 0.0)
+        return rs_dual_const(0.0);
+    if (push.v >= z->fs.v)
+        push = z->fs;
+    return rs_dual_mul(rs_dual_div(z->fk, z->fs), push);
+}
+
+/* The hybrid modes' flow (finger_derivs) in duals: xdot[i] for i in V_F, V_O, IMPULSE, WORK;
+ * X_F' and X_O' are v_f or v_o (or 0), set by the caller. */
+static void finger_flow_duals(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                              const finger_duals_t *z, rs_dual_t *xd)
+{
+    double dir = ed->aux[AUX_DIR];
+    for (int i = 0; i < NX; i++)
+        xd[i] = rs_dual_const(0.0);
+    rs_dual_t df = d_drag(em->p[P_DRAG_LAW_F], z->cf, z->vf);
+    switch (ed->mode) {
+    case MODE_CONTACT_SLIDING: {
+        rs_dual_t mt = d_add(z->mf, z->mo, 1.0), ff = d_friction_pushed(em, z, z->vf);
+        rs_dual_t dov = d_drag(em->p[P_DRAG_LAW_O], z->co, z->vf);
+        rs_dual_t num = d_add(d_add(d_add(d_add(z->fa, df, -1.0), dov, -1.0), ff, -dir), z->fo, 1.0);
+        xd[V_F] = xd[V_O] = rs_dual_div(num, mt);
+        if (article_law(em)) {
+            xd[IMPULSE] = ff;
+        } else { /* n_sliding() */
+            rs_dual_t n = d_add(rs_dual_mul(z->mo, d_add(z->fa, df, -1.0)),
+                             rs_dual_mul(z->mf, d_add(d_add(rs_dual_scale(ff, dir), dov, 1.0), z->fo, -1.0)),
+                             1.0);
+            xd[IMPULSE] = rs_dual_div(n, mt);
+        }
+        xd[WORK] = rs_dual_mul(d_add(z->fa, z->fo, 1.0), z->vf);
+        break;
+    }
+    case MODE_CONTACT_STUCK:
+        xd[IMPULSE] = d_add(z->fa, df, -1.0);
+        break;
+    default: /* apart */
+        xd[V_F] = rs_dual_div(d_add(z->fa, df, -1.0), z->mf);
+        xd[WORK] = rs_dual_mul(z->fa, z->vf);
+        if (ed->mode == MODE_SEPARATED) {
+            rs_dual_t dov = d_drag(em->p[P_DRAG_LAW_O], z->co, z->vo);
+            rs_dual_t fr = article_law(em) ? rs_dual_const(0.0) : z->fk;
+            xd[V_O] = rs_dual_scale(rs_dual_div(d_add(d_add(dov, fr, dir), z->fo, -1.0), z->mo), -1.0);
+            xd[WORK] = d_add(xd[WORK], rs_dual_mul(z->fo, z->vo), 1.0);
+        }
+        break;
+    }
+}
+
+/* rs_robot_t.jacobian: the hybrid modes' flow differentiated exactly (forward mode, finger_duals_t);
+ * the masses, drags and frictions among the parameters. time_stepping and compliant: none. */
+static int finger_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                           const double *x, const double *u, int nq, const int *slot, double *J,
+                           int ld, unsigned char *known)
+{
+    (void)t;
+    if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
+        return -1;
+    const double *p = em->p;
+    finger_duals_t z = {
+        rs_dual_var(x[V_F], D_VF),    rs_dual_var(x[V_O], D_VO),        rs_dual_var(applied_force(ed, u), D_FA),
+        rs_dual_const(object_force(ed)), rs_dual_var(p[P_M_F], D_MF),   rs_dual_var(p[P_M_O], D_MO),
+        rs_dual_var(p[P_C_F], D_CF),  rs_dual_var(p[P_C_O], D_CO),      rs_dual_var(p[P_F_STATIC], D_FS),
+        rs_dual_var(p[P_F_KINETIC], D_FK)};
+    rs_dual_t xd[NX];
+    finger_flow_duals(em, ed, &z, xd);
+    /* the positions' rates: v_f, v_o where the bodies move, 0 where held */
+    int moving_o = ed->mode == MODE_SEPARATED || ed->mode == MODE_CONTACT_SLIDING;
+    if (ed->mode != MODE_CONTACT_STUCK)
+        xd[X_F] = z.vf;
+    if (moving_o)
+        xd[X_O] = ed->mode == MODE_CONTACT_SLIDING ? z.vf : z.vo;
+    static const int pslot[ND] = {-1, -1, -1, P_M_F, P_M_O, P_C_F, P_C_O, P_F_STATIC, P_F_KINETIC};
+    for (int i = 0; i < NX; i++) {
+        double *row = J + (size_t)i * ld;
+        for (int c = 0; c < NX; c++)
+            row[c] = 0.0;
+        row[V_F] = xd[i].d[D_VF];
+        row[V_O] = xd[i].d[D_VO];
+        row[NX + U_FORCE] = xd[i].d[D_FA];
+        for (int k = 0; k < nq; k++)
+            for (int q = D_MF; q < ND; q++)
+                if (slot[k] == pslot[q]) {
+                    row[NX + NU + k] = xd[i].d[q];
+                    known[k] = 1;
+                }
+    }
+    return 0;
+}
+
 const rs_robot_t rs_robot_finger = {
     .kind = "finger",
     .doc = "1D finger pushing an object with static/kinetic friction, impacts and a tip force "
@@ -1036,6 +1158,7 @@ const rs_robot_t rs_robot_finger = {
     .validate = finger_validate,
     .init = finger_init,
     .derivs = finger_derivs,
+    .jacobian = finger_jacobian,
     .guards = finger_guards,
     .jump = finger_jump,
     .settle = finger_settle,
