@@ -5,8 +5,9 @@
  * model parameters. Between events Phi follows the variational equations
  *     Phi' = f_x Phi + [0 | f_u | f_p]
  * integrated with the state on a second integrator (rs_integrator.h; the world's tolerances
- * rtol and atol, no tighter than 1e-10 and 1e-12; Verner 8(7) where the world's erk_order is 8,
- * else Dormand-Prince 5(4)), the right-hand side's Jacobians f_x, f_u, f_p from the robot's
+ * rtol and atol, no tighter than 1e-10 and 1e-12; Verner 8(7) where the world integrates with
+ * order 8, by its erk_order or its robots' choice, else Dormand-Prince 5(4)), the right-hand
+ * side's Jacobians f_x, f_u, f_p from the robot's
  * own jacobian callback where it has one (analytic: the finger, the serial arm), else, and for
  * the parameters it does not cover, by central differences of the robots' own derivs (step
  * 6e-6 max(1, |z|): truncation and rounding errors near 1e-10 relative). At an

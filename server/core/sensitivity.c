@@ -505,8 +505,13 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
     }
     /* the variational equations to the world's own tolerances (at most 1e-10 and 1e-12: the
      * right-hand side's differences are good to about that), by its method (Verner 8(7) where
-     * the world asks for order 8, else Dormand-Prince 5(4)) */
-    int order = m->erk_order >= 8 ? 8 : 5;
+     * the world integrates with order 8, asked for or its robots' choice, else Dormand-Prince
+     * 5(4)) */
+    int order = (int)m->erk_order; /* 0: the robots' own choice, as the world's (step.c) */
+    for (int e = 0; e < m->nentities && m->erk_order < 1; e++)
+        if (m->ent[e].robot->erk_order > order)
+            order = m->ent[e].robot->erk_order;
+    order = order >= 8 ? 8 : 5;
     if (!(s->integ = rs_integrator_new((int)N, s->y, augmented_rhs, NULL, s, st)) ||
         rs_integrator_configure(s->integ, order, fmax(m->rtol, 1e-10), fmax(m->atol, 1e-12),
                                 1000000, m->sim_step, 0, st) < 0) {

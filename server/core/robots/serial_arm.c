@@ -416,6 +416,127 @@ static int sa_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     return 0;
 }
 
+/* ---- the right-hand side's Jacobian (rs_robot_t.jacobian) ------------------------------------ */
+
+/* Columns of the partials below: the state (ARM_NX), the commands (2), then the link masses m1,
+ * m2 and gravity g, which enter through the compiled constants (sa_compile). */
+enum { JC_U1 = ARM_NX, JC_M1 = ARM_NX + 2, JC_M2, JC_G, JC_N };
+
+/* d xdot / d(x, u, m1, m2, g) of sa_derivs in closed form: with M(q) and b from sa_dynamics,
+ *   db0/dq1 = K_G1 s1 + K_G2 s12,  db0/dq2 = K_H c2 t2d (2 t1d + t2d) + K_G2 s12,
+ *   db0/dt1d = 2 h t2d,            db0/dt2d = 2 h (t1d + t2d),
+ *   db1/dq1 = K_G2 s12,            db1/dq2 = -K_H c2 t1d^2 + K_G2 s12,  db1/dt1d = -2 h t1d,
+ *   dM11/dq2 = -2 K_H s2, dM12/dq2 = -K_H s2, the actuators' PID or torque partials, and for
+ * the joints sliding qdd = M^-1 r (r = b - dir mu_D - mu_V qd): dqdd = M^-1 (dr - dM qdd);
+ * one joint k sliding beside a held one: dqdd_k = (dr_k - dM_kk qdd_k) / M_kk. */
+static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                       const double *x, const double *u, int nq, const int *slot, double *J,
+                       int ld, unsigned char *known)
+{
+    (void)t;
+    const double *p = em->p, *k = em->c;
+    double M[2][2], b[2];
+    sa_dynamics(em, ed, x, u, M, b);
+    double q1 = x[ARM_Q1], q2 = x[ARM_Q2], t1d = x[ARM_QD1], t2d = x[ARM_QD2];
+    double s1 = sin(q1), c1 = cos(q1), s2 = sin(q2), c2 = cos(q2);
+    double s12 = sin(q1 + q2), c12 = cos(q1 + q2), h = k[K_H] * s2;
+    double dM[3][JC_N] = {{0}}, db[2][JC_N] = {{0}}; /* dM: M11, M12, M22 */
+    dM[0][ARM_Q2] = -2.0 * k[K_H] * s2;
+    dM[1][ARM_Q2] = -k[K_H] * s2;
+    db[0][ARM_Q1] = k[K_G1] * s1 + k[K_G2] * s12;
+    db[0][ARM_Q2] = k[K_H] * c2 * t2d * (2.0 * t1d + t2d) + k[K_G2] * s12;
+    db[0][ARM_QD1] = 2.0 * h * t2d;
+    db[0][ARM_QD2] = 2.0 * h * (t1d + t2d);
+    db[1][ARM_Q1] = k[K_G2] * s12;
+    db[1][ARM_Q2] = -k[K_H] * c2 * t1d * t1d + k[K_G2] * s12;
+    db[1][ARM_QD1] = -2.0 * h * t1d;
+    for (int j = 0; j < 2; j++) { /* arm_actuator_torque: within the cap */
+        if (!(p[ARM_P_TAU_MAX + j] > 0) || ed->aux[ARM_AUX_SAT1 + j] != 0)
+            continue;
+        if (p[ARM_P_MODE + j] != ARM_PID) {
+            db[j][JC_U1 + j] += 1.0;
+            continue;
+        }
+        db[j][ARM_Q1 + j] -= p[ARM_P_KP + j];
+        db[j][ARM_QD1 + j] -= p[ARM_P_KD + j];
+        db[j][ARM_I1 + j] += p[ARM_P_KI + j];
+        db[j][JC_U1 + j] += p[ARM_P_KP + j];
+    }
+    const double *w = ed->wrench;
+    if (w[0] != 0.0 || w[1] != 0.0 || w[2] != 0.0 || w[3] != 0.0 || w[4] != 0.0) {
+        double a1 = p[P_A1], a2 = p[P_A2], dq = -a2 * c12 * w[0] - a2 * s12 * w[1];
+        db[0][ARM_Q1] += dq - a1 * c1 * w[0] - a1 * s1 * w[1];
+        db[0][ARM_Q2] += dq;
+        db[1][ARM_Q1] += dq;
+        db[1][ARM_Q2] += dq;
+    }
+    /* the constants along m1, m2, g (uniform-rod inertias by default scale with the masses) */
+    links_t L;
+    links_of(em, &L);
+    double dI1 = em->plen[PI_I1] ? 0.0 : L.a1 * L.a1 / 12.0;
+    double dI2 = em->plen[PI_I2] ? 0.0 : L.a2 * L.a2 / 12.0;
+    double dK[K_N][3] = {
+        [K_M11] = {dI1 + L.lc1 * L.lc1, dI2 + L.a1 * L.a1 + L.lc2 * L.lc2, 0.0},
+        [K_M22] = {0.0, dI2 + L.lc2 * L.lc2, 0.0},
+        [K_H] = {0.0, L.a1 * L.lc2, 0.0},
+        [K_G1] = {L.lc1 * L.g, L.a1 * L.g, L.m1 * L.lc1 + L.m2 * L.a1},
+        [K_G2] = {0.0, L.lc2 * L.g, L.m2 * L.lc2},
+    };
+    for (int m = 0; m < 3; m++) {
+        int c = JC_M1 + m;
+        dM[0][c] = dK[K_M11][m] + 2.0 * c2 * dK[K_H][m];
+        dM[1][c] = dK[K_M22][m] + c2 * dK[K_H][m];
+        dM[2][c] = dK[K_M22][m];
+        db[0][c] = s2 * t2d * (2.0 * t1d + t2d) * dK[K_H][m] - c1 * dK[K_G1][m] -
+                   c12 * dK[K_G2][m];
+        db[1][c] = -s2 * t1d * t1d * dK[K_H][m] - c12 * dK[K_G2][m];
+    }
+    /* arm_accel */
+    int st[2];
+    double dir[2], r[2], qdd[2] = {0.0, 0.0}, dq[2][JC_N] = {{0}};
+    arm_status_of(ed->mode, st);
+    arm_dirs_of(ed, dir);
+    for (int j = 0; j < 2; j++) {
+        r[j] = b[j] - dir[j] * p[ARM_P_MU_D + j] - p[ARM_P_MU_V + j] * x[ARM_QD1 + j];
+        db[j][ARM_QD1 + j] -= p[ARM_P_MU_V + j]; /* now dr */
+    }
+    int h0 = arm_held(st[0]), h1 = arm_held(st[1]);
+    if (!h0 && !h1) {
+        arm_solve2(M, r, qdd);
+        for (int c = 0; c < JC_N; c++) {
+            double rhs[2] = {db[0][c] - dM[0][c] * qdd[0] - dM[1][c] * qdd[1],
+                             db[1][c] - dM[1][c] * qdd[0] - dM[2][c] * qdd[1]}, out[2];
+            arm_solve2(M, rhs, out);
+            dq[0][c] = out[0], dq[1][c] = out[1];
+        }
+    } else if (!h0 || !h1) {
+        int j = h0 ? 1 : 0, d = j ? 2 : 0; /* the sliding joint; its diagonal of M */
+        qdd[j] = r[j] / M[j][j];
+        for (int c = 0; c < JC_N; c++)
+            dq[j][c] = (db[j][c] - dM[d][c] * qdd[j]) / M[j][j];
+    }
+    static const int pslot[3] = {P_M1, P_M2, P_GRAVITY};
+    for (int i = 0; i < ARM_NX; i++) {
+        double *row = J + (size_t)i * ld;
+        for (int c = 0; c < ARM_NX + 2; c++)
+            row[c] = 0.0;
+        if (i < 2)
+            row[ARM_QD1 + i] = 1.0;
+        else if (i < 4)
+            for (int c = 0; c < ARM_NX + 2; c++)
+                row[c] = dq[i - 2][c];
+        else if (p[ARM_P_MODE + i - 4] == ARM_PID) /* arm_integral_rates */
+            row[JC_U1 + i - 4] = 1.0, row[ARM_Q1 + i - 4] = -1.0;
+        for (int kq = 0; kq < nq; kq++)
+            for (int m = 0; m < 3; m++)
+                if (slot[kq] == pslot[m]) {
+                    row[ARM_NX + 2 + kq] = i >= 2 && i < 4 ? dq[i - 2][JC_M1 + m] : 0.0;
+                    known[kq] = 1;
+                }
+    }
+    return 0;
+}
+
 const rs_robot_t rs_robot_serial_arm = {
     .kind = "serial_arm",
     .doc = "serial two-link arm with torque/PID actuators, joint friction and stops",
@@ -441,6 +562,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .compile = sa_compile,
     .init = sa_init,
     .derivs = sa_derivs,
+    .jacobian = sa_jacobian,
     .guards = sa_guards,
     .jump = sa_jump,
     .settle = sa_settle,
