@@ -8,6 +8,8 @@
 #include "rs_sensitivity.h"
 #include "rs_test.h"
 
+#include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -483,6 +485,215 @@ static void test_every_preset(void)
     }
 }
 
+/* ---- the robots' right-hand-side Jacobians (rs_robot_t.jacobian) -------------------------- */
+
+static uint64_t lcg = 0x9E3779B97F4A7C15ull;
+
+static double uniform(double lo, double hi)
+{
+    lcg = lcg * 6364136223846793005ull + 1442695040888963407ull;
+    return lo + (hi - lo) * (double)(lcg >> 11) * 0x1.0p-53;
+}
+
+/* derivs of entity em at (x, u) in ed's mode, into f */
+static void rhs(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                const double *u, double *f)
+{
+    em->robot->derivs(em, ed, 0.0, x, u, f);
+}
+
+/* d derivs / d z_c by the five-point central difference (error O(h^4), rounding eps |f| / h:
+ * both below 1e-11 relative at h = 1e-4 max(1, |z|)); c < nx a state, < nx + nu a command, else
+ * the parameter slot `slot` (its model recompiled) */
+static void five_point(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                       const double *u, int c, int slot, double *col)
+{
+    int nx = em->nx, nu = em->nu;
+    double z = c < nx ? x[c] : c < nx + nu ? u[c - nx] : em->p[slot];
+    double h = 1e-4 * fmax(1.0, fabs(z)), f[4][MAXN];
+    static const double k[4] = {-2, -1, 1, 2};
+    for (int s = 0; s < 4; s++) {
+        double xp[MAXN], up[8];
+        memcpy(xp, x, (size_t)nx * sizeof *xp);
+        memcpy(up, u, (size_t)nu * sizeof *up);
+        rs_entity_model_t mp = *em;
+        if (c < nx)
+            xp[c] += k[s] * h;
+        else if (c < nx + nu)
+            up[c - nx] += k[s] * h;
+        else {
+            mp.p[slot] += k[s] * h;
+            if (mp.robot->compile)
+                mp.robot->compile(&mp);
+        }
+        rhs(&mp, ed, xp, up, f[s]);
+    }
+    for (int i = 0; i < nx; i++)
+        col[i] = ((f[0][i] - f[3][i]) - 8.0 * (f[1][i] - f[2][i])) / (12.0 * h); /* a constant:
+                                                                          exactly 0 */
+}
+
+/* The jacobian of each entity of preset `preset` (with parameters p) at random states, commands
+ * and wrenches in every mode against five-point differences of derivs: every entry within 1e-8
+ * of its row's largest; the parameters it covers likewise. Returns the modes checked. */
+static int check_rhs_jacobian(const char *preset, const rs_param_t *p, size_t np, int samples)
+{
+    rs_status_t st;
+    rs_world_t *w = rs_world_new(preset, p, np, 1, &st);
+    CHECK(w != NULL, "%s: %s", preset, st.message);
+    if (!w)
+        return 0;
+    int checked = 0;
+    for (int e = 0; e < w->model->nentities; e++) {
+        const rs_entity_model_t *em = &w->model->ent[e];
+        const rs_robot_t *r = em->robot;
+        if (!r->jacobian)
+            continue;
+        int nx = em->nx, nu = em->nu, slot[RS_MAX_PARAMS], nq = 0;
+        for (int i = 0; i < r->np && nq < RS_MAX_PARAMS; i++) /* every scalar parameter */
+            if (r->params[i].len_max == 1 && em->plen[i] == 1)
+                slot[nq++] = r->params[i].offset;
+        int ld = nx + nu + nq, covered = 0;
+        double worst_err = 0;
+        for (int mode = 0; mode < r->nmodes; mode++) {
+            int given = 0;
+            for (int k = 0; k < samples; k++) {
+                rs_entity_data_t ed = w->data->ent[e];
+                ed.mode = mode;
+                for (int a = 0; a < r->naux; a++) {
+                    const rs_aux_desc_t *ad = &r->aux_vars[a];
+                    if (ad->kind == RS_AUX_SIGN)
+                        ed.aux[a] = uniform(0, 1) < 0.5 ? -1.0 : 1.0;
+                    else if (ad->kind == RS_AUX_INTEGER)
+                        ed.aux[a] = floor(uniform(ad->lower, ad->upper + 1.0));
+                }
+                for (int i = 0; i < RS_WRENCH_MAX; i++)
+                    ed.wrench[i] = k % 2 ? uniform(-0.5, 0.5) : 0.0;
+                double x[MAXN], u[8], J[MAXN * (MAXN + 8 + RS_MAX_PARAMS)], col[MAXN];
+                for (int i = 0; i < nx; i++)
+                    x[i] = uniform(-1.5, 1.5);
+                for (int a = 0; a < nu; a++)
+                    u[a] = uniform(-1.0, 1.0);
+                unsigned char known[RS_MAX_PARAMS] = {0};
+                if (r->jacobian(em, &ed, 0.0, x, u, nq, slot, J, ld, known) < 0)
+                    continue;
+                given++;
+                for (int c = 0; c < ld; c++) {
+                    if (c >= nx + nu && !known[c - nx - nu])
+                        continue;
+                    covered += c >= nx + nu && k == 0 && mode == 0;
+                    five_point(em, &ed, x, u, c, c >= nx + nu ? slot[c - nx - nu] : -1, col);
+                    for (int i = 0; i < nx; i++) {
+                        double scale = 0;
+                        for (int cc = 0; cc < nx; cc++) /* the row's largest state partial */
+                            scale = fmax(scale, fabs(J[i * ld + cc]));
+                        double err = fabs(J[i * ld + c] - col[i]) / fmax(fmax(scale, fabs(col[i])), 1e-6);
+                        worst_err = fmax(worst_err, err);
+                        CHECK(err <= 1e-8,
+                              "%s: %s mode %s, d %s' / d column %d: %.12g vs differences %.12g",
+                              preset, r->kind, r->mode_names[mode], r->state[i].name, c,
+                              J[i * ld + c], col[i]);
+                    }
+                }
+            }
+            int hybrid = strcmp(r->mode_names[mode], "time_stepping") != 0 &&
+                         strcmp(r->mode_names[mode], "compliant") != 0;
+            CHECK(!hybrid || given == samples, "%s: %s gives no Jacobian in mode %s", preset,
+                  r->kind, r->mode_names[mode]);
+            checked += given > 0;
+        }
+        printf("%-34s %s: right-hand-side Jacobian vs five-point differences in %d modes, "
+               "%d parameters: max rel error %.2e (bound 1e-8)\n",
+               preset, r->kind, checked, covered, worst_err);
+        CHECK(covered > 0, "%s: the parameters' columns were not exercised", preset);
+    }
+    rs_world_destroy(&w);
+    return checked;
+}
+
+static void test_rhs_jacobians(void)
+{
+    static const double LIN[] = {0}, QUAD[] = {1}, ART[] = {1}, COUL[] = {0}, FS[] = {1.3},
+                        FK[] = {0.6}, CO[] = {0.3}, PID[] = {1, 1}, TORQ[] = {0, 0},
+                        MIX[] = {1, 0}, MUD[] = {0.05, 0.02}, MUV[] = {0.01, 0.03},
+                        LC[] = {0.06}, INERTIA[] = {0.002}, TAU[] = {5, 5};
+    for (int law = 0; law < 4; law++) { /* drag laws and friction laws */
+        const rs_param_t fp[] = {{"finger", "finger_drag_law", law & 1 ? QUAD : LIN, 1},
+                                 {"finger", "object_drag_law", law & 1 ? LIN : QUAD, 1},
+                                 {"finger", "friction_law", law & 2 ? ART : COUL, 1},
+                                 {"finger", "static_friction", FS, 1},
+                                 {"finger", "kinetic_friction", FK, 1},
+                                 {"finger", "object_drag", CO, 1}};
+        CHECK(check_rhs_jacobian("finger", fp, 6, 20) >= 4, "finger: the four hybrid modes");
+    }
+    const double *modes[] = {PID, TORQ, MIX};
+    for (int k = 0; k < 3; k++) {
+        const rs_param_t ap[] = {{"arm", "actuator_mode", modes[k], 2},
+                                 {"arm", "mu_D", MUD, 2},
+                                 {"arm", "mu_V", MUV, 2},
+                                 {"arm", "tau_max", TAU, 2},
+                                 {"arm", "lc1", LC, 1},
+                                 {"arm", "I2", INERTIA, 1}};
+        CHECK(check_rhs_jacobian("serial_arm", ap, k == 2 ? 6 : 4, 10) == 16,
+              "serial arm: the sixteen joint modes");
+    }
+}
+
+/* The same Step's Jacobian with the robots' own right-hand-side Jacobians and with central
+ * differences of derivs (the fallback for robots without one) agree to 1e-8 relative. */
+static void test_analytic_vs_differences(void)
+{
+    const rs_param_t fp[] = {{"finger", "object_x0", GAP, 1}, {"finger", "finger_v0", V1, 1}};
+    static const char *const ARM_P[] = {"arm.m1", "arm.gravity", "arm.kP[0]"};
+    struct {
+        const char *preset;
+        const rs_param_t *p;
+        size_t np;
+        double u[2];
+        const char *const *jp;
+        size_t q;
+    } cases[] = {{"finger", fp, 2, {0.2}, FINGER_P, 6}, {"serial_arm", NULL, 0, {0.4, -0.2}, ARM_P, 3}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        double J[2][MAXN * MAXC];
+        int ncol = 0, n = 0;
+        for (int diff = 0; diff < 2; diff++) {
+            rs_status_t st;
+            rs_world_t *w = rs_world_new(cases[k].preset, cases[k].p, cases[k].np, 1, &st);
+            CHECK(w != NULL, "%s", st.message);
+            if (!w)
+                return;
+            rs_data_t *d = w->data;
+            CHECK_OK(rs_set_all_commands(w->model, d, cases[k].u, &st), st);
+            rs_sens_t *s = rs_sens_new(w->model, d, cases[k].jp, cases[k].q, &st);
+            CHECK(s != NULL, "%s", st.message);
+            if (!s)
+                return;
+            rs_sens_use_differences(s, diff);
+            d->hooks = rs_sens_hooks(s);
+            CHECK_OK(rs_step(w->model, d, 10, &st), st);
+            d->hooks = NULL;
+            int nc, q, dif;
+            const double *phi;
+            const char *why;
+            CHECK_OK(rs_sens_result(s, &n, &nc, &q, &phi, &dif, &why, &st), st);
+            CHECK(dif, "%s: %s", cases[k].preset, why);
+            ncol = n + nc + q;
+            memcpy(J[diff], phi, (size_t)n * ncol * sizeof *phi);
+            rs_sens_destroy(&s);
+            rs_world_destroy(&w);
+        }
+        double err = 0, scale = 0;
+        for (int i = 0; i < n * ncol; i++)
+            scale = fmax(scale, fabs(J[1][i]));
+        for (int i = 0; i < n * ncol; i++)
+            err = fmax(err, fabs(J[0][i] - J[1][i]) / scale);
+        printf("%-34s a Step's Jacobian with the robot's right-hand-side Jacobian vs with "
+               "differences of derivs: max rel difference %.2e (bound 1e-8)\n",
+               cases[k].preset, err);
+        CHECK(err <= 1e-8, "%s: %.3g", cases[k].preset, err);
+    }
+}
+
 int main(void)
 {
     test_every_preset();
@@ -493,5 +704,7 @@ int main(void)
     test_grazing();
     test_brick();
     test_refused();
+    test_rhs_jacobians();
+    test_analytic_vs_differences();
     return rs_test_done("test_sensitivity");
 }
