@@ -134,11 +134,12 @@ struct rs_robot {
      * columns), then, for k < nq, d xdot_i / dp at the parameter slot slot[k] of em->p in
      * column nx + nu + k where the robot knows it, setting known[k] = 1 (columns it leaves
      * unknown are differenced). Returns 0, or -1 where it gives no Jacobian in this mode
-     * (derivs is then differenced). Must not allocate; agrees with derivs' central
-     * differences to 1e-8 relative (tests/core/test_sensitivity.c checks every mode). */
+     * (derivs is then differenced). f gets xdot itself (derivs' values up to rounding). Must
+     * not allocate; agrees with derivs' central differences to 1e-8 relative
+     * (tests/core/test_sensitivity.c checks every mode). */
     int (*jacobian)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
-                    const double *x, const double *u, int nq, const int *slot, double *J, int ld,
-                    unsigned char *known);
+                    const double *x, const double *u, int nq, const int *slot, double *f,
+                    double *J, int ld, unsigned char *known);
 
     /* Guard values (ng of them) in mode ed->mode. Optional when nguards returns 0. */
     void (*guards)(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,9 +341,8 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
 {
     int qe, L = local_cols(s, em, e, &qe);
     unsigned char known[RS_MAX_PARAMS] = {0};
-    if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], D, L, known) < 0)
+    if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
-    em->robot->derivs(em, &s->ent[e], t, x, u, f);
     fn_ctx_t c = {.kind = FN_FLOW};
     column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL};
     for (int k = 0; k < qe; k++) {
@@ -377,10 +377,14 @@ static int augmented_rhs(double t, const double *y, double *yd, void *user)
                 row[global_col(s, em, e, cc)] += D[i * L + cc];
         }
     }
-    for (int i = 0; i < n + n * ncol; i++)
-        if (!isfinite(yd[i]))
-            return 1;
-    return 0;
+    /* any yd not finite (all exponent bits set): integer operations, which vectorise */
+    uint64_t nonfinite = 0;
+    for (int i = 0; i < n + n * ncol; i++) {
+        uint64_t bits;
+        memcpy(&bits, &yd[i], sizeof bits);
+        nonfinite |= (uint64_t)((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull);
+    }
+    return nonfinite ? 1 : 0;
 }
 
 /* ---- lifetime ----------------------------------------------------------------------------- */

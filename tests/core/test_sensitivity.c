@@ -575,9 +575,15 @@ static int check_rhs_jacobian(const char *preset, const rs_param_t *p, size_t np
                 for (int a = 0; a < nu; a++)
                     u[a] = uniform(-1.0, 1.0);
                 unsigned char known[RS_MAX_PARAMS] = {0};
-                if (r->jacobian(em, &ed, 0.0, x, u, nq, slot, J, ld, known) < 0)
+                double f[MAXN], f0[MAXN];
+                if (r->jacobian(em, &ed, 0.0, x, u, nq, slot, f, J, ld, known) < 0)
                     continue;
                 given++;
+                rhs(em, &ed, x, u, f0);
+                for (int i = 0; i < nx; i++)
+                    CHECK(fabs(f[i] - f0[i]) <= 1e-12 * (1.0 + fabs(f0[i])),
+                          "%s: %s mode %s: %s' %.17g, derivs %.17g", preset, r->kind,
+                          r->mode_names[mode], r->state[i].name, f[i], f0[i]);
                 for (int c = 0; c < ld; c++) {
                     if (c >= nx + nu && !known[c - nx - nu])
                         continue;

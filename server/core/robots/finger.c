@@ -111,7 +111,6 @@
  * In both, impact_impulse reads 0 (there are no instantaneous impacts) and the events are
  * touch and separate. */
 #include "../contact.h"
-#include "../rs_dual.h"
 #include "../rs_robot.h"
 
 #include <float.h>
@@ -1015,119 +1014,134 @@ static int finger_failure(const rs_entity_model_t *em, const rs_entity_data_t *e
 
 /* ---- the right-hand side's Jacobian (rs_robot_t.jacobian) ------------------------------------ */
 
-/* The inputs derivs depends on in the hybrid modes (the positions enter no hybrid mode's flow),
- * differentiated in forward mode (rs_dual.h). */
-enum { D_VF, D_VO, D_FA, D_MF, D_MO, D_CF, D_CO, D_FS, D_FK, ND };
-
-/* a + k b */
-static inline rs_dual_t d_add(rs_dual_t a, rs_dual_t b, double k)
+/* A drag's partials along its velocity and its coefficient: c and v (linear), 2 c |v| and v |v|
+ * (quadratic). */
+static void drag_partials(double law, double c, double v, double *dv, double *dc)
 {
-    return rs_dual_axpy(a, k, b);
+    *dv = law == DRAG_QUADRATIC ? 2.0 * c * fabs(v) : c;
+    *dc = law == DRAG_QUADRATIC ? v * fabs(v) : v;
 }
 
-/* drag(): c v or c v |v| */
-static rs_dual_t d_drag(double law, rs_dual_t c, rs_dual_t v)
-{
-    rs_dual_t cv = rs_dual_mul(c, v);
-    return law == DRAG_QUADRATIC ? rs_dual_mul(cv, rs_dual_abs(v)) : cv;
-}
+/* The inputs finger_derivs depends on in the hybrid modes (the positions enter none): the two
+ * velocities, the applied force, then the masses, drags and frictions among the parameters. */
+enum { PD_VF, PD_VO, PD_FA, PD_MF, PD_MO, PD_CF, PD_CO, PD_FS, PD_FK, PD_N };
 
-typedef struct finger_duals {
-    rs_dual_t vf, vo, fa, fo, mf, mo, cf, co, fs, fk;
-} finger_duals_t;
-
-/* friction_pushed() */
-static rs_dual_t d_friction_pushed(const rs_entity_model_t *em, const finger_duals_t *z, rs_dual_t v)
+/* friction_pushed()'s partials (PD_N values) at v, fa: with the article's law, f_kinetic
+ * min(F_i, F_static) differentiated on the side of its clamp where F_i lies. */
+static void friction_pushed_partials(const rs_entity_model_t *em, double v, double fa, double *g)
 {
-    if (!article_law(em))
-        return z->fk;
-    if (z->fs.v <= 0.0)
-        return rs_dual_const(0.0);
-    rs_dual_t push = d_add(z->fa, d_drag(em->p[P_DRAG_LAW_F], z->cf, v), -1.0);
-    if (push.v <= 0.0)
-        return rs_dual_const(0.0);
-    if (push.v >= z->fs.v)
-        push = z->fs;
-    return rs_dual_mul(rs_dual_div(z->fk, z->fs), push);
-}
-
-/* The hybrid modes' flow (finger_derivs) in duals: xdot[i] for i in V_F, V_O, IMPULSE, WORK;
- * X_F' and X_O' are v_f or v_o (or 0), set by the caller. */
-static void finger_flow_duals(const rs_entity_model_t *em, const rs_entity_data_t *ed,
-                              const finger_duals_t *z, rs_dual_t *xd)
-{
-    double dir = ed->aux[AUX_DIR];
-    for (int i = 0; i < NX; i++)
-        xd[i] = rs_dual_const(0.0);
-    rs_dual_t df = d_drag(em->p[P_DRAG_LAW_F], z->cf, z->vf);
-    switch (ed->mode) {
-    case MODE_CONTACT_SLIDING: {
-        rs_dual_t mt = d_add(z->mf, z->mo, 1.0), ff = d_friction_pushed(em, z, z->vf);
-        rs_dual_t dov = d_drag(em->p[P_DRAG_LAW_O], z->co, z->vf);
-        rs_dual_t num = d_add(d_add(d_add(d_add(z->fa, df, -1.0), dov, -1.0), ff, -dir), z->fo, 1.0);
-        xd[V_F] = xd[V_O] = rs_dual_div(num, mt);
-        if (article_law(em)) {
-            xd[IMPULSE] = ff;
-        } else { /* n_sliding() */
-            rs_dual_t n = d_add(rs_dual_mul(z->mo, d_add(z->fa, df, -1.0)),
-                             rs_dual_mul(z->mf, d_add(d_add(rs_dual_scale(ff, dir), dov, 1.0), z->fo, -1.0)),
-                             1.0);
-            xd[IMPULSE] = rs_dual_div(n, mt);
-        }
-        xd[WORK] = rs_dual_mul(d_add(z->fa, z->fo, 1.0), z->vf);
-        break;
+    for (int i = 0; i < PD_N; i++)
+        g[i] = 0.0;
+    if (!article_law(em)) {
+        g[PD_FK] = 1.0;
+        return;
     }
-    case MODE_CONTACT_STUCK:
-        xd[IMPULSE] = d_add(z->fa, df, -1.0);
-        break;
-    default: /* apart */
-        xd[V_F] = rs_dual_div(d_add(z->fa, df, -1.0), z->mf);
-        xd[WORK] = rs_dual_mul(z->fa, z->vf);
-        if (ed->mode == MODE_SEPARATED) {
-            rs_dual_t dov = d_drag(em->p[P_DRAG_LAW_O], z->co, z->vo);
-            rs_dual_t fr = article_law(em) ? rs_dual_const(0.0) : z->fk;
-            xd[V_O] = rs_dual_scale(rs_dual_div(d_add(d_add(dov, fr, dir), z->fo, -1.0), z->mo), -1.0);
-            xd[WORK] = d_add(xd[WORK], rs_dual_mul(z->fo, z->vo), 1.0);
-        }
-        break;
+    double fs = em->p[P_F_STATIC], fk = em->p[P_F_KINETIC];
+    if (fs <= 0.0)
+        return;
+    double push = fa - drag_f(em, v), dv, dc;
+    if (push <= 0.0)
+        return;
+    if (push >= fs) {
+        g[PD_FK] = 1.0; /* f_kinetic F_static = F_kinetic */
+        return;
     }
+    drag_partials(em->p[P_DRAG_LAW_F], em->p[P_C_F], v, &dv, &dc);
+    g[PD_VF] = -fk / fs * dv;
+    g[PD_FA] = fk / fs;
+    g[PD_CF] = -fk / fs * dc;
+    g[PD_FK] = push / fs;
+    g[PD_FS] = -fk * push / (fs * fs);
 }
 
-/* rs_robot_t.jacobian: the hybrid modes' flow differentiated exactly (forward mode, finger_duals_t);
- * the masses, drags and frictions among the parameters. time_stepping and compliant: none. */
+/* rs_robot_t.jacobian: finger_derivs differentiated by hand in the hybrid modes (see the
+ * header's equations); the masses, drags and frictions among the parameters. time_stepping and
+ * compliant: none (differenced). */
 static int finger_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
-                           const double *x, const double *u, int nq, const int *slot, double *J,
-                           int ld, unsigned char *known)
+                           const double *x, const double *u, int nq, const int *slot, double *f,
+                           double *J, int ld, unsigned char *known)
 {
-    (void)t;
     if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
         return -1;
+    finger_derivs(em, ed, t, x, u, f);
     const double *p = em->p;
-    finger_duals_t z = {
-        rs_dual_var(x[V_F], D_VF),    rs_dual_var(x[V_O], D_VO),        rs_dual_var(applied_force(ed, u), D_FA),
-        rs_dual_const(object_force(ed)), rs_dual_var(p[P_M_F], D_MF),   rs_dual_var(p[P_M_O], D_MO),
-        rs_dual_var(p[P_C_F], D_CF),  rs_dual_var(p[P_C_O], D_CO),      rs_dual_var(p[P_F_STATIC], D_FS),
-        rs_dual_var(p[P_F_KINETIC], D_FK)};
-    rs_dual_t xd[NX];
-    finger_flow_duals(em, ed, &z, xd);
-    /* the positions' rates: v_f, v_o where the bodies move, 0 where held */
-    int moving_o = ed->mode == MODE_SEPARATED || ed->mode == MODE_CONTACT_SLIDING;
-    if (ed->mode != MODE_CONTACT_STUCK)
-        xd[X_F] = z.vf;
-    if (moving_o)
-        xd[X_O] = ed->mode == MODE_CONTACT_SLIDING ? z.vf : z.vo;
-    static const int pslot[ND] = {-1, -1, -1, P_M_F, P_M_O, P_C_F, P_C_O, P_F_STATIC, P_F_KINETIC};
+    double fa = applied_force(ed, u), fo = object_force(ed), dir = ed->aux[AUX_DIR];
+    double mf = p[P_M_F], mo = p[P_M_O], vf = x[V_F], vo = x[V_O];
+    double g[NX][PD_N] = {{0}}, dfv, dfc, dov, doc;
+    drag_partials(p[P_DRAG_LAW_F], p[P_C_F], vf, &dfv, &dfc);
+    switch (ed->mode) {
+    case MODE_CONTACT_SLIDING: {
+        /* a = (F_a - D_f(v) - D_o(v) - ff dir + f_o) / (m_f + m_o), N = n_sliding() */
+        double ff[PD_N], mt = mf + mo, a = f[V_F], n = f[IMPULSE];
+        friction_pushed_partials(em, vf, fa, ff);
+        drag_partials(p[P_DRAG_LAW_O], p[P_C_O], vf, &dov, &doc);
+        g[X_F][PD_VF] = g[X_O][PD_VF] = 1.0;
+        double *ga = g[V_F];
+        ga[PD_VF] = (-dfv - dov - dir * ff[PD_VF]) / mt;
+        ga[PD_FA] = (1.0 - dir * ff[PD_FA]) / mt;
+        ga[PD_MF] = ga[PD_MO] = -a / mt;
+        ga[PD_CF] = (-dfc - dir * ff[PD_CF]) / mt;
+        ga[PD_CO] = -doc / mt;
+        ga[PD_FS] = -dir * ff[PD_FS] / mt;
+        ga[PD_FK] = -dir * ff[PD_FK] / mt;
+        for (int i = 0; i < PD_N; i++)
+            g[V_O][i] = ga[i];
+        double *gn = g[IMPULSE];
+        if (article_law(em)) {
+            for (int i = 0; i < PD_N; i++)
+                gn[i] = ff[i];
+        } else {
+            double ffv = friction_pushed(em, vf, fa);
+            gn[PD_VF] = (-mo * dfv + mf * (dir * ff[PD_VF] + dov)) / mt;
+            gn[PD_FA] = (mo + mf * dir * ff[PD_FA]) / mt;
+            gn[PD_MF] = (ffv * dir + drag_o(em, vf) - fo - n) / mt;
+            gn[PD_MO] = (fa - drag_f(em, vf) - n) / mt;
+            gn[PD_CF] = (-mo * dfc + mf * dir * ff[PD_CF]) / mt;
+            gn[PD_CO] = mf * doc / mt;
+            gn[PD_FS] = mf * dir * ff[PD_FS] / mt;
+            gn[PD_FK] = mf * dir * ff[PD_FK] / mt;
+        }
+        g[WORK][PD_VF] = fa + fo;
+        g[WORK][PD_FA] = vf;
+        break;
+    }
+    case MODE_CONTACT_STUCK: /* N = F_a - D_f(v_f) */
+        g[IMPULSE][PD_VF] = -dfv;
+        g[IMPULSE][PD_FA] = 1.0;
+        g[IMPULSE][PD_CF] = -dfc;
+        break;
+    default: /* apart: m_f v_f' = F_a - D_f, m_o v_o' = -D_o - F_kinetic dir + f_o (sliding) */
+        g[X_F][PD_VF] = 1.0;
+        g[V_F][PD_VF] = -dfv / mf;
+        g[V_F][PD_FA] = 1.0 / mf;
+        g[V_F][PD_MF] = -f[V_F] / mf;
+        g[V_F][PD_CF] = -dfc / mf;
+        g[WORK][PD_VF] = fa;
+        g[WORK][PD_FA] = vf;
+        if (ed->mode == MODE_SEPARATED) {
+            drag_partials(p[P_DRAG_LAW_O], p[P_C_O], vo, &dov, &doc);
+            g[X_O][PD_VO] = 1.0;
+            g[V_O][PD_VO] = -dov / mo;
+            g[V_O][PD_MO] = -f[V_O] / mo;
+            g[V_O][PD_CO] = -doc / mo;
+            g[V_O][PD_FK] = article_law(em) ? 0.0 : -dir / mo;
+            g[WORK][PD_VO] = fo;
+        }
+        break;
+    }
+    static const int pslot[PD_N] = {-1, -1, -1, P_M_F, P_M_O, P_C_F, P_C_O, P_F_STATIC,
+                                    P_F_KINETIC};
     for (int i = 0; i < NX; i++) {
         double *row = J + (size_t)i * ld;
         for (int c = 0; c < NX; c++)
             row[c] = 0.0;
-        row[V_F] = xd[i].d[D_VF];
-        row[V_O] = xd[i].d[D_VO];
-        row[NX + U_FORCE] = xd[i].d[D_FA];
+        row[V_F] = g[i][PD_VF];
+        row[V_O] = g[i][PD_VO];
+        row[NX + U_FORCE] = g[i][PD_FA];
         for (int k = 0; k < nq; k++)
-            for (int q = D_MF; q < ND; q++)
+            for (int q = PD_MF; q < PD_N; q++)
                 if (slot[k] == pslot[q]) {
-                    row[NX + NU + k] = xd[i].d[q];
+                    row[NX + NU + k] = g[i][q];
                     known[k] = 1;
                 }
     }

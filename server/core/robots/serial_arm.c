@@ -430,16 +430,20 @@ enum { JC_U1 = ARM_NX, JC_M1 = ARM_NX + 2, JC_M2, JC_G, JC_N };
  * the joints sliding qdd = M^-1 r (r = b - dir mu_D - mu_V qd): dqdd = M^-1 (dr - dM qdd);
  * one joint k sliding beside a held one: dqdd_k = (dr_k - dM_kk qdd_k) / M_kk. */
 static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
-                       const double *x, const double *u, int nq, const int *slot, double *J,
-                       int ld, unsigned char *known)
+                       const double *x, const double *u, int nq, const int *slot, double *f,
+                       double *J, int ld, unsigned char *known)
 {
     (void)t;
     const double *p = em->p, *k = em->c;
-    double M[2][2], b[2];
-    sa_dynamics(em, ed, x, u, M, b);
     double q1 = x[ARM_Q1], q2 = x[ARM_Q2], t1d = x[ARM_QD1], t2d = x[ARM_QD2];
     double s1 = sin(q1), c1 = cos(q1), s2 = sin(q2), c2 = cos(q2);
     double s12 = sin(q1 + q2), c12 = cos(q1 + q2), h = k[K_H] * s2;
+    /* M and b as sa_dynamics computes them (its wrench terms below) */
+    double M[2][2] = {{k[K_M11] + 2.0 * k[K_H] * c2, k[K_M22] + k[K_H] * c2},
+                      {k[K_M22] + k[K_H] * c2, k[K_M22]}};
+    double b[2] = {arm_actuator_torque(em, ed, 0, u[0], x) + h * t2d * (2.0 * t1d + t2d) -
+                       k[K_G1] * c1 - k[K_G2] * c12,
+                   arm_actuator_torque(em, ed, 1, u[1], x) - h * t1d * t1d - k[K_G2] * c12};
     double dM[3][JC_N] = {{0}}, db[2][JC_N] = {{0}}; /* dM: M11, M12, M22 */
     dM[0][ARM_Q2] = -2.0 * k[K_H] * s2;
     dM[1][ARM_Q2] = -k[K_H] * s2;
@@ -465,14 +469,27 @@ static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     const double *w = ed->wrench;
     if (w[0] != 0.0 || w[1] != 0.0 || w[2] != 0.0 || w[3] != 0.0 || w[4] != 0.0) {
         double a1 = p[P_A1], a2 = p[P_A2], dq = -a2 * c12 * w[0] - a2 * s12 * w[1];
+        double q2w = -a2 * s12 * w[0] + a2 * c12 * w[1] + w[2] + w[4];
+        b[0] += q2w - a1 * s1 * w[0] + a1 * c1 * w[1] + w[3];
+        b[1] += q2w;
         db[0][ARM_Q1] += dq - a1 * c1 * w[0] - a1 * s1 * w[1];
         db[0][ARM_Q2] += dq;
         db[1][ARM_Q1] += dq;
         db[1][ARM_Q2] += dq;
     }
-    /* the constants along m1, m2, g (uniform-rod inertias by default scale with the masses) */
+    /* the constants along m1, m2, g (uniform-rod inertias by default scale with the masses),
+     * where any of them is asked for */
+    static const int pslot[3] = {P_M1, P_M2, P_GRAVITY};
+    int nc = ARM_NX + 2;
+    for (int kq = 0; kq < nq; kq++)
+        for (int m = 0; m < 3; m++)
+            if (slot[kq] == pslot[m])
+                nc = JC_N;
     links_t L;
-    links_of(em, &L);
+    if (nc == JC_N)
+        links_of(em, &L);
+    else
+        L = (links_t){0};
     double dI1 = em->plen[PI_I1] ? 0.0 : L.a1 * L.a1 / 12.0;
     double dI2 = em->plen[PI_I2] ? 0.0 : L.a2 * L.a2 / 12.0;
     double dK[K_N][3] = {
@@ -482,7 +499,7 @@ static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
         [K_G1] = {L.lc1 * L.g, L.a1 * L.g, L.m1 * L.lc1 + L.m2 * L.a1},
         [K_G2] = {0.0, L.lc2 * L.g, L.m2 * L.lc2},
     };
-    for (int m = 0; m < 3; m++) {
+    for (int m = 0; m < 3 && nc == JC_N; m++) {
         int c = JC_M1 + m;
         dM[0][c] = dK[K_M11][m] + 2.0 * c2 * dK[K_H][m];
         dM[1][c] = dK[K_M22][m] + c2 * dK[K_H][m];
@@ -503,7 +520,7 @@ static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     int h0 = arm_held(st[0]), h1 = arm_held(st[1]);
     if (!h0 && !h1) {
         arm_solve2(M, r, qdd);
-        for (int c = 0; c < JC_N; c++) {
+        for (int c = 0; c < nc; c++) {
             double rhs[2] = {db[0][c] - dM[0][c] * qdd[0] - dM[1][c] * qdd[1],
                              db[1][c] - dM[1][c] * qdd[0] - dM[2][c] * qdd[1]}, out[2];
             arm_solve2(M, rhs, out);
@@ -512,10 +529,14 @@ static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     } else if (!h0 || !h1) {
         int j = h0 ? 1 : 0, d = j ? 2 : 0; /* the sliding joint; its diagonal of M */
         qdd[j] = r[j] / M[j][j];
-        for (int c = 0; c < JC_N; c++)
+        for (int c = 0; c < nc; c++)
             dq[j][c] = (db[j][c] - dM[d][c] * qdd[j]) / M[j][j];
     }
-    static const int pslot[3] = {P_M1, P_M2, P_GRAVITY};
+    f[ARM_Q1] = t1d;
+    f[ARM_Q2] = t2d;
+    f[ARM_QD1] = qdd[0];
+    f[ARM_QD2] = qdd[1];
+    arm_integral_rates(em, x, u, f);
     for (int i = 0; i < ARM_NX; i++) {
         double *row = J + (size_t)i * ld;
         for (int c = 0; c < ARM_NX + 2; c++)
