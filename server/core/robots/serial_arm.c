@@ -520,11 +520,13 @@ static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     int h0 = arm_held(st[0]), h1 = arm_held(st[1]);
     if (!h0 && !h1) {
         arm_solve2(M, r, qdd);
+        double det = M[0][0] * M[1][1] - M[0][1] * M[1][0];
+        double i00 = M[1][1] / det, i01 = -M[0][1] / det, i11 = M[0][0] / det;
         for (int c = 0; c < nc; c++) {
-            double rhs[2] = {db[0][c] - dM[0][c] * qdd[0] - dM[1][c] * qdd[1],
-                             db[1][c] - dM[1][c] * qdd[0] - dM[2][c] * qdd[1]}, out[2];
-            arm_solve2(M, rhs, out);
-            dq[0][c] = out[0], dq[1][c] = out[1];
+            double r0 = db[0][c] - dM[0][c] * qdd[0] - dM[1][c] * qdd[1];
+            double r1 = db[1][c] - dM[1][c] * qdd[0] - dM[2][c] * qdd[1];
+            dq[0][c] = i00 * r0 + i01 * r1;
+            dq[1][c] = i01 * r0 + i11 * r1;
         }
     } else if (!h0 || !h1) {
         int j = h0 ? 1 : 0, d = j ? 2 : 0; /* the sliding joint; its diagonal of M */
