@@ -535,8 +535,10 @@ static void five_point(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
 
 /* The jacobian of each entity of preset `preset` (with parameters p) at random states, commands
  * and wrenches in every mode against five-point differences of derivs: every entry within 1e-8
- * of its row's largest; the parameters it covers likewise. Returns the modes checked. */
-static int check_rhs_jacobian(const char *preset, const rs_param_t *p, size_t np, int samples)
+ * of its row's largest; the parameters it covers likewise. The modes in `required` (bit m: mode
+ * m) must give one. Returns the modes checked. */
+static int check_rhs_jacobian(const char *preset, const rs_param_t *p, size_t np, int samples,
+                              unsigned required)
 {
     rs_status_t st;
     rs_world_t *w = rs_world_new(preset, p, np, 1, &st);
@@ -602,10 +604,8 @@ static int check_rhs_jacobian(const char *preset, const rs_param_t *p, size_t np
                     }
                 }
             }
-            int hybrid = strcmp(r->mode_names[mode], "time_stepping") != 0 &&
-                         strcmp(r->mode_names[mode], "compliant") != 0;
-            CHECK(!hybrid || given == samples, "%s: %s gives no Jacobian in mode %s", preset,
-                  r->kind, r->mode_names[mode]);
+            CHECK(!(required >> mode & 1) || given == samples,
+                  "%s: %s gives no Jacobian in mode %s", preset, r->kind, r->mode_names[mode]);
             checked += given > 0;
         }
         printf("%-34s %s: right-hand-side Jacobian vs five-point differences in %d modes, "
@@ -630,8 +630,11 @@ static void test_rhs_jacobians(void)
                                  {"finger", "static_friction", FS, 1},
                                  {"finger", "kinetic_friction", FK, 1},
                                  {"finger", "object_drag", CO, 1}};
-        CHECK(check_rhs_jacobian("finger", fp, 6, 20) >= 4, "finger: the four hybrid modes");
+        /* all four hybrid modes (not time_stepping, compliant) */
+        CHECK(check_rhs_jacobian("finger", fp, 6, 20, 0xfu) == 4, "finger: four modes");
     }
+    /* the brick: flight, sliding, stuck, failed (its corner contacts are differenced) */
+    CHECK(check_rhs_jacobian("brick_drop", NULL, 0, 10, 0x87u) == 4, "brick: four modes");
     const double *modes[] = {PID, TORQ, MIX};
     for (int k = 0; k < 3; k++) {
         const rs_param_t ap[] = {{"arm", "actuator_mode", modes[k], 2},
@@ -640,7 +643,7 @@ static void test_rhs_jacobians(void)
                                  {"arm", "tau_max", TAU, 2},
                                  {"arm", "lc1", LC, 1},
                                  {"arm", "I2", INERTIA, 1}};
-        CHECK(check_rhs_jacobian("serial_arm", ap, k == 2 ? 6 : 4, 10) == 16,
+        CHECK(check_rhs_jacobian("serial_arm", ap, k == 2 ? 6 : 4, 10, 0xffffu) == 16,
               "serial arm: the sixteen joint modes");
     }
 }

@@ -928,6 +928,41 @@ static void brick_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed
     }
 }
 
+/* rs_robot_t.jacobian, in the modes whose flow is closed-form: flight (x'' = u / m, y'' = -g),
+ * sliding flat (x'' = u / m - dir mu g), stuck and failed (held: 0); the mass and gravity among
+ * the parameters. Pivoting and sliding on a corner (mode_accel's contact solve), compliant and
+ * time_stepping: none (differenced). */
+static int brick_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                          const double *x, const double *u, int nq, const int *slot, double *f,
+                          double *J, int ld, unsigned char *known)
+{
+    int mode = ed->mode;
+    if (mode != MODE_FLIGHT && mode != MODE_SLIDING && mode != MODE_STUCK && mode != MODE_FAILED)
+        return -1;
+    brick_derivs(em, ed, t, x, u, f);
+    const double *p = em->p;
+    for (int i = 0; i < NX; i++)
+        for (int c = 0; c < NX + NU + nq; c++)
+            J[i * ld + c] = 0.0;
+    for (int k = 0; k < nq; k++)
+        known[k] = slot[k] == P_M || slot[k] == P_G;
+    if (mode == MODE_STUCK || mode == MODE_FAILED)
+        return 0;
+    J[X * ld + VX] = 1.0;
+    J[VX * ld + NX + U_PUSH] = 1.0 / p[P_M];
+    for (int k = 0; k < nq; k++) {
+        if (slot[k] == P_M)
+            J[VX * ld + NX + NU + k] = -u[U_PUSH] / (p[P_M] * p[P_M]);
+        else if (slot[k] == P_G && mode == MODE_SLIDING)
+            J[VX * ld + NX + NU + k] = -ed->aux[AUX_DIR] * mu_of(em);
+        else if (slot[k] == P_G)
+            J[VY * ld + NX + NU + k] = -1.0;
+    }
+    if (mode == MODE_FLIGHT)
+        J[Y * ld + VY] = J[TH * ld + W] = 1.0;
+    return 0;
+}
+
 static void brick_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                          const double *x, const double *u, double *g)
 {
@@ -1224,6 +1259,7 @@ const rs_robot_t rs_robot_brick = {
     .compile = brick_compile,
     .init = brick_init,
     .derivs = brick_derivs,
+    .jacobian = brick_jacobian,
     .guards = brick_guards,
     .jump = brick_jump,
     .settle = brick_settle,
