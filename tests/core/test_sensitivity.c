@@ -633,8 +633,9 @@ static void test_rhs_jacobians(void)
         /* all four hybrid modes (not time_stepping, compliant) */
         CHECK(check_rhs_jacobian("finger", fp, 6, 20, 0xfu) == 4, "finger: four modes");
     }
-    /* the brick: flight, sliding, stuck, failed (its corner contacts are differenced) */
-    CHECK(check_rhs_jacobian("brick_drop", NULL, 0, 10, 0x87u) == 4, "brick: four modes");
+    /* the brick: flight, sliding, stuck, pivot, corner sliding, failed (not time_stepping,
+     * compliant) */
+    CHECK(check_rhs_jacobian("brick_drop", NULL, 0, 10, 0xe7u) == 6, "brick: six modes");
     const double *modes[] = {PID, TORQ, MIX};
     for (int k = 0; k < 3; k++) {
         const rs_param_t ap[] = {{"arm", "actuator_mode", modes[k], 2},

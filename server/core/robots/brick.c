@@ -928,27 +928,101 @@ static void brick_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed
     }
 }
 
-/* rs_robot_t.jacobian, in the modes whose flow is closed-form: flight (x'' = u / m, y'' = -g),
- * sliding flat (x'' = u / m - dir mu g), stuck and failed (held: 0); the mass and gravity among
- * the parameters. Pivoting and sliding on a corner (mode_accel's contact solve), compliant and
- * time_stepping: none (differenced). */
+/* Values with their partials along (theta, omega, push): forward-mode differentiation of the
+ * corner contacts' accelerations (accel_pivot, accel_corner_slide, accel_from_forces). */
+typedef struct d3 {
+    double v, d[3];
+} d3_t;
+
+static d3_t d3_lin(double k0, d3_t a, double ka, d3_t b, double kb) /* k0 + ka a + kb b */
+{
+    d3_t r = {k0 + ka * a.v + kb * b.v, {0}};
+    for (int i = 0; i < 3; i++)
+        r.d[i] = ka * a.d[i] + kb * b.d[i];
+    return r;
+}
+
+static d3_t d3_mul(d3_t a, d3_t b)
+{
+    d3_t r = {a.v * b.v, {0}};
+    for (int i = 0; i < 3; i++)
+        r.d[i] = a.d[i] * b.v + a.v * b.d[i];
+    return r;
+}
+
+static d3_t d3_div(d3_t a, d3_t b)
+{
+    d3_t r = {a.v / b.v, {0}};
+    for (int i = 0; i < 3; i++)
+        r.d[i] = (a.d[i] - r.v * b.d[i]) / b.v;
+    return r;
+}
+
+/* The corner contact modes' accelerations (ax, ay, alpha) and their partials: corner k at
+ * (rx, ry), d/dtheta (rx, ry) = (-ry, rx); pivoting, the Delassus system of accel_pivot; sliding,
+ * accel_corner_slide's lam = (g + w^2 ry) / A. */
+static void corner_accel_partials(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                  const double *x, const double *u, d3_t out[3])
+{
+    double rx0, ry0, m = em->p[P_M], I = inertia(em), g = em->p[P_G];
+    corner(em, x, (int)ed->aux[AUX_CORNER], &rx0, &ry0);
+    d3_t zero = {0, {0}}, rx = {rx0, {-ry0, 0, 0}}, ry = {ry0, {rx0, 0, 0}};
+    d3_t w = {x[W], {0, 1, 0}}, push = {u[U_PUSH], {0, 0, 1}};
+    d3_t w2 = d3_mul(w, w), lam, ft;
+    if (ed->mode == MODE_PIVOT) {
+        d3_t a11 = d3_lin(1.0 / m, d3_mul(rx, rx), 1.0 / I, zero, 0);
+        d3_t a12 = d3_lin(0.0, d3_mul(rx, ry), -1.0 / I, zero, 0);
+        d3_t a22 = d3_lin(1.0 / m, d3_mul(ry, ry), 1.0 / I, zero, 0);
+        d3_t b1 = d3_lin(g, d3_mul(w2, ry), 1.0, zero, 0);
+        d3_t b2 = d3_lin(0.0, d3_mul(w2, rx), 1.0, push, -1.0 / m);
+        d3_t det = d3_lin(0.0, d3_mul(a11, a22), 1.0, d3_mul(a12, a12), -1.0);
+        lam = d3_div(d3_lin(0.0, d3_mul(b1, a22), 1.0, d3_mul(a12, b2), -1.0), det);
+        ft = d3_div(d3_lin(0.0, d3_mul(a11, b2), 1.0, d3_mul(a12, b1), -1.0), det);
+    } else {
+        double mus = mu_of(em) * ed->aux[AUX_DIR];
+        d3_t A = d3_lin(1.0 / m, d3_mul(rx, rx), 1.0 / I, d3_mul(rx, ry), mus / I);
+        lam = A.v > 0.0 ? d3_div(d3_lin(g, d3_mul(w2, ry), 1.0, zero, 0), A) : zero;
+        ft = d3_lin(0.0, lam, -mus, zero, 0);
+    }
+    out[0] = d3_lin(0.0, push, 1.0 / m, ft, 1.0 / m);
+    out[1] = d3_lin(-g, lam, 1.0 / m, zero, 0);
+    out[2] = d3_lin(0.0, d3_mul(rx, lam), 1.0 / I, d3_mul(ry, ft), -1.0 / I);
+}
+
+/* rs_robot_t.jacobian: flight (x'' = u / m, y'' = -g), sliding flat (x'' = u / m - dir mu g),
+ * stuck and failed (held: 0) in closed form, with the mass and gravity among the parameters;
+ * pivoting and sliding on a corner by forward-mode partials (corner_accel_partials), their
+ * parameters differenced. Compliant and time_stepping: none (differenced). */
 static int brick_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                           const double *x, const double *u, int nq, const int *slot, double *f,
                           double *J, int ld, unsigned char *known)
 {
     int mode = ed->mode;
-    if (mode != MODE_FLIGHT && mode != MODE_SLIDING && mode != MODE_STUCK && mode != MODE_FAILED)
+    if (mode == MODE_TS || mode == MODE_COMPLIANT)
         return -1;
     brick_derivs(em, ed, t, x, u, f);
     const double *p = em->p;
     for (int i = 0; i < NX; i++)
         for (int c = 0; c < NX + NU + nq; c++)
             J[i * ld + c] = 0.0;
+    if (mode == MODE_STUCK || mode == MODE_FAILED) {
+        for (int k = 0; k < nq; k++)
+            known[k] = 1;
+        return 0;
+    }
+    J[X * ld + VX] = 1.0;
+    if (mode == MODE_PIVOT || mode == MODE_CSLIDE) {
+        d3_t acc[3];
+        corner_accel_partials(em, ed, x, u, acc);
+        static const int rows[3] = {VX, VY, W}, cols[3] = {TH, W, NX + U_PUSH};
+        for (int r = 0; r < 3; r++)
+            for (int c = 0; c < 3; c++)
+                J[rows[r] * ld + cols[c]] = acc[r].d[c];
+        J[Y * ld + VY] = J[TH * ld + W] = 1.0;
+        return 0;
+    }
     for (int k = 0; k < nq; k++)
         known[k] = slot[k] == P_M || slot[k] == P_G;
-    if (mode == MODE_STUCK || mode == MODE_FAILED)
-        return 0;
-    J[X * ld + VX] = 1.0;
     J[VX * ld + NX + U_PUSH] = 1.0 / p[P_M];
     for (int k = 0; k < nq; k++) {
         if (slot[k] == P_M)
