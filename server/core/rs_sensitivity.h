@@ -6,11 +6,12 @@
  *     Phi' = f_x Phi + [0 | f_u | f_p]
  * integrated with the state on a second integrator (rs_integrator.h; the world's tolerances
  * rtol and atol, no tighter than 1e-10 and 1e-12; Verner 8(7) where the world integrates with
- * order 8, by its erk_order or its robots' choice, else Dormand-Prince 5(4)), the right-hand
- * side's Jacobians f_x, f_u, f_p from the robot's
- * own jacobian callback where it has one (analytic: the finger, the serial arm), else, and for
- * the parameters it does not cover, by central differences of the robots' own derivs (step
- * 6e-6 max(1, |z|): truncation and rounding errors near 1e-10 relative). At an
+ * order 8, by its erk_order or its robots' choice, and every robot gives its right-hand-side
+ * Jacobian, else Dormand-Prince 5(4)), the right-hand side's Jacobians f_x, f_u, f_p from the
+ * robots' jacobian callbacks where they have one (rs_robot_t.jacobian: the finger, the serial
+ * arm and the brick in their hybrid modes), else, and for the parameters a callback does not
+ * cover, by central differences of the robots' own derivs (step 6e-6 max(1, |z|): truncation
+ * and rounding errors near 1e-10 relative). At an
  * event at time tau with guard g (falling through 0), jump map R, vector fields f- before and
  * f+ after, the saltation matrix (Aizerman & Gantmacher 1958; Hiskens & Pai 2000, eq. 11)
  *     Phi+ = R_x Phi- + R_z - (R_x f- - f+) (g_x Phi- + g_z) / (g_x f- + g_t)
@@ -58,7 +59,8 @@ int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
                    int *differentiable, const char **why, rs_status_t *st);
 
 /* With on != 0, the flow's Jacobians by central differences of derivs even for robots that
- * give their own (rs_robot_t.jacobian): for tests and benches comparing the two. */
+ * give their own (rs_robot_t.jacobian): for tests and benches comparing the two. Before the
+ * Step. */
 void rs_sens_use_differences(rs_sens_t *s, int on);
 
 /* The step hooks (rs_core.h) that carry s along: set d->hooks to them for the Step's duration

@@ -417,6 +417,26 @@ static int param_row(const rs_entity_model_t *em, const char *name)
     return -1;
 }
 
+/* The variational equations to the world's own tolerances (at most 1e-10 and 1e-12: the
+ * right-hand side's differences are good to about that), by its method where the robots give
+ * their right-hand-side Jacobians (Verner 8(7) where the world integrates with order 8, by its
+ * erk_order or its robots' choice), else by Dormand-Prince 5(4): the differences' rounding
+ * noise (about 1e-10) makes an eighth-order error estimate reject steps (the serial arm: 8
+ * times the cost). */
+static int configure(rs_sens_t *s, rs_status_t *st)
+{
+    const rs_model_t *m = s->m;
+    int order = (int)m->erk_order, analytic = !s->use_differences;
+    for (int e = 0; e < m->nentities; e++) {
+        if (m->erk_order < 1 && m->ent[e].robot->erk_order > order)
+            order = m->ent[e].robot->erk_order; /* 0: the robots' choice, as step.c's */
+        analytic &= m->ent[e].robot->jacobian != NULL;
+    }
+    order = order >= 8 && analytic ? 8 : 5;
+    return rs_integrator_configure(s->integ, order, fmax(m->rtol, 1e-10), fmax(m->atol, 1e-12),
+                                   1000000, m->sim_step, 0, st);
+}
+
 rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *const *params,
                        size_t q, rs_status_t *st)
 {
@@ -507,22 +527,20 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
             em->robot->compile(&p->minus);
         }
     }
-    /* the variational equations to the world's own tolerances (at most 1e-10 and 1e-12: the
-     * right-hand side's differences are good to about that), by its method (Verner 8(7) where
-     * the world integrates with order 8, asked for or its robots' choice, else Dormand-Prince
-     * 5(4)) */
-    int order = (int)m->erk_order; /* 0: the robots' own choice, as the world's (step.c) */
-    for (int e = 0; e < m->nentities && m->erk_order < 1; e++)
-        if (m->ent[e].robot->erk_order > order)
-            order = m->ent[e].robot->erk_order;
-    order = order >= 8 ? 8 : 5;
     if (!(s->integ = rs_integrator_new((int)N, s->y, augmented_rhs, NULL, s, st)) ||
-        rs_integrator_configure(s->integ, order, fmax(m->rtol, 1e-10), fmax(m->atol, 1e-12),
-                                1000000, m->sim_step, 0, st) < 0) {
+        configure(s, st) < 0) {
         rs_sens_destroy(&s);
         return NULL;
     }
     return s;
+}
+
+void rs_sens_use_differences(rs_sens_t *s, int on)
+{
+    s->use_differences = on != 0;
+    rs_status_t st;
+    if (configure(s, &st) < 0)
+        fail(s, st.code, st.message);
 }
 
 /* At the first hook: Phi = [I | 0 | 0], the Step's commands, the state and modes. */
@@ -710,8 +728,6 @@ out:
     memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
     s->t = d->t;
 }
-
-void rs_sens_use_differences(rs_sens_t *s, int on) { s->use_differences = on != 0; }
 
 const rs_step_hooks_t *rs_sens_hooks(rs_sens_t *s)
 {
