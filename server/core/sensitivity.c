@@ -15,6 +15,8 @@
 #define FD_REL 6e-6      /* central-difference step, relative to max(1, |z|) */
 #define GRAZING 1e-6     /* |g_x f- + g_t| below this times |g_x| |f-| + |g_t|: grazing */
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
+#define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
+                            far past the guard's surface (column_eval) */
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
 #define MAX_LOCAL (RS_MAX_STATE + RS_MAX_ACTUATORS + RS_MAX_PARAMS + 1) /* an entity's columns */
 
@@ -172,11 +174,15 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
     if (c->kind == FN_JUMP && c->fm && cl->shift) {
         /* back onto the guard's surface (its value at the event) along f-: the first-order
          * slide leaves it off by the square of the change, which a decision at the guard's
-         * threshold (stick or slip) could see */
-        double g[64];
+         * threshold (stick or slip) could see. Then on along f- for PAST_EVENT: landing on the
+         * value itself, rounding would put the state on either side of the threshold, and the
+         * jump decide as if the guard had not crossed (seen: a joint's stick-to-slip event
+         * re-decided as stuck for both signs of a change); the same small shift of both sides
+         * of the difference changes the derivative by about that much. */
+        double g[64], target = c->g0 + c->a * PAST_EVENT * fmax(1.0, fabs(t));
         for (int it = 0; it < 2; it++) {
             use->robot->guards(use, &cl->s->pre[cl->e], t, xp, up, g);
-            double back = (g[c->guard] - c->g0) / c->a;
+            double back = (g[c->guard] - target) / c->a;
             for (int i = 0; i < em->nx; i++)
                 xp[i] -= back * c->fm[i];
         }
