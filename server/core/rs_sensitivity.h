@@ -9,7 +9,7 @@
  * order 8, by its erk_order or its robots' choice, and every robot gives its right-hand-side
  * Jacobian, else Dormand-Prince 5(4)), the right-hand side's Jacobians f_x, f_u, f_p from the
  * robots' jacobian callbacks where they have one (rs_robot_t.jacobian: the finger, the serial
- * arm and the brick in their hybrid modes), else, and for the parameters a callback does not
+ * arm, the brick and the differential drive in their hybrid modes), else, and for the parameters a callback does not
  * cover, by central differences of the robots' own derivs (step 6e-6 max(1, |z|): truncation
  * and rounding errors near 1e-10 relative). At an
  * event at time tau with guard g (falling through 0), jump map R, vector fields f- before and

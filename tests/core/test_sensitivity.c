@@ -636,6 +636,8 @@ static void test_rhs_jacobians(void)
     /* the brick: flight, sliding, stuck, pivot, corner sliding, failed (not time_stepping,
      * compliant) */
     CHECK(check_rhs_jacobian("brick_drop", NULL, 0, 10, 0xe7u) == 6, "brick: six modes");
+    /* the differential drive: free and blocked */
+    CHECK(check_rhs_jacobian("diff_drive", NULL, 0, 10, 0x3u) == 2, "diff drive: two modes");
     const double *modes[] = {PID, TORQ, MIX};
     for (int k = 0; k < 3; k++) {
         const rs_param_t ap[] = {{"arm", "actuator_mode", modes[k], 2},
@@ -654,7 +656,12 @@ static void test_rhs_jacobians(void)
 static void test_analytic_vs_differences(void)
 {
     const rs_param_t fp[] = {{"finger", "object_x0", GAP, 1}, {"finger", "finger_v0", V1, 1}};
+    static const double TH03[] = {0.3};
+    const rs_param_t bp[] = {{"brick", "y0", Y0, 1}, {"brick", "vy0", VY0, 1},
+                             {"brick", "theta0", TH03, 1}};
     static const char *const ARM_P[] = {"arm.m1", "arm.gravity", "arm.kP[0]"};
+    static const char *const BRICK_P[] = {"brick.mass", "brick.gravity", "brick.friction"};
+    static const char *const DD_P[] = {"robot.wheel_radius"};
     struct {
         const char *preset;
         const rs_param_t *p;
@@ -662,7 +669,11 @@ static void test_analytic_vs_differences(void)
         double u[2];
         const char *const *jp;
         size_t q;
-    } cases[] = {{"finger", fp, 2, {0.2}, FINGER_P, 6}, {"serial_arm", NULL, 0, {0.4, -0.2}, ARM_P, 3}};
+        uint64_t steps;
+    } cases[] = {{"finger", fp, 2, {0.2}, FINGER_P, 6, 10},
+                 {"serial_arm", NULL, 0, {0.4, -0.2}, ARM_P, 3, 10},
+                 {"brick_drop", bp, 3, {0.0}, BRICK_P, 3, 30},
+                 {"diff_drive", NULL, 0, {1.0, 0.5}, DD_P, 1, 10}};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         double J[2][MAXN * MAXC];
         int ncol = 0, n = 0;
@@ -680,7 +691,7 @@ static void test_analytic_vs_differences(void)
                 return;
             rs_sens_use_differences(s, diff);
             d->hooks = rs_sens_hooks(s);
-            CHECK_OK(rs_step(w->model, d, 10, &st), st);
+            CHECK_OK(rs_step(w->model, d, cases[k].steps, &st), st);
             d->hooks = NULL;
             int nc, q, dif;
             const double *phi;

@@ -217,6 +217,43 @@ static void dd_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     xdot[THETA] = wheels_turn_rate(r, L, u[PHI1_DOT], u[PHI2_DOT]);
 }
 
+/* rs_robot_t.jacobian, free and blocked: x' = v cos theta, y' = v sin theta, theta' = w with
+ * v = r (phi1' + phi2') / 2 (0 blocked), w = r (phi1' - phi2') / (2 L); the wheel radius and
+ * track among the parameters. Compliant and time_stepping: none (differenced). */
+static int dd_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                       const double *x, const double *u, int nq, const int *slot, double *f,
+                       double *J, int ld, unsigned char *known)
+{
+    if (ed->mode != MODE_FREE && ed->mode != MODE_BLOCKED)
+        return -1;
+    dd_derivs(em, ed, t, x, u, f);
+    double r = em->p[P_R], L = em->p[P_L], c = cos(x[THETA]), s = sin(x[THETA]);
+    double dv = ed->mode == MODE_BLOCKED ? 0.0 : 0.5 * r; /* dv / dphi_dot, either wheel */
+    double v = dv * (u[PHI1_DOT] + u[PHI2_DOT]), dw = r / (2.0 * L);
+    for (int i = 0; i < NX; i++)
+        for (int k = 0; k < NX + NU + nq; k++)
+            J[i * ld + k] = 0.0;
+    J[X * ld + THETA] = -v * s;
+    J[Y * ld + THETA] = v * c;
+    J[X * ld + NX + PHI1_DOT] = J[X * ld + NX + PHI2_DOT] = dv * c;
+    J[Y * ld + NX + PHI1_DOT] = J[Y * ld + NX + PHI2_DOT] = dv * s;
+    J[THETA * ld + NX + PHI1_DOT] = dw;
+    J[THETA * ld + NX + PHI2_DOT] = -dw;
+    double sum = u[PHI1_DOT] + u[PHI2_DOT], diff = u[PHI1_DOT] - u[PHI2_DOT];
+    for (int k = 0; k < nq; k++) {
+        double *col = J + NX + NU + k;
+        if (slot[k] == P_R) {
+            double dvr = ed->mode == MODE_BLOCKED ? 0.0 : 0.5 * sum;
+            col[X * ld] = dvr * c, col[Y * ld] = dvr * s, col[THETA * ld] = diff / (2.0 * L);
+            known[k] = 1;
+        } else if (slot[k] == P_L) {
+            col[THETA * ld] = -r * diff / (2.0 * L * L);
+            known[k] = 1;
+        }
+    }
+    return 0;
+}
+
 static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *g)
 {
@@ -450,6 +487,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .validate = dd_validate,
     .init = dd_init,
     .derivs = dd_derivs,
+    .jacobian = dd_jacobian,
     .guards = dd_guards,
     .jump = dd_jump,
     .settle = dd_settle,
