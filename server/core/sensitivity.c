@@ -383,14 +383,15 @@ static int augmented_rhs(double t, const double *y, double *yd, void *user)
                 row[global_col(s, em, e, cc)] += D[i * L + cc];
         }
     }
-    /* any yd not finite (all exponent bits set): integer operations, which vectorise */
-    uint64_t nonfinite = 0;
+    /* any yd not finite: its exponent bits all set, where adding one to the exponent carries
+     * into the sign bit (integer operations without branches, which vectorise) */
+    uint64_t carry = 0;
     for (int i = 0; i < n + n * ncol; i++) {
         uint64_t bits;
         memcpy(&bits, &yd[i], sizeof bits);
-        nonfinite |= (uint64_t)((bits & 0x7ff0000000000000ull) == 0x7ff0000000000000ull);
+        carry |= (bits & 0x7ff0000000000000ull) + 0x0010000000000000ull;
     }
-    return nonfinite ? 1 : 0;
+    return carry >> 63 ? 1 : 0;
 }
 
 /* ---- lifetime ----------------------------------------------------------------------------- */
