@@ -235,7 +235,8 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
 }
 
 /* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
- * (one-sided for maps at a mode's boundary: column()); f0 (k values) the function at the point
+ * (one-sided for maps at a mode's boundary: column()), the time column for the guards only (0
+ * for the flow and the maps, where it is not used); f0 (k values) the function at the point
  * itself. With slide (L values) and along (nx values), input column c moves x by -slide[c]
  * along too: at an event, a change of the inputs together with the shift of the event time
  * it causes, so that the jump map is evaluated on its guard's surface, where it is defined. */
@@ -270,8 +271,11 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     }
     cl.which = 3;
     cl.shift = NULL;
-    if (c->kind != FN_FLOW) /* the flow is autonomous in its time column's use */
+    if (c->kind == FN_GUARDS) /* g_t; the flow and the maps' time columns are not used */
         column(&cl, step_of(t), f0, D, L, col);
+    else
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = 0.0;
 #undef SLIDE
 }
 
