@@ -51,6 +51,7 @@ struct rs_sens {
     rs_integrator_t *integ;
     double *y;                           /* x then phi, for the flow */
     double *rows;                        /* n x ncol: new rows at a map */
+    double *wbuf;                        /* 2 ncol: the event time's sensitivities at a map */
     char *undefined;                     /* per column: no derivative along this input (kept
                                             0 while propagating, NaN in the result) */
     char message[320];
@@ -414,6 +415,7 @@ void rs_sens_destroy(rs_sens_t **ps)
     free(s->x_pre);
     free(s->y);
     free(s->rows);
+    free(s->wbuf);
     free(s->undefined);
     free(s);
     *ps = NULL;
@@ -495,6 +497,7 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         !(s->x_pre = calloc((size_t)n + 1, sizeof *s->x_pre)) ||
         !(s->y = calloc(N + 1, sizeof *s->y)) ||
         !(s->rows = calloc((size_t)n * ncol + 1, sizeof *s->rows)) ||
+        !(s->wbuf = calloc(2 * (size_t)ncol + 1, sizeof *s->wbuf)) ||
         !(s->undefined = calloc((size_t)ncol + 1, 1)) ||
         !(s->scratch = rs_data_scratch(m))) {
         rs_sens_destroy(&s);
@@ -622,11 +625,8 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
     int ncol = s->ncol;
     double D[RS_MAX_STATE * (MAX_LOCAL + 1)], G[64 * (MAX_LOCAL + 1)];
     double fm[RS_MAX_STATE], fp[RS_MAX_STATE], r0[RS_MAX_STATE], g0[64];
-    double *w = calloc((size_t)ncol, sizeof *w), *wi = calloc((size_t)ncol, sizeof *wi);
-    if (!w || !wi) {
-        fail(s, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
-        goto out;
-    }
+    double *w = s->wbuf, *wi = s->wbuf + ncol;
+    memset(s->wbuf, 0, 2 * (size_t)ncol * sizeof *s->wbuf);
     for (int e = 0; e < m->nentities && !s->failed && s->differentiable; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         const rs_robot_t *r = em->robot;
@@ -732,9 +732,6 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
                     s->undefined[cc] ? 0.0 : s->rows[(size_t)i * ncol + cc] + fp[i] * w[cc];
         memcpy(s->phi + (size_t)em->x_off * ncol, s->rows, (size_t)nx * ncol * sizeof *s->phi);
     }
-out:
-    free(w);
-    free(wi);
     memcpy(s->x, d->x, (size_t)s->n * sizeof *s->x);
     memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
     s->t = d->t;
