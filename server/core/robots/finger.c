@@ -290,12 +290,38 @@ static double friction_free(const rs_entity_model_t *em)
     return article_law(em) ? 0.0 : em->p[P_F_KINETIC];
 }
 
-/* N when both move at v and the object slides in direction dir (the header's formula). */
-static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa)
+/* Sliding together at v in direction dir: the friction magnitude that acts on the object (into
+ * *friction) and the contact force N (returned, the header's formula).
+ *
+ * The article's law has friction only while the finger pushes and none on a free object, so
+ * an object sliding back onto the finger (dir < 0) can meet a contact that its own friction
+ * opens (N < 0 with friction) while, apart and without it, the gap closes (the frictionless
+ * N0 = (m_o (F_a - D_f) + m_f D_o) / (m_f + m_o) > 0): neither mode is consistent and the
+ * bodies would touch and separate without end. The consistent motion is Filippov's on the
+ * switching surface: the bodies stay together with N = 0 and the friction the part of
+ * f_kinetic min(F_i, F_static) that leaves N at 0, N0 (m_f + m_o) / m_f; where N0 < 0 the contact opens and there is no push, so
+ * no friction (N = N0, continuous with the former at N0 = 0 and with the full friction where
+ * N reaches 0). The Coulomb law and a slide away from the finger (dir > 0) are unchanged. */
+static double sliding_contact(const rs_entity_model_t *em, double v, double dir, double fa,
+                              double *friction)
 {
     double mf = em->p[P_M_F], mo = em->p[P_M_O];
-    return (mo * (fa - drag_f(em, v)) + mf * (friction_pushed(em, v, fa) * dir + drag_o(em, v))) /
-           (mf + mo);
+    double ff = friction_pushed(em, v, fa);
+    double n = (mo * (fa - drag_f(em, v)) + mf * (ff * dir + drag_o(em, v))) / (mf + mo);
+    *friction = ff;
+    if (n < 0.0 && dir < 0.0 && article_law(em)) {
+        double base = mo * (fa - drag_f(em, v)) + mf * drag_o(em, v);
+        *friction = fmin(fmax(base, 0.0) / mf, ff);
+        n = fmin(base, 0.0) / (mf + mo);
+    }
+    return n;
+}
+
+/* N when both move at v and the object slides in direction dir. */
+static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa)
+{
+    double ff;
+    return sliding_contact(em, v, dir, fa, &ff);
 }
 
 /* N when the object is stuck and the finger (at v_f, 0 in contact) presses on it. */
@@ -513,12 +539,12 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
         /* one body of mass m_f + m_o; both positions and velocities get the same derivative,
          * so they stay exactly equal */
         double v = x[V_F];
-        double ff = friction_pushed(em, v, fa);
+        double ff, n = sliding_contact(em, v, dir, fa, &ff);
         double a = (fa - drag_f(em, v) - drag_o(em, v) - ff * dir) / (mf + mo);
         xdot[X_F] = xdot[X_O] = v;
         xdot[V_F] = xdot[V_O] = a;
         /* the sensor: the true N, or the article's reading (the friction it pushes against) */
-        xdot[IMPULSE] = article_law(em) ? ff : n_sliding(em, v, dir, fa);
+        xdot[IMPULSE] = article_law(em) ? ff : n;
         xdot[WORK] = fa * v;
         break;
     }
