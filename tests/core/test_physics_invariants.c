@@ -39,6 +39,9 @@
 
 #include <float.h>
 #include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/time.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -185,6 +188,34 @@ typedef struct run {
 
 static int verbose_run; /* print each step (one scenario, ROBOSIM_PHYSICS_VERBOSE) */
 static double run_deadline = INFINITY; /* rs_clock() past which a scenario is abandoned */
+#define STEP_SECONDS_MAX 10.0 /* a control step that computes longer than this is a violation */
+
+/* The watchdog: a timer that sets the worlds' abort flag, so that one control step that would
+ * run for minutes (thousands of jumps without an event) ends, as a violation, or as an
+ * abandoned scenario where the group's time is up first. */
+static atomic_int step_abort;
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    atomic_store(&step_abort, 1);
+}
+
+static void arm_watchdog(double seconds)
+{
+    struct itimerval it = {{0, 0}, {(time_t)seconds, (suseconds_t)(1e6 * (seconds - floor(seconds)))}};
+    if (seconds <= 0)
+        it.it_value.tv_usec = 1;
+    atomic_store(&step_abort, 0);
+    signal(SIGALRM, on_alarm);
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void disarm_watchdog(void)
+{
+    struct itimerval it = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
 
 static void violate(run_t *r, const char *check, const char *fmt, ...)
 {
@@ -1155,14 +1186,40 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
         }
         memcpy(x0, w->data->x, sizeof(double) * (size_t)m->nx);
         r.t0 = w->data->t;
+        double now = rs_clock(), limit = fmin(STEP_SECONDS_MAX, run_deadline - now);
+        rs_data_set_abort(w->data, &step_abort);
+        arm_watchdog(limit);
         int rc = rs_step(m, w->data, 1, &st);
+        disarm_watchdog();
+        rs_data_set_abort(w->data, NULL);
         r.t1 = w->data->t;
+        if (rc == RS_EDEADLINE && limit < STEP_SECONDS_MAX) { /* the time is up: not counted */
+            v->step = -2;
+            break;
+        }
+        if (rc == RS_EDEADLINE) {
+            violate(&r, "step", "the control step from t = %.6g s ran past %g s of computing "
+                    "(%.3g s of simulated time done)", r.t0, STEP_SECONDS_MAX, r.t1 - r.t0);
+            break;
+        }
         if (rc) {
             violate(&r, "step", "rs_step at t = %.6g s: %s", r.t0, st.message);
             break;
         }
-        if (fork && rs_step(m, fork, 1, &st))
-            violate(&r, "determinism", "the fork failed a step the original made: %s", st.message);
+        if (fork) {
+            rs_data_set_abort(fork, &step_abort);
+            arm_watchdog(fmin(STEP_SECONDS_MAX, run_deadline - rs_clock()));
+            rc = rs_step(m, fork, 1, &st);
+            disarm_watchdog();
+            rs_data_set_abort(fork, NULL);
+            if (rc == RS_EDEADLINE) { /* as slow as the original was not: out of time */
+                v->step = -2;
+                break;
+            }
+            if (rc)
+                violate(&r, "determinism", "the fork failed a step the original made: %s",
+                        st.message);
+        }
         if (fork && (memcmp(fork->x, w->data->x, sizeof(double) * (size_t)m->nx) ||
                      memcmp(fork->sensors, w->data->sensors, sizeof(double) * (size_t)m->ns)))
             for (int i = 0; i < m->nx && !v->failed; i++)
@@ -1184,10 +1241,14 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
             for (int e = 0; e < m->nentities; e++)
                 printf(" %s", rs_mode_name(m, w->data, e));
             printf("\n");
-            for (int i = 0; i < w->data->nevents; i++)
-                printf("  event %s.%s t %.17g value %.9g\n", m->ent[w->data->events[i].entity].name,
-                       rs_event_kind_name(m, &w->data->events[i]), w->data->events[i].t,
-                       w->data->events[i].value);
+            for (int i = 0; i < w->data->nevents; i++) {
+                const rs_event_t *ev = &w->data->events[i];
+                printf("  event %s.%s t %.17g value %.9g after", m->ent[ev->entity].name,
+                       rs_event_kind_name(m, ev), ev->t, ev->value);
+                for (int j = 0; j < ev->nvalues; j++)
+                    printf(" %.9g", ev->after[j]);
+                printf("\n");
+            }
         }
         for (int e = 0; e < m->nentities && !v->failed; e++) {
             int o = m->ent[e].x_off;
@@ -1358,7 +1419,9 @@ int main(int argc, char **argv)
             scenario_t s;
             verdict_t v;
             generate(&s, g, next_u64(&seeds) >> 16);
-            run_deadline = end;
+            if (getenv("ROBOSIM_PHYSICS_TRACE"))
+                fprintf(stderr, "%s:%" PRIu64 "\n", G->name, s.seed);
+            run_deadline = g_end + 1.0; /* a slow scenario does not eat later groups' time */
             run_scenario(&s, NULL, 0, 1 << 30, &v, 0);
             if (v.step == -2 && !v.failed)
                 break;
