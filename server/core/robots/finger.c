@@ -83,10 +83,15 @@
  * friction_law acts there only. Two more:
  *   time_stepping (1), the contact-dynamics lecture's velocity-level step with backward Euler
  *     positions, per
- *     internal step h (ts_step): free velocities from F_a and the drags (explicit), then the
+ *     internal step h (ts_step): free velocities from F_a and the drags (the drags implicit,
+ *     drag_step), then the
  *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; in every
  *     step's problem, so no gap closes after the solve; Newton restitution e on a contact
- *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed) and the object's
+ *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed, as an impulse
+ *     that turns the closing speed into e times it with the step's forces acting on top: the
+ *     separating speed after the step is at least (1 + e) closing + (v_o - v_f) free, so a
+ *     push into the object does not leave with the rebound and the actuator's work F h v+
+ *     bounds the energy gained) and the object's
  *     ground friction as a box |p| <= F h (F_static if the object is at rest, else
  *     F_kinetic), by rs_contact_solve.
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
@@ -456,6 +461,19 @@ static void compliant_derivs(const rs_entity_model_t *em, const rs_entity_data_t
     xdot[WORK] = fa * x[V_F];
 }
 
+/* The free velocity after a step of h with drag taken implicitly (backward Euler):
+ * v+ + k D(v+) / c = a, a the velocity without drag, k = h c / m. Linear drag: a / (1 + k);
+ * quadratic: v+ + k v+ |v+| = a, |v+| = 2 |a| / (1 + sqrt(1 + 4 k |a|)) with the sign of a.
+ * Implicit, the drag only takes energy out (D(v+) v+ >= 0) and never reverses or amplifies a
+ * velocity, whatever h c / m is; explicit, it added energy where h c / m > 1 (a reversal) and
+ * diverged past 2. */
+static double drag_step(double law, double k, double a)
+{
+    if (law == DRAG_QUADRATIC)
+        return copysign(2.0 * fabs(a) / (1.0 + sqrt(1.0 + 4.0 * k * fabs(a))), a);
+    return a / (1.0 + k);
+}
+
 /* time_stepping: the contact-dynamics lecture's step, repeated over the control step */
 static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                            double *x, const double *u, double dt)
@@ -466,8 +484,9 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
     double h, steps = rs_ts_substeps(dt, p[P_TS_STEP], &h), fa = applied_force(ed, u);
     double minv[2] = {1.0 / p[P_M_F], 1.0 / p[P_M_O]};
     for (double k = 0.0; k < steps; k += 1.0) {
-        const double vfree[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
-                                 x[V_O] - h * drag_o(em, x[V_O]) / p[P_M_O]};
+        const double vfree[2] = {drag_step(p[P_DRAG_LAW_F], h * p[P_C_F] / p[P_M_F],
+                                           x[V_F] + h * fa / p[P_M_F]),
+                                 drag_step(p[P_DRAG_LAW_O], h * p[P_C_O] / p[P_M_O], x[V_O])};
         double v[2], gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
         /* The contact is always in the problem (gap + h (v_o+ - v_f+) >= 0, complementary to
          * lambda >= 0: it takes no force where it stays open), so no gap closes after the
@@ -486,8 +505,9 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
                 /* the object's ground friction: a box of F h on v_o */
                 {.jt = {0.0, 1.0},
                  .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
-            if (impact && bounces)
-                pts[0].vn_min = fmax(pts[0].vn_min, p[P_RESTITUTION] * closing);
+            if (impact && bounces) /* the impact's (1 + e) closing on top of the free motion */
+                pts[0].vn_min = fmax(pts[0].vn_min, (1.0 + p[P_RESTITUTION]) * closing +
+                                                        vfree[1] - vfree[0]);
             v[0] = vfree[0], v[1] = vfree[1];
             rs_contact_solve(2, minv, 2, pts, v, pn, pt, 200);
             if (impact || !(pn[0] > 0.0) || !bounces)
