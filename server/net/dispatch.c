@@ -76,6 +76,7 @@ static world_slot_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *s
     s->nworlds++;
     slot->world = world;
     snprintf(slot->owner, sizeof slot->owner, "%s", s->caller->key);
+    rs_worlds_count(s, slot->owner, 1, 1);
     rs_server_adopt(s, slot);
     return slot;
 }
@@ -125,8 +126,7 @@ static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *s
         cap = 1;
     if (!who[0])
         return 0;
-    for (int i = 0; i < s->nworlds; i++)
-        n += strcmp(s->worlds[i].owner, who) == 0;
+    n = rs_worlds_owned(s, who);
     if (max > 0 && n >= max && max <= cap)
         return rs_fail(st, RS_EEXHAUSTED,
                        "this client's %s already holds %d worlds, its quota "
@@ -253,7 +253,7 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__CreateWorld *c = rq->create_world;
-    if (s->nworlds >= s->cfg.max_worlds)
+    if (rs_worlds_total(s) >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
@@ -1051,8 +1051,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_s
             rs_status_clear(&ist);
             world_slot_t *w = where[i];
             if (!w)
-                rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
-                             (unsigned long long)it->world_id);
+                rc = rs_no_world(s, &ist, "item", i, it->world_id);
             else if (!it->step)
                 rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
                              (unsigned long long)it->world_id);
@@ -1569,8 +1568,7 @@ static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_slot_t *
         rs_status_clear(&ist);
         int rc;
         if (!w)
-            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
-                         (unsigned long long)in->world_ids[i]);
+            rc = rs_no_world(s, &ist, "world_ids", i, in->world_ids[i]);
         else if (!same_shape(w, like))
             rc = rs_fail(&ist, RS_EINVAL,
                          "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
@@ -1728,7 +1726,7 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_s
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const ProtobufCBinaryData *b = &rq->fork_world->snapshot;
-    if (s->nworlds >= s->cfg.max_worlds)
+    if (rs_worlds_total(s) >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
@@ -1904,7 +1902,9 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
             return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;
+        rs_worlds_count(s, w->owner, 0, -1);
         snprintf(w->owner, sizeof w->owner, "%s", s->caller->key);
+        rs_worlds_count(s, w->owner, 0, 1);
         rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
     }
     Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);

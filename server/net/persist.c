@@ -439,6 +439,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
     slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     s->nworlds++;
+    rs_worlds_count(s, slot->owner, 1, 1);
     rs_server_adopt(s, slot); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
@@ -611,6 +612,8 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
 int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
+    if (s->census)
+        return rs_worlds_take_id(s, id, st); /* a shard: the shards' one sequence */
     if (s->next_world_id > ID_MAX)
         return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
                        "%" PRIu64 "); start it with a fresh --state-dir", ID_MAX);

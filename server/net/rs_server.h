@@ -59,6 +59,8 @@ typedef struct rs_server_config {
     const char *state_dir;          /* --state-dir: worlds checkpointed and restored there, or
                                        NULL for none */
     double checkpoint_interval;     /* seconds between checkpoints into state_dir */
+    int shards;                     /* request loops, each on its core with its own worlds,
+                                       behind one socket (1: the loop serves the socket) */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */

@@ -59,6 +59,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->world_ttl = 3600.0;
     cfg->state_dir = NULL;
     cfg->checkpoint_interval = 10.0;
+    cfg->shards = 1;
 }
 
 world_slot_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -239,7 +240,7 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
         world_slot_t *w = NULL;
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
-                         (unsigned long long)rq->world_id, s->nworlds);
+                         (unsigned long long)rq->world_id, rs_worlds_total(s));
         else if (s->caller->observer_only && (op->mutates || op->creates || op->computes))
             rc = rs_fail(&st, RS_EPERM,
                          "%s needs a controller: this client's key is listed as observer-only "
@@ -515,6 +516,7 @@ void rs_server_forget(world_slot_t *w)
 
 void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
 {
+    rs_worlds_count(s, w->owner, -1, -1);
     rs_server_forget(w);
     rs_world_destroy(&w->world);
     /* keep the table dense and sorted by id */
@@ -523,7 +525,41 @@ void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
     s->nworlds--;
 }
 
+static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                               rs_status_t *st);
+
 rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
+{
+    if (cfg->shards <= 1)
+        return server_new(cfg, NULL, 0, st);
+    if (cfg->state_dir) {
+        rs_fail(st, RS_EINVAL,
+                "--state-dir with --shards %d: a state dir is kept by one request loop; run "
+                "with --shards 1 to checkpoint worlds", cfg->shards);
+        return NULL;
+    }
+    /* the front: the socket, the stream and CURVE; its shards hold the worlds */
+    rs_server_config_t fc = *cfg;
+    fc.default_preset = NULL;
+    fc.threads = 1;
+    rs_server_t *s = server_new(&fc, NULL, 0, st);
+    if (s) {
+        s->cfg.default_preset = cfg->default_preset; /* for the shards */
+        s->cfg.threads = cfg->threads;
+    }
+    if (s && rs_shards_open(s, st) < 0)
+        rs_server_destroy(&s);
+    return s;
+}
+
+rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                                 rs_status_t *st)
+{
+    return server_new(cfg, front, k, st);
+}
+
+static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                               rs_status_t *st)
 {
     rs_server_t *s = calloc(1, sizeof *s);
     if (!s) {
@@ -532,6 +568,14 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     s->cfg = *cfg;
     s->next_world_id = 1;
+    if (front) {
+        s->census = rs_shards_census(front);
+        s->front = front;
+        s->shard_index = k;
+        s->from_front = 1;
+        s->zctx = front->zctx;
+        s->shared_zctx = 1;
+    }
     atomic_init(&s->abort, 0);
     atomic_init(&s->abort_at, INFINITY);
     atomic_init(&s->off_abort, 0);
@@ -571,6 +615,7 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         }
         slot->world = w;
         s->nworlds = 1;
+        rs_worlds_count(s, "", 1, 0);
         slot->last_active = rs_monotonic();
         rs_server_adopt(s, slot);
         /* world 1's controller: the token given on the command line, its lease running from
@@ -596,8 +641,9 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         return NULL;
     }
     if (cfg->bind) {
-        s->zctx = zmq_ctx_new();
-        if (!s->zctx || rs_curve_open(s, st) < 0) {
+        if (!s->zctx)
+            s->zctx = zmq_ctx_new();
+        if (!s->zctx || (!front && rs_curve_open(s, st) < 0)) {
             if (!s->zctx)
                 rs_fail(st, RS_EINTERNAL, "cannot create a ZeroMQ context");
             rs_server_destroy(&s);
@@ -629,6 +675,7 @@ void rs_server_destroy(rs_server_t **ps)
     rs_server_t *s = *ps;
     if (!s)
         return;
+    rs_shards_close(s); /* a front's shards first: their sockets are in its context */
     stepper_stop(s);
     watchdog_stop(s);
     pending_drop(&s->parked);
@@ -637,7 +684,7 @@ void rs_server_destroy(rs_server_t **ps)
     if (s->router)
         zmq_close(s->router);
     rs_stream_close(s);
-    if (s->zctx)
+    if (s->zctx && !s->shared_zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
     for (int i = 0; i < s->nworlds; i++) {
@@ -689,7 +736,7 @@ static void address_key(const char *addr, char *key, size_t cap)
 
 /* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
  * CURVE, else the connection's routing id (the envelope's first frame) and its address. */
-static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
+void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
 {
     const char *uid = zmq_msg_gets(payload, "User-Id");
     const char *colon = uid ? strchr(uid, ':') : NULL;
@@ -1073,6 +1120,8 @@ static void expire_idle(rs_server_t *s, double now)
 
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
 {
+    if (s->shards)
+        return rs_shards_run(s, stop);
     /* A blocking receive with a timeout (see docs/design.md for why not zmq_poll). While Steps
      * are parked the receive does not wait, and a slice of the next one runs whenever no request
      * is there or a slice's time has passed since the last. */
@@ -1124,7 +1173,13 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
             continue;
         }
         rs_caller_t caller;
-        caller_of(&frames[0], &frames[n - 1], &caller);
+        if (!s->from_front)
+            rs_caller_of(&frames[0], &frames[n - 1], &caller);
+        else if (n < 3 || rs_shard_meta(&frames[n - 2], &caller) < 0) {
+            for (int i = 0; i < n; i++)
+                zmq_msg_close(&frames[i]); /* not from the front: nothing to answer */
+            continue;
+        }
         arrive(s, frames, n, &caller);
         if (busy && rs_clock() - last_slice >= s->cfg.slice_seconds) {
             resume_next(s); /* requests keep coming: the parked ones still get their turn */

@@ -9,6 +9,8 @@
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
 
+#include <zmq.h>
+
 #define RS_TOKEN_LEN 32 /* hex digits of a controller token (128 random bits) */
 #define RS_SNAPSHOT_KEY_BYTES 32 /* snapshot MAC key (snapmac.c) */
 #define RS_SNAPSHOT_MAC_BYTES 32 /* the MAC a snapshot on the wire ends with */
@@ -147,6 +149,14 @@ struct rs_server {
     int nparked, nwaiting;
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
+    /* --shards (shards.c): the front holds its shards; a shard, its place among them */
+    struct rs_shards *shards;  /* the front: its shards (NULL: this server serves itself) */
+    struct rs_census *census;  /* a shard: the world counts all shards share (NULL: one
+                                  server, its own table counts) */
+    rs_server_t *front;        /* a shard: its front */
+    int shard_index;           /* a shard: its place among the front's shards */
+    int from_front;            /* a shard: each request carries the front's meta frame */
+    int shared_zctx;           /* a shard: the context is the front's (not terminated here) */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -191,6 +201,55 @@ void rs_server_forget(world_slot_t *w);
 
 /* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
 void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
+
+/* ---- shards.c: --shards, one server on several cores ---- */
+
+/* Make the cfg.shards shards of front `s` (its socket and stream already bound) and the
+ * front's sockets to them. 0 or a negative code (st). rs_shards_close undoes it. */
+int rs_shards_open(rs_server_t *s, rs_status_t *st);
+
+/* The front's loop: start each shard's loop on its thread, move frames between the clients
+ * and the shards until *stop, then until every shard has answered what it held. */
+int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop);
+
+/* Destroy the shards and the front's sockets to them (NULL-safe on s->shards). */
+void rs_shards_close(rs_server_t *s);
+
+/* Shard k of front `front`: a server on cfg (an inproc bind) in the front's context, taking
+ * its world ids from the shared sequence (server.c). NULL on failure (st). */
+rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                                 rs_status_t *st);
+
+/* The census front's shards share (NULL: front has none). */
+struct rs_census *rs_shards_census(rs_server_t *front);
+
+/* The caller a shard's request came from, out of the front's meta frame. 0, or -1 when the
+ * frame is not one. */
+int rs_shard_meta(const zmq_msg_t *frame, rs_caller_t *caller);
+
+/* Who sent a request (server.c): from its routing frame and its payload's metadata. */
+void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);
+
+/* A shard: the id for a new world, from the sequence all shards share, recorded as this
+ * shard's. 0 or RS_EEXHAUSTED. */
+int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st);
+
+/* A shard: the other shard holding world `id`, or -1 (this one, or none). */
+int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id);
+
+/* RS_ENOTFOUND for a batch's `what`[i] naming world `id`, saying whether it is on another
+ * shard (a batch steps one shard's worlds) or nowhere. */
+int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id);
+
+/* Worlds the server holds (all shards'), what --max-worlds bounds. */
+int rs_worlds_total(const rs_server_t *s);
+
+/* Worlds the quota key `key` holds (all shards'). */
+int rs_worlds_owned(const rs_server_t *s, const char *key);
+
+/* Record `worlds` more (or fewer: negative) worlds, and `delta` more held by `key`, in the
+ * census the shards share (nothing for a server without shards: its table is the count). */
+void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta);
 
 /* ---- auth.c: controller tokens and leases ---- */
 
