@@ -18,6 +18,7 @@
  *        (skip the serial fraction) */
 #include "server_proc.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <libgen.h>
 #include <limits.h>
@@ -49,6 +50,44 @@ static double cpu_seconds(pid_t pid)
     if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
         return NAN;
     return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of process `pid`'s threads: the main thread (the front, or a single server's
+ * loop) in *main, ZeroMQ's I/O threads in *io, all of them returned. */
+static double cpu_threads(pid_t pid, double *main_thread, double *io)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    *main_thread = *io = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return NAN;
+    double all = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[128], buf[1024];
+        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            continue;
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *open = strchr(buf, '('), *p = strrchr(buf, ')');
+        unsigned long ut = 0, stt = 0;
+        if (!open || !p ||
+            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
+            continue;
+        double sec = (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+        all += sec;
+        if (atoi(e->d_name) == (int)pid)
+            *main_thread += sec;
+        else if (!strncmp(open + 1, "ZMQbg/IO", 8))
+            *io += sec;
+    }
+    closedir(d);
+    return all;
 }
 
 /* One client process: create its worlds on `endpoint`, say "ready" on `up`, wait for a byte on
@@ -107,6 +146,8 @@ static void client_main(const char *endpoint, int worlds, double seconds, int up
 typedef struct result {
     double rate;      /* world-steps per second, all clients */
     double cpu_per_m; /* the servers' CPU seconds per million world-steps */
+    double front;     /* one server: the share of its CPU time on its main thread (the front) */
+    double io;        /* ... and on ZeroMQ's I/O threads */
 } result_t;
 
 /* K clients with `worlds` worlds each against `nservers` servers started with `args` (the
@@ -135,9 +176,11 @@ static int run(const char *server, int nservers, const char *const *args, int k,
         char b = 0;
         ready &= read(up[i][0], &b, 1) == 1 && b == 'r';
     }
-    double cpu0 = 0, cpu1 = 0, t0 = now();
+    double cpu0 = 0, cpu1 = 0, t0 = now(), m0 = 0, m1 = 0, io0 = 0, io1 = 0, all0 = 0, all1 = 0;
     for (int s = 0; s < nservers; s++)
         cpu0 += cpu_seconds(sp[s].pid);
+    if (nservers == 1)
+        all0 = cpu_threads(sp[0].pid, &m0, &io0);
     for (int i = 0; i < k; i++)
         if (write(go[i][1], "g", 1) != 1)
             ready = 0;
@@ -151,6 +194,11 @@ static int run(const char *server, int nservers, const char *const *args, int k,
     double t = now() - t0;
     for (int s = 0; s < nservers; s++)
         cpu1 += cpu_seconds(sp[s].pid);
+    if (nservers == 1) {
+        all1 = cpu_threads(sp[0].pid, &m1, &io1);
+        res->front = (m1 - m0) / (all1 - all0);
+        res->io = (io1 - io0) / (all1 - all0);
+    }
     for (int i = 0; i < k; i++) {
         waitpid(kids[i], NULL, 0);
         close(up[i][0]), close(up[i][1]), close(go[i][0]), close(go[i][1]);
@@ -225,8 +273,8 @@ int main(int argc, char **argv)
     printf("bench_net_multi: K client processes vs one server (--shards %d --threads 1) and vs "
            "%d servers (--threads 1); %g s per run, ABAB; %ld online CPUs\n",
            n, n, seconds, sysconf(_SC_NPROCESSORS_ONLN));
-    printf("%-11s %4s %16s %16s %8s %14s %14s\n", "workload", "K", "one server", "N servers",
-           "ratio", "CPU/Mstep one", "CPU/Mstep N");
+    printf("%-11s %4s %16s %16s %8s %14s %14s %7s %7s\n", "workload", "K", "one server",
+           "N servers", "ratio", "CPU/Mstep one", "CPU/Mstep N", "front", "zmq io");
     for (size_t l = 0; l < sizeof loads / sizeof loads[0]; l++) {
         if (!in_list(env_w, loads[l].name))
             continue;
@@ -242,10 +290,11 @@ int main(int argc, char **argv)
                 continue;
             }
             double ra = 0.5 * (a[0].rate + a[1].rate), rb = 0.5 * (b[0].rate + b[1].rate);
-            printf("%-11s %4d %16.0f %16.0f %8.3f %14.2f %14.2f   (runs %.0f %.0f | %.0f %.0f)\n",
+            printf("%-11s %4d %16.0f %16.0f %8.3f %14.2f %14.2f %6.1f%% %6.1f%%   (runs %.0f %.0f "
+                   "| %.0f %.0f)\n",
                    loads[l].name, k, ra, rb, ra / rb, 0.5 * (a[0].cpu_per_m + a[1].cpu_per_m),
-                   0.5 * (b[0].cpu_per_m + b[1].cpu_per_m), a[0].rate, a[1].rate, b[0].rate,
-                   b[1].rate);
+                   0.5 * (b[0].cpu_per_m + b[1].cpu_per_m), 50 * (a[0].front + a[1].front),
+                   50 * (a[0].io + a[1].io), a[0].rate, a[1].rate, b[0].rate, b[1].rate);
             fflush(stdout);
         }
     }
@@ -267,9 +316,16 @@ int main(int argc, char **argv)
     }
     double x1 = 0.5 * (r1[0].rate + r1[1].rate), x2 = 0.5 * (r2[0].rate + r2[1].rate);
     double s = x2 / x1, f = 2.0 / s - 1.0;
-    double f_used = f < 0 ? 0 : f;
+    double f_used = f < 0 ? 0 : f > 1 ? 1 : f;
     printf("serial fraction (Step, %d clients): --shards 1 %.0f, --shards 2 %.0f steps/s: "
            "S(2) = %.3f, Amdahl f = 2/S(2) - 1 = %.3f; predicts S(16) = %.1f, S(64) = %.1f\n",
            4 * n, x1, x2, s, f, 1.0 / (f_used + (1 - f_used) / 16), 1.0 / (f_used + (1 - f_used) / 64));
+    /* the same from where the CPU time goes: the front thread is the one part that does not
+     * grow with the shards (ZeroMQ's I/O threads do: one per shard) */
+    double ff = 0.5 * (r2[0].front + r2[1].front);
+    printf("serial fraction by CPU time (--shards 2): the front thread's share f = %.3f (ZeroMQ "
+           "I/O threads %.3f); predicts S(16) = %.1f, S(64) = %.1f, at most %.1f\n",
+           ff, 0.5 * (r2[0].io + r2[1].io), 1.0 / (ff + (1 - ff) / 16), 1.0 / (ff + (1 - ff) / 64),
+           ff > 0 ? 1.0 / ff : INFINITY);
     return 0;
 }

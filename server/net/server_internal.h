@@ -155,7 +155,7 @@ struct rs_server {
                                   server, its own table counts) */
     rs_server_t *front;        /* a shard: its front */
     int shard_index;           /* a shard: its place among the front's shards */
-    int from_front;            /* a shard: each request carries the front's meta frame */
+    struct rs_peers *peers;    /* a shard: its sockets to and from the other shards */
     int shared_zctx;           /* a shard: the context is the front's (not terminated here) */
 };
 
@@ -204,28 +204,40 @@ void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
 
 /* ---- shards.c: --shards, one server on several cores ---- */
 
-/* Make the cfg.shards shards of front `s` (its socket and stream already bound) and the
- * front's sockets to them. 0 or a negative code (st). rs_shards_close undoes it. */
+/* Make the cfg.shards shards of front `s` (its stream bound, no request socket): N listening
+ * TCP sockets on cfg.bind's port (SO_REUSEPORT: the kernel spreads the connections over them),
+ * one per shard. 0 or a negative code (st). rs_shards_close undoes it. */
 int rs_shards_open(rs_server_t *s, rs_status_t *st);
 
-/* The front's loop: start each shard's loop on its thread, move frames between the clients
- * and the shards until *stop, then until every shard has answered what it held. */
+/* The front's loop: start each shard's loop on its thread, forward the observer stream between
+ * the shards and the subscribers until *stop and every shard has ended. */
 int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop);
 
-/* Destroy the shards and the front's sockets to them (NULL-safe on s->shards). */
+/* Destroy the shards (NULL-safe on s->shards). */
 void rs_shards_close(rs_server_t *s);
 
-/* Shard k of front `front`: a server on cfg (an inproc bind) in the front's context, taking
- * its world ids from the shared sequence (server.c). NULL on failure (st). */
+/* Shard k of front `front`: a server on cfg in the front's context, bound to the listening
+ * socket its front made for it (server.c). NULL on failure (st). */
 rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
                                  rs_status_t *st);
 
+/* The listening socket the front made for shard k (-1: none). */
+int rs_shards_listen_fd(const rs_server_t *front, int k);
+
+/* A shard's socket for the requests other shards pass it, and its sockets to them. 0 or a
+ * negative code (st); rs_shard_close_peers undoes it (NULL-safe). */
+int rs_shard_open_peers(rs_server_t *s, rs_status_t *st);
+void rs_shard_close_peers(rs_server_t *s);
+
+/* A shard's next request to serve (up to cap frames in frames[0..*n-1], its caller, the socket
+ * its reply goes out of), waiting up to timeout_ms: requests for worlds of other shards are
+ * passed to them and their replies relayed meanwhile. 0, or -1 with errno EAGAIN (none) or
+ * ETERM. */
+int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
+                  void **sock, int timeout_ms);
+
 /* The census front's shards share (NULL: front has none). */
 struct rs_census *rs_shards_census(rs_server_t *front);
-
-/* The caller a shard's request came from, out of the front's meta frame. 0, or -1 when the
- * frame is not one. */
-int rs_shard_meta(const zmq_msg_t *frame, rs_caller_t *caller);
 
 /* Who sent a request (server.c): from its routing frame and its payload's metadata. */
 void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);

@@ -1,32 +1,39 @@
 /* One server on several cores: --shards N runs N shards, each a whole server loop (its
- * worlds, scheduler, watchdog and stepper) on its own thread, behind a front that only moves
- * frames. Shared nothing on the request path: each world belongs to exactly one shard, so a
- * world's requests stay in order with no lock. Ids stay one sequence (an atomic counter), and
- * each id's shard is written once, before the reply that names the world leaves, into a table
- * read without a lock (world id -> shard). The front reads a request's world id (Request field 2,
- * or a StepBatch's first world) without decoding it, and a request naming no world goes to
- * the shard its connection was given (round-robin on first sight), so a client's new worlds
- * and the batches over them share a shard. ListWorlds is asked of every shard and the lists
- * merged. The world counts behind --max-worlds and the per-client quotas are the one shared
- * thing (a census under a mutex, taken when a world is added, removed or claimed, never by a
- * Step). The observer stream: each shard publishes on an inproc XPUB; the front forwards
- * frames to the public XPUB and subscriptions back (XSUB), so each shard sees who watches. */
+ * worlds, scheduler, watchdog and stepper) on its own thread with its own listening socket:
+ * N TCP sockets bound to the one port with SO_REUSEPORT, so the kernel spreads the clients'
+ * connections over the shards and no thread sees every request (shared nothing, as Seastar
+ * does it). Each world belongs to exactly one shard, so its requests stay in order with no
+ * lock: a world is created on the shard of the connection that asked, and a request for a
+ * world of another shard (its world id is read without decoding: Request field 2, or a
+ * StepBatch's first world) is passed to that shard over inproc and its reply relayed back.
+ * Ids stay one sequence (an atomic counter); each id's shard is written once, before the reply
+ * naming the world leaves, into a table read without a lock. ListWorlds is asked of every
+ * shard and the lists merged. The world counts behind --max-worlds and the per-client quotas
+ * are the one shared thing (a census under a mutex, taken when a world is added, removed or
+ * claimed, never by a Step). The observer stream: each shard publishes on an inproc XPUB; the
+ * front thread forwards frames to the public XPUB and subscriptions back (XSUB), so each shard
+ * sees who watches. */
 #include "rs_log.h"
 #include "server_internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zmq.h>
 
-#define FRONT_MAX_FRAMES 12   /* envelope frames a request may carry through the front */
-#define CONN_SLOTS 8192       /* connections remembered with their shard (then: by hash) */
-#define CONN_ID_MAX 32
+#define PEER_MAX_FRAMES 12    /* frames a passed request may carry */
 #define ID_CHUNK_BITS 16      /* the id -> shard table: chunks of 65536 ids ... */
 #define ID_CHUNKS 65536       /* ... made on first use, 2^32 ids in all */
+#define LISTEN_BACKLOG 128
 
 /* The census: worlds in all shards, and per quota key. */
 typedef struct census_key {
@@ -43,17 +50,11 @@ struct rs_census {
     _Atomic(uint8_t *) owner[ID_CHUNKS];    /* world id -> 1 + its shard (0: none yet) */
 };
 
-typedef struct conn_slot {
-    uint8_t id[CONN_ID_MAX];
-    uint8_t len; /* 0: free */
-    int shard;
-} conn_slot_t;
-
 /* A ListWorlds asked of every shard: the envelope to answer and the replies so far. */
 typedef struct gather {
     struct gather *next;
     uint64_t id;
-    zmq_msg_t env[FRONT_MAX_FRAMES];
+    zmq_msg_t env[PEER_MAX_FRAMES];
     int nenv;
     int got;
     uint8_t **parts;
@@ -65,25 +66,30 @@ struct rs_shards {
     rs_server_t **shard;
     pthread_t *thread;
     int *started;
-    void **dealer;  /* the front's DEALER to each shard's inproc ROUTER */
-    char (*endpoints)[2][96]; /* each shard's inproc bind and stream endpoints */
-    void *xsub;     /* the front's XSUB to every shard's stream, or NULL */
+    int *fds;                 /* each shard's listening socket until its ROUTER takes it */
+    char (*endpoints)[3][96]; /* each shard's bind (the public one), peer and stream endpoints */
+    void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
     volatile sig_atomic_t *stop;
     atomic_int running;
     struct rs_census census;
-    conn_slot_t *conns;
-    int nconns;
-    unsigned next_shard;
+};
+
+/* A shard's sockets to the others: where they pass it requests (ROUTER), and one DEALER to
+ * each shard (itself included) to pass them requests; the ListWorlds it gathers. */
+struct rs_peers {
+    void *in;
+    void **out;
+    int n;
     gather_t *gathers;
     uint64_t next_gather;
 };
 
-/* What the front hands a shard beside each request (a frame before the payload; a shard's
- * reply echoes it): who sent it, and the ListWorlds gather it belongs to (0: none). */
-typedef struct front_meta {
+/* What a shard passes another beside a request (a frame before the payload; the reply echoes
+ * it): who sent it, and the ListWorlds gather it belongs to (0: none). */
+typedef struct peer_meta {
     rs_caller_t caller;
     uint64_t gather;
-} front_meta_t;
+} peer_meta_t;
 
 /* ---- the census ---------------------------------------------------------------------------- */
 
@@ -177,12 +183,12 @@ int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
 }
 
 /* The shard of world `id`, or -1 (never handed out). */
-static int shard_of(struct rs_shards *f, uint64_t id)
+static int shard_of(struct rs_census *c, uint64_t id)
 {
     uint64_t chunk = id >> ID_CHUNK_BITS;
     if (chunk >= ID_CHUNKS)
         return -1;
-    uint8_t *table = atomic_load_explicit(&f->census.owner[chunk], memory_order_acquire);
+    uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
     if (!table)
         return -1;
     int k = atomic_load_explicit((_Atomic uint8_t *)&table[id & ((1u << ID_CHUNK_BITS) - 1)],
@@ -194,7 +200,7 @@ int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id)
 {
     if (!s->census || !s->front)
         return -1;
-    int k = shard_of(s->front->shards, id);
+    int k = shard_of(&s->front->shards->census, id);
     return k == s->shard_index ? -1 : k;
 }
 
@@ -270,10 +276,10 @@ static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint
     return 0;
 }
 
-enum { ROUTE_CONN, ROUTE_WORLD, ROUTE_ALL };
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL };
 
-/* Where a request goes: to the shard of *world (ROUTE_WORLD), of its connection (ROUTE_CONN:
- * names no world, or cannot be read; the shard answers), or to all (ListWorlds). */
+/* Where a request goes: to the shard of *world (ROUTE_WORLD), the one its connection reached
+ * (ROUTE_HERE: names no world, or cannot be read; the shard answers), or to all (ListWorlds). */
 static int route_of(const uint8_t *req, size_t len, uint64_t *world)
 {
     const uint8_t *p = req, *end = req + len, *sub = NULL, *subend = NULL;
@@ -302,65 +308,39 @@ static int route_of(const uint8_t *req, size_t len, uint64_t *world)
             *world = v;
             return ROUTE_WORLD;
         }
-        return ROUTE_CONN;
+        return ROUTE_HERE;
     }
     if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_CREATE_WORLD, &v, &sub, &subend) == 1 ||
         find_field(p, end, ROBOSIM__V1__REQUEST__OP_HELLO, &v, &sub, &subend) == 1)
-        return ROUTE_CONN;
+        return ROUTE_HERE;
     v = 0;
     sub = NULL;
     if (find_field(p, end, 2, &v, &sub, &subend) == 1 && !sub && v) {
         *world = v;
         return ROUTE_WORLD;
     }
-    return ROUTE_CONN;
+    return ROUTE_HERE;
 }
 
-/* The shard a connection's world-less requests go to: given round-robin on first sight. */
-static int conn_shard(struct rs_shards *f, const zmq_msg_t *routing)
-{
-    const uint8_t *id = zmq_msg_data((zmq_msg_t *)routing);
-    size_t len = zmq_msg_size((zmq_msg_t *)routing);
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ id[i]) * 1099511628211ull;
-    if (len == 0 || len > CONN_ID_MAX)
-        return (int)(h % (uint64_t)f->n);
-    for (size_t probe = 0; probe < CONN_SLOTS; probe++) {
-        conn_slot_t *c = &f->conns[(h + probe) % CONN_SLOTS];
-        if (c->len == len && memcmp(c->id, id, len) == 0)
-            return c->shard;
-        if (c->len == 0) {
-            if (f->nconns >= CONN_SLOTS * 3 / 4)
-                break; /* full enough: by hash from here on */
-            memcpy(c->id, id, len);
-            c->len = (uint8_t)len;
-            c->shard = (int)(f->next_shard++ % (unsigned)f->n);
-            f->nconns++;
-            return c->shard;
-        }
-    }
-    return (int)(h % (uint64_t)f->n);
-}
 
-/* ---- the front -------------------------------------------------------------------------- */
+/* ---- passing requests between shards ------------------------------------------------------ */
 
-static int recv_frames(void *sock, zmq_msg_t *frames, int *nframes)
+static int recv_frames(void *sock, zmq_msg_t *frames, int cap, int *nframes)
 {
     int n = 0, more = 1;
     while (more) {
-        zmq_msg_t *f = &frames[n < FRONT_MAX_FRAMES ? n : FRONT_MAX_FRAMES - 1];
-        if (n >= FRONT_MAX_FRAMES)
+        zmq_msg_t *f = &frames[n < cap ? n : cap - 1];
+        if (n >= cap)
             zmq_msg_close(f); /* too many frames: keep overwriting the last slot */
         zmq_msg_init(f);
         if (zmq_msg_recv(f, sock, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(f);
-            for (int i = 0; i < (n < FRONT_MAX_FRAMES ? n : FRONT_MAX_FRAMES - 1); i++)
+            for (int i = 0; i < (n < cap ? n : cap - 1); i++)
                 zmq_msg_close(&frames[i]);
             return -1;
         }
         more = zmq_msg_more(f);
-        if (n < FRONT_MAX_FRAMES)
+        if (n < cap)
             n++;
     }
     *nframes = n;
@@ -381,26 +361,25 @@ static void send_frames(void *sock, zmq_msg_t *frames, int n)
             zmq_msg_close(&frames[i]);
 }
 
-/* Hand request frames[0..n-1] (envelope, payload) to shard k with meta before the payload. */
-static void to_shard(struct rs_shards *f, int k, zmq_msg_t *frames, int n,
-                     const front_meta_t *meta)
+/* Pass request frames[0..n-1] (envelope, payload) to shard k, meta before the payload. */
+static void pass(struct rs_peers *p, int k, zmq_msg_t *frames, int n, const peer_meta_t *meta)
 {
     zmq_msg_t m;
     zmq_msg_init_size(&m, sizeof *meta);
     memcpy(zmq_msg_data(&m), meta, sizeof *meta);
     for (int i = 0; i < n - 1; i++)
-        if (zmq_msg_send(&frames[i], f->dealer[k], ZMQ_SNDMORE) < 0)
+        if (zmq_msg_send(&frames[i], p->out[k], ZMQ_SNDMORE) < 0)
             zmq_msg_close(&frames[i]);
-    if (zmq_msg_send(&m, f->dealer[k], ZMQ_SNDMORE) < 0)
+    if (zmq_msg_send(&m, p->out[k], ZMQ_SNDMORE) < 0)
         zmq_msg_close(&m);
-    if (zmq_msg_send(&frames[n - 1], f->dealer[k], 0) < 0)
+    if (zmq_msg_send(&frames[n - 1], p->out[k], 0) < 0)
         zmq_msg_close(&frames[n - 1]);
 }
 
-static void gather_free(struct rs_shards *f, gather_t *g)
+static void gather_free(int n, gather_t *g)
 {
     close_frames(g->env, g->nenv);
-    for (int i = 0; i < f->n; i++)
+    for (int i = 0; i < n; i++)
         free(g->parts[i]);
     free(g->parts);
     free(g->lens);
@@ -414,14 +393,14 @@ static int by_world_id(const void *a, const void *b)
     return x->world_id < y->world_id ? -1 : x->world_id > y->world_id;
 }
 
-/* All shards answered a ListWorlds: one reply with every world, by id (or the first error). */
+/* Every shard answered a ListWorlds: one reply with every world, by id (or the first error). */
 static void gather_answer(rs_server_t *s, gather_t *g)
 {
-    struct rs_shards *f = s->shards;
-    Robosim__V1__Response **rps = calloc((size_t)f->n, sizeof *rps);
+    int nshards = s->peers->n;
+    Robosim__V1__Response **rps = calloc((size_t)nshards, sizeof *rps);
     size_t total = 0;
     int bad = -1;
-    for (int i = 0; rps && i < f->n; i++) {
+    for (int i = 0; rps && i < nshards; i++) {
         rps[i] = robosim__v1__response__unpack(NULL, g->lens[i], g->parts[i]);
         if (!rps[i] || rps[i]->result_case != ROBOSIM__V1__RESPONSE__RESULT_LIST_WORLDS) {
             bad = i;
@@ -434,7 +413,7 @@ static void gather_answer(rs_server_t *s, gather_t *g)
     Robosim__V1__WorldInfo **all = bad < 0 && rps ? malloc((total + 1) * sizeof *all) : NULL;
     if (all) {
         size_t at = 0;
-        for (int i = 0; i < f->n; i++)
+        for (int i = 0; i < nshards; i++)
             for (size_t j = 0; j < rps[i]->list_worlds->n_worlds; j++)
                 all[at++] = rps[i]->list_worlds->worlds[j];
         qsort(all, total, sizeof *all, by_world_id);
@@ -465,38 +444,36 @@ static void gather_answer(rs_server_t *s, gather_t *g)
         zmq_msg_close(&reply);
     free(out);
     free(all);
-    for (int i = 0; rps && i < f->n; i++)
+    for (int i = 0; rps && i < nshards; i++)
         if (rps[i])
             robosim__v1__response__free_unpacked(rps[i], NULL);
     free(rps);
 }
 
-/* A ListWorlds: asked of every shard; answered once all have (gather_answer). */
+/* A ListWorlds: asked of every shard (this one too); answered once all have. */
 static void scatter(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller)
 {
-    struct rs_shards *f = s->shards;
+    struct rs_peers *p = s->peers;
     gather_t *g = calloc(1, sizeof *g);
-    if (g && (!(g->parts = calloc((size_t)f->n, sizeof *g->parts)) ||
-              !(g->lens = calloc((size_t)f->n, sizeof *g->lens)))) {
+    if (g && (!(g->parts = calloc((size_t)p->n, sizeof *g->parts)) ||
+              !(g->lens = calloc((size_t)p->n, sizeof *g->lens)))) {
         free(g->parts);
         free(g);
         g = NULL;
     }
+    peer_meta_t meta = {*caller, 0};
     if (!g) {
-        /* no memory to gather: one shard's list is better than none */
-        front_meta_t meta = {*caller, 0};
-        to_shard(f, 0, frames, n, &meta);
+        pass(p, s->shard_index, frames, n, &meta); /* no memory to gather: this shard's list */
         return;
     }
-    g->id = ++f->next_gather;
-    front_meta_t meta = {*caller, g->id};
-    for (int k = 0; k < f->n; k++) {
-        zmq_msg_t copy[FRONT_MAX_FRAMES];
+    g->id = meta.gather = ++p->next_gather;
+    for (int k = 0; k < p->n; k++) {
+        zmq_msg_t copy[PEER_MAX_FRAMES];
         for (int i = 0; i < n; i++) {
             zmq_msg_init(&copy[i]);
             zmq_msg_copy(&copy[i], &frames[i]);
         }
-        to_shard(f, k, copy, n, &meta);
+        pass(p, k, copy, n, &meta);
     }
     for (int i = 0; i < n - 1; i++) {
         zmq_msg_init(&g->env[i]);
@@ -504,26 +481,26 @@ static void scatter(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t 
     }
     g->nenv = n - 1;
     zmq_msg_close(&frames[n - 1]);
-    g->next = f->gathers;
-    f->gathers = g;
+    g->next = p->gathers;
+    p->gathers = g;
 }
 
-/* A reply from a shard: to its client (the meta frame taken out), or into its gather. */
-static void from_shard(rs_server_t *s, zmq_msg_t *frames, int n)
+/* A reply from another shard: to the client (the meta frame taken out), or into its gather. */
+static void relay(rs_server_t *s, zmq_msg_t *frames, int n)
 {
-    struct rs_shards *f = s->shards;
-    if (n < 3 || zmq_msg_size(&frames[n - 2]) != sizeof(front_meta_t)) {
+    struct rs_peers *p = s->peers;
+    if (n < 3 || zmq_msg_size(&frames[n - 2]) != sizeof(peer_meta_t)) {
         close_frames(frames, n);
         return;
     }
-    front_meta_t meta;
+    peer_meta_t meta;
     memcpy(&meta, zmq_msg_data(&frames[n - 2]), sizeof meta);
     if (meta.gather) {
-        gather_t **link = &f->gathers;
+        gather_t **link = &p->gathers;
         while (*link && (*link)->id != meta.gather)
             link = &(*link)->next;
         gather_t *g = *link;
-        if (g && g->got < f->n) {
+        if (g && g->got < p->n) {
             size_t len = zmq_msg_size(&frames[n - 1]);
             uint8_t *copy = malloc(len ? len : 1);
             if (copy)
@@ -531,10 +508,10 @@ static void from_shard(rs_server_t *s, zmq_msg_t *frames, int n)
             g->parts[g->got] = copy;
             g->lens[g->got] = copy ? len : 0;
             g->got++;
-            if (g->got == f->n) {
+            if (g->got == p->n) {
                 *link = g->next;
                 gather_answer(s, g);
-                gather_free(f, g);
+                gather_free(p->n, g);
             }
         }
         close_frames(frames, n);
@@ -545,48 +522,125 @@ static void from_shard(rs_server_t *s, zmq_msg_t *frames, int n)
     send_frames(s->router, frames, n - 1);
 }
 
-/* A request from a client: to its shard. */
-static void from_client(rs_server_t *s, zmq_msg_t *frames, int n)
+int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
+                  void **sock, int timeout_ms)
 {
-    struct rs_shards *f = s->shards;
-    if (n < 2 || n >= FRONT_MAX_FRAMES) {
-        close_frames(frames, n); /* no routing id, or more frames than a client sends */
-        return;
+    struct rs_peers *p = s->peers;
+    int nitems = 2 + p->n;
+    zmq_pollitem_t items[2 + 256];
+    items[0] = (zmq_pollitem_t){s->router, 0, ZMQ_POLLIN, 0};
+    items[1] = (zmq_pollitem_t){p->in, 0, ZMQ_POLLIN, 0};
+    for (int k = 0; k < p->n; k++)
+        items[2 + k] = (zmq_pollitem_t){p->out[k], 0, ZMQ_POLLIN, 0};
+    double deadline = rs_clock() + 1e-3 * timeout_ms;
+    for (;;) {
+        double left = deadline - rs_clock();
+        int rc = zmq_poll(items, nitems, left > 0 ? (long)(left * 1e3 + 0.999) : 0);
+        if (rc < 0)
+            return -1; /* EINTR, ETERM: errno says */
+        for (int k = 0; k < p->n; k++)
+            if (items[2 + k].revents & ZMQ_POLLIN)
+                for (int m = 0; m < 256; m++) {
+                    zmq_msg_t r[PEER_MAX_FRAMES];
+                    int nr = 0;
+                    if (recv_frames(p->out[k], r, PEER_MAX_FRAMES, &nr) < 0)
+                        break;
+                    relay(s, r, nr);
+                }
+        /* a request another shard passed this one: served here, the reply goes back to it */
+        if ((items[1].revents & ZMQ_POLLIN) && recv_frames(p->in, frames, cap, n) == 0) {
+            if (*n >= 3 && zmq_msg_size(&frames[*n - 2]) == sizeof(peer_meta_t)) {
+                peer_meta_t meta;
+                memcpy(&meta, zmq_msg_data(&frames[*n - 2]), sizeof meta);
+                *caller = meta.caller;
+                *sock = p->in;
+                return 0;
+            }
+            close_frames(frames, *n);
+        }
+        /* a client's: served here when its world is this shard's (or it names none), else
+         * passed to the world's shard */
+        while ((items[0].revents & ZMQ_POLLIN) && recv_frames(s->router, frames, cap, n) == 0) {
+            if (*n < 2) {
+                close_frames(frames, *n);
+                continue;
+            }
+            rs_caller_of(&frames[0], &frames[*n - 1], caller);
+            uint64_t world = 0;
+            int route = route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
+                                 &world);
+            int k = route == ROUTE_WORLD ? shard_of(s->census, world) : -1;
+            if (route == ROUTE_ALL && *n < PEER_MAX_FRAMES) {
+                scatter(s, frames, *n, caller);
+                continue;
+            }
+            if (k >= 0 && k != s->shard_index && *n < PEER_MAX_FRAMES) {
+                peer_meta_t meta = {*caller, 0};
+                pass(p, k, frames, *n, &meta);
+                continue;
+            }
+            *sock = s->router;
+            return 0;
+        }
+        if (rs_clock() >= deadline) {
+            errno = EAGAIN;
+            return -1;
+        }
     }
-    front_meta_t meta;
-    memset(&meta, 0, sizeof meta);
-    rs_caller_of(&frames[0], &frames[n - 1], &meta.caller);
-    uint64_t world = 0;
-    int route = route_of(zmq_msg_data(&frames[n - 1]), zmq_msg_size(&frames[n - 1]), &world);
-    if (route == ROUTE_ALL) {
-        scatter(s, frames, n, &meta.caller);
-        return;
-    }
-    int k = route == ROUTE_WORLD ? shard_of(f, world) : -1;
-    if (k < 0)
-        k = conn_shard(f, &frames[0]); /* no such world: its shard says so */
-    to_shard(f, k, frames, n, &meta);
 }
 
-/* Move whatever one socket has (up to a bound, so the others get their turn). */
-static void pump(rs_server_t *s, void *sock, int what)
+int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
 {
-    struct rs_shards *f = s->shards;
-    for (int i = 0; i < 256; i++) {
-        zmq_msg_t frames[FRONT_MAX_FRAMES];
-        int n = 0;
-        if (recv_frames(sock, frames, &n) < 0)
-            return;
-        if (what == 0)
-            from_client(s, frames, n);
-        else if (what == 1)
-            from_shard(s, frames, n);
-        else if (what == 2)
-            send_frames(s->xpub, frames, n); /* a shard's stream frame to the observers */
-        else
-            send_frames(f->xsub, frames, n); /* (un)subscriptions to every shard */
+    struct rs_shards *f = s->front->shards;
+    struct rs_peers *p = calloc(1, sizeof *p);
+    if (!p || !(p->out = calloc((size_t)f->n, sizeof *p->out))) {
+        free(p);
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
+    s->peers = p;
+    p->n = f->n;
+    int linger = 0, hwm = 0;
+    p->in = zmq_socket(s->zctx, ZMQ_ROUTER);
+    if (!p->in || zmq_setsockopt(p->in, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(p->in, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_setsockopt(p->in, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_bind(p->in, f->endpoints[s->shard_index][1]) != 0)
+        return rs_fail(st, RS_EINTERNAL, "shard %d: cannot bind %s: %s", s->shard_index,
+                       f->endpoints[s->shard_index][1], zmq_strerror(zmq_errno()));
+    for (int k = 0; k < f->n; k++) {
+        /* inproc: a connect before the other shard binds is kept until it does */
+        p->out[k] = zmq_socket(s->zctx, ZMQ_DEALER);
+        if (!p->out[k] || zmq_setsockopt(p->out[k], ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+            zmq_setsockopt(p->out[k], ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+            zmq_setsockopt(p->out[k], ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+            zmq_connect(p->out[k], f->endpoints[k][1]) != 0)
+            return rs_fail(st, RS_EINTERNAL, "shard %d: cannot connect to shard %d: %s",
+                           s->shard_index, k, zmq_strerror(zmq_errno()));
+    }
+    return 0;
 }
+
+void rs_shard_close_peers(rs_server_t *s)
+{
+    struct rs_peers *p = s->peers;
+    if (!p)
+        return;
+    if (p->in)
+        zmq_close(p->in);
+    for (int k = 0; k < p->n && p->out; k++)
+        if (p->out[k])
+            zmq_close(p->out[k]);
+    while (p->gathers) {
+        gather_t *g = p->gathers;
+        p->gathers = g->next;
+        gather_free(p->n, g);
+    }
+    free(p->out);
+    free(p);
+    s->peers = NULL;
+}
+
+/* ---- the front: starts the shards, forwards the stream ------------------------------------ */
 
 typedef struct shard_arg {
     rs_server_t *front;
@@ -601,6 +655,17 @@ static void *shard_main(void *arg)
     atomic_fetch_sub(&f->running, 1);
     free(a);
     return NULL;
+}
+
+static void pump(void *from, void *to)
+{
+    for (int i = 0; i < 256; i++) {
+        zmq_msg_t frames[PEER_MAX_FRAMES];
+        int n = 0;
+        if (recv_frames(from, frames, PEER_MAX_FRAMES, &n) < 0)
+            return;
+        send_frames(to, frames, n);
+    }
 }
 
 int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
@@ -622,50 +687,98 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
         f->started[k] = 1;
     }
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
-           RS_PROTOCOL_MINOR, s->cfg.bind, f->n);
-    int nitems = 1 + f->n + (f->xsub ? 2 : 0);
-    zmq_pollitem_t *items = calloc((size_t)nitems, sizeof *items);
-    if (!items) {
-        *stop = 1;
-    } else {
-        items[0].socket = s->router;
-        for (int k = 0; k < f->n; k++)
-            items[1 + k].socket = f->dealer[k];
-        if (f->xsub) {
-            items[1 + f->n].socket = f->xsub;
-            items[2 + f->n].socket = s->xpub;
+           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
+    /* the stream: the shards' frames out, the subscriptions in; else only wait */
+    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->xpub, 0, ZMQ_POLLIN, 0}};
+    while (!*stop || atomic_load(&f->running) > 0) {
+        if (!f->xsub) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
         }
-        for (int i = 0; i < nitems; i++)
-            items[i].events = ZMQ_POLLIN;
-    }
-    /* after a stop the shards answer what they hold (their parked Steps), then end: the
-     * front goes on moving their replies until the last has */
-    while (items && (!*stop || atomic_load(&f->running) > 0)) {
-        int stopping = *stop;
-        if (zmq_poll(items, nitems, stopping ? 5 : 100) < 0 && zmq_errno() != EINTR)
+        if (zmq_poll(items, 2, 20) < 0 && zmq_errno() != EINTR)
             break;
-        if (!stopping && (items[0].revents & ZMQ_POLLIN))
-            pump(s, s->router, 0);
-        for (int k = 0; k < f->n; k++)
-            if (items[1 + k].revents & ZMQ_POLLIN)
-                pump(s, f->dealer[k], 1);
-        if (f->xsub && (items[1 + f->n].revents & ZMQ_POLLIN))
-            pump(s, f->xsub, 2);
-        if (f->xsub && (items[2 + f->n].revents & ZMQ_POLLIN))
-            pump(s, s->xpub, 3);
+        if (items[0].revents & ZMQ_POLLIN)
+            pump(f->xsub, s->xpub);
+        if (items[1].revents & ZMQ_POLLIN)
+            pump(s->xpub, f->xsub);
     }
     for (int k = 0; k < f->n; k++) {
         if (f->started[k])
             pthread_join(f->thread[k], NULL);
         f->started[k] = 0;
-        pump(s, f->dealer[k], 1); /* the last replies */
     }
-    free(items);
     f->stop = NULL;
     return 0;
 }
 
 /* ---- making and ending them ------------------------------------------------------------- */
+
+/* N listening sockets on `bind`'s address and port (tcp://HOST:PORT, PORT may be *), each with
+ * SO_REUSEPORT; the endpoint with the port bound written to `resolved`. */
+static int listen_all(struct rs_shards *f, const char *endpoint, char *resolved, size_t cap,
+                      rs_status_t *st)
+{
+    char host[256], port[16];
+    const char *hp = strncmp(endpoint, "tcp://", 6) == 0 ? endpoint + 6 : NULL;
+    const char *colon = hp ? strrchr(hp, ':') : NULL;
+    if (!hp || !colon || (size_t)(colon - hp) >= sizeof host || strlen(colon + 1) >= sizeof port)
+        return rs_fail(st, RS_EINVAL,
+                       "--shards needs a tcp://HOST:PORT endpoint to listen on (got '%s'): each "
+                       "shard listens on that port itself", endpoint);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
+    snprintf(port, sizeof port, "%s", colon + 1);
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    if (!strcmp(port, "*"))
+        snprintf(port, sizeof port, "0");
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(!strcmp(host, "*") ? NULL : host, port, &hints, &ai);
+    if (gai != 0 || !ai)
+        return rs_fail(st, RS_EINVAL, "--shards: cannot resolve %s: %s", endpoint, gai_strerror(gai));
+    int rc = 0;
+    for (int k = 0; k < f->n && rc == 0; k++) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol), on = 1;
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
+            bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0 ||
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+            rc = rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", endpoint, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        f->fds[k] = fd;
+        if (k == 0) {
+            /* the others take the port the first was given */
+            struct sockaddr_storage sa;
+            socklen_t len = sizeof sa;
+            getsockname(fd, (struct sockaddr *)&sa, &len);
+            int bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                       : ((struct sockaddr_in *)&sa)->sin_port);
+            if (sa.ss_family == AF_INET6)
+                ((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons((uint16_t)bound);
+            else
+                ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)bound);
+            snprintf(resolved, cap, "tcp://%.*s:%d", (int)(colon - hp), hp, bound);
+        }
+    }
+    freeaddrinfo(ai);
+    return rc;
+}
+
+int rs_shards_listen_fd(const rs_server_t *front, int k)
+{
+    if (!front->shards)
+        return -1;
+    int fd = front->shards->fds[k];
+    front->shards->fds[k] = -1; /* the shard's ROUTER owns it from here */
+    return fd;
+}
 
 int rs_shards_open(rs_server_t *s, rs_status_t *st)
 {
@@ -682,10 +795,13 @@ int rs_shards_open(rs_server_t *s, rs_status_t *st)
     if (!(f->shard = calloc((size_t)n, sizeof *f->shard)) ||
         !(f->thread = calloc((size_t)n, sizeof *f->thread)) ||
         !(f->started = calloc((size_t)n, sizeof *f->started)) ||
-        !(f->dealer = calloc((size_t)n, sizeof *f->dealer)) ||
-        !(f->endpoints = calloc((size_t)n, sizeof *f->endpoints)) ||
-        !(f->conns = calloc(CONN_SLOTS, sizeof *f->conns)))
+        !(f->fds = calloc((size_t)n, sizeof *f->fds)) ||
+        !(f->endpoints = calloc((size_t)n, sizeof *f->endpoints)))
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    for (int k = 0; k < n; k++)
+        f->fds[k] = -1;
+    if (listen_all(f, s->cfg.bind, f->endpoints[0][0], sizeof f->endpoints[0][0], st) < 0)
+        return st->code;
     if (s->xpub) {
         f->xsub = zmq_socket(s->zctx, ZMQ_XSUB);
         int linger = 0;
@@ -693,18 +809,17 @@ int rs_shards_open(rs_server_t *s, rs_status_t *st)
             return rs_fail(st, RS_EINTERNAL, "cannot make the stream's forwarding socket");
     }
     for (int k = 0; k < n; k++) {
-        char *bind = f->endpoints[k][0], *stream = f->endpoints[k][1];
-        snprintf(bind, 96, "inproc://robosim-shard-%p-%d", (void *)s, k);
-        snprintf(stream, 96, "inproc://robosim-stream-%p-%d", (void *)s, k);
+        memcpy(f->endpoints[k][0], f->endpoints[0][0], sizeof f->endpoints[0][0]);
+        snprintf(f->endpoints[k][1], 96, "inproc://robosim-peer-%p-%d", (void *)s, k);
+        snprintf(f->endpoints[k][2], 96, "inproc://robosim-stream-%p-%d", (void *)s, k);
+    }
+    for (int k = 0; k < n; k++) {
         rs_server_config_t cfg = s->cfg;
-        cfg.bind = bind;
+        cfg.bind = f->endpoints[k][0];
         cfg.shards = 1;
         cfg.default_preset = k == 0 ? s->cfg.default_preset : NULL;
-        cfg.stream_endpoint = s->xpub ? stream : NULL;
+        cfg.stream_endpoint = s->xpub ? f->endpoints[k][2] : NULL;
         cfg.stream_explicit = 1;
-        cfg.curve_secret_key = NULL; /* the front authenticates; shards are in-process */
-        cfg.authorized_keys = NULL;
-        cfg.insecure = 1;
         cfg.history_bytes = s->cfg.history_bytes / (size_t)n; /* the server's bound, shared */
         memcpy(cfg.snapshot_key, s->snapshot_key, sizeof cfg.snapshot_key); /* one key: a
                                            snapshot of one shard's world forks on another */
@@ -714,14 +829,8 @@ int rs_shards_open(rs_server_t *s, rs_status_t *st)
             return st->code ? st->code : RS_EINTERNAL;
         snprintf(f->shard[k]->stream_endpoint, sizeof f->shard[k]->stream_endpoint, "%s",
                  s->stream_endpoint); /* what Hello tells clients: the public one */
-        f->dealer[k] = zmq_socket(s->zctx, ZMQ_DEALER);
-        int linger = 0, hwm = 0;
-        if (!f->dealer[k] || zmq_setsockopt(f->dealer[k], ZMQ_LINGER, &linger, sizeof linger) ||
-            zmq_setsockopt(f->dealer[k], ZMQ_SNDHWM, &hwm, sizeof hwm) ||
-            zmq_setsockopt(f->dealer[k], ZMQ_RCVHWM, &hwm, sizeof hwm) ||
-            zmq_connect(f->dealer[k], bind) != 0 ||
-            (f->xsub && zmq_connect(f->xsub, stream) != 0))
-            return rs_fail(st, RS_EINTERNAL, "cannot connect the front to shard %d: %s", k,
+        if (f->xsub && zmq_connect(f->xsub, f->endpoints[k][2]) != 0)
+            return rs_fail(st, RS_EINTERNAL, "cannot forward shard %d's stream: %s", k,
                            zmq_strerror(zmq_errno()));
     }
     return 0;
@@ -732,24 +841,18 @@ void rs_shards_close(rs_server_t *s)
     struct rs_shards *f = s->shards;
     if (!f)
         return;
-    for (int k = 0; k < f->n && f->dealer; k++)
-        if (f->dealer[k])
-            zmq_close(f->dealer[k]);
     if (f->xsub)
         zmq_close(f->xsub);
-    while (f->gathers) {
-        gather_t *g = f->gathers;
-        f->gathers = g->next;
-        gather_free(f, g);
-    }
     for (int k = 0; k < f->n && f->shard; k++)
         rs_server_destroy(&f->shard[k]); /* its sockets close; the context is the front's */
+    for (int k = 0; k < f->n && f->fds; k++)
+        if (f->fds[k] >= 0)
+            close(f->fds[k]); /* never taken by a shard */
     free(f->shard);
     free(f->thread);
     free(f->started);
-    free(f->dealer);
+    free(f->fds);
     free(f->endpoints);
-    free(f->conns);
     free(f->census.keys);
     for (int i = 0; i < ID_CHUNKS; i++)
         free(f->census.owner[i]);
@@ -761,14 +864,4 @@ void rs_shards_close(rs_server_t *s)
 struct rs_census *rs_shards_census(rs_server_t *front)
 {
     return front->shards ? &front->shards->census : NULL;
-}
-
-int rs_shard_meta(const zmq_msg_t *frame, rs_caller_t *caller)
-{
-    if (zmq_msg_size((zmq_msg_t *)frame) != sizeof(front_meta_t))
-        return -1;
-    front_meta_t meta;
-    memcpy(&meta, zmq_msg_data((zmq_msg_t *)frame), sizeof meta);
-    *caller = meta.caller;
-    return 0;
 }

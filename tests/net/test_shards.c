@@ -1,5 +1,6 @@
-/* One server of several shards (--shards): each connection's new worlds go to a shard of their
- * own (round-robin), ids stay one sequence, ListWorlds lists every shard's worlds, the world
+/* One server of several shards (--shards): a connection's new worlds go to the shard the
+ * kernel gave the connection, requests for another shard's worlds are passed there, ids stay
+ * one sequence, ListWorlds lists every shard's worlds, the world
  * limits and per-client quotas count over all shards, a world steps to the same bits on either
  * shard, snapshots of one shard's world restore and fork on another's, the observer stream
  * carries every shard's worlds, a StepBatch naming another shard's world says so, and a state
@@ -46,6 +47,33 @@ static size_t step_and_pack(rsc_client_t *c, uint64_t id, int n, uint8_t *buf, s
     return len <= cap ? len : 0;
 }
 
+/* Whether worlds x and y (tokens held by c) are on different shards: a StepBatch over both
+ * steps the first and names the second as another shard's. */
+static int apart(rsc_client_t *c, uint64_t x, uint64_t y)
+{
+    rsc_error_t err;
+    rsc_batch_item_t items[2] = {{.world_id = x, .steps = 1}, {.world_id = y, .steps = 1}};
+    Robosim__V1__StepBatchReply *br = NULL;
+    int r = -1;
+    if (rsc_step_batch(c, items, 2, &br, &err) == 0 && br && br->n_results == 2) {
+        const Robosim__V1__BatchResult *b = br->results[1];
+        CHECK(br->results[0]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE,
+              "a batch steps its first world");
+        if (b->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
+            r = 0;
+        else if (b->error && b->error->code == CODE(NOT_FOUND) &&
+                 strstr(b->error->message, "another of this server's 2 shards"))
+            r = 1;
+        else
+            CHECK(0, "a batch's second world: stepped or named as another shard's, got %s",
+                  b->error ? b->error->message : "?");
+    } else {
+        CHECK(0, "a batch over two worlds answered: %s", err.message);
+    }
+    rsc_free(br);
+    return r;
+}
+
 static void worlds_and_bits(void)
 {
     const char *extra[] = {"--shards", "2", "--threads", "1", NULL};
@@ -53,27 +81,50 @@ static void worlds_and_bits(void)
     CHECK(server_start(&sp, binary, extra) == 0, "server with --shards 2 started");
     if (sp.pid <= 0)
         return;
-    rsc_client_t *a = must_connect(sp.endpoint), *b = must_connect(sp.endpoint);
     rsc_error_t err;
-    uint64_t wa = 0, wb = 0, wa2 = 0;
+    rsc_client_t *a = must_connect(sp.endpoint), *b = NULL;
+    uint64_t wa = 0, wb = 0, wa2 = 0, last = 1;
     CHECK(rsc_create_world(a, "finger", NULL, 0, 7, &wa, &err) == 0, "create on a: %s", err.message);
-    CHECK(rsc_create_world(b, "finger", NULL, 0, 7, &wb, &err) == 0, "create on b: %s", err.message);
     CHECK(rsc_create_world(a, "finger", NULL, 0, 8, &wa2, &err) == 0, "create on a: %s", err.message);
-    /* world 1 is the start-up world: the ids go on in creation order, over both shards */
-    CHECK(wa == 2 && wb == 3 && wa2 == 4, "ids in creation order: %llu %llu %llu",
-          (unsigned long long)wa, (unsigned long long)wb, (unsigned long long)wa2);
+    CHECK(wa == 2 && wa2 == 3, "ids in creation order after the start-up world 1: %llu %llu",
+          (unsigned long long)wa, (unsigned long long)wa2);
+    CHECK(apart(a, wa, wa2) == 0, "one connection's worlds share a shard");
+    /* the kernel spreads connections over the shards: connect until one reaches the other */
+    last = wa2;
+    for (int i = 0; i < 64; i++) {
+        rsc_close(&b);
+        b = must_connect(sp.endpoint);
+        CHECK(rsc_create_world(b, "finger", NULL, 0, 7, &wb, &err) == 0 && wb == last + 1,
+              "create on b: world %llu after %llu: %s", (unsigned long long)wb,
+              (unsigned long long)last, err.message);
+        last = wb;
+        rsc_set_world_token(a, wb, rsc_world_token(b, wb));
+        if (apart(a, wa, wb) == 1)
+            break;
+        rsc_destroy_world(b, wb, &err);
+        wb = 0;
+    }
+    CHECK(wb != 0, "a connection reached the other shard within 64 tries");
     Robosim__V1__ListWorldsReply *lw = NULL;
     CHECK(rsc_list_worlds(b, &lw, &err) == 0 && lw && lw->n_worlds == 4,
           "ListWorlds lists both shards' 4 worlds (got %zu)", lw ? lw->n_worlds : 0);
-    for (size_t i = 0; lw && i < lw->n_worlds; i++)
-        CHECK(lw->worlds[i]->world_id == i + 1, "ListWorlds by id: [%zu] = %llu", i,
-              (unsigned long long)lw->worlds[i]->world_id);
+    for (size_t i = 1; lw && i < lw->n_worlds; i++)
+        CHECK(lw->worlds[i]->world_id > lw->worlds[i - 1]->world_id, "ListWorlds by id");
     rsc_free(lw);
+    if (!wb) {
+        server_stop(&sp);
+        return;
+    }
 
-    /* the same seed and commands on two shards: the same bits */
+    /* the same seed and commands on two shards (fresh worlds on each): the same bits */
     static uint8_t sa[1 << 16], sb[1 << 16];
-    size_t na = step_and_pack(a, wa, 200, sa, sizeof sa);
-    size_t nb = step_and_pack(b, wb, 200, sb, sizeof sb);
+    uint64_t wc = 0, wd = 0;
+    CHECK(rsc_create_world(a, "finger", NULL, 0, 9, &wc, &err) == 0 &&
+              rsc_create_world(b, "finger", NULL, 0, 9, &wd, &err) == 0,
+          "a fresh world on each shard: %s", err.message);
+    last = wd;
+    size_t na = step_and_pack(a, wc, 200, sa, sizeof sa);
+    size_t nb = step_and_pack(b, wd, 200, sb, sizeof sb);
     CHECK(na > 0 && na == nb && !memcmp(sa, sb, na),
           "one world on each shard, same seed and commands: the same state bits (%zu, %zu bytes)",
           na, nb);
@@ -88,7 +139,7 @@ static void worlds_and_bits(void)
         rsc_free(after);
         uint64_t fork = 0;
         CHECK(rsc_fork_world(b, wb, snap->snapshot.data, snap->snapshot.len, &fork, &err) == 0 &&
-                  fork == 5,
+                  fork == last + 1,
               "fork from the other shard's snapshot: world %llu: %s", (unsigned long long)fork,
               err.message);
         size_t n1 = step_and_pack(a, wa2, 50, sa, sizeof sa);
@@ -97,29 +148,19 @@ static void worlds_and_bits(void)
               "the restored world continues as the original on its own shard");
         size_t n3 = step_and_pack(b, fork, 50, sb, sizeof sb);
         CHECK(n3 == n1 && !memcmp(sa, sb, n1), "and so does the fork");
+        /* each client reaches the other shard's worlds through its own connection */
+        rsc_set_world_token(b, wa2, rsc_world_token(a, wa2));
+        rsc_set_world_token(a, fork, rsc_world_token(b, fork));
+        size_t n4 = step_and_pack(b, wa2, 1, sb, sizeof sb);
+        size_t n5 = step_and_pack(a, fork, 1, sa, sizeof sa);
+        CHECK(n4 > 0 && n4 == n5 && !memcmp(sa, sb, n4),
+              "a request for another shard's world is passed there and answered");
     }
     rsc_free(snap);
 
-    /* a StepBatch over both shards' worlds: the other shard's world is named, not lost */
-    rsc_batch_item_t items[2] = {{.world_id = wa2, .steps = 1}, {.world_id = wb, .steps = 1}};
-    rsc_set_world_token(a, wb, rsc_world_token(b, wb));
-    Robosim__V1__StepBatchReply *br = NULL;
-    CHECK(rsc_step_batch(a, items, 2, &br, &err) == 0 && br && br->n_results == 2,
-          "a batch over two shards answered: %s", err.message);
-    if (br && br->n_results == 2) {
-        CHECK(br->results[0]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE,
-              "the first shard's world stepped");
-        CHECK(br->results[1]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
-                  br->results[1]->error->code == CODE(NOT_FOUND) &&
-                  strstr(br->results[1]->error->message, "another of this server's 2 shards"),
-              "the other shard's world: NOT_FOUND saying where it is (%s)",
-              br->results[1]->error ? br->results[1]->error->message : "");
-    }
-    rsc_free(br);
-
     CHECK(rsc_destroy_world(b, wb, &err) == 0, "destroy on its shard: %s", err.message);
-    CHECK(rsc_list_worlds(a, &lw, &err) == 0 && lw && lw->n_worlds == 4,
-          "ListWorlds after a destroy: 4 (got %zu)", lw ? lw->n_worlds : 0);
+    CHECK(rsc_list_worlds(a, &lw, &err) == 0 && lw && lw->n_worlds == 6,
+          "ListWorlds after a destroy: 6 (got %zu)", lw ? lw->n_worlds : 0);
     rsc_free(lw);
     rsc_close(&a);
     rsc_close(&b);
