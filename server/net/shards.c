@@ -3,8 +3,8 @@
  * N TCP sockets bound to the one port with SO_REUSEPORT, so the kernel spreads the clients'
  * connections over the shards and no thread sees every request (shared nothing, as Seastar
  * does it). Each world belongs to exactly one shard, so its requests stay in order with no
- * lock: a world is created on the shard of the connection that asked, and a request for a
- * world of another shard (its world id is read without decoding: Request field 2, or a
+ * lock: a world is created on the shard its connection was placed on (placement(), below),
+ * and a request for a world of another shard (its world id is read without decoding: Request field 2, or a
  * StepBatch's first world) is passed to that shard over inproc and its reply relayed back.
  * Ids stay one sequence (an atomic counter); each id's shard is written once, before the reply
  * naming the world leaves, into a table read without a lock. ListWorlds is asked of every
@@ -34,6 +34,8 @@
 #define ID_CHUNK_BITS 16      /* the id -> shard table: chunks of 65536 ids ... */
 #define ID_CHUNKS 65536       /* ... made on first use, 2^32 ids in all */
 #define LISTEN_BACKLOG 128
+#define CONN_SLOTS 4096       /* a shard's connections remembered with the shard they create on */
+#define CONN_ID_MAX 32
 
 /* The census: worlds in all shards, and per quota key. */
 typedef struct census_key {
@@ -47,6 +49,7 @@ struct rs_census {
     census_key_t *keys;
     int nkeys, cap;
     atomic_uint_fast64_t next_id;           /* the next world id, of all shards */
+    atomic_int placed[256];                 /* connections placed on each shard */
     _Atomic(uint8_t *) owner[ID_CHUNKS];    /* world id -> 1 + its shard (0: none yet) */
 };
 
@@ -76,10 +79,18 @@ struct rs_shards {
 
 /* A shard's sockets to the others: where they pass it requests (ROUTER), and one DEALER to
  * each shard (itself included) to pass them requests; the ListWorlds it gathers. */
+typedef struct conn_slot {
+    uint8_t id[CONN_ID_MAX];
+    uint8_t len; /* 0: free */
+    int shard;
+} conn_slot_t;
+
 struct rs_peers {
     void *in;
     void **out;
     int n;
+    conn_slot_t *conns; /* this shard's connections and where their worlds are created */
+    int nconns;
     gather_t *gathers;
     uint64_t next_gather;
 };
@@ -276,7 +287,7 @@ static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint
     return 0;
 }
 
-enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL };
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
 
 /* Where a request goes: to the shard of *world (ROUTE_WORLD), the one its connection reached
  * (ROUTE_HERE: names no world, or cannot be read; the shard answers), or to all (ListWorlds). */
@@ -310,8 +321,9 @@ static int route_of(const uint8_t *req, size_t len, uint64_t *world)
         }
         return ROUTE_HERE;
     }
-    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_CREATE_WORLD, &v, &sub, &subend) == 1 ||
-        find_field(p, end, ROBOSIM__V1__REQUEST__OP_HELLO, &v, &sub, &subend) == 1)
+    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_CREATE_WORLD, &v, &sub, &subend) == 1)
+        return ROUTE_CREATE;
+    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_HELLO, &v, &sub, &subend) == 1)
         return ROUTE_HERE;
     v = 0;
     sub = NULL;
@@ -322,6 +334,44 @@ static int route_of(const uint8_t *req, size_t len, uint64_t *world)
     return ROUTE_HERE;
 }
 
+
+/* ---- placing a connection's worlds --------------------------------------------------------
+ * The kernel spreads connections over the shards at random, so two clients may reach one
+ * shard while another has none. A connection's first CreateWorld places it: on the shard it
+ * reached unless another has fewer connections placed, and all its later worlds follow (so a
+ * batch over them stays on one shard); its requests for them are passed there. */
+static int placement(rs_server_t *s, const zmq_msg_t *routing)
+{
+    struct rs_peers *p = s->peers;
+    struct rs_census *c = s->census;
+    const uint8_t *id = zmq_msg_data((zmq_msg_t *)routing);
+    size_t len = zmq_msg_size((zmq_msg_t *)routing);
+    if (len == 0 || len > CONN_ID_MAX || !p->conns)
+        return s->shard_index;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ id[i]) * 1099511628211ull;
+    for (size_t probe = 0; probe < CONN_SLOTS; probe++) {
+        conn_slot_t *slot = &p->conns[(h + probe) % CONN_SLOTS];
+        if (slot->len == len && memcmp(slot->id, id, len) == 0)
+            return slot->shard;
+        if (slot->len != 0)
+            continue;
+        if (p->nconns >= CONN_SLOTS * 3 / 4)
+            break; /* full enough: here from now on */
+        int best = s->shard_index;
+        for (int k = 0; k < p->n; k++)
+            if (atomic_load(&c->placed[k]) < atomic_load(&c->placed[best]))
+                best = k;
+        atomic_fetch_add(&c->placed[best], 1);
+        memcpy(slot->id, id, len);
+        slot->len = (uint8_t)len;
+        slot->shard = best;
+        p->nconns++;
+        return best;
+    }
+    return s->shard_index;
+}
 
 /* ---- passing requests between shards ------------------------------------------------------ */
 
@@ -569,7 +619,9 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             uint64_t world = 0;
             int route = route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
                                  &world);
-            int k = route == ROUTE_WORLD ? shard_of(s->census, world) : -1;
+            int k = route == ROUTE_WORLD    ? shard_of(s->census, world)
+                    : route == ROUTE_CREATE ? placement(s, &frames[0])
+                                            : -1;
             if (route == ROUTE_ALL && *n < PEER_MAX_FRAMES) {
                 scatter(s, frames, *n, caller);
                 continue;
@@ -593,7 +645,10 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
 {
     struct rs_shards *f = s->front->shards;
     struct rs_peers *p = calloc(1, sizeof *p);
-    if (!p || !(p->out = calloc((size_t)f->n, sizeof *p->out))) {
+    if (!p || !(p->out = calloc((size_t)f->n, sizeof *p->out)) ||
+        !(p->conns = calloc(CONN_SLOTS, sizeof *p->conns))) {
+        if (p)
+            free(p->out);
         free(p);
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
@@ -636,6 +691,7 @@ void rs_shard_close_peers(rs_server_t *s)
         gather_free(p->n, g);
     }
     free(p->out);
+    free(p->conns);
     free(p);
     s->peers = NULL;
 }
