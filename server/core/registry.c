@@ -4,6 +4,7 @@
 #include "rs_task.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 static const rs_robot_t *const robots[] = {
@@ -195,13 +196,21 @@ const rs_preset_t *rs_preset_find(const char *name)
     return NULL;
 }
 
+/* The name lists are filled once (servers with several request threads ask at once). */
+static const char *preset_names[sizeof presets / sizeof presets[0] + 1];
+static pthread_once_t preset_names_once = PTHREAD_ONCE_INIT;
+
+static void fill_preset_names(void)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        preset_names[i] = presets[i].name;
+    preset_names[sizeof presets / sizeof presets[0]] = NULL;
+}
+
 const char *const *rs_preset_names(void)
 {
-    static const char *names[sizeof presets / sizeof presets[0] + 1];
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        names[i] = presets[i].name;
-    names[sizeof presets / sizeof presets[0]] = NULL;
-    return names;
+    pthread_once(&preset_names_once, fill_preset_names);
+    return preset_names;
 }
 
 /* ---- tasks: one family per file in tasks/ ----------------------------------------------- */
@@ -225,13 +234,20 @@ const rs_task_t *rs_task_find(const char *name)
     return NULL;
 }
 
-const char *const *rs_task_names(void)
+static const char *task_names[MAX_TASKS + 1];
+static pthread_once_t task_names_once = PTHREAD_ONCE_INIT;
+
+static void fill_task_names(void)
 {
-    static const char *names[MAX_TASKS + 1];
     int n = 0;
     for (int f = 0; f < NFAMILIES; f++)
         for (int i = 0; i < task_families[f]->n && n < MAX_TASKS; i++)
-            names[n++] = task_families[f]->tasks[i].name;
-    names[n] = NULL;
-    return names;
+            task_names[n++] = task_families[f]->tasks[i].name;
+    task_names[n] = NULL;
+}
+
+const char *const *rs_task_names(void)
+{
+    pthread_once(&task_names_once, fill_task_names);
+    return task_names;
 }

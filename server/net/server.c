@@ -543,11 +543,7 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     fc.default_preset = NULL;
     fc.threads = 1;
     rs_server_t *s = server_new(&fc, NULL, 0, st);
-    if (s) {
-        s->cfg.default_preset = cfg->default_preset; /* for the shards */
-        s->cfg.threads = cfg->threads;
-    }
-    if (s && rs_shards_open(s, st) < 0)
+    if (s && rs_shards_open(s, cfg, st) < 0)
         rs_server_destroy(&s);
     return s;
 }

@@ -142,7 +142,8 @@ struct rs_server {
                                   the loop (server.c) */
     struct pending *offloaded; /* requests whose work the stepper has or has run */
     int noffloaded;
-    volatile sig_atomic_t *stop; /* rs_server_run's stop flag (NULL outside it) */
+    volatile sig_atomic_t *_Atomic stop; /* rs_server_run's stop flag (NULL outside it; atomic:
+                                  the watchdog reads it) */
     void *watchdog;            /* the watchdog thread (server.c) */
     struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
                                   a world a parked one holds (FIFO lists, server.c) */
@@ -187,7 +188,11 @@ const rs_op_t *rs_ops(size_t *n);
 world_slot_t *rs_server_world(rs_server_t *s, uint64_t id);
 
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
-static inline int rs_server_stopping(const rs_server_t *s) { return s->stop && *s->stop; }
+static inline int rs_server_stopping(const rs_server_t *s)
+{
+    volatile sig_atomic_t *stop = s->stop;
+    return stop && *stop;
+}
 
 /* Make world w's data interruptible by the server's abort flag (every world the server
  * holds: created, forked or restored). */
@@ -204,10 +209,11 @@ void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
 
 /* ---- shards.c: --shards, one server on several cores ---- */
 
-/* Make the cfg.shards shards of front `s` (its stream bound, no request socket): N listening
+/* Make the cfg->shards shards of front `s` (its stream bound, no request socket; cfg: the
+ * server's configuration, the shards' but for their sockets): N listening
  * TCP sockets on cfg.bind's port (SO_REUSEPORT: the kernel spreads the connections over them),
  * one per shard. 0 or a negative code (st). rs_shards_close undoes it. */
-int rs_shards_open(rs_server_t *s, rs_status_t *st);
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, rs_status_t *st);
 
 /* The front's loop: start each shard's loop on its thread, forward the observer stream between
  * the shards and the subscribers until *stop and every shard has ended. */

@@ -836,9 +836,9 @@ int rs_shards_listen_fd(const rs_server_t *front, int k)
     return fd;
 }
 
-int rs_shards_open(rs_server_t *s, rs_status_t *st)
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg, rs_status_t *st)
 {
-    int n = s->cfg.shards;
+    int n = server_cfg->shards;
     struct rs_shards *f = calloc(1, sizeof *f);
     if (!f)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
@@ -870,13 +870,13 @@ int rs_shards_open(rs_server_t *s, rs_status_t *st)
         snprintf(f->endpoints[k][2], 96, "inproc://robosim-stream-%p-%d", (void *)s, k);
     }
     for (int k = 0; k < n; k++) {
-        rs_server_config_t cfg = s->cfg;
+        rs_server_config_t cfg = *server_cfg;
         cfg.bind = f->endpoints[k][0];
         cfg.shards = 1;
-        cfg.default_preset = k == 0 ? s->cfg.default_preset : NULL;
+        cfg.default_preset = k == 0 ? server_cfg->default_preset : NULL;
         cfg.stream_endpoint = s->xpub ? f->endpoints[k][2] : NULL;
         cfg.stream_explicit = 1;
-        cfg.history_bytes = s->cfg.history_bytes / (size_t)n; /* the server's bound, shared */
+        cfg.history_bytes = server_cfg->history_bytes / (size_t)n; /* the server's bound, shared */
         memcpy(cfg.snapshot_key, s->snapshot_key, sizeof cfg.snapshot_key); /* one key: a
                                            snapshot of one shard's world forks on another */
         cfg.snapshot_key_set = 1;
