@@ -245,6 +245,14 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
 /* The census front's shards share (NULL: front has none). */
 struct rs_census *rs_shards_census(rs_server_t *front);
 
+/* Where a shard sends a serialized request it received, read without decoding it (its bytes
+ * are the client's: any may come): ROUTE_WORLD to the shard of *world (Request.world_id, or a
+ * StepBatch's first world), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard
+ * its connection is placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable:
+ * the handler answers). */
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
+int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
+
 /* Who sent a request (server.c): from its routing frame and its payload's metadata. */
 void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);
 

@@ -254,6 +254,7 @@ static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint64_t *value,
                       const uint8_t **sub, const uint8_t **subend)
 {
+    *sub = *subend = NULL;
     while (p < end) {
         uint64_t tag, v;
         if (varint(&p, end, &tag) < 0)
@@ -287,11 +288,9 @@ static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint
     return 0;
 }
 
-enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
-
 /* Where a request goes: to the shard of *world (ROUTE_WORLD), the one its connection reached
  * (ROUTE_HERE: names no world, or cannot be read; the shard answers), or to all (ListWorlds). */
-static int route_of(const uint8_t *req, size_t len, uint64_t *world)
+int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
 {
     const uint8_t *p = req, *end = req + len, *sub = NULL, *subend = NULL;
     uint64_t v = 0;
@@ -299,11 +298,11 @@ static int route_of(const uint8_t *req, size_t len, uint64_t *world)
     if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_LIST_WORLDS, &v, &sub, &subend) == 1)
         return ROUTE_ALL;
     if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_STEP_BATCH, &v, &sub, &subend) == 1) {
-        const uint8_t *form, *formend, *item, *itemend;
+        const uint8_t *form = NULL, *formend = NULL, *item = NULL, *itemend = NULL;
         /* StepBatch.arrays (2) world_ids (1: packed or not); StepBatch.items (3) items (1)
          * world_id (1) */
         if (find_field(sub, subend, 2, &v, &form, &formend) == 1) {
-            const uint8_t *ids, *idsend;
+            const uint8_t *ids = NULL, *idsend = NULL;
             int r = find_field(form, formend, 1, &v, &ids, &idsend);
             if (r == 1 && ids && varint(&ids, idsend, &v) == 0 && v) {
                 *world = v;
@@ -617,7 +616,7 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             }
             rs_caller_of(&frames[0], &frames[*n - 1], caller);
             uint64_t world = 0;
-            int route = route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
+            int route = rs_route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
                                  &world);
             int k = route == ROUTE_WORLD    ? shard_of(s->census, world)
                     : route == ROUTE_CREATE ? placement(s, &frames[0])
