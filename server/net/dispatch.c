@@ -1756,8 +1756,6 @@ static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_sl
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetForce *f = rq->set_force;
-    if (refuse_on_task(w, "set_force", st) < 0)
-        return st->code;
     int e = find_entity(w->world, f->entity, st);
     if (e < 0)
         return e;
@@ -1789,8 +1787,6 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_s
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetParams *p = rq->set_params;
-    if (refuse_on_task(w, "set_params", st) < 0)
-        return st->code;
     if (!p->n_params)
         return rs_fail(st, RS_EINVAL, "SetParams carries no parameters");
     rs_param_t *params = rs_codec_params(&s->arena, p->params, p->n_params);
@@ -1809,8 +1805,6 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetSchedule *sc = rq->set_schedule;
-    if (refuse_on_task(w, "set_schedule", st) < 0)
-        return st->code;
     int e = find_entity(w->world, sc->entity, st);
     if (e < 0)
         return e;
@@ -1833,8 +1827,6 @@ static int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_s
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetTarget *t = rq->set_target;
-    if (refuse_on_task(w, "set_target", st) < 0)
-        return st->code;
     int e = find_entity(w->world, t->entity, st);
     if (e < 0)
         return e;
@@ -1961,7 +1953,10 @@ static int op_clear_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, 
  * controller (refused to observer-only clients; counted by quotas), spends compute time
  * (refused to observer-only clients) */
 #define OP(CASE, name, fn, needs_world, mutates, creates, computes)                            \
-    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes}
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 0}
+/* ... and refused on task worlds (refuse_on_task) */
+#define OP_NOT_ON_TASK(CASE, name, fn, needs_world, mutates, creates, computes)                \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 1}
 
 static const rs_op_t ops[] = {
     OP(HELLO, "hello", op_hello, 0, 0, 0, 0),
@@ -1972,10 +1967,10 @@ static const rs_op_t ops[] = {
     OP(RESET, "reset", op_reset, 1, 1, 0, 0),
     OP(STEP, "step", op_step, 1, 1, 0, 0),
     OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0),
-    OP(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0),
-    OP(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0),
-    OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0),
-    OP(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0),
     OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0),
     OP(CLAIM, "claim", op_claim, 1, 0, 1, 0),
     OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0),
@@ -1988,6 +1983,22 @@ static const rs_op_t ops[] = {
     OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0),
     OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0),
 };
+
+int rs_op_allowed(rs_server_t *s, const rs_op_t *op, world_slot_t *w, const char *token,
+                  rs_status_t *st)
+{
+    if (s->caller->observer_only && (op->mutates || op->creates || op->computes))
+        return rs_fail(st, RS_EPERM,
+                       "%s needs a controller: this client's key is listed as observer-only "
+                       "in the server's --authorized-keys",
+                       op->name);
+    int rc = 0;
+    if (w && op->mutates && (rc = rs_auth_check(s, w, token, op->name, st)) < 0)
+        return rc;
+    if (w && op->not_on_task)
+        return refuse_on_task(w, op->name, st);
+    return 0;
+}
 
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op)
 {

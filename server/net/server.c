@@ -241,13 +241,8 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
                          (unsigned long long)rq->world_id, rs_worlds_total(s));
-        else if (s->caller->observer_only && (op->mutates || op->creates || op->computes))
-            rc = rs_fail(&st, RS_EPERM,
-                         "%s needs a controller: this client's key is listed as observer-only "
-                         "in the server's --authorized-keys",
-                         op->name);
-        else if (op->needs_world && op->mutates)
-            rc = rs_auth_check(s, w, rq->token, op->name, &st);
+        else
+            rc = rs_op_allowed(s, op, w, rq->token, &st); /* the row's policy, checked once */
         if (rc == 0)
             rc = op->fn(s, rq, w, &rp, &st);
         if (rs_log_enabled(RS_LOG_DEBUG))

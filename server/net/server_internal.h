@@ -176,7 +176,15 @@ typedef struct rs_op {
                            observer-only clients, counted by per-client quotas */
     int computes;       /* spends compute time on the server (MonteCarlo): refused to
                            observer-only clients */
+    int not_on_task;    /* sets what a task world's evaluation fixes (commands, schedules,
+                           targets, parameters): refused on task worlds */
 } rs_op_t;
+
+/* The policy of op's row for a request naming world w (NULL for rows without one) with
+ * `token`, from the caller s->caller: observer-only clients, the controller token (renewing
+ * the lease), task worlds. 0, or the negative code with the reason in st. */
+int rs_op_allowed(rs_server_t *s, const rs_op_t *op, world_slot_t *w, const char *token,
+                  rs_status_t *st);
 
 /* The dispatch table row for a request type, or NULL. */
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op);
