@@ -1,5 +1,6 @@
 /* The robosim server: a ZeroMQ ROUTER socket, a single-threaded poll loop, a dispatch table
- * from request type to handler, and the worlds it owns. */
+ * from request type to handler, and the worlds it owns; with cfg.shards > 1, that many such
+ * loops on their own threads, each with its own listening socket and worlds (shards.c). */
 #ifndef RS_SERVER_H
 #define RS_SERVER_H
 
