@@ -524,8 +524,9 @@ def test_step_info_is_the_state_and_full_info_false_drops_the_detail(env_id, has
                                                                      endpoint):
     """info holds the State's task figures, is_success, events, every entity's sensors by name
     and the time, as env.state (the State decoded the general way) has them, over a baseline
-    episode (with events where the task has them: the finger's touch); full_info=False gives the same step without the events and sensors
-    (the same observations, rewards and figures), and passes check_env."""
+    episode (with events where the task has them: the finger's touch); full_info=False gives
+    the same step without the events and sensors (the same observations, rewards and figures),
+    and passes check_env."""
     full = gym.make(env_id, endpoint=endpoint)
     brief = gym.make(env_id, endpoint=endpoint, full_info=False)
     try:
