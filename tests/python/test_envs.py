@@ -560,3 +560,28 @@ def test_step_info_is_the_state_and_full_info_false_drops_the_detail(env_id, has
     finally:
         full.close()
         brief.close()
+
+
+def test_info_builder_reads_entities_by_name_when_the_state_differs():
+    """The info builder reads sensors by position in the spec's entity order, and by name when a
+    State holds other entities than the spec's; without "success" there is no is_success."""
+    from robosim._proto import pb
+    from robosim.envs import info_builder
+    spec = [("a", ["f"]), ("b", ["x", "y"])]
+    s = pb.State(time=0.5, entities=[pb.EntityState(name="a", sensors=[1.0]),
+                                     pb.EntityState(name="b", sensors=[2.0, 3.0])],
+                 task=pb.TaskStep(info_keys=["distance"], info_values=[0.25]))
+    full = info_builder(["distance"], spec)
+    assert full(s, s.task) == {"distance": 0.25, "events": [], "time": 0.5,
+                               "sensors": {"a": {"f": 1.0}, "b": {"x": 2.0, "y": 3.0}}}
+    only_b = pb.State(time=1.0, entities=[pb.EntityState(name="b", sensors=[4.0, 5.0])],
+                      task=pb.TaskStep(info_keys=["distance"], info_values=[0.5]))
+    assert full(only_b, only_b.task)["sensors"] == {"b": {"x": 4.0, "y": 5.0}}
+    one = info_builder(["distance", "success"], spec[:1])
+    s1 = pb.State(time=0.1, entities=[pb.EntityState(name="a", sensors=[7.0])],
+                  task=pb.TaskStep(info_keys=["distance", "success"], info_values=[0.1, 1.0]))
+    assert one(s1, s1.task) == {"distance": 0.1, "success": 1.0, "is_success": True,
+                                "events": [], "sensors": {"a": {"f": 7.0}}, "time": 0.1}
+    brief = info_builder(["distance", "success"], spec[:1], full=False)
+    assert brief(s1, s1.task) == {"distance": 0.1, "success": 1.0, "is_success": True,
+                                  "time": 0.1}
