@@ -3,7 +3,8 @@
 single-call figures of 1 alternate in blocks of --block calls, and each ratio is the median of
 the ratios of neighbouring blocks, so that the load of a shared machine cancels):
 
-  1. env.step (gym.make("robosim/<--task>"), all of Gymnasium's wrappers), Client.step (the
+  1. env.step (gym.make("robosim/<--task>"), all of Gymnasium's wrappers; and with
+     full_info=False, the info dict without the events and sensors), Client.step (the
      State decoded into a dict) and Client.step_msg (what env.step sends and reads: prebuilt
      request bytes, the reply message undecoded), each over a raw pyzmq REQ/REP echo of the
      same payload sizes (an echo server in another process: the wire and ZeroMQ with no
@@ -138,6 +139,7 @@ def main(argv=None):
     with robosim.LocalServer(max_worlds=n_worlds) as server:
         ep = server.endpoint
         env = gym.make("robosim/" + TASK, endpoint=ep)
+        lean = gym.make("robosim/" + TASK, endpoint=ep, full_info=False)
         client = robosim.Client(ep)
         wid = client.create_world(task=TASK, seed=1)
         spec = client.get_spec(wid)["task"]
@@ -157,6 +159,7 @@ def main(argv=None):
         vact = np.tile(act, (args.vec_envs, 1))
         aact = np.tile(act, (args.async_envs, 1))
         env.reset(seed=0)
+        lean.reset(seed=0)
         venv.reset(seed=0)
         aenv.reset(seed=0)
         avenv.reset(seed=0)
@@ -187,22 +190,23 @@ def main(argv=None):
                 client.step_arrays([w for w, e in zip(raw_ids, ended) if e],
                                    reset=np.ones(int(ended.sum()), dtype=bool))
 
-        figures = {k: [] for k in ("echo", "env", "client", "msg", "vec", "arrays", "async",
+        figures = {k: [] for k in ("echo", "env", "lean", "client", "msg", "vec", "arrays", "async",
                                    "avec", "reacher", "reach_env", "reach_vec",
                                    "reach_vec_random")}
-        ratios = {"env": [], "client": [], "msg": []}
-        single = ("echo", "env", "client", "msg")
+        ratios = {"env": [], "lean": [], "client": [], "msg": []}
+        single = ("echo", "env", "lean", "client", "msg")
         cpu = {k: [] for k in single}  # the client process's CPU seconds per call, by block
         env_step = stepper(env, act)
+        lean_step = stepper(lean, act)
         for rnd in range(args.rounds):
             blocks = {k: [] for k in single}
             for _ in range(max(1, args.steps // args.block)):
-                for k, fn in (("echo", echo.once), ("env", env_step), ("client", client_step),
-                              ("msg", msg_step)):
+                for k, fn in (("echo", echo.once), ("env", env_step), ("lean", lean_step),
+                              ("client", client_step), ("msg", msg_step)):
                     w, c = timed(fn, args.block)
                     blocks[k].append(w)
                     cpu[k].append(c)
-                for k in ("env", "client", "msg"):
+                for k in ("env", "lean", "client", "msg"):
                     ratios[k].append(blocks[k][-1] / blocks["echo"][-1])
             for k, b in blocks.items():
                 figures[k].append(1.0 / statistics.median(b))
@@ -231,6 +235,8 @@ def main(argv=None):
               % (us["echo"], cpu_us["echo"]))
         print("  env.step                   %7.1f us  = %.2fx the echo (goal <= 1.5x), client "
               "CPU %.1f us" % (us["env"], statistics.median(ratios["env"]), cpu_us["env"]))
+        print("  env.step, full_info=False  %7.1f us  = %.2fx the echo, client CPU %.1f us"
+              % (us["lean"], statistics.median(ratios["lean"]), cpu_us["lean"]))
         print("  Client.step                %7.1f us  = %.2fx the echo (goal <= 1.3x), client "
               "CPU %.1f us" % (us["client"], statistics.median(ratios["client"]),
                                cpu_us["client"]))
@@ -266,6 +272,7 @@ def main(argv=None):
         venv.close()
         echo.close()
         env.close()
+        lean.close()
         client.close()
 
 

@@ -20,7 +20,7 @@ static volatile sig_atomic_t stop_requested;
 /* long options without a short letter */
 enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
        OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
-       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE };
+       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS };
 
 static void on_signal(int sig)
 {
@@ -54,6 +54,10 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "  --max-batch N              items one StepBatch may hold (default %d)\n"
             "  --threads N                worker threads stepping a StepBatch's worlds in\n"
             "                             parallel (default %d: the online CPUs)\n"
+            "  --shards N                 N request loops, each on its thread with its own\n"
+            "                             listening socket on the --bind port (tcp:// only)\n"
+            "                             and its own worlds (default 1); for many clients,\n"
+            "                             e.g. --shards <cores> --threads 1\n"
             "  --stream ENDPOINT          observer stream: a PUB socket on which every world\n"
             "                             publishes its state after each step, reset and\n"
             "                             set_state, topic \"world/<id>/\" then a StreamFrame\n"
@@ -284,6 +288,7 @@ int main(int argc, char **argv)
         {"no-stream", no_argument, 0, 'N'},
         {"stream-max-hz", required_argument, 0, 'H'},
         {"threads", required_argument, 0, 'j'},
+        {"shards", required_argument, 0, OPT_SHARDS},
         {"snapshot-key-file", required_argument, 0, 'K'},
         {"curve-secret-file", required_argument, 0, 'C'},
         {"authorized-keys", required_argument, 0, 'A'},
@@ -320,6 +325,7 @@ int main(int argc, char **argv)
         case 'H': cfg.stream_max_hz = parse_positive("--stream-max-hz", optarg, 1e6, "states per second"); break;
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
+        case OPT_SHARDS: cfg.shards = (int)parse_count("--shards", optarg, 256); break;
         case 'E': exit_with_stdin = 1; break;
         case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
         case OPT_WORLDS_PER_CLIENT:

@@ -2,9 +2,9 @@
  * `robots`; adding a preset is one entry in `presets`. */
 #include "rs_registry.h"
 #include "rs_task.h"
-#include "rs_task_doc.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <string.h>
 
 static const rs_robot_t *const robots[] = {
@@ -107,13 +107,21 @@ const rs_preset_t *rs_preset_find(const char *name)
     return NULL;
 }
 
+/* The name lists are filled once (servers with several request threads ask at once). */
+static const char *preset_names[sizeof presets / sizeof presets[0] + 1];
+static pthread_once_t preset_names_once = PTHREAD_ONCE_INIT;
+
+static void fill_preset_names(void)
+{
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
+        preset_names[i] = presets[i].name;
+    preset_names[sizeof presets / sizeof presets[0]] = NULL;
+}
+
 const char *const *rs_preset_names(void)
 {
-    static const char *names[sizeof presets / sizeof presets[0] + 1];
-    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++)
-        names[i] = presets[i].name;
-    names[sizeof presets / sizeof presets[0]] = NULL;
-    return names;
+    pthread_once(&preset_names_once, fill_preset_names);
+    return preset_names;
 }
 
 /* ---- tasks: one family per file in tasks/ ----------------------------------------------- */
@@ -125,43 +133,8 @@ static const rs_task_family_t *const task_families[] = {
     &rs_tasks_mobile_align,
 };
 
-#define NFAMILIES (int)(sizeof task_families / sizeof task_families[0])
-#define MAX_TASKS (64 + RS_TASK_DOC_MAX_REGISTERED)
-
-/* Family f's rows: its C rows, or its documents parsed (task_doc.c). */
-static const rs_task_t *family_task(const rs_task_family_t *f, int i, int *n)
+const rs_task_family_t *const *rs_task_families(int *n)
 {
-    if (!f->documents) {
-        *n = f->n;
-        return i < f->n ? &f->tasks[i] : NULL;
-    }
-    const rs_task_t *const *t = rs_task_doc_family(f, n);
-    return i < *n ? t[i] : NULL;
-}
-
-const rs_task_t *rs_task_find(const char *name)
-{
-    for (int f = 0; name && f < NFAMILIES; f++) {
-        int n = 0;
-        const rs_task_t *t;
-        for (int i = 0; (t = family_task(task_families[f], i, &n)) != NULL; i++)
-            if (strcmp(t->name, name) == 0)
-                return t;
-    }
-    return name ? rs_task_doc_find(name) : NULL; /* declared tasks (task_doc.c) */
-}
-
-const char *const *rs_task_names(void)
-{
-    static const char *names[MAX_TASKS + 1];
-    int n = 0;
-    for (int f = 0; f < NFAMILIES; f++) {
-        int nf = 0;
-        const rs_task_t *t;
-        for (int i = 0; n < MAX_TASKS && (t = family_task(task_families[f], i, &nf)) != NULL; i++)
-            names[n++] = t->name;
-    }
-    n += rs_task_doc_names(names + n, MAX_TASKS - n);
-    names[n] = NULL;
-    return names;
+    *n = (int)(sizeof task_families / sizeof task_families[0]);
+    return task_families;
 }

@@ -28,4 +28,8 @@ typedef struct rs_preset {
 /* The preset called `name`, or NULL. */
 const rs_preset_t *rs_preset_find(const char *name);
 
+/* The task families (tasks/), *n of them; task lookup by name is rs_task_find. */
+struct rs_task_family;
+const struct rs_task_family *const *rs_task_families(int *n);
+
 #endif

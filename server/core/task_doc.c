@@ -2,6 +2,7 @@
  * model, its expressions compiled once with TinyExpr, and the rs_task_t callbacks that evaluate
  * the compiled forms at each reset, observation and control step. */
 #include "rs_json.h"
+#include "rs_registry.h"
 #include "rs_montecarlo.h"
 #include "rs_robot.h"
 #include "rs_task_doc.h"
@@ -1218,4 +1219,53 @@ int rs_task_doc_names(const char **names, int max)
         names[n] = registered[n]->name;
     pthread_mutex_unlock(&registry_lock);
     return n;
+}
+
+#define MAX_TASKS (64 + RS_TASK_DOC_MAX_REGISTERED)
+
+/* ---- task lookup: the built-in families' rows and the declared tasks, by name ---------- */
+
+/* Family f's rows: its C rows, or its documents parsed. */
+static const rs_task_t *family_task(const rs_task_family_t *f, int i, int *n)
+{
+    if (!f->documents) {
+        *n = f->n;
+        return i < f->n ? &f->tasks[i] : NULL;
+    }
+    const rs_task_t *const *t = rs_task_doc_family(f, n);
+    return i < *n ? t[i] : NULL;
+}
+
+const rs_task_t *rs_task_find(const char *name)
+{
+    int nfam;
+    const rs_task_family_t *const *fam = rs_task_families(&nfam);
+    for (int f = 0; name && f < nfam; f++) {
+        int n = 0;
+        const rs_task_t *t;
+        for (int i = 0; (t = family_task(fam[f], i, &n)) != NULL; i++)
+            if (strcmp(t->name, name) == 0)
+                return t;
+    }
+    return name ? rs_task_doc_find(name) : NULL; /* declared tasks */
+}
+
+/* The built-in and the declared tasks' names, NULL-terminated: a copy per thread, made at each
+ * call (tasks may be registered meanwhile by another shard's thread), valid until the calling
+ * thread's next call. */
+const char *const *rs_task_names(void)
+{
+    static _Thread_local const char *names[MAX_TASKS + 1];
+    int n = 0;
+    int nfam;
+    const rs_task_family_t *const *fam = rs_task_families(&nfam);
+    for (int f = 0; f < nfam; f++) {
+        int nf = 0;
+        const rs_task_t *t;
+        for (int i = 0; n < MAX_TASKS && (t = family_task(fam[f], i, &nf)) != NULL; i++)
+            names[n++] = t->name;
+    }
+    n += rs_task_doc_names(names + n, MAX_TASKS - n);
+    names[n] = NULL;
+    return names;
 }

@@ -79,6 +79,7 @@ static world_slot_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *s
     s->nworlds++;
     slot->world = world;
     snprintf(slot->owner, sizeof slot->owner, "%s", s->caller->key);
+    rs_worlds_count(s, slot->owner, 1, 1);
     rs_server_adopt(s, slot);
     return slot;
 }
@@ -128,8 +129,7 @@ static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *s
         cap = 1;
     if (!who[0])
         return 0;
-    for (int i = 0; i < s->nworlds; i++)
-        n += strcmp(s->worlds[i].owner, who) == 0;
+    n = rs_worlds_owned(s, who);
     if (max > 0 && n >= max && max <= cap)
         return rs_fail(st, RS_EEXHAUSTED,
                        "this client's %s already holds %d worlds, its quota "
@@ -289,7 +289,7 @@ static int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__CreateWorld *c = rq->create_world;
-    if (s->nworlds >= s->cfg.max_worlds)
+    if (rs_worlds_total(s) >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
@@ -1151,8 +1151,7 @@ static int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_s
             rs_status_clear(&ist);
             world_slot_t *w = where[i];
             if (!w)
-                rc = rs_fail(&ist, RS_ENOTFOUND, "item %zu: no world %llu on this server", i,
-                             (unsigned long long)it->world_id);
+                rc = rs_no_world(s, &ist, "item", i, it->world_id);
             else if (!it->step)
                 rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
                              (unsigned long long)it->world_id);
@@ -1673,8 +1672,7 @@ static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_slot_t *
         rs_status_clear(&ist);
         int rc;
         if (!w)
-            rc = rs_fail(&ist, RS_ENOTFOUND, "world_ids[%zu]: no world %llu on this server", i,
-                         (unsigned long long)in->world_ids[i]);
+            rc = rs_no_world(s, &ist, "world_ids", i, in->world_ids[i]);
         else if (!same_shape(w, like))
             rc = rs_fail(&ist, RS_EINVAL,
                          "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
@@ -1832,7 +1830,7 @@ static int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_s
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const ProtobufCBinaryData *b = &rq->fork_world->snapshot;
-    if (s->nworlds >= s->cfg.max_worlds)
+    if (rs_worlds_total(s) >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
@@ -1862,8 +1860,6 @@ static int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_sl
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetForce *f = rq->set_force;
-    if (refuse_on_task(w, "set_force", st) < 0)
-        return st->code;
     int e = find_entity(w->world, f->entity, st);
     if (e < 0)
         return e;
@@ -1895,8 +1891,6 @@ static int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_s
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetParams *p = rq->set_params;
-    if (refuse_on_task(w, "set_params", st) < 0)
-        return st->code;
     if (!p->n_params)
         return rs_fail(st, RS_EINVAL, "SetParams carries no parameters");
     rs_param_t *params = rs_codec_params(&s->arena, p->params, p->n_params);
@@ -1915,8 +1909,6 @@ static int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetSchedule *sc = rq->set_schedule;
-    if (refuse_on_task(w, "set_schedule", st) < 0)
-        return st->code;
     int e = find_entity(w->world, sc->entity, st);
     if (e < 0)
         return e;
@@ -1939,8 +1931,6 @@ static int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_s
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetTarget *t = rq->set_target;
-    if (refuse_on_task(w, "set_target", st) < 0)
-        return st->code;
     int e = find_entity(w->world, t->entity, st);
     if (e < 0)
         return e;
@@ -2008,7 +1998,9 @@ static int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
             return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;
+        rs_worlds_count(s, w->owner, 0, -1);
         snprintf(w->owner, sizeof w->owner, "%s", s->caller->key);
+        rs_worlds_count(s, w->owner, 0, 1);
         rs_log(RS_LOG_INFO, "world %llu claimed: new controller token", (unsigned long long)w->id);
     }
     Robosim__V1__CreateWorldReply *cr = controller_reply(s, w);
@@ -2065,7 +2057,10 @@ static int op_clear_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, 
  * controller (refused to observer-only clients; counted by quotas), spends compute time
  * (refused to observer-only clients) */
 #define OP(CASE, name, fn, needs_world, mutates, creates, computes)                            \
-    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes}
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 0}
+/* ... and refused on task worlds (refuse_on_task) */
+#define OP_NOT_ON_TASK(CASE, name, fn, needs_world, mutates, creates, computes)                \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 1}
 
 static const rs_op_t ops[] = {
     OP(HELLO, "hello", op_hello, 0, 0, 0, 0),
@@ -2076,10 +2071,10 @@ static const rs_op_t ops[] = {
     OP(RESET, "reset", op_reset, 1, 1, 0, 0),
     OP(STEP, "step", op_step, 1, 1, 0, 0),
     OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0),
-    OP(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0),
-    OP(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0),
-    OP(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0),
-    OP(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0),
+    OP_NOT_ON_TASK(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0),
     OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0),
     OP(CLAIM, "claim", op_claim, 1, 0, 1, 0),
     OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0),
@@ -2093,6 +2088,22 @@ static const rs_op_t ops[] = {
     OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0),
     OP(REGISTER_TASK, "register_task", op_register_task, 0, 0, 1, 0), /* no world */
 };
+
+int rs_op_allowed(rs_server_t *s, const rs_op_t *op, world_slot_t *w, const char *token,
+                  rs_status_t *st)
+{
+    if (s->caller->observer_only && (op->mutates || op->creates || op->computes))
+        return rs_fail(st, RS_EPERM,
+                       "%s needs a controller: this client's key is listed as observer-only "
+                       "in the server's --authorized-keys",
+                       op->name);
+    int rc = 0;
+    if (w && op->mutates && (rc = rs_auth_check(s, w, token, op->name, st)) < 0)
+        return rc;
+    if (w && op->not_on_task)
+        return refuse_on_task(w, op->name, st);
+    return 0;
+}
 
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op)
 {

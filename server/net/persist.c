@@ -1,5 +1,6 @@
 /* --state-dir: the server's worlds on disk, checkpointed atomically, so a restart loses nothing
  * (the file formats and checkpoint rules: docs/design.md, "Rationale and measurements"). */
+#include "rs_data.h"
 #include "rs_log.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -78,49 +79,42 @@ struct rs_persist {
 
 static void *writer_main(void *arg);
 
-/* ---- little-endian fields ----------------------------------------------------------------- */
+/* ---- little-endian fields: the core's snapshot codec (rs_data.h) at fixed offsets ---------- */
 
 static void put_u32(uint8_t *p, uint32_t v)
 {
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    rs_writer_t w = {p, 0, 4};
+    rs_put_u32(&w, v);
 }
 
 static void put_u64(uint8_t *p, uint64_t v)
 {
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
+    rs_writer_t w = {p, 0, 8};
+    rs_put_u64(&w, v);
 }
 
 static uint32_t get_u32(const uint8_t *p)
 {
-    uint32_t v = 0;
-    for (int i = 0; i < 4; i++)
-        v |= (uint32_t)p[i] << (8 * i);
-    return v;
+    rs_reader_t r = {p, p + 4, "", 0};
+    return rs_get_u32(&r);
 }
 
 static uint64_t get_u64(const uint8_t *p)
 {
-    uint64_t v = 0;
-    for (int i = 0; i < 8; i++)
-        v |= (uint64_t)p[i] << (8 * i);
-    return v;
+    rs_reader_t r = {p, p + 8, "", 0};
+    return rs_get_u64(&r);
 }
 
 static void put_f64(uint8_t *p, double v)
 {
-    uint64_t bits;
-    memcpy(&bits, &v, 8);
-    put_u64(p, bits);
+    rs_writer_t w = {p, 0, 8};
+    rs_put_f64(&w, v);
 }
 
 static double get_f64(const uint8_t *p)
 {
-    uint64_t bits = get_u64(p);
-    double v;
-    memcpy(&v, &bits, 8);
-    return v;
+    rs_reader_t r = {p, p + 8, "", 0};
+    return rs_get_f64(&r);
 }
 
 /* A fixed-width, zero-padded name field as a C string; 0, or -1 when it is not one (no NUL, or
@@ -439,6 +433,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
     slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     s->nworlds++;
+    rs_worlds_count(s, slot->owner, 1, 1);
     rs_server_adopt(s, slot); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
@@ -611,6 +606,8 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
 int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
+    if (s->census)
+        return rs_worlds_take_id(s, id, st); /* a shard: the shards' one sequence */
     if (s->next_world_id > ID_MAX)
         return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
                        "%" PRIu64 "); start it with a fresh --state-dir", ID_MAX);

@@ -1,5 +1,6 @@
 /* The robosim server: a ZeroMQ ROUTER socket, a single-threaded poll loop, a dispatch table
- * from request type to handler, and the worlds it owns. */
+ * from request type to handler, and the worlds it owns; with cfg.shards > 1, that many such
+ * loops on their own threads, each with its own listening socket and worlds (shards.c). */
 #ifndef RS_SERVER_H
 #define RS_SERVER_H
 
@@ -59,6 +60,8 @@ typedef struct rs_server_config {
     const char *state_dir;          /* --state-dir: worlds checkpointed and restored there, or
                                        NULL for none */
     double checkpoint_interval;     /* seconds between checkpoints into state_dir */
+    int shards;                     /* request loops, each on its core with its own worlds,
+                                       behind one socket (1: the loop serves the socket) */
 } rs_server_config_t;
 
 /* The defaults every flag starts from. */

@@ -59,6 +59,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->world_ttl = 3600.0;
     cfg->state_dir = NULL;
     cfg->checkpoint_interval = 10.0;
+    cfg->shards = 1;
 }
 
 world_slot_t *rs_server_world(rs_server_t *s, uint64_t id)
@@ -239,14 +240,9 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
         world_slot_t *w = NULL;
         if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
-                         (unsigned long long)rq->world_id, s->nworlds);
-        else if (s->caller->observer_only && (op->mutates || op->creates || op->computes))
-            rc = rs_fail(&st, RS_EPERM,
-                         "%s needs a controller: this client's key is listed as observer-only "
-                         "in the server's --authorized-keys",
-                         op->name);
-        else if (op->needs_world && op->mutates)
-            rc = rs_auth_check(s, w, rq->token, op->name, &st);
+                         (unsigned long long)rq->world_id, rs_worlds_total(s));
+        else
+            rc = rs_op_allowed(s, op, w, rq->token, &st); /* the row's policy, checked once */
         if (rc == 0)
             rc = op->fn(s, rq, w, &rp, &st);
         if (rs_log_enabled(RS_LOG_DEBUG))
@@ -515,6 +511,7 @@ void rs_server_forget(world_slot_t *w)
 
 void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
 {
+    rs_worlds_count(s, w->owner, -1, -1);
     rs_server_forget(w);
     rs_world_destroy(&w->world);
     /* keep the table dense and sorted by id */
@@ -523,7 +520,37 @@ void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
     s->nworlds--;
 }
 
+static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                               rs_status_t *st);
+
 rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
+{
+    if (cfg->shards <= 1)
+        return server_new(cfg, NULL, 0, st);
+    if (cfg->state_dir) {
+        rs_fail(st, RS_EINVAL,
+                "--state-dir with --shards %d: a state dir is kept by one request loop; run "
+                "with --shards 1 to checkpoint worlds", cfg->shards);
+        return NULL;
+    }
+    /* the front: the socket, the stream and CURVE; its shards hold the worlds */
+    rs_server_config_t fc = *cfg;
+    fc.default_preset = NULL;
+    fc.threads = 1;
+    rs_server_t *s = server_new(&fc, NULL, 0, st);
+    if (s && rs_shards_open(s, cfg, st) < 0)
+        rs_server_destroy(&s);
+    return s;
+}
+
+rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                                 rs_status_t *st)
+{
+    return server_new(cfg, front, k, st);
+}
+
+static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                               rs_status_t *st)
 {
     rs_server_t *s = calloc(1, sizeof *s);
     if (!s) {
@@ -532,6 +559,13 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     }
     s->cfg = *cfg;
     s->next_world_id = 1;
+    if (front) {
+        s->census = rs_shards_census(front);
+        s->front = front;
+        s->shard_index = k;
+        s->zctx = front->zctx;
+        s->shared_zctx = 1;
+    }
     atomic_init(&s->abort, 0);
     atomic_init(&s->abort_at, INFINITY);
     atomic_init(&s->off_abort, 0);
@@ -571,6 +605,7 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         }
         slot->world = w;
         s->nworlds = 1;
+        rs_worlds_count(s, "", 1, 0);
         slot->last_active = rs_monotonic();
         rs_server_adopt(s, slot);
         /* world 1's controller: the token given on the command line, its lease running from
@@ -596,25 +631,33 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
         return NULL;
     }
     if (cfg->bind) {
-        s->zctx = zmq_ctx_new();
-        if (!s->zctx || rs_curve_open(s, st) < 0) {
+        if (!s->zctx && (s->zctx = zmq_ctx_new()) && cfg->shards > 1)
+            /* a front: as many ZeroMQ I/O threads as shards, so the connections' bytes are
+             * not all moved by one thread (each connection is given one of them) */
+            zmq_ctx_set(s->zctx, ZMQ_IO_THREADS, cfg->shards);
+        if (!s->zctx || (!front && rs_curve_open(s, st) < 0)) {
             if (!s->zctx)
                 rs_fail(st, RS_EINTERNAL, "cannot create a ZeroMQ context");
             rs_server_destroy(&s);
             return NULL;
         }
+        if (cfg->shards > 1 && !front)
+            return rs_stream_open(s, st) < 0 ? (rs_server_destroy(&s), NULL) : s; /* a front:
+                                           its shards bind the request socket */
         s->router = zmq_socket(s->zctx, ZMQ_ROUTER);
-        int linger = 0;
+        int linger = 0, fd = front ? rs_shards_listen_fd(front, k) : -1;
         /* a guard well above the reply-with-error limit, so a huge frame cannot exhaust memory */
         int64_t maxmsg = (int64_t)cfg->max_message_size * 4 + 4096;
         if (!s->router || zmq_setsockopt(s->router, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
             zmq_setsockopt(s->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
-            rs_curve_secure(s, s->router) != 0 || zmq_bind(s->router, cfg->bind) != 0) {
+            rs_curve_secure(front ? front : s, s->router) != 0 ||
+            (fd >= 0 && zmq_setsockopt(s->router, ZMQ_USE_FD, &fd, sizeof fd) != 0) ||
+            zmq_bind(s->router, cfg->bind) != 0) {
             rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", cfg->bind, zmq_strerror(zmq_errno()));
             rs_server_destroy(&s);
             return NULL;
         }
-        if (rs_stream_open(s, st) < 0) {
+        if (rs_stream_open(s, st) < 0 || (front && rs_shard_open_peers(s, st) < 0)) {
             rs_server_destroy(&s);
             return NULL;
         }
@@ -629,6 +672,8 @@ void rs_server_destroy(rs_server_t **ps)
     rs_server_t *s = *ps;
     if (!s)
         return;
+    rs_shards_close(s); /* a front's shards first: their sockets are in its context */
+    rs_shard_close_peers(s);
     stepper_stop(s);
     watchdog_stop(s);
     pending_drop(&s->parked);
@@ -637,7 +682,7 @@ void rs_server_destroy(rs_server_t **ps)
     if (s->router)
         zmq_close(s->router);
     rs_stream_close(s);
-    if (s->zctx)
+    if (s->zctx && !s->shared_zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
     for (int i = 0; i < s->nworlds; i++) {
@@ -689,7 +734,7 @@ static void address_key(const char *addr, char *key, size_t cap)
 
 /* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
  * CURVE, else the connection's routing id (the envelope's first frame) and its address. */
-static void caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
+void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
 {
     const char *uid = zmq_msg_gets(payload, "User-Id");
     const char *colon = uid ? strchr(uid, ':') : NULL;
@@ -752,6 +797,7 @@ typedef struct pending {
     zmq_msg_t frames[MAX_ENVELOPE + 1]; /* envelope, then the request */
     int nframes;
     rs_caller_t caller;
+    void *sock;  /* the socket it came on, which its reply goes out of */
     rs_cont_t cont;
     uint64_t *ids; /* the worlds a waiting request names */
     size_t nids;
@@ -822,13 +868,13 @@ static void append(pending_t **list, pending_t *p)
 }
 
 /* Route a reply back: the envelope as received, then the reply; the frames are consumed. */
-static void send_reply(rs_server_t *s, zmq_msg_t *frames, int n, const uint8_t *out,
-                       size_t outlen)
+static void send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n,
+                       const uint8_t *out, size_t outlen)
 {
     for (int i = 0; i < n - 1; i++)
-        if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)
+        if (zmq_msg_send(&frames[i], sock, ZMQ_SNDMORE) < 0)
             zmq_msg_close(&frames[i]);
-    if (zmq_send(s->router, out, outlen, 0) < 0)
+    if (zmq_send(sock, out, outlen, 0) < 0)
         rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
     zmq_msg_close(&frames[n - 1]);
 }
@@ -853,7 +899,7 @@ static void pending_drop(pending_t **list)
 }
 
 /* A pending record that takes over frames[0..n-1]. NULL when out of memory. */
-static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *caller)
+static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *caller, void *sock)
 {
     pending_t *p = calloc(1, sizeof *p);
     if (!p)
@@ -864,15 +910,17 @@ static pending_t *pending_new(zmq_msg_t *frames, int n, const rs_caller_t *calle
     }
     p->nframes = n;
     p->caller = *caller;
+    p->sock = sock;
     return p;
 }
 
-static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const char *message);
+static void refuse(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, int code,
+                   const char *message);
 
 /* Serve a request (frames[0..n-1]) with progress `c`: reply, or, when the handler parks it,
  * keep it on the parked list, or on the offloaded one with its work queued on the stepper
  * (taking over the frames, into `p` or a new record). Returns whether it was kept. */
-static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller,
+static int serve(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const rs_caller_t *caller,
                  rs_cont_t *c, pending_t *p)
 {
     const uint8_t *out;
@@ -885,10 +933,10 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
                           &outlen);
     if (c->park) {
         int off = c->off_job && !c->off_done, given = p != NULL;
-        if (!p && !(p = pending_new(frames, n, caller)) && off) {
+        if (!p && !(p = pending_new(frames, n, caller, sock)) && off) {
             /* cannot keep it while the stepper runs it: refused */
             rs_cont_release(c);
-            refuse(s, frames, n, RS_EEXHAUSTED, "server out of memory keeping the request");
+            refuse(s, sock, frames, n, RS_EEXHAUSTED, "server out of memory keeping the request");
             return 0;
         }
         if (!p) {
@@ -898,7 +946,7 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
             s->cont = c;
             rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
                                   &outlen);
-            send_reply(s, frames, n, out, outlen);
+            send_reply(s, sock, frames, n, out, outlen);
             return 0;
         }
         if (c != &p->cont)
@@ -906,7 +954,7 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
         p->cont.resuming = 1;
         if (off && stepper_submit(s, &p->cont) < 0) {
             /* no room in the stepper's queue: refused (the record goes with its caller) */
-            refuse(s, p->frames, p->nframes, RS_EEXHAUSTED,
+            refuse(s, p->sock, p->frames, p->nframes, RS_EEXHAUSTED,
                    "server out of memory queueing the request");
             p->nframes = 0;
             if (!given)
@@ -923,7 +971,7 @@ static int serve(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *ca
         }
         return 1;
     }
-    send_reply(s, frames, n, out, outlen);
+    send_reply(s, sock, frames, n, out, outlen);
     return 0;
 }
 
@@ -940,7 +988,7 @@ static void serve_waiting(rs_server_t *s)
         *link = q->next;
         s->nwaiting--;
         rs_cont_t c = {0};
-        serve(s, q->frames, q->nframes, &q->caller, &c, NULL);
+        serve(s, q->sock, q->frames, q->nframes, &q->caller, &c, NULL);
         q->nframes = 0; /* consumed by the reply, or moved into a parked record */
         pending_free(q);
         link = &s->waiting; /* a request served may have freed or held others' worlds */
@@ -956,7 +1004,7 @@ static void resume_next(rs_server_t *s)
     s->parked = p->next;
     s->nparked--;
     hold(s, &p->cont, 0); /* its own request may touch them; held again if it parks again */
-    if (serve(s, p->frames, p->nframes, &p->caller, &p->cont, p))
+    if (serve(s, p->sock, p->frames, p->nframes, &p->caller, &p->cont, p))
         return;
     p->nframes = 0; /* consumed by the reply */
     pending_free(p);
@@ -982,7 +1030,7 @@ static int resume_offloaded(rs_server_t *s)
         s->noffloaded--;
         n++;
         hold(s, &p->cont, 0);
-        if (!serve(s, p->frames, p->nframes, &p->caller, &p->cont, p)) {
+        if (!serve(s, p->sock, p->frames, p->nframes, &p->caller, &p->cont, p)) {
             p->nframes = 0; /* consumed by the reply */
             pending_free(p);
         }
@@ -993,7 +1041,8 @@ static int resume_offloaded(rs_server_t *s)
 }
 
 /* An error reply to a request not run (frames consumed). */
-static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const char *message)
+static void refuse(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, int code,
+                   const char *message)
 {
     const uint8_t *out;
     size_t outlen;
@@ -1006,11 +1055,12 @@ static void refuse(rs_server_t *s, zmq_msg_t *frames, int n, int code, const cha
     error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
     if (rq)
         robosim__v1__request__free_unpacked(rq, NULL);
-    send_reply(s, frames, n, out, outlen);
+    send_reply(s, sock, frames, n, out, outlen);
 }
 
 /* A request arrived: served now, or (its world held) queued behind the parked Step. */
-static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller)
+static void arrive(rs_server_t *s, void *sock, zmq_msg_t *frames, int n,
+                   const rs_caller_t *caller)
 {
     if (s->parked || s->waiting || s->offloaded) {
         int max = s->cfg.max_inflight_per_client, have = inflight(s, caller);
@@ -1020,7 +1070,7 @@ static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *
                      "this client already has %d requests in flight, its quota "
                      "(--max-inflight-per-client %d); wait for their replies before sending more",
                      have, max);
-            refuse(s, frames, n, RS_EEXHAUSTED, msg);
+            refuse(s, sock, frames, n, RS_EEXHAUSTED, msg);
             return;
         }
         zmq_msg_t *payload = &frames[n - 1];
@@ -1033,10 +1083,11 @@ static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *
         if (rq)
             robosim__v1__request__free_unpacked(rq, NULL);
         if (nids > 0 && must_wait(s, ids, (size_t)nids, NULL)) {
-            pending_t *p = pending_new(frames, n, caller);
+            pending_t *p = pending_new(frames, n, caller, sock);
             if (!p) {
                 free(ids);
-                refuse(s, frames, n, RS_EEXHAUSTED, "server out of memory queueing the request");
+                refuse(s, sock, frames, n, RS_EEXHAUSTED,
+                       "server out of memory queueing the request");
                 return;
             }
             p->ids = ids;
@@ -1048,7 +1099,7 @@ static void arrive(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *
         free(ids);
     }
     rs_cont_t c = {0};
-    serve(s, frames, n, caller, &c, NULL);
+    serve(s, sock, frames, n, caller, &c, NULL);
 }
 
 /* --world-ttl: destroy the worlds whose controller has sent nothing for that long (the lease
@@ -1073,6 +1124,8 @@ static void expire_idle(rs_server_t *s, double now)
 
 int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
 {
+    if (s->shards)
+        return rs_shards_run(s, stop);
     /* A blocking receive with a timeout (see docs/design.md for why not zmq_poll). While Steps
      * are parked the receive does not wait, and a slice of the next one runs whenever no request
      * is there or a slice's time has passed since the last. */
@@ -1105,7 +1158,13 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
         }
         zmq_msg_t frames[MAX_ENVELOPE + 1];
         int n = 0, busy = s->parked != NULL;
-        if (recv_request(s->router, frames, &n, busy ? ZMQ_DONTWAIT : 0) < 0) {
+        void *sock = s->router;
+        rs_caller_t caller;
+        /* a shard: its clients' requests, and those other shards pass it (shards.c) */
+        int got = s->front ? rs_shard_next(s, frames, MAX_ENVELOPE + 1, &n, &caller, &sock,
+                                           busy ? 0 : timeout_ms)
+                           : recv_request(s->router, frames, &n, busy ? ZMQ_DONTWAIT : 0);
+        if (got < 0) {
             int e = zmq_errno();
             if (e == ETERM)
                 break;
@@ -1123,9 +1182,9 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
                 zmq_msg_close(&frames[i]);
             continue;
         }
-        rs_caller_t caller;
-        caller_of(&frames[0], &frames[n - 1], &caller);
-        arrive(s, frames, n, &caller);
+        if (!s->front)
+            rs_caller_of(&frames[0], &frames[n - 1], &caller);
+        arrive(s, sock, frames, n, &caller);
         if (busy && rs_clock() - last_slice >= s->cfg.slice_seconds) {
             resume_next(s); /* requests keep coming: the parked ones still get their turn */
             last_slice = rs_clock();

@@ -9,6 +9,8 @@
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
 
+#include <zmq.h>
+
 #define RS_TOKEN_LEN 32 /* hex digits of a controller token (128 random bits) */
 #define RS_SNAPSHOT_KEY_BYTES 32 /* snapshot MAC key (snapmac.c) */
 #define RS_SNAPSHOT_MAC_BYTES 32 /* the MAC a snapshot on the wire ends with */
@@ -140,13 +142,22 @@ struct rs_server {
                                   the loop (server.c) */
     struct pending *offloaded; /* requests whose work the stepper has or has run */
     int noffloaded;
-    volatile sig_atomic_t *stop; /* rs_server_run's stop flag (NULL outside it) */
+    volatile sig_atomic_t *_Atomic stop; /* rs_server_run's stop flag (NULL outside it; atomic:
+                                  the watchdog reads it) */
     void *watchdog;            /* the watchdog thread (server.c) */
     struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
                                   a world a parked one holds (FIFO lists, server.c) */
     int nparked, nwaiting;
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
+    /* --shards (shards.c): the front holds its shards; a shard, its place among them */
+    struct rs_shards *shards;  /* the front: its shards (NULL: this server serves itself) */
+    struct rs_census *census;  /* a shard: the world counts all shards share (NULL: one
+                                  server, its own table counts) */
+    rs_server_t *front;        /* a shard: its front */
+    int shard_index;           /* a shard: its place among the front's shards */
+    struct rs_peers *peers;    /* a shard: its sockets to and from the other shards */
+    int shared_zctx;           /* a shard: the context is the front's (not terminated here) */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -165,7 +176,15 @@ typedef struct rs_op {
                            observer-only clients, counted by per-client quotas */
     int computes;       /* spends compute time on the server (MonteCarlo): refused to
                            observer-only clients */
+    int not_on_task;    /* sets what a task world's evaluation fixes (commands, schedules,
+                           targets, parameters): refused on task worlds */
 } rs_op_t;
+
+/* The policy of op's row for a request naming world w (NULL for rows without one) with
+ * `token`, from the caller s->caller: observer-only clients, the controller token (renewing
+ * the lease), task worlds. 0, or the negative code with the reason in st. */
+int rs_op_allowed(rs_server_t *s, const rs_op_t *op, world_slot_t *w, const char *token,
+                  rs_status_t *st);
 
 /* The dispatch table row for a request type, or NULL. */
 const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op);
@@ -177,7 +196,11 @@ const rs_op_t *rs_ops(size_t *n);
 world_slot_t *rs_server_world(rs_server_t *s, uint64_t id);
 
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
-static inline int rs_server_stopping(const rs_server_t *s) { return s->stop && *s->stop; }
+static inline int rs_server_stopping(const rs_server_t *s)
+{
+    volatile sig_atomic_t *stop = s->stop;
+    return stop && *stop;
+}
 
 /* Make world w's data interruptible by the server's abort flag (every world the server
  * holds: created, forked or restored). */
@@ -191,6 +214,76 @@ void rs_server_forget(world_slot_t *w);
 
 /* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
 void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
+
+/* ---- shards.c: --shards, one server on several cores ---- */
+
+/* Make the cfg->shards shards of front `s` (its stream bound, no request socket; cfg: the
+ * server's configuration, the shards' but for their sockets): N listening
+ * TCP sockets on cfg.bind's port (SO_REUSEPORT: the kernel spreads the connections over them),
+ * one per shard. 0 or a negative code (st). rs_shards_close undoes it. */
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, rs_status_t *st);
+
+/* The front's loop: start each shard's loop on its thread, forward the observer stream between
+ * the shards and the subscribers until *stop and every shard has ended. */
+int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop);
+
+/* Destroy the shards (NULL-safe on s->shards). */
+void rs_shards_close(rs_server_t *s);
+
+/* Shard k of front `front`: a server on cfg in the front's context, bound to the listening
+ * socket its front made for it (server.c). NULL on failure (st). */
+rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                                 rs_status_t *st);
+
+/* The listening socket the front made for shard k (-1: none). */
+int rs_shards_listen_fd(const rs_server_t *front, int k);
+
+/* A shard's socket for the requests other shards pass it, and its sockets to them. 0 or a
+ * negative code (st); rs_shard_close_peers undoes it (NULL-safe). */
+int rs_shard_open_peers(rs_server_t *s, rs_status_t *st);
+void rs_shard_close_peers(rs_server_t *s);
+
+/* A shard's next request to serve (up to cap frames in frames[0..*n-1], its caller, the socket
+ * its reply goes out of), waiting up to timeout_ms: requests for worlds of other shards are
+ * passed to them and their replies relayed meanwhile. 0, or -1 with errno EAGAIN (none) or
+ * ETERM. */
+int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
+                  void **sock, int timeout_ms);
+
+/* The census front's shards share (NULL: front has none). */
+struct rs_census *rs_shards_census(rs_server_t *front);
+
+/* Where a shard sends a serialized request it received, read without decoding it (its bytes
+ * are the client's: any may come): ROUTE_WORLD to the shard of *world (Request.world_id, or a
+ * StepBatch's first world), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard
+ * its connection is placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable:
+ * the handler answers). */
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
+int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
+
+/* Who sent a request (server.c): from its routing frame and its payload's metadata. */
+void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);
+
+/* A shard: the id for a new world, from the sequence all shards share, recorded as this
+ * shard's. 0 or RS_EEXHAUSTED. */
+int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st);
+
+/* A shard: the other shard holding world `id`, or -1 (this one, or none). */
+int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id);
+
+/* RS_ENOTFOUND for a batch's `what`[i] naming world `id`, saying whether it is on another
+ * shard (a batch steps one shard's worlds) or nowhere. */
+int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id);
+
+/* Worlds the server holds (all shards'), what --max-worlds bounds. */
+int rs_worlds_total(const rs_server_t *s);
+
+/* Worlds the quota key `key` holds (all shards'). */
+int rs_worlds_owned(const rs_server_t *s, const char *key);
+
+/* Record `worlds` more (or fewer: negative) worlds, and `delta` more held by `key`, in the
+ * census the shards share (nothing for a server without shards: its table is the count). */
+void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta);
 
 /* ---- auth.c: controller tokens and leases ---- */
 

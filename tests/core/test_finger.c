@@ -993,6 +993,39 @@ static void wrench_on_finger(void)
     rs_world_destroy(&b);
 }
 
+/* The article's law with the object sliding back onto the finger (both moving towards -x, the
+ * object faster): with its friction the contact would open (N < 0), apart and without it the gap
+ * closes (the finger's drag is the larger), so no plain mode is consistent. The bodies ride
+ * together with N = 0 (Filippov's motion on the switching surface): the finger coasts as if free,
+ * |v| = |v0| / (1 + c |v0| t / m_f) under its quadratic drag, the object beside it, contact force
+ * 0, and a control step takes a handful of events, not a touch and a separation per instant. */
+static void article_object_overtakes(void)
+{
+    kv_t kv[] = {{"friction_law", 1},    {"object_mass", 0.5},  {"static_friction", 3.0},
+                 {"kinetic_friction", 2.4}, {"restitution", 0.3}, {"finger_x0", 0.0},
+                 {"object_x0", 0.0},     {"finger_v0", -1.2},   {"object_v0", -2.0},
+                 {NULL, 0}};
+    rs_world_t *w = finger_with(kv);
+    const double *x = w->data->x;
+    nlog = 0;
+    int riding = 0;
+    for (int k = 0; k < 100; k++) {
+        int n0 = nlog, before = !strcmp(rs_mode_name(w->model, w->data, 0), "contact_sliding");
+        double v0 = x[VF], dt = w->model->control_dt;
+        if (run(w, 1))
+            break;
+        CHECK(nlog - n0 < 10, "%d events in the control step to t = %g", nlog - n0, w->data->t);
+        if (before && nlog == n0 && !strcmp(rs_mode_name(w->model, w->data, 0), "contact_sliding")) {
+            riding++;
+            CHECK(fabs(w->data->sensors[S_N]) <= 1e-12, "contact force %g riding together",
+                  w->data->sensors[S_N]);
+            CHECK_REL(x[VF], v0 / (1 + fabs(v0) * dt), 1e-8, 1e-12);
+        }
+    }
+    CHECK(riding > 50, "the bodies rode together %d steps of 100", riding);
+    rs_world_destroy(&w);
+}
+
 /* Property test of the 1D Robot article's law: random parameters and a new held force every control
  * step; besides run()'s invariants (no overlap, contact modes exact), the kinetic energy never
  * exceeds the start's plus the applied work (the wall, drag and friction only take energy
@@ -1081,6 +1114,7 @@ int main(int argc, char **argv)
     wrench_on_finger();
     article_example1();
     article_example2();
+    article_object_overtakes();
     article_law_random(nruns / 2);
     bad_params();
     random_schedules(nruns);

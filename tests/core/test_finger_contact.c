@@ -97,6 +97,50 @@ static void ts_pushing(void)
         }
 }
 
+/* Time stepping's energy balance: the kinetic energy never rises by more than the actuator's
+ * work F h v+ summed over the substeps, step by step. (a) A finger pushed (F = 5 N) into an object held by
+ * static friction, restitution 0.97: each rebound leaves with e times the closing speed and
+ * the push decelerates it from there (a rebound at e v with the step's push cancelled by the
+ * contact gained about e v h F per bounce). (b) A coasting finger whose drag is stiff for the
+ * step (h c / m = 5): the drag, implicit, only slows it (explicit, v+ = (1 - h c / m) v
+ * reversed and grew it fourfold a step). */
+static void ts_energy_balance(void)
+{
+    rs_status_t st;
+    rs_world_t *w = finger_with((kv_t[]){{"contact_model", 1}, {"ts_step", 1e-3},
+                                         {"control_dt", 0.01}, {"object_x0", 0.001},
+                                         {"finger_v0", 0.05}, {"finger_drag", 0},
+                                         {"static_friction", 1e3}, {"kinetic_friction", 1e3},
+                                         {"restitution", 0.97}, {NULL, 0}});
+    double f = 5.0, m = 1.0; /* the preset's finger mass */
+    CHECK_OK(rs_set_commands(w->model, w->data, 0, &f, 1, &st), st);
+    const double *x = w->data->x;
+    double ke0 = 0.5 * m * x[V_F] * x[V_F], w0 = x[WORK];
+    int bounces = 0;
+    for (int k = 0; k < 100; k++) {
+        CHECK_OK(rs_step(w->model, w->data, 1, &st), st);
+        bounces += events_of(w, "touch");
+        double ke = 0.5 * m * x[V_F] * x[V_F];
+        CHECK(ke - ke0 <= x[WORK] - w0 + 1e-12, "step %d: kinetic energy %.9g -> %.9g J with "
+              "work %.9g J", k, ke0, ke, x[WORK] - w0);
+        ke0 = ke, w0 = x[WORK];
+        CHECK(x[V_O] == 0.0, "the object held: v_o %g", x[V_O]);
+    }
+    CHECK(bounces >= 2, "the finger bounced (%d touches)", bounces);
+    rs_world_destroy(&w);
+
+    w = finger_with((kv_t[]){{"contact_model", 1}, {"ts_step", 1e-3}, {"control_dt", 0.01},
+                             {"object_x0", 100.0}, {"finger_v0", 1.0}, {"finger_mass", 0.01},
+                             {"finger_drag_law", 0}, {"finger_drag", 50.0}, {NULL, 0}});
+    x = w->data->x;
+    for (int k = 0; k < 20; k++) {
+        double v = x[V_F];
+        CHECK_OK(rs_step(w->model, w->data, 1, &st), st);
+        CHECK(x[V_F] >= 0.0 && x[V_F] <= v, "step %d: drag took v_f %g to %g", k, v, x[V_F]);
+    }
+    rs_world_destroy(&w);
+}
+
 /* Time stepping on random pairs (seeded; RS_RUNS sets the count): masses, drags, frictions,
  * restitution, starts, ts_step and a push. (a) From random starts and velocities the gap never
  * goes below -4 nm. (b) Started touching at rest and pushed with F_a > F_static, the pair moves
@@ -368,6 +412,7 @@ int main(void)
     past_face_is_an_error();
     ts_pushing();
     ts_random();
+    ts_energy_balance();
     /* time stepping, e = 0.5: touch within a step of t = 1.5 s; Newton's impact law */
     rs_world_t *w = finger_with((kv_t[]){FREE_PAIR, {"contact_model", 1}, {NULL, 0}});
     double t = first_event(w, 300, "touch", &t2, "separate");

@@ -259,7 +259,9 @@ def test_step_request_bytes_match_protobuf():
     (ids and action lengths across varint widths)."""
     from robosim._proto import pb
     from robosim.client import step_request_tail
-    for rid, wid, n in [(1, 1, 1), (127, 300, 2), (128, 2 ** 40, 8), (2 ** 63 + 5, 7, 20)]:
+    for rid, wid, n in [(1, 1, 1), (127, 300, 2), (128, 2 ** 40, 8), (2 ** 14 - 1, 5, 3),
+                        (2 ** 14, 6, 3), (2 ** 21 - 1, 7, 4), (2 ** 21, 8, 5),
+                        (2 ** 63 + 5, 7, 20)]:
         action = np.random.default_rng(rid % 1000).normal(size=n)
         head = pb.Request(world_id=wid, token="0123456789abcdef0123456789abcdef")
         data = head.SerializeToString() + step_request_tail(rid, action)

@@ -515,3 +515,73 @@ def test_v1_is_v0_normalized(v1, endpoint):
     finally:
         e0.close()
         e1.close()
+
+
+@pytest.mark.parametrize("env_id,has_events", [("robosim/FingerPush-v0", True),
+                                               ("robosim/DiffDriveGoal-v0", False),
+                                               ("robosim/ParallelArmReach-v1", False)])
+def test_step_info_is_the_state_and_full_info_false_drops_the_detail(env_id, has_events,
+                                                                     endpoint):
+    """info holds the State's task figures, is_success, events, every entity's sensors by name
+    and the time, as env.state (the State decoded the general way) has them, over a baseline
+    episode (with events where the task has them: the finger's touch); full_info=False gives
+    the same step without the events and sensors (the same observations, rewards and figures),
+    and passes check_env."""
+    full = gym.make(env_id, endpoint=endpoint)
+    brief = gym.make(env_id, endpoint=endpoint, full_info=False)
+    try:
+        policy = auto(full.unwrapped)
+        names = full.unwrapped._sensor_names
+        (obs, info), (obs_b, info_b) = full.reset(seed=4), brief.reset(seed=4)
+        done, n_events = False, 0
+        while not done:
+            action = policy(obs)
+            obs, r, term, trunc, info = full.step(action)
+            obs_b, r_b, term_b, trunc_b, info_b = brief.step(action)
+            st = full.unwrapped.state
+            figures = st["task"]["info"]
+            assert {k: info[k] for k in figures} == figures
+            if "success" in figures:
+                assert info["is_success"] == (figures["success"] != 0.0)
+            assert info["events"] == st["events"] and info["time"] == st["time"]
+            assert info["sensors"] == {e: dict(zip(names[e], v["sensors"].tolist()))
+                                       for e, v in st["entities"].items()}
+            n_events += len(info["events"])
+            assert set(info) == set(figures) | {"events", "sensors", "time"} | (
+                {"is_success"} if "success" in figures else set())
+            np.testing.assert_array_equal(obs, obs_b)
+            assert (r, term, trunc) == (r_b, term_b, trunc_b)
+            assert info_b == {k: v for k, v in info.items() if k not in ("events", "sensors")}
+            done = term or trunc
+        assert (n_events > 0) == has_events, "the episode's events reach info"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the recommendations on Box bounds
+            check_env(brief.unwrapped)
+    finally:
+        full.close()
+        brief.close()
+
+
+def test_info_builder_reads_entities_by_name_when_the_state_differs():
+    """The info builder reads sensors by position in the spec's entity order, and by name when a
+    State holds other entities than the spec's; without "success" there is no is_success."""
+    from robosim._proto import pb
+    from robosim.envs import info_builder
+    spec = [("a", ["f"]), ("b", ["x", "y"])]
+    s = pb.State(time=0.5, entities=[pb.EntityState(name="a", sensors=[1.0]),
+                                     pb.EntityState(name="b", sensors=[2.0, 3.0])],
+                 task=pb.TaskStep(info_keys=["distance"], info_values=[0.25]))
+    full = info_builder(["distance"], spec)
+    assert full(s, s.task) == {"distance": 0.25, "events": [], "time": 0.5,
+                               "sensors": {"a": {"f": 1.0}, "b": {"x": 2.0, "y": 3.0}}}
+    only_b = pb.State(time=1.0, entities=[pb.EntityState(name="b", sensors=[4.0, 5.0])],
+                      task=pb.TaskStep(info_keys=["distance"], info_values=[0.5]))
+    assert full(only_b, only_b.task)["sensors"] == {"b": {"x": 4.0, "y": 5.0}}
+    one = info_builder(["distance", "success"], spec[:1])
+    s1 = pb.State(time=0.1, entities=[pb.EntityState(name="a", sensors=[7.0])],
+                  task=pb.TaskStep(info_keys=["distance", "success"], info_values=[0.1, 1.0]))
+    assert one(s1, s1.task) == {"distance": 0.1, "success": 1.0, "is_success": True,
+                                "events": [], "sensors": {"a": {"f": 7.0}}, "time": 0.1}
+    brief = info_builder(["distance", "success"], spec[:1], full=False)
+    assert brief(s1, s1.task) == {"distance": 0.1, "success": 1.0, "is_success": True,
+                                  "time": 0.1}

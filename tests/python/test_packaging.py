@@ -50,7 +50,7 @@ def test_wheel_metadata_is_the_developer_installs():
     for key in ("name", "dependencies", "scripts", "requires-python", "description"):
         assert wheel[key] == dev[key], key
     # the users' extras (pip install robosim[ray]); dev is the developer install's alone
-    for extra in ("plot", "video", "rl", "ray", "record", "view"):
+    for extra in ("plot", "video", "rl", "ray", "record", "view", "fit"):
         assert wheel["optional-dependencies"][extra] == dev["optional-dependencies"][extra], extra
     assert set(wheel["optional-dependencies"]) == set(dev["optional-dependencies"]) - {"dev"}
 

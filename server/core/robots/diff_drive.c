@@ -75,7 +75,8 @@ static const rs_var_desc_t dd_sensor_vars[NS] = {
 };
 
 static const rs_param_desc_t dd_params[] = {
-    {"wheel_radius", "m", 1e-8, 1e4, P_R, 1, 1, 0.09, "r: wheel radius (seed: 18 cm wheels)"},
+    {"wheel_radius", "m", 1e-8, 1e4, P_R, 1, 1, 0.09,
+     "r: wheel radius (the example-systems chapter's robot has 18 cm wheels)"},
     {"half_axle", "m", 1e-8, 1e4, P_L, 1, 1, 0.12, "L: half the distance between the wheels"},
     {"robot_radius", "m", 0.0, 1e4, P_RADIUS, 1, 1, 0.15, "radius of the disk robot"},
     {"x0", "m", -1e7, 1e7, P_X0, 1, 1, 0.0, "initial x"},

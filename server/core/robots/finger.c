@@ -91,10 +91,15 @@
  * friction_law acts there only. Two more:
  *   time_stepping (1), the contact-dynamics lecture's velocity-level step with backward Euler
  *     positions, per
- *     internal step h (ts_step): free velocities from F_a and the drags (explicit), then the
+ *     internal step h (ts_step): free velocities from F_a and the drags (the drags implicit,
+ *     drag_step), then the
  *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; in every
  *     step's problem, so no gap closes after the solve; Newton restitution e on a contact
- *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed) and the object's
+ *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed, as an impulse
+ *     that turns the closing speed into e times it with the step's forces acting on top: the
+ *     separating speed after the step is at least (1 + e) closing + (v_o - v_f) free, so a
+ *     push into the object does not leave with the rebound and the actuator's work F h v+
+ *     bounds the energy gained) and the object's
  *     ground friction as a box |p| <= F h (F_static if the object is at rest, else
  *     F_kinetic), by rs_contact_solve.
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
@@ -312,14 +317,40 @@ static double friction_free(const rs_entity_model_t *em)
     return article_law(em) ? 0.0 : em->p[P_F_KINETIC];
 }
 
-/* N when both move at v and the object slides in direction dir (the header's formula; f_o the
- * external force on the object). */
-static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa, double fo)
+/* Sliding together at v in direction dir: the friction magnitude that acts on the object (into
+ * *friction) and the contact force N (returned, the header's formula; f_o the external force on
+ * the object).
+ *
+ * The article's law has friction only while the finger pushes and none on a free object, so
+ * an object sliding back onto the finger (dir < 0) can meet a contact that its own friction
+ * opens (N < 0 with friction) while, apart and without it, the gap closes (the frictionless
+ * N0 = (m_o (F_a - D_f) + m_f (D_o - f_o)) / (m_f + m_o) > 0): neither mode is consistent and
+ * the bodies would touch and separate without end. The consistent motion is Filippov's on the
+ * switching surface: the bodies stay together with N = 0 and the friction the part of
+ * f_kinetic min(F_i, F_static) that leaves N at 0, N0 (m_f + m_o) / m_f; where N0 < 0 the
+ * contact opens and there is no push, so no friction (N = N0, continuous with the former at
+ * N0 = 0 and with the full friction where N reaches 0). The Coulomb law and a slide away from
+ * the finger (dir > 0) are unchanged. */
+static double sliding_contact(const rs_entity_model_t *em, double v, double dir, double fa,
+                              double fo, double *friction)
 {
     double mf = em->p[P_M_F], mo = em->p[P_M_O];
-    return (mo * (fa - drag_f(em, v)) +
-            mf * (friction_pushed(em, v, fa) * dir + drag_o(em, v) - fo)) /
-           (mf + mo);
+    double ff = friction_pushed(em, v, fa);
+    double n = (mo * (fa - drag_f(em, v)) + mf * (ff * dir + drag_o(em, v) - fo)) / (mf + mo);
+    *friction = ff;
+    if (n < 0.0 && dir < 0.0 && article_law(em)) {
+        double base = mo * (fa - drag_f(em, v)) + mf * (drag_o(em, v) - fo);
+        *friction = fmin(fmax(base, 0.0) / mf, ff);
+        n = fmin(base, 0.0) / (mf + mo);
+    }
+    return n;
+}
+
+/* N when both move at v and the object slides in direction dir. */
+static double n_sliding(const rs_entity_model_t *em, double v, double dir, double fa, double fo)
+{
+    double ff;
+    return sliding_contact(em, v, dir, fa, fo, &ff);
 }
 
 /* N when the object is stuck and the finger (at v_f, 0 in contact) presses on it. */
@@ -463,6 +494,19 @@ static void compliant_derivs(const rs_entity_model_t *em, const rs_entity_data_t
     xdot[WORK] = plus(fa * x[V_F], fo * x[V_O]);
 }
 
+/* The free velocity after a step of h with drag taken implicitly (backward Euler):
+ * v+ + k D(v+) / c = a, a the velocity without drag, k = h c / m. Linear drag: a / (1 + k);
+ * quadratic: v+ + k v+ |v+| = a, |v+| = 2 |a| / (1 + sqrt(1 + 4 k |a|)) with the sign of a.
+ * Implicit, the drag only takes energy out (D(v+) v+ >= 0) and never reverses or amplifies a
+ * velocity, whatever h c / m is; explicit, it added energy where h c / m > 1 (a reversal) and
+ * diverged past 2. */
+static double drag_step(double law, double k, double a)
+{
+    if (law == DRAG_QUADRATIC)
+        return copysign(2.0 * fabs(a) / (1.0 + sqrt(1.0 + 4.0 * k * fabs(a))), a);
+    return a / (1.0 + k);
+}
+
 /* time_stepping: the contact-dynamics lecture's step, repeated over the control step */
 static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                            double *x, const double *u, double dt)
@@ -474,8 +518,10 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
     double fo = object_force(ed);
     double minv[2] = {1.0 / p[P_M_F], 1.0 / p[P_M_O]};
     for (double k = 0.0; k < steps; k += 1.0) {
-        const double vfree[2] = {x[V_F] + h * (fa - drag_f(em, x[V_F])) / p[P_M_F],
-                                 x[V_O] - h * (drag_o(em, x[V_O]) - fo) / p[P_M_O]};
+        const double vfree[2] = {drag_step(p[P_DRAG_LAW_F], h * p[P_C_F] / p[P_M_F],
+                                           x[V_F] + h * fa / p[P_M_F]),
+                                 drag_step(p[P_DRAG_LAW_O], h * p[P_C_O] / p[P_M_O],
+                                           plus(x[V_O], h * fo / p[P_M_O]))};
         double v[2], gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
         /* The contact is always in the problem (gap + h (v_o+ - v_f+) >= 0, complementary to
          * lambda >= 0: it takes no force where it stays open), so no gap closes after the
@@ -494,8 +540,9 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
                 /* the object's ground friction: a box of F h on v_o */
                 {.jt = {0.0, 1.0},
                  .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
-            if (impact && bounces)
-                pts[0].vn_min = fmax(pts[0].vn_min, p[P_RESTITUTION] * closing);
+            if (impact && bounces) /* the impact's (1 + e) closing on top of the free motion */
+                pts[0].vn_min = fmax(pts[0].vn_min, (1.0 + p[P_RESTITUTION]) * closing +
+                                                        vfree[1] - vfree[0]);
             v[0] = vfree[0], v[1] = vfree[1];
             rs_contact_solve(2, minv, 2, pts, v, pn, pt, 200);
             if (impact || !(pn[0] > 0.0) || !bounces)
@@ -547,12 +594,12 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
         /* one body of mass m_f + m_o; both positions and velocities get the same derivative,
          * so they stay exactly equal */
         double v = x[V_F];
-        double ff = friction_pushed(em, v, fa);
+        double ff, n = sliding_contact(em, v, dir, fa, fo, &ff);
         double a = plus(fa - drag_f(em, v) - drag_o(em, v) - ff * dir, fo) / (mf + mo);
         xdot[X_F] = xdot[X_O] = v;
         xdot[V_F] = xdot[V_O] = a;
         /* the sensor: the true N, or the article's reading (the friction it pushes against) */
-        xdot[IMPULSE] = article_law(em) ? ff : n_sliding(em, v, dir, fa, fo);
+        xdot[IMPULSE] = article_law(em) ? ff : n;
         xdot[WORK] = plus(fa * v, fo * v);
         break;
     }

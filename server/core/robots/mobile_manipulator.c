@@ -1014,7 +1014,30 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                 ed->aux[AUX_DIR_L + k] = 0.0;
                 rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
             } else {
-                ed->aux[AUX_DIR_L + k] = -ed->aux[AUX_DIR_L + k];
+                /* the cone cannot hold it: it slips against the friction that was missing, and
+                 * that slide is the continuation only if it presses (lambda > 0) and accelerates
+                 * its own way; else no mode is (Painleve) and mm_failure stops the step */
+                double dir = ft > 0 ? -1.0 : 1.0, at = 0.0;
+                cf.c[k] = C_SLIDE, cf.dir[k] = dir;
+                sys_solve(em, &S, &cf, 0, nud, f, NULL);
+                fn = cf.n[k][0] * f[k][0] + cf.n[k][1] * f[k][1];
+                for (int d = 0; d < 2; d++) {
+                    double a = S.ee[k].a0[d];
+                    for (int j = 0; j < NV; j++)
+                        a += S.ee[k].J[d][j] * nud[j];
+                    at += cf.t[k][d] * a;
+                }
+                if (!(fn > 0)) { /* it does not press: it leaves if that takes it off the face */
+                    resolve_arm(em, ed, t, x, u, k);
+                    continue;
+                }
+                if (!(dir * at > 0))
+                    ed->aux[AUX_JAM] = 1 + k;
+                if (dir != ed->aux[AUX_DIR_L + k]) { /* a reversal through rest */
+                    rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
+                    rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
+                }
+                ed->aux[AUX_DIR_L + k] = dir;
             }
         } else if (c == C_STICK && (fk[3] || fk[4])) {
             ed->mode = mode_with(ed->mode, k, C_SLIDE);
@@ -1093,8 +1116,8 @@ static int mm_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     return rs_fail(st, RS_ESIMFAIL,
                    "'%s': the %s end effector sliding on the table's %s has no consistent "
                    "continuation at t = %.9g s (Painleve: with mu = %g in this pose it can neither "
-                   "slide on, which needs a pulling normal force, nor leave, which enters the "
-                   "table); lower mu or change the torques",
+                   "stick nor slide on, which needs a pulling normal force or accelerates against "
+                   "the slip, nor leave, which enters the table); lower mu or change the torques",
                    em->name, k == 0 ? "left" : "right", faces[(int)ed->aux[AUX_FACE_L + k]],
                    ed->data->t, em->p[P_MU]);
 }

@@ -2,8 +2,8 @@
  * Systems" chapter, "Dual Two Link Parallel Manipulator"), each driven link on a servo
  * (Klamp't's actuators). SI units.
  *
- * Geometry as in the seed: a fixed base of length L0 centred on the origin, x right and y down;
- * driven links of length L1 at its ends, angles t1 (left) and t2 (right) from the horizontal (0,
+ * Geometry as in the example-systems chapter: a fixed base of length L0 centred on the origin,
+ * x right and y down; driven links of length L1 at its ends, angles t1 (left) and t2 (right) from the horizontal (0,
  * pointing outward) to straight down (pi/2); passive links of length L2 joined at the end
  * effector. Kinematics are arm_common.h's parallel_fk / parallel_ik (the chapter's formulas).
  *

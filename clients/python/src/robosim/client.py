@@ -270,6 +270,14 @@ def _commands(commands):
 
 
 def _varint(n):
+    """n (>= 0) as a protobuf varint; the request ids' one- to three-byte forms without a
+    loop (step_request_tail runs per step)."""
+    if n < 0x80:
+        return bytes((n,))
+    if n < 0x4000:
+        return bytes((n & 0x7F | 0x80, n >> 7))
+    if n < 0x200000:
+        return bytes((n & 0x7F | 0x80, (n >> 7) & 0x7F | 0x80, n >> 14))
     out = bytearray()
     while n > 0x7F:
         out.append((n & 0x7F) | 0x80)
@@ -474,22 +482,30 @@ class Client:
         timeout = self.timeout if timeout is None else float(timeout)
         self._sock.send(data)
         deadline = _now() + timeout
-        while True:
-            data = self._recv(deadline, timeout, op)
-            try:
-                resp = pb.Response.FromString(data)
-            except Exception as exc:  # DecodeError
-                raise ProtocolError("%s answered with bytes that are not a robosim.v1 Response "
-                                    "(%s)" % (self.endpoint, exc), self.endpoint)
-            if resp.id != rid and resp.id != 0:
-                continue  # a late answer to an earlier call that timed out
-            which = resp.WhichOneof("result")
-            if which == "error":
-                raise RobosimError(resp.error.code, resp.error.message, self.endpoint)
-            if resp.id == 0 or which is None:
-                raise ProtocolError("%s answered with an empty Response" % self.endpoint,
-                                    self.endpoint)
-            return getattr(resp, which)
+        return self._answer(self._response(self._recv(deadline, timeout, op)), rid, op,
+                            deadline, timeout)
+
+    def _response(self, data):
+        """The Response in `data` (ProtocolError when it is none)."""
+        try:
+            return pb.Response.FromString(data)
+        except Exception as exc:  # DecodeError
+            raise ProtocolError("%s answered with bytes that are not a robosim.v1 Response "
+                                "(%s)" % (self.endpoint, exc), self.endpoint)
+
+    def _answer(self, resp, rid, op, deadline, timeout):
+        """The result message of the Response to request `rid`, `resp` the first one read:
+        earlier ones (late answers to calls that timed out) are skipped and the next read
+        before `deadline`; an Error raises RobosimError."""
+        while resp.id != rid and resp.id != 0:
+            resp = self._response(self._recv(deadline, timeout, op))
+        which = resp.WhichOneof("result")
+        if which == "error":
+            raise RobosimError(resp.error.code, resp.error.message, self.endpoint)
+        if resp.id == 0 or which is None:
+            raise ProtocolError("%s answered with an empty Response" % self.endpoint,
+                                self.endpoint)
+        return getattr(resp, which)
 
     def _recv(self, deadline, timeout, op=None):
         """The next frame before `deadline`, by a blocking recv with RCVTIMEO (no poller: one
@@ -625,7 +641,51 @@ class Client:
             head = self._heads[wid] = (token, pb.Request(world_id=wid,
                                                          token=token).SerializeToString())
         rid = next(self._ids)
-        return self.call_bytes(head[1] + step_request_tail(rid, action), rid, "step")
+        return self._step_call(head[1] + step_request_tail(rid, action), rid)
+
+    def stepper(self, world_id):
+        """step_msg bound to one world: a function of the action (values, or packed bytes)
+        returning the State message, with the per-call work of finding the world's request
+        head done once (the token is still read at every call, so set_token and claims take
+        effect). The single environment steps through it."""
+        wid = int(world_id)
+        tokens, ids, call = self._tokens, self._ids, self._step_call
+        head = [None, b""]  # the token the request head was built for, the head's bytes
+
+        def step(action):
+            token = tokens.get(wid, "")
+            if token != head[0]:
+                head[:] = token, pb.Request(world_id=wid, token=token).SerializeToString()
+            rid = next(ids)
+            return call(head[1] + step_request_tail(rid, action), rid)
+
+        return step
+
+    def _step_call(self, data, rid):
+        """call_bytes() for a Step request, its common case in fewest operations: the reply
+        to this request holding a State (anything else goes the general way, _answer)."""
+        sock = self._sock
+        if sock is None:
+            raise RobosimError.from_name("FAILED_PRECONDITION", "the client is closed",
+                                         self.endpoint)
+        timeout = self.timeout
+        ms = int(timeout * 1000)
+        if ms != self._rcvtimeo:
+            sock.setsockopt(zmq.RCVTIMEO, ms)
+            self._rcvtimeo = ms
+        sock.send(data)
+        deadline = _now() + timeout
+        try:
+            reply = sock.recv()
+        except zmq.Again:
+            raise TimeoutError(self.endpoint, timeout, "step") from None
+        try:
+            resp = pb.Response.FromString(reply)
+        except Exception:  # DecodeError: reported as call_bytes reports it
+            resp = self._response(reply)
+        if resp.id == rid and resp.HasField("step"):
+            return resp.step
+        return self._answer(resp, rid, "step", deadline, timeout)
 
     def reset_msg(self, world_id, seed):
         """Reset reseeded with `seed`; the State message, undecoded."""

@@ -35,7 +35,7 @@ from typing import Any, Optional, SupportsFloat, Union
 import gymnasium as gym
 import numpy as np
 
-from .client import Client, env_endpoint, state_dict
+from .client import Client, env_endpoint, event_dict, state_dict
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
@@ -75,35 +75,48 @@ def box(vars_: list[dict], dtype: Any = np.float32) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=dtype)
 
 
-def _msg_info(s, sensor_names, info_keys=None):
-    """The info dict of a step, from its State message: the task's info figures, is_success,
-    the step's events and each entity's sensor readings by name. info_keys: the task's info
-    names when known (half the time of reading them from every reply). sensor_names:
-    {entity: [sensor names]}, or [(entity, [sensor names])] in the order of the State's
-    entities (the env's: no entity name read from each reply)."""
-    t = s.task
-    info = dict(zip(info_keys or t.info_keys, t.info_values))
-    if "success" in info:
-        info["is_success"] = info["success"] != 0.0
-    events = s.events
-    info["events"] = [{"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
-                       "before": list(e.before), "after": list(e.after)}
-                      for e in events] if events else []
-    entities = s.entities
-    if isinstance(sensor_names, list) and len(sensor_names) == len(entities):
-        info["sensors"] = {name: dict(zip(names, e.sensors))
-                           for (name, names), e in zip(sensor_names, entities)}
-    else:
-        names = dict(sensor_names)
-        info["sensors"] = {e.name: dict(zip(names[e.name], e.sensors)) for e in entities}
-    info["time"] = s.time
-    return info
+def info_builder(info_keys, sensor_list, full=True):
+    """The function (State message, its TaskStep) -> the info dict of a step: the task's info
+    figures by name, is_success (where the task has "success"), the step's events and each
+    entity's sensor readings by name, the time. info_keys: the task's info names (read once,
+    not from every reply); sensor_list: [(entity, [sensor names])] in the order of the State's
+    entities (the spec's). full=False: without the events and the sensors. The single env's
+    hottest Python, so its loop-invariant work is done here once: a State with other entities
+    than the spec's (none should) is read by name."""
+    keys = list(info_keys)
+    success = "success" in keys
+    names = dict(sensor_list)
+    n = len(sensor_list)
+    first, first_names = sensor_list[0] if sensor_list else (None, None)
 
+    def by_name(entities):
+        return {e.name: dict(zip(names[e.name], e.sensors)) for e in entities}
 
-def _obs(s, n, dtype=np.float32):
-    """The observation of a State message as an array of dtype (fromiter: a third of np.array's
-    time on a protobuf repeated field)."""
-    return np.fromiter(s.task.observation, dtype, n)
+    def brief(s, t):
+        d = dict(zip(keys, t.info_values))
+        if success:
+            d["is_success"] = d["success"] != 0.0
+        d["time"] = s.time
+        return d
+
+    def info(s, t):
+        d = dict(zip(keys, t.info_values))
+        if success:
+            d["is_success"] = d["success"] != 0.0
+        events = s.events
+        d["events"] = [event_dict(e) for e in events] if events else []
+        entities = s.entities
+        if len(entities) != n:
+            d["sensors"] = by_name(entities)
+        elif n == 1:
+            d["sensors"] = {first: dict(zip(first_names, entities[0].sensors))}
+        else:
+            d["sensors"] = {name: dict(zip(ns, e.sensors))
+                            for (name, ns), e in zip(sensor_list, entities)}
+        d["time"] = s.time
+        return d
+
+    return info if full else brief
 
 
 class ActionMap:
@@ -122,10 +135,11 @@ class ActionMap:
         # the same as Python floats, for packed()
         self._low, self._high = self.low.tolist(), self.high.tolist()
         self._half_range = self.half_range.tolist()
-        self._format = "<%dd" % self.low.size
+        self._struct = struct.Struct("<%dd" % self.low.size)
         dtype = space_dtype(dtype)
         self.space = (gym.spaces.Box(-1.0, 1.0, self.low.shape, dtype=dtype)
                       if self.normalize else box(task_spec["action"], dtype))
+        self._shape = self.space.shape
 
     def __call__(self, action: Any, endpoint: Optional[str] = None,
                  shape: Optional[tuple] = None) -> np.ndarray:
@@ -145,7 +159,7 @@ class ActionMap:
         __call__ maps it: the single env's path, in plain Python for a flat array of the
         action's shape (its few values cost less so than through numpy's calls, most of all
         when the process has just woken from waiting on the server)."""
-        if type(action) is not np.ndarray or action.shape != self.space.shape:
+        if type(action) is not np.ndarray or action.shape != self._shape:
             return np.ascontiguousarray(self(action, endpoint), dtype="<f8").tobytes()
         values = action.tolist()
         if self.normalize:
@@ -154,7 +168,7 @@ class ActionMap:
         elif self.clip:  # NaN passes, as through np.minimum / np.maximum: the server refuses it
             values = [lo if x < lo else hi if x > hi else x
                       for x, lo, hi in zip(values, self._low, self._high)]
-        return struct.pack(self._format, *values)
+        return self._struct.pack(*values)
 
 
 class RobosimEnv(gym.Env):
@@ -173,7 +187,10 @@ class RobosimEnv(gym.Env):
     OUT_OF_RANGE). normalize_actions: the action space is [-1, 1]^n, mapped onto the bounds.
     dtype: the spaces' dtype, np.float32 (default) or np.float64 (the server's values bit for
     bit). task_document: a declared task (JSON text or dict, see register_task) that the
-    server registers and runs; `task` is its name.
+    server registers and runs; `task` is its name. full_info: info holds the step's events and
+    every entity's sensors (default); False leaves them out (the task's figures, is_success
+    and the time remain: what most training loops read), a few microseconds less per step;
+    env.state still has them.
 
     The env pickles (cloudpickle, SubprocVecEnv, Ray) as its constructor arguments: the copy
     makes its own world (and its own local server when the original had one); reset it."""
@@ -186,7 +203,7 @@ class RobosimEnv(gym.Env):
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
                  dtype: Any = np.float32, task_document: Union[str, dict, None] = None,
-                 randomize: Optional[dict] = None) -> None:
+                 randomize: Optional[dict] = None, full_info: bool = True) -> None:
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError("render_mode %r is not supported (only 'rgb_array')" % render_mode)
         self._init_args = dict(task=task, endpoint=endpoint, render_mode=render_mode,
@@ -194,7 +211,9 @@ class RobosimEnv(gym.Env):
                                max_episode_steps=max_episode_steps, clip_actions=clip_actions,
                                normalize_actions=normalize_actions,
                                server_time_limit=server_time_limit, dtype=dtype,
-                               task_document=task_document, randomize=randomize)
+                               task_document=task_document, randomize=randomize,
+                               full_info=full_info)
+        self._full_info = bool(full_info)
         self._dtype = space_dtype(dtype)
         self.task = task
         self.render_mode = render_mode
@@ -243,10 +262,12 @@ class RobosimEnv(gym.Env):
         self.metadata["render_fps"] = max(1, int(round(1.0 / dt)))
         self._sensor_names = {name: [v["name"] for v in e["sensors"]]
                               for name, e in self.world_spec["entities"].items()}
-        # the same in the spec's entity order, which States keep (_msg_info's fast path)
+        # the same in the spec's entity order, which States keep (info_builder)
         self._sensor_list = list(self._sensor_names.items())
         self._msg = None  # the last State message (decoded on demand: see `state`)
-        self._info_keys = None  # the task's info names, read from the first reset
+        self._info = None  # the info dict's builder, made at the first reset (info_builder)
+        self._step = None  # step_msg on this world, once reset; None again once closed
+        self._pack = self._actions.packed
 
     # -- gymnasium API
 
@@ -255,25 +276,27 @@ class RobosimEnv(gym.Env):
         self._check_open("reset")
         super().reset(seed=seed)
         server_seed = seed if seed is not None else next_seed(self.np_random)
-        self._msg = self.client.reset_msg(self.world_id, seed=server_seed)
-        if self._info_keys is None:
-            self._info_keys = list(self._msg.task.info_keys)
-        info = _msg_info(self._msg, self._sensor_list, self._info_keys)
+        self._msg = s = self.client.reset_msg(self.world_id, seed=server_seed)
+        if self._info is None:  # the task's info names, read once
+            self._info = info_builder(s.task.info_keys, self._sensor_list, self._full_info)
+            self._step = self.client.stepper(self.world_id)
+        info = self._info(s, s.task)
         info["seed"] = server_seed
-        if self._msg.randomized:
-            info["randomized"] = {d.item: d.value for d in self._msg.randomized}
-        return _obs(self._msg, self._nobs, self._dtype), info
+        if s.randomized:
+            info["randomized"] = {d.item: d.value for d in s.randomized}
+        return np.fromiter(s.task.observation, self._dtype, self._nobs), info
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict]:
-        self._check_open("step")
-        if self._msg is None:
+        # one check for both refusals (closed, not reset): the hot path reads few attributes
+        step = self._step
+        if step is None:
+            self._check_open("step")
             raise RobosimError.from_name(
                 "FAILED_PRECONDITION", "%s: call reset() before step()" % self.task, self.endpoint)
-        a = self._actions.packed(action, self.endpoint)
-        self._msg = s = self.client.step_msg(self.world_id, a)
+        self._msg = s = step(self._pack(action, self.endpoint))
         t = s.task
-        return (_obs(s, self._nobs, self._dtype), t.reward, t.terminated, t.truncated,
-                _msg_info(s, self._sensor_list, self._info_keys))
+        return (np.fromiter(t.observation, self._dtype, self._nobs), t.reward, t.terminated,
+                t.truncated, self._info(s, t))
 
     def render(self) -> Optional[np.ndarray]:
         if self.render_mode != "rgb_array":
@@ -286,6 +309,7 @@ class RobosimEnv(gym.Env):
 
     def close(self) -> None:
         self._closed = True
+        self._step = None
         finalizer = getattr(self, "_finalizer", None)
         if finalizer is not None:
             finalizer.detach()

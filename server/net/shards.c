@@ -1,0 +1,922 @@
+/* One server on several cores: --shards N runs N shards, each a whole server loop (its
+ * worlds, scheduler, watchdog and stepper) on its own thread with its own listening socket:
+ * N TCP sockets bound to the one port with SO_REUSEPORT, so the kernel spreads the clients'
+ * connections over the shards and no thread sees every request (shared nothing, as Seastar
+ * does it). Each world belongs to exactly one shard, so its requests stay in order with no
+ * lock: a world is created on the shard its connection was placed on (placement(), below),
+ * and a request for a world of another shard (its world id is read without decoding: Request field 2, or a
+ * StepBatch's first world) is passed to that shard over inproc and its reply relayed back.
+ * Ids stay one sequence (an atomic counter); each id's shard is written once, before the reply
+ * naming the world leaves, into a table read without a lock. ListWorlds is asked of every
+ * shard and the lists merged. The world counts behind --max-worlds and the per-client quotas
+ * are the one shared thing (a census under a mutex, taken when a world is added, removed or
+ * claimed, never by a Step). The observer stream: each shard publishes on an inproc XPUB; the
+ * front thread forwards frames to the public XPUB and subscriptions back (XSUB), so each shard
+ * sees who watches. */
+#include "rs_log.h"
+#include "server_internal.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#define PEER_MAX_FRAMES 12    /* frames a passed request may carry */
+#define ID_CHUNK_BITS 16      /* the id -> shard table: chunks of 65536 ids ... */
+#define ID_CHUNKS 65536       /* ... made on first use, 2^32 ids in all */
+#define LISTEN_BACKLOG 128
+#define CONN_SLOTS 4096       /* a shard's connections remembered with the shard they create on */
+#define CONN_ID_MAX 32
+
+/* The census: worlds in all shards, and per quota key. */
+typedef struct census_key {
+    char key[sizeof(((rs_caller_t *)0)->key)];
+    int n;
+} census_key_t;
+
+struct rs_census {
+    pthread_mutex_t lock;
+    int total;
+    census_key_t *keys;
+    int nkeys, cap;
+    atomic_uint_fast64_t next_id;           /* the next world id, of all shards */
+    atomic_int placed[256];                 /* connections placed on each shard */
+    _Atomic(uint8_t *) owner[ID_CHUNKS];    /* world id -> 1 + its shard (0: none yet) */
+};
+
+/* A ListWorlds asked of every shard: the envelope to answer and the replies so far. */
+typedef struct gather {
+    struct gather *next;
+    uint64_t id;
+    zmq_msg_t env[PEER_MAX_FRAMES];
+    int nenv;
+    int got;
+    uint8_t **parts;
+    size_t *lens;
+} gather_t;
+
+struct rs_shards {
+    int n;
+    rs_server_t **shard;
+    pthread_t *thread;
+    int *started;
+    int *fds;                 /* each shard's listening socket until its ROUTER takes it */
+    char (*endpoints)[3][96]; /* each shard's bind (the public one), peer and stream endpoints */
+    void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
+    volatile sig_atomic_t *stop;
+    atomic_int running;
+    struct rs_census census;
+};
+
+/* A shard's sockets to the others: where they pass it requests (ROUTER), and one DEALER to
+ * each shard (itself included) to pass them requests; the ListWorlds it gathers. */
+typedef struct conn_slot {
+    uint8_t id[CONN_ID_MAX];
+    uint8_t len; /* 0: free */
+    int shard;
+} conn_slot_t;
+
+struct rs_peers {
+    void *in;
+    void **out;
+    int n;
+    conn_slot_t *conns; /* this shard's connections and where their worlds are created */
+    int nconns;
+    gather_t *gathers;
+    uint64_t next_gather;
+};
+
+/* What a shard passes another beside a request (a frame before the payload; the reply echoes
+ * it): who sent it, and the ListWorlds gather it belongs to (0: none). */
+typedef struct peer_meta {
+    rs_caller_t caller;
+    uint64_t gather;
+} peer_meta_t;
+
+/* ---- the census ---------------------------------------------------------------------------- */
+
+int rs_worlds_total(const rs_server_t *s)
+{
+    if (!s->census)
+        return s->nworlds;
+    pthread_mutex_lock(&s->census->lock);
+    int n = s->census->total;
+    pthread_mutex_unlock(&s->census->lock);
+    return n;
+}
+
+int rs_worlds_owned(const rs_server_t *s, const char *key)
+{
+    int n = 0;
+    if (!s->census) {
+        for (int i = 0; i < s->nworlds; i++)
+            n += strcmp(s->worlds[i].owner, key) == 0;
+        return n;
+    }
+    pthread_mutex_lock(&s->census->lock);
+    for (int i = 0; i < s->census->nkeys; i++)
+        if (strcmp(s->census->keys[i].key, key) == 0) {
+            n = s->census->keys[i].n;
+            break;
+        }
+    pthread_mutex_unlock(&s->census->lock);
+    return n;
+}
+
+void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta)
+{
+    struct rs_census *c = s->census;
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    c->total += worlds;
+    if (key && key[0] && delta) {
+        int i = 0;
+        while (i < c->nkeys && strcmp(c->keys[i].key, key) != 0)
+            i++;
+        if (i == c->nkeys && delta > 0) {
+            if (c->nkeys == c->cap) {
+                int cap = c->cap ? 2 * c->cap : 16;
+                census_key_t *k = realloc(c->keys, (size_t)cap * sizeof *k);
+                if (!k) {
+                    pthread_mutex_unlock(&c->lock);
+                    return; /* uncounted: the quota errs on the client's side */
+                }
+                c->keys = k;
+                c->cap = cap;
+            }
+            snprintf(c->keys[i].key, sizeof c->keys[i].key, "%s", key);
+            c->keys[i].n = 0;
+            c->nkeys++;
+        }
+        if (i < c->nkeys) {
+            c->keys[i].n += delta;
+            if (c->keys[i].n <= 0)
+                c->keys[i] = c->keys[--c->nkeys]; /* a key holding none is forgotten */
+        }
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
+{
+    struct rs_census *c = s->census;
+    uint64_t v = atomic_fetch_add(&c->next_id, 1);
+    uint64_t chunk = v >> ID_CHUNK_BITS;
+    if (chunk >= ID_CHUNKS)
+        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
+                       "%llu)", (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
+    uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
+    if (!table) {
+        uint8_t *fresh = calloc((size_t)1 << ID_CHUNK_BITS, 1);
+        if (!fresh)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for the world id table");
+        if (atomic_compare_exchange_strong(&c->owner[chunk], &table, fresh))
+            table = fresh;
+        else
+            free(fresh); /* another shard made it first: `table` is theirs */
+    }
+    /* a byte per id, written once by its shard, read by the front: relaxed suffices because the
+     * reply naming the world leaves through a ZeroMQ queue (a full barrier) after this */
+    atomic_store_explicit((_Atomic uint8_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)],
+                          (uint8_t)(s->shard_index + 1), memory_order_release);
+    *id = v;
+    return 0;
+}
+
+/* The shard of world `id`, or -1 (never handed out). */
+static int shard_of(struct rs_census *c, uint64_t id)
+{
+    uint64_t chunk = id >> ID_CHUNK_BITS;
+    if (chunk >= ID_CHUNKS)
+        return -1;
+    uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
+    if (!table)
+        return -1;
+    int k = atomic_load_explicit((_Atomic uint8_t *)&table[id & ((1u << ID_CHUNK_BITS) - 1)],
+                                 memory_order_acquire);
+    return k - 1;
+}
+
+int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id)
+{
+    if (!s->census || !s->front)
+        return -1;
+    int k = shard_of(&s->front->shards->census, id);
+    return k == s->shard_index ? -1 : k;
+}
+
+int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id)
+{
+    int k = rs_worlds_elsewhere(s, id);
+    const char *fmt = !strcmp(what, "item") ? "item %zu: " : "%s[%zu]: ";
+    char head[64];
+    if (!strcmp(what, "item"))
+        snprintf(head, sizeof head, fmt, i);
+    else
+        snprintf(head, sizeof head, fmt, what, i);
+    if (k < 0)
+        return rs_fail(st, RS_ENOTFOUND, "%sno world %llu on this server", head,
+                       (unsigned long long)id);
+    return rs_fail(st, RS_ENOTFOUND,
+                   "%sworld %llu is served by another of this server's %d shards (--shards) "
+                   "than the batch's first world: one StepBatch steps the worlds of one shard, "
+                   "which are the worlds created over one connection; split the batch, or run "
+                   "the server with --shards 1",
+                   head, (unsigned long long)id, s->front->cfg.shards);
+}
+
+/* ---- reading a request's route without decoding it ------------------------------------- */
+
+static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+    *v = 0;
+    for (int shift = 0; *p < end && shift < 64; shift += 7) {
+        uint8_t b = *(*p)++;
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+/* Walk a message's top-level fields: `field`'s first varint value (wire type 0) or packed
+ * first element, or the bytes of a length-delimited one. 1 found, 0 not, -1 malformed. */
+static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint64_t *value,
+                      const uint8_t **sub, const uint8_t **subend)
+{
+    *sub = *subend = NULL;
+    while (p < end) {
+        uint64_t tag, v;
+        if (varint(&p, end, &tag) < 0)
+            return -1;
+        uint32_t num = (uint32_t)(tag >> 3), type = (uint32_t)(tag & 7);
+        if (type == 0) {
+            if (varint(&p, end, &v) < 0)
+                return -1;
+            if (num == field) {
+                *value = v;
+                return 1;
+            }
+        } else if (type == 2) {
+            if (varint(&p, end, &v) < 0 || v > (uint64_t)(end - p))
+                return -1;
+            if (num == field) {
+                *sub = p;
+                *subend = p + v;
+                return 1;
+            }
+            p += v;
+        } else if (type == 1 || type == 5) {
+            size_t skip = type == 1 ? 8 : 4;
+            if ((size_t)(end - p) < skip)
+                return -1;
+            p += skip;
+        } else {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Where a request goes: to the shard of *world (ROUTE_WORLD), the one its connection reached
+ * (ROUTE_HERE: names no world, or cannot be read; the shard answers), or to all (ListWorlds). */
+int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
+{
+    const uint8_t *p = req, *end = req + len, *sub = NULL, *subend = NULL;
+    uint64_t v = 0;
+    /* the op: the oneof's fields are 10 and up; a ListWorlds is field 11 */
+    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_LIST_WORLDS, &v, &sub, &subend) == 1)
+        return ROUTE_ALL;
+    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_STEP_BATCH, &v, &sub, &subend) == 1) {
+        const uint8_t *form = NULL, *formend = NULL, *item = NULL, *itemend = NULL;
+        /* StepBatch.arrays (2) world_ids (1: packed or not); StepBatch.items (3) items (1)
+         * world_id (1) */
+        if (find_field(sub, subend, 2, &v, &form, &formend) == 1) {
+            const uint8_t *ids = NULL, *idsend = NULL;
+            int r = find_field(form, formend, 1, &v, &ids, &idsend);
+            if (r == 1 && ids && varint(&ids, idsend, &v) == 0 && v) {
+                *world = v;
+                return ROUTE_WORLD;
+            }
+            if (r == 1 && !ids && v) {
+                *world = v;
+                return ROUTE_WORLD;
+            }
+        } else if (find_field(sub, subend, 3, &v, &form, &formend) == 1 &&
+                   find_field(form, formend, 1, &v, &item, &itemend) == 1 && item &&
+                   (v = 0, find_field(item, itemend, 1, &v, &sub, &subend)) == 1 && v) {
+            *world = v;
+            return ROUTE_WORLD;
+        }
+        return ROUTE_HERE;
+    }
+    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_CREATE_WORLD, &v, &sub, &subend) == 1)
+        return ROUTE_CREATE;
+    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_HELLO, &v, &sub, &subend) == 1)
+        return ROUTE_HERE;
+    v = 0;
+    sub = NULL;
+    if (find_field(p, end, 2, &v, &sub, &subend) == 1 && !sub && v) {
+        *world = v;
+        return ROUTE_WORLD;
+    }
+    return ROUTE_HERE;
+}
+
+
+/* ---- placing a connection's worlds --------------------------------------------------------
+ * The kernel spreads connections over the shards at random, so two clients may reach one
+ * shard while another has none. A connection's first CreateWorld places it: on the shard it
+ * reached unless another has fewer connections placed, and all its later worlds follow (so a
+ * batch over them stays on one shard); its requests for them are passed there. */
+static int placement(rs_server_t *s, const zmq_msg_t *routing)
+{
+    struct rs_peers *p = s->peers;
+    struct rs_census *c = s->census;
+    const uint8_t *id = zmq_msg_data((zmq_msg_t *)routing);
+    size_t len = zmq_msg_size((zmq_msg_t *)routing);
+    if (len == 0 || len > CONN_ID_MAX || !p->conns)
+        return s->shard_index;
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ id[i]) * 1099511628211ull;
+    for (size_t probe = 0; probe < CONN_SLOTS; probe++) {
+        conn_slot_t *slot = &p->conns[(h + probe) % CONN_SLOTS];
+        if (slot->len == len && memcmp(slot->id, id, len) == 0)
+            return slot->shard;
+        if (slot->len != 0)
+            continue;
+        if (p->nconns >= CONN_SLOTS * 3 / 4)
+            break; /* full enough: here from now on */
+        int best = s->shard_index;
+        for (int k = 0; k < p->n; k++)
+            if (atomic_load(&c->placed[k]) < atomic_load(&c->placed[best]))
+                best = k;
+        atomic_fetch_add(&c->placed[best], 1);
+        memcpy(slot->id, id, len);
+        slot->len = (uint8_t)len;
+        slot->shard = best;
+        p->nconns++;
+        return best;
+    }
+    return s->shard_index;
+}
+
+/* ---- passing requests between shards ------------------------------------------------------ */
+
+static int recv_frames(void *sock, zmq_msg_t *frames, int cap, int *nframes)
+{
+    int n = 0, more = 1;
+    while (more) {
+        zmq_msg_t *f = &frames[n < cap ? n : cap - 1];
+        if (n >= cap)
+            zmq_msg_close(f); /* too many frames: keep overwriting the last slot */
+        zmq_msg_init(f);
+        if (zmq_msg_recv(f, sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(f);
+            for (int i = 0; i < (n < cap ? n : cap - 1); i++)
+                zmq_msg_close(&frames[i]);
+            return -1;
+        }
+        more = zmq_msg_more(f);
+        if (n < cap)
+            n++;
+    }
+    *nframes = n;
+    return 0;
+}
+
+static void close_frames(zmq_msg_t *frames, int n)
+{
+    for (int i = 0; i < n; i++)
+        zmq_msg_close(&frames[i]);
+}
+
+/* Send frames[0..n-1] on sock, the last without SNDMORE; the frames are consumed. */
+static void send_frames(void *sock, zmq_msg_t *frames, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (zmq_msg_send(&frames[i], sock, i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
+            zmq_msg_close(&frames[i]);
+}
+
+/* Pass request frames[0..n-1] (envelope, payload) to shard k, meta before the payload. */
+static void pass(struct rs_peers *p, int k, zmq_msg_t *frames, int n, const peer_meta_t *meta)
+{
+    zmq_msg_t m;
+    zmq_msg_init_size(&m, sizeof *meta);
+    memcpy(zmq_msg_data(&m), meta, sizeof *meta);
+    for (int i = 0; i < n - 1; i++)
+        if (zmq_msg_send(&frames[i], p->out[k], ZMQ_SNDMORE) < 0)
+            zmq_msg_close(&frames[i]);
+    if (zmq_msg_send(&m, p->out[k], ZMQ_SNDMORE) < 0)
+        zmq_msg_close(&m);
+    if (zmq_msg_send(&frames[n - 1], p->out[k], 0) < 0)
+        zmq_msg_close(&frames[n - 1]);
+}
+
+static void gather_free(int n, gather_t *g)
+{
+    close_frames(g->env, g->nenv);
+    for (int i = 0; i < n; i++)
+        free(g->parts[i]);
+    free(g->parts);
+    free(g->lens);
+    free(g);
+}
+
+static int by_world_id(const void *a, const void *b)
+{
+    const Robosim__V1__WorldInfo *x = *(Robosim__V1__WorldInfo *const *)a,
+                                 *y = *(Robosim__V1__WorldInfo *const *)b;
+    return x->world_id < y->world_id ? -1 : x->world_id > y->world_id;
+}
+
+/* Every shard answered a ListWorlds: one reply with every world, by id (or the first error). */
+static void gather_answer(rs_server_t *s, gather_t *g)
+{
+    int nshards = s->peers->n;
+    Robosim__V1__Response **rps = calloc((size_t)nshards, sizeof *rps);
+    size_t total = 0;
+    int bad = -1;
+    for (int i = 0; rps && i < nshards; i++) {
+        rps[i] = robosim__v1__response__unpack(NULL, g->lens[i], g->parts[i]);
+        if (!rps[i] || rps[i]->result_case != ROBOSIM__V1__RESPONSE__RESULT_LIST_WORLDS) {
+            bad = i;
+            break;
+        }
+        total += rps[i]->list_worlds->n_worlds;
+    }
+    uint8_t *out = NULL;
+    size_t outlen = 0;
+    Robosim__V1__WorldInfo **all = bad < 0 && rps ? malloc((total + 1) * sizeof *all) : NULL;
+    if (all) {
+        size_t at = 0;
+        for (int i = 0; i < nshards; i++)
+            for (size_t j = 0; j < rps[i]->list_worlds->n_worlds; j++)
+                all[at++] = rps[i]->list_worlds->worlds[j];
+        qsort(all, total, sizeof *all, by_world_id);
+        Robosim__V1__ListWorldsReply lw = ROBOSIM__V1__LIST_WORLDS_REPLY__INIT;
+        lw.n_worlds = total;
+        lw.worlds = all;
+        Robosim__V1__Response rp = *rps[0];
+        rp.list_worlds = &lw;
+        outlen = robosim__v1__response__get_packed_size(&rp);
+        if ((out = malloc(outlen ? outlen : 1)))
+            robosim__v1__response__pack(&rp, out);
+    }
+    zmq_msg_t reply;
+    if (out) {
+        zmq_msg_init_size(&reply, outlen);
+        memcpy(zmq_msg_data(&reply), out, outlen);
+    } else {
+        /* a shard's error (or no memory to merge): that shard's reply as it is */
+        int i = bad < 0 ? 0 : bad;
+        zmq_msg_init_size(&reply, g->lens[i]);
+        memcpy(zmq_msg_data(&reply), g->parts[i], g->lens[i]);
+    }
+    for (int i = 0; i < g->nenv; i++)
+        if (zmq_msg_send(&g->env[i], s->router, ZMQ_SNDMORE) < 0)
+            zmq_msg_close(&g->env[i]);
+    g->nenv = 0;
+    if (zmq_msg_send(&reply, s->router, 0) < 0)
+        zmq_msg_close(&reply);
+    free(out);
+    free(all);
+    for (int i = 0; rps && i < nshards; i++)
+        if (rps[i])
+            robosim__v1__response__free_unpacked(rps[i], NULL);
+    free(rps);
+}
+
+/* A ListWorlds: asked of every shard (this one too); answered once all have. */
+static void scatter(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller)
+{
+    struct rs_peers *p = s->peers;
+    gather_t *g = calloc(1, sizeof *g);
+    if (g && (!(g->parts = calloc((size_t)p->n, sizeof *g->parts)) ||
+              !(g->lens = calloc((size_t)p->n, sizeof *g->lens)))) {
+        free(g->parts);
+        free(g);
+        g = NULL;
+    }
+    peer_meta_t meta = {*caller, 0};
+    if (!g) {
+        pass(p, s->shard_index, frames, n, &meta); /* no memory to gather: this shard's list */
+        return;
+    }
+    g->id = meta.gather = ++p->next_gather;
+    for (int k = 0; k < p->n; k++) {
+        zmq_msg_t copy[PEER_MAX_FRAMES];
+        for (int i = 0; i < n; i++) {
+            zmq_msg_init(&copy[i]);
+            zmq_msg_copy(&copy[i], &frames[i]);
+        }
+        pass(p, k, copy, n, &meta);
+    }
+    for (int i = 0; i < n - 1; i++) {
+        zmq_msg_init(&g->env[i]);
+        zmq_msg_move(&g->env[i], &frames[i]);
+    }
+    g->nenv = n - 1;
+    zmq_msg_close(&frames[n - 1]);
+    g->next = p->gathers;
+    p->gathers = g;
+}
+
+/* A reply from another shard: to the client (the meta frame taken out), or into its gather. */
+static void relay(rs_server_t *s, zmq_msg_t *frames, int n)
+{
+    struct rs_peers *p = s->peers;
+    if (n < 3 || zmq_msg_size(&frames[n - 2]) != sizeof(peer_meta_t)) {
+        close_frames(frames, n);
+        return;
+    }
+    peer_meta_t meta;
+    memcpy(&meta, zmq_msg_data(&frames[n - 2]), sizeof meta);
+    if (meta.gather) {
+        gather_t **link = &p->gathers;
+        while (*link && (*link)->id != meta.gather)
+            link = &(*link)->next;
+        gather_t *g = *link;
+        if (g && g->got < p->n) {
+            size_t len = zmq_msg_size(&frames[n - 1]);
+            uint8_t *copy = malloc(len ? len : 1);
+            if (copy)
+                memcpy(copy, zmq_msg_data(&frames[n - 1]), len);
+            g->parts[g->got] = copy;
+            g->lens[g->got] = copy ? len : 0;
+            g->got++;
+            if (g->got == p->n) {
+                *link = g->next;
+                gather_answer(s, g);
+                gather_free(p->n, g);
+            }
+        }
+        close_frames(frames, n);
+        return;
+    }
+    zmq_msg_close(&frames[n - 2]);
+    frames[n - 2] = frames[n - 1];
+    send_frames(s->router, frames, n - 1);
+}
+
+int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
+                  void **sock, int timeout_ms)
+{
+    struct rs_peers *p = s->peers;
+    int nitems = 2 + p->n;
+    zmq_pollitem_t items[2 + 256];
+    items[0] = (zmq_pollitem_t){s->router, 0, ZMQ_POLLIN, 0};
+    items[1] = (zmq_pollitem_t){p->in, 0, ZMQ_POLLIN, 0};
+    for (int k = 0; k < p->n; k++)
+        items[2 + k] = (zmq_pollitem_t){p->out[k], 0, ZMQ_POLLIN, 0};
+    double deadline = rs_clock() + 1e-3 * timeout_ms;
+    for (;;) {
+        double left = deadline - rs_clock();
+        int rc = zmq_poll(items, nitems, left > 0 ? (long)(left * 1e3 + 0.999) : 0);
+        if (rc < 0)
+            return -1; /* EINTR, ETERM: errno says */
+        for (int k = 0; k < p->n; k++)
+            if (items[2 + k].revents & ZMQ_POLLIN)
+                for (int m = 0; m < 256; m++) {
+                    zmq_msg_t r[PEER_MAX_FRAMES];
+                    int nr = 0;
+                    if (recv_frames(p->out[k], r, PEER_MAX_FRAMES, &nr) < 0)
+                        break;
+                    relay(s, r, nr);
+                }
+        /* a request another shard passed this one: served here, the reply goes back to it */
+        if ((items[1].revents & ZMQ_POLLIN) && recv_frames(p->in, frames, cap, n) == 0) {
+            if (*n >= 3 && zmq_msg_size(&frames[*n - 2]) == sizeof(peer_meta_t)) {
+                peer_meta_t meta;
+                memcpy(&meta, zmq_msg_data(&frames[*n - 2]), sizeof meta);
+                *caller = meta.caller;
+                *sock = p->in;
+                return 0;
+            }
+            close_frames(frames, *n);
+        }
+        /* a client's: served here when its world is this shard's (or it names none), else
+         * passed to the world's shard */
+        while ((items[0].revents & ZMQ_POLLIN) && recv_frames(s->router, frames, cap, n) == 0) {
+            if (*n < 2) {
+                close_frames(frames, *n);
+                continue;
+            }
+            rs_caller_of(&frames[0], &frames[*n - 1], caller);
+            uint64_t world = 0;
+            int route = rs_route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
+                                 &world);
+            int k = route == ROUTE_WORLD    ? shard_of(s->census, world)
+                    : route == ROUTE_CREATE ? placement(s, &frames[0])
+                                            : -1;
+            if (route == ROUTE_ALL && *n < PEER_MAX_FRAMES) {
+                scatter(s, frames, *n, caller);
+                continue;
+            }
+            if (k >= 0 && k != s->shard_index && *n < PEER_MAX_FRAMES) {
+                peer_meta_t meta = {*caller, 0};
+                pass(p, k, frames, *n, &meta);
+                continue;
+            }
+            *sock = s->router;
+            return 0;
+        }
+        if (rs_clock() >= deadline) {
+            errno = EAGAIN;
+            return -1;
+        }
+    }
+}
+
+int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
+{
+    struct rs_shards *f = s->front->shards;
+    struct rs_peers *p = calloc(1, sizeof *p);
+    if (!p || !(p->out = calloc((size_t)f->n, sizeof *p->out)) ||
+        !(p->conns = calloc(CONN_SLOTS, sizeof *p->conns))) {
+        if (p)
+            free(p->out);
+        free(p);
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    }
+    s->peers = p;
+    p->n = f->n;
+    int linger = 0, hwm = 0;
+    p->in = zmq_socket(s->zctx, ZMQ_ROUTER);
+    if (!p->in || zmq_setsockopt(p->in, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(p->in, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_setsockopt(p->in, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_bind(p->in, f->endpoints[s->shard_index][1]) != 0)
+        return rs_fail(st, RS_EINTERNAL, "shard %d: cannot bind %s: %s", s->shard_index,
+                       f->endpoints[s->shard_index][1], zmq_strerror(zmq_errno()));
+    for (int k = 0; k < f->n; k++) {
+        /* inproc: a connect before the other shard binds is kept until it does */
+        p->out[k] = zmq_socket(s->zctx, ZMQ_DEALER);
+        if (!p->out[k] || zmq_setsockopt(p->out[k], ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+            zmq_setsockopt(p->out[k], ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+            zmq_setsockopt(p->out[k], ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+            zmq_connect(p->out[k], f->endpoints[k][1]) != 0)
+            return rs_fail(st, RS_EINTERNAL, "shard %d: cannot connect to shard %d: %s",
+                           s->shard_index, k, zmq_strerror(zmq_errno()));
+    }
+    return 0;
+}
+
+void rs_shard_close_peers(rs_server_t *s)
+{
+    struct rs_peers *p = s->peers;
+    if (!p)
+        return;
+    if (p->in)
+        zmq_close(p->in);
+    for (int k = 0; k < p->n && p->out; k++)
+        if (p->out[k])
+            zmq_close(p->out[k]);
+    while (p->gathers) {
+        gather_t *g = p->gathers;
+        p->gathers = g->next;
+        gather_free(p->n, g);
+    }
+    free(p->out);
+    free(p->conns);
+    free(p);
+    s->peers = NULL;
+}
+
+/* ---- the front: starts the shards, forwards the stream ------------------------------------ */
+
+typedef struct shard_arg {
+    rs_server_t *front;
+    int k;
+} shard_arg_t;
+
+static void *shard_main(void *arg)
+{
+    shard_arg_t *a = arg;
+    struct rs_shards *f = a->front->shards;
+    rs_server_run(f->shard[a->k], f->stop);
+    atomic_fetch_sub(&f->running, 1);
+    free(a);
+    return NULL;
+}
+
+static void pump(void *from, void *to)
+{
+    for (int i = 0; i < 256; i++) {
+        zmq_msg_t frames[PEER_MAX_FRAMES];
+        int n = 0;
+        if (recv_frames(from, frames, PEER_MAX_FRAMES, &n) < 0)
+            return;
+        send_frames(to, frames, n);
+    }
+}
+
+int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
+{
+    struct rs_shards *f = s->shards;
+    f->stop = stop;
+    atomic_store(&f->running, f->n);
+    for (int k = 0; k < f->n; k++) {
+        shard_arg_t *a = malloc(sizeof *a);
+        if (a)
+            *a = (shard_arg_t){s, k};
+        if (!a || pthread_create(&f->thread[k], NULL, shard_main, a) != 0) {
+            free(a);
+            atomic_fetch_sub(&f->running, f->n - k);
+            rs_log(RS_LOG_ERROR, "cannot start shard %d's thread", k);
+            *stop = 1; /* the others stop too */
+            break;
+        }
+        f->started[k] = 1;
+    }
+    rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
+           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
+    /* the stream: the shards' frames out, the subscriptions in; else only wait */
+    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->xpub, 0, ZMQ_POLLIN, 0}};
+    while (!*stop || atomic_load(&f->running) > 0) {
+        if (!f->xsub) {
+            struct timespec ts = {0, 20 * 1000000L};
+            nanosleep(&ts, NULL);
+            continue;
+        }
+        if (zmq_poll(items, 2, 20) < 0 && zmq_errno() != EINTR)
+            break;
+        if (items[0].revents & ZMQ_POLLIN)
+            pump(f->xsub, s->xpub);
+        if (items[1].revents & ZMQ_POLLIN)
+            pump(s->xpub, f->xsub);
+    }
+    for (int k = 0; k < f->n; k++) {
+        if (f->started[k])
+            pthread_join(f->thread[k], NULL);
+        f->started[k] = 0;
+    }
+    f->stop = NULL;
+    return 0;
+}
+
+/* ---- making and ending them ------------------------------------------------------------- */
+
+/* N listening sockets on `bind`'s address and port (tcp://HOST:PORT, PORT may be *), each with
+ * SO_REUSEPORT; the endpoint with the port bound written to `resolved`. */
+static int listen_all(struct rs_shards *f, const char *endpoint, char *resolved, size_t cap,
+                      rs_status_t *st)
+{
+    char host[256], port[16];
+    const char *hp = strncmp(endpoint, "tcp://", 6) == 0 ? endpoint + 6 : NULL;
+    const char *colon = hp ? strrchr(hp, ':') : NULL;
+    if (!hp || !colon || (size_t)(colon - hp) >= sizeof host || strlen(colon + 1) >= sizeof port)
+        return rs_fail(st, RS_EINVAL,
+                       "--shards needs a tcp://HOST:PORT endpoint to listen on (got '%s'): each "
+                       "shard listens on that port itself", endpoint);
+    snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
+    snprintf(port, sizeof port, "%s", colon + 1);
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+        memmove(host, host + 1, strlen(host));
+        host[strlen(host) - 1] = '\0';
+    }
+    if (!strcmp(port, "*"))
+        snprintf(port, sizeof port, "0");
+    struct addrinfo hints = {0}, *ai = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+    int gai = getaddrinfo(!strcmp(host, "*") ? NULL : host, port, &hints, &ai);
+    if (gai != 0 || !ai)
+        return rs_fail(st, RS_EINVAL, "--shards: cannot resolve %s: %s", endpoint, gai_strerror(gai));
+    int rc = 0;
+    for (int k = 0; k < f->n && rc == 0; k++) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol), on = 1;
+        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
+            bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0 ||
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+            rc = rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", endpoint, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        f->fds[k] = fd;
+        if (k == 0) {
+            /* the others take the port the first was given */
+            struct sockaddr_storage sa;
+            socklen_t len = sizeof sa;
+            getsockname(fd, (struct sockaddr *)&sa, &len);
+            int bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                                       : ((struct sockaddr_in *)&sa)->sin_port);
+            if (sa.ss_family == AF_INET6)
+                ((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons((uint16_t)bound);
+            else
+                ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)bound);
+            snprintf(resolved, cap, "tcp://%.*s:%d", (int)(colon - hp), hp, bound);
+        }
+    }
+    freeaddrinfo(ai);
+    return rc;
+}
+
+int rs_shards_listen_fd(const rs_server_t *front, int k)
+{
+    if (!front->shards)
+        return -1;
+    int fd = front->shards->fds[k];
+    front->shards->fds[k] = -1; /* the shard's ROUTER owns it from here */
+    return fd;
+}
+
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg, rs_status_t *st)
+{
+    int n = server_cfg->shards;
+    struct rs_shards *f = calloc(1, sizeof *f);
+    if (!f)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    s->shards = f;
+    f->n = n;
+    if (n > 255)
+        return rs_fail(st, RS_EINVAL, "--shards %d: at most 255", n);
+    pthread_mutex_init(&f->census.lock, NULL);
+    atomic_init(&f->census.next_id, 1);
+    if (!(f->shard = calloc((size_t)n, sizeof *f->shard)) ||
+        !(f->thread = calloc((size_t)n, sizeof *f->thread)) ||
+        !(f->started = calloc((size_t)n, sizeof *f->started)) ||
+        !(f->fds = calloc((size_t)n, sizeof *f->fds)) ||
+        !(f->endpoints = calloc((size_t)n, sizeof *f->endpoints)))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    for (int k = 0; k < n; k++)
+        f->fds[k] = -1;
+    if (listen_all(f, s->cfg.bind, f->endpoints[0][0], sizeof f->endpoints[0][0], st) < 0)
+        return st->code;
+    if (s->xpub) {
+        f->xsub = zmq_socket(s->zctx, ZMQ_XSUB);
+        int linger = 0;
+        if (!f->xsub || zmq_setsockopt(f->xsub, ZMQ_LINGER, &linger, sizeof linger) != 0)
+            return rs_fail(st, RS_EINTERNAL, "cannot make the stream's forwarding socket");
+    }
+    for (int k = 0; k < n; k++) {
+        memcpy(f->endpoints[k][0], f->endpoints[0][0], sizeof f->endpoints[0][0]);
+        snprintf(f->endpoints[k][1], 96, "inproc://robosim-peer-%p-%d", (void *)s, k);
+        snprintf(f->endpoints[k][2], 96, "inproc://robosim-stream-%p-%d", (void *)s, k);
+    }
+    for (int k = 0; k < n; k++) {
+        rs_server_config_t cfg = *server_cfg;
+        cfg.bind = f->endpoints[k][0];
+        cfg.shards = 1;
+        cfg.default_preset = k == 0 ? server_cfg->default_preset : NULL;
+        cfg.stream_endpoint = s->xpub ? f->endpoints[k][2] : NULL;
+        cfg.stream_explicit = 1;
+        cfg.history_bytes = server_cfg->history_bytes / (size_t)n; /* the server's bound, shared */
+        memcpy(cfg.snapshot_key, s->snapshot_key, sizeof cfg.snapshot_key); /* one key: a
+                                           snapshot of one shard's world forks on another */
+        cfg.snapshot_key_set = 1;
+        cfg.snapshot_key_file = NULL;
+        if (!(f->shard[k] = rs_server_new_shard(&cfg, s, k, st)))
+            return st->code ? st->code : RS_EINTERNAL;
+        snprintf(f->shard[k]->stream_endpoint, sizeof f->shard[k]->stream_endpoint, "%s",
+                 s->stream_endpoint); /* what Hello tells clients: the public one */
+        if (f->xsub && zmq_connect(f->xsub, f->endpoints[k][2]) != 0)
+            return rs_fail(st, RS_EINTERNAL, "cannot forward shard %d's stream: %s", k,
+                           zmq_strerror(zmq_errno()));
+    }
+    return 0;
+}
+
+void rs_shards_close(rs_server_t *s)
+{
+    struct rs_shards *f = s->shards;
+    if (!f)
+        return;
+    if (f->xsub)
+        zmq_close(f->xsub);
+    for (int k = 0; k < f->n && f->shard; k++)
+        rs_server_destroy(&f->shard[k]); /* its sockets close; the context is the front's */
+    for (int k = 0; k < f->n && f->fds; k++)
+        if (f->fds[k] >= 0)
+            close(f->fds[k]); /* never taken by a shard */
+    free(f->shard);
+    free(f->thread);
+    free(f->started);
+    free(f->fds);
+    free(f->endpoints);
+    free(f->census.keys);
+    for (int i = 0; i < ID_CHUNKS; i++)
+        free(f->census.owner[i]);
+    pthread_mutex_destroy(&f->census.lock);
+    free(f);
+    s->shards = NULL;
+}
+
+struct rs_census *rs_shards_census(rs_server_t *front)
+{
+    return front->shards ? &front->shards->census : NULL;
+}
