@@ -1122,13 +1122,35 @@ static int finger_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *
         double ff[PD_N], mt = mf + mo, a = f[V_F], n = f[IMPULSE];
         friction_pushed_partials(em, vf, fa, ff);
         drag_partials(p[P_DRAG_LAW_O], p[P_C_O], vf, &dov, &doc);
+        double df = drag_f(em, vf), dro = drag_o(em, vf), ffv = friction_pushed(em, vf, fa);
+        if (article_law(em) && dir < 0.0 &&
+            mo * (fa - df) + mf * (ffv * dir + dro - fo) < 0.0) {
+            /* sliding_contact's Filippov friction: min(max(base, 0) / m_f, ff), base = m_o
+             * (F_a - D_f) + m_f (D_o - f_o) */
+            double base = mo * (fa - df) + mf * (dro - fo);
+            if (base <= 0.0) {
+                for (int i = 0; i < PD_N; i++)
+                    ff[i] = 0.0;
+            } else if (base / mf < ffv) {
+                double gb[PD_N] = {0};
+                gb[PD_VF] = -mo * dfv + mf * dov;
+                gb[PD_FA] = mo;
+                gb[PD_MF] = dro - fo - base / mf;
+                gb[PD_MO] = fa - df;
+                gb[PD_CF] = -mo * dfc;
+                gb[PD_CO] = mf * doc;
+                for (int i = 0; i < PD_N; i++)
+                    ff[i] = gb[i] / mf;
+            }
+        }
         g[X_F][PD_VF] = g[X_O][PD_VF] = 1.0;
         double *ga = g[V_F];
         ga[PD_VF] = (-dfv - dov - dir * ff[PD_VF]) / mt;
         ga[PD_FA] = (1.0 - dir * ff[PD_FA]) / mt;
-        ga[PD_MF] = ga[PD_MO] = -a / mt;
+        ga[PD_MF] = (-a - dir * ff[PD_MF]) / mt;
+        ga[PD_MO] = (-a - dir * ff[PD_MO]) / mt;
         ga[PD_CF] = (-dfc - dir * ff[PD_CF]) / mt;
-        ga[PD_CO] = -doc / mt;
+        ga[PD_CO] = (-doc - dir * ff[PD_CO]) / mt;
         ga[PD_FS] = -dir * ff[PD_FS] / mt;
         ga[PD_FK] = -dir * ff[PD_FK] / mt;
         for (int i = 0; i < PD_N; i++)
@@ -1138,11 +1160,10 @@ static int finger_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *
             for (int i = 0; i < PD_N; i++)
                 gn[i] = ff[i];
         } else {
-            double ffv = friction_pushed(em, vf, fa);
             gn[PD_VF] = (-mo * dfv + mf * (dir * ff[PD_VF] + dov)) / mt;
             gn[PD_FA] = (mo + mf * dir * ff[PD_FA]) / mt;
-            gn[PD_MF] = (ffv * dir + drag_o(em, vf) - fo - n) / mt;
-            gn[PD_MO] = (fa - drag_f(em, vf) - n) / mt;
+            gn[PD_MF] = (ffv * dir + dro - fo - n) / mt;
+            gn[PD_MO] = (fa - df - n) / mt;
             gn[PD_CF] = (-mo * dfc + mf * dir * ff[PD_CF]) / mt;
             gn[PD_CO] = mf * doc / mt;
             gn[PD_FS] = mf * dir * ff[PD_FS] / mt;
