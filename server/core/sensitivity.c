@@ -224,7 +224,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     else if (cl->which == 1)
         snprintf(what, sizeof what, "command %s", rb->actuators[cl->j].name);
     else
-        snprintf(what, sizeof what, cl->which == 2 ? "a parameter" : "time");
+        snprintf(what, sizeof what, "%s", cl->which == 2 ? "a parameter" : "time");
     not_differentiable(cl->s,
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
                        "the mode '%s' the %s ends in, so the step has no derivative there",
