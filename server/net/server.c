@@ -2,7 +2,6 @@
  * one reply frame, routed back to its sender (so any number of clients, REQ or DEALER, share the
  * socket and each sees only its own replies). */
 #include "rs_log.h"
-#include "rs_wire.h"
 #include "server_internal.h"
 
 #include <arpa/inet.h>
@@ -20,12 +19,6 @@
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
 #define STEPPER_POLL_MS 1 /* the loop's longest wait while the stepper has its requests' work */
 #define STEPPER_NICE 5    /* the stepper's threads' niceness above the loop's */
-#define ARENA_KEEP (8u << 20) /* reply/request arena bytes kept between requests */
-/* A request may decode to at most DECODE_FACTOR times its size plus DECODE_SLACK bytes (the
- * unpacked messages in the arena): a 4 MiB request of 2M empty Params decoded to 272 MiB
- * before; 1 MiB of slack covers a StepBatch of 4096 small items. */
-#define DECODE_FACTOR 16
-#define DECODE_SLACK (1u << 20)
 
 void rs_server_config_defaults(rs_server_config_t *cfg)
 {
@@ -74,191 +67,6 @@ world_slot_t *rs_server_world(rs_server_t *s, uint64_t id)
             hi = mid;
     }
     return lo < s->nworlds && s->worlds[lo].id == id ? &s->worlds[lo] : NULL;
-}
-
-/* Wire code of a core code: the same number, positive. */
-static Robosim__V1__ErrorCode wire_code(int rc)
-{
-    return rc < 0 ? (Robosim__V1__ErrorCode)(-rc) : ROBOSIM__V1__ERROR_CODE__INTERNAL;
-}
-
-/* Serialize `rp` into s->out. */
-static void pack(rs_server_t *s, const Robosim__V1__Response *rp, const uint8_t **out,
-                 size_t *outlen)
-{
-    size_t n = robosim__v1__response__get_packed_size(rp);
-    if (n > s->out_cap) {
-        size_t cap = n * 2;
-        uint8_t *grown = realloc(s->out, cap);
-        if (!grown) {
-            /* cannot even reply in full: say so in a reply that fits */
-            static uint8_t none[1];
-            *out = none;
-            *outlen = 0;
-            return;
-        }
-        s->out = grown;
-        s->out_cap = cap;
-    }
-    *outlen = robosim__v1__response__pack(rp, s->out);
-    *out = s->out;
-}
-
-static void error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
-                        const uint8_t **out, size_t *outlen)
-{
-    Robosim__V1__Response rp = ROBOSIM__V1__RESPONSE__INIT;
-    Robosim__V1__Error err = ROBOSIM__V1__ERROR__INIT;
-    err.code = wire_code(code);
-    err.message = (char *)message;
-    rp.id = id;
-    rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_ERROR;
-    rp.error = &err;
-    s->errors++;
-    pack(s, &rp, out, outlen);
-}
-
-/* Field numbers of the unknown fields a request carried, for the UNIMPLEMENTED message. */
-static void unknown_ops(const Robosim__V1__Request *rq, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (unsigned i = 0; i < rq->base.n_unknown_fields; i++)
-        rs_join(buf, len, "%u", rq->base.unknown_fields[i].tag);
-}
-
-/* protobuf-c allocates the unpacked request in the reply arena: no malloc per field (a batch
- * of 1024 items is thousands of them), and everything goes at the next rs_arena_reset. What one
- * request may take is budgeted: past it the allocation fails, and so does the unpack. */
-typedef struct decode_budget {
-    rs_arena_t *arena;
-    size_t left;
-    int over;
-} decode_budget_t;
-
-static void *arena_pb_alloc(void *ctx, size_t size)
-{
-    decode_budget_t *b = ctx;
-    if (size > b->left) {
-        b->over = 1;
-        return NULL;
-    }
-    b->left -= size;
-    return rs_arena_alloc(b->arena, size);
-}
-static void arena_pb_free(void *arena, void *p) {} /* everything goes at rs_arena_reset */
-
-void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
-                      size_t *outlen)
-{
-    rs_server_handle_from(s, NULL, req, len, out, outlen);
-}
-
-static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
-                   const uint8_t **out, size_t *outlen);
-
-void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req,
-                           size_t len, const uint8_t **out, size_t *outlen)
-{
-    /* the reply buffer of an earlier huge reply goes once that reply was sent */
-    if (s->out_cap > ARENA_KEEP) {
-        free(s->out);
-        s->out = NULL;
-        s->out_cap = 0;
-    }
-    /* the loop hands its request's progress in s->cont (it can park); in-process callers get
-     * a fresh one that cannot */
-    rs_cont_t own = {0};
-    if (!s->cont)
-        s->cont = &own;
-    handle(s, caller, req, len, out, outlen);
-    s->cont = NULL;
-    /* keep the arena's chunks between requests, but give back at once what one huge request
-     * grew (its large chunks are mapped: unmapping returns them to the system) */
-    if (rs_arena_capacity(&s->arena) > ARENA_KEEP) {
-        rs_arena_free(&s->arena);
-        rs_arena_init(&s->arena, 64 << 10);
-    }
-}
-
-static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
-                   const uint8_t **out, size_t *outlen)
-{
-    static const rs_caller_t in_process = {"", "", 0};
-    s->caller = caller ? caller : &in_process;
-    decode_budget_t budget = {&s->arena, DECODE_FACTOR * len + DECODE_SLACK, 0};
-    ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &budget};
-    rs_status_t st;
-    rs_status_clear(&st);
-    rs_arena_reset(&s->arena);
-    s->requests++;
-
-    if (len > s->cfg.max_message_size) {
-        snprintf(st.message, sizeof st.message,
-                 "request of %zu bytes is over this server's limit of %zu bytes (--max-message-size)",
-                 len, s->cfg.max_message_size);
-        error_reply(s, 0, RS_EEXHAUSTED, st.message, out, outlen);
-        return;
-    }
-    Robosim__V1__Request *rq = robosim__v1__request__unpack(&in_arena, len, req);
-    if (!rq && budget.over) {
-        snprintf(st.message, sizeof st.message,
-                 "the request of %zu bytes decodes to more than this server allows one request "
-                 "(%d times its size plus %u KiB): send fewer repeated fields per request, e.g. "
-                 "split the batch",
-                 len, DECODE_FACTOR, DECODE_SLACK >> 10);
-        error_reply(s, 0, RS_EEXHAUSTED, st.message, out, outlen);
-        return;
-    }
-    if (!rq) {
-        snprintf(st.message, sizeof st.message,
-                 "the %zu bytes received are not a valid robosim.v1.Request; serialize a Request "
-                 "message from proto/robosim/v1/robosim.proto",
-                 len);
-        error_reply(s, 0, RS_EMALFORMED, st.message, out, outlen);
-        return;
-    }
-
-    if (rs_wire_check_strings(&robosim__v1__request__descriptor, req, len, &st) < 0) {
-        error_reply(s, rq->id, st.code, st.message, out, outlen);
-        return;
-    }
-
-    Robosim__V1__Response rp = ROBOSIM__V1__RESPONSE__INIT;
-    rp.id = rq->id;
-    const rs_op_t *op = rs_op_find(rq->op_case);
-    int rc = 0;
-    if (!op) {
-        char tags[64];
-        unknown_ops(rq, tags, sizeof tags);
-        rc = rs_fail(&st, RS_EUNIMPL,
-                     rq->op_case == ROBOSIM__V1__REQUEST__OP__NOT_SET && !tags[0]
-                         ? "the request carries no operation; set one of the Request.op fields"
-                         : "unknown operation (field %s); this server speaks protocol %d.%d, see "
-                           "Hello.capabilities",
-                     tags[0] ? tags : "?", RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR);
-    } else {
-        world_slot_t *w = NULL;
-        if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
-            rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
-                         (unsigned long long)rq->world_id, rs_worlds_total(s));
-        else
-            rc = rs_op_allowed(s, op, w, rq->token, &st); /* the row's policy, checked once */
-        if (rc == 0)
-            rc = op->fn(s, rq, w, &rp, &st);
-        if (rs_log_enabled(RS_LOG_DEBUG))
-            rs_log(RS_LOG_DEBUG, "request %llu %s world %llu -> %s", (unsigned long long)rq->id,
-                   op->name, (unsigned long long)rq->world_id, rc < 0 ? rs_errname(rc) : "ok");
-    }
-    if (rc < 0)
-        error_reply(s, rq->id, rc, st.message[0] ? st.message : rs_strerror(rc), out, outlen);
-    else if (rc == RS_PARKED)
-        *out = NULL, *outlen = 0; /* no reply yet: the loop holds the request */
-    else
-        pack(s, &rp, out, outlen);
-    if (rc != RS_PARKED)
-        rs_cont_release(s->cont); /* answered: its progress goes */
-    /* no robosim__v1__request__free_unpacked: the request lives in the arena (in_arena), which
-     * the next request resets; walking it only to call a no-op free costs a batch's time */
 }
 
 /* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
@@ -335,23 +143,6 @@ static void watchdog_stop(rs_server_t *s)
     pthread_cond_destroy(&wd->wake);
     free(wd);
     s->watchdog = NULL;
-}
-
-void rs_cont_release(rs_cont_t *c)
-{
-    for (size_t i = 0; c->items && i < c->nitems; i++)
-        free(c->items[i].message);
-    free(c->items);
-    free(c->held);
-    if (c->off_free)
-        c->off_free(c->off_job);
-    c->items = NULL;
-    c->held = NULL;
-    c->nitems = c->nheld = 0;
-    c->off_job = NULL;
-    c->off_run = NULL;
-    c->off_free = NULL;
-    c->off_done = 0;
 }
 
 static void sleep_ms(int ms)
@@ -1052,7 +843,7 @@ static void refuse(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, int cod
         zmq_msg_size(payload) <= s->cfg.max_message_size
             ? robosim__v1__request__unpack(NULL, zmq_msg_size(payload), zmq_msg_data(payload))
             : NULL;
-    error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
+    rs_error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
     if (rq)
         robosim__v1__request__free_unpacked(rq, NULL);
     send_reply(s, sock, frames, n, out, outlen);

@@ -90,7 +90,8 @@ typedef struct rs_cont {
     int off_done;      /* the stepper has run it */
 } rs_cont_t;
 
-/* Free what a request's progress holds (items, their messages, held ids); zero it. */
+/* Free what a request's progress holds (items, their messages, held ids); zero it
+ * (dispatch.c). */
 void rs_cont_release(rs_cont_t *c);
 
 /* A handler's return value for "parked, no reply yet" (only when cont.can_park). */
@@ -191,6 +192,11 @@ const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op);
 
 /* All rows, for Hello's capabilities. */
 const rs_op_t *rs_ops(size_t *n);
+
+/* An Error reply (request `id`, code, message) packed into s->out: *out and *outlen point at
+ * it until the next reply (dispatch.c; the loop refuses requests it does not run with it). */
+void rs_error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
+                    const uint8_t **out, size_t *outlen);
 
 /* The slot of world `id` (the server's record of it), or NULL. */
 world_slot_t *rs_server_world(rs_server_t *s, uint64_t id);
@@ -356,9 +362,13 @@ void rs_history_destroy(rs_history_t **h);
  * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring);
 
-/* The GetHistory handler (dispatch.c's table). */
-int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                      Robosim__V1__Response *rp, rs_status_t *st);
+/* Age out what world w's history holds past its bounds at `now` (rs_monotonic()); the frames
+ * it holds then, oldest first, consecutive seqs. */
+int rs_history_held(rs_server_t *s, world_slot_t *w, double now);
+
+/* Frame i (0: the oldest; i < rs_history_held's count) of world w's history: its serialized
+ * StreamFrame (owned by the history, valid until it next changes), len bytes, its seq. */
+const uint8_t *rs_history_frame(const world_slot_t *w, int i, size_t *len, uint64_t *seq);
 
 /* ---- stream.c: the observer stream ---- */
 
