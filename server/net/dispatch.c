@@ -4,6 +4,7 @@
  * reply. A handler validates everything before it changes anything, so a refused request
  * leaves the world as it was. */
 #include "handlers.h"
+#include "worlds.h"
 #include "rs_build_info.h"
 #include "rs_task.h"
 #include "rs_wire.h"
@@ -379,7 +380,7 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
                      tags[0] ? tags : "?", RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR);
     } else {
         world_slot_t *w = NULL;
-        if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
+        if (op->needs_world && !(w = rs_worlds_find(s, rq->world_id)))
             rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
                          (unsigned long long)rq->world_id, rs_worlds_total(s));
         else

@@ -2,6 +2,7 @@
  * the worker pool a slice at a time. */
 
 #include "handlers.h"
+#include "worlds.h"
 #include "rs_randomize.h"
 #include "rs_sensitivity.h"
 #include "rs_task.h"
@@ -171,7 +172,7 @@ static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_slo
     uint64_t mark = ++s->batches;
     size_t nunknown = 0;
     for (size_t i = 0; i < n; i++) {
-        world_slot_t *w = where[i] = rs_server_world(s, ids[i]);
+        world_slot_t *w = where[i] = rs_worlds_find(s, ids[i]);
         if (!w) {
             unknown[nunknown++] = ids[i];
             continue;

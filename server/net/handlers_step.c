@@ -3,6 +3,7 @@
  * the set_* commands. */
 
 #include "handlers.h"
+#include "worlds.h"
 #include "rs_randomize.h"
 #include "rs_sensitivity.h"
 #include "rs_snapshot.h"

@@ -2,6 +2,7 @@
  * ForkWorld, and the per-client world quotas they check. */
 
 #include "handlers.h"
+#include "worlds.h"
 #include "rs_randomize.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -39,62 +40,18 @@ static Robosim__V1__CreateWorldReply *controller_reply(rs_server_t *s, const wor
  * world limit). On failure the world is destroyed and NULL returned (reason in st). */
 static world_slot_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *st)
 {
-    world_slot_t *slot = &s->worlds[s->nworlds];
-    memset(slot, 0, sizeof *slot);
-    if (rs_auth_grant(s, slot, st) < 0 || rs_server_take_id(s, &slot->id, st) < 0) {
+    world_slot_t granted = {0};
+    uint64_t id;
+    if (rs_auth_grant(s, &granted, st) < 0 || rs_server_take_id(s, &id, st) < 0) {
         rs_world_destroy(&world);
         return NULL;
     }
-    s->nworlds++;
-    slot->world = world;
-    snprintf(slot->owner, sizeof slot->owner, "%s", s->caller->key);
-    rs_worlds_count(s, slot->owner, 1, 1);
-    rs_server_adopt(s, slot);
+    world_slot_t *slot = rs_worlds_insert(s, id, world, s->caller->key);
+    memcpy(slot->token, granted.token, sizeof slot->token);
+    memcpy(slot->prev_token, granted.prev_token, sizeof slot->prev_token);
+    slot->lease_until = granted.lease_until;
+    slot->last_active = granted.last_active;
     return slot;
-}
-
-/* What a quota key names, for a refusal's message. */
-static const char *key_kind(const char *key)
-{
-    if (!strncmp(key, "curve:", 6))
-        return "CURVE key";
-    if (!strcmp(key, "ip:loopback"))
-        return "address (every client on this machine's loopback shares it)";
-    if (!strncmp(key, "ip:", 3))
-        return "address";
-    if (!strncmp(key, "uid:", 4))
-        return "user id";
-    return "connection";
-}
-
-/* Whether the calling client may take one more world (create, fork or claim `what`): the
- * worlds its key (rs_caller_t.key) holds are under --max-worlds-per-client and under
- * --max-worlds-share of --max-worlds. In-process callers have no quota. */
-static int world_quota_ok(const rs_server_t *s, const char *what, rs_status_t *st)
-{
-    const char *who = s->caller->key;
-    int max = s->cfg.max_worlds_per_client, n = 0;
-    double share = s->cfg.max_worlds_share > 0 ? s->cfg.max_worlds_share : 1.0;
-    int cap = (int)floor(share * s->cfg.max_worlds + 1e-9);
-    if (cap < 1)
-        cap = 1;
-    if (!who[0])
-        return 0;
-    n = rs_worlds_owned(s, who);
-    if (max > 0 && n >= max && max <= cap)
-        return rs_fail(st, RS_EEXHAUSTED,
-                       "this client's %s already holds %d worlds, its quota "
-                       "(--max-worlds-per-client %d; worlds it created, forked or claimed count, "
-                       "from every connection it has); destroy one of them (DestroyWorld) before "
-                       "it can %s another",
-                       key_kind(who), n, max, what);
-    if (n >= cap)
-        return rs_fail(st, RS_EEXHAUSTED,
-                       "this client's %s already holds %d worlds, the most one client may "
-                       "(--max-worlds-share %g of --max-worlds %d: the rest is kept for other "
-                       "clients); destroy one of them (DestroyWorld) before it can %s another",
-                       key_kind(who), n, share, s->cfg.max_worlds, what);
-    return 0;
 }
 
 int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
@@ -123,7 +80,7 @@ int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
-    int rc = world_quota_ok(s, "create", st);
+    int rc = rs_worlds_quota_ok(s, "create", st);
     if (rc < 0)
         return rc;
     rs_param_t *params = rs_codec_params(&s->arena, c->params, c->n_params);
@@ -166,7 +123,7 @@ int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_
                             Robosim__V1__Response *rp, rs_status_t *st)
 {
     uint64_t id = w->id;
-    rs_server_drop_world(s, w);
+    rs_worlds_remove(s, w);
     rs_log(RS_LOG_INFO, "world %llu destroyed", (unsigned long long)id);
     REPLY(rp, destroy_world, DESTROY_WORLD, &ack);
     return 0;
@@ -182,7 +139,7 @@ int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
         return rs_fail(st, RS_EEXHAUSTED,
                        "this server holds at most %d worlds (--max-worlds); destroy one first",
                        s->cfg.max_worlds);
-    int rc = world_quota_ok(s, "fork", st);
+    int rc = rs_worlds_quota_ok(s, "fork", st);
     if (rc < 0)
         return rc;
     uint64_t from = w->id;
@@ -220,7 +177,7 @@ int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                            "Claim again after it lapses (the lease is %g s, renewed by every "
                            "change the controller makes)",
                            (unsigned long long)w->id, left, s->cfg.lease_seconds);
-        if (strcmp(w->owner, s->caller->key) != 0 && (rc = world_quota_ok(s, "claim", st)) < 0)
+        if (strcmp(w->owner, s->caller->key) != 0 && (rc = rs_worlds_quota_ok(s, "claim", st)) < 0)
             return rc;
         if ((rc = rs_auth_grant(s, w, st)) < 0)
             return rc;

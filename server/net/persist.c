@@ -5,6 +5,7 @@
 #include "rs_snapshot.h"
 #include "rs_task.h"
 #include "server_internal.h"
+#include "worlds.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -401,7 +402,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     if (pw.id != name_id)
         return rs_fail(st, RS_EINVAL, "it holds world %" PRIu64 " but is named for world %" PRIu64,
                        pw.id, name_id);
-    if (rs_server_world(s, pw.id))
+    if (rs_worlds_find(s, pw.id))
         return rs_fail(st, RS_EINVAL, "a second file for world %" PRIu64, pw.id);
     if (s->nworlds >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
@@ -415,26 +416,14 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
         rs_world_destroy(&world);
         return rc;
     }
-    /* keep the table sorted by id */
-    int at = s->nworlds;
-    while (at > 0 && s->worlds[at - 1].id > pw.id)
-        at--;
-    memmove(&s->worlds[at + 1], &s->worlds[at], (size_t)(s->nworlds - at) * sizeof *s->worlds);
-    world_slot_t *slot = &s->worlds[at];
-    memset(slot, 0, sizeof *slot);
-    slot->id = pw.id;
-    slot->world = world;
+    world_slot_t *slot = rs_worlds_insert(s, pw.id, world, pw.owner);
     memcpy(slot->token, pw.token, sizeof slot->token);
     memcpy(slot->prev_token, pw.prev_token, sizeof slot->prev_token);
     slot->lease_until = rs_monotonic() + pw.lease_remaining;
-    snprintf(slot->owner, sizeof slot->owner, "%s", pw.owner);
     /* --world-ttl goes on from the controller's last request (which renewed the lease), the
      * time the server was down not counted */
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
     slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
-    s->nworlds++;
-    rs_worlds_count(s, slot->owner, 1, 1);
-    rs_server_adopt(s, slot); /* its steps interruptible by the budget and a stop, like any */
     return 0;
 }
 
@@ -716,7 +705,7 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     p->last_rc = 0;
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
             w->ckpt_mark = 0, w->ckpt_clean = 0;
     }
@@ -800,7 +789,7 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
         return todo;
     int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
             w->ckpt_mark = 0, w->ckpt_clean = 0;
     }

@@ -3,6 +3,7 @@
  * socket and each sees only its own replies). */
 #include "rs_log.h"
 #include "server_internal.h"
+#include "worlds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -53,20 +54,6 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->state_dir = NULL;
     cfg->checkpoint_interval = 10.0;
     cfg->shards = 1;
-}
-
-world_slot_t *rs_server_world(rs_server_t *s, uint64_t id)
-{
-    /* the table is sorted by id: ids only grow and new worlds go at the end */
-    int lo = 0, hi = s->nworlds;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (s->worlds[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->nworlds && s->worlds[lo].id == id ? &s->worlds[lo] : NULL;
 }
 
 /* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
@@ -277,38 +264,10 @@ static int stepper_done(rs_server_t *s, const rs_cont_t *c)
 static void hold(rs_server_t *s, const rs_cont_t *c, int held)
 {
     for (size_t i = 0; i < c->nheld; i++) {
-        world_slot_t *w = rs_server_world(s, c->held[i]);
+        world_slot_t *w = rs_worlds_find(s, c->held[i]);
         if (w)
             w->held = held;
     }
-}
-
-void rs_server_adopt(rs_server_t *s, world_slot_t *w)
-{
-    rs_data_set_abort(w->world->data, &s->abort);
-}
-
-void rs_server_drop_boundary(world_slot_t *w)
-{
-    rs_data_destroy(&w->boundary); /* reads its model: released after */
-    rs_model_release(&w->boundary_model);
-}
-
-void rs_server_forget(world_slot_t *w)
-{
-    rs_server_drop_boundary(w);
-    rs_history_destroy(&w->history);
-}
-
-void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
-{
-    rs_worlds_count(s, w->owner, -1, -1);
-    rs_server_forget(w);
-    rs_world_destroy(&w->world);
-    /* keep the table dense and sorted by id */
-    size_t at = (size_t)(w - s->worlds);
-    memmove(w, w + 1, ((size_t)s->nworlds - at - 1) * sizeof *w);
-    s->nworlds--;
 }
 
 static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front, int k,
@@ -328,8 +287,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     rs_server_config_t fc = *cfg;
     fc.default_preset = NULL;
     fc.threads = 1;
+    static const rs_shard_ops_t shard_ops = {rs_server_new_shard, rs_server_run,
+                                             rs_server_destroy};
     rs_server_t *s = server_new(&fc, NULL, 0, st);
-    if (s && rs_shards_open(s, cfg, st) < 0)
+    if (s && rs_shards_open(s, cfg, &shard_ops, st) < 0)
         rs_server_destroy(&s);
     return s;
 }
@@ -388,17 +349,13 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
     }
     if (!restored && cfg->default_preset && cfg->default_preset[0]) {
         rs_world_t *w = rs_world_new(cfg->default_preset, NULL, 0, 0, st);
-        world_slot_t *slot = &s->worlds[0];
-        if (!w || rs_server_take_id(s, &slot->id, st) < 0) {
+        uint64_t id;
+        if (!w || rs_server_take_id(s, &id, st) < 0) {
             rs_world_destroy(&w);
             rs_server_destroy(&s);
             return NULL;
         }
-        slot->world = w;
-        s->nworlds = 1;
-        rs_worlds_count(s, "", 1, 0);
-        slot->last_active = rs_monotonic();
-        rs_server_adopt(s, slot);
+        world_slot_t *slot = rs_worlds_insert(s, id, w, "");
         /* world 1's controller: the token given on the command line, its lease running from
          * now; or a random token (logged) with the lease already lapsed, so the first client
          * to Claim the world controls it */
@@ -476,10 +433,7 @@ void rs_server_destroy(rs_server_t **ps)
     if (s->zctx && !s->shared_zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
-    for (int i = 0; i < s->nworlds; i++) {
-        rs_server_forget(&s->worlds[i]);
-        rs_world_destroy(&s->worlds[i].world);
-    }
+    rs_worlds_clear(s);
     rs_persist_close(s);
     free(s->worlds);
     free(s->out);
@@ -488,67 +442,6 @@ void rs_server_destroy(rs_server_t **ps)
     rs_pool_destroy(&s->off_pool);
     free(s);
     *ps = NULL;
-}
-
-/* The world quota's key of a plaintext peer from ZeroMQ's "Peer-Address" (empty: none known,
- * the caller keeps its connection id). IPv4 by address; IPv6 by its /64 (one host's share
- * of addresses); every loopback address is one key (a local process picks any 127.x source);
- * ipc:// by the peer's user id ("<host>:<uid>:<gid>:<pid>" on Linux). */
-static void address_key(const char *addr, char *key, size_t cap)
-{
-    key[0] = '\0';
-    if (!addr || !addr[0])
-        return;
-    const char *v4 = strncmp(addr, "::ffff:", 7) == 0 && strchr(addr + 7, '.') ? addr + 7 : addr;
-    if (strncmp(v4, "127.", 4) == 0 || strcmp(addr, "::1") == 0) {
-        snprintf(key, cap, "ip:loopback");
-        return;
-    }
-    unsigned char a6[16];
-    char v6[64];
-    snprintf(v6, sizeof v6, "%.*s", (int)strcspn(addr, "%"), addr); /* without a zone */
-    if (strchr(v4, '.') && !strchr(v4, ':')) {
-        snprintf(key, cap, "ip:%s", v4);
-    } else if (inet_pton(AF_INET6, v6, a6) == 1) {
-        snprintf(key, cap, "ip:%x:%x:%x:%x::/64", a6[0] << 8 | a6[1], a6[2] << 8 | a6[3],
-                 a6[4] << 8 | a6[5], a6[6] << 8 | a6[7]);
-    } else {
-        /* ipc: the uid, the third field from the end */
-        const char *f[3] = {NULL, NULL, NULL};
-        for (const char *c = addr; *c; c++)
-            if (*c == ':')
-                f[0] = f[1], f[1] = f[2], f[2] = c;
-        if (f[0] && f[1] && f[1] > f[0] + 1)
-            snprintf(key, cap, "uid:%.*s", (int)(f[1] - f[0] - 1), f[0] + 1);
-    }
-}
-
-/* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
- * CURVE, else the connection's routing id (the envelope's first frame) and its address. */
-void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
-{
-    const char *uid = zmq_msg_gets(payload, "User-Id");
-    const char *colon = uid ? strchr(uid, ':') : NULL;
-    c->observer_only = 0;
-    if (colon) {
-        c->observer_only = strncmp(uid, "observer:", 9) == 0;
-        snprintf(c->id, sizeof c->id, "curve:%s", colon + 1);
-        memcpy(c->key, c->id, sizeof c->key);
-        return;
-    }
-    /* hex by table: this runs for every request */
-    static const char hex[] = "0123456789abcdef";
-    const uint8_t *r = zmq_msg_data(routing);
-    size_t n = zmq_msg_size(routing), used = 5;
-    memcpy(c->id, "conn:", 5);
-    for (size_t i = 0; i < n && used + 2 < sizeof c->id; i++) {
-        c->id[used++] = hex[r[i] >> 4];
-        c->id[used++] = hex[r[i] & 15];
-    }
-    c->id[used] = '\0';
-    address_key(zmq_msg_gets(payload, "Peer-Address"), c->key, sizeof c->key);
-    if (!c->key[0])
-        memcpy(c->key, c->id, sizeof c->key);
 }
 
 /* Receive one multipart message: envelope frames, then the payload (the last frame). `flags`
@@ -626,7 +519,7 @@ static long named_worlds(const Robosim__V1__Request *rq, uint64_t **ids)
 static int must_wait(rs_server_t *s, const uint64_t *ids, size_t n, const pending_t *upto)
 {
     for (size_t i = 0; i < n; i++) {
-        const world_slot_t *w = rs_server_world(s, ids[i]);
+        const world_slot_t *w = rs_worlds_find(s, ids[i]);
         if (w && w->held)
             return 1;
         for (const pending_t *q = s->waiting; q && q != upto; q = q->next)
@@ -909,7 +802,7 @@ static void expire_idle(rs_server_t *s, double now)
         }
         rs_log(RS_LOG_INFO, "world %llu destroyed: no request from its controller for %.0f s "
                "(--world-ttl %g)", (unsigned long long)w->id, idle, s->cfg.world_ttl);
-        rs_server_drop_world(s, w);
+        rs_worlds_remove(s, w);
     }
 }
 

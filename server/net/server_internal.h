@@ -198,9 +198,6 @@ const rs_op_t *rs_ops(size_t *n);
 void rs_error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
                     const uint8_t **out, size_t *outlen);
 
-/* The slot of world `id` (the server's record of it), or NULL. */
-world_slot_t *rs_server_world(rs_server_t *s, uint64_t id);
-
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
 static inline int rs_server_stopping(const rs_server_t *s)
 {
@@ -208,26 +205,23 @@ static inline int rs_server_stopping(const rs_server_t *s)
     return stop && *stop;
 }
 
-/* Make world w's data interruptible by the server's abort flag (every world the server
- * holds: created, forked or restored). */
-void rs_server_adopt(rs_server_t *s, world_slot_t *w);
-
-/* Free world w's rollback copy and release the model it was made for (NULL-safe). */
-void rs_server_drop_boundary(world_slot_t *w);
-
-/* Free what the server keeps beside world w (its rollback copy, its history) before w goes. */
-void rs_server_forget(world_slot_t *w);
-
-/* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
-void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
-
 /* ---- shards.c: --shards, one server on several cores ---- */
 
-/* Make the cfg->shards shards of front `s` (its stream bound, no request socket; cfg: the
+/* How a front makes (rs_server_new_shard), runs and destroys its shards: server.c's loop,
+ * handed to shards.c, which does not call into server.c. */
+typedef struct rs_shard_ops {
+    rs_server_t *(*make)(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                         rs_status_t *st);
+    int (*run)(rs_server_t *s, volatile sig_atomic_t *stop);
+    void (*destroy)(rs_server_t **s);
+} rs_shard_ops_t;
+
+/* Make the cfg->shards shards of front `s` (each with ops->make) (its stream bound, no request socket; cfg: the
  * server's configuration, the shards' but for their sockets): N listening
  * TCP sockets on cfg.bind's port (SO_REUSEPORT: the kernel spreads the connections over them),
  * one per shard. 0 or a negative code (st). rs_shards_close undoes it. */
-int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, rs_status_t *st);
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, const rs_shard_ops_t *ops,
+                   rs_status_t *st);
 
 /* The front's loop: start each shard's loop on its thread, forward the observer stream between
  * the shards and the subscribers until *stop and every shard has ended. */
@@ -267,29 +261,8 @@ struct rs_census *rs_shards_census(rs_server_t *front);
 enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
 
-/* Who sent a request (server.c): from its routing frame and its payload's metadata. */
+/* Who sent a request (auth.c): from its routing frame and its payload's metadata. */
 void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);
-
-/* A shard: the id for a new world, from the sequence all shards share, recorded as this
- * shard's. 0 or RS_EEXHAUSTED. */
-int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st);
-
-/* A shard: the other shard holding world `id`, or -1 (this one, or none). */
-int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id);
-
-/* RS_ENOTFOUND for a batch's `what`[i] naming world `id`, saying whether it is on another
- * shard (a batch steps one shard's worlds) or nowhere. */
-int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id);
-
-/* Worlds the server holds (all shards'), what --max-worlds bounds. */
-int rs_worlds_total(const rs_server_t *s);
-
-/* Worlds the quota key `key` holds (all shards'). */
-int rs_worlds_owned(const rs_server_t *s, const char *key);
-
-/* Record `worlds` more (or fewer: negative) worlds, and `delta` more held by `key`, in the
- * census the shards share (nothing for a server without shards: its table is the count). */
-void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta);
 
 /* ---- auth.c: controller tokens and leases ---- */
 
