@@ -98,8 +98,8 @@ int rs_auth_grant(rs_server_t *s, world_slot_t *w, rs_status_t *st)
     memcpy(w->prev_token, w->token, sizeof w->token);
     memcpy(w->token, fresh, sizeof fresh);
     w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
-    w->last_active = rs_monotonic();
-    w->ckpt_clean = 0;
+    w->sched.last_active = rs_monotonic();
+    w->ckpt.clean = 0;
     return 0;
 }
 
@@ -108,8 +108,8 @@ int rs_auth_check(rs_server_t *s, world_slot_t *w, const char *token, const char
 {
     if (token && token_equal(w->token, token)) {
         w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
-        w->last_active = rs_monotonic(); /* --world-ttl counts from here */
-        w->ckpt_clean = 0;               /* the lease (and what the request changes) */
+        w->sched.last_active = rs_monotonic(); /* --world-ttl counts from here */
+        w->ckpt.clean = 0;               /* the lease (and what the request changes) */
         return 0;
     }
     unsigned long long id = (unsigned long long)w->id;

@@ -150,7 +150,7 @@ int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot
                        "this server keeps no stream history (%s); start it with the observer "
                        "stream on and --history-frames N",
                        s->xpub ? "--history-frames 0" : "the observer stream is off");
-    uint64_t last = w->stream_seq, from = g->from_seq ? g->from_seq : 1;
+    uint64_t last = w->stream.seq, from = g->from_seq ? g->from_seq : 1;
     if (from > last + 1)
         return rs_fail(st, RS_ERANGE,
                        "from_seq %llu is past world %llu's last published frame (seq %llu); "

@@ -37,7 +37,7 @@ static int reply_state(rs_server_t *s, world_slot_t *w, Robosim__V1__Response *r
     Robosim__V1__State *state = rs_codec_state(&s->arena, w->id, w->world);
     if (!state)
         return OOM(st);
-    state->seq = w->stream_seq;
+    state->seq = w->stream.seq;
     /* a Reset or SetState jumps the world: watchers see it like a Step */
     if (which == ROBOSIM__V1__RESPONSE__RESULT_RESET || which == ROBOSIM__V1__RESPONSE__RESULT_SET_STATE)
         rs_stream_offer(s, w, state);
@@ -168,7 +168,7 @@ int step_state(world_slot_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_stat
 {
     if (!(*out = rs_codec_state(a, w->id, w->world)))
         return OOM(st);
-    (*out)->seq = w->stream_seq;
+    (*out)->seq = w->stream.seq;
     return 0;
 }
 
@@ -186,26 +186,26 @@ int drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_statu
     return 0;
 }
 
-/* Save world w as it is now (a control-step boundary) into w->boundary, for rollback: a
+/* Save world w as it is now (a control-step boundary) into w->sched.boundary, for rollback: a
  * copy of its data (rs_data_copy), made into data allocated on the first save. */
 static int save_boundary(world_slot_t *w, rs_status_t *st)
 {
     const rs_model_t *m = w->world->model;
-    if (w->boundary && w->boundary_model != m)
+    if (w->sched.boundary && w->sched.boundary_model != m)
         rs_server_drop_boundary(w); /* made for a model the world no longer runs */
-    if (!w->boundary) {
-        if (!(w->boundary = rs_data_new(m, 0, st)))
+    if (!w->sched.boundary) {
+        if (!(w->sched.boundary = rs_data_new(m, 0, st)))
             return st ? st->code : RS_EEXHAUSTED;
-        w->boundary_model = rs_model_retain(m);
+        w->sched.boundary_model = rs_model_retain(m);
     }
-    return rs_data_copy(m, w->boundary, w->world->data, st);
+    return rs_data_copy(m, w->sched.boundary, w->world->data, st);
 }
 
 /* Bring world w back to the boundary save_boundary saved (a control step was interrupted). */
 static void restore_boundary(world_slot_t *w)
 {
     rs_status_t rst;
-    if (rs_data_copy(w->world->model, w->world->data, w->boundary, &rst) < 0)
+    if (rs_data_copy(w->world->model, w->world->data, w->sched.boundary, &rst) < 0)
         rs_log(RS_LOG_ERROR, "world %llu: cannot roll back an interrupted control step: %s",
                (unsigned long long)w->id, rst.message); /* out of memory for schedules only */
 }
@@ -434,8 +434,8 @@ static int step_offload(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step
     if (!j)
         return OOM(st);
     j->slot = *w;
-    j->slot.boundary = NULL; /* the job's own, made by its first save */
-    j->slot.boundary_model = NULL;
+    j->slot.sched.boundary = NULL; /* the job's own, made by its first save */
+    j->slot.sched.boundary_model = NULL;
     j->slot.history = NULL;
     j->model = rs_model_retain(m);
     j->world = *w->world;
@@ -474,11 +474,11 @@ static int step_take_back(rs_server_t *s, world_slot_t *w, rs_status_t *st)
     int rc = rs_data_copy(w->world->model, w->world->data, j->world.data, st);
     if (rc == 0) {
         c->done = j->done;
-        w->slow_steps = j->slow;
+        w->sched.slow_steps = j->slow;
         if ((rc = j->rc) < 0)
             *st = j->st;
     }
-    w->ckpt_clean = 0;
+    w->ckpt.clean = 0;
     c->used = s->cfg.max_request_seconds - (j->deadline - j->ended);
     c->off_free(j);
     c->off_job = NULL;
@@ -546,14 +546,14 @@ int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
             c->done = 0;
         }
         int offload = c->can_park && !rs_server_stopping(s);
-        if (offload && w->slow_steps)
+        if (offload && w->sched.slow_steps)
             return step_offload(s, w, sp, st);
         double deadline = arm_budget(s);
         rc = run_control_steps(s, w, sp->action, sp->n_action, c->asked, c->resuming,
                                c->can_park, deadline, offload, &s->abort, &c->done, st);
         disarm_budget(s, deadline);
         if (rc == RUN_OFF_LOOP) {
-            w->slow_steps = 1;
+            w->sched.slow_steps = 1;
             return step_offload(s, w, sp, st);
         }
         if (rc < 0)

@@ -50,7 +50,7 @@ static world_slot_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *s
     memcpy(slot->token, granted.token, sizeof slot->token);
     memcpy(slot->prev_token, granted.prev_token, sizeof slot->prev_token);
     slot->lease_until = granted.lease_until;
-    slot->last_active = granted.last_active;
+    slot->sched.last_active = granted.sched.last_active;
     return slot;
 }
 

@@ -423,7 +423,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     /* --world-ttl goes on from the controller's last request (which renewed the lease), the
      * time the server was down not counted */
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
-    slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
+    slot->sched.last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     return 0;
 }
 
@@ -573,8 +573,8 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
     s->next_world_id = next;
     p->id_limit = limit ? limit : 0;
     for (int i = 0; i < s->nworlds; i++) {
-        s->worlds[i].ckpt_mark = 1; /* as its file holds it: nothing to write until it changes */
-        s->worlds[i].ckpt_clean = 1;
+        s->worlds[i].ckpt.mark = 1; /* as its file holds it: nothing to write until it changes */
+        s->worlds[i].ckpt.clean = 1;
     }
     p->next_due = rs_monotonic() + s->cfg.checkpoint_interval;
     if (reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
@@ -707,7 +707,7 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     for (int i = 0; i < p->job.nfailed; i++) {
         world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
-            w->ckpt_mark = 0, w->ckpt_clean = 0;
+            w->ckpt.mark = 0, w->ckpt.clean = 0;
     }
     p->job.nfailed = 0;
     return rc;
@@ -743,7 +743,7 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
     p->resume_id = 0;
     for (int i = 0; i < n; i++) {
         world_slot_t *w = &s->worlds[i];
-        if (w->id < from || w->ckpt_clean)
+        if (w->id < from || w->ckpt.clean)
             continue;
         if (job->nfiles > 0 && rs_clock() >= until) {
             p->resume_id = w->id; /* the rest in the next part */
@@ -756,12 +756,12 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
             rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);
             continue;
         }
-        w->ckpt_clean = 1; /* changed (its lease at least): written */
+        w->ckpt.clean = 1; /* changed (its lease at least): written */
         if (job->used + len > job->cap) {
             size_t cap = (job->used + len) * 2;
             uint8_t *grown = realloc(job->data, cap);
             if (!grown) {
-                w->ckpt_clean = 0;
+                w->ckpt.clean = 0;
                 return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
             }
             job->data = grown;
@@ -770,7 +770,7 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
         memcpy(job->data + job->used, p->buf, len);
         job->files[job->nfiles++] = (job_file_t){w->id, mark, job->used, len};
         job->used += len;
-        w->ckpt_mark = mark;
+        w->ckpt.mark = mark;
     }
     return job->nfiles > 0 || gone;
 }
@@ -791,7 +791,7 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     for (int i = 0; i < p->job.nfailed; i++) {
         world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
-            w->ckpt_mark = 0, w->ckpt_clean = 0;
+            w->ckpt.mark = 0, w->ckpt.clean = 0;
     }
     p->job.nfailed = 0;
     if (jrc == 0 && rc < 0)

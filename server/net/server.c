@@ -266,7 +266,7 @@ static void hold(rs_server_t *s, const rs_cont_t *c, int held)
     for (size_t i = 0; i < c->nheld; i++) {
         world_slot_t *w = rs_worlds_find(s, c->held[i]);
         if (w)
-            w->held = held;
+            w->sched.held = held;
     }
 }
 
@@ -520,7 +520,7 @@ static int must_wait(rs_server_t *s, const uint64_t *ids, size_t n, const pendin
 {
     for (size_t i = 0; i < n; i++) {
         const world_slot_t *w = rs_worlds_find(s, ids[i]);
-        if (w && w->held)
+        if (w && w->sched.held)
             return 1;
         for (const pending_t *q = s->waiting; q && q != upto; q = q->next)
             for (size_t j = 0; j < q->nids; j++)
@@ -794,8 +794,8 @@ static void expire_idle(rs_server_t *s, double now)
 {
     for (int i = 0; i < s->nworlds;) {
         world_slot_t *w = &s->worlds[i];
-        double idle = now - w->last_active;
-        if (idle < s->cfg.world_ttl || !w->owner[0] || w->held ||
+        double idle = now - w->sched.last_active;
+        if (idle < s->cfg.world_ttl || !w->owner[0] || w->sched.held ||
             must_wait(s, &w->id, 1, NULL)) {
             i++;
             continue;

@@ -1,13 +1,17 @@
-/* The server's state, shared by the loop (server.c) and the handlers (dispatch.c). */
+/* The server's state, shared by its modules: the loop (server.c), the request path (dispatch.c),
+ * the handlers (handlers.h), the world table (worlds.h) and the rest. */
 #ifndef RS_SERVER_INTERNAL_H
 #define RS_SERVER_INTERNAL_H
 
 #include <stdatomic.h>
 
 #include "arena.h"
+#include "persist.h"
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
+#include "sched.h"
+#include "stream.h"
 
 #include <zmq.h>
 
@@ -17,8 +21,9 @@
 
 typedef struct rs_history rs_history_t; /* history.c */
 
-/* The server's record of a world: the core world plus its id, controller, lease, stream and
- * history state. */
+/* The server's record of a world: the core world plus its id, controller and lease, and each
+ * module's state of it in that module's sub-struct (stream.h, sched.h, persist.h; history.c's
+ * opaque history). worlds.c adds and removes them. */
 typedef struct world_slot {
     uint64_t id;
     rs_world_t *world;
@@ -26,36 +31,15 @@ typedef struct world_slot {
     char prev_token[RS_TOKEN_LEN + 1]; /* the token a Claim replaced ("" if none): refused as
                                           expired rather than wrong */
     double lease_until;                /* rs_monotonic() time the controller's lease lapses */
-    /* observer stream (stream.c) */
-    uint64_t stream_seq;               /* frames published for this world (State.seq) */
-    double stream_last;                /* rs_monotonic() time of the last one */
-    int stream_pending;                /* a state was held back by the rate limit */
+    rs_stream_slot_t stream;           /* the observer stream's (stream.c) */
     rs_history_t *history;             /* the frames it published lately (history.c), or NULL */
-    int watched;                       /* someone subscribes to the world's topic ... */
-    uint64_t watched_gen;              /* ... as of this subscription generation */
-    uint64_t batch_mark;               /* the StepBatch that last named this world */
-    size_t batch_item;                 /* ... as its item number */
-    /* scheduling (server.c) and quotas */
-    double last_active;                /* rs_monotonic() time of its controller's last request
-                                          (or its creation): --world-ttl */
-    int held;                          /* a Step parked between its slices holds the world:
-                                          requests naming it wait behind it */
+    uint64_t batch_mark;               /* the StepBatch that last named this world ... */
+    size_t batch_item;                 /* ... as its item number (handlers_batch.c) */
+    rs_sched_slot_t sched;             /* scheduling: slices, rollback, --world-ttl */
     char owner[sizeof(((rs_caller_t *)0)->key)]; /* the quota key (rs_caller_t.key) of the
                                           client that created, forked or claimed it ("" for
-                                          none); kept in its checkpoint */
-    int slow_steps;                    /* a control step of it outlasted the loop's fuse, and
-                                          the stepper found it slow since (dispatch.c): its
-                                          Steps go to the stepper */
-    rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
-                                          being run, to roll back an interrupted control step
-                                          (made on the first save) */
-    const rs_model_t *boundary_model;  /* the model `boundary` was made for, retained while
-                                          it lives: SetParams or SetState may replace the
-                                          world's model in between */
-    uint64_t ckpt_mark;                /* persist.c: checksum of the file the last checkpoint
-                                          wrote (0: not written) */
-    int ckpt_clean;                    /* nothing changed since the last checkpoint wrote it
-                                          (cleared by every change: tokens, lease, steps) */
+                                          none); kept in its checkpoint (worlds.c counts it) */
+    rs_persist_slot_t ckpt;            /* --state-dir's checkpoint of it (persist.c) */
 } world_slot_t;
 
 typedef struct rs_curve rs_curve_t;

@@ -142,8 +142,8 @@ static void poll_subscriptions_once(rs_server_t *s)
 /* Whether anyone subscribes to a prefix of w's topic. */
 static int watched(rs_server_t *s, world_slot_t *w)
 {
-    if (w->watched_gen == s->sub_gen)
-        return w->watched;
+    if (w->stream.watched_gen == s->sub_gen)
+        return w->stream.watched;
     char t[48];
     size_t tl = (size_t)topic(t, sizeof t, w->id);
     int yes = s->subs_overflow;
@@ -151,8 +151,8 @@ static int watched(rs_server_t *s, world_slot_t *w)
         size_t pl = strlen(s->subs[i]);
         yes = pl <= tl && memcmp(s->subs[i], t, pl) == 0;
     }
-    w->watched = yes;
-    w->watched_gen = s->sub_gen;
+    w->stream.watched = yes;
+    w->stream.watched_gen = s->sub_gen;
     return yes;
 }
 
@@ -187,11 +187,11 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
  * only if anyone watches. */
 static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
 {
-    w->stream_seq++;
-    w->stream_last = now;
-    w->stream_pending = 0;
+    w->stream.seq++;
+    w->stream.last = now;
+    w->stream.pending = 0;
     if (state)
-        state->seq = w->stream_seq; /* the caller's reply carries it, watched or not */
+        state->seq = w->stream.seq; /* the caller's reply carries it, watched or not */
     poll_subscriptions_once(s);
     int watching = watched(s, w), keep = s->cfg.history_frames > 0;
     if (!watching && !keep)
@@ -201,11 +201,11 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
             s->frames_dropped++; /* out of memory: the next state goes out as usual */
             return;
         }
-        state->seq = w->stream_seq;
+        state->seq = w->stream.seq;
     }
     Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
     f.world_id = w->id;
-    f.seq = w->stream_seq;
+    f.seq = w->stream.seq;
     f.state = state;
     f.wall_time = rs_wall_clock();
     size_t n = robosim__v1__stream_frame__get_packed_size(&f);
@@ -236,15 +236,15 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 {
     if (state)
-        state->seq = w->stream_seq;
+        state->seq = w->stream.seq;
     if (!s->xpub)
         return;
-    double now = rs_monotonic(), due = w->stream_last + min_interval(s, w);
-    if (w->stream_seq == 0 || now >= due) {
+    double now = rs_monotonic(), due = w->stream.last + min_interval(s, w);
+    if (w->stream.seq == 0 || now >= due) {
         publish(s, w, state, now);
         return;
     }
-    w->stream_pending = 1;
+    w->stream.pending = 1;
     if (due < s->stream_next_due)
         s->stream_next_due = due;
 }
@@ -261,9 +261,9 @@ int rs_stream_flush(rs_server_t *s)
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
-        if (!w->stream_pending)
+        if (!w->stream.pending)
             continue;
-        double due = w->stream_last + min_interval(s, w);
+        double due = w->stream.last + min_interval(s, w);
         if (now < due) {
             next = fmin(next, due);
             continue;

@@ -35,7 +35,7 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
     slot->id = id;
     slot->world = world;
     snprintf(slot->owner, sizeof slot->owner, "%s", owner);
-    slot->last_active = rs_monotonic();
+    slot->sched.last_active = rs_monotonic();
     s->nworlds++;
     rs_worlds_count(s, slot->owner, 1, 1);
     /* its steps interruptible by the request budget and a stop, like any */
@@ -45,8 +45,8 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
 
 void rs_server_drop_boundary(world_slot_t *w)
 {
-    rs_data_destroy(&w->boundary); /* reads its model: released after */
-    rs_model_release(&w->boundary_model);
+    rs_data_destroy(&w->sched.boundary); /* reads its model: released after */
+    rs_model_release(&w->sched.boundary_model);
 }
 
 /* Free what the server keeps beside world w (its rollback copy, its history) and the world. */
