@@ -63,12 +63,12 @@ static void item_slice(rs_server_t *s, world_slot_t *w, rs_item_progress_t *it,
     rs_status_clear(&st);
     int resume = it->phase == RS_ITEM_RUNNING;
     it->phase = RS_ITEM_RUNNING;
-    int rc = run_control_steps(s, w, action, naction, it->asked, resume, one_slice, deadline, 0,
+    int rc = rs_run_control_steps(s, w, action, naction, it->asked, resume, one_slice, deadline, 0,
                                &s->abort, &it->done, &st);
-    if (rc == 0 && it->done < it->asked && !episode_over(w->world)) {
+    if (rc == 0 && it->done < it->asked && !rs_episode_over(w->world)) {
         if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
             return; /* goes on */
-        rc = stopped_short(s, w, it->done, it->asked, &st);
+        rc = rs_stopped_short(s, w, it->done, it->asked, &st);
     }
     if (rc < 0)
         item_fail(it, rc, st.message);
@@ -84,7 +84,7 @@ static void item_result(world_slot_t *w, const rs_item_progress_t *it,
     rs_status_t st;
     Robosim__V1__State *state = NULL;
     r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET;
-    if (it->phase == RS_ITEM_DONE && step_state(w, a, &state, &st) == 0) {
+    if (it->phase == RS_ITEM_DONE && rs_step_state(w, a, &state, &st) == 0) {
         r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
         r->state = state;
     } else if (it->phase == RS_ITEM_FAILED && it->message) {
@@ -110,7 +110,7 @@ static void batch_step(void *ctx, size_t j, int worker)
                      ? rs_fail(&st, RS_EUNIMPL,
                                "Step.jacobian is not served in a StepBatch; send the Step on "
                                "its own")
-                     : apply_step_commands(run->s, w, sp, &it->asked, &st);
+                     : rs_apply_step_commands(run->s, w, sp, &it->asked, &st);
         if (rc < 0)
             item_fail(it, rc, st.message);
     }
@@ -247,7 +247,7 @@ int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
         for (size_t i = 0; i < n; i++) {
             uint64_t k = 0; /* a bad count is the item's error, later */
             if (where[i] && bitems[i]->step &&
-                step_count(s, bitems[i]->step, where[i]->world->model->control_dt, &k, NULL) == 0)
+                rs_step_count(s, bitems[i]->step, where[i]->world->model->control_dt, &k, NULL) == 0)
                 total += k;
         }
         if ((rc = batch_total_ok(s, total, st)) < 0)
@@ -286,9 +286,9 @@ int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
 
     /* the batch's budget is the request's: an item still stepping when it runs out stops at
      * a control-step boundary with its own DEADLINE_EXCEEDED */
-    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, arm_budget(s), c->can_park};
+    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, rs_arm_budget(s), c->can_park};
     rs_pool_run(s->pool, nrun, batch_step, &run);
-    disarm_budget(s, run.deadline);
+    rs_disarm_budget(s, run.deadline);
     if ((rc = batch_park(s, &run, n, st)) != 0)
         return rc;
 
@@ -301,7 +301,7 @@ int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
             return OOM(st);
         if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE) {
             rs_stream_offer(s, where[i], results[i]->state); /* the loop's thread only */
-            keep_parts(results[i]->state, bitems[i]->step);
+            rs_keep_parts(results[i]->state, bitems[i]->step);
         }
     }
 
@@ -406,7 +406,7 @@ static void arrays_step(void *ctx, size_t j, int worker)
     if (it->phase == RS_ITEM_NEW) {
         rs_status_t st;
         rs_status_clear(&st);
-        int rc = drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
+        int rc = rs_drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
         if (rc == 0 && u)
             rc = rs_set_all_commands(w->world->model, w->world->data, u, &st);
         it->asked = run->steps;
@@ -654,9 +654,9 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     arrays_jobs(&run, n);
 
     run.one_slice = s->cont->can_park;
-    run.deadline = arm_budget(s); /* as for items (op_step_batch) */
+    run.deadline = rs_arm_budget(s); /* as for items (op_step_batch) */
     rs_pool_run(s->pool, run.njobs, arrays_step, &run);
-    disarm_budget(s, run.deadline);
+    rs_disarm_budget(s, run.deadline);
     batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs,
                         .njobs = run.njobs};
     if ((rc = batch_park(s, &park, n, st)) != 0 || (rc = arrays_finish(&run, n, st)) < 0)

@@ -17,7 +17,7 @@ static Robosim__V1__Ack ack = ROBOSIM__V1__ACK__INIT;
 
 /* Register the task document `doc` (rs_task_doc_register); *name the registered task's name.
  * `want`, when not empty, must be that name. */
-int register_task(const char *doc, const char *want, const char **name, rs_status_t *st)
+int rs_register_task(const char *doc, const char *want, const char **name, rs_status_t *st)
 {
     const rs_task_t *t;
     int rc = rs_task_doc_register(doc, strlen(doc), &t, st);
@@ -35,7 +35,7 @@ int op_register_task(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_
 {
     const char *doc = rq->register_task->document ? rq->register_task->document : "";
     const char *name;
-    int rc = register_task(doc, NULL, &name, st);
+    int rc = rs_register_task(doc, NULL, &name, st);
     if (rc < 0)
         return rc;
     Robosim__V1__RegisterTaskReply *r = rs_arena_alloc(&s->arena, sizeof *r);
@@ -63,7 +63,7 @@ int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_
                             Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__GetWorkspace *g = rq->get_workspace;
-    int e = find_entity(w->world, g->entity, st);
+    int e = rs_find_entity(w->world, g->entity, st);
     if (e < 0)
         return e;
     int rc = rs_workspace(w->world->model, e, NULL, 0, st);

@@ -18,7 +18,7 @@
 static Robosim__V1__Ack ack = ROBOSIM__V1__ACK__INIT;
 
 /* Entity index by name, or RS_ENOTFOUND naming the entities there are. */
-int find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
+int rs_find_entity(const rs_world_t *w, const char *name, rs_status_t *st)
 {
     int e = rs_model_entity(w->model, name ? name : "");
     if (e >= 0)
@@ -75,7 +75,7 @@ int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
 }
 
 /* The number of control steps a Step asks for, validated. */
-int step_count(const rs_server_t *s, const Robosim__V1__Step *sp, double dt,
+int rs_step_count(const rs_server_t *s, const Robosim__V1__Step *sp, double dt,
                       uint64_t *n, rs_status_t *st)
 {
     uint64_t max = s->cfg.max_steps_per_request;
@@ -132,7 +132,7 @@ static int parts_ok(const Robosim__V1__Step *sp, rs_status_t *st)
 
 /* Cut a Step's reply state down to the parts the Step asks for (all when it names none). Done
  * after the state was offered to the observer stream, whose watchers get the whole state. */
-void keep_parts(Robosim__V1__State *state, const Robosim__V1__Step *sp)
+void rs_keep_parts(Robosim__V1__State *state, const Robosim__V1__Step *sp)
 {
     if (!state || !sp->n_parts)
         return;
@@ -164,7 +164,7 @@ void keep_parts(Robosim__V1__State *state, const Robosim__V1__Step *sp)
 
 /* The State of w after a Step, in arena a; its seq is the stream's so far (rs_stream_offer
  * moves it on when the state is published). */
-int step_state(world_slot_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_status_t *st)
+int rs_step_state(world_slot_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_status_t *st)
 {
     if (!(*out = rs_codec_state(a, w->id, w->world)))
         return OOM(st);
@@ -174,7 +174,7 @@ int step_state(world_slot_t *w, rs_arena_t *a, Robosim__V1__State **out, rs_stat
 
 /* How a Step may drive world w: a task world by its action vector only, other worlds by
  * commands (or an action, refused by the task step as "runs no task"); never both. */
-int drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_status_t *st)
+int rs_drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_status_t *st)
 {
     if (naction && ncommands)
         return rs_fail(st, RS_EINVAL, "set either action or commands in a Step, not both");
@@ -211,7 +211,7 @@ static void restore_boundary(world_slot_t *w)
 }
 
 /* Whether a task world's episode ended (a task Step stops there). */
-int episode_over(const rs_world_t *world)
+int rs_episode_over(const rs_world_t *world)
 {
     return world->task && (world->data->task[RS_TASK_TERMINATED] != 0.0 ||
                            world->data->task[RS_TASK_TRUNCATED] != 0.0);
@@ -241,7 +241,7 @@ int episode_over(const rs_world_t *world)
  * Every slice runs from a saved boundary (a copy of the data), so a control step the abort flag
  * interrupts is rolled back to the slice's start (the world then is at a control-step
  * boundary: *done says which). */
-int run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
+int rs_run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
                              size_t naction, uint64_t n, int resume, int one_slice,
                              double deadline, int fuse, atomic_int *abort, uint64_t *done,
                              rs_status_t *st)
@@ -294,7 +294,7 @@ int run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
             rs_log(RS_LOG_WARN, "world %llu: %s", (unsigned long long)w->id, st->message);
             return rc;
         }
-        if (*done >= n || (task && episode_over(world)) || one_slice || now >= deadline ||
+        if (*done >= n || (task && rs_episode_over(world)) || one_slice || now >= deadline ||
             rs_server_stopping(s))
             return 0;
     }
@@ -302,7 +302,7 @@ int run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
 
 /* The request's budget deadline from now (what its earlier slices left), armed on the
  * watchdog: the abort flag is set when it passes. The loop's thread only. */
-double arm_budget(rs_server_t *s)
+double rs_arm_budget(rs_server_t *s)
 {
     double deadline = rs_clock() + fmax(0.0, s->cfg.max_request_seconds - s->cont->used);
     atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
@@ -312,7 +312,7 @@ double arm_budget(rs_server_t *s)
 }
 
 /* The request's slice is over: the watchdog disarmed, the time spent counted. */
-void disarm_budget(rs_server_t *s, double deadline)
+void rs_disarm_budget(rs_server_t *s, double deadline)
 {
     atomic_store_explicit(&s->abort_at, INFINITY, memory_order_relaxed);
     s->cont->used = s->cfg.max_request_seconds - (deadline - rs_clock());
@@ -320,7 +320,7 @@ void disarm_budget(rs_server_t *s, double deadline)
 
 /* Why a Step stopped short of what it asked: the server is stopping (UNAVAILABLE) or its
  * compute budget ran out (DEADLINE_EXCEEDED). The world is at a control-step boundary. */
-int stopped_short(rs_server_t *s, const world_slot_t *w, uint64_t done, uint64_t asked,
+int rs_stopped_short(rs_server_t *s, const world_slot_t *w, uint64_t done, uint64_t asked,
                          rs_status_t *st)
 {
     const rs_data_t *d = w->world->data;
@@ -341,12 +341,12 @@ int stopped_short(rs_server_t *s, const world_slot_t *w, uint64_t done, uint64_t
 
 /* Check a Step's count and commands for world w and apply the commands: *n is the control
  * steps it asks for. Nothing changes on error. */
-int apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
+int rs_apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
                                uint64_t *n, rs_status_t *st)
 {
     rs_world_t *world = w->world;
-    int rc = step_count(s, sp, world->model->control_dt, n, st);
-    if (rc < 0 || (rc = parts_ok(sp, st)) < 0 || (rc = drive_rule(w, sp->n_commands, sp->n_action, st)) < 0)
+    int rc = rs_step_count(s, sp, world->model->control_dt, n, st);
+    if (rc < 0 || (rc = parts_ok(sp, st)) < 0 || (rc = rs_drive_rule(w, sp->n_commands, sp->n_action, st)) < 0)
         return rc;
     if (!world->task && !sp->n_action) {
         /* check every command before applying any */
@@ -356,7 +356,7 @@ int apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step
                            sp->n_commands);
         for (size_t i = 0; i < sp->n_commands; i++) {
             const Robosim__V1__ActuatorCommand *c = sp->commands[i];
-            if ((ents[i] = find_entity(world, c->entity, st)) < 0)
+            if ((ents[i] = rs_find_entity(world, c->entity, st)) < 0)
                 return ents[i];
             for (size_t j = 0; j < i; j++)
                 if (ents[j] == ents[i])
@@ -414,7 +414,7 @@ static void step_job_run(rs_server_t *s, rs_cont_t *c)
     struct timespec c0, c1;
     uint64_t before = j->done;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    j->rc = run_control_steps(s, &j->slot, j->action, j->naction, j->asked, j->resume, 0,
+    j->rc = rs_run_control_steps(s, &j->slot, j->action, j->naction, j->asked, j->resume, 0,
                               j->deadline, 0, &s->off_abort, &j->done, &j->st);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
@@ -505,7 +505,7 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
                                   sp->n_jacobian_params, st);
     if (!sens)
         return st->code;
-    int rc = apply_step_commands(s, w, sp, &n, st);
+    int rc = rs_apply_step_commands(s, w, sp, &n, st);
     if (rc == 0) {
         world->data->hooks = rs_sens_hooks(sens);
         rc = world->task || sp->n_action
@@ -515,7 +515,7 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
     }
     Robosim__V1__State *state = NULL;
     Robosim__V1__Jacobian *jac = NULL;
-    if (rc == 0 && (rc = step_state(w, &s->arena, &state, st)) == 0 &&
+    if (rc == 0 && (rc = rs_step_state(w, &s->arena, &state, st)) == 0 &&
         !(jac = rs_codec_jacobian(&s->arena, sens, sp->jacobian_params, st)))
         rc = st->code;
     rs_sens_destroy(&sens);
@@ -523,7 +523,7 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
         return rc;
     rs_stream_offer(s, w, state); /* watchers see the state, not the Jacobian */
     state->jacobian = jac;
-    keep_parts(state, sp);
+    rs_keep_parts(state, sp);
     REPLY(rp, step, STEP, state);
     return 0;
 }
@@ -541,17 +541,17 @@ int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
             return rc;
     } else {
         if (!c->resuming) {
-            if ((rc = apply_step_commands(s, w, sp, &c->asked, st)) < 0)
+            if ((rc = rs_apply_step_commands(s, w, sp, &c->asked, st)) < 0)
                 return rc;
             c->done = 0;
         }
         int offload = c->can_park && !rs_server_stopping(s);
         if (offload && w->sched.slow_steps)
             return step_offload(s, w, sp, st);
-        double deadline = arm_budget(s);
-        rc = run_control_steps(s, w, sp->action, sp->n_action, c->asked, c->resuming,
+        double deadline = rs_arm_budget(s);
+        rc = rs_run_control_steps(s, w, sp->action, sp->n_action, c->asked, c->resuming,
                                c->can_park, deadline, offload, &s->abort, &c->done, st);
-        disarm_budget(s, deadline);
+        rs_disarm_budget(s, deadline);
         if (rc == RUN_OFF_LOOP) {
             w->sched.slow_steps = 1;
             return step_offload(s, w, sp, st);
@@ -559,7 +559,7 @@ int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
         if (rc < 0)
             return rc;
     }
-    if (c->done < c->asked && !episode_over(w->world)) {
+    if (c->done < c->asked && !rs_episode_over(w->world)) {
         if (c->can_park && !rs_server_stopping(s) && c->used < s->cfg.max_request_seconds) {
             if (!c->held && !(c->held = malloc(sizeof *c->held)))
                 return OOM(st);
@@ -568,13 +568,13 @@ int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
             c->park = 1;
             return RS_PARKED;
         }
-        return stopped_short(s, w, c->done, c->asked, st);
+        return rs_stopped_short(s, w, c->done, c->asked, st);
     }
     Robosim__V1__State *state = NULL;
-    if ((rc = step_state(w, &s->arena, &state, st)) < 0)
+    if ((rc = rs_step_state(w, &s->arena, &state, st)) < 0)
         return rc;
     rs_stream_offer(s, w, state);
-    keep_parts(state, sp);
+    rs_keep_parts(state, sp);
     REPLY(rp, step, STEP, state);
     return 0;
 }
@@ -619,7 +619,7 @@ int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w
                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetForce *f = rq->set_force;
-    int e = find_entity(w->world, f->entity, st);
+    int e = rs_find_entity(w->world, f->entity, st);
     if (e < 0)
         return e;
     int rc = rs_set_commands(w->world->model, w->world->data, e, f->values, f->n_values, st);
@@ -635,7 +635,7 @@ int op_apply_wrench(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
 {
     (void)s;
     const Robosim__V1__ApplyWrench *a = rq->apply_wrench;
-    int e = find_entity(w->world, a->entity, st);
+    int e = rs_find_entity(w->world, a->entity, st);
     if (e < 0)
         return e;
     int rc = rs_apply_wrench(w->world->model, w->world->data, e, a->body, a->values,
@@ -668,7 +668,7 @@ int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
                            Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetSchedule *sc = rq->set_schedule;
-    int e = find_entity(w->world, sc->entity, st);
+    int e = rs_find_entity(w->world, sc->entity, st);
     if (e < 0)
         return e;
     if (sc->n_times != sc->n_values)
@@ -690,7 +690,7 @@ int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
                          Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetTarget *t = rq->set_target;
-    int e = find_entity(w->world, t->entity, st);
+    int e = rs_find_entity(w->world, t->entity, st);
     if (e < 0)
         return e;
     int rc = rs_set_target(w->world->model, w->world->data, e, t->target, t->n_target, st);

@@ -90,7 +90,7 @@ int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
         return st->code;
     const char *task = c->task;
     if (c->task_document && c->task_document[0] &&
-        (rc = register_task(c->task_document, c->task, &task, st)) < 0)
+        (rc = rs_register_task(c->task_document, c->task, &task, st)) < 0)
         return rc;
     rs_world_t *world =
         task && task[0]

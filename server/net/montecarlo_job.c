@@ -144,7 +144,7 @@ int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t 
     dur.length_case = ROBOSIM__V1__STEP__LENGTH_DURATION;
     dur.duration = mc->duration;
     uint64_t nsteps = 0;
-    int rc = step_count(s, &dur, m->control_dt, &nsteps, st);
+    int rc = rs_step_count(s, &dur, m->control_dt, &nsteps, st);
     if (rc < 0)
         return rc;
     if (nsteps > s->cfg.max_steps_per_request / n)
@@ -197,9 +197,9 @@ int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t 
             return RS_PARKED;
         }
         job->run.abort = &s->abort;
-        double deadline = arm_budget(s);
+        double deadline = rs_arm_budget(s);
         rs_pool_run(s->pool, n, mc_step, &job->run);
-        disarm_budget(s, deadline);
+        rs_disarm_budget(s, deadline);
         c->off_job = job; /* the reply points into it: freed with the request's progress */
         c->off_free = mc_job_free;
     }
