@@ -335,9 +335,7 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
         rs_server_destroy(&s);
         return NULL;
     }
-    s->worlds = calloc((size_t)(cfg->max_worlds > 0 ? cfg->max_worlds : 1), sizeof *s->worlds);
-    if (!s->worlds) {
-        rs_fail(st, RS_EEXHAUSTED, "out of memory for %d worlds", cfg->max_worlds);
+    if (rs_worlds_open(s, st) < 0) {
         rs_server_destroy(&s);
         return NULL;
     }
@@ -433,9 +431,8 @@ void rs_server_destroy(rs_server_t **ps)
     if (s->zctx && !s->shared_zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
-    rs_worlds_clear(s);
+    rs_worlds_close(s);
     rs_persist_close(s);
-    free(s->worlds);
     free(s->out);
     rs_arena_free(&s->arena);
     rs_pool_destroy(&s->pool);

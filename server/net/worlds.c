@@ -67,11 +67,21 @@ void rs_worlds_remove(rs_server_t *s, world_slot_t *w)
     s->nworlds--;
 }
 
-void rs_worlds_clear(rs_server_t *s)
+int rs_worlds_open(rs_server_t *s, rs_status_t *st)
+{
+    int n = s->cfg.max_worlds > 0 ? s->cfg.max_worlds : 1;
+    if (!(s->worlds = calloc((size_t)n, sizeof *s->worlds)))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d worlds", s->cfg.max_worlds);
+    return 0;
+}
+
+void rs_worlds_close(rs_server_t *s)
 {
     for (int i = 0; i < s->nworlds; i++)
         forget(&s->worlds[i]);
     s->nworlds = 0;
+    free(s->worlds);
+    s->worlds = NULL;
 }
 
 /* ---- the counts ------------------------------------------------------------------------------ */

@@ -53,8 +53,12 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
  * counts (DestroyWorld, --world-ttl). */
 void rs_worlds_remove(rs_server_t *s, world_slot_t *w);
 
-/* Destroy every world, uncounted (the server going). */
-void rs_worlds_clear(rs_server_t *s);
+/* Make the empty table of cfg.max_worlds slots. 0 or RS_EEXHAUSTED. */
+int rs_worlds_open(rs_server_t *s, rs_status_t *st);
+
+/* Destroy every world, uncounted, and free the table (the server going; NULL-safe on the
+ * table). */
+void rs_worlds_close(rs_server_t *s);
 
 /* Free world w's rollback copy and release the model it was made for (NULL-safe). */
 void rs_server_drop_boundary(world_slot_t *w);
