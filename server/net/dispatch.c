@@ -43,7 +43,7 @@ static int refuse_on_task(const world_slot_t *w, const char *op, rs_status_t *st
 }
 
 
-/* ---- handlers -------------------------------------------------------------------------- */
+/* ---- Hello (it reads the table for its capabilities) ------------------------------------- */
 
 /* What this server's bits depend on besides the requests (Hello's BuildInfo). */
 static Robosim__V1__BuildInfo *build_info(rs_server_t *s)

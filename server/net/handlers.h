@@ -18,6 +18,7 @@
 /* The reply could not be built: the server ran out of memory (a negative code). */
 #define OOM(st) rs_fail((st), RS_EEXHAUSTED, "server out of memory building the reply")
 
+/* Declares handler `name` (an rs_handler_fn). */
 #define RS_HANDLER(name)                                                                       \
     int name(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,                  \
              Robosim__V1__Response *rp, rs_status_t *st)
