@@ -121,7 +121,8 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
     r->stream_endpoint = s->stream_endpoint;
     if (!(r->build = build_info(s)))
         return OOM(st);
-    r->history_frames = s->xpub && s->cfg.history_frames > 0 ? (uint32_t)s->cfg.history_frames : 0;
+    r->history_frames =
+        s->stream.xpub && s->cfg.history_frames > 0 ? (uint32_t)s->cfg.history_frames : 0;
     r->history_seconds = r->history_frames ? s->cfg.history_seconds : 0.0;
     r->history_bytes_per_world = r->history_frames ? s->cfg.history_bytes_per_world : 0;
     r->history_bytes = r->history_frames ? s->cfg.history_bytes : 0;

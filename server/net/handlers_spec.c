@@ -145,11 +145,11 @@ int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot
                       Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__GetHistory *g = rq->get_history;
-    if (!s->xpub || s->cfg.history_frames <= 0)
+    if (!s->stream.xpub || s->cfg.history_frames <= 0)
         return rs_fail(st, RS_EPRECOND,
                        "this server keeps no stream history (%s); start it with the observer "
                        "stream on and --history-frames N",
-                       s->xpub ? "--history-frames 0" : "the observer stream is off");
+                       s->stream.xpub ? "--history-frames 0" : "the observer stream is off");
     uint64_t last = w->stream.seq, from = g->from_seq ? g->from_seq : 1;
     if (from > last + 1)
         return rs_fail(st, RS_ERANGE,

@@ -887,6 +887,6 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
     rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors); %llu stream frames sent, %llu "
            "not sent",
            (unsigned long long)s->requests, (unsigned long long)s->errors,
-           (unsigned long long)s->frames_sent, (unsigned long long)s->frames_dropped);
+           (unsigned long long)s->stream.frames_sent, (unsigned long long)s->stream.frames_dropped);
     return 0;
 }

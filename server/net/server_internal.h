@@ -95,16 +95,8 @@ struct rs_server {
     uint64_t next_world_id;
     rs_arena_t arena;         /* the reply being built */
     rs_pool_t *pool;       /* StepBatch workers, each with its arena for the States it builds */
-    /* observer stream (stream.c) */
-    void *xpub;            /* the PUB side (an XPUB, to see subscriptions), or NULL */
-    char stream_endpoint[256]; /* as bound ("" when off) */
-    char **subs;           /* topic prefixes someone subscribes to */
-    int nsubs, capsubs;
-    int subs_overflow;     /* too many prefixes to track: every world counts as watched */
-    uint64_t sub_gen;      /* bumped when the prefixes change (starts at 1) */
-    uint64_t subs_read_at; /* s->requests when the subscription messages were last read */
-    double stream_next_due; /* earliest time a held-back state is due, or INFINITY */
-    uint64_t frames_sent, frames_dropped;
+    rs_stream_t stream;    /* the observer stream (stream.c) */
+    char stream_endpoint[256]; /* ... as bound ("" when off) */
     size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
     size_t history_peak;   /* ... and held at most since the heap was last trimmed */
     uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */

@@ -596,7 +596,7 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
     /* the stream: the shards' frames out, the subscriptions in; else only wait */
-    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->xpub, 0, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->stream.xpub, 0, ZMQ_POLLIN, 0}};
     while (!*stop || atomic_load(&f->running) > 0) {
         if (!f->xsub) {
             struct timespec ts = {0, 20 * 1000000L};
@@ -606,9 +606,9 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
         if (zmq_poll(items, 2, 20) < 0 && zmq_errno() != EINTR)
             break;
         if (items[0].revents & ZMQ_POLLIN)
-            pump(f->xsub, s->xpub);
+            pump(f->xsub, s->stream.xpub);
         if (items[1].revents & ZMQ_POLLIN)
-            pump(s->xpub, f->xsub);
+            pump(s->stream.xpub, f->xsub);
     }
     for (int k = 0; k < f->n; k++) {
         if (f->started[k])
@@ -710,7 +710,7 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
         f->fds[k] = -1;
     if (listen_all(f, s->cfg.bind, f->endpoints[0][0], sizeof f->endpoints[0][0], st) < 0)
         return st->code;
-    if (s->xpub) {
+    if (s->stream.xpub) {
         f->xsub = zmq_socket(s->zctx, ZMQ_XSUB);
         int linger = 0;
         if (!f->xsub || zmq_setsockopt(f->xsub, ZMQ_LINGER, &linger, sizeof linger) != 0)
@@ -726,7 +726,7 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
         cfg.bind = f->endpoints[k][0];
         cfg.shards = 1;
         cfg.default_preset = k == 0 ? server_cfg->default_preset : NULL;
-        cfg.stream_endpoint = s->xpub ? f->endpoints[k][2] : NULL;
+        cfg.stream_endpoint = s->stream.xpub ? f->endpoints[k][2] : NULL;
         cfg.stream_explicit = 1;
         cfg.history_bytes = server_cfg->history_bytes / (size_t)n; /* the server's bound, shared */
         memcpy(cfg.snapshot_key, s->snapshot_key, sizeof cfg.snapshot_key); /* one key: a
