@@ -7,6 +7,7 @@
 #include "rs_log.h"
 #include "server_internal.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -97,8 +98,8 @@ int rs_auth_grant(rs_server_t *s, world_slot_t *w, rs_status_t *st)
     memcpy(w->prev_token, w->token, sizeof w->token);
     memcpy(w->token, fresh, sizeof fresh);
     w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
-    w->last_active = rs_monotonic();
-    w->ckpt_clean = 0;
+    w->sched.last_active = rs_monotonic();
+    w->ckpt.clean = 0;
     return 0;
 }
 
@@ -107,8 +108,8 @@ int rs_auth_check(rs_server_t *s, world_slot_t *w, const char *token, const char
 {
     if (token && token_equal(w->token, token)) {
         w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
-        w->last_active = rs_monotonic(); /* --world-ttl counts from here */
-        w->ckpt_clean = 0;               /* the lease (and what the request changes) */
+        w->sched.last_active = rs_monotonic(); /* --world-ttl counts from here */
+        w->ckpt.clean = 0;               /* the lease (and what the request changes) */
         return 0;
     }
     unsigned long long id = (unsigned long long)w->id;
@@ -128,4 +129,67 @@ int rs_auth_check(rs_server_t *s, world_slot_t *w, const char *token, const char
                    "%s on world %llu: the controller token is wrong (not the token of this "
                    "world; each world has its own, from CreateWorld, ForkWorld or Claim)",
                    opname, id);
+}
+
+/* ---- who sent a request ---- */
+
+/* The world quota's key of a plaintext peer from ZeroMQ's "Peer-Address" (empty: none known,
+ * the caller keeps its connection id). IPv4 by address; IPv6 by its /64 (one host's share
+ * of addresses); every loopback address is one key (a local process picks any 127.x source);
+ * ipc:// by the peer's user id ("<host>:<uid>:<gid>:<pid>" on Linux). */
+static void address_key(const char *addr, char *key, size_t cap)
+{
+    key[0] = '\0';
+    if (!addr || !addr[0])
+        return;
+    const char *v4 = strncmp(addr, "::ffff:", 7) == 0 && strchr(addr + 7, '.') ? addr + 7 : addr;
+    if (strncmp(v4, "127.", 4) == 0 || strcmp(addr, "::1") == 0) {
+        snprintf(key, cap, "ip:loopback");
+        return;
+    }
+    unsigned char a6[16];
+    char v6[64];
+    snprintf(v6, sizeof v6, "%.*s", (int)strcspn(addr, "%"), addr); /* without a zone */
+    if (strchr(v4, '.') && !strchr(v4, ':')) {
+        snprintf(key, cap, "ip:%s", v4);
+    } else if (inet_pton(AF_INET6, v6, a6) == 1) {
+        snprintf(key, cap, "ip:%x:%x:%x:%x::/64", a6[0] << 8 | a6[1], a6[2] << 8 | a6[3],
+                 a6[4] << 8 | a6[5], a6[6] << 8 | a6[7]);
+    } else {
+        /* ipc: the uid, the third field from the end */
+        const char *f[3] = {NULL, NULL, NULL};
+        for (const char *c = addr; *c; c++)
+            if (*c == ':')
+                f[0] = f[1], f[1] = f[2], f[2] = c;
+        if (f[0] && f[1] && f[1] > f[0] + 1)
+            snprintf(key, cap, "uid:%.*s", (int)(f[1] - f[0] - 1), f[0] + 1);
+    }
+}
+
+/* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
+ * CURVE, else the connection's routing id (the envelope's first frame) and its address. */
+void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
+{
+    const char *uid = zmq_msg_gets(payload, "User-Id");
+    const char *colon = uid ? strchr(uid, ':') : NULL;
+    c->observer_only = 0;
+    if (colon) {
+        c->observer_only = strncmp(uid, "observer:", 9) == 0;
+        snprintf(c->id, sizeof c->id, "curve:%s", colon + 1);
+        memcpy(c->key, c->id, sizeof c->key);
+        return;
+    }
+    /* hex by table: this runs for every request */
+    static const char hex[] = "0123456789abcdef";
+    const uint8_t *r = zmq_msg_data(routing);
+    size_t n = zmq_msg_size(routing), used = 5;
+    memcpy(c->id, "conn:", 5);
+    for (size_t i = 0; i < n && used + 2 < sizeof c->id; i++) {
+        c->id[used++] = hex[r[i] >> 4];
+        c->id[used++] = hex[r[i] & 15];
+    }
+    c->id[used] = '\0';
+    address_key(zmq_msg_gets(payload, "Peer-Address"), c->key, sizeof c->key);
+    if (!c->key[0])
+        memcpy(c->key, c->id, sizeof c->key);
 }

@@ -18,7 +18,6 @@ void __sanitizer_purge_allocator(void); /* its allocator, not glibc's, holds the
 #include <malloc.h>
 #endif
 
-#define HISTORY_REPLY_BYTES (4u << 20) /* frames per GetHistory reply: at most this many bytes */
 #define HISTORY_TRIM_BYTES (1u << 20)  /* held this much below the peak: give pages back */
 #define HISTORY_RING_MIN 16            /* slots of a new ring */
 
@@ -206,58 +205,21 @@ size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)
     return h ? h->bytes : 0;
 }
 
-int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                      Robosim__V1__Response *rp, rs_status_t *st)
+int rs_history_held(rs_server_t *s, world_slot_t *w, double now)
 {
-    const Robosim__V1__GetHistory *g = rq->get_history;
-    if (!s->xpub || s->cfg.history_frames <= 0)
-        return rs_fail(st, RS_EPRECOND,
-                       "this server keeps no stream history (%s); start it with the observer "
-                       "stream on and --history-frames N",
-                       s->xpub ? "--history-frames 0" : "the observer stream is off");
-    uint64_t last = w->stream_seq, from = g->from_seq ? g->from_seq : 1;
-    if (from > last + 1)
-        return rs_fail(st, RS_ERANGE,
-                       "from_seq %llu is past world %llu's last published frame (seq %llu); "
-                       "ask from %llu at most",
-                       (unsigned long long)from, (unsigned long long)w->id,
-                       (unsigned long long)last, (unsigned long long)last + 1);
     rs_history_t *h = w->history;
-    if (h)
-        age_out(s, h, rs_monotonic());
-    int count = h ? h->count : 0;
-    uint64_t first = count ? h->slots[h->head].seq : last + 1;
-    Robosim__V1__GetHistoryReply *r = rs_arena_alloc(&s->arena, sizeof *r);
-    if (!r)
-        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
-    robosim__v1__get_history_reply__init(r);
-    r->first_seq = first;
-    r->last_seq = last;
-    r->dropped = from < first ? first - from : 0;
-    uint64_t start = from < first ? first : from;
-    size_t want = count ? (size_t)(last - start + 1) : 0; /* held seqs end at last */
-    if (count && h->slots[(h->head + count - 1) % h->cap].seq != last)
-        want = 0; /* the last frame was never held (out of memory): nothing consecutive */
-    if (g->max_frames && want > g->max_frames)
-        want = g->max_frames;
-    ProtobufCBinaryData *frames = want ? rs_arena_alloc(&s->arena, want * sizeof *frames) : NULL;
-    if (want && !frames)
-        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
-    size_t n = 0, bytes = 0;
-    for (; n < want; n++) {
-        const hist_slot_t *sl = &h->slots[(h->head + (int)(start - first) + (int)n) % h->cap];
-        if (n > 0 && bytes + sl->len > HISTORY_REPLY_BYTES)
-            break;
-        frames[n].data = sl->buf; /* packed before anything can change the ring */
-        frames[n].len = sl->len;
-        bytes += sl->len;
-    }
-    r->n_frames = n;
-    r->frames = frames;
-    r->more = start + n <= last;
-    r->bytes = h ? h->bytes : 0;
-    r->server_bytes = s->history_bytes;
-    rp->result_case = ROBOSIM__V1__RESPONSE__RESULT_GET_HISTORY;
-    rp->get_history = r;
-    return 0;
+    if (!h)
+        return 0;
+    age_out(s, h, now);
+    return h->count;
+}
+
+const uint8_t *rs_history_frame(const world_slot_t *w, int i, size_t *len, uint64_t *seq)
+{
+    const rs_history_t *h = w->history;
+    const hist_slot_t *sl = &h->slots[(h->head + i) % h->cap];
+    *len = sl->len;
+    if (seq)
+        *seq = sl->seq;
+    return sl->buf;
 }

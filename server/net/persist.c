@@ -5,6 +5,7 @@
 #include "rs_snapshot.h"
 #include "rs_task.h"
 #include "server_internal.h"
+#include "worlds.h"
 
 #include <dirent.h>
 #include <pthread.h>
@@ -401,7 +402,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
     if (pw.id != name_id)
         return rs_fail(st, RS_EINVAL, "it holds world %" PRIu64 " but is named for world %" PRIu64,
                        pw.id, name_id);
-    if (rs_server_world(s, pw.id))
+    if (rs_worlds_find(s, pw.id))
         return rs_fail(st, RS_EINVAL, "a second file for world %" PRIu64, pw.id);
     if (s->nworlds >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
@@ -415,26 +416,14 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
         rs_world_destroy(&world);
         return rc;
     }
-    /* keep the table sorted by id */
-    int at = s->nworlds;
-    while (at > 0 && s->worlds[at - 1].id > pw.id)
-        at--;
-    memmove(&s->worlds[at + 1], &s->worlds[at], (size_t)(s->nworlds - at) * sizeof *s->worlds);
-    world_slot_t *slot = &s->worlds[at];
-    memset(slot, 0, sizeof *slot);
-    slot->id = pw.id;
-    slot->world = world;
+    world_slot_t *slot = rs_worlds_insert(s, pw.id, world, pw.owner);
     memcpy(slot->token, pw.token, sizeof slot->token);
     memcpy(slot->prev_token, pw.prev_token, sizeof slot->prev_token);
     slot->lease_until = rs_monotonic() + pw.lease_remaining;
-    snprintf(slot->owner, sizeof slot->owner, "%s", pw.owner);
     /* --world-ttl goes on from the controller's last request (which renewed the lease), the
      * time the server was down not counted */
     double idle = s->cfg.lease_seconds - pw.lease_remaining;
-    slot->last_active = rs_monotonic() - (idle > 0 ? idle : 0);
-    s->nworlds++;
-    rs_worlds_count(s, slot->owner, 1, 1);
-    rs_server_adopt(s, slot); /* its steps interruptible by the budget and a stop, like any */
+    slot->sched.last_active = rs_monotonic() - (idle > 0 ? idle : 0);
     return 0;
 }
 
@@ -584,8 +573,8 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
     s->next_world_id = next;
     p->id_limit = limit ? limit : 0;
     for (int i = 0; i < s->nworlds; i++) {
-        s->worlds[i].ckpt_mark = 1; /* as its file holds it: nothing to write until it changes */
-        s->worlds[i].ckpt_clean = 1;
+        s->worlds[i].ckpt.mark = 1; /* as its file holds it: nothing to write until it changes */
+        s->worlds[i].ckpt.clean = 1;
     }
     p->next_due = rs_monotonic() + s->cfg.checkpoint_interval;
     if (reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
@@ -716,9 +705,9 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     p->last_rc = 0;
     pthread_mutex_unlock(&p->lock);
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
-            w->ckpt_mark = 0, w->ckpt_clean = 0;
+            w->ckpt.mark = 0, w->ckpt.clean = 0;
     }
     p->job.nfailed = 0;
     return rc;
@@ -754,7 +743,7 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
     p->resume_id = 0;
     for (int i = 0; i < n; i++) {
         world_slot_t *w = &s->worlds[i];
-        if (w->id < from || w->ckpt_clean)
+        if (w->id < from || w->ckpt.clean)
             continue;
         if (job->nfiles > 0 && rs_clock() >= until) {
             p->resume_id = w->id; /* the rest in the next part */
@@ -767,12 +756,12 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
             rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", w->id, st->message);
             continue;
         }
-        w->ckpt_clean = 1; /* changed (its lease at least): written */
+        w->ckpt.clean = 1; /* changed (its lease at least): written */
         if (job->used + len > job->cap) {
             size_t cap = (job->used + len) * 2;
             uint8_t *grown = realloc(job->data, cap);
             if (!grown) {
-                w->ckpt_clean = 0;
+                w->ckpt.clean = 0;
                 return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
             }
             job->data = grown;
@@ -781,7 +770,7 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
         memcpy(job->data + job->used, p->buf, len);
         job->files[job->nfiles++] = (job_file_t){w->id, mark, job->used, len};
         job->used += len;
-        w->ckpt_mark = mark;
+        w->ckpt.mark = mark;
     }
     return job->nfiles > 0 || gone;
 }
@@ -800,9 +789,9 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
         return todo;
     int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
-        world_slot_t *w = rs_server_world(s, p->job.failed[i]);
+        world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
-            w->ckpt_mark = 0, w->ckpt_clean = 0;
+            w->ckpt.mark = 0, w->ckpt.clean = 0;
     }
     p->job.nfailed = 0;
     if (jrc == 0 && rc < 0)

@@ -2,8 +2,8 @@
  * one reply frame, routed back to its sender (so any number of clients, REQ or DEALER, share the
  * socket and each sees only its own replies). */
 #include "rs_log.h"
-#include "rs_wire.h"
 #include "server_internal.h"
+#include "worlds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -20,12 +20,6 @@
 #define MAX_ENVELOPE 8 /* routing frames kept before the payload */
 #define STEPPER_POLL_MS 1 /* the loop's longest wait while the stepper has its requests' work */
 #define STEPPER_NICE 5    /* the stepper's threads' niceness above the loop's */
-#define ARENA_KEEP (8u << 20) /* reply/request arena bytes kept between requests */
-/* A request may decode to at most DECODE_FACTOR times its size plus DECODE_SLACK bytes (the
- * unpacked messages in the arena): a 4 MiB request of 2M empty Params decoded to 272 MiB
- * before; 1 MiB of slack covers a StepBatch of 4096 small items. */
-#define DECODE_FACTOR 16
-#define DECODE_SLACK (1u << 20)
 
 void rs_server_config_defaults(rs_server_config_t *cfg)
 {
@@ -60,205 +54,6 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->state_dir = NULL;
     cfg->checkpoint_interval = 10.0;
     cfg->shards = 1;
-}
-
-world_slot_t *rs_server_world(rs_server_t *s, uint64_t id)
-{
-    /* the table is sorted by id: ids only grow and new worlds go at the end */
-    int lo = 0, hi = s->nworlds;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (s->worlds[mid].id < id)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < s->nworlds && s->worlds[lo].id == id ? &s->worlds[lo] : NULL;
-}
-
-/* Wire code of a core code: the same number, positive. */
-static Robosim__V1__ErrorCode wire_code(int rc)
-{
-    return rc < 0 ? (Robosim__V1__ErrorCode)(-rc) : ROBOSIM__V1__ERROR_CODE__INTERNAL;
-}
-
-/* Serialize `rp` into s->out. */
-static void pack(rs_server_t *s, const Robosim__V1__Response *rp, const uint8_t **out,
-                 size_t *outlen)
-{
-    size_t n = robosim__v1__response__get_packed_size(rp);
-    if (n > s->out_cap) {
-        size_t cap = n * 2;
-        uint8_t *grown = realloc(s->out, cap);
-        if (!grown) {
-            /* cannot even reply in full: say so in a reply that fits */
-            static uint8_t none[1];
-            *out = none;
-            *outlen = 0;
-            return;
-        }
-        s->out = grown;
-        s->out_cap = cap;
-    }
-    *outlen = robosim__v1__response__pack(rp, s->out);
-    *out = s->out;
-}
-
-static void error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
-                        const uint8_t **out, size_t *outlen)
-{
-    Robosim__V1__Response rp = ROBOSIM__V1__RESPONSE__INIT;
-    Robosim__V1__Error err = ROBOSIM__V1__ERROR__INIT;
-    err.code = wire_code(code);
-    err.message = (char *)message;
-    rp.id = id;
-    rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_ERROR;
-    rp.error = &err;
-    s->errors++;
-    pack(s, &rp, out, outlen);
-}
-
-/* Field numbers of the unknown fields a request carried, for the UNIMPLEMENTED message. */
-static void unknown_ops(const Robosim__V1__Request *rq, char *buf, size_t len)
-{
-    buf[0] = '\0';
-    for (unsigned i = 0; i < rq->base.n_unknown_fields; i++)
-        rs_join(buf, len, "%u", rq->base.unknown_fields[i].tag);
-}
-
-/* protobuf-c allocates the unpacked request in the reply arena: no malloc per field (a batch
- * of 1024 items is thousands of them), and everything goes at the next rs_arena_reset. What one
- * request may take is budgeted: past it the allocation fails, and so does the unpack. */
-typedef struct decode_budget {
-    rs_arena_t *arena;
-    size_t left;
-    int over;
-} decode_budget_t;
-
-static void *arena_pb_alloc(void *ctx, size_t size)
-{
-    decode_budget_t *b = ctx;
-    if (size > b->left) {
-        b->over = 1;
-        return NULL;
-    }
-    b->left -= size;
-    return rs_arena_alloc(b->arena, size);
-}
-static void arena_pb_free(void *arena, void *p) {} /* everything goes at rs_arena_reset */
-
-void rs_server_handle(rs_server_t *s, const uint8_t *req, size_t len, const uint8_t **out,
-                      size_t *outlen)
-{
-    rs_server_handle_from(s, NULL, req, len, out, outlen);
-}
-
-static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
-                   const uint8_t **out, size_t *outlen);
-
-void rs_server_handle_from(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req,
-                           size_t len, const uint8_t **out, size_t *outlen)
-{
-    /* the reply buffer of an earlier huge reply goes once that reply was sent */
-    if (s->out_cap > ARENA_KEEP) {
-        free(s->out);
-        s->out = NULL;
-        s->out_cap = 0;
-    }
-    /* the loop hands its request's progress in s->cont (it can park); in-process callers get
-     * a fresh one that cannot */
-    rs_cont_t own = {0};
-    if (!s->cont)
-        s->cont = &own;
-    handle(s, caller, req, len, out, outlen);
-    s->cont = NULL;
-    /* keep the arena's chunks between requests, but give back at once what one huge request
-     * grew (its large chunks are mapped: unmapping returns them to the system) */
-    if (rs_arena_capacity(&s->arena) > ARENA_KEEP) {
-        rs_arena_free(&s->arena);
-        rs_arena_init(&s->arena, 64 << 10);
-    }
-}
-
-static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req, size_t len,
-                   const uint8_t **out, size_t *outlen)
-{
-    static const rs_caller_t in_process = {"", "", 0};
-    s->caller = caller ? caller : &in_process;
-    decode_budget_t budget = {&s->arena, DECODE_FACTOR * len + DECODE_SLACK, 0};
-    ProtobufCAllocator in_arena = {arena_pb_alloc, arena_pb_free, &budget};
-    rs_status_t st;
-    rs_status_clear(&st);
-    rs_arena_reset(&s->arena);
-    s->requests++;
-
-    if (len > s->cfg.max_message_size) {
-        snprintf(st.message, sizeof st.message,
-                 "request of %zu bytes is over this server's limit of %zu bytes (--max-message-size)",
-                 len, s->cfg.max_message_size);
-        error_reply(s, 0, RS_EEXHAUSTED, st.message, out, outlen);
-        return;
-    }
-    Robosim__V1__Request *rq = robosim__v1__request__unpack(&in_arena, len, req);
-    if (!rq && budget.over) {
-        snprintf(st.message, sizeof st.message,
-                 "the request of %zu bytes decodes to more than this server allows one request "
-                 "(%d times its size plus %u KiB): send fewer repeated fields per request, e.g. "
-                 "split the batch",
-                 len, DECODE_FACTOR, DECODE_SLACK >> 10);
-        error_reply(s, 0, RS_EEXHAUSTED, st.message, out, outlen);
-        return;
-    }
-    if (!rq) {
-        snprintf(st.message, sizeof st.message,
-                 "the %zu bytes received are not a valid robosim.v1.Request; serialize a Request "
-                 "message from proto/robosim/v1/robosim.proto",
-                 len);
-        error_reply(s, 0, RS_EMALFORMED, st.message, out, outlen);
-        return;
-    }
-
-    if (rs_wire_check_strings(&robosim__v1__request__descriptor, req, len, &st) < 0) {
-        error_reply(s, rq->id, st.code, st.message, out, outlen);
-        return;
-    }
-
-    Robosim__V1__Response rp = ROBOSIM__V1__RESPONSE__INIT;
-    rp.id = rq->id;
-    const rs_op_t *op = rs_op_find(rq->op_case);
-    int rc = 0;
-    if (!op) {
-        char tags[64];
-        unknown_ops(rq, tags, sizeof tags);
-        rc = rs_fail(&st, RS_EUNIMPL,
-                     rq->op_case == ROBOSIM__V1__REQUEST__OP__NOT_SET && !tags[0]
-                         ? "the request carries no operation; set one of the Request.op fields"
-                         : "unknown operation (field %s); this server speaks protocol %d.%d, see "
-                           "Hello.capabilities",
-                     tags[0] ? tags : "?", RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR);
-    } else {
-        world_slot_t *w = NULL;
-        if (op->needs_world && !(w = rs_server_world(s, rq->world_id)))
-            rc = rs_fail(&st, RS_ENOTFOUND, "no world %llu on this server (ListWorlds shows the %d there are)",
-                         (unsigned long long)rq->world_id, rs_worlds_total(s));
-        else
-            rc = rs_op_allowed(s, op, w, rq->token, &st); /* the row's policy, checked once */
-        if (rc == 0)
-            rc = op->fn(s, rq, w, &rp, &st);
-        if (rs_log_enabled(RS_LOG_DEBUG))
-            rs_log(RS_LOG_DEBUG, "request %llu %s world %llu -> %s", (unsigned long long)rq->id,
-                   op->name, (unsigned long long)rq->world_id, rc < 0 ? rs_errname(rc) : "ok");
-    }
-    if (rc < 0)
-        error_reply(s, rq->id, rc, st.message[0] ? st.message : rs_strerror(rc), out, outlen);
-    else if (rc == RS_PARKED)
-        *out = NULL, *outlen = 0; /* no reply yet: the loop holds the request */
-    else
-        pack(s, &rp, out, outlen);
-    if (rc != RS_PARKED)
-        rs_cont_release(s->cont); /* answered: its progress goes */
-    /* no robosim__v1__request__free_unpacked: the request lives in the arena (in_arena), which
-     * the next request resets; walking it only to call a no-op free costs a batch's time */
 }
 
 /* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
@@ -335,23 +130,6 @@ static void watchdog_stop(rs_server_t *s)
     pthread_cond_destroy(&wd->wake);
     free(wd);
     s->watchdog = NULL;
-}
-
-void rs_cont_release(rs_cont_t *c)
-{
-    for (size_t i = 0; c->items && i < c->nitems; i++)
-        free(c->items[i].message);
-    free(c->items);
-    free(c->held);
-    if (c->off_free)
-        c->off_free(c->off_job);
-    c->items = NULL;
-    c->held = NULL;
-    c->nitems = c->nheld = 0;
-    c->off_job = NULL;
-    c->off_run = NULL;
-    c->off_free = NULL;
-    c->off_done = 0;
 }
 
 static void sleep_ms(int ms)
@@ -486,38 +264,10 @@ static int stepper_done(rs_server_t *s, const rs_cont_t *c)
 static void hold(rs_server_t *s, const rs_cont_t *c, int held)
 {
     for (size_t i = 0; i < c->nheld; i++) {
-        world_slot_t *w = rs_server_world(s, c->held[i]);
+        world_slot_t *w = rs_worlds_find(s, c->held[i]);
         if (w)
-            w->held = held;
+            w->sched.held = held;
     }
-}
-
-void rs_server_adopt(rs_server_t *s, world_slot_t *w)
-{
-    rs_data_set_abort(w->world->data, &s->abort);
-}
-
-void rs_server_drop_boundary(world_slot_t *w)
-{
-    rs_data_destroy(&w->boundary); /* reads its model: released after */
-    rs_model_release(&w->boundary_model);
-}
-
-void rs_server_forget(world_slot_t *w)
-{
-    rs_server_drop_boundary(w);
-    rs_history_destroy(&w->history);
-}
-
-void rs_server_drop_world(rs_server_t *s, world_slot_t *w)
-{
-    rs_worlds_count(s, w->owner, -1, -1);
-    rs_server_forget(w);
-    rs_world_destroy(&w->world);
-    /* keep the table dense and sorted by id */
-    size_t at = (size_t)(w - s->worlds);
-    memmove(w, w + 1, ((size_t)s->nworlds - at - 1) * sizeof *w);
-    s->nworlds--;
 }
 
 static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front, int k,
@@ -537,8 +287,10 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
     rs_server_config_t fc = *cfg;
     fc.default_preset = NULL;
     fc.threads = 1;
+    static const rs_shard_ops_t shard_ops = {rs_server_new_shard, rs_server_run,
+                                             rs_server_destroy};
     rs_server_t *s = server_new(&fc, NULL, 0, st);
-    if (s && rs_shards_open(s, cfg, st) < 0)
+    if (s && rs_shards_open(s, cfg, &shard_ops, st) < 0)
         rs_server_destroy(&s);
     return s;
 }
@@ -583,9 +335,7 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
         rs_server_destroy(&s);
         return NULL;
     }
-    s->worlds = calloc((size_t)(cfg->max_worlds > 0 ? cfg->max_worlds : 1), sizeof *s->worlds);
-    if (!s->worlds) {
-        rs_fail(st, RS_EEXHAUSTED, "out of memory for %d worlds", cfg->max_worlds);
+    if (rs_worlds_open(s, st) < 0) {
         rs_server_destroy(&s);
         return NULL;
     }
@@ -597,17 +347,13 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
     }
     if (!restored && cfg->default_preset && cfg->default_preset[0]) {
         rs_world_t *w = rs_world_new(cfg->default_preset, NULL, 0, 0, st);
-        world_slot_t *slot = &s->worlds[0];
-        if (!w || rs_server_take_id(s, &slot->id, st) < 0) {
+        uint64_t id;
+        if (!w || rs_server_take_id(s, &id, st) < 0) {
             rs_world_destroy(&w);
             rs_server_destroy(&s);
             return NULL;
         }
-        slot->world = w;
-        s->nworlds = 1;
-        rs_worlds_count(s, "", 1, 0);
-        slot->last_active = rs_monotonic();
-        rs_server_adopt(s, slot);
+        world_slot_t *slot = rs_worlds_insert(s, id, w, "");
         /* world 1's controller: the token given on the command line, its lease running from
          * now; or a random token (logged) with the lease already lapsed, so the first client
          * to Claim the world controls it */
@@ -685,79 +431,14 @@ void rs_server_destroy(rs_server_t **ps)
     if (s->zctx && !s->shared_zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
-    for (int i = 0; i < s->nworlds; i++) {
-        rs_server_forget(&s->worlds[i]);
-        rs_world_destroy(&s->worlds[i].world);
-    }
+    rs_worlds_close(s);
     rs_persist_close(s);
-    free(s->worlds);
     free(s->out);
     rs_arena_free(&s->arena);
     rs_pool_destroy(&s->pool);
     rs_pool_destroy(&s->off_pool);
     free(s);
     *ps = NULL;
-}
-
-/* The world quota's key of a plaintext peer from ZeroMQ's "Peer-Address" (empty: none known,
- * the caller keeps its connection id). IPv4 by address; IPv6 by its /64 (one host's share
- * of addresses); every loopback address is one key (a local process picks any 127.x source);
- * ipc:// by the peer's user id ("<host>:<uid>:<gid>:<pid>" on Linux). */
-static void address_key(const char *addr, char *key, size_t cap)
-{
-    key[0] = '\0';
-    if (!addr || !addr[0])
-        return;
-    const char *v4 = strncmp(addr, "::ffff:", 7) == 0 && strchr(addr + 7, '.') ? addr + 7 : addr;
-    if (strncmp(v4, "127.", 4) == 0 || strcmp(addr, "::1") == 0) {
-        snprintf(key, cap, "ip:loopback");
-        return;
-    }
-    unsigned char a6[16];
-    char v6[64];
-    snprintf(v6, sizeof v6, "%.*s", (int)strcspn(addr, "%"), addr); /* without a zone */
-    if (strchr(v4, '.') && !strchr(v4, ':')) {
-        snprintf(key, cap, "ip:%s", v4);
-    } else if (inet_pton(AF_INET6, v6, a6) == 1) {
-        snprintf(key, cap, "ip:%x:%x:%x:%x::/64", a6[0] << 8 | a6[1], a6[2] << 8 | a6[3],
-                 a6[4] << 8 | a6[5], a6[6] << 8 | a6[7]);
-    } else {
-        /* ipc: the uid, the third field from the end */
-        const char *f[3] = {NULL, NULL, NULL};
-        for (const char *c = addr; *c; c++)
-            if (*c == ':')
-                f[0] = f[1], f[1] = f[2], f[2] = c;
-        if (f[0] && f[1] && f[1] > f[0] + 1)
-            snprintf(key, cap, "uid:%.*s", (int)(f[1] - f[0] - 1), f[0] + 1);
-    }
-}
-
-/* Who sent a request: the ZAP handler's User-Id ("<role>:<Z85 key>") when the socket runs
- * CURVE, else the connection's routing id (the envelope's first frame) and its address. */
-void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c)
-{
-    const char *uid = zmq_msg_gets(payload, "User-Id");
-    const char *colon = uid ? strchr(uid, ':') : NULL;
-    c->observer_only = 0;
-    if (colon) {
-        c->observer_only = strncmp(uid, "observer:", 9) == 0;
-        snprintf(c->id, sizeof c->id, "curve:%s", colon + 1);
-        memcpy(c->key, c->id, sizeof c->key);
-        return;
-    }
-    /* hex by table: this runs for every request */
-    static const char hex[] = "0123456789abcdef";
-    const uint8_t *r = zmq_msg_data(routing);
-    size_t n = zmq_msg_size(routing), used = 5;
-    memcpy(c->id, "conn:", 5);
-    for (size_t i = 0; i < n && used + 2 < sizeof c->id; i++) {
-        c->id[used++] = hex[r[i] >> 4];
-        c->id[used++] = hex[r[i] & 15];
-    }
-    c->id[used] = '\0';
-    address_key(zmq_msg_gets(payload, "Peer-Address"), c->key, sizeof c->key);
-    if (!c->key[0])
-        memcpy(c->key, c->id, sizeof c->key);
 }
 
 /* Receive one multipart message: envelope frames, then the payload (the last frame). `flags`
@@ -835,8 +516,8 @@ static long named_worlds(const Robosim__V1__Request *rq, uint64_t **ids)
 static int must_wait(rs_server_t *s, const uint64_t *ids, size_t n, const pending_t *upto)
 {
     for (size_t i = 0; i < n; i++) {
-        const world_slot_t *w = rs_server_world(s, ids[i]);
-        if (w && w->held)
+        const world_slot_t *w = rs_worlds_find(s, ids[i]);
+        if (w && w->sched.held)
             return 1;
         for (const pending_t *q = s->waiting; q && q != upto; q = q->next)
             for (size_t j = 0; j < q->nids; j++)
@@ -1052,7 +733,7 @@ static void refuse(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, int cod
         zmq_msg_size(payload) <= s->cfg.max_message_size
             ? robosim__v1__request__unpack(NULL, zmq_msg_size(payload), zmq_msg_data(payload))
             : NULL;
-    error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
+    rs_error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
     if (rq)
         robosim__v1__request__free_unpacked(rq, NULL);
     send_reply(s, sock, frames, n, out, outlen);
@@ -1110,15 +791,15 @@ static void expire_idle(rs_server_t *s, double now)
 {
     for (int i = 0; i < s->nworlds;) {
         world_slot_t *w = &s->worlds[i];
-        double idle = now - w->last_active;
-        if (idle < s->cfg.world_ttl || !w->owner[0] || w->held ||
+        double idle = now - w->sched.last_active;
+        if (idle < s->cfg.world_ttl || !w->owner[0] || w->sched.held ||
             must_wait(s, &w->id, 1, NULL)) {
             i++;
             continue;
         }
         rs_log(RS_LOG_INFO, "world %llu destroyed: no request from its controller for %.0f s "
                "(--world-ttl %g)", (unsigned long long)w->id, idle, s->cfg.world_ttl);
-        rs_server_drop_world(s, w);
+        rs_worlds_remove(s, w);
     }
 }
 
@@ -1206,6 +887,6 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
     rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors); %llu stream frames sent, %llu "
            "not sent",
            (unsigned long long)s->requests, (unsigned long long)s->errors,
-           (unsigned long long)s->frames_sent, (unsigned long long)s->frames_dropped);
+           (unsigned long long)s->stream.frames_sent, (unsigned long long)s->stream.frames_dropped);
     return 0;
 }

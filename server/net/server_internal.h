@@ -1,13 +1,17 @@
-/* The server's state, shared by the loop (server.c) and the handlers (dispatch.c). */
+/* The server's state, shared by its modules: the loop (server.c), the request path (dispatch.c),
+ * the handlers (handlers.h), the world table (worlds.h) and the rest. */
 #ifndef RS_SERVER_INTERNAL_H
 #define RS_SERVER_INTERNAL_H
 
 #include <stdatomic.h>
 
 #include "arena.h"
+#include "persist.h"
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
+#include "sched.h"
+#include "stream.h"
 
 #include <zmq.h>
 
@@ -17,8 +21,9 @@
 
 typedef struct rs_history rs_history_t; /* history.c */
 
-/* The server's record of a world: the core world plus its id, controller, lease, stream and
- * history state. */
+/* The server's record of a world: the core world plus its id, controller and lease, and each
+ * module's state of it in that module's sub-struct (stream.h, sched.h, persist.h; history.c's
+ * opaque history). worlds.c adds and removes them. */
 typedef struct world_slot {
     uint64_t id;
     rs_world_t *world;
@@ -26,36 +31,15 @@ typedef struct world_slot {
     char prev_token[RS_TOKEN_LEN + 1]; /* the token a Claim replaced ("" if none): refused as
                                           expired rather than wrong */
     double lease_until;                /* rs_monotonic() time the controller's lease lapses */
-    /* observer stream (stream.c) */
-    uint64_t stream_seq;               /* frames published for this world (State.seq) */
-    double stream_last;                /* rs_monotonic() time of the last one */
-    int stream_pending;                /* a state was held back by the rate limit */
+    rs_stream_slot_t stream;           /* the observer stream's (stream.c) */
     rs_history_t *history;             /* the frames it published lately (history.c), or NULL */
-    int watched;                       /* someone subscribes to the world's topic ... */
-    uint64_t watched_gen;              /* ... as of this subscription generation */
-    uint64_t batch_mark;               /* the StepBatch that last named this world */
-    size_t batch_item;                 /* ... as its item number */
-    /* scheduling (server.c) and quotas */
-    double last_active;                /* rs_monotonic() time of its controller's last request
-                                          (or its creation): --world-ttl */
-    int held;                          /* a Step parked between its slices holds the world:
-                                          requests naming it wait behind it */
+    uint64_t batch_mark;               /* the StepBatch that last named this world ... */
+    size_t batch_item;                 /* ... as its item number (handlers_batch.c) */
+    rs_sched_slot_t sched;             /* scheduling: slices, rollback, --world-ttl */
     char owner[sizeof(((rs_caller_t *)0)->key)]; /* the quota key (rs_caller_t.key) of the
                                           client that created, forked or claimed it ("" for
-                                          none); kept in its checkpoint */
-    int slow_steps;                    /* a control step of it outlasted the loop's fuse, and
-                                          the stepper found it slow since (dispatch.c): its
-                                          Steps go to the stepper */
-    rs_data_t *boundary;               /* a copy of the world's data at the start of the slice
-                                          being run, to roll back an interrupted control step
-                                          (made on the first save) */
-    const rs_model_t *boundary_model;  /* the model `boundary` was made for, retained while
-                                          it lives: SetParams or SetState may replace the
-                                          world's model in between */
-    uint64_t ckpt_mark;                /* persist.c: checksum of the file the last checkpoint
-                                          wrote (0: not written) */
-    int ckpt_clean;                    /* nothing changed since the last checkpoint wrote it
-                                          (cleared by every change: tokens, lease, steps) */
+                                          none); kept in its checkpoint (worlds.c counts it) */
+    rs_persist_slot_t ckpt;            /* --state-dir's checkpoint of it (persist.c) */
 } world_slot_t;
 
 typedef struct rs_curve rs_curve_t;
@@ -90,7 +74,8 @@ typedef struct rs_cont {
     int off_done;      /* the stepper has run it */
 } rs_cont_t;
 
-/* Free what a request's progress holds (items, their messages, held ids); zero it. */
+/* Free what a request's progress holds (items, their messages, held ids); zero it
+ * (dispatch.c). */
 void rs_cont_release(rs_cont_t *c);
 
 /* A handler's return value for "parked, no reply yet" (only when cont.can_park). */
@@ -110,16 +95,8 @@ struct rs_server {
     uint64_t next_world_id;
     rs_arena_t arena;         /* the reply being built */
     rs_pool_t *pool;       /* StepBatch workers, each with its arena for the States it builds */
-    /* observer stream (stream.c) */
-    void *xpub;            /* the PUB side (an XPUB, to see subscriptions), or NULL */
-    char stream_endpoint[256]; /* as bound ("" when off) */
-    char **subs;           /* topic prefixes someone subscribes to */
-    int nsubs, capsubs;
-    int subs_overflow;     /* too many prefixes to track: every world counts as watched */
-    uint64_t sub_gen;      /* bumped when the prefixes change (starts at 1) */
-    uint64_t subs_read_at; /* s->requests when the subscription messages were last read */
-    double stream_next_due; /* earliest time a held-back state is due, or INFINITY */
-    uint64_t frames_sent, frames_dropped;
+    rs_stream_t stream;    /* the observer stream (stream.c) */
+    char stream_endpoint[256]; /* ... as bound ("" when off) */
     size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
     size_t history_peak;   /* ... and held at most since the heap was last trimmed */
     uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */
@@ -192,8 +169,10 @@ const rs_op_t *rs_op_find(Robosim__V1__Request__OpCase op);
 /* All rows, for Hello's capabilities. */
 const rs_op_t *rs_ops(size_t *n);
 
-/* The slot of world `id` (the server's record of it), or NULL. */
-world_slot_t *rs_server_world(rs_server_t *s, uint64_t id);
+/* An Error reply (request `id`, code, message) packed into s->out: *out and *outlen point at
+ * it until the next reply (dispatch.c; the loop refuses requests it does not run with it). */
+void rs_error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
+                    const uint8_t **out, size_t *outlen);
 
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
 static inline int rs_server_stopping(const rs_server_t *s)
@@ -202,26 +181,23 @@ static inline int rs_server_stopping(const rs_server_t *s)
     return stop && *stop;
 }
 
-/* Make world w's data interruptible by the server's abort flag (every world the server
- * holds: created, forked or restored). */
-void rs_server_adopt(rs_server_t *s, world_slot_t *w);
-
-/* Free world w's rollback copy and release the model it was made for (NULL-safe). */
-void rs_server_drop_boundary(world_slot_t *w);
-
-/* Free what the server keeps beside world w (its rollback copy, its history) before w goes. */
-void rs_server_forget(world_slot_t *w);
-
-/* Destroy world w and remove it from the table (DestroyWorld, --world-ttl). */
-void rs_server_drop_world(rs_server_t *s, world_slot_t *w);
-
 /* ---- shards.c: --shards, one server on several cores ---- */
 
-/* Make the cfg->shards shards of front `s` (its stream bound, no request socket; cfg: the
+/* How a front makes (rs_server_new_shard), runs and destroys its shards: server.c's loop,
+ * handed to shards.c, which does not call into server.c. */
+typedef struct rs_shard_ops {
+    rs_server_t *(*make)(const rs_server_config_t *cfg, rs_server_t *front, int k,
+                         rs_status_t *st);
+    int (*run)(rs_server_t *s, volatile sig_atomic_t *stop);
+    void (*destroy)(rs_server_t **s);
+} rs_shard_ops_t;
+
+/* Make the cfg->shards shards of front `s` (each with ops->make) (its stream bound, no request socket; cfg: the
  * server's configuration, the shards' but for their sockets): N listening
  * TCP sockets on cfg.bind's port (SO_REUSEPORT: the kernel spreads the connections over them),
  * one per shard. 0 or a negative code (st). rs_shards_close undoes it. */
-int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, rs_status_t *st);
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, const rs_shard_ops_t *ops,
+                   rs_status_t *st);
 
 /* The front's loop: start each shard's loop on its thread, forward the observer stream between
  * the shards and the subscribers until *stop and every shard has ended. */
@@ -261,29 +237,8 @@ struct rs_census *rs_shards_census(rs_server_t *front);
 enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
 
-/* Who sent a request (server.c): from its routing frame and its payload's metadata. */
+/* Who sent a request (auth.c): from its routing frame and its payload's metadata. */
 void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);
-
-/* A shard: the id for a new world, from the sequence all shards share, recorded as this
- * shard's. 0 or RS_EEXHAUSTED. */
-int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st);
-
-/* A shard: the other shard holding world `id`, or -1 (this one, or none). */
-int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id);
-
-/* RS_ENOTFOUND for a batch's `what`[i] naming world `id`, saying whether it is on another
- * shard (a batch steps one shard's worlds) or nowhere. */
-int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id);
-
-/* Worlds the server holds (all shards'), what --max-worlds bounds. */
-int rs_worlds_total(const rs_server_t *s);
-
-/* Worlds the quota key `key` holds (all shards'). */
-int rs_worlds_owned(const rs_server_t *s, const char *key);
-
-/* Record `worlds` more (or fewer: negative) worlds, and `delta` more held by `key`, in the
- * census the shards share (nothing for a server without shards: its table is the count). */
-void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta);
 
 /* ---- auth.c: controller tokens and leases ---- */
 
@@ -356,9 +311,13 @@ void rs_history_destroy(rs_history_t **h);
  * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring);
 
-/* The GetHistory handler (dispatch.c's table). */
-int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                      Robosim__V1__Response *rp, rs_status_t *st);
+/* Age out what world w's history holds past its bounds at `now` (rs_monotonic()); the frames
+ * it holds then, oldest first, consecutive seqs. */
+int rs_history_held(rs_server_t *s, world_slot_t *w, double now);
+
+/* Frame i (0: the oldest; i < rs_history_held's count) of world w's history: its serialized
+ * StreamFrame (owned by the history, valid until it next changes), len bytes, its seq. */
+const uint8_t *rs_history_frame(const world_slot_t *w, int i, size_t *len, uint64_t *seq);
 
 /* ---- stream.c: the observer stream ---- */
 

@@ -15,6 +15,7 @@
  * sees who watches. */
 #include "rs_log.h"
 #include "server_internal.h"
+#include "worlds.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,27 +32,9 @@
 #include <zmq.h>
 
 #define PEER_MAX_FRAMES 12    /* frames a passed request may carry */
-#define ID_CHUNK_BITS 16      /* the id -> shard table: chunks of 65536 ids ... */
-#define ID_CHUNKS 65536       /* ... made on first use, 2^32 ids in all */
 #define LISTEN_BACKLOG 128
 #define CONN_SLOTS 4096       /* a shard's connections remembered with the shard they create on */
 #define CONN_ID_MAX 32
-
-/* The census: worlds in all shards, and per quota key. */
-typedef struct census_key {
-    char key[sizeof(((rs_caller_t *)0)->key)];
-    int n;
-} census_key_t;
-
-struct rs_census {
-    pthread_mutex_t lock;
-    int total;
-    census_key_t *keys;
-    int nkeys, cap;
-    atomic_uint_fast64_t next_id;           /* the next world id, of all shards */
-    atomic_int placed[256];                 /* connections placed on each shard */
-    _Atomic(uint8_t *) owner[ID_CHUNKS];    /* world id -> 1 + its shard (0: none yet) */
-};
 
 /* A ListWorlds asked of every shard: the envelope to answer and the replies so far. */
 typedef struct gather {
@@ -75,6 +58,7 @@ struct rs_shards {
     volatile sig_atomic_t *stop;
     atomic_int running;
     struct rs_census census;
+    const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
 };
 
 /* A shard's sockets to the others: where they pass it requests (ROUTER), and one DEALER to
@@ -102,138 +86,6 @@ typedef struct peer_meta {
     uint64_t gather;
 } peer_meta_t;
 
-/* ---- the census ---------------------------------------------------------------------------- */
-
-int rs_worlds_total(const rs_server_t *s)
-{
-    if (!s->census)
-        return s->nworlds;
-    pthread_mutex_lock(&s->census->lock);
-    int n = s->census->total;
-    pthread_mutex_unlock(&s->census->lock);
-    return n;
-}
-
-int rs_worlds_owned(const rs_server_t *s, const char *key)
-{
-    int n = 0;
-    if (!s->census) {
-        for (int i = 0; i < s->nworlds; i++)
-            n += strcmp(s->worlds[i].owner, key) == 0;
-        return n;
-    }
-    pthread_mutex_lock(&s->census->lock);
-    for (int i = 0; i < s->census->nkeys; i++)
-        if (strcmp(s->census->keys[i].key, key) == 0) {
-            n = s->census->keys[i].n;
-            break;
-        }
-    pthread_mutex_unlock(&s->census->lock);
-    return n;
-}
-
-void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta)
-{
-    struct rs_census *c = s->census;
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->lock);
-    c->total += worlds;
-    if (key && key[0] && delta) {
-        int i = 0;
-        while (i < c->nkeys && strcmp(c->keys[i].key, key) != 0)
-            i++;
-        if (i == c->nkeys && delta > 0) {
-            if (c->nkeys == c->cap) {
-                int cap = c->cap ? 2 * c->cap : 16;
-                census_key_t *k = realloc(c->keys, (size_t)cap * sizeof *k);
-                if (!k) {
-                    pthread_mutex_unlock(&c->lock);
-                    return; /* uncounted: the quota errs on the client's side */
-                }
-                c->keys = k;
-                c->cap = cap;
-            }
-            snprintf(c->keys[i].key, sizeof c->keys[i].key, "%s", key);
-            c->keys[i].n = 0;
-            c->nkeys++;
-        }
-        if (i < c->nkeys) {
-            c->keys[i].n += delta;
-            if (c->keys[i].n <= 0)
-                c->keys[i] = c->keys[--c->nkeys]; /* a key holding none is forgotten */
-        }
-    }
-    pthread_mutex_unlock(&c->lock);
-}
-
-int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
-{
-    struct rs_census *c = s->census;
-    uint64_t v = atomic_fetch_add(&c->next_id, 1);
-    uint64_t chunk = v >> ID_CHUNK_BITS;
-    if (chunk >= ID_CHUNKS)
-        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
-                       "%llu)", (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
-    uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
-    if (!table) {
-        uint8_t *fresh = calloc((size_t)1 << ID_CHUNK_BITS, 1);
-        if (!fresh)
-            return rs_fail(st, RS_EEXHAUSTED, "out of memory for the world id table");
-        if (atomic_compare_exchange_strong(&c->owner[chunk], &table, fresh))
-            table = fresh;
-        else
-            free(fresh); /* another shard made it first: `table` is theirs */
-    }
-    /* a byte per id, written once by its shard, read by the front: relaxed suffices because the
-     * reply naming the world leaves through a ZeroMQ queue (a full barrier) after this */
-    atomic_store_explicit((_Atomic uint8_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)],
-                          (uint8_t)(s->shard_index + 1), memory_order_release);
-    *id = v;
-    return 0;
-}
-
-/* The shard of world `id`, or -1 (never handed out). */
-static int shard_of(struct rs_census *c, uint64_t id)
-{
-    uint64_t chunk = id >> ID_CHUNK_BITS;
-    if (chunk >= ID_CHUNKS)
-        return -1;
-    uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
-    if (!table)
-        return -1;
-    int k = atomic_load_explicit((_Atomic uint8_t *)&table[id & ((1u << ID_CHUNK_BITS) - 1)],
-                                 memory_order_acquire);
-    return k - 1;
-}
-
-int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id)
-{
-    if (!s->census || !s->front)
-        return -1;
-    int k = shard_of(&s->front->shards->census, id);
-    return k == s->shard_index ? -1 : k;
-}
-
-int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id)
-{
-    int k = rs_worlds_elsewhere(s, id);
-    const char *fmt = !strcmp(what, "item") ? "item %zu: " : "%s[%zu]: ";
-    char head[64];
-    if (!strcmp(what, "item"))
-        snprintf(head, sizeof head, fmt, i);
-    else
-        snprintf(head, sizeof head, fmt, what, i);
-    if (k < 0)
-        return rs_fail(st, RS_ENOTFOUND, "%sno world %llu on this server", head,
-                       (unsigned long long)id);
-    return rs_fail(st, RS_ENOTFOUND,
-                   "%sworld %llu is served by another of this server's %d shards (--shards) "
-                   "than the batch's first world: one StepBatch steps the worlds of one shard, "
-                   "which are the worlds created over one connection; split the batch, or run "
-                   "the server with --shards 1",
-                   head, (unsigned long long)id, s->front->cfg.shards);
-}
 
 /* ---- reading a request's route without decoding it ------------------------------------- */
 
@@ -618,7 +470,7 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             uint64_t world = 0;
             int route = rs_route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
                                  &world);
-            int k = route == ROUTE_WORLD    ? shard_of(s->census, world)
+            int k = route == ROUTE_WORLD    ? rs_census_shard_of(s->census, world)
                     : route == ROUTE_CREATE ? placement(s, &frames[0])
                                             : -1;
             if (route == ROUTE_ALL && *n < PEER_MAX_FRAMES) {
@@ -706,7 +558,7 @@ static void *shard_main(void *arg)
 {
     shard_arg_t *a = arg;
     struct rs_shards *f = a->front->shards;
-    rs_server_run(f->shard[a->k], f->stop);
+    f->ops->run(f->shard[a->k], f->stop);
     atomic_fetch_sub(&f->running, 1);
     free(a);
     return NULL;
@@ -744,7 +596,7 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
     /* the stream: the shards' frames out, the subscriptions in; else only wait */
-    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->xpub, 0, ZMQ_POLLIN, 0}};
+    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->stream.xpub, 0, ZMQ_POLLIN, 0}};
     while (!*stop || atomic_load(&f->running) > 0) {
         if (!f->xsub) {
             struct timespec ts = {0, 20 * 1000000L};
@@ -754,9 +606,9 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
         if (zmq_poll(items, 2, 20) < 0 && zmq_errno() != EINTR)
             break;
         if (items[0].revents & ZMQ_POLLIN)
-            pump(f->xsub, s->xpub);
+            pump(f->xsub, s->stream.xpub);
         if (items[1].revents & ZMQ_POLLIN)
-            pump(s->xpub, f->xsub);
+            pump(s->stream.xpub, f->xsub);
     }
     for (int k = 0; k < f->n; k++) {
         if (f->started[k])
@@ -835,7 +687,8 @@ int rs_shards_listen_fd(const rs_server_t *front, int k)
     return fd;
 }
 
-int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg, rs_status_t *st)
+int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
+                   const rs_shard_ops_t *ops, rs_status_t *st)
 {
     int n = server_cfg->shards;
     struct rs_shards *f = calloc(1, sizeof *f);
@@ -843,10 +696,10 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg, rs_stat
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     s->shards = f;
     f->n = n;
+    f->ops = ops;
     if (n > 255)
         return rs_fail(st, RS_EINVAL, "--shards %d: at most 255", n);
-    pthread_mutex_init(&f->census.lock, NULL);
-    atomic_init(&f->census.next_id, 1);
+    rs_census_init(&f->census);
     if (!(f->shard = calloc((size_t)n, sizeof *f->shard)) ||
         !(f->thread = calloc((size_t)n, sizeof *f->thread)) ||
         !(f->started = calloc((size_t)n, sizeof *f->started)) ||
@@ -857,7 +710,7 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg, rs_stat
         f->fds[k] = -1;
     if (listen_all(f, s->cfg.bind, f->endpoints[0][0], sizeof f->endpoints[0][0], st) < 0)
         return st->code;
-    if (s->xpub) {
+    if (s->stream.xpub) {
         f->xsub = zmq_socket(s->zctx, ZMQ_XSUB);
         int linger = 0;
         if (!f->xsub || zmq_setsockopt(f->xsub, ZMQ_LINGER, &linger, sizeof linger) != 0)
@@ -873,14 +726,14 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg, rs_stat
         cfg.bind = f->endpoints[k][0];
         cfg.shards = 1;
         cfg.default_preset = k == 0 ? server_cfg->default_preset : NULL;
-        cfg.stream_endpoint = s->xpub ? f->endpoints[k][2] : NULL;
+        cfg.stream_endpoint = s->stream.xpub ? f->endpoints[k][2] : NULL;
         cfg.stream_explicit = 1;
         cfg.history_bytes = server_cfg->history_bytes / (size_t)n; /* the server's bound, shared */
         memcpy(cfg.snapshot_key, s->snapshot_key, sizeof cfg.snapshot_key); /* one key: a
                                            snapshot of one shard's world forks on another */
         cfg.snapshot_key_set = 1;
         cfg.snapshot_key_file = NULL;
-        if (!(f->shard[k] = rs_server_new_shard(&cfg, s, k, st)))
+        if (!(f->shard[k] = f->ops->make(&cfg, s, k, st)))
             return st->code ? st->code : RS_EINTERNAL;
         snprintf(f->shard[k]->stream_endpoint, sizeof f->shard[k]->stream_endpoint, "%s",
                  s->stream_endpoint); /* what Hello tells clients: the public one */
@@ -899,7 +752,7 @@ void rs_shards_close(rs_server_t *s)
     if (f->xsub)
         zmq_close(f->xsub);
     for (int k = 0; k < f->n && f->shard; k++)
-        rs_server_destroy(&f->shard[k]); /* its sockets close; the context is the front's */
+        f->ops->destroy(&f->shard[k]); /* its sockets close; the context is the front's */
     for (int k = 0; k < f->n && f->fds; k++)
         if (f->fds[k] >= 0)
             close(f->fds[k]); /* never taken by a shard */
@@ -908,10 +761,7 @@ void rs_shards_close(rs_server_t *s)
     free(f->started);
     free(f->fds);
     free(f->endpoints);
-    free(f->census.keys);
-    for (int i = 0; i < ID_CHUNKS; i++)
-        free(f->census.owner[i]);
-    pthread_mutex_destroy(&f->census.lock);
+    rs_census_free(&f->census);
     free(f);
     s->shards = NULL;
 }

@@ -17,25 +17,26 @@
 
 int rs_stream_open(rs_server_t *s, rs_status_t *st)
 {
-    s->stream_next_due = INFINITY;
-    s->sub_gen = 1; /* a new world's watched_gen (0) is stale from the start */
-    s->subs_read_at = UINT64_MAX;
+    s->stream.next_due = INFINITY;
+    s->stream.sub_gen = 1; /* a new world's watched_gen (0) is stale from the start */
+    s->stream.subs_read_at = UINT64_MAX;
     s->stream_endpoint[0] = '\0';
     const char *ep = s->cfg.stream_endpoint;
     if (!ep || !ep[0])
         return 0;
-    s->xpub = zmq_socket(s->zctx, ZMQ_XPUB);
+    s->stream.xpub = zmq_socket(s->zctx, ZMQ_XPUB);
     int linger = 0, hwm = STREAM_SNDHWM;
     char bound[sizeof s->stream_endpoint];
     size_t blen = sizeof bound;
-    if (!s->xpub || zmq_setsockopt(s->xpub, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        zmq_setsockopt(s->xpub, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
-        rs_curve_secure(s, s->xpub) != 0 || zmq_bind(s->xpub, ep) != 0 ||
-        zmq_getsockopt(s->xpub, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
+    void *pub = s->stream.xpub;
+    if (!pub || zmq_setsockopt(pub, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(pub, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+        rs_curve_secure(s, pub) != 0 || zmq_bind(pub, ep) != 0 ||
+        zmq_getsockopt(pub, ZMQ_LAST_ENDPOINT, bound, &blen) != 0) {
         const char *why = zmq_strerror(zmq_errno());
-        if (s->xpub)
-            zmq_close(s->xpub);
-        s->xpub = NULL;
+        if (s->stream.xpub)
+            zmq_close(s->stream.xpub);
+        s->stream.xpub = NULL;
         if (s->cfg.stream_explicit)
             return rs_fail(st, RS_EPRECOND, "cannot bind the observer stream on %s: %s", ep, why);
         rs_log(RS_LOG_WARN,
@@ -51,14 +52,14 @@ int rs_stream_open(rs_server_t *s, rs_status_t *st)
 
 void rs_stream_close(rs_server_t *s)
 {
-    if (s->xpub)
-        zmq_close(s->xpub);
-    s->xpub = NULL;
-    for (int i = 0; i < s->nsubs; i++)
-        free(s->subs[i]);
-    free(s->subs);
-    s->subs = NULL;
-    s->nsubs = s->capsubs = 0;
+    if (s->stream.xpub)
+        zmq_close(s->stream.xpub);
+    s->stream.xpub = NULL;
+    for (int i = 0; i < s->stream.nsubs; i++)
+        free(s->stream.subs[i]);
+    free(s->stream.subs);
+    s->stream.subs = NULL;
+    s->stream.nsubs = s->stream.capsubs = 0;
 }
 
 /* Track one (un)subscription message: byte 1 subscribe, 0 unsubscribe, then the prefix. The
@@ -70,44 +71,44 @@ static void track_subscription(rs_server_t *s, const unsigned char *m, size_t n)
         return; /* not a subscription message */
     size_t plen = n - 1;
     if (plen > MAX_PREFIX_LEN) {
-        s->subs_overflow |= m[0] == 1; /* cannot match a topic prefix-wise anyway: be safe */
-        s->sub_gen++;
+        s->stream.subs_overflow |= m[0] == 1; /* cannot match a topic prefix-wise anyway: be safe */
+        s->stream.sub_gen++;
         return;
     }
     int found = -1;
-    for (int i = 0; i < s->nsubs && found < 0; i++)
-        if (strlen(s->subs[i]) == plen && memcmp(s->subs[i], m + 1, plen) == 0)
+    for (int i = 0; i < s->stream.nsubs && found < 0; i++)
+        if (strlen(s->stream.subs[i]) == plen && memcmp(s->stream.subs[i], m + 1, plen) == 0)
             found = i;
     if (m[0] == 1 && found < 0) {
-        if (s->nsubs >= MAX_PREFIXES) {
-            s->subs_overflow = 1;
+        if (s->stream.nsubs >= MAX_PREFIXES) {
+            s->stream.subs_overflow = 1;
         } else {
-            if (s->nsubs == s->capsubs) {
-                int cap = s->capsubs ? 2 * s->capsubs : 16;
-                char **grown = realloc(s->subs, (size_t)cap * sizeof *grown);
+            if (s->stream.nsubs == s->stream.capsubs) {
+                int cap = s->stream.capsubs ? 2 * s->stream.capsubs : 16;
+                char **grown = realloc(s->stream.subs, (size_t)cap * sizeof *grown);
                 if (!grown) {
-                    s->subs_overflow = 1;
-                    s->sub_gen++;
+                    s->stream.subs_overflow = 1;
+                    s->stream.sub_gen++;
                     return;
                 }
-                s->subs = grown;
-                s->capsubs = cap;
+                s->stream.subs = grown;
+                s->stream.capsubs = cap;
             }
             char *p = malloc(plen + 1);
             if (!p) {
-                s->subs_overflow = 1;
-                s->sub_gen++;
+                s->stream.subs_overflow = 1;
+                s->stream.sub_gen++;
                 return;
             }
             memcpy(p, m + 1, plen);
             p[plen] = '\0';
-            s->subs[s->nsubs++] = p;
+            s->stream.subs[s->stream.nsubs++] = p;
         }
     } else if (m[0] == 0 && found >= 0) {
-        free(s->subs[found]);
-        s->subs[found] = s->subs[--s->nsubs];
+        free(s->stream.subs[found]);
+        s->stream.subs[found] = s->stream.subs[--s->stream.nsubs];
     }
-    s->sub_gen++;
+    s->stream.sub_gen++;
 }
 
 /* Read the subscription messages waiting on the socket. */
@@ -116,7 +117,7 @@ static void poll_subscriptions(rs_server_t *s)
     for (;;) {
         zmq_msg_t m;
         zmq_msg_init(&m);
-        if (zmq_msg_recv(&m, s->xpub, ZMQ_DONTWAIT) < 0) {
+        if (zmq_msg_recv(&m, s->stream.xpub, ZMQ_DONTWAIT) < 0) {
             zmq_msg_close(&m);
             return;
         }
@@ -133,26 +134,26 @@ static int topic(char *buf, size_t n, uint64_t id)
 /* Read the subscription messages once per request: a batch publishes many worlds. */
 static void poll_subscriptions_once(rs_server_t *s)
 {
-    if (s->subs_read_at == s->requests)
+    if (s->stream.subs_read_at == s->requests)
         return;
     poll_subscriptions(s);
-    s->subs_read_at = s->requests;
+    s->stream.subs_read_at = s->requests;
 }
 
 /* Whether anyone subscribes to a prefix of w's topic. */
 static int watched(rs_server_t *s, world_slot_t *w)
 {
-    if (w->watched_gen == s->sub_gen)
-        return w->watched;
+    if (w->stream.watched_gen == s->stream.sub_gen)
+        return w->stream.watched;
     char t[48];
     size_t tl = (size_t)topic(t, sizeof t, w->id);
-    int yes = s->subs_overflow;
-    for (int i = 0; i < s->nsubs && !yes; i++) {
-        size_t pl = strlen(s->subs[i]);
-        yes = pl <= tl && memcmp(s->subs[i], t, pl) == 0;
+    int yes = s->stream.subs_overflow;
+    for (int i = 0; i < s->stream.nsubs && !yes; i++) {
+        size_t pl = strlen(s->stream.subs[i]);
+        yes = pl <= tl && memcmp(s->stream.subs[i], t, pl) == 0;
     }
-    w->watched = yes;
-    w->watched_gen = s->sub_gen;
+    w->stream.watched = yes;
+    w->stream.watched_gen = s->stream.sub_gen;
     return yes;
 }
 
@@ -187,31 +188,31 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
  * only if anyone watches. */
 static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
 {
-    w->stream_seq++;
-    w->stream_last = now;
-    w->stream_pending = 0;
+    w->stream.seq++;
+    w->stream.last = now;
+    w->stream.pending = 0;
     if (state)
-        state->seq = w->stream_seq; /* the caller's reply carries it, watched or not */
+        state->seq = w->stream.seq; /* the caller's reply carries it, watched or not */
     poll_subscriptions_once(s);
     int watching = watched(s, w), keep = s->cfg.history_frames > 0;
     if (!watching && !keep)
         return;
     if (!state) {
         if (!(state = rs_codec_state(&s->arena, w->id, w->world))) {
-            s->frames_dropped++; /* out of memory: the next state goes out as usual */
+            s->stream.frames_dropped++; /* out of memory: the next state goes out as usual */
             return;
         }
-        state->seq = w->stream_seq;
+        state->seq = w->stream.seq;
     }
     Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
     f.world_id = w->id;
-    f.seq = w->stream_seq;
+    f.seq = w->stream.seq;
     f.state = state;
     f.wall_time = rs_wall_clock();
     size_t n = robosim__v1__stream_frame__get_packed_size(&f);
     zmq_msg_t body;
     if (zmq_msg_init_size(&body, n) != 0) {
-        s->frames_dropped++;
+        s->stream.frames_dropped++;
         return;
     }
     robosim__v1__stream_frame__pack(&f, zmq_msg_data(&body));
@@ -224,46 +225,46 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
     char t[48];
     int tl = topic(t, sizeof t, w->id);
     /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
-    if (zmq_send(s->xpub, t, (size_t)tl, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        zmq_msg_send(&body, s->xpub, ZMQ_DONTWAIT) < 0) {
+    if (zmq_send(s->stream.xpub, t, (size_t)tl, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_msg_send(&body, s->stream.xpub, ZMQ_DONTWAIT) < 0) {
         zmq_msg_close(&body);
-        s->frames_dropped++;
+        s->stream.frames_dropped++;
         return;
     }
-    s->frames_sent++;
+    s->stream.frames_sent++;
 }
 
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 {
     if (state)
-        state->seq = w->stream_seq;
-    if (!s->xpub)
+        state->seq = w->stream.seq;
+    if (!s->stream.xpub)
         return;
-    double now = rs_monotonic(), due = w->stream_last + min_interval(s, w);
-    if (w->stream_seq == 0 || now >= due) {
+    double now = rs_monotonic(), due = w->stream.last + min_interval(s, w);
+    if (w->stream.seq == 0 || now >= due) {
         publish(s, w, state, now);
         return;
     }
-    w->stream_pending = 1;
-    if (due < s->stream_next_due)
-        s->stream_next_due = due;
+    w->stream.pending = 1;
+    if (due < s->stream.next_due)
+        s->stream.next_due = due;
 }
 
 int rs_stream_flush(rs_server_t *s)
 {
-    if (!s->xpub || s->stream_next_due == INFINITY)
+    if (!s->stream.xpub || s->stream.next_due == INFINITY)
         return -1;
     double now = rs_monotonic();
-    if (now < s->stream_next_due)
-        return (int)ceil((s->stream_next_due - now) * 1000.0);
+    if (now < s->stream.next_due)
+        return (int)ceil((s->stream.next_due - now) * 1000.0);
     poll_subscriptions(s); /* between requests: whoever subscribed since */
-    s->subs_read_at = s->requests;
+    s->stream.subs_read_at = s->requests;
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
-        if (!w->stream_pending)
+        if (!w->stream.pending)
             continue;
-        double due = w->stream_last + min_interval(s, w);
+        double due = w->stream.last + min_interval(s, w);
         if (now < due) {
             next = fmin(next, due);
             continue;
@@ -271,6 +272,6 @@ int rs_stream_flush(rs_server_t *s)
         rs_arena_reset(&s->arena);
         publish(s, w, NULL, now);
     }
-    s->stream_next_due = next;
+    s->stream.next_due = next;
     return next == INFINITY ? -1 : (int)ceil((next - now) * 1000.0);
 }

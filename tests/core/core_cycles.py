@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""The core's files form no cycle: neither through #include nor through the functions and
+"""A layer's files form no cycle: neither through #include nor through the functions and
 objects one file uses from another.
 
-Usage: core_cycles.py SOURCE_DIR LIBROBOSIM_CORE_A [NM]
-Reads the headers' #include lines under server/core and the symbols each object file of the
-static library defines and uses (nm), and exits 1 naming every cycle it finds."""
+Usage: core_cycles.py SOURCE_DIR LIBRARY_A [NM] [--dir server/core]
+Reads the #include lines of the files under SOURCE_DIR/--dir (server/core by default; the
+server's is server/net) and the symbols each object file of the static library (that folder's
+library) defines and uses (nm), and exits 1 naming every cycle it finds."""
 import os
 import re
 import subprocess
@@ -81,17 +82,24 @@ def symbol_graph(lib, nm="nm"):
 
 
 def main():
-    src, lib = sys.argv[1], sys.argv[2]
-    nm = sys.argv[3] if len(sys.argv) > 3 else "nm"
+    args = sys.argv[1:]
+    folder = "server/core"
+    if "--dir" in args:
+        i = args.index("--dir")
+        folder = args[i + 1]
+        del args[i:i + 2]
+    src, lib = args[0], args[1]
+    nm = args[2] if len(args) > 2 else "nm"
+    layer = os.path.basename(folder)
     bad = 0
-    for what, graph in (("#include", include_graph(os.path.join(src, "server", "core"))),
+    for what, graph in (("#include", include_graph(os.path.join(src, *folder.split("/")))),
                         ("calls", symbol_graph(lib, nm))):
         for comp in cycles(graph):
             bad = 1
             edges = [f"{a} -> {b}" for a in comp for b in sorted(graph.get(a, ())) if b in comp]
-            print(f"core cycle through {what}: {', '.join(comp)}\n  " + "\n  ".join(edges))
+            print(f"{layer} cycle through {what}: {', '.join(comp)}\n  " + "\n  ".join(edges))
     if not bad:
-        print("no cycles among the core's files")
+        print(f"no cycles among the files of {folder}")
     return bad
 
 

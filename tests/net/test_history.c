@@ -337,7 +337,7 @@ static void memory_bound(void)
         free(b);
         double per_frame = (double)(later - ring) / frames,
                per_slot = (double)ring / cfg.history_frames;
-        CHECK(frames == 200 && w->stream_seq == 600 && later <= full + 64 * 200 && per_slot < 64,
+        CHECK(frames == 200 && w->stream.seq == 600 && later <= full + 64 * 200 && per_slot < 64,
               "%s: history holds 200 of 600 frames and stops growing once full (%zu then %zu "
               "bytes)",
               presets[k], full, later);
@@ -548,10 +548,10 @@ static void rate_capped(const char *binary)
         rs_server_handle(s, b, n, &out, &outlen);
     }
     free(b);
-    CHECK(w->stream_seq >= 1 && w->stream_seq <= 3,
+    CHECK(w->stream.seq >= 1 && w->stream.seq <= 3,
           "a world asking 1e6 states per second on a 2 per second server published %llu of "
           "100 quick steps",
-          (unsigned long long)w->stream_seq);
+          (unsigned long long)w->stream.seq);
     rs_server_destroy(&s);
 }
 

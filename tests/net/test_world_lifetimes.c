@@ -53,7 +53,7 @@ static void reported_sequence(void)
     seq_apply(&c, SEQ_SET_PARAMS, 1 << 4); /* control_dt 0.02: the 0.0123 model is freed */
     seq_apply(&c, SEQ_LOAD_SPEC, 0);       /* large strings, refused: the heap reused */
     seq_apply(&c, SEQ_STEP, 0); /* the rollback copy made again for the new model */
-    CHECK(c.s->nworlds == 1 && c.s->worlds[0].boundary_model == c.s->worlds[0].world->model,
+    CHECK(c.s->nworlds == 1 && c.s->worlds[0].sched.boundary_model == c.s->worlds[0].world->model,
           "the rollback copy follows the world's model (%d worlds)", c.s->nworlds);
     seq_apply(&c, SEQ_DESTROY, 0);
     CHECK(c.s->nworlds == 0, "destroyed");

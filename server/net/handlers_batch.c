@@ -1,0 +1,668 @@
+/* StepBatch, both forms: items (one Step per world) and arrays (the columnar batch), run on
+ * the worker pool a slice at a time. */
+
+#include "handlers.h"
+#include "worlds.h"
+#include "rs_randomize.h"
+#include "rs_sensitivity.h"
+#include "rs_task.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- StepBatch ---- */
+
+/* A StepBatch slice: the items (or BatchArrays worlds) that go on, run on the worker pool.
+ * On the loop each runs one slice (the batch is parked between slices and resumed like a
+ * Step, its worlds held); in-process each runs to its end or the budget. */
+typedef struct batch_run {
+    rs_server_t *s;
+    const Robosim__V1__StepBatch *b;
+    world_slot_t **where;               /* per item */
+    rs_item_progress_t *items;           /* per item, across slices (s->cont) */
+    Robosim__V1__BatchResult **results;  /* per item, this slice's */
+    size_t *jobs;                        /* the items to run */
+    size_t njobs;
+    double deadline;                     /* the request's budget */
+    int one_slice;
+} batch_run_t;
+
+/* An Error result built in arena a. */
+static int batch_error(rs_arena_t *a, Robosim__V1__BatchResult *r, int code, const char *message)
+{
+    Robosim__V1__Error *e = rs_arena_alloc(a, sizeof *e);
+    char *msg = rs_arena_strdup(a, message);
+    if (!e || !msg)
+        return -1;
+    robosim__v1__error__init(e);
+    e->code = (Robosim__V1__ErrorCode)(-code);
+    e->message = msg;
+    r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR;
+    r->error = e;
+    return 0;
+}
+
+/* Item `it` failed: its code and message (malloc'd: it may have to outlive this slice). */
+static void item_fail(rs_item_progress_t *it, int code, const char *message)
+{
+    it->phase = RS_ITEM_FAILED;
+    it->code = code;
+    free(it->message);
+    it->message = strdup(message && message[0] ? message : rs_strerror(code));
+}
+
+/* One slice of an item's Step (commands in place; `action` is applied on its first slice):
+ * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
+ * FAILED (an error, the budget run out, the server stopping). */
+static void item_slice(rs_server_t *s, world_slot_t *w, rs_item_progress_t *it,
+                       const double *action, size_t naction, int one_slice, double deadline)
+{
+    rs_status_t st;
+    rs_status_clear(&st);
+    int resume = it->phase == RS_ITEM_RUNNING;
+    it->phase = RS_ITEM_RUNNING;
+    int rc = rs_run_control_steps(s, w, action, naction, it->asked, resume, one_slice, deadline, 0,
+                               &s->abort, &it->done, &st);
+    if (rc == 0 && it->done < it->asked && !rs_episode_over(w->world)) {
+        if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
+            return; /* goes on */
+        rc = rs_stopped_short(s, w, it->done, it->asked, &st);
+    }
+    if (rc < 0)
+        item_fail(it, rc, st.message);
+    else
+        it->phase = RS_ITEM_DONE;
+}
+
+/* The result of an item whose Step is over, in arena a: its State or its Error; NOT_SET when
+ * out of memory. */
+static void item_result(world_slot_t *w, const rs_item_progress_t *it,
+                        Robosim__V1__BatchResult *r, rs_arena_t *a)
+{
+    rs_status_t st;
+    Robosim__V1__State *state = NULL;
+    r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET;
+    if (it->phase == RS_ITEM_DONE && rs_step_state(w, a, &state, &st) == 0) {
+        r->result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+        r->state = state;
+    } else if (it->phase == RS_ITEM_FAILED && it->message) {
+        batch_error(a, r, it->code, it->message);
+    }
+}
+
+/* A worker runs item jobs[j] for a slice and, once it is over, builds its result in its own
+ * arena. */
+static void batch_step(void *ctx, size_t j, int worker)
+{
+    batch_run_t *run = ctx;
+    size_t i = run->jobs[j];
+    rs_item_progress_t *it = &run->items[i];
+    world_slot_t *w = run->where[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    const Robosim__V1__Step *sp = run->b->items->items[i]->step;
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = sp->jacobian || sp->n_jacobian_params
+                     ? rs_fail(&st, RS_EUNIMPL,
+                               "Step.jacobian is not served in a StepBatch; send the Step on "
+                               "its own")
+                     : rs_apply_step_commands(run->s, w, sp, &it->asked, &st);
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
+    if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
+        item_slice(run->s, w, it, sp->action, sp->n_action, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING)
+        item_result(w, it, run->results[i], rs_pool_arena(run->s->pool, worker));
+}
+
+/* After a slice: whether any of the run's items goes on; if so the request parks, holding
+ * every world the batch names (so its results, built when all are over, are theirs alone). */
+static int batch_park(rs_server_t *s, const batch_run_t *run, size_t n, rs_status_t *st)
+{
+    int going = 0;
+    for (size_t j = 0; j < run->njobs && !going; j++)
+        going = run->items[run->jobs[j]].phase == RS_ITEM_RUNNING;
+    if (!going)
+        return 0;
+    rs_cont_t *c = s->cont;
+    free(c->held);
+    c->nheld = 0;
+    if (!(c->held = malloc(n * sizeof *c->held)))
+        return OOM(st);
+    for (size_t i = 0; i < n; i++)
+        if (run->where[i])
+            c->held[c->nheld++] = run->where[i]->id;
+    c->park = 1;
+    return RS_PARKED;
+}
+
+static int by_id(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The batch's size within limits: not empty, not over --max-batch. `what` names the part. */
+static int batch_size_ok(const rs_server_t *s, size_t n, const char *what, rs_status_t *st)
+{
+    if (n == 0)
+        return rs_fail(st, RS_EINVAL, "StepBatch carries no %s; add one per world", what);
+    if (n > (size_t)s->cfg.max_batch)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "StepBatch of %zu %s is over this server's limit of %d (--max-batch); "
+                       "split it",
+                       n, what, s->cfg.max_batch);
+    return 0;
+}
+
+/* Find the worlds of a batch: where[i] is the slot of ids[i], NULL when there is none. The
+ * same world twice refuses the whole batch, before anything changes: each world found is
+ * marked with this batch's number; unknown ids are sorted to compare them. */
+static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, world_slot_t **where,
+                        rs_status_t *st)
+{
+    uint64_t *unknown = rs_arena_alloc(&s->arena, n * sizeof *unknown);
+    if (!unknown)
+        return OOM(st);
+    uint64_t mark = ++s->batches;
+    size_t nunknown = 0;
+    for (size_t i = 0; i < n; i++) {
+        world_slot_t *w = where[i] = rs_worlds_find(s, ids[i]);
+        if (!w) {
+            unknown[nunknown++] = ids[i];
+            continue;
+        }
+        if (w->batch_mark == mark)
+            return rs_fail(st, RS_EINVAL,
+                           "world %llu appears twice in the batch (at %zu and %zu); a batch "
+                           "steps each world at most once",
+                           (unsigned long long)ids[i], w->batch_item, i);
+        w->batch_mark = mark;
+        w->batch_item = i;
+    }
+    qsort(unknown, nunknown, sizeof *unknown, by_id);
+    for (size_t i = 1; i < nunknown; i++)
+        if (unknown[i] == unknown[i - 1])
+            return rs_fail(st, RS_EINVAL,
+                           "world %llu appears twice in the batch; a batch steps each world at "
+                           "most once (and there is no world %llu on this server)",
+                           (unsigned long long)unknown[i], (unsigned long long)unknown[i]);
+    return 0;
+}
+
+/* The whole batch may ask for as many control steps as one Step may: a request must not hold
+ * the server for hours. */
+static int batch_total_ok(const rs_server_t *s, uint64_t total, rs_status_t *st)
+{
+    if (total <= s->cfg.max_steps_per_request)
+        return 0;
+    return rs_fail(st, RS_EEXHAUSTED,
+                   "the batch asks for %llu control steps in all, over this server's limit of "
+                   "%llu per request (--max-steps-per-request); split it",
+                   (unsigned long long)total, (unsigned long long)s->cfg.max_steps_per_request);
+}
+
+static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
+                       Robosim__V1__Response *rp, rs_status_t *st);
+
+/* Step many worlds in one request: the batch is checked as a whole (empty, too large, a world
+ * twice), each item on its own (its world exists, its token is the controller's), then the
+ * items run on the worker pool, a slice each per round (batch_run_t); every item gets its
+ * State or its Error, in item order. The columnar form (StepBatch.arrays) is step_arrays. */
+int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *unused,
+                         Robosim__V1__Response *rp, rs_status_t *st)
+{
+    const Robosim__V1__StepBatch *b = rq->step_batch;
+    if (b->form_case == ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS)
+        return step_arrays(s, b->arrays, rp, st);
+    if (b->form_case != ROBOSIM__V1__STEP_BATCH__FORM_ITEMS)
+        return rs_fail(st, RS_EINVAL,
+                       "StepBatch sets neither items nor arrays; set one (protocol 1.2 moved the "
+                       "per-item form from field 1 to StepBatch.items, a BatchItems: update a "
+                       "protocol 1.1 client)");
+    Robosim__V1__BatchItem *const *bitems = b->items->items;
+    size_t n = b->items->n_items;
+    rs_cont_t *c = s->cont;
+    int rc = batch_size_ok(s, n, "items", st);
+    if (rc < 0)
+        return rc;
+    size_t *jobs = rs_arena_alloc(&s->arena, n * sizeof *jobs);
+    world_slot_t **where = rs_arena_alloc(&s->arena, n * sizeof *where);
+    uint64_t *ids = rs_arena_alloc(&s->arena, n * sizeof *ids);
+    Robosim__V1__BatchResult **results = rs_arena_alloc(&s->arena, n * sizeof *results);
+    Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
+    if (!jobs || !where || !ids || !results || !reply)
+        return OOM(st);
+    for (size_t i = 0; i < n; i++)
+        ids[i] = bitems[i]->world_id;
+    if ((rc = batch_worlds(s, ids, n, where, st)) < 0)
+        return rc;
+    if (!c->resuming) {
+        uint64_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t k = 0; /* a bad count is the item's error, later */
+            if (where[i] && bitems[i]->step &&
+                rs_step_count(s, bitems[i]->step, where[i]->world->model->control_dt, &k, NULL) == 0)
+                total += k;
+        }
+        if ((rc = batch_total_ok(s, total, st)) < 0)
+            return rc;
+        /* per item: its world and its token; refused items are over with their error */
+        if (!(c->items = calloc(n, sizeof *c->items)))
+            return OOM(st);
+        c->nitems = n;
+        for (size_t i = 0; i < n; i++) {
+            const Robosim__V1__BatchItem *it = bitems[i];
+            rs_status_t ist;
+            rs_status_clear(&ist);
+            world_slot_t *w = where[i];
+            if (!w)
+                rc = rs_no_world(s, &ist, "item", i, it->world_id);
+            else if (!it->step)
+                rc = rs_fail(&ist, RS_EINVAL, "item %zu (world %llu) has no step", i,
+                             (unsigned long long)it->world_id);
+            else
+                rc = rs_auth_check(s, w, it->token, "step", &ist);
+            if (rc < 0)
+                item_fail(&c->items[i], rc, ist.message);
+        }
+    }
+    size_t nrun = 0;
+    for (size_t i = 0; i < n; i++) {
+        Robosim__V1__BatchResult *r = rs_arena_alloc(&s->arena, sizeof *r);
+        if (!r)
+            return OOM(st);
+        robosim__v1__batch_result__init(r);
+        r->world_id = bitems[i]->world_id;
+        results[i] = r;
+        if (c->items[i].phase == RS_ITEM_NEW || c->items[i].phase == RS_ITEM_RUNNING)
+            jobs[nrun++] = i;
+    }
+
+    /* the batch's budget is the request's: an item still stepping when it runs out stops at
+     * a control-step boundary with its own DEADLINE_EXCEEDED */
+    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, rs_arm_budget(s), c->can_park};
+    rs_pool_run(s->pool, nrun, batch_step, &run);
+    rs_disarm_budget(s, run.deadline);
+    if ((rc = batch_park(s, &run, n, st)) != 0)
+        return rc;
+
+    /* all over: the results no worker built in this slice (refused at the start, or over in
+     * an earlier slice), then the states offered to the stream */
+    for (size_t i = 0; i < n; i++) {
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+            item_result(where[i], &c->items[i], results[i], &s->arena);
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT__NOT_SET)
+            return OOM(st);
+        if (results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE) {
+            rs_stream_offer(s, where[i], results[i]->state); /* the loop's thread only */
+            rs_keep_parts(results[i]->state, bitems[i]->step);
+        }
+    }
+
+    robosim__v1__step_batch_reply__init(reply);
+    reply->n_results = n;
+    reply->results = results;
+    REPLY(rp, step_batch, STEP_BATCH, reply);
+    return 0;
+}
+
+/* ---- StepBatch.arrays: the columnar batch ---- */
+
+typedef struct arrays_run {
+    rs_server_t *s;
+    const Robosim__V1__BatchArrays *in;
+    Robosim__V1__BatchArraysReply *out;
+    world_slot_t **where;  /* per world */
+    size_t *jobs;           /* the worlds to step (indices into world_ids) */
+    size_t njobs;
+    char **messages;        /* per world: why it failed (in a worker's arena) */
+    uint64_t steps;         /* control steps for each world */
+    size_t nu, na;          /* commands and actions per world */
+    double deadline;        /* the request's budget */
+    rs_item_progress_t *items; /* per world, across slices (s->cont) */
+    uint8_t *built;         /* per world: its rows written in this slice */
+    int one_slice;
+} arrays_run_t;
+
+/* World i's rows are NaN (it was not stepped, or its step failed). */
+static void arrays_nan_rows(Robosim__V1__BatchArraysReply *out, size_t i)
+{
+    out->time[i] = NAN;
+    out->reward[i] = NAN;
+    memset(out->digests.data + i * RS_DIGEST_BYTES, 0, RS_DIGEST_BYTES); /* no state: zeros */
+    for (size_t k = 0; k < out->info_size; k++)
+        out->info[i * out->info_size + k] = NAN;
+    for (size_t k = 0; k < out->state_size; k++)
+        out->state[i * out->state_size + k] = NAN;
+    for (size_t k = 0; k < out->sensor_size; k++)
+        out->sensors[i * out->sensor_size + k] = NAN;
+    for (size_t k = 0; k < out->observation_size; k++)
+        out->observation[i * out->observation_size + k] = NAN;
+}
+
+/* World i's rows once its Step is over (each world its own rows: no sharing): its state, or
+ * its code and message (in arena a) and NaN rows. */
+static void arrays_rows(arrays_run_t *run, size_t i, rs_arena_t *a)
+{
+    Robosim__V1__BatchArraysReply *out = run->out;
+    const rs_item_progress_t *it = &run->items[i];
+    run->built[i] = 1;
+    if (it->phase == RS_ITEM_FAILED) {
+        out->codes[i] = (Robosim__V1__ErrorCode)(-it->code);
+        run->messages[i] = it->message ? rs_arena_strdup(a, it->message) : NULL;
+        arrays_nan_rows(out, i);
+        return;
+    }
+    const rs_world_t *world = run->where[i]->world;
+    const rs_data_t *d = world->data;
+    out->time[i] = d->t;
+    out->step_count[i] = d->step_count;
+    rs_digest_bytes(d, out->digests.data + i * RS_DIGEST_BYTES);
+    out->events[i] = (uint32_t)(d->nevents + d->events_dropped);
+    memcpy(out->state + i * out->state_size, d->x, out->state_size * sizeof(double));
+    memcpy(out->sensors + i * out->sensor_size, d->sensors, out->sensor_size * sizeof(double));
+    rs_task_view_t view;
+    if (out->observation_size && rs_world_task_view(world, &view, NULL) == 0) {
+        memcpy(out->observation + i * out->observation_size, view.obs,
+               out->observation_size * sizeof(double));
+        out->reward[i] = view.reward;
+        out->terminated[i] = view.terminated;
+        out->truncated[i] = view.truncated;
+        memcpy(out->info + i * out->info_size, view.info, out->info_size * sizeof(double));
+    }
+    rs_codec_arrays_randomized_row(out, i, world);
+}
+
+/* A worker runs world jobs[j] for a slice and, once its Step is over, writes its rows. */
+static void arrays_step(void *ctx, size_t j, int worker)
+{
+    arrays_run_t *run = ctx;
+    const Robosim__V1__BatchArrays *in = run->in;
+    size_t i = run->jobs[j];
+    world_slot_t *w = run->where[i];
+    rs_item_progress_t *it = &run->items[i];
+    if (rs_pool_next_is_mine(j, run->njobs))
+        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
+    const double *act = in->n_actions ? in->actions + i * run->na : NULL;
+    if (it->phase == RS_ITEM_NEW && in->n_reset && in->reset[i]) {
+        /* autoreset: a new episode instead of a step */
+        rs_status_t st;
+        rs_status_clear(&st);
+        rs_world_t *world = w->world;
+        int rc = rs_world_reset(world, in->n_reset_seeds ? in->reset_seeds[i] : world->data->seed,
+                                &st);
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+        else
+            it->phase = RS_ITEM_DONE;
+    }
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = rs_drive_rule(w, u ? run->nu : 0, act ? run->na : 0, &st);
+        if (rc == 0 && u)
+            rc = rs_set_all_commands(w->world->model, w->world->data, u, &st);
+        it->asked = run->steps;
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
+    if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
+        item_slice(run->s, w, it, act, act ? run->na : 0, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING)
+        arrays_rows(run, i, rs_pool_arena(run->s->pool, worker));
+}
+
+/* Whether world w is of the batch's shape, that of world `like`: the same preset (SetParams
+ * never changes a model's state, actuator or sensor counts) and the same task. */
+static int same_shape(const world_slot_t *w, const world_slot_t *like)
+{
+    return w->world->task == like->world->task &&
+           strcmp(w->world->model->preset, like->world->model->preset) == 0;
+}
+
+/* The request's lengths against the number of worlds n, before anything is looked up. */
+static int arrays_check_request(rs_server_t *s, const Robosim__V1__BatchArrays *in, size_t n,
+                                rs_status_t *st)
+{
+    int rc = batch_size_ok(s, n, "world_ids", st);
+    if (rc < 0)
+        return rc;
+    if (in->n_tokens != n && in->n_tokens != 0)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays has %zu tokens for %zu worlds; give one per world, in "
+                       "world_ids order",
+                       in->n_tokens, n);
+    if (in->n_commands && in->n_actions)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays sets both commands and actions; set commands for plain "
+                       "worlds or actions for task worlds");
+    if ((in->n_reset && in->n_reset != n) || (in->n_reset_seeds && in->n_reset_seeds != n))
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays has %zu reset flags and %zu reset seeds for %zu worlds; give "
+                       "one per world, in world_ids order, or none",
+                       in->n_reset, in->n_reset_seeds, n);
+    return batch_total_ok(s, (in->steps ? in->steps : 1) * n, st);
+}
+
+/* The batch's shape is its first existing world's (*like; NULL when none exists): its sizes go
+ * into run and *sz (state, sensors, observation, info per world); the commands or actions
+ * must fit it. */
+static int arrays_shape(arrays_run_t *run, size_t n, const world_slot_t **like, size_t sz[4],
+                        rs_status_t *st)
+{
+    const Robosim__V1__BatchArrays *in = run->in;
+    *like = NULL;
+    for (size_t i = 0; i < n && !*like; i++)
+        *like = run->where[i];
+    sz[0] = sz[1] = sz[2] = sz[3] = 0;
+    if (!*like)
+        return 0;
+    const rs_world_t *lw = (*like)->world;
+    sz[0] = (size_t)lw->model->nx;
+    sz[1] = (size_t)lw->model->ns;
+    sz[2] = lw->task ? (size_t)lw->task->nobs : 0;
+    sz[3] = lw->task ? (size_t)lw->task->ninfo : 0;
+    run->nu = (size_t)lw->model->nu;
+    run->na = lw->task ? (size_t)lw->task->nact : 0;
+    if (in->n_commands && in->n_commands != n * run->nu)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.commands holds %zu values; %zu worlds of preset '%s' with "
+                       "%zu actuators each take %zu (or none, to hold the commands)",
+                       in->n_commands, n, lw->model->preset, run->nu, n * run->nu);
+    if (in->n_actions && !lw->task)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.actions is set, but the batch's worlds (preset '%s') run "
+                       "no task; drive them with commands",
+                       lw->model->preset);
+    if (in->n_actions && in->n_actions != n * run->na)
+        return rs_fail(st, RS_EINVAL,
+                       "BatchArrays.actions holds %zu values; %zu worlds of task '%s' with "
+                       "%zu action values each take %zu (or none, to hold the commands)",
+                       in->n_actions, n, lw->task->name, run->na, n * run->na);
+    return 0;
+}
+
+/* The reply's arrays for n worlds of sizes sz (arrays_shape) in the request's arena. */
+static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, const size_t sz[4],
+                                                       const world_slot_t *like)
+{
+    size_t nx = sz[0], ns = sz[1], nobs = sz[2], ninfo = sz[3];
+    Robosim__V1__BatchArraysReply *out = rs_arena_alloc(a, sizeof *out);
+    if (!out)
+        return NULL;
+    robosim__v1__batch_arrays_reply__init(out);
+    out->state_size = (uint32_t)nx;
+    out->sensor_size = (uint32_t)ns;
+    out->observation_size = (uint32_t)nobs;
+    out->n_codes = out->n_time = out->n_step_count = out->n_events = n;
+    out->n_state = n * nx;
+    out->n_sensors = n * ns;
+    if (nobs) {
+        out->n_observation = n * nobs;
+        out->n_reward = out->n_terminated = out->n_truncated = n;
+        out->info_size = (uint32_t)ninfo;
+        out->n_info_keys = ninfo;
+        out->info_keys = (char **)like->world->task->info;
+        out->n_info = n * ninfo;
+    }
+    out->codes = rs_arena_alloc(a, n * sizeof *out->codes);
+    out->time = rs_arena_alloc(a, n * sizeof *out->time);
+    out->step_count = rs_arena_alloc(a, n * sizeof *out->step_count);
+    out->events = rs_arena_alloc(a, n * sizeof *out->events);
+    out->state = rs_arena_alloc(a, (n * nx + 1) * sizeof *out->state);
+    out->sensors = rs_arena_alloc(a, (n * ns + 1) * sizeof *out->sensors);
+    out->observation = rs_arena_alloc(a, (n * nobs + 1) * sizeof *out->observation);
+    out->reward = rs_arena_alloc(a, n * sizeof *out->reward);
+    out->terminated = rs_arena_alloc(a, n * sizeof *out->terminated);
+    out->truncated = rs_arena_alloc(a, n * sizeof *out->truncated);
+    out->info = rs_arena_alloc(a, (n * ninfo + 1) * sizeof *out->info);
+    out->digests.len = n * RS_DIGEST_BYTES;
+    out->digests.data = rs_arena_alloc(a, n * RS_DIGEST_BYTES + 1);
+    if (!out->digests.data || !out->info || !out->codes || !out->time || !out->step_count || !out->events || !out->state ||
+        !out->sensors || !out->observation || !out->reward || !out->terminated ||
+        !out->truncated ||
+        rs_codec_arrays_randomized_new(a, out, like ? like->world : NULL, n) < 0)
+        return NULL;
+    return out;
+}
+
+/* World by world, at the first slice: it exists, its token, its shape (that of `like`); a
+ * refused world is over with its error. */
+static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_slot_t *like,
+                               rs_status_t *st)
+{
+    rs_server_t *s = run->s;
+    const Robosim__V1__BatchArrays *in = run->in;
+    rs_cont_t *c = s->cont;
+    if (!(c->items = calloc(n, sizeof *c->items)))
+        return OOM(st);
+    c->nitems = n;
+    for (size_t i = 0; i < n; i++) {
+        world_slot_t *w = run->where[i];
+        rs_status_t ist;
+        rs_status_clear(&ist);
+        int rc;
+        if (!w)
+            rc = rs_no_world(s, &ist, "world_ids", i, in->world_ids[i]);
+        else if (!same_shape(w, like))
+            rc = rs_fail(&ist, RS_EINVAL,
+                         "world_ids[%zu]: world %llu (preset '%s'%s%s) is not like the "
+                         "batch's first world %llu (preset '%s'%s%s); one BatchArrays takes "
+                         "worlds of one shape",
+                         i, (unsigned long long)w->id, w->world->model->preset,
+                         w->world->task ? ", task " : "",
+                         w->world->task ? w->world->task->name : "",
+                         (unsigned long long)like->id, like->world->model->preset,
+                         like->world->task ? ", task " : "",
+                         like->world->task ? like->world->task->name : "");
+        else
+            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
+        if (rc < 0)
+            item_fail(&c->items[i], rc, ist.message);
+    }
+    return 0;
+}
+
+/* This slice's jobs: the worlds not yet over; every row's flags cleared. */
+static void arrays_jobs(arrays_run_t *run, size_t n)
+{
+    Robosim__V1__BatchArraysReply *out = run->out;
+    run->njobs = 0;
+    for (size_t i = 0; i < n; i++) {
+        out->codes[i] = ROBOSIM__V1__ERROR_CODE__OK;
+        out->step_count[i] = 0;
+        out->events[i] = 0;
+        out->terminated[i] = out->truncated[i] = 0;
+        run->messages[i] = NULL;
+        run->built[i] = 0;
+        if (run->items[i].phase == RS_ITEM_NEW || run->items[i].phase == RS_ITEM_RUNNING)
+            run->jobs[run->njobs++] = i;
+    }
+}
+
+/* All over: the rows no worker wrote in this slice (refused at the start, or over in an
+ * earlier slice), the errors listed, the stepped worlds offered to the observer stream. */
+static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
+{
+    rs_server_t *s = run->s;
+    Robosim__V1__BatchArraysReply *out = run->out;
+    for (size_t i = 0; i < n; i++)
+        if (!run->built[i])
+            arrays_rows(run, i, &s->arena);
+    size_t nerr = 0;
+    for (size_t i = 0; i < n; i++)
+        nerr += out->codes[i] != ROBOSIM__V1__ERROR_CODE__OK;
+    out->n_errors = nerr;
+    out->errors = rs_arena_alloc(&s->arena, (nerr + 1) * sizeof *out->errors);
+    if (!out->errors)
+        return OOM(st);
+    for (size_t i = 0, k = 0; i < n; i++) {
+        if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
+            rs_stream_offer(s, run->where[i], NULL); /* the loop's thread only */
+            continue;
+        }
+        Robosim__V1__BatchError *be = rs_arena_alloc(&s->arena, sizeof *be);
+        Robosim__V1__Error *e = rs_arena_alloc(&s->arena, sizeof *e);
+        if (!be || !e || !run->messages[i])
+            return OOM(st);
+        robosim__v1__batch_error__init(be);
+        robosim__v1__error__init(e);
+        e->code = out->codes[i];
+        e->message = run->messages[i];
+        be->index = (uint32_t)i;
+        be->world_id = run->in->world_ids[i];
+        be->error = e;
+        out->errors[k++] = be;
+    }
+    return 0;
+}
+
+/* StepBatch.arrays (see the proto): checked as a whole, then world by world; the worlds that
+ * pass run on the worker pool, each writing its own rows of the reply's arrays. A request
+ * that outlasts its slice parks (batch_park) and resumes here with s->cont. */
+static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
+                       Robosim__V1__Response *rp, rs_status_t *st)
+{
+    size_t n = in->n_world_ids, sz[4];
+    int rc = arrays_check_request(s, in, n, st);
+    if (rc < 0)
+        return rc;
+    arrays_run_t run = {.s = s, .in = in, .steps = in->steps ? in->steps : 1};
+    run.where = rs_arena_alloc(&s->arena, n * sizeof *run.where);
+    run.jobs = rs_arena_alloc(&s->arena, n * sizeof *run.jobs);
+    run.messages = rs_arena_alloc(&s->arena, n * sizeof *run.messages);
+    run.built = rs_arena_alloc(&s->arena, n);
+    if (!run.where || !run.jobs || !run.messages || !run.built)
+        return OOM(st);
+    const world_slot_t *like;
+    if ((rc = batch_worlds(s, in->world_ids, n, run.where, st)) < 0 ||
+        (rc = arrays_shape(&run, n, &like, sz, st)) < 0)
+        return rc;
+    Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
+    if (!reply || !(run.out = arrays_reply_new(&s->arena, n, sz, like)))
+        return OOM(st);
+    if (!s->cont->resuming && (rc = arrays_check_worlds(&run, n, like, st)) < 0)
+        return rc;
+    run.items = s->cont->items;
+    arrays_jobs(&run, n);
+
+    run.one_slice = s->cont->can_park;
+    run.deadline = rs_arm_budget(s); /* as for items (op_step_batch) */
+    rs_pool_run(s->pool, run.njobs, arrays_step, &run);
+    rs_disarm_budget(s, run.deadline);
+    batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs,
+                        .njobs = run.njobs};
+    if ((rc = batch_park(s, &park, n, st)) != 0 || (rc = arrays_finish(&run, n, st)) < 0)
+        return rc;
+    robosim__v1__step_batch_reply__init(reply);
+    reply->arrays = run.out;
+    REPLY(rp, step_batch, STEP_BATCH, reply);
+    return 0;
+}
