@@ -67,6 +67,10 @@ rs_task_t *rs_task_doc_parse(const char *json, size_t len, rs_status_t *st);
 
 void rs_task_doc_destroy(rs_task_t **p);
 
+/* Task t's "require" conditions on model m's parameters: 0, or RS_EINVAL with the document's
+ * error for the first that fails; 0 for a task not declared as a document. */
+int rs_task_doc_validate(const rs_task_t *t, const rs_model_t *m, rs_status_t *st);
+
 /* The document a declared task was parsed from (NUL-terminated); NULL for a built-in task. */
 const char *rs_task_doc_source(const rs_task_t *t);
 

@@ -19,10 +19,11 @@
 #define MAX_DEPTH 16
 #define MAX_PARAMS 8
 #define MAX_RESET 16
+#define MAX_REQUIRE 8
 #define MAX_TARGETS (RS_TASK_STATE - RS_TASK_PRIVATE)
 #define NVARS (2 + RS_TASK_DOC_MAX_QUANTITIES) /* t, steps, then the quantities */
 
-enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE };
+enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE, Q_PARAM };
 
 typedef struct quantity {
     char *name;
@@ -35,6 +36,10 @@ typedef struct quantity {
     te_expr *expr;     /* EXPR, AT_RESET (evaluated at reset, may draw), UPDATE (each control
                           step, reading its own last value) */
     double init;       /* UPDATE: the value at reset */
+    int elem;          /* PARAM: the parameter's row in index, the value's position here */
+    int held;          /* AT_RESET: kept through the episode (else used at the start only) */
+    te_expr *until;    /* AT_RESET: redraw quantities redraw ... this one until it holds */
+    int redraw, tries; /* the first quantity redrawn, the most draws */
 } quantity_t;
 
 typedef struct decl {
@@ -50,6 +55,9 @@ typedef struct decl {
     int nstrings;
     rs_var_desc_t obs[RS_TASK_MAX_OBS], act[RS_TASK_MAX_ACT], cmd[RS_TASK_MAX_ACT];
     te_expr *reward, *success, *termination;
+    int nrequire;
+    te_expr *require[MAX_REQUIRE]; /* conditions on the parameters, checked on each model */
+    char *require_error[MAX_REQUIRE];
     const char *info_names[RS_TASK_MAX_INFO];
     int info_q[RS_TASK_MAX_INFO]; /* quantity index, -1 for the success flag */
     int nparams;
@@ -167,12 +175,14 @@ enum { FILL_READ, FILL_STEP, FILL_RESET };
  * d->events[first_event ...]. mode FILL_READ reads the held quantities (drawn, at-reset and
  * updated ones) from d's episode state; FILL_STEP (after a control step) computes the updated
  * ones and stores them; FILL_RESET (at the episode's start) draws and computes the held ones
- * and stores them. dw is d, writable, for the last two. */
-static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
-                 double *v, int mode, rs_data_t *dw)
+ * and stores them, redrawing where an "until" does not hold. dw is d, writable, for the last
+ * two. Returns 0, or RS_EINVAL with st when an "until" still fails after its tries. */
+static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
+                double *v, int mode, rs_data_t *dw, rs_status_t *st)
 {
     v[0] = d->t;
     v[1] = (double)d->episode_steps;
+    int tries[RS_TASK_DOC_MAX_QUANTITIES] = {0};
     for (int i = 0; i < k->nq; i++) {
         const quantity_t *q = &k->q[i];
         double x = NAN;
@@ -180,13 +190,20 @@ static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int f
         case Q_STATE: x = q->index < m->nx ? d->x[q->index] : NAN; break;
         case Q_SENSOR: x = q->index < m->ns ? d->sensors[q->index] : NAN; break;
         case Q_COMMAND: x = q->index < m->nu ? d->u[q->index] : NAN; break;
+        case Q_PARAM: {
+            const rs_entity_model_t *em = &m->ent[q->entity];
+            x = q->elem < em->plen[q->index] ? em->p[em->robot->params[q->index].offset + q->elem]
+                                             : NAN;
+            break;
+        }
         case Q_TARGET:
             x = mode == FILL_RESET ? draw(dw, q->dist, q->a, q->b)
                                    : d->task[RS_TASK_PRIVATE + q->index];
             break;
         case Q_AT_RESET:
             x = mode == FILL_RESET ? eval(q->expr, k->base, v, dw)
-                                   : d->task[RS_TASK_PRIVATE + q->index];
+                : q->held          ? d->task[RS_TASK_PRIVATE + q->index]
+                                   : NAN;
             break;
         case Q_UPDATE:
             v[2 + i] = d->task[RS_TASK_PRIVATE + q->index]; /* its last value, for itself */
@@ -204,9 +221,17 @@ static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int f
         v[2 + i] = x;
         if (mode != FILL_READ && (q->kind == Q_UPDATE || (mode == FILL_RESET &&
                                                           (q->kind == Q_TARGET ||
-                                                           q->kind == Q_AT_RESET))))
+                                                           (q->kind == Q_AT_RESET && q->held)))))
             dw->task[RS_TASK_PRIVATE + q->index] = x;
+        if (mode == FILL_RESET && q->until && eval(q->until, k->base, v, NULL) == 0.0) {
+            if (++tries[i] == q->tries)
+                return rs_fail(st, RS_EINVAL, "task '%s': quantities.%s: 'until' did not hold "
+                               "in %d draws; check the task's parameters", k->name, q->name,
+                               q->tries);
+            i = q->redraw - 1; /* draw quantities redraw ... i again */
+        }
     }
+    return 0;
 }
 
 static const decl_t *decl_of(const rs_task_bind_t *b) { return (const decl_t *)b->task; }
@@ -255,7 +280,30 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
     if (rc < 0)
         return rc;
     double v[NVARS]; /* the held quantities at the start: drawn, computed, initial values */
-    fill(k, m, d, d->nevents, v, FILL_RESET, d);
+    return fill(k, m, d, d->nevents, v, FILL_RESET, d, st);
+}
+
+static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                     rs_status_t *st);
+
+int rs_task_doc_validate(const rs_task_t *t, const rs_model_t *m, rs_status_t *st)
+{
+    if (!t || t->reset != doc_reset)
+        return 0;
+    const decl_t *k = (const decl_t *)t;
+    double v[NVARS] = {0.0, 0.0}; /* t, steps; the parameters; the rest NAN */
+    for (int i = 0; i < k->nq; i++) {
+        const quantity_t *q = &k->q[i];
+        v[2 + i] = NAN;
+        if (q->kind == Q_PARAM && q->entity < m->nentities) {
+            const rs_entity_model_t *em = &m->ent[q->entity];
+            if (q->elem < em->plen[q->index])
+                v[2 + i] = em->p[em->robot->params[q->index].offset + q->elem];
+        }
+    }
+    for (int i = 0; i < k->nrequire; i++)
+        if (eval(k->require[i], k->base, v, NULL) == 0.0)
+            return rs_fail(st, RS_EINVAL, "task '%s': %s", k->name, k->require_error[i]);
     return 0;
 }
 
@@ -264,7 +312,7 @@ static void doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_b
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
-    fill(k, m, d, 0, v, FILL_READ, NULL); /* events: the last Step's */
+    fill(k, m, d, 0, v, FILL_READ, NULL, NULL); /* events: the last Step's */
     for (int i = 0; i < k->task.nobs; i++) {
         obs[i] = eval(k->obs_expr[i], k->base, v, NULL) / k->obs_scale[i];
         if (k->clip_observation)
@@ -277,7 +325,7 @@ static double doc_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
-    fill(k, m, d, first_event, v, FILL_STEP, d);
+    fill(k, m, d, first_event, v, FILL_STEP, d, NULL);
     int success = k->success && eval(k->success, k->base, v, NULL) != 0.0;
     int failed = k->termination && eval(k->termination, k->base, v, NULL) != 0.0;
     *terminated = success || failed;
@@ -378,11 +426,24 @@ static int is_identifier(const char *s)
     return 1;
 }
 
-/* Compile `src` with the functions, t, steps and the quantities defined so far as its names
- * (and the one being defined, with self); draws (uniform, normal) only where may_draw. */
-static int compile_named(parser_t *P, const char *src, const char *where, te_expr **out,
-                         const char *self, int may_draw)
+enum { C_DRAW = 1, C_START = 2, C_PARAMS = 4 };
+
+/* Whether quantity q may be named where `flags` (C_*) say: the quantities used at the start only
+ * (at_reset, "held": false) in C_START expressions, only parameters in C_PARAMS ones. */
+static int nameable(const quantity_t *q, int flags)
 {
+    if (flags & C_PARAMS)
+        return q->kind == Q_PARAM;
+    return (flags & C_START) || q->kind != Q_AT_RESET || q->held;
+}
+
+/* Compile `src` with the functions, t, steps and the quantities defined so far as its names
+ * (and the one being defined, with self), those nameable() under flags; draws (uniform, normal)
+ * only with C_DRAW. */
+static int compile_named(parser_t *P, const char *src, const char *where, te_expr **out,
+                         const char *self, int flags)
+{
+    int may_draw = flags & C_DRAW;
     decl_t *k = P->k;
     te_variable vars[NFUNCTIONS + NVARS];
     int n = 0;
@@ -391,18 +452,22 @@ static int compile_named(parser_t *P, const char *src, const char *where, te_exp
     for (int i = 0; i < 2; i++)
         vars[n++] = (te_variable){reserved[i], &k->base[i], TE_VARIABLE, NULL};
     for (int i = 0; i < k->nq; i++)
-        vars[n++] = (te_variable){k->q[i].name, &k->base[2 + i], TE_VARIABLE, NULL};
+        if (nameable(&k->q[i], flags))
+            vars[n++] = (te_variable){k->q[i].name, &k->base[2 + i], TE_VARIABLE, NULL};
     if (self)
         vars[n++] = (te_variable){self, &k->base[2 + k->nq], TE_VARIABLE, NULL};
     int err = 0;
     *out = te_compile(src, vars, n, &err);
     if (!*out) {
-        char names[200] = "t, steps";
+        char names[200] = "";
+        if (!(flags & C_PARAMS))
+            rs_join(names, sizeof names, "%s", "t, steps");
         for (int i = 0; i < k->nq; i++)
-            rs_join(names, sizeof names, "%s", k->q[i].name);
+            if (nameable(&k->q[i], flags))
+                rs_join(names, sizeof names, "%s", k->q[i].name);
         return rs_fail(P->st, RS_EINVAL,
                        "%s: '%s' does not compile at character %d (a syntax error or an unknown "
-                       "name; names defined before it: %s)",
+                       "name; names it may use: %s)",
                        where, src, err, names);
     }
     if (!may_draw && draws(*out)) {
@@ -447,6 +512,84 @@ static int split(const rs_model_t *m, const char *item, const char *where, char 
     return e;
 }
 
+/* A parameter's value, "entity.name" or "entity.name[i]", into q (Q_PARAM): read from the
+ * world's model at each evaluation, NAN past the values set. */
+static int parse_param_item(parser_t *P, const char *item, const char *where, quantity_t *q)
+{
+    char name[RS_NAME_MAX];
+    int e = split(P->m, item, where, name, P->st);
+    if (e < 0)
+        return e;
+    int elem = 0;
+    char *br = strchr(name, '[');
+    if (br) {
+        char *end;
+        long i = strtol(br + 1, &end, 10);
+        if (end == br + 1 || strcmp(end, "]") != 0 || i < 0 || i >= RS_MAX_PARAM_VALUES)
+            return rs_fail(P->st, RS_EINVAL, "%s: '%s': the index in [] must be 0 to %d", where,
+                           item, RS_MAX_PARAM_VALUES - 1);
+        elem = (int)i;
+        *br = 0;
+    }
+    const rs_robot_t *r = P->m->ent[e].robot;
+    int row = 0;
+    while (row < r->np && strcmp(r->params[row].name, name) != 0)
+        row++;
+    if (row == r->np) {
+        char list[200] = "";
+        for (int j = 0; j < r->np; j++)
+            rs_join(list, sizeof list, "%s", r->params[j].name);
+        return rs_fail(P->st, RS_ENOTFOUND, "%s: '%s' (a %s) has no parameter '%s' (it has: %s)",
+                       where, P->m->ent[e].name, r->kind, name, list);
+    }
+    q->kind = Q_PARAM;
+    q->entity = e;
+    q->index = row;
+    q->elem = elem;
+    return 0;
+}
+
+/* An at_reset quantity's "until" (a condition on it and the quantities before it), "redraw"
+ * (the first quantity drawn again when it fails: an at_reset one, it or before it) and
+ * "tries" (the most draws before the reset fails). */
+static int parse_until(parser_t *P, json_object *v, const char *where, const char *qname,
+                       quantity_t *q)
+{
+    decl_t *k = P->k;
+    rs_status_t *st = P->st;
+    const char *until, *redraw;
+    double tries;
+    int rc;
+    if ((rc = get_string(v, "until", where, 0, &until, st)) < 0 ||
+        (rc = get_string(v, "redraw", where, 0, &redraw, st)) < 0 ||
+        (rc = get_number(v, "tries", where, 0, 0, &tries, st)) < 0)
+        return rc;
+    if (!until) {
+        if (redraw || json_object_object_get_ex(v, "tries", NULL))
+            return rs_fail(st, RS_EINVAL, "%s: 'redraw' and 'tries' need 'until'", where);
+        return 0;
+    }
+    if (!redraw || !json_object_object_get_ex(v, "tries", NULL))
+        return rs_fail(st, RS_EINVAL, "%s: 'until' needs 'redraw' (the first quantity drawn "
+                       "again) and 'tries' (the most draws)", where);
+    if (tries < 1 || tries > 1e6 || tries != floor(tries))
+        return rs_fail(st, RS_ERANGE, "%s.tries: a whole number from 1 to 1e6 is required",
+                       where);
+    q->tries = (int)tries;
+    q->redraw = k->nq; /* itself */
+    if (strcmp(redraw, qname) != 0) {
+        q->redraw = 0;
+        while (q->redraw < k->nq && strcmp(k->q[q->redraw].name, redraw) != 0)
+            q->redraw++;
+        if (q->redraw == k->nq || k->q[q->redraw].kind != Q_AT_RESET)
+            return rs_fail(st, RS_EINVAL, "%s.redraw: '%s' is not an 'at_reset' quantity "
+                           "defined before it (or itself)", where, redraw);
+    }
+    char w[112];
+    snprintf(w, sizeof w, "%s.until", where);
+    return compile_named(P, until, w, &q->until, qname, C_START);
+}
+
 static int parse_quantity(parser_t *P, const char *qname, json_object *v)
 {
     decl_t *k = P->k;
@@ -486,10 +629,12 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
                 it.sensor ? RS_TASK_NAME_SENSOR : RS_TASK_NAME_STATE,
                 it.sensor ? em->robot->sensors[it.index].name : em->robot->state[it.index].name};
     } else if (json_object_is_type(v, json_type_object)) {
-        const char *cmd, *ev, *dist, *expr, *at_reset, *update;
+        const char *cmd, *ev, *dist, *expr, *at_reset, *update, *param;
         static const char *const keys[] = {"command", "events", "dist", "a", "b", "expr",
-                                           "at_reset", "update", "init"};
-        if ((rc = check_keys(v, where, keys, 9, st)) < 0 ||
+                                           "at_reset", "update", "init", "param", "held",
+                                           "until", "redraw", "tries"};
+        if ((rc = check_keys(v, where, keys, 14, st)) < 0 ||
+            (rc = get_string(v, "param", where, 0, &param, st)) < 0 ||
             (rc = get_string(v, "command", where, 0, &cmd, st)) < 0 ||
             (rc = get_string(v, "events", where, 0, &ev, st)) < 0 ||
             (rc = get_string(v, "dist", where, 0, &dist, st)) < 0 ||
@@ -497,14 +642,31 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
             (rc = get_string(v, "at_reset", where, 0, &at_reset, st)) < 0 ||
             (rc = get_string(v, "update", where, 0, &update, st)) < 0)
             return rc;
-        if (!!cmd + !!ev + !!dist + !!expr + !!at_reset + !!update != 1)
-            return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'dist', 'expr', "
-                           "'at_reset' or 'update' is required", where);
-        if ((dist || at_reset || update) && k->ntargets == MAX_TARGETS)
+        if (!!cmd + !!ev + !!dist + !!expr + !!at_reset + !!update + !!param != 1)
+            return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'param', 'dist', "
+                           "'expr', 'at_reset' or 'update' is required", where);
+        if (!at_reset && (json_object_object_get_ex(v, "until", NULL) ||
+                          json_object_object_get_ex(v, "redraw", NULL) ||
+                          json_object_object_get_ex(v, "tries", NULL)))
+            return rs_fail(st, RS_EINVAL, "%s: 'until', 'redraw' and 'tries' go with "
+                           "'at_reset' only", where);
+        json_object *hv;
+        q.held = !json_object_object_get_ex(v, "held", &hv) || json_object_get_boolean(hv);
+        if (json_object_object_get_ex(v, "held", &hv) &&
+            (!at_reset || !json_object_is_type(hv, json_type_boolean)))
+            return rs_fail(st, RS_EINVAL, "%s.held: true or false, on an 'at_reset' quantity "
+                           "only", where);
+        if ((dist || update || (at_reset && q.held)) && k->ntargets == MAX_TARGETS)
             return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d quantities held through the "
                            "episode ('dist', 'at_reset', 'update')", where, MAX_TARGETS);
         char name[RS_NAME_MAX];
-        if (cmd || ev) {
+        if (param) {
+            if ((rc = parse_param_item(P, param, where, &q)) < 0)
+                return rc;
+            if (q.entity == P->e && k->task.nnames < RS_TASK_MAX_NAMES)
+                k->names[k->task.nnames++] = (rs_task_name_t){
+                    RS_TASK_NAME_PARAM, m->ent[q.entity].robot->params[q.index].name};
+        } else if (cmd || ev) {
             int e = split(m, cmd ? cmd : ev, where, name, st);
             if (e < 0)
                 return e;
@@ -543,10 +705,14 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
             q.index = k->ntargets++;
             q.a = a, q.b = b;
         } else if (at_reset) {
-            if ((rc = compile_named(P, at_reset, where, &q.expr, NULL, 1)) < 0)
+            if ((rc = compile_named(P, at_reset, where, &q.expr, NULL, C_DRAW | C_START)) < 0 ||
+                (rc = parse_until(P, v, where, qname, &q)) < 0) {
+                te_free(q.expr);
+                te_free(q.until);
                 return rc;
+            }
             q.kind = Q_AT_RESET;
-            q.index = k->ntargets++;
+            q.index = q.held ? k->ntargets++ : -1;
         } else if (update) {
             if ((rc = get_number(v, "init", where, 0, 0.0, &q.init, st)) < 0 ||
                 (rc = compile_named(P, update, where, &q.expr, qname, 0)) < 0)
@@ -787,7 +953,7 @@ static int parse_reset(parser_t *P, json_object *list)
         if (expr) { /* constants and draws only: evaluated before the episode's state exists */
             int nq = k->nq;
             k->nq = 0;
-            rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, 1);
+            rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, C_DRAW);
             k->nq = nq;
             if (rc < 0)
                 return rc;
@@ -805,6 +971,40 @@ static int parse_reset(parser_t *P, json_object *list)
         if (rs_mc_parse_sampler(P->m, item, dist, a, b, &k->reset[i], st) < 0)
             return at(st, where);
         k->nreset = i + 1;
+    }
+    return 0;
+}
+
+/* "require": conditions on the parameters a world must meet to run the task, each with the
+ * error a world that does not meet it gets. */
+static int parse_require(parser_t *P, json_object *list)
+{
+    decl_t *k = P->k;
+    rs_status_t *st = P->st;
+    int n = (int)json_object_array_length(list);
+    if (n > MAX_REQUIRE)
+        return rs_fail(st, RS_EEXHAUSTED, "require: at most %d entries", MAX_REQUIRE);
+    for (int i = 0; i < n; i++) {
+        json_object *o = json_object_array_get_idx(list, (size_t)i);
+        char where[48];
+        snprintf(where, sizeof where, "require[%d]", i);
+        static const char *const keys[] = {"expr", "error"};
+        const char *expr, *error;
+        int rc;
+        if (!json_object_is_type(o, json_type_object))
+            return rs_fail(st, RS_EINVAL, "%s: an object {\"expr\", \"error\"} is required",
+                           where);
+        if ((rc = check_keys(o, where, keys, 2, st)) < 0 ||
+            (rc = get_string(o, "expr", where, 1, &expr, st)) < 0 ||
+            (rc = get_string(o, "error", where, 1, &error, st)) < 0)
+            return rc;
+        char w[64];
+        snprintf(w, sizeof w, "%s.expr", where);
+        if ((rc = compile_named(P, expr, w, &k->require[i], NULL, C_PARAMS)) < 0)
+            return rc;
+        k->nrequire = i + 1;
+        if (!(k->require_error[i] = strdup(error)))
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
     return 0;
 }
@@ -874,9 +1074,10 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
     static const char *const keys[] = {"name", "preset", "entity", "doc", "reward_doc",
                                        "params", "quantities", "observation", "action",
                                        "reward", "reward_scale", "success", "termination",
-                                       "max_steps", "reset", "info", "clip_observation"};
+                                       "max_steps", "reset", "info", "clip_observation",
+                                       "require"};
     const char *name, *preset, *entity, *doc, *reward_doc;
-    json_object *params, *quantities = NULL, *obs, *act, *reset, *info;
+    json_object *params, *quantities = NULL, *obs, *act, *reset, *info, *require;
     double max_steps, reward_scale;
     int rc;
     if ((rc = check_keys(root, "task", keys, (int)(sizeof keys / sizeof keys[0]), st)) < 0 ||
@@ -891,7 +1092,8 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         (rc = get_array(root, "observation", 1, &obs, st)) < 0 ||
         (rc = get_array(root, "action", 1, &act, st)) < 0 ||
         (rc = get_array(root, "reset", 0, &reset, st)) < 0 ||
-        (rc = get_array(root, "info", 0, &info, st)) < 0)
+        (rc = get_array(root, "info", 0, &info, st)) < 0 ||
+        (rc = get_array(root, "require", 0, &require, st)) < 0)
         return rc;
     json_object *clip;
     k->clip_observation = 1;
@@ -953,7 +1155,8 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         (rc = get_expr(P, root, "reward", 1, &k->reward)) < 0 ||
         (rc = get_expr(P, root, "success", 0, &k->success)) < 0 ||
         (rc = get_expr(P, root, "termination", 0, &k->termination)) < 0 ||
-        (reset && (rc = parse_reset(P, reset)) < 0) || (rc = parse_info(P, info)) < 0)
+        (reset && (rc = parse_reset(P, reset)) < 0) || (rc = parse_info(P, info)) < 0 ||
+        (require && (rc = parse_require(P, require)) < 0))
         return rc;
     k->task.obs = k->obs;
     k->task.act = k->act;
@@ -1064,6 +1267,7 @@ void rs_task_doc_destroy(rs_task_t **p)
     for (int i = 0; i < k->nq; i++) {
         free(k->q[i].name);
         te_free(k->q[i].expr);
+        te_free(k->q[i].until);
     }
     for (int i = 0; i < RS_TASK_MAX_OBS; i++)
         te_free(k->obs_expr[i]);
@@ -1075,6 +1279,10 @@ void rs_task_doc_destroy(rs_task_t **p)
         free(k->param_entity[i]);
         free(k->param_name[i]);
         free(k->param_values[i]);
+    }
+    for (int i = 0; i < k->nrequire; i++) {
+        te_free(k->require[i]);
+        free(k->require_error[i]);
     }
     te_free(k->reward);
     te_free(k->success);

@@ -310,7 +310,7 @@ static void serial_observe_v1(const rs_model_t *m, const rs_data_t *d, const rs_
 
 static const rs_task_t tasks[] = {
     {
-        .name = "SerialArmReach-v0",
+        .name = "CSerialArmReach-v0",
         SERIAL_ROW,
         .reward = TASK_REWARD(SERIAL_R, SERIAL_ENDS),
         .doc = "Bring the end effector of the vertical two-link arm (gravity on) to the target "
@@ -325,7 +325,7 @@ static const rs_task_t tasks[] = {
         .observe = reach_observe,
     },
     {
-        .name = "SerialArmReach-v1",
+        .name = "CSerialArmReach-v1",
         SERIAL_ROW,
         .reward = TASK_REWARD_V1(SERIAL_R, SERIAL_ENDS),
         .doc = "SerialArmReach-v0 normalized: the action is the two joints' PID setpoint "

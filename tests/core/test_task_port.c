@@ -1,0 +1,147 @@
+/* The tasks ported from C rows to documents against the C rows they replace, kept (renamed
+ * "C" + name) until the port is proven: the same spec (GetSpec's TaskSpec and the info names),
+ * and bit for bit the same episodes (observation, reward, flags, info, state and episode
+ * state) over seeds and random actions, through several episodes per world (resets). */
+#include "rs_task.h"
+#include "rs_test.h"
+#include "seeded_rng.h"
+#include "robots/arm_common.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int same_str(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
+
+static int same_desc(const rs_var_desc_t *a, const rs_var_desc_t *b)
+{
+    return same_str(a->name, b->name) && same_str(a->unit, b->unit) && same_str(a->doc, b->doc) &&
+           memcmp(&a->lower, &b->lower, sizeof a->lower) == 0 &&
+           memcmp(&a->upper, &b->upper, sizeof a->upper) == 0;
+}
+
+static void compare_spec(const char *name)
+{
+    char cname[80];
+    snprintf(cname, sizeof cname, "C%s", name);
+    const rs_task_t *t = rs_task_find(name), *c = rs_task_find(cname);
+    CHECK(t && c, "%s: both rows exist", name);
+    if (!t || !c)
+        return;
+    CHECK(same_str(t->preset, c->preset) && same_str(t->entity, c->entity), "%s: preset", name);
+    CHECK(same_str(t->doc, c->doc), "%s: doc\n%s\n%s", name, t->doc, c->doc);
+    CHECK(same_str(t->reward, c->reward), "%s: reward\n%s\n%s", name, t->reward, c->reward);
+    CHECK(t->max_episode_steps == c->max_episode_steps, "%s: max steps", name);
+    CHECK(t->nobs == c->nobs && t->nact == c->nact && t->ninfo == c->ninfo, "%s: shape", name);
+    for (int i = 0; i < t->nobs && i < c->nobs; i++)
+        CHECK(same_desc(&t->obs[i], &c->obs[i]), "%s: obs[%d] %s/%s %s/%s %g/%g %g/%g", name, i,
+              t->obs[i].name, c->obs[i].name, t->obs[i].unit, c->obs[i].unit, t->obs[i].lower,
+              c->obs[i].lower, t->obs[i].upper, c->obs[i].upper);
+    for (int i = 0; i < t->nact && i < c->nact; i++) {
+        CHECK(same_desc(&t->act[i], &c->act[i]), "%s: act[%d] %s/%s %s/%s", name, i,
+              t->act[i].name, c->act[i].name, t->act[i].unit, c->act[i].unit);
+        CHECK(!t->cmd == !c->cmd && (!t->cmd || (t->cmd[i].lower == c->cmd[i].lower &&
+                                                 t->cmd[i].upper == c->cmd[i].upper)),
+              "%s: cmd[%d] bounds", name, i);
+    }
+    for (int i = 0; i < t->ninfo && i < c->ninfo; i++)
+        CHECK(same_str(t->info[i], c->info[i]), "%s: info[%d] %s/%s", name, i, t->info[i],
+              c->info[i]);
+    CHECK(t->nparams == c->nparams && t->reward_scale == c->reward_scale, "%s: params, scale",
+          name);
+    for (int i = 0; i < t->nparams && i < c->nparams; i++)
+        CHECK(same_str(t->params[i].entity, c->params[i].entity) &&
+                  same_str(t->params[i].name, c->params[i].name) &&
+                  t->params[i].n == c->params[i].n &&
+                  memcmp(t->params[i].values, c->params[i].values,
+                         (size_t)t->params[i].n * sizeof(double)) == 0,
+              "%s: params[%d]", name, i);
+}
+
+/* A policy that reaches the target (so that success is reached too), or 0 to act at random. */
+typedef int (*policy_t)(const rs_world_t *w, double *act);
+
+/* The serial arm's setpoints from inverse kinematics of the target (in pi rad with -v1's cmd). */
+static int serial_policy(const rs_world_t *w, double *act)
+{
+    double q[2], a1 = rs_model_param(w->model, 0, "a1", 0), a2 = rs_model_param(w->model, 0, "a2", 0);
+    if (serial_ik(a1, a2, w->data->task[RS_TASK_PRIVATE], w->data->task[RS_TASK_PRIVATE + 1], 1,
+                  q) != 0)
+        return 0;
+    double s = w->task->cmd ? M_PI : 1.0;
+    act[0] = q[0] / s, act[1] = q[1] / s;
+    return 1;
+}
+
+static int same_view(const rs_task_view_t *a, const rs_task_view_t *b)
+{
+    return a->nobs == b->nobs && memcmp(a->obs, b->obs, (size_t)a->nobs * sizeof(double)) == 0 &&
+           memcmp(&a->reward, &b->reward, sizeof a->reward) == 0 &&
+           a->terminated == b->terminated && a->truncated == b->truncated &&
+           memcmp(&a->episode_return, &b->episode_return, sizeof(double)) == 0 &&
+           a->ninfo == b->ninfo && memcmp(a->info, b->info, (size_t)a->ninfo * sizeof(double)) == 0;
+}
+
+static void compare_episodes(const char *name, int seeds, int steps, policy_t policy)
+{
+    char cname[80];
+    snprintf(cname, sizeof cname, "C%s", name);
+    rs_status_t st;
+    int differ = 0, episodes = 0, successes = 0;
+    for (int s = 0; s < seeds && !differ; s++) {
+        rs_world_t *a = rs_world_new_task(name, NULL, NULL, 0, (uint64_t)s + 1, &st);
+        CHECK(a != NULL, "%s: %s", name, a ? "" : st.message);
+        rs_world_t *b = rs_world_new_task(cname, NULL, NULL, 0, (uint64_t)s + 1, &st);
+        CHECK(b != NULL, "%s: %s", cname, b ? "" : st.message);
+        if (!a || !b) {
+            rs_world_destroy(&a);
+            rs_world_destroy(&b);
+            return;
+        }
+        const rs_task_t *t = a->task;
+        rng_state = 1000 + (uint64_t)s;
+        for (int k = 0; k < steps && !differ; k++) {
+            double act[RS_TASK_MAX_ACT];
+            for (int i = 0; i < t->nact; i++) /* mostly inside the bounds, some outside */
+                act[i] = t->act[i].lower + (t->act[i].upper - t->act[i].lower) *
+                                               urand(-0.1, 1.1);
+            if (policy && s % 2 == 1 && urand(0, 1) < 0.9) /* odd seeds: mostly the policy */
+                policy(a, act);
+            int ra = rs_world_task_step(a, act, (size_t)t->nact, 1, &st);
+            int rb = rs_world_task_step(b, act, (size_t)t->nact, 1, &st);
+            rs_task_view_t va, vb;
+            rs_world_task_view(a, &va, &st);
+            rs_world_task_view(b, &vb, &st);
+            const rs_data_t *da = a->data, *db = b->data;
+            differ = ra != rb || !same_view(&va, &vb) ||
+                     memcmp(da->x, db->x, (size_t)a->model->nx * sizeof(double)) != 0 ||
+                     memcmp(da->task, db->task, sizeof da->task) != 0 ||
+                     memcmp(&da->t, &db->t, sizeof da->t) != 0;
+            CHECK(!differ, "%s: seed %d step %d differs (rc %d %d, reward %.17g %.17g)", name, s,
+                  k, ra, rb, va.reward, vb.reward);
+            if (va.terminated || va.truncated || k % 150 == 149) { /* and resets mid-episode */
+                episodes++;
+                successes += va.terminated;
+                CHECK_OK(rs_world_reset(a, 100 + (uint64_t)(k + s), &st), st);
+                CHECK_OK(rs_world_reset(b, 100 + (uint64_t)(k + s), &st), st);
+            }
+        }
+        rs_world_destroy(&a);
+        rs_world_destroy(&b);
+    }
+    printf("%s: %d seeds x %d steps, %d episodes ended (%d successes), bit-identical: %s\n", name,
+           seeds, steps, episodes, successes, differ ? "no" : "yes");
+}
+
+int main(void)
+{
+    static const struct { const char *name; policy_t policy; } ported[] = {
+        {"SerialArmReach-v0", serial_policy},
+        {"SerialArmReach-v1", serial_policy},
+    };
+    for (size_t i = 0; i < sizeof ported / sizeof ported[0]; i++) {
+        compare_spec(ported[i].name);
+        compare_episodes(ported[i].name, 12, 500, ported[i].policy);
+    }
+    return rs_test_done("test_task_port");
+}
