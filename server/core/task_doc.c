@@ -21,9 +21,12 @@
 #define MAX_RESET 16
 #define MAX_REQUIRE 8
 #define MAX_TARGETS (RS_TASK_STATE - RS_TASK_PRIVATE)
-#define NVARS (2 + RS_TASK_DOC_MAX_QUANTITIES) /* t, steps, then the quantities */
+#define MAX_GROUP 8 /* the values an argmin quantity names per group */
+#define GROUP_VARS (2 + RS_TASK_DOC_MAX_QUANTITIES) /* where the group's values go */
+#define NVARS (GROUP_VARS + MAX_GROUP) /* t, steps, the quantities, an argmin's group */
 
-enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE, Q_PARAM };
+enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE, Q_PARAM,
+       Q_ARGMIN };
 
 typedef struct quantity {
     char *name;
@@ -36,10 +39,14 @@ typedef struct quantity {
     te_expr *expr;     /* EXPR, AT_RESET (evaluated at reset, may draw), UPDATE (each control
                           step, reading its own last value) */
     double init;       /* UPDATE: the value at reset */
-    int elem;          /* PARAM: the parameter's row in index, the value's position here */
-    int held;          /* AT_RESET: kept through the episode (else used at the start only) */
-    te_expr *until;    /* AT_RESET: redraw quantities redraw ... this one until it holds */
+    int elem;          /* PARAM: the parameter's row in index, the value's position here;
+                          ARGMIN: the list's row in index, the group's size here */
+    int held;          /* AT_RESET, ARGMIN: 0 when computed at the start only */
+    te_expr *value;    /* ARGMIN: the value at the minimizing group (expr minimized) */
+    te_expr *until;    /* AT_RESET, ARGMIN: redraw quantities redraw ... this one until it
+                          holds */
     int redraw, tries; /* the first quantity redrawn, the most draws */
+    char *error;       /* the reset's error past them (NULL: a generic one) */
 } quantity_t;
 
 typedef struct decl {
@@ -68,6 +75,9 @@ typedef struct decl {
     int nreset;
     rs_mc_sampler_t reset[MAX_RESET];
     int reset_fixed[MAX_RESET]; /* a "value" rather than a distribution */
+    int reset_q[MAX_RESET];     /* or a quantity's value (its index + 1; 0: none) */
+    int npre; /* quantities 0 ... npre - 1 are computed before the start state (reset items
+                 take their values) */
     double reset_value[MAX_RESET];
     te_expr *reset_expr[MAX_RESET]; /* or an expression of constants and draws */
     int clip_observation;          /* clip each observation value to its bounds */
@@ -169,6 +179,29 @@ static int draws(const te_expr *n)
 
 /* ---- evaluation --------------------------------------------------------------------------- */
 
+/* An argmin quantity: expr minimized over the groups of `elem` values of the list parameter
+ * (the first smallest; the group's values at v[GROUP_VARS ...], NAN past the values set), then
+ * value (or the minimum) at that group; `init` when the list is empty. */
+static double argmin(const decl_t *k, const quantity_t *q, const rs_model_t *m, double *v)
+{
+    const rs_entity_model_t *em = &m->ent[q->entity];
+    int len = em->plen[q->index], g = q->elem, best = -1;
+    const double *p = em->p + em->robot->params[q->index].offset;
+    double low = q->init;
+    for (int i = 0; g * i < len; i++) {
+        for (int j = 0; j < g; j++)
+            v[GROUP_VARS + j] = g * i + j < len ? p[g * i + j] : NAN;
+        double c = eval(q->expr, k->base, v, NULL);
+        if (best < 0 || c < low)
+            best = i, low = c;
+    }
+    if (best < 0 || !q->value)
+        return low;
+    for (int j = 0; j < g; j++)
+        v[GROUP_VARS + j] = g * best + j < len ? p[g * best + j] : NAN;
+    return eval(q->value, k->base, v, NULL);
+}
+
 enum { FILL_READ, FILL_STEP, FILL_RESET };
 
 /* The values of t, steps and the quantities at d's state into v; events counted from
@@ -177,13 +210,13 @@ enum { FILL_READ, FILL_STEP, FILL_RESET };
  * ones and stores them; FILL_RESET (at the episode's start) draws and computes the held ones
  * and stores them, redrawing where an "until" does not hold. dw is d, writable, for the last
  * two. Returns 0, or RS_EINVAL with st when an "until" still fails after its tries. */
-static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
-                double *v, int mode, rs_data_t *dw, rs_status_t *st)
+static int fill_range(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
+                      double *v, int mode, rs_data_t *dw, rs_status_t *st, int from, int to)
 {
     v[0] = d->t;
     v[1] = (double)d->episode_steps;
     int tries[RS_TASK_DOC_MAX_QUANTITIES] = {0};
-    for (int i = 0; i < k->nq; i++) {
+    for (int i = from; i < to; i++) {
         const quantity_t *q = &k->q[i];
         double x = NAN;
         switch (q->kind) {
@@ -217,6 +250,7 @@ static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int fi
                 x += d->events[j].entity == q->entity && d->events[j].kind == q->index;
             break;
         case Q_EXPR: x = eval(q->expr, k->base, v, NULL); break;
+        case Q_ARGMIN: x = q->held || mode == FILL_RESET ? argmin(k, q, m, v) : NAN; break;
         }
         v[2 + i] = x;
         if (mode != FILL_READ && (q->kind == Q_UPDATE || (mode == FILL_RESET &&
@@ -225,13 +259,20 @@ static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int fi
             dw->task[RS_TASK_PRIVATE + q->index] = x;
         if (mode == FILL_RESET && q->until && eval(q->until, k->base, v, NULL) == 0.0) {
             if (++tries[i] == q->tries)
-                return rs_fail(st, RS_EINVAL, "task '%s': quantities.%s: 'until' did not hold "
-                               "in %d draws; check the task's parameters", k->name, q->name,
-                               q->tries);
+                return q->error ? rs_fail(st, RS_EINVAL, "task '%s': %s", k->name, q->error)
+                                : rs_fail(st, RS_EINVAL, "task '%s': quantities.%s: 'until' did "
+                                          "not hold in %d draws; check the task's parameters",
+                                          k->name, q->name, q->tries);
             i = q->redraw - 1; /* draw quantities redraw ... i again */
         }
     }
     return 0;
+}
+
+static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
+                double *v, int mode, rs_data_t *dw, rs_status_t *st)
+{
+    return fill_range(k, m, d, first_event, v, mode, dw, st, 0, k->nq);
 }
 
 static const decl_t *decl_of(const rs_task_bind_t *b) { return (const decl_t *)b->task; }
@@ -248,6 +289,11 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
             m->ent[e].u_off != k->layout[e].u_off || m->ent[e].s_off != k->layout[e].s_off)
             return rs_fail(st, RS_EINVAL, "task '%s': entity '%s' is laid out otherwise than in "
                            "preset '%s'", k->name, m->ent[e].name, k->preset);
+    /* the quantities the reset items take (parameters and draws only), before the start */
+    double v[NVARS];
+    int rc = fill_range(k, m, d, d->nevents, v, FILL_RESET, d, st, 0, k->npre);
+    if (rc < 0)
+        return rc;
     /* initial-condition parameters, grouped by parameter: its values with the drawn ones set */
     double values[MAX_RESET][RS_MAX_PARAM_VALUES];
     rs_param_t init[MAX_RESET];
@@ -272,15 +318,16 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                            "holds %zu values in this world", k->name, i, s->index, init[g].name,
                            init[g].nvalues);
         double start[2] = {d->t, 0.0}; /* t and steps; no quantity is defined yet */
-        values[g][s->index] = k->reset_expr[i]    ? eval(k->reset_expr[i], k->base, start, d)
+        values[g][s->index] = k->reset_q[i]       ? v[2 + k->reset_q[i] - 1]
+                              : k->reset_expr[i]  ? eval(k->reset_expr[i], k->base, start, d)
                               : k->reset_fixed[i] ? k->reset_value[i]
                                                   : draw(d, s->dist, s->a, s->b);
     }
-    int rc = ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
+    rc = ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
     if (rc < 0)
         return rc;
-    double v[NVARS]; /* the held quantities at the start: drawn, computed, initial values */
-    return fill(k, m, d, d->nevents, v, FILL_RESET, d, st);
+    /* the other held quantities at the start: drawn, computed, initial values */
+    return fill_range(k, m, d, d->nevents, v, FILL_RESET, d, st, k->npre, k->nq);
 }
 
 static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
@@ -341,6 +388,8 @@ typedef struct parser {
     const rs_model_t *m;
     int e; /* the task's entity */
     rs_status_t *st;
+    int ngroup; /* the names an argmin quantity's expressions give its group's values */
+    const char *group[MAX_GROUP];
 } parser_t;
 
 /* Put "where: " before st's message; returns its code. */
@@ -434,7 +483,7 @@ static int nameable(const quantity_t *q, int flags)
 {
     if (flags & C_PARAMS)
         return q->kind == Q_PARAM;
-    return (flags & C_START) || q->kind != Q_AT_RESET || q->held;
+    return (flags & C_START) || q->held;
 }
 
 /* Compile `src` with the functions, t, steps and the quantities defined so far as its names
@@ -445,7 +494,7 @@ static int compile_named(parser_t *P, const char *src, const char *where, te_exp
 {
     int may_draw = flags & C_DRAW;
     decl_t *k = P->k;
-    te_variable vars[NFUNCTIONS + NVARS];
+    te_variable vars[NFUNCTIONS + NVARS + 1];
     int n = 0;
     for (int i = 0; i < NFUNCTIONS; i++)
         vars[n++] = functions[i];
@@ -456,6 +505,8 @@ static int compile_named(parser_t *P, const char *src, const char *where, te_exp
             vars[n++] = (te_variable){k->q[i].name, &k->base[2 + i], TE_VARIABLE, NULL};
     if (self)
         vars[n++] = (te_variable){self, &k->base[2 + k->nq], TE_VARIABLE, NULL};
+    for (int j = 0; j < P->ngroup; j++)
+        vars[n++] = (te_variable){P->group[j], &k->base[GROUP_VARS + j], TE_VARIABLE, NULL};
     int err = 0;
     *out = te_compile(src, vars, n, &err);
     if (!*out) {
@@ -557,18 +608,22 @@ static int parse_until(parser_t *P, json_object *v, const char *where, const cha
 {
     decl_t *k = P->k;
     rs_status_t *st = P->st;
-    const char *until, *redraw;
+    const char *until, *redraw, *error;
     double tries;
     int rc;
     if ((rc = get_string(v, "until", where, 0, &until, st)) < 0 ||
+        (rc = get_string(v, "error", where, 0, &error, st)) < 0 ||
         (rc = get_string(v, "redraw", where, 0, &redraw, st)) < 0 ||
         (rc = get_number(v, "tries", where, 0, 0, &tries, st)) < 0)
         return rc;
     if (!until) {
-        if (redraw || json_object_object_get_ex(v, "tries", NULL))
-            return rs_fail(st, RS_EINVAL, "%s: 'redraw' and 'tries' need 'until'", where);
+        if (redraw || error || json_object_object_get_ex(v, "tries", NULL))
+            return rs_fail(st, RS_EINVAL, "%s: 'redraw', 'tries' and 'error' need 'until'",
+                           where);
         return 0;
     }
+    if (error && !(q->error = strdup(error)))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     if (!redraw || !json_object_object_get_ex(v, "tries", NULL))
         return rs_fail(st, RS_EINVAL, "%s: 'until' needs 'redraw' (the first quantity drawn "
                        "again) and 'tries' (the most draws)", where);
@@ -588,6 +643,74 @@ static int parse_until(parser_t *P, json_object *v, const char *where, const cha
     char w[112];
     snprintf(w, sizeof w, "%s.until", where);
     return compile_named(P, until, w, &q->until, qname, C_START);
+}
+
+/* An argmin quantity: {"argmin": expr, "over": "entity.list", "group": n, "as": [n names],
+ * "value": expr, "none": v}: expr minimized over the list parameter's groups of n values, each
+ * named by "as" in expr and value; the quantity is value (default: the minimum) at the first
+ * minimizing group, or none (default 0) when the list is empty. q holds the parameter (from
+ * parse_param_item: index, entity). "held": false computes it at the start only, where it
+ * may name the start-only quantities and carry "until". */
+static int parse_argmin(parser_t *P, json_object *v, const char *where, const char *qname,
+                        quantity_t *q)
+{
+    rs_status_t *st = P->st;
+    const char *expr, *value;
+    double group, none;
+    json_object *as;
+    int rc;
+    if ((rc = get_string(v, "argmin", where, 1, &expr, st)) < 0 ||
+        (rc = get_string(v, "value", where, 0, &value, st)) < 0 ||
+        (rc = get_number(v, "group", where, 1, 0, &group, st)) < 0 ||
+        (rc = get_number(v, "none", where, 0, 0.0, &none, st)) < 0)
+        return rc;
+    if (q->elem != 0)
+        return rs_fail(st, RS_EINVAL, "%s.over: a whole list parameter, without [i]", where);
+    if (group < 1 || group > MAX_GROUP || group != floor(group))
+        return rs_fail(st, RS_ERANGE, "%s.group: a whole number from 1 to %d is required", where,
+                       MAX_GROUP);
+    int g = (int)group;
+    if (!json_object_object_get_ex(v, "as", &as) || !json_object_is_type(as, json_type_array) ||
+        (int)json_object_array_length(as) != g)
+        return rs_fail(st, RS_EINVAL, "%s.as: a list of %d names (one per value of a group) is "
+                       "required", where, g);
+    for (int j = 0; j < g; j++) {
+        json_object *n = json_object_array_get_idx(as, (size_t)j);
+        const char *name = json_object_is_type(n, json_type_string) ? json_object_get_string(n)
+                                                                    : "";
+        int clash = !is_identifier(name) || strcmp(name, qname) == 0;
+        for (int i = 0; i < P->k->nq && !clash; i++)
+            clash = strcmp(P->k->q[i].name, name) == 0;
+        for (int i = 0; i < NFUNCTIONS && !clash; i++)
+            clash = strcmp(functions[i].name, name) == 0;
+        for (int i = 0; i < 2 && !clash; i++)
+            clash = strcmp(reserved[i], name) == 0;
+        if (clash || te_interp(name, NULL) == te_interp(name, NULL))
+            return rs_fail(st, RS_EINVAL, "%s.as[%d]: '%s' is not a free name (letters, digits "
+                           "and '_', not a quantity's or a function's)", where, j, name);
+        P->group[j] = name;
+    }
+    q->kind = Q_ARGMIN;
+    q->elem = g;
+    q->init = none;
+    int flags = q->held ? 0 : C_START;
+    P->ngroup = g;
+    char w[112];
+    snprintf(w, sizeof w, "%s.argmin", where);
+    rc = compile_named(P, expr, w, &q->expr, NULL, flags);
+    if (rc == 0 && value) {
+        snprintf(w, sizeof w, "%s.value", where);
+        rc = compile_named(P, value, w, &q->value, NULL, flags);
+    }
+    P->ngroup = 0;
+    if (rc < 0)
+        return rc;
+    if (!q->held)
+        return parse_until(P, v, where, qname, q);
+    if (json_object_object_get_ex(v, "until", NULL))
+        return rs_fail(st, RS_EINVAL, "%s.until: on a quantity computed at the start only "
+                       "(\"held\": false)", where);
+    return 0;
 }
 
 static int parse_quantity(parser_t *P, const char *qname, json_object *v)
@@ -614,7 +737,7 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
     if (k->nq == RS_TASK_DOC_MAX_QUANTITIES)
         return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d quantities", where,
                        RS_TASK_DOC_MAX_QUANTITIES);
-    quantity_t q = {0};
+    quantity_t q = {.held = 1};
     const rs_model_t *m = P->m;
     int rc = 0;
     if (json_object_is_type(v, json_type_string)) { /* "entity.name": state or sensor */
@@ -629,12 +752,15 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
                 it.sensor ? RS_TASK_NAME_SENSOR : RS_TASK_NAME_STATE,
                 it.sensor ? em->robot->sensors[it.index].name : em->robot->state[it.index].name};
     } else if (json_object_is_type(v, json_type_object)) {
-        const char *cmd, *ev, *dist, *expr, *at_reset, *update, *param;
+        const char *cmd, *ev, *dist, *expr, *at_reset, *update, *param, *over = NULL;
         static const char *const keys[] = {"command", "events", "dist", "a", "b", "expr",
                                            "at_reset", "update", "init", "param", "held",
-                                           "until", "redraw", "tries"};
-        if ((rc = check_keys(v, where, keys, 14, st)) < 0 ||
-            (rc = get_string(v, "param", where, 0, &param, st)) < 0 ||
+                                           "until", "redraw", "tries", "argmin", "over",
+                                           "group", "as", "value", "none", "error"};
+        if ((rc = check_keys(v, where, keys, 21, st)) < 0 ||
+            (rc = get_string(v, "argmin", where, 0, &param, st)) < 0 ||
+            (param && (rc = get_string(v, "over", where, 1, &over, st)) < 0) ||
+            (!param && (rc = get_string(v, "param", where, 0, &param, st)) < 0) ||
             (rc = get_string(v, "command", where, 0, &cmd, st)) < 0 ||
             (rc = get_string(v, "events", where, 0, &ev, st)) < 0 ||
             (rc = get_string(v, "dist", where, 0, &dist, st)) < 0 ||
@@ -645,24 +771,40 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
         if (!!cmd + !!ev + !!dist + !!expr + !!at_reset + !!update + !!param != 1)
             return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'param', 'dist', "
                            "'expr', 'at_reset' or 'update' is required", where);
-        if (!at_reset && (json_object_object_get_ex(v, "until", NULL) ||
+        if (over && json_object_object_get_ex(v, "param", NULL))
+            return rs_fail(st, RS_EINVAL, "%s: one of 'argmin' (with 'over') or 'param'", where);
+        if (!over && (json_object_object_get_ex(v, "group", NULL) ||
+                      json_object_object_get_ex(v, "as", NULL) ||
+                      json_object_object_get_ex(v, "value", NULL) ||
+                      json_object_object_get_ex(v, "none", NULL)))
+            return rs_fail(st, RS_EINVAL, "%s: 'over', 'group', 'as', 'value' and 'none' go with "
+                           "'argmin' only", where);
+        if (!at_reset && !over && (json_object_object_get_ex(v, "until", NULL) ||
                           json_object_object_get_ex(v, "redraw", NULL) ||
                           json_object_object_get_ex(v, "tries", NULL)))
             return rs_fail(st, RS_EINVAL, "%s: 'until', 'redraw' and 'tries' go with "
-                           "'at_reset' only", where);
+                           "'at_reset' or 'argmin' only", where);
         json_object *hv;
         q.held = !json_object_object_get_ex(v, "held", &hv) || json_object_get_boolean(hv);
         if (json_object_object_get_ex(v, "held", &hv) &&
-            (!at_reset || !json_object_is_type(hv, json_type_boolean)))
-            return rs_fail(st, RS_EINVAL, "%s.held: true or false, on an 'at_reset' quantity "
-                           "only", where);
+            ((!at_reset && !over) || !json_object_is_type(hv, json_type_boolean)))
+            return rs_fail(st, RS_EINVAL, "%s.held: true or false, on an 'at_reset' or 'argmin' "
+                           "quantity only", where);
         if ((dist || update || (at_reset && q.held)) && k->ntargets == MAX_TARGETS)
             return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d quantities held through the "
                            "episode ('dist', 'at_reset', 'update')", where, MAX_TARGETS);
         char name[RS_NAME_MAX];
         if (param) {
-            if ((rc = parse_param_item(P, param, where, &q)) < 0)
+            if ((rc = parse_param_item(P, over ? over : param, where, &q)) < 0)
                 return rc;
+            if (json_object_object_get_ex(v, "over", NULL) &&
+                (rc = parse_argmin(P, v, where, qname, &q)) < 0) {
+                te_free(q.expr);
+                te_free(q.value);
+                te_free(q.until);
+                free(q.error);
+                return rc;
+            }
             if (q.entity == P->e && k->task.nnames < RS_TASK_MAX_NAMES)
                 k->names[k->task.nnames++] = (rs_task_name_t){
                     RS_TASK_NAME_PARAM, m->ent[q.entity].robot->params[q.index].name};
@@ -709,6 +851,7 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
                 (rc = parse_until(P, v, where, qname, &q)) < 0) {
                 te_free(q.expr);
                 te_free(q.until);
+                free(q.error);
                 return rc;
             }
             q.kind = Q_AT_RESET;
@@ -730,6 +873,9 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
     }
     if (!(q.name = strdup(qname))) {
         te_free(q.expr);
+        te_free(q.value);
+        te_free(q.until);
+        free(q.error);
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
     k->q[k->nq++] = q;
@@ -939,18 +1085,31 @@ static int parse_reset(parser_t *P, json_object *list)
         json_object *o = json_object_array_get_idx(list, (size_t)i);
         char where[48];
         snprintf(where, sizeof where, "reset[%d]", i);
-        static const char *const keys[] = {"item", "dist", "a", "b", "value", "expr"};
-        const char *item, *dist, *expr;
+        static const char *const keys[] = {"item", "dist", "a", "b", "value", "expr",
+                                           "quantity"};
+        const char *item, *dist, *expr, *qname;
         double a, b;
         json_object *val;
         int rc;
         if (!json_object_is_type(o, json_type_object))
             return rs_fail(st, RS_EINVAL, "%s: an object is required", where);
-        if ((rc = check_keys(o, where, keys, 6, st)) < 0 ||
+        if ((rc = check_keys(o, where, keys, 7, st)) < 0 ||
             (rc = get_string(o, "item", where, 1, &item, st)) < 0 ||
-            (rc = get_string(o, "expr", where, 0, &expr, st)) < 0)
+            (rc = get_string(o, "expr", where, 0, &expr, st)) < 0 ||
+            (rc = get_string(o, "quantity", where, 0, &qname, st)) < 0)
             return rc;
-        if (expr) { /* constants and draws only: evaluated before the episode's state exists */
+        if (qname) { /* a quantity's value, computed before the start with those before it */
+            int q = 0;
+            while (q < k->nq && strcmp(k->q[q].name, qname) != 0)
+                q++;
+            if (q == k->nq)
+                return rs_fail(st, RS_EINVAL, "%s.quantity: '%s' is not a quantity of the task",
+                               where, qname);
+            k->reset_q[i] = q + 1;
+            if (q + 1 > k->npre)
+                k->npre = q + 1;
+            dist = "uniform", a = b = 0.0; /* the item is checked as a sampler's */
+        } else if (expr) { /* constants and draws only: evaluated before the episode's state exists */
             int nq = k->nq;
             k->nq = 0;
             rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, C_DRAW);
@@ -971,6 +1130,21 @@ static int parse_reset(parser_t *P, json_object *list)
         if (rs_mc_parse_sampler(P->m, item, dist, a, b, &k->reset[i], st) < 0)
             return at(st, where);
         k->nreset = i + 1;
+    }
+    /* the quantities computed before the start: through the last a reset item takes, and
+     * through any "until" that redraws among them; they read no state */
+    for (int i = k->npre; i < k->nq; i++)
+        if (k->q[i].until && k->q[i].redraw < k->npre)
+            k->npre = i + 1;
+    for (int i = 0; i < k->npre; i++) {
+        int kind = k->q[i].kind;
+        if (kind != Q_PARAM && kind != Q_TARGET && kind != Q_AT_RESET && kind != Q_ARGMIN &&
+            kind != Q_EXPR)
+            return rs_fail(st, RS_EINVAL, "reset: the quantities up to '%s' are computed before "
+                           "the episode's start state, for the reset items that take them, so "
+                           "they may be parameters, draws, expressions and argmins only; "
+                           "quantities.%s reads the state (define it after them)",
+                           k->q[k->npre - 1].name, k->q[i].name);
     }
     return 0;
 }
@@ -1243,7 +1417,7 @@ static rs_task_t *parse_source(const char *json, size_t len, const known_docs_t 
     } else {
         memcpy(k->source, json, len);
         k->source[len] = 0;
-        parser_t P = {k, NULL, -1, st};
+        parser_t P = {.k = k, .e = -1, .st = st};
         rc = parse(&P, root, m);
     }
     json_object_put(root);
@@ -1268,6 +1442,8 @@ void rs_task_doc_destroy(rs_task_t **p)
         free(k->q[i].name);
         te_free(k->q[i].expr);
         te_free(k->q[i].until);
+        te_free(k->q[i].value);
+        free(k->q[i].error);
     }
     for (int i = 0; i < RS_TASK_MAX_OBS; i++)
         te_free(k->obs_expr[i]);

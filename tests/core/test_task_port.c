@@ -73,6 +73,24 @@ static int serial_policy(const rs_world_t *w, double *act)
     return 1;
 }
 
+/* The diff drive toward the goal: turn to face it, then drive (obstacles are hit on the way,
+ * so collisions occur too); in fractions of 10 rad/s with -v1's cmd. */
+static int dd_policy(const rs_world_t *w, double *act)
+{
+    rs_status_t st;
+    rs_task_view_t v;
+    if (rs_world_task_view(w, &v, &st) < 0)
+        return 0;
+    const double *o = v.obs;
+    double err = atan2(o[5], o[4]) - atan2(o[3], o[2]);
+    err = atan2(sin(err), cos(err));
+    double fwd = fabs(err) < 0.5 ? fmin(fmax(20 * hypot(o[4], o[5]), 1), 8) : 0;
+    double turn = fmin(fmax(4 * err, -3), 3), s = w->task->cmd ? 10.0 : 1.0;
+    act[0] = fmin(fmax(fwd + turn, -10), 10) / s;
+    act[1] = fmin(fmax(fwd - turn, -10), 10) / s;
+    return 1;
+}
+
 static int same_view(const rs_task_view_t *a, const rs_task_view_t *b)
 {
     return a->nobs == b->nobs && memcmp(a->obs, b->obs, (size_t)a->nobs * sizeof(double)) == 0 &&
@@ -82,16 +100,17 @@ static int same_view(const rs_task_view_t *a, const rs_task_view_t *b)
            a->ninfo == b->ninfo && memcmp(a->info, b->info, (size_t)a->ninfo * sizeof(double)) == 0;
 }
 
-static void compare_episodes(const char *name, int seeds, int steps, policy_t policy)
+static void compare_episodes(const char *name, int seeds, int steps, policy_t policy,
+                             const rs_param_t *p, size_t np)
 {
     char cname[80];
     snprintf(cname, sizeof cname, "C%s", name);
     rs_status_t st;
     int differ = 0, episodes = 0, successes = 0;
     for (int s = 0; s < seeds && !differ; s++) {
-        rs_world_t *a = rs_world_new_task(name, NULL, NULL, 0, (uint64_t)s + 1, &st);
+        rs_world_t *a = rs_world_new_task(name, NULL, p, np, (uint64_t)s + 1, &st);
         CHECK(a != NULL, "%s: %s", name, a ? "" : st.message);
-        rs_world_t *b = rs_world_new_task(cname, NULL, NULL, 0, (uint64_t)s + 1, &st);
+        rs_world_t *b = rs_world_new_task(cname, NULL, p, np, (uint64_t)s + 1, &st);
         CHECK(b != NULL, "%s: %s", cname, b ? "" : st.message);
         if (!a || !b) {
             rs_world_destroy(&a);
@@ -129,8 +148,23 @@ static void compare_episodes(const char *name, int seeds, int steps, policy_t po
         rs_world_destroy(&a);
         rs_world_destroy(&b);
     }
-    printf("%s: %d seeds x %d steps, %d episodes ended (%d successes), bit-identical: %s\n", name,
-           seeds, steps, episodes, successes, differ ? "no" : "yes");
+    printf("%s (%zu params): %d seeds x %d steps, %d episodes ended (%d successes), bit-identical: %s\n", name,
+           np, seeds, steps, episodes, successes, differ ? "no" : "yes");
+}
+
+/* Both refuse to start where the task cannot (the same code). */
+static void compare_refusal(const char *name, const rs_param_t *p, size_t np)
+{
+    char cname[80];
+    snprintf(cname, sizeof cname, "C%s", name);
+    rs_status_t sa, sb;
+    rs_world_t *a = rs_world_new_task(name, NULL, p, np, 1, &sa);
+    rs_world_t *b = rs_world_new_task(cname, NULL, p, np, 1, &sb);
+    CHECK(!a && !b && sa.code == sb.code, "%s: both refused alike: %s | %s", name,
+          a ? "" : sa.message, b ? "" : sb.message);
+    printf("%s refused: %s\n", name, sa.message);
+    rs_world_destroy(&a);
+    rs_world_destroy(&b);
 }
 
 int main(void)
@@ -138,10 +172,24 @@ int main(void)
     static const struct { const char *name; policy_t policy; } ported[] = {
         {"SerialArmReach-v0", serial_policy},
         {"SerialArmReach-v1", serial_policy},
+        {"DiffDriveGoal-v0", dd_policy},
+        {"DiffDriveGoal-v1", dd_policy},
     };
     for (size_t i = 0; i < sizeof ported / sizeof ported[0]; i++) {
         compare_spec(ported[i].name);
-        compare_episodes(ported[i].name, 12, 500, ported[i].policy);
+        compare_episodes(ported[i].name, 12, 500, ported[i].policy, NULL, 0);
     }
+    /* the diff drive's obstacles overridden: none, one, and one that leaves a corner free
+     * (near the start pose, which it clears) but no goal 1 m from any start */
+    static const double one[] = {0, 0, 0.4}, wall[] = {0.3, -0.3, 2.6};
+    rs_param_t none_p = {"robot", "obstacles", NULL, 0}, one_p = {"robot", "obstacles", one, 3},
+               wall_p = {"robot", "obstacles", wall, 3};
+    compare_episodes("DiffDriveGoal-v0", 6, 400, dd_policy, &none_p, 1);
+    compare_episodes("DiffDriveGoal-v1", 6, 400, dd_policy, &one_p, 1);
+    compare_refusal("DiffDriveGoal-v0", &wall_p, 1);
+    /* the reach tasks refuse torque mode */
+    static const double torque[] = {0, 0};
+    rs_param_t tq = {"arm", "actuator_mode", torque, 2};
+    compare_refusal("SerialArmReach-v0", &tq, 1);
     return rs_test_done("test_task_port");
 }

@@ -195,7 +195,7 @@ static const double dd_scale_v1[] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1}; /* v0 is in 
 
 static const rs_task_t tasks[] = {
     {
-        .name = "DiffDriveGoal-v0",
+        .name = "CDiffDriveGoal-v0",
         DD_ROW,
         .reward = TASK_REWARD(DD_R, DD_ENDS),
         .doc = "Drive the differential-drive robot (m) to the goal among five disk obstacles "
@@ -209,7 +209,7 @@ static const rs_task_t tasks[] = {
         .act = dd_act,
     },
     {
-        .name = "DiffDriveGoal-v1",
+        .name = "CDiffDriveGoal-v1",
         DD_ROW,
         .reward = TASK_REWARD_V1(DD_R, DD_ENDS),
         .doc = "DiffDriveGoal-v0 normalized: the action is the wheel speeds as fractions of "
