@@ -7,6 +7,7 @@
 #include "rs_robot.h"
 #include "rs_task_doc.h"
 #include "tinyexpr.h"
+#include "robots/arm_common.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -105,6 +106,25 @@ static double f_and(double a, double b) { return a != 0.0 && b != 0.0; }
 static double f_or(double a, double b) { return a != 0.0 || b != 0.0; }
 static double f_not(double a) { return a == 0.0; }
 static double f_if(double c, double a, double b) { return c != 0.0 ? a : b; }
+/* The parallel arm's forward kinematics (the closed form its robot uses): the end effector's x
+ * and y at servo angles q1, q2 for lengths L0, L1, L2, NAN where the linkage does not
+ * assemble; its stretch (elbow distance / 2 L2, 1 stretched). */
+static double f_parallel_x(double L0, double L1, double L2, double q1, double q2)
+{
+    double q[2] = {q1, q2}, p[2];
+    return parallel_fk(L0, L1, L2, q, NULL, p, NULL) < 0 ? NAN : p[0];
+}
+static double f_parallel_y(double L0, double L1, double L2, double q1, double q2)
+{
+    double q[2] = {q1, q2}, p[2];
+    return parallel_fk(L0, L1, L2, q, NULL, p, NULL) < 0 ? NAN : p[1];
+}
+static double f_parallel_stretch(double L0, double L1, double L2, double q1, double q2)
+{
+    double q[2] = {q1, q2};
+    return parallel_u(L0, L1, q, NULL) / (2.0 * L2);
+}
+static double f_isnan(double a) { return isnan(a); }
 /* uniform(a, b) and normal(mean, deviation) draw from the world's rng: eval() calls draw() for
  * them (these bodies only mark the nodes) */
 static double f_uniform(double a, double b) { return NAN; }
@@ -116,7 +136,9 @@ static const te_variable functions[] = {
     FN("clip", f_clip, 3),   FN("wrap", f_wrap, 1), FN("lt", f_lt, 2),
     FN("le", f_le, 2),       FN("gt", f_gt, 2),   FN("ge", f_ge, 2),
     FN("eq", f_eq, 2),       FN("and", f_and, 2), FN("or", f_or, 2),
-    FN("not", f_not, 1),     FN("if", f_if, 3),
+    FN("not", f_not, 1),     FN("if", f_if, 3),   FN("isnan", f_isnan, 1),
+    FN("parallel_x", f_parallel_x, 5), FN("parallel_y", f_parallel_y, 5),
+    FN("parallel_stretch", f_parallel_stretch, 5),
     /* not pure: never folded into a constant at compile time */
     {"uniform", (const void *)f_uniform, TE_FUNCTION2, NULL},
     {"normal", (const void *)f_normal, TE_FUNCTION2, NULL},
@@ -145,9 +167,9 @@ static double eval(const te_expr *n, const double *base, const double *v, rs_dat
         return n->value;
     if (type == TE_VARIABLE)
         return v[n->bound - base];
-    if (type < TE_FUNCTION0 || type > TE_FUNCTION3)
+    if (type < TE_FUNCTION0 || type > TE_FUNCTION5)
         return NAN; /* no closures or wider functions are registered */
-    double a[3];
+    double a[5];
     int arity = type - TE_FUNCTION0;
     for (int i = 0; i < arity; i++)
         a[i] = eval(n->parameters[i], base, v, d);
@@ -159,7 +181,11 @@ static double eval(const te_expr *n, const double *base, const double *v, rs_dat
     case 0: return ((double (*)(void))n->function)();
     case 1: return ((double (*)(double))n->function)(a[0]);
     case 2: return ((double (*)(double, double))n->function)(a[0], a[1]);
-    default: return ((double (*)(double, double, double))n->function)(a[0], a[1], a[2]);
+    case 3: return ((double (*)(double, double, double))n->function)(a[0], a[1], a[2]);
+    case 5:
+        return ((double (*)(double, double, double, double, double))n->function)(a[0], a[1], a[2],
+                                                                               a[3], a[4]);
+    default: return NAN; /* no function of 4 arguments is registered */
     }
 }
 
@@ -627,8 +653,8 @@ static int parse_until(parser_t *P, json_object *v, const char *where, const cha
     if (!redraw || !json_object_object_get_ex(v, "tries", NULL))
         return rs_fail(st, RS_EINVAL, "%s: 'until' needs 'redraw' (the first quantity drawn "
                        "again) and 'tries' (the most draws)", where);
-    if (tries < 1 || tries > 1e6 || tries != floor(tries))
-        return rs_fail(st, RS_ERANGE, "%s.tries: a whole number from 1 to 1e6 is required",
+    if (tries < 1 || tries > 1e7 || tries != floor(tries))
+        return rs_fail(st, RS_ERANGE, "%s.tries: a whole number from 1 to 1e7 is required",
                        where);
     q->tries = (int)tries;
     q->redraw = k->nq; /* itself */

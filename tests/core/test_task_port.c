@@ -73,6 +73,29 @@ static int serial_policy(const rs_world_t *w, double *act)
     return 1;
 }
 
+/* The parallel arm to the inverse kinematics of the target: those setpoints in -v0, a PD
+ * torque toward them in -v1 (torque fractions of 0.5 N*m). */
+static int parallel_policy(const rs_world_t *w, double *act)
+{
+    const rs_model_t *m = w->model;
+    double q[2], L0 = rs_model_param(m, 0, "L0", 0), L1 = rs_model_param(m, 0, "L1", 0),
+           L2 = rs_model_param(m, 0, "L2", 0);
+    if (parallel_ik(L0, L1, L2, w->data->task[RS_TASK_PRIVATE],
+                    w->data->task[RS_TASK_PRIVATE + 1], q) != 0)
+        return 0;
+    if (!w->task->cmd) {
+        act[0] = q[0], act[1] = q[1];
+        return 1;
+    }
+    rs_status_t st;
+    rs_task_view_t v;
+    if (rs_world_task_view(w, &v, &st) < 0)
+        return 0;
+    for (int j = 0; j < 2; j++)
+        act[j] = fmin(fmax((2.0 * (q[j] - v.obs[j]) - 0.2 * 10 * v.obs[2 + j]) / 0.5, -1), 1);
+    return 1;
+}
+
 /* The diff drive toward the goal: turn to face it, then drive (obstacles are hit on the way,
  * so collisions occur too); in fractions of 10 rad/s with -v1's cmd. */
 static int dd_policy(const rs_world_t *w, double *act)
@@ -172,6 +195,8 @@ int main(void)
     static const struct { const char *name; policy_t policy; } ported[] = {
         {"SerialArmReach-v0", serial_policy},
         {"SerialArmReach-v1", serial_policy},
+        {"ParallelArmReach-v0", parallel_policy},
+        {"ParallelArmReach-v1", parallel_policy},
         {"DiffDriveGoal-v0", dd_policy},
         {"DiffDriveGoal-v1", dd_policy},
     };
@@ -189,7 +214,15 @@ int main(void)
     compare_refusal("DiffDriveGoal-v0", &wall_p, 1);
     /* the reach tasks refuse torque mode */
     static const double torque[] = {0, 0};
-    rs_param_t tq = {"arm", "actuator_mode", torque, 2};
+    rs_param_t tq = {"arm", "actuator_mode", torque, 2}, tqd = {"delta", "actuator_mode", torque, 2};
     compare_refusal("SerialArmReach-v0", &tq, 1);
+    compare_refusal("ParallelArmReach-v0", &tqd, 1);
+    static const double pid[] = {1, 1};
+    rs_param_t pidp = {"delta", "actuator_mode", pid, 2};
+    compare_refusal("ParallelArmReach-v1", &pidp, 1);
+    /* the parallel arm's links too short to assemble anywhere in the servo range */
+    static const double L2[] = {0.01};
+    rs_param_t shortp = {"delta", "L2", L2, 1};
+    compare_refusal("ParallelArmReach-v0", &shortp, 1);
     return rs_test_done("test_task_port");
 }

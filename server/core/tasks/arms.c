@@ -342,7 +342,7 @@ static const rs_task_t tasks[] = {
         .reward_scale = 0.1,
     },
     {
-        .name = "ParallelArmReach-v0",
+        .name = "CParallelArmReach-v0",
         PARALLEL_ROW,
         .reward = TASK_REWARD(PARALLEL_R, PARALLEL_ENDS),
         .doc = "Bring the end effector of the parallel (2D delta) arm to the target point and "
@@ -359,7 +359,7 @@ static const rs_task_t tasks[] = {
         .validate = reach_validate,
     },
     {
-        .name = "ParallelArmReach-v1",
+        .name = "CParallelArmReach-v1",
         PARALLEL_ROW,
         .reward = TASK_REWARD_V1(PARALLEL_R, PARALLEL_ENDS),
         .doc = "ParallelArmReach-v0 driven by torque: bring the end effector of the parallel "
