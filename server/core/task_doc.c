@@ -736,7 +736,7 @@ static int parse_argmin(parser_t *P, json_object *v, const char *where, const ch
     if (json_object_object_get_ex(v, "until", NULL))
         return rs_fail(st, RS_EINVAL, "%s.until: on a quantity computed at the start only "
                        "(\"held\": false)", where);
-    return 0;
+    return parse_until(P, v, where, qname, q); /* refuses a 'redraw', 'tries', 'error' */
 }
 
 static int parse_quantity(parser_t *P, const char *qname, json_object *v)
