@@ -55,9 +55,9 @@
  * computed after each control step from its own last value under its own name: a counter). A
  * reset entry may give "value" or "quantity" (a quantity's value) instead of a distribution;
  * the quantities up to the last one a reset entry takes are computed before the start state
- * exists (parameters, draws, expressions and argmins only). Rejection sampling: a start-only
- * ("held": false) at_reset or argmin quantity may carry "until": expr, "redraw": an earlier
- * at_reset quantity (or itself), "tries": n and "error": the start computes the quantities
+ * exists (parameters, draws, expressions and argmins only). Rejection sampling: an at_reset
+ * quantity, or a start-only ("held": false) argmin, may carry "until": expr, "redraw": an
+ * earlier at_reset quantity (or itself), "tries": n and "error": the start computes the quantities
  * from redraw through it again until `until` holds, and the reset fails with RS_EINVAL (the
  * error, else a message naming the quantity) after n draws. Start-only quantities are
  * nameable only in at_reset, until and start-only argmin expressions. Functions also:

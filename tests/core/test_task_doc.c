@@ -243,14 +243,32 @@ static void registration(void)
     rs_world_destroy(&theirs);
 }
 
+/* A bad edit of a good document: `from` replaced by `to` is refused with `code` and a message
+ * that holds `names` (the item). */
+typedef struct bad_case {
+    const char *from, *to;
+    int code;
+    const char *names;
+} bad_case_t;
+
+static void refused(const char *base, const bad_case_t *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *doc = edit(base, bad[i].from, bad[i].to);
+        rs_status_t st = {0};
+        rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &st);
+        CHECK(t == NULL && st.code == bad[i].code && strstr(st.message, bad[i].names),
+              "case %zu (%s -> %s): code %d, message '%s' should name '%s'", i, bad[i].from,
+              bad[i].to, st.code, st.message, bad[i].names);
+        rs_task_doc_destroy(&t);
+        free(doc);
+    }
+}
+
 /* Each bad item is refused with its code and a message naming it. */
 static void validation(void)
 {
-    static const struct {
-        const char *from, *to;
-        int code;
-        const char *names;
-    } bad[] = {
+    static const bad_case_t bad[] = {
         {"\"preset\": \"serial_arm\"", "\"preset\": \"no_such\"", RS_ENOTFOUND, "preset"},
         {"\"entity\": \"arm\"", "\"entity\": \"leg\"", RS_ENOTFOUND, "entity: preset"},
         {"\"arm.x\"", "\"arm.nope\"", RS_ENOTFOUND, "quantities.x"},
@@ -308,16 +326,7 @@ static void validation(void)
         {"{\"name\": \"DocReach-v0\",", "{\"name\": \"DocReach-v0\", \"extends\": \"Nope-v0\",",
          RS_ENOTFOUND, "extends: no declared task 'Nope-v0'"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *doc = edit(reach, bad[i].from, bad[i].to);
-        rs_status_t st = {0};
-        rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &st);
-        CHECK(t == NULL && st.code == bad[i].code && strstr(st.message, bad[i].names),
-              "case %zu (%s -> %s): code %d, message '%s' should name '%s'", i, bad[i].from,
-              bad[i].to, st.code, st.message, bad[i].names);
-        rs_task_doc_destroy(&t);
-        free(doc);
-    }
+    refused(reach, bad, sizeof bad / sizeof bad[0]);
     rs_status_t st;
     rs_task_t *t = rs_task_doc_parse(reach, strlen(reach), &st);
     CHECK(t != NULL && strcmp(rs_task_doc_source(t), reach) == 0, "the base document parses: %s",
@@ -404,11 +413,7 @@ static void sampling(void)
           "an until past its tries: %s", st.message);
     rs_world_destroy(&w);
 
-    static const struct {
-        const char *from, *to;
-        int code;
-        const char *names;
-    } bad[] = {
+    static const bad_case_t bad[] = {
         {"robot.robot_radius", "robot.radius_nope", RS_ENOTFOUND, "quantities.R"},
         {"robot.robot_radius", "robot.robot_radius[x]", RS_EINVAL, "quantities.R"},
         {"\"x\":\"robot.x\"", "\"x\":{\"expr\":\"1\",\"held\":false}", RS_EINVAL,
@@ -451,16 +456,7 @@ static void sampling(void)
         {"\"require\":[{", "\"require\":[5,{", RS_EINVAL, "require[0]"},
         {"\"gx\"]", "\"parallel_x(1, 2, 3)\"]", RS_EINVAL, "observation[4]"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *doc = edit(ring, bad[i].from, bad[i].to);
-        rs_status_t e = {0};
-        rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &e);
-        CHECK(t == NULL && e.code == bad[i].code && strstr(e.message, bad[i].names),
-              "ring case %zu (%s -> %s): code %d, message '%s' should name '%s'", i,
-              bad[i].from, bad[i].to, e.code, e.message, bad[i].names);
-        rs_task_doc_destroy(&t);
-        free(doc);
-    }
+    refused(ring, bad, sizeof bad / sizeof bad[0]);
 }
 
 int main(void)
