@@ -1135,7 +1135,7 @@ static int parse_reset(parser_t *P, json_object *list)
             if (q + 1 > k->npre)
                 k->npre = q + 1;
             dist = "uniform", a = b = 0.0; /* the item is checked as a sampler's */
-        } else if (expr) { /* constants and draws only: evaluated before the episode's state exists */
+        } else if (expr) { /* constants and draws only: evaluated before the start state exists */
             int nq = k->nq;
             k->nq = 0;
             rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, C_DRAW);
