@@ -2,6 +2,7 @@
  * with their rewards and ends, and what the agent sees. Task worlds are created and reset in
  * world.c; the tasks themselves are rows in tasks/FAMILY.c. */
 #include "rs_task.h"
+#include "rs_task_doc.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -89,7 +90,8 @@ int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st
     if (e < 0)
         return rs_fail(st, RS_EINTERNAL, "task '%s' drives entity '%s', which the world lacks",
                        t->name, t->entity);
-    return t->validate ? t->validate(m, e, st) : 0;
+    int rc = t->validate ? t->validate(m, e, st) : 0;
+    return rc < 0 ? rc : rs_task_doc_validate(t, m, st);
 }
 
 int rs_task_check_action(const rs_task_t *t, const double *action, size_t n, rs_status_t *st)

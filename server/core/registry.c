@@ -128,7 +128,8 @@ const char *const *rs_preset_names(void)
 
 static const rs_task_family_t *const task_families[] = {
     &rs_tasks_finger,
-    &rs_tasks_arms,
+    &rs_tasks_serial_arm,
+    &rs_tasks_parallel_arm,
     &rs_tasks_diff_drive,
     &rs_tasks_mobile_align,
 };

@@ -107,8 +107,8 @@ typedef struct rs_task_family {
                               array: then n and tasks are unused */
 } rs_task_family_t;
 
-extern const rs_task_family_t rs_tasks_finger, rs_tasks_arms, rs_tasks_diff_drive,
-    rs_tasks_mobile_align;
+extern const rs_task_family_t rs_tasks_finger, rs_tasks_serial_arm, rs_tasks_parallel_arm,
+    rs_tasks_diff_drive, rs_tasks_mobile_align;
 
 const rs_task_t *rs_task_find(const char *name);
 

@@ -17,7 +17,15 @@
  *       "tx":   {"dist": "uniform", "a": -0.2, "b": 0.2},   a target drawn at each reset
  *                                             (the Monte Carlo samplers' syntax; "normal": a
  *                                             mean, b deviation)
- *       "d":    {"expr": "hypot(x - tx, y - ty)"}          an expression
+ *       "d":    {"expr": "hypot(x - tx, y - ty)"},         an expression
+ *       "a1":   {"param": "arm.a1"},          a parameter of the world ("entity.name[i]")
+ *       "q":    {"at_reset": "uniform(-pi, pi)", "held": false},   computed at the start only
+ *       "c":    {"argmin": "hypot(x - ox, y - oy) - r", "over": "robot.obstacles", "group": 3,
+ *                "as": ["ox", "oy", "r"], "value": "ox", "none": 0}
+ *                                             expr minimized over the list parameter's groups
+ *                                             of 3 values (named by "as"), value (default the
+ *                                             minimum) at the first minimizing group, none
+ *                                             for an empty list
  *     },
  *     "observation": [{"expr": "x - tx", "scale": 0.5, "low": -1, "high": 1, "name": "dx"}],
  *                                             value = expr / scale, clipped to [low, high]
@@ -32,7 +40,9 @@
  *     "reset": [{"item": "arm.theta0[0]", "dist": "uniform", "a": -3.14, "b": 3.14}],
  *                                             initial-condition parameters drawn at each reset
  *                                             (the Monte Carlo samplers' syntax)
- *     "info": ["d"]                           quantities reported as info figures
+ *     "info": ["d"],                          quantities reported as info figures
+ *     "require": [{"expr": "eq(mode, 1)", "error": "..."}]   conditions on param quantities
+ *                                             a world must meet (else RS_EINVAL, the error)
  *   }
  *
  * Expressions: numbers, quantity names, t (time, s), steps (control steps this episode),
@@ -43,7 +53,17 @@
  * deviation), drawn from the world's rng. More quantity kinds: {"at_reset": expr} (computed
  * once at the episode's start, after the resets, and held), {"update": expr, "init": v} (held,
  * computed after each control step from its own last value under its own name: a counter). A
- * reset entry may give "value" instead of a distribution. Observation and action entries may
+ * reset entry may give "value" or "quantity" (a quantity's value) instead of a distribution;
+ * the quantities up to the last one a reset entry takes are computed before the start state
+ * exists (parameters, draws, expressions and argmins only). Rejection sampling: an at_reset
+ * quantity, or a start-only ("held": false) argmin, may carry "until": expr, "redraw": an
+ * earlier at_reset quantity (or itself), "tries": n and "error": the start computes the quantities
+ * from redraw through it again until `until` holds, and the reset fails with RS_EINVAL (the
+ * error, else a message naming the quantity) after n draws. Start-only quantities are
+ * nameable only in at_reset, until and start-only argmin expressions. Functions also:
+ * isnan(a), and the parallel arm's closed forms parallel_x(L0, L1, L2, q1, q2), parallel_y
+ * (NAN where the linkage does not assemble) and parallel_stretch (elbow distance / 2 L2),
+ * those its robot uses. Observation and action entries may
  * give "name", "unit" and "doc" for GetSpec. The info figure "success" (the success flag) goes
  * where "info" lists it, else last. "extends": "Name-v0" takes that declared task's document
  * (a registered one's or a built-in family's, itself resolved, at most 4 levels) with this
@@ -66,6 +86,10 @@
 rs_task_t *rs_task_doc_parse(const char *json, size_t len, rs_status_t *st);
 
 void rs_task_doc_destroy(rs_task_t **p);
+
+/* Task t's "require" conditions on model m's parameters: 0, or RS_EINVAL with the document's
+ * error for the first that fails; 0 for a task not declared as a document. */
+int rs_task_doc_validate(const rs_task_t *t, const rs_model_t *m, rs_status_t *st);
 
 /* The document a declared task was parsed from (NUL-terminated); NULL for a built-in task. */
 const char *rs_task_doc_source(const rs_task_t *t);

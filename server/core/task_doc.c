@@ -7,6 +7,7 @@
 #include "rs_robot.h"
 #include "rs_task_doc.h"
 #include "tinyexpr.h"
+#include "robots/arm_common.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -19,10 +20,14 @@
 #define MAX_DEPTH 16
 #define MAX_PARAMS 8
 #define MAX_RESET 16
+#define MAX_REQUIRE 8
 #define MAX_TARGETS (RS_TASK_STATE - RS_TASK_PRIVATE)
-#define NVARS (2 + RS_TASK_DOC_MAX_QUANTITIES) /* t, steps, then the quantities */
+#define MAX_GROUP 8 /* the values an argmin quantity names per group */
+#define GROUP_VARS (2 + RS_TASK_DOC_MAX_QUANTITIES) /* where the group's values go */
+#define NVARS (GROUP_VARS + MAX_GROUP) /* t, steps, the quantities, an argmin's group */
 
-enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE };
+enum { Q_STATE, Q_SENSOR, Q_COMMAND, Q_EVENTS, Q_TARGET, Q_EXPR, Q_AT_RESET, Q_UPDATE, Q_PARAM,
+       Q_ARGMIN };
 
 typedef struct quantity {
     char *name;
@@ -35,6 +40,14 @@ typedef struct quantity {
     te_expr *expr;     /* EXPR, AT_RESET (evaluated at reset, may draw), UPDATE (each control
                           step, reading its own last value) */
     double init;       /* UPDATE: the value at reset */
+    int elem;          /* PARAM: the parameter's row in index, the value's position here;
+                          ARGMIN: the list's row in index, the group's size here */
+    int held;          /* AT_RESET, ARGMIN: 0 when computed at the start only */
+    te_expr *value;    /* ARGMIN: the value at the minimizing group (expr minimized) */
+    te_expr *until;    /* AT_RESET, ARGMIN: redraw quantities redraw ... this one until it
+                          holds */
+    int redraw, tries; /* the first quantity redrawn, the most draws */
+    char *error;       /* the reset's error past them (NULL: a generic one) */
 } quantity_t;
 
 typedef struct decl {
@@ -50,6 +63,9 @@ typedef struct decl {
     int nstrings;
     rs_var_desc_t obs[RS_TASK_MAX_OBS], act[RS_TASK_MAX_ACT], cmd[RS_TASK_MAX_ACT];
     te_expr *reward, *success, *termination;
+    int nrequire;
+    te_expr *require[MAX_REQUIRE]; /* conditions on the parameters, checked on each model */
+    char *require_error[MAX_REQUIRE];
     const char *info_names[RS_TASK_MAX_INFO];
     int info_q[RS_TASK_MAX_INFO]; /* quantity index, -1 for the success flag */
     int nparams;
@@ -60,6 +76,9 @@ typedef struct decl {
     int nreset;
     rs_mc_sampler_t reset[MAX_RESET];
     int reset_fixed[MAX_RESET]; /* a "value" rather than a distribution */
+    int reset_q[MAX_RESET];     /* or a quantity's value (its index + 1; 0: none) */
+    int npre; /* quantities 0 ... npre - 1 are computed before the start state (reset items
+                 take their values) */
     double reset_value[MAX_RESET];
     te_expr *reset_expr[MAX_RESET]; /* or an expression of constants and draws */
     int clip_observation;          /* clip each observation value to its bounds */
@@ -87,6 +106,25 @@ static double f_and(double a, double b) { return a != 0.0 && b != 0.0; }
 static double f_or(double a, double b) { return a != 0.0 || b != 0.0; }
 static double f_not(double a) { return a == 0.0; }
 static double f_if(double c, double a, double b) { return c != 0.0 ? a : b; }
+/* The parallel arm's forward kinematics (the closed form its robot uses): the end effector's x
+ * and y at servo angles q1, q2 for lengths L0, L1, L2, NAN where the linkage does not
+ * assemble; its stretch (elbow distance / 2 L2, 1 stretched). */
+static double f_parallel_x(double L0, double L1, double L2, double q1, double q2)
+{
+    double q[2] = {q1, q2}, p[2];
+    return parallel_fk(L0, L1, L2, q, NULL, p, NULL) < 0 ? NAN : p[0];
+}
+static double f_parallel_y(double L0, double L1, double L2, double q1, double q2)
+{
+    double q[2] = {q1, q2}, p[2];
+    return parallel_fk(L0, L1, L2, q, NULL, p, NULL) < 0 ? NAN : p[1];
+}
+static double f_parallel_stretch(double L0, double L1, double L2, double q1, double q2)
+{
+    double q[2] = {q1, q2};
+    return parallel_u(L0, L1, q, NULL) / (2.0 * L2);
+}
+static double f_isnan(double a) { return isnan(a); }
 /* uniform(a, b) and normal(mean, deviation) draw from the world's rng: eval() calls draw() for
  * them (these bodies only mark the nodes) */
 static double f_uniform(double a, double b) { return NAN; }
@@ -98,7 +136,9 @@ static const te_variable functions[] = {
     FN("clip", f_clip, 3),   FN("wrap", f_wrap, 1), FN("lt", f_lt, 2),
     FN("le", f_le, 2),       FN("gt", f_gt, 2),   FN("ge", f_ge, 2),
     FN("eq", f_eq, 2),       FN("and", f_and, 2), FN("or", f_or, 2),
-    FN("not", f_not, 1),     FN("if", f_if, 3),
+    FN("not", f_not, 1),     FN("if", f_if, 3),   FN("isnan", f_isnan, 1),
+    FN("parallel_x", f_parallel_x, 5), FN("parallel_y", f_parallel_y, 5),
+    FN("parallel_stretch", f_parallel_stretch, 5),
     /* not pure: never folded into a constant at compile time */
     {"uniform", (const void *)f_uniform, TE_FUNCTION2, NULL},
     {"normal", (const void *)f_normal, TE_FUNCTION2, NULL},
@@ -127,9 +167,9 @@ static double eval(const te_expr *n, const double *base, const double *v, rs_dat
         return n->value;
     if (type == TE_VARIABLE)
         return v[n->bound - base];
-    if (type < TE_FUNCTION0 || type > TE_FUNCTION3)
+    if (type < TE_FUNCTION0 || type > TE_FUNCTION5)
         return NAN; /* no closures or wider functions are registered */
-    double a[3];
+    double a[5];
     int arity = type - TE_FUNCTION0;
     for (int i = 0; i < arity; i++)
         a[i] = eval(n->parameters[i], base, v, d);
@@ -141,7 +181,11 @@ static double eval(const te_expr *n, const double *base, const double *v, rs_dat
     case 0: return ((double (*)(void))n->function)();
     case 1: return ((double (*)(double))n->function)(a[0]);
     case 2: return ((double (*)(double, double))n->function)(a[0], a[1]);
-    default: return ((double (*)(double, double, double))n->function)(a[0], a[1], a[2]);
+    case 3: return ((double (*)(double, double, double))n->function)(a[0], a[1], a[2]);
+    case 5:
+        return ((double (*)(double, double, double, double, double))n->function)(a[0], a[1], a[2],
+                                                                               a[3], a[4]);
+    default: return NAN; /* no function of 4 arguments is registered */
     }
 }
 
@@ -161,32 +205,64 @@ static int draws(const te_expr *n)
 
 /* ---- evaluation --------------------------------------------------------------------------- */
 
+/* An argmin quantity: expr minimized over the groups of `elem` values of the list parameter
+ * (the first smallest; the group's values at v[GROUP_VARS ...], NAN past the values set), then
+ * value (or the minimum) at that group; `init` when the list is empty. */
+static double argmin(const decl_t *k, const quantity_t *q, const rs_model_t *m, double *v)
+{
+    const rs_entity_model_t *em = &m->ent[q->entity];
+    int len = em->plen[q->index], g = q->elem, best = -1;
+    const double *p = em->p + em->robot->params[q->index].offset;
+    double low = q->init;
+    for (int i = 0; g * i < len; i++) {
+        for (int j = 0; j < g; j++)
+            v[GROUP_VARS + j] = g * i + j < len ? p[g * i + j] : NAN;
+        double c = eval(q->expr, k->base, v, NULL);
+        if (best < 0 || c < low)
+            best = i, low = c;
+    }
+    if (best < 0 || !q->value)
+        return low;
+    for (int j = 0; j < g; j++)
+        v[GROUP_VARS + j] = g * best + j < len ? p[g * best + j] : NAN;
+    return eval(q->value, k->base, v, NULL);
+}
+
 enum { FILL_READ, FILL_STEP, FILL_RESET };
 
 /* The values of t, steps and the quantities at d's state into v; events counted from
  * d->events[first_event ...]. mode FILL_READ reads the held quantities (drawn, at-reset and
  * updated ones) from d's episode state; FILL_STEP (after a control step) computes the updated
  * ones and stores them; FILL_RESET (at the episode's start) draws and computes the held ones
- * and stores them. dw is d, writable, for the last two. */
-static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
-                 double *v, int mode, rs_data_t *dw)
+ * and stores them, redrawing where an "until" does not hold. dw is d, writable, for the last
+ * two. Returns 0, or RS_EINVAL with st when an "until" still fails after its tries. */
+static int fill_range(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
+                      double *v, int mode, rs_data_t *dw, rs_status_t *st, int from, int to)
 {
     v[0] = d->t;
     v[1] = (double)d->episode_steps;
-    for (int i = 0; i < k->nq; i++) {
+    int tries[RS_TASK_DOC_MAX_QUANTITIES] = {0};
+    for (int i = from; i < to; i++) {
         const quantity_t *q = &k->q[i];
         double x = NAN;
         switch (q->kind) {
         case Q_STATE: x = q->index < m->nx ? d->x[q->index] : NAN; break;
         case Q_SENSOR: x = q->index < m->ns ? d->sensors[q->index] : NAN; break;
         case Q_COMMAND: x = q->index < m->nu ? d->u[q->index] : NAN; break;
+        case Q_PARAM: {
+            const rs_entity_model_t *em = &m->ent[q->entity];
+            x = q->elem < em->plen[q->index] ? em->p[em->robot->params[q->index].offset + q->elem]
+                                             : NAN;
+            break;
+        }
         case Q_TARGET:
             x = mode == FILL_RESET ? draw(dw, q->dist, q->a, q->b)
                                    : d->task[RS_TASK_PRIVATE + q->index];
             break;
         case Q_AT_RESET:
             x = mode == FILL_RESET ? eval(q->expr, k->base, v, dw)
-                                   : d->task[RS_TASK_PRIVATE + q->index];
+                : q->held          ? d->task[RS_TASK_PRIVATE + q->index]
+                                   : NAN;
             break;
         case Q_UPDATE:
             v[2 + i] = d->task[RS_TASK_PRIVATE + q->index]; /* its last value, for itself */
@@ -200,13 +276,29 @@ static void fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int f
                 x += d->events[j].entity == q->entity && d->events[j].kind == q->index;
             break;
         case Q_EXPR: x = eval(q->expr, k->base, v, NULL); break;
+        case Q_ARGMIN: x = q->held || mode == FILL_RESET ? argmin(k, q, m, v) : NAN; break;
         }
         v[2 + i] = x;
         if (mode != FILL_READ && (q->kind == Q_UPDATE || (mode == FILL_RESET &&
                                                           (q->kind == Q_TARGET ||
-                                                           q->kind == Q_AT_RESET))))
+                                                           (q->kind == Q_AT_RESET && q->held)))))
             dw->task[RS_TASK_PRIVATE + q->index] = x;
+        if (mode == FILL_RESET && q->until && eval(q->until, k->base, v, NULL) == 0.0) {
+            if (++tries[i] == q->tries)
+                return q->error ? rs_fail(st, RS_EINVAL, "task '%s': %s", k->name, q->error)
+                                : rs_fail(st, RS_EINVAL, "task '%s': quantities.%s: 'until' did "
+                                          "not hold in %d draws; check the task's parameters",
+                                          k->name, q->name, q->tries);
+            i = q->redraw - 1; /* draw quantities redraw ... i again */
+        }
     }
+    return 0;
+}
+
+static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int first_event,
+                double *v, int mode, rs_data_t *dw, rs_status_t *st)
+{
+    return fill_range(k, m, d, first_event, v, mode, dw, st, 0, k->nq);
 }
 
 static const decl_t *decl_of(const rs_task_bind_t *b) { return (const decl_t *)b->task; }
@@ -223,6 +315,11 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
             m->ent[e].u_off != k->layout[e].u_off || m->ent[e].s_off != k->layout[e].s_off)
             return rs_fail(st, RS_EINVAL, "task '%s': entity '%s' is laid out otherwise than in "
                            "preset '%s'", k->name, m->ent[e].name, k->preset);
+    /* the quantities the reset items take (parameters and draws only), before the start */
+    double v[NVARS];
+    int rc = fill_range(k, m, d, d->nevents, v, FILL_RESET, d, st, 0, k->npre);
+    if (rc < 0)
+        return rc;
     /* initial-condition parameters, grouped by parameter: its values with the drawn ones set */
     double values[MAX_RESET][RS_MAX_PARAM_VALUES];
     rs_param_t init[MAX_RESET];
@@ -247,15 +344,39 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                            "holds %zu values in this world", k->name, i, s->index, init[g].name,
                            init[g].nvalues);
         double start[2] = {d->t, 0.0}; /* t and steps; no quantity is defined yet */
-        values[g][s->index] = k->reset_expr[i]    ? eval(k->reset_expr[i], k->base, start, d)
+        values[g][s->index] = k->reset_q[i]       ? v[2 + k->reset_q[i] - 1]
+                              : k->reset_expr[i]  ? eval(k->reset_expr[i], k->base, start, d)
                               : k->reset_fixed[i] ? k->reset_value[i]
                                                   : draw(d, s->dist, s->a, s->b);
     }
-    int rc = ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
+    rc = ninit ? rs_reset_initial(m, d, init, (size_t)ninit, st) : 0;
     if (rc < 0)
         return rc;
-    double v[NVARS]; /* the held quantities at the start: drawn, computed, initial values */
-    fill(k, m, d, d->nevents, v, FILL_RESET, d);
+    /* the other held quantities at the start: drawn, computed, initial values */
+    return fill_range(k, m, d, d->nevents, v, FILL_RESET, d, st, k->npre, k->nq);
+}
+
+static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                     rs_status_t *st);
+
+int rs_task_doc_validate(const rs_task_t *t, const rs_model_t *m, rs_status_t *st)
+{
+    if (!t || t->reset != doc_reset)
+        return 0;
+    const decl_t *k = (const decl_t *)t;
+    double v[NVARS] = {0.0, 0.0}; /* t, steps; the parameters; the rest NAN */
+    for (int i = 0; i < k->nq; i++) {
+        const quantity_t *q = &k->q[i];
+        v[2 + i] = NAN;
+        if (q->kind == Q_PARAM && q->entity < m->nentities) {
+            const rs_entity_model_t *em = &m->ent[q->entity];
+            if (q->elem < em->plen[q->index])
+                v[2 + i] = em->p[em->robot->params[q->index].offset + q->elem];
+        }
+    }
+    for (int i = 0; i < k->nrequire; i++)
+        if (eval(k->require[i], k->base, v, NULL) == 0.0)
+            return rs_fail(st, RS_EINVAL, "task '%s': %s", k->name, k->require_error[i]);
     return 0;
 }
 
@@ -264,7 +385,7 @@ static void doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_b
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
-    fill(k, m, d, 0, v, FILL_READ, NULL); /* events: the last Step's */
+    fill(k, m, d, 0, v, FILL_READ, NULL, NULL); /* events: the last Step's */
     for (int i = 0; i < k->task.nobs; i++) {
         obs[i] = eval(k->obs_expr[i], k->base, v, NULL) / k->obs_scale[i];
         if (k->clip_observation)
@@ -277,7 +398,7 @@ static double doc_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
-    fill(k, m, d, first_event, v, FILL_STEP, d);
+    fill(k, m, d, first_event, v, FILL_STEP, d, NULL);
     int success = k->success && eval(k->success, k->base, v, NULL) != 0.0;
     int failed = k->termination && eval(k->termination, k->base, v, NULL) != 0.0;
     *terminated = success || failed;
@@ -293,6 +414,8 @@ typedef struct parser {
     const rs_model_t *m;
     int e; /* the task's entity */
     rs_status_t *st;
+    int ngroup; /* the names an argmin quantity's expressions give its group's values */
+    const char *group[MAX_GROUP];
 } parser_t;
 
 /* Put "where: " before st's message; returns its code. */
@@ -378,31 +501,50 @@ static int is_identifier(const char *s)
     return 1;
 }
 
-/* Compile `src` with the functions, t, steps and the quantities defined so far as its names
- * (and the one being defined, with self); draws (uniform, normal) only where may_draw. */
-static int compile_named(parser_t *P, const char *src, const char *where, te_expr **out,
-                         const char *self, int may_draw)
+enum { C_DRAW = 1, C_START = 2, C_PARAMS = 4 };
+
+/* Whether quantity q may be named where `flags` (C_*) say: the quantities used at the start only
+ * (at_reset, "held": false) in C_START expressions, only parameters in C_PARAMS ones. */
+static int nameable(const quantity_t *q, int flags)
 {
+    if (flags & C_PARAMS)
+        return q->kind == Q_PARAM;
+    return (flags & C_START) || q->held;
+}
+
+/* Compile `src` with the functions, t, steps and the quantities defined so far as its names
+ * (and the one being defined, with self), those nameable() under flags; draws (uniform, normal)
+ * only with C_DRAW. */
+static int compile_named(parser_t *P, const char *src, const char *where, te_expr **out,
+                         const char *self, int flags)
+{
+    int may_draw = flags & C_DRAW;
     decl_t *k = P->k;
-    te_variable vars[NFUNCTIONS + NVARS];
+    te_variable vars[NFUNCTIONS + NVARS + 1];
     int n = 0;
     for (int i = 0; i < NFUNCTIONS; i++)
         vars[n++] = functions[i];
     for (int i = 0; i < 2; i++)
         vars[n++] = (te_variable){reserved[i], &k->base[i], TE_VARIABLE, NULL};
     for (int i = 0; i < k->nq; i++)
-        vars[n++] = (te_variable){k->q[i].name, &k->base[2 + i], TE_VARIABLE, NULL};
+        if (nameable(&k->q[i], flags))
+            vars[n++] = (te_variable){k->q[i].name, &k->base[2 + i], TE_VARIABLE, NULL};
     if (self)
         vars[n++] = (te_variable){self, &k->base[2 + k->nq], TE_VARIABLE, NULL};
+    for (int j = 0; j < P->ngroup; j++)
+        vars[n++] = (te_variable){P->group[j], &k->base[GROUP_VARS + j], TE_VARIABLE, NULL};
     int err = 0;
     *out = te_compile(src, vars, n, &err);
     if (!*out) {
-        char names[200] = "t, steps";
+        char names[200] = "";
+        if (!(flags & C_PARAMS))
+            rs_join(names, sizeof names, "%s", "t, steps");
         for (int i = 0; i < k->nq; i++)
-            rs_join(names, sizeof names, "%s", k->q[i].name);
+            if (nameable(&k->q[i], flags))
+                rs_join(names, sizeof names, "%s", k->q[i].name);
         return rs_fail(P->st, RS_EINVAL,
                        "%s: '%s' does not compile at character %d (a syntax error or an unknown "
-                       "name; names defined before it: %s)",
+                       "name; names it may use: %s)",
                        where, src, err, names);
     }
     if (!may_draw && draws(*out)) {
@@ -447,6 +589,156 @@ static int split(const rs_model_t *m, const char *item, const char *where, char 
     return e;
 }
 
+/* A parameter's value, "entity.name" or "entity.name[i]", into q (Q_PARAM): read from the
+ * world's model at each evaluation, NAN past the values set. */
+static int parse_param_item(parser_t *P, const char *item, const char *where, quantity_t *q)
+{
+    char name[RS_NAME_MAX];
+    int e = split(P->m, item, where, name, P->st);
+    if (e < 0)
+        return e;
+    int elem = 0;
+    char *br = strchr(name, '[');
+    if (br) {
+        char *end;
+        long i = strtol(br + 1, &end, 10);
+        if (end == br + 1 || strcmp(end, "]") != 0 || i < 0 || i >= RS_MAX_PARAM_VALUES)
+            return rs_fail(P->st, RS_EINVAL, "%s: '%s': the index in [] must be 0 to %d", where,
+                           item, RS_MAX_PARAM_VALUES - 1);
+        elem = (int)i;
+        *br = 0;
+    }
+    const rs_robot_t *r = P->m->ent[e].robot;
+    int row = 0;
+    while (row < r->np && strcmp(r->params[row].name, name) != 0)
+        row++;
+    if (row == r->np) {
+        char list[200] = "";
+        for (int j = 0; j < r->np; j++)
+            rs_join(list, sizeof list, "%s", r->params[j].name);
+        return rs_fail(P->st, RS_ENOTFOUND, "%s: '%s' (a %s) has no parameter '%s' (it has: %s)",
+                       where, P->m->ent[e].name, r->kind, name, list);
+    }
+    q->kind = Q_PARAM;
+    q->entity = e;
+    q->index = row;
+    q->elem = elem;
+    return 0;
+}
+
+/* An at_reset quantity's "until" (a condition on it and the quantities before it), "redraw"
+ * (the first quantity drawn again when it fails: an at_reset one, it or before it) and
+ * "tries" (the most draws before the reset fails). */
+static int parse_until(parser_t *P, json_object *v, const char *where, const char *qname,
+                       quantity_t *q)
+{
+    decl_t *k = P->k;
+    rs_status_t *st = P->st;
+    const char *until, *redraw, *error;
+    double tries;
+    int rc;
+    if ((rc = get_string(v, "until", where, 0, &until, st)) < 0 ||
+        (rc = get_string(v, "error", where, 0, &error, st)) < 0 ||
+        (rc = get_string(v, "redraw", where, 0, &redraw, st)) < 0 ||
+        (rc = get_number(v, "tries", where, 0, 0, &tries, st)) < 0)
+        return rc;
+    if (!until) {
+        if (redraw || error || json_object_object_get_ex(v, "tries", NULL))
+            return rs_fail(st, RS_EINVAL, "%s: 'redraw', 'tries' and 'error' need 'until'",
+                           where);
+        return 0;
+    }
+    if (error && !(q->error = strdup(error)))
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    if (!redraw || !json_object_object_get_ex(v, "tries", NULL))
+        return rs_fail(st, RS_EINVAL, "%s: 'until' needs 'redraw' (the first quantity drawn "
+                       "again) and 'tries' (the most draws)", where);
+    if (tries < 1 || tries > 1e7 || tries != floor(tries))
+        return rs_fail(st, RS_ERANGE, "%s.tries: a whole number from 1 to 1e7 is required",
+                       where);
+    q->tries = (int)tries;
+    q->redraw = k->nq; /* itself */
+    if (strcmp(redraw, qname) != 0) {
+        q->redraw = 0;
+        while (q->redraw < k->nq && strcmp(k->q[q->redraw].name, redraw) != 0)
+            q->redraw++;
+        if (q->redraw == k->nq || k->q[q->redraw].kind != Q_AT_RESET)
+            return rs_fail(st, RS_EINVAL, "%s.redraw: '%s' is not an 'at_reset' quantity "
+                           "defined before it (or itself)", where, redraw);
+    }
+    char w[112];
+    snprintf(w, sizeof w, "%s.until", where);
+    return compile_named(P, until, w, &q->until, qname, C_START);
+}
+
+/* An argmin quantity: {"argmin": expr, "over": "entity.list", "group": n, "as": [n names],
+ * "value": expr, "none": v}: expr minimized over the list parameter's groups of n values, each
+ * named by "as" in expr and value; the quantity is value (default: the minimum) at the first
+ * minimizing group, or none (default 0) when the list is empty. q holds the parameter (from
+ * parse_param_item: index, entity). "held": false computes it at the start only, where it
+ * may name the start-only quantities and carry "until". */
+static int parse_argmin(parser_t *P, json_object *v, const char *where, const char *qname,
+                        quantity_t *q)
+{
+    rs_status_t *st = P->st;
+    const char *expr, *value;
+    double group, none;
+    json_object *as;
+    int rc;
+    if ((rc = get_string(v, "argmin", where, 1, &expr, st)) < 0 ||
+        (rc = get_string(v, "value", where, 0, &value, st)) < 0 ||
+        (rc = get_number(v, "group", where, 1, 0, &group, st)) < 0 ||
+        (rc = get_number(v, "none", where, 0, 0.0, &none, st)) < 0)
+        return rc;
+    if (q->elem != 0)
+        return rs_fail(st, RS_EINVAL, "%s.over: a whole list parameter, without [i]", where);
+    if (group < 1 || group > MAX_GROUP || group != floor(group))
+        return rs_fail(st, RS_ERANGE, "%s.group: a whole number from 1 to %d is required", where,
+                       MAX_GROUP);
+    int g = (int)group;
+    if (!json_object_object_get_ex(v, "as", &as) || !json_object_is_type(as, json_type_array) ||
+        (int)json_object_array_length(as) != g)
+        return rs_fail(st, RS_EINVAL, "%s.as: a list of %d names (one per value of a group) is "
+                       "required", where, g);
+    for (int j = 0; j < g; j++) {
+        json_object *n = json_object_array_get_idx(as, (size_t)j);
+        const char *name = json_object_is_type(n, json_type_string) ? json_object_get_string(n)
+                                                                    : "";
+        int clash = !is_identifier(name) || strcmp(name, qname) == 0;
+        for (int i = 0; i < P->k->nq && !clash; i++)
+            clash = strcmp(P->k->q[i].name, name) == 0;
+        for (int i = 0; i < NFUNCTIONS && !clash; i++)
+            clash = strcmp(functions[i].name, name) == 0;
+        for (int i = 0; i < 2 && !clash; i++)
+            clash = strcmp(reserved[i], name) == 0;
+        if (clash || te_interp(name, NULL) == te_interp(name, NULL))
+            return rs_fail(st, RS_EINVAL, "%s.as[%d]: '%s' is not a free name (letters, digits "
+                           "and '_', not a quantity's or a function's)", where, j, name);
+        P->group[j] = name;
+    }
+    q->kind = Q_ARGMIN;
+    q->elem = g;
+    q->init = none;
+    int flags = q->held ? 0 : C_START;
+    P->ngroup = g;
+    char w[112];
+    snprintf(w, sizeof w, "%s.argmin", where);
+    rc = compile_named(P, expr, w, &q->expr, NULL, flags);
+    if (rc == 0 && value) {
+        snprintf(w, sizeof w, "%s.value", where);
+        rc = compile_named(P, value, w, &q->value, NULL, flags);
+    }
+    P->ngroup = 0;
+    if (rc < 0)
+        return rc;
+    if (!q->held)
+        return parse_until(P, v, where, qname, q);
+    if (json_object_object_get_ex(v, "until", NULL))
+        return rs_fail(st, RS_EINVAL, "%s.until: on a quantity computed at the start only "
+                       "(\"held\": false)", where);
+    return parse_until(P, v, where, qname, q); /* refuses a 'redraw', 'tries', 'error' */
+}
+
 static int parse_quantity(parser_t *P, const char *qname, json_object *v)
 {
     decl_t *k = P->k;
@@ -471,7 +763,7 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
     if (k->nq == RS_TASK_DOC_MAX_QUANTITIES)
         return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d quantities", where,
                        RS_TASK_DOC_MAX_QUANTITIES);
-    quantity_t q = {0};
+    quantity_t q = {.held = 1};
     const rs_model_t *m = P->m;
     int rc = 0;
     if (json_object_is_type(v, json_type_string)) { /* "entity.name": state or sensor */
@@ -486,10 +778,15 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
                 it.sensor ? RS_TASK_NAME_SENSOR : RS_TASK_NAME_STATE,
                 it.sensor ? em->robot->sensors[it.index].name : em->robot->state[it.index].name};
     } else if (json_object_is_type(v, json_type_object)) {
-        const char *cmd, *ev, *dist, *expr, *at_reset, *update;
+        const char *cmd, *ev, *dist, *expr, *at_reset, *update, *param, *over = NULL;
         static const char *const keys[] = {"command", "events", "dist", "a", "b", "expr",
-                                           "at_reset", "update", "init"};
-        if ((rc = check_keys(v, where, keys, 9, st)) < 0 ||
+                                           "at_reset", "update", "init", "param", "held",
+                                           "until", "redraw", "tries", "argmin", "over",
+                                           "group", "as", "value", "none", "error"};
+        if ((rc = check_keys(v, where, keys, 21, st)) < 0 ||
+            (rc = get_string(v, "argmin", where, 0, &param, st)) < 0 ||
+            (param && (rc = get_string(v, "over", where, 1, &over, st)) < 0) ||
+            (!param && (rc = get_string(v, "param", where, 0, &param, st)) < 0) ||
             (rc = get_string(v, "command", where, 0, &cmd, st)) < 0 ||
             (rc = get_string(v, "events", where, 0, &ev, st)) < 0 ||
             (rc = get_string(v, "dist", where, 0, &dist, st)) < 0 ||
@@ -497,14 +794,47 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
             (rc = get_string(v, "at_reset", where, 0, &at_reset, st)) < 0 ||
             (rc = get_string(v, "update", where, 0, &update, st)) < 0)
             return rc;
-        if (!!cmd + !!ev + !!dist + !!expr + !!at_reset + !!update != 1)
-            return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'dist', 'expr', "
-                           "'at_reset' or 'update' is required", where);
-        if ((dist || at_reset || update) && k->ntargets == MAX_TARGETS)
+        if (!!cmd + !!ev + !!dist + !!expr + !!at_reset + !!update + !!param != 1)
+            return rs_fail(st, RS_EINVAL, "%s: one of 'command', 'events', 'param', 'dist', "
+                           "'expr', 'at_reset' or 'update' is required", where);
+        if (over && json_object_object_get_ex(v, "param", NULL))
+            return rs_fail(st, RS_EINVAL, "%s: one of 'argmin' (with 'over') or 'param'", where);
+        if (!over && (json_object_object_get_ex(v, "group", NULL) ||
+                      json_object_object_get_ex(v, "as", NULL) ||
+                      json_object_object_get_ex(v, "value", NULL) ||
+                      json_object_object_get_ex(v, "none", NULL)))
+            return rs_fail(st, RS_EINVAL, "%s: 'over', 'group', 'as', 'value' and 'none' go with "
+                           "'argmin' only", where);
+        if (!at_reset && !over && (json_object_object_get_ex(v, "until", NULL) ||
+                          json_object_object_get_ex(v, "redraw", NULL) ||
+                          json_object_object_get_ex(v, "tries", NULL)))
+            return rs_fail(st, RS_EINVAL, "%s: 'until', 'redraw' and 'tries' go with "
+                           "'at_reset' or 'argmin' only", where);
+        json_object *hv;
+        q.held = !json_object_object_get_ex(v, "held", &hv) || json_object_get_boolean(hv);
+        if (json_object_object_get_ex(v, "held", &hv) &&
+            ((!at_reset && !over) || !json_object_is_type(hv, json_type_boolean)))
+            return rs_fail(st, RS_EINVAL, "%s.held: true or false, on an 'at_reset' or 'argmin' "
+                           "quantity only", where);
+        if ((dist || update || (at_reset && q.held)) && k->ntargets == MAX_TARGETS)
             return rs_fail(st, RS_EEXHAUSTED, "%s: at most %d quantities held through the "
                            "episode ('dist', 'at_reset', 'update')", where, MAX_TARGETS);
         char name[RS_NAME_MAX];
-        if (cmd || ev) {
+        if (param) {
+            if ((rc = parse_param_item(P, over ? over : param, where, &q)) < 0)
+                return rc;
+            if (json_object_object_get_ex(v, "over", NULL) &&
+                (rc = parse_argmin(P, v, where, qname, &q)) < 0) {
+                te_free(q.expr);
+                te_free(q.value);
+                te_free(q.until);
+                free(q.error);
+                return rc;
+            }
+            if (q.entity == P->e && k->task.nnames < RS_TASK_MAX_NAMES)
+                k->names[k->task.nnames++] = (rs_task_name_t){
+                    RS_TASK_NAME_PARAM, m->ent[q.entity].robot->params[q.index].name};
+        } else if (cmd || ev) {
             int e = split(m, cmd ? cmd : ev, where, name, st);
             if (e < 0)
                 return e;
@@ -543,10 +873,15 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
             q.index = k->ntargets++;
             q.a = a, q.b = b;
         } else if (at_reset) {
-            if ((rc = compile_named(P, at_reset, where, &q.expr, NULL, 1)) < 0)
+            if ((rc = compile_named(P, at_reset, where, &q.expr, NULL, C_DRAW | C_START)) < 0 ||
+                (rc = parse_until(P, v, where, qname, &q)) < 0) {
+                te_free(q.expr);
+                te_free(q.until);
+                free(q.error);
                 return rc;
+            }
             q.kind = Q_AT_RESET;
-            q.index = k->ntargets++;
+            q.index = q.held ? k->ntargets++ : -1;
         } else if (update) {
             if ((rc = get_number(v, "init", where, 0, 0.0, &q.init, st)) < 0 ||
                 (rc = compile_named(P, update, where, &q.expr, qname, 0)) < 0)
@@ -564,6 +899,9 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
     }
     if (!(q.name = strdup(qname))) {
         te_free(q.expr);
+        te_free(q.value);
+        te_free(q.until);
+        free(q.error);
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
     k->q[k->nq++] = q;
@@ -773,21 +1111,34 @@ static int parse_reset(parser_t *P, json_object *list)
         json_object *o = json_object_array_get_idx(list, (size_t)i);
         char where[48];
         snprintf(where, sizeof where, "reset[%d]", i);
-        static const char *const keys[] = {"item", "dist", "a", "b", "value", "expr"};
-        const char *item, *dist, *expr;
+        static const char *const keys[] = {"item", "dist", "a", "b", "value", "expr",
+                                           "quantity"};
+        const char *item, *dist, *expr, *qname;
         double a, b;
         json_object *val;
         int rc;
         if (!json_object_is_type(o, json_type_object))
             return rs_fail(st, RS_EINVAL, "%s: an object is required", where);
-        if ((rc = check_keys(o, where, keys, 6, st)) < 0 ||
+        if ((rc = check_keys(o, where, keys, 7, st)) < 0 ||
             (rc = get_string(o, "item", where, 1, &item, st)) < 0 ||
-            (rc = get_string(o, "expr", where, 0, &expr, st)) < 0)
+            (rc = get_string(o, "expr", where, 0, &expr, st)) < 0 ||
+            (rc = get_string(o, "quantity", where, 0, &qname, st)) < 0)
             return rc;
-        if (expr) { /* constants and draws only: evaluated before the episode's state exists */
+        if (qname) { /* a quantity's value, computed before the start with those before it */
+            int q = 0;
+            while (q < k->nq && strcmp(k->q[q].name, qname) != 0)
+                q++;
+            if (q == k->nq)
+                return rs_fail(st, RS_EINVAL, "%s.quantity: '%s' is not a quantity of the task",
+                               where, qname);
+            k->reset_q[i] = q + 1;
+            if (q + 1 > k->npre)
+                k->npre = q + 1;
+            dist = "uniform", a = b = 0.0; /* the item is checked as a sampler's */
+        } else if (expr) { /* constants and draws only: evaluated before the start state exists */
             int nq = k->nq;
             k->nq = 0;
-            rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, 1);
+            rc = compile_named(P, expr, where, &k->reset_expr[i], NULL, C_DRAW);
             k->nq = nq;
             if (rc < 0)
                 return rc;
@@ -805,6 +1156,55 @@ static int parse_reset(parser_t *P, json_object *list)
         if (rs_mc_parse_sampler(P->m, item, dist, a, b, &k->reset[i], st) < 0)
             return at(st, where);
         k->nreset = i + 1;
+    }
+    /* the quantities computed before the start: through the last a reset item takes, and
+     * through any "until" that redraws among them; they read no state */
+    for (int i = k->npre; i < k->nq; i++)
+        if (k->q[i].until && k->q[i].redraw < k->npre)
+            k->npre = i + 1;
+    for (int i = 0; i < k->npre; i++) {
+        int kind = k->q[i].kind;
+        if (kind != Q_PARAM && kind != Q_TARGET && kind != Q_AT_RESET && kind != Q_ARGMIN &&
+            kind != Q_EXPR)
+            return rs_fail(st, RS_EINVAL, "reset: the quantities up to '%s' are computed before "
+                           "the episode's start state, for the reset items that take them, so "
+                           "they may be parameters, draws, expressions and argmins only; "
+                           "quantities.%s reads the state (define it after them)",
+                           k->q[k->npre - 1].name, k->q[i].name);
+    }
+    return 0;
+}
+
+/* "require": conditions on the parameters a world must meet to run the task, each with the
+ * error a world that does not meet it gets. */
+static int parse_require(parser_t *P, json_object *list)
+{
+    decl_t *k = P->k;
+    rs_status_t *st = P->st;
+    int n = (int)json_object_array_length(list);
+    if (n > MAX_REQUIRE)
+        return rs_fail(st, RS_EEXHAUSTED, "require: at most %d entries", MAX_REQUIRE);
+    for (int i = 0; i < n; i++) {
+        json_object *o = json_object_array_get_idx(list, (size_t)i);
+        char where[48];
+        snprintf(where, sizeof where, "require[%d]", i);
+        static const char *const keys[] = {"expr", "error"};
+        const char *expr, *error;
+        int rc;
+        if (!json_object_is_type(o, json_type_object))
+            return rs_fail(st, RS_EINVAL, "%s: an object {\"expr\", \"error\"} is required",
+                           where);
+        if ((rc = check_keys(o, where, keys, 2, st)) < 0 ||
+            (rc = get_string(o, "expr", where, 1, &expr, st)) < 0 ||
+            (rc = get_string(o, "error", where, 1, &error, st)) < 0)
+            return rc;
+        char w[64];
+        snprintf(w, sizeof w, "%s.expr", where);
+        if ((rc = compile_named(P, expr, w, &k->require[i], NULL, C_PARAMS)) < 0)
+            return rc;
+        k->nrequire = i + 1;
+        if (!(k->require_error[i] = strdup(error)))
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
     return 0;
 }
@@ -874,9 +1274,10 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
     static const char *const keys[] = {"name", "preset", "entity", "doc", "reward_doc",
                                        "params", "quantities", "observation", "action",
                                        "reward", "reward_scale", "success", "termination",
-                                       "max_steps", "reset", "info", "clip_observation"};
+                                       "max_steps", "reset", "info", "clip_observation",
+                                       "require"};
     const char *name, *preset, *entity, *doc, *reward_doc;
-    json_object *params, *quantities = NULL, *obs, *act, *reset, *info;
+    json_object *params, *quantities = NULL, *obs, *act, *reset, *info, *require;
     double max_steps, reward_scale;
     int rc;
     if ((rc = check_keys(root, "task", keys, (int)(sizeof keys / sizeof keys[0]), st)) < 0 ||
@@ -891,7 +1292,8 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         (rc = get_array(root, "observation", 1, &obs, st)) < 0 ||
         (rc = get_array(root, "action", 1, &act, st)) < 0 ||
         (rc = get_array(root, "reset", 0, &reset, st)) < 0 ||
-        (rc = get_array(root, "info", 0, &info, st)) < 0)
+        (rc = get_array(root, "info", 0, &info, st)) < 0 ||
+        (rc = get_array(root, "require", 0, &require, st)) < 0)
         return rc;
     json_object *clip;
     k->clip_observation = 1;
@@ -953,7 +1355,8 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         (rc = get_expr(P, root, "reward", 1, &k->reward)) < 0 ||
         (rc = get_expr(P, root, "success", 0, &k->success)) < 0 ||
         (rc = get_expr(P, root, "termination", 0, &k->termination)) < 0 ||
-        (reset && (rc = parse_reset(P, reset)) < 0) || (rc = parse_info(P, info)) < 0)
+        (reset && (rc = parse_reset(P, reset)) < 0) || (rc = parse_info(P, info)) < 0 ||
+        (require && (rc = parse_require(P, require)) < 0))
         return rc;
     k->task.obs = k->obs;
     k->task.act = k->act;
@@ -1040,7 +1443,7 @@ static rs_task_t *parse_source(const char *json, size_t len, const known_docs_t 
     } else {
         memcpy(k->source, json, len);
         k->source[len] = 0;
-        parser_t P = {k, NULL, -1, st};
+        parser_t P = {.k = k, .e = -1, .st = st};
         rc = parse(&P, root, m);
     }
     json_object_put(root);
@@ -1064,6 +1467,9 @@ void rs_task_doc_destroy(rs_task_t **p)
     for (int i = 0; i < k->nq; i++) {
         free(k->q[i].name);
         te_free(k->q[i].expr);
+        te_free(k->q[i].until);
+        te_free(k->q[i].value);
+        free(k->q[i].error);
     }
     for (int i = 0; i < RS_TASK_MAX_OBS; i++)
         te_free(k->obs_expr[i]);
@@ -1075,6 +1481,10 @@ void rs_task_doc_destroy(rs_task_t **p)
         free(k->param_entity[i]);
         free(k->param_name[i]);
         free(k->param_values[i]);
+    }
+    for (int i = 0; i < k->nrequire; i++) {
+        te_free(k->require[i]);
+        free(k->require_error[i]);
     }
     te_free(k->reward);
     te_free(k->success);

@@ -28,6 +28,34 @@ static const char *const reach =
     "   {\"item\": \"arm.theta0[1]\", \"dist\": \"normal\", \"a\": 0.2, \"b\": 0.01}],"
     " \"info\": [\"d\", \"stops\"]}";
 
+/* The sampling constructs: parameters read as quantities, quantities computed at the start
+ * only ("held": false), a start redrawn "until" it is clear of the obstacles, reset items
+ * taking quantities, argmins over the obstacle list, a "require" on a parameter. */
+static const char *const ring =
+    "{\"name\":\"DocRing-v0\",\"preset\":\"diff_drive\",\"entity\":\"robot\","
+    "\"params\":[{\"entity\":\"robot\",\"name\":\"obstacles\",\"values\":[0,0,0.5,1,1,0.2]},"
+    "{\"entity\":\"robot\",\"name\":\"x0\",\"values\":[-1.5]},"
+    "{\"entity\":\"robot\",\"name\":\"y0\",\"values\":[1.5]}],"
+    "\"require\":[{\"expr\":\"gt(R, 0.05)\",\"error\":\"the robot must be wider than 5 cm\"}],"
+    "\"quantities\":{\"R\":{\"param\":\"robot.robot_radius\"},"
+    "\"sx\":{\"at_reset\":\"uniform(-1, 1)\",\"held\":false},"
+    "\"sy\":{\"at_reset\":\"uniform(-1, 1)\",\"held\":false},"
+    "\"c0\":{\"argmin\":\"hypot(sx - ox, sy - oy) - R - orad\",\"over\":\"robot.obstacles\","
+    "\"group\":3,\"as\":[\"ox\",\"oy\",\"orad\"],\"none\":10,\"held\":false,"
+    "\"until\":\"ge(c0, 0.2)\",\"redraw\":\"sx\",\"tries\":500},"
+    "\"gx\":{\"at_reset\":\"uniform(-1, 1)\"},"
+    "\"x\":\"robot.x\",\"y\":\"robot.y\","
+    "\"near_x\":{\"argmin\":\"hypot(x - ox, y - oy) - orad\",\"over\":\"robot.obstacles\","
+    "\"group\":3,\"as\":[\"ox\",\"oy\",\"orad\"],\"value\":\"ox\"},"
+    "\"clear\":{\"argmin\":\"hypot(x - px, y - py) - R - pr\",\"over\":\"robot.obstacles\","
+    "\"group\":3,\"as\":[\"px\",\"py\",\"pr\"],\"none\":10}},"
+    "\"reset\":[{\"item\":\"robot.x0\",\"quantity\":\"sx\"},"
+    "{\"item\":\"robot.y0\",\"quantity\":\"sy\"}],"
+    "\"observation\":[\"x\",\"y\",\"near_x\",\"clear\",\"gx\"],"
+    "\"action\":[{\"actuator\":\"phi1_dot\",\"low\":-1,\"high\":1},"
+    "{\"actuator\":\"phi2_dot\",\"low\":-1,\"high\":1}],"
+    "\"reward\":\"-clear\",\"max_steps\":20}";
+
 /* A copy of `doc` with the first `from` replaced by `to` (the caller frees it). */
 static char *edit(const char *doc, const char *from, const char *to)
 {
@@ -215,14 +243,32 @@ static void registration(void)
     rs_world_destroy(&theirs);
 }
 
+/* A bad edit of a good document: `from` replaced by `to` is refused with `code` and a message
+ * that holds `names` (the item). */
+typedef struct bad_case {
+    const char *from, *to;
+    int code;
+    const char *names;
+} bad_case_t;
+
+static void refused(const char *base, const bad_case_t *bad, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char *doc = edit(base, bad[i].from, bad[i].to);
+        rs_status_t st = {0};
+        rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &st);
+        CHECK(t == NULL && st.code == bad[i].code && strstr(st.message, bad[i].names),
+              "case %zu (%s -> %s): code %d, message '%s' should name '%s'", i, bad[i].from,
+              bad[i].to, st.code, st.message, bad[i].names);
+        rs_task_doc_destroy(&t);
+        free(doc);
+    }
+}
+
 /* Each bad item is refused with its code and a message naming it. */
 static void validation(void)
 {
-    static const struct {
-        const char *from, *to;
-        int code;
-        const char *names;
-    } bad[] = {
+    static const bad_case_t bad[] = {
         {"\"preset\": \"serial_arm\"", "\"preset\": \"no_such\"", RS_ENOTFOUND, "preset"},
         {"\"entity\": \"arm\"", "\"entity\": \"leg\"", RS_ENOTFOUND, "entity: preset"},
         {"\"arm.x\"", "\"arm.nope\"", RS_ENOTFOUND, "quantities.x"},
@@ -280,30 +326,143 @@ static void validation(void)
         {"{\"name\": \"DocReach-v0\",", "{\"name\": \"DocReach-v0\", \"extends\": \"Nope-v0\",",
          RS_ENOTFOUND, "extends: no declared task 'Nope-v0'"},
     };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        char *doc = edit(reach, bad[i].from, bad[i].to);
-        rs_status_t st = {0};
-        rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &st);
-        CHECK(t == NULL && st.code == bad[i].code && strstr(st.message, bad[i].names),
-              "case %zu (%s -> %s): code %d, message '%s' should name '%s'", i, bad[i].from,
-              bad[i].to, st.code, st.message, bad[i].names);
-        rs_task_doc_destroy(&t);
-        free(doc);
-    }
+    refused(reach, bad, sizeof bad / sizeof bad[0]);
     rs_status_t st;
     rs_task_t *t = rs_task_doc_parse(reach, strlen(reach), &st);
     CHECK(t != NULL && strcmp(rs_task_doc_source(t), reach) == 0, "the base document parses: %s",
           st.message);
     rs_task_doc_destroy(&t);
-    CHECK(rs_task_doc_source(rs_task_find("SerialArmReach-v0")) == NULL,
-          "a task in C has no document");
-    CHECK(rs_task_doc_source(rs_task_find("FingerTouch-v1")) != NULL,
-          "the finger tasks are declared as documents");
+    const char *const *names = rs_task_names();
+    int declared = 0, n = 0;
+    for (; names[n]; n++)
+        declared += rs_task_doc_source(rs_task_find(names[n])) != NULL;
+    CHECK(declared == n && n >= 11, "every built-in task is declared as a document (%d of %d)",
+          declared, n);
+}
+
+/* The obstacles of a world: n of them, (x, y, radius) each. */
+static int obstacles(const rs_world_t *w, double o[][3])
+{
+    int n = 0;
+    for (; n < 8; n++) {
+        o[n][0] = rs_model_param(w->model, 0, "obstacles", 3 * n);
+        if (isnan(o[n][0]))
+            break;
+        o[n][1] = rs_model_param(w->model, 0, "obstacles", 3 * n + 1);
+        o[n][2] = rs_model_param(w->model, 0, "obstacles", 3 * n + 2);
+    }
+    return n;
+}
+
+/* Starts drawn until clear, argmins, only the held quantity kept; the refusals. */
+static void sampling(void)
+{
+    rs_status_t st;
+    CHECK_OK(rs_task_doc_register(ring, strlen(ring), NULL, &st), st);
+    int starts = 0;
+    for (uint64_t seed = 1; seed <= 30; seed++) {
+        rs_world_t *w = rs_world_new_task("DocRing-v0", NULL, NULL, 0, seed, &st);
+        CHECK(w != NULL, "create: %s", st.message);
+        if (!w)
+            return;
+        double o[8][3], R = rs_model_param(w->model, 0, "robot_radius", 0);
+        int n = obstacles(w, o);
+        for (int k = 0; k < 3; k++) {
+            rs_task_view_t v;
+            CHECK_OK(rs_world_task_view(w, &v, &st), st);
+            double x = v.obs[0], y = v.obs[1], best = INFINITY, nx = NAN, clear = INFINITY;
+            for (int i = 0; i < n; i++) {
+                double rim = hypot(x - o[i][0], y - o[i][1]) - o[i][2];
+                if (rim < best)
+                    best = rim, nx = o[i][0];
+                clear = fmin(clear, rim - R);
+            }
+            if (k == 0) { /* the start: inside [-1, 1]^2, at least 0.2 m clear */
+                CHECK(fabs(x) <= 1 && fabs(y) <= 1 && clear >= 0.2,
+                      "seed %llu: start (%g, %g) drawn until 0.2 m clear (%g)",
+                      (unsigned long long)seed, x, y, clear);
+                starts += clear >= 0.2;
+                CHECK(w->data->task[RS_TASK_PRIVATE] == v.obs[4] &&
+                          w->data->task[RS_TASK_PRIVATE + 1] == 0.0,
+                      "only the held quantity (gx) is kept in the episode state");
+            }
+            CHECK(v.obs[2] == nx, "near_x: the nearest obstacle's x (%g, %g)", v.obs[2], nx);
+            CHECK_REL(v.obs[3], clear, 1e-12, 1e-12);
+            double a[2] = {1, 0.5};
+            CHECK_OK(rs_world_task_step(w, a, 2, 1, &st), st);
+        }
+        rs_world_destroy(&w);
+    }
+    CHECK(starts == 30, "every start clear (%d of 30)", starts);
+    /* no obstacles: the argmins give "none" (10 for clear, 0 for near_x) */
+    rs_param_t none = {"robot", "obstacles", NULL, 0};
+    rs_world_t *w = rs_world_new_task("DocRing-v0", NULL, &none, 1, 3, &st);
+    rs_task_view_t v;
+    CHECK(w && rs_world_task_view(w, &v, &st) == 0 && v.obs[3] == 10 && v.obs[2] == 0,
+          "no obstacles: clear 10, near_x 0");
+    rs_world_destroy(&w);
+    /* the require, and an until that cannot hold */
+    double small[] = {0.01}, big[] = {0.5, -0.5, 2.0};
+    rs_param_t thin = {"robot", "robot_radius", small, 1}, wall = {"robot", "obstacles", big, 3};
+    w = rs_world_new_task("DocRing-v0", NULL, &thin, 1, 3, &st);
+    CHECK(!w && st.code == RS_EINVAL && strstr(st.message, "wider than 5 cm"),
+          "the require refuses: %s", st.message);
+    w = rs_world_new_task("DocRing-v0", NULL, &wall, 1, 3, &st);
+    CHECK(!w && st.code == RS_EINVAL && strstr(st.message, "quantities.c0") &&
+              strstr(st.message, "500 draws"),
+          "an until past its tries: %s", st.message);
+    rs_world_destroy(&w);
+
+    static const bad_case_t bad[] = {
+        {"robot.robot_radius", "robot.radius_nope", RS_ENOTFOUND, "quantities.R"},
+        {"robot.robot_radius", "robot.robot_radius[x]", RS_EINVAL, "quantities.R"},
+        {"\"x\":\"robot.x\"", "\"x\":{\"expr\":\"1\",\"held\":false}", RS_EINVAL,
+         "quantities.x.held"},
+        {"[\"x\",\"y\"", "[\"sx\",\"y\"", RS_EINVAL, "observation[0]"},
+        {"\"redraw\":\"sx\",", "", RS_EINVAL, "quantities.c0: 'until' needs 'redraw'"},
+        {"\"redraw\":\"sx\"", "\"redraw\":\"zz\"", RS_EINVAL, "quantities.c0.redraw"},
+        {"\"redraw\":\"sx\"", "\"redraw\":\"R\"", RS_EINVAL, "quantities.c0.redraw"},
+        {"\"tries\":500", "\"tries\":0", RS_ERANGE, "quantities.c0.tries"},
+        {"ge(c0, 0.2)", "ge(c0, ", RS_EINVAL, "quantities.c0.until"},
+        {"\"value\":\"ox\"}", "\"value\":\"ox\",\"until\":\"1\"}", RS_EINVAL,
+         "quantities.near_x.until"},
+        {"\"value\":\"ox\"}", "\"value\":\"ox\",\"tries\":3}", RS_EINVAL,
+         "quantities.near_x: 'redraw', 'tries' and 'error' need 'until'"},
+        {"\"over\":\"robot.obstacles\",\"group\":3,\"as\":[\"ox\",\"oy\",\"orad\"],\"value",
+         "\"over\":\"robot.obstacles[1]\",\"group\":3,\"as\":[\"ox\",\"oy\",\"orad\"],\"value",
+         RS_EINVAL, "quantities.near_x.over"},
+        {"\"group\":3,\"as\":[\"ox\",\"oy\",\"orad\"],\"value", "\"group\":0,\"as\":[],\"value",
+         RS_ERANGE, "quantities.near_x.group"},
+        {"[\"ox\",\"oy\",\"orad\"],\"value", "[\"ox\",\"oy\"],\"value", RS_EINVAL,
+         "quantities.near_x.as"},
+        {"[\"ox\",\"oy\",\"orad\"],\"value", "[\"x\",\"oy\",\"orad\"],\"value", RS_EINVAL,
+         "quantities.near_x.as[0]"},
+        {"\"value\":\"ox\"", "\"value\":\"oz\"", RS_EINVAL, "quantities.near_x.value"},
+        {"\"over\":\"robot.obstacles\",\"group\":3,\"as\":[\"px\"",
+         "\"over\":\"robot.nope\",\"group\":3,\"as\":[\"px\"", RS_ENOTFOUND, "quantities.clear"},
+        {"{\"at_reset\":\"uniform(-1, 1)\"}", "{\"at_reset\":\"uniform(-1, 1)\",\"group\":3}",
+         RS_EINVAL, "quantities.gx: 'over'"},
+        {"{\"at_reset\":\"uniform(-1, 1)\"}", "{\"at_reset\":\"uniform(-1, 1)\",\"error\":\"e\"}",
+         RS_EINVAL, "quantities.gx: 'redraw', 'tries' and 'error' need 'until'"},
+        {"\"R\":{\"param\":\"robot.robot_radius\"}",
+         "\"R\":{\"param\":\"robot.robot_radius\",\"argmin\":\"1\",\"over\":\"robot.obstacles\"}",
+         RS_EINVAL, "quantities.R: one of"},
+        {"\"quantity\":\"sx\"", "\"quantity\":\"nope\"", RS_EINVAL, "reset[0].quantity"},
+        {"\"quantity\":\"sy\"", "\"quantity\":\"clear\"", RS_EINVAL,
+         "quantities.x reads the state"},
+        {"gt(R, 0.05)", "gt(x, 0.05)", RS_EINVAL, "require[0].expr"},
+        {",\"error\":\"the robot must be wider than 5 cm\"", "", RS_EINVAL,
+         "require[0]: 'error' is required"},
+        {"\"require\":[{", "\"require\":[5,{", RS_EINVAL, "require[0]"},
+        {"\"gx\"]", "\"parallel_x(1, 2, 3)\"]", RS_EINVAL, "observation[4]"},
+    };
+    refused(ring, bad, sizeof bad / sizeof bad[0]);
 }
 
 int main(void)
 {
     validation();
+    sampling();
     episode();
     registration();
     return rs_test_done("test_task_doc");
