@@ -2,6 +2,7 @@
 #ifndef RS_SERVER_PROC_H
 #define RS_SERVER_PROC_H
 
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,17 @@ typedef struct server_proc {
     pid_t pid;
     char endpoint[64];
 } server_proc_t;
+
+/* The robosim-server binary a test is given as its argument (argv[1]); without one, a usage line
+ * on stderr and exit status 2. */
+static inline const char *server_arg(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
+        exit(2);
+    }
+    return argv[1];
+}
 
 /* A loopback TCP port nobody listens on right now. */
 static int free_port(void)
@@ -91,6 +103,17 @@ static inline int server_start(server_proc_t *sp, const char *binary, const char
     return server_start_with(sp, binary, extra, NULL);
 }
 
+/* server_start, or a test that cannot start its server stops here (exit status 1, the reason on
+ * stderr). */
+static inline void server_start_or_exit(server_proc_t *sp, const char *binary,
+                                        const char *const *extra)
+{
+    if (server_start(sp, binary, extra) != 0) {
+        fprintf(stderr, "%s did not start\n", binary);
+        exit(1);
+    }
+}
+
 /* A client of `endpoint` (timeout_ms per reply); a test that cannot connect stops here (exit
  * status 1, the reason on stderr). */
 static inline rsc_client_t *client_of(const char *endpoint, int timeout_ms)
@@ -130,6 +153,22 @@ static int server_stop(server_proc_t *sp)
     waitpid(sp->pid, NULL, 0);
     sp->pid = -1;
     return -1;
+}
+
+/* Remove the flat folder dir (a test's state dir): its files, then itself. */
+static inline void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] != '.')
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
 }
 
 /* The resident set of process pid in kB (VmRSS), or -1. */

@@ -590,10 +590,7 @@ static void items_with_parts(const char *endpoint)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     static const int sizes[] = {1, 16, MAX_B};
     for (int server = 0; server < 2; server++) {
         const char *threads = server ? "2" : "1";
@@ -601,7 +598,7 @@ int main(int argc, char **argv)
                                "--max-worlds-per-client", "0", "--max-worlds-share", "1",
                                "--no-world", NULL};
         server_proc_t sp;
-        CHECK(server_start(&sp, argv[1], extra) == 0, "server with --threads %s", threads);
+        CHECK(server_start(&sp, binary, extra) == 0, "server with --threads %s", threads);
         if (sp.pid <= 0)
             return rs_test_done("test_batch");
         for (int bi = 0; bi < 3; bi++) {
@@ -638,7 +635,7 @@ int main(int argc, char **argv)
 
     const char *extra[] = {"--max-batch", "8", NULL};
     server_proc_t sp;
-    CHECK(server_start(&sp, argv[1], extra) == 0, "server with --max-batch 8");
+    CHECK(server_start(&sp, binary, extra) == 0, "server with --max-batch 8");
     if (sp.pid > 0) {
         errors_per_item(sp.endpoint);
         arrays_errors(sp.endpoint);

@@ -525,13 +525,10 @@ static void quotas_by_key(const char *server_pub, const char *auth, const char *
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_curve PATH/robosim-server\n");
-        return 2;
-    }
-    server_bin = argv[1];
+    const char *binary = server_arg(argc, argv);
+    server_bin = binary;
     char copy[512];
-    snprintf(copy, sizeof copy, "%s", argv[1]);
+    snprintf(copy, sizeof copy, "%s", binary);
     snprintf(cli_bin, sizeof cli_bin, "%s/robosim-cli", dirname(copy));
     snprintf(dir, sizeof dir, "/tmp/robosim-curve-XXXXXX");
     if (!mkdtemp(dir)) {

@@ -504,11 +504,7 @@ static void restored_owner(const char *base)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_persist PATH/robosim-server\n");
-        return 2;
-    }
-    binary = argv[1];
+    binary = server_arg(argc, argv);
     char base[] = "/tmp/robosim-persist-XXXXXX";
     if (!mkdtemp(base)) {
         perror("mkdtemp");

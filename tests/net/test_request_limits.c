@@ -238,12 +238,9 @@ static void decode_budget(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s ROBOSIM_SERVER\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     strings_with_nul();
     lean_batch_fits();
-    decode_budget(argv[1]);
+    decode_budget(binary);
     return rs_test_done("test_request_limits");
 }

@@ -743,11 +743,7 @@ static void test_ttl(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_sched PATH/robosim-server\n");
-        return 2;
-    }
-    binary = argv[1];
+    binary = server_arg(argc, argv);
     test_latency_and_stop();
     test_slicing_exact();
     test_batch_slices();

@@ -400,11 +400,8 @@ static void fork_limit(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
-    CHECK(server_start(&server, argv[1], NULL) == 0, "server did not start on %s",
+    const char *binary = server_arg(argc, argv);
+    CHECK(server_start(&server, binary, NULL) == 0, "server did not start on %s",
           server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_snapshot_net");
@@ -418,7 +415,7 @@ int main(int argc, char **argv)
     rsc_close(&c);
     bad_snapshots();
     CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
-    fork_limit(argv[1]);
-    shared_keys(argv[1]);
+    fork_limit(binary);
+    shared_keys(binary);
     return rs_test_done("test_snapshot_net");
 }

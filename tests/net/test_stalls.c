@@ -20,7 +20,6 @@
 #define PROBE_TEST_NAME "test_stalls"
 #include "probe.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -239,17 +238,7 @@ static void test_restored(void)
     stop_inside_step(&sp, id, token, "a restored world's slow control step");
 
     /* the state dir goes */
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (de->d_name[0] != '.')
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
+    remove_dir(dir);
 }
 
 /* ---- b. a world fast until a knot makes its next control step slow ---------------------- */
@@ -568,17 +557,7 @@ static void test_checkpoints(void)
     rsc_close(&c);
     check_stop(&sp, "checkpoints of 24 worlds with 1 MB motion specifications");
 
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (de->d_name[0] != '.')
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
+    remove_dir(dir);
 }
 
 int main(int argc, char **argv)
