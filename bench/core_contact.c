@@ -24,6 +24,7 @@
  *   impulse_err  (contact impulse up to the closed-form apex time - m (1 + e) v) / that, from
  *                the contact_fy sensor (the sensor force trace, integrated);
  *   us/step      CPU microseconds per 10 ms control step over a 2 s run (median of 5). */
+#include "bench_util.h"
 #include "rs_montecarlo.h"
 #include "rs_robot.h"
 
@@ -52,19 +53,6 @@ static rs_world_t *brick(int model, double control_dt)
         exit(1);
     }
     return w;
-}
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* The diff-drive robot (the example-systems chapter's, kinematic) driving head-on at 0.09 m/s
@@ -163,7 +151,7 @@ static void finger_rows(FILE *csv)
             cost[r] = (cpu_now() - c0) / 300 * 1e6;
             rs_world_destroy(&c);
         }
-        qsort(cost, 5, sizeof cost[0], cmp);
+        qsort(cost, 5, sizeof cost[0], by_value);
         printf("%-14s %12.3e %12.3e %12.3e %12.3e %10.2f\n", names[model], t_contact - t1,
                max_pen, (ke_after - ke_exact) / ke_exact, sensor_err, cost[2]);
     }
@@ -204,7 +192,7 @@ static void diff_drive_rows(FILE *csv)
             cost[r] = (cpu_now() - c0) / 1000 * 1e6;
             rs_world_destroy(&c);
         }
-        qsort(cost, 5, sizeof cost[0], cmp);
+        qsort(cost, 5, sizeof cost[0], by_value);
         printf("%-14s %12.3e %12.3e %10.2f\n", names[model], t_contact - surface / v, max_pen,
                cost[2]);
     }
@@ -443,7 +431,7 @@ int main(int argc, char **argv)
             cost[r] = (cpu_now() - c0) / 200 * 1e6;
             rs_world_destroy(&c);
         }
-        qsort(cost, 5, sizeof cost[0], cmp);
+        qsort(cost, 5, sizeof cost[0], by_value);
         printf("%-14s %12.3e %12.3e %12.3e %12.3e %10.2f\n", names[model], t_contact - t_exact,
                max_pen, (rebound - e * e * h_fall) / (e * e * h_fall), (J - impulse) / impulse, cost[2]);
     }

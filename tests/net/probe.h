@@ -7,6 +7,7 @@
 
 #include "rs_test.h"
 #include "server_proc.h"
+#include "timing.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,19 +16,6 @@
 
 #define PROBE_EVERY 0.005 /* s between probes */
 #define PROBE_MAX 4000    /* probes kept at most */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
 {
