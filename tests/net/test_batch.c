@@ -75,10 +75,7 @@ static void destroy_twins(rsc_client_t *c, int nb, uint64_t *a, uint64_t *b)
 static void batch_equals_one_by_one(const char *endpoint, int server, int bi, int nb)
 {
     rsc_error_t err;
-    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        return;
+    rsc_client_t *c = client_of(endpoint, 20000);
     uint64_t *a, *b;
     create_twins(c, nb, 1000, &a, &b);
     rsc_batch_item_t *items = calloc((size_t)nb, sizeof *items);
@@ -258,10 +255,7 @@ static int row_is_state(const Robosim__V1__BatchArraysReply *a, size_t i,
 static void arrays_equal_one_by_one(const char *endpoint, int nb)
 {
     rsc_error_t err;
-    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        return;
+    rsc_client_t *c = client_of(endpoint, 20000);
     uint64_t *a, *b;
     create_twins(c, nb, 7000, &a, &b);
     double *f = calloc((size_t)nb, sizeof *f);
