@@ -16,6 +16,7 @@
  *   - a client cannot raise a world's stream rate past --stream-max-hz: CreateWorld and
  *     SetParams asking for more are OUT_OF_RANGE, and a world carrying a larger one (a
  *     snapshot's) publishes at the server's rate. */
+#include "inproc_server.h"
 #include "rs_test.h"
 #include "server_internal.h"
 #include "server_proc.h"
@@ -316,10 +317,7 @@ static void memory_bound(void)
         cfg.stream_endpoint = "inproc://history-test";
         cfg.stream_max_hz = 1e6;
         cfg.history_frames = 200;
-        rs_status_t st;
-        rs_status_clear(&st);
-        rs_server_t *s = rs_server_new(&cfg, &st);
-        CHECK(s != NULL, "in-process server: %s", st.message);
+        rs_server_t *s = inproc_server(&cfg);
         if (!s)
             continue;
         world_slot_t *w = &s->worlds[0];
@@ -533,14 +531,12 @@ static void rate_capped(const char *binary)
     cfg.threads = 1;
     cfg.stream_endpoint = "inproc://rate-stream";
     cfg.stream_max_hz = 2;
-    rs_status_t st;
-    rs_status_clear(&st);
-    rs_server_t *s = rs_server_new(&cfg, &st);
-    CHECK(s != NULL, "in-process server: %s", st.message);
+    rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
     world_slot_t *w = &s->worlds[0];
     rs_param_t wp = {"", "stream_max_hz", fast, 1};
+    rs_status_t st;
     CHECK(rs_world_set_params(w->world, &wp, 1, &st) == 0, "set the world's rate: %s",
           st.message);
     size_t n;

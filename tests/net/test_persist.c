@@ -226,41 +226,7 @@ static int run_server(const char *const *extra, char *out, size_t n)
     for (int i = 0; extra[i] && argc < 23; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
-    int fd[2];
-    if (pipe(fd) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        dup2(fd[1], 2);
-        close(fd[0]);
-        execv(binary, (char *const *)argv);
-        _exit(127);
-    }
-    close(fd[1]);
-    fcntl(fd[0], F_SETFL, O_NONBLOCK);
-    size_t used = 0;
-    int status = -1, done = 0;
-    for (int i = 0; i < 1000 && !done; i++) {
-        ssize_t r;
-        while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
-            used += (size_t)r;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            done = 1;
-        else
-            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-    }
-    ssize_t r;
-    while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
-        used += (size_t)r;
-    out[used] = '\0';
-    close(fd[0]);
-    if (!done) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run_capture(argv, out, n, 1);
 }
 
 static void make_dir(char *dir, size_t n, const char *base, const char *name)

@@ -7,6 +7,7 @@
  *     was (the server keeps at most 8 MiB of arena between requests, and ZeroMQ its buffers).
  * The first part runs in-process through rs_server_handle, the second against a real server. */
 #include "rs_server.h"
+#include "inproc_server.h"
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -56,10 +57,7 @@ static void strings_with_nul(void)
     cfg.threads = 1;
     cfg.snapshot_key_set = 1;
     memset(cfg.snapshot_key, 7, sizeof cfg.snapshot_key);
-    rs_status_t st;
-    rs_status_clear(&st);
-    rs_server_t *s = rs_server_new(&cfg, &st);
-    CHECK(s != NULL, "in-process server: %s", st.message);
+    rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
     char msg[512];
@@ -123,9 +121,7 @@ static void lean_batch_fits(void)
     cfg.bind = NULL;
     cfg.default_preset = NULL;
     cfg.threads = 1;
-    rs_status_t st;
-    rs_server_t *s = rs_server_new(&cfg, &st);
-    CHECK(s != NULL, "in-process server: %s", st.message);
+    rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
     enum { N = 4096 };
