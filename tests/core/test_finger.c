@@ -783,6 +783,15 @@ static int run_pushing(rs_world_t *w, double t1)
     return nsliding;
 }
 
+/* Example 1's first 2.8 s: pushed by 0.6 N (< F_static) until 1 s, then let go. */
+static void push_then_release(rs_world_t *w)
+{
+    set_force(w, 0.6);
+    run_to(w, 1.0);
+    set_force(w, 0.0);
+    run_to(w, 2.8);
+}
+
 /* The article's Example 1 (its Figure 1, the story `robosim plot --article-law` draws): 0.6 N for 1
  * s towards the object at 0.7 m, coast into it and bounce off it as off a wall (the object does
  * not move), push with 2.5 N (> F_static) from 2.8 s to 4.3 s moving the object, let go: the
@@ -794,10 +803,7 @@ static void article_example1(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    set_force(w, 0.6);
-    run_to(w, 1.0);
-    set_force(w, 0.0);
-    run_to(w, 2.8);
+    push_then_release(w);
     print_events(w);
     /* the coast's closed form: touch when 0.7 = ln cosh(a) + ln(1 + v1 (t - 1)) */
     double a = sqrt(0.6), v1 = a * tanh(a);
@@ -848,10 +854,7 @@ static void article_example1(void)
     w = finger_with(coulomb);
     if (!w)
         return;
-    set_force(w, 0.6);
-    run_to(w, 1.0);
-    set_force(w, 0.0);
-    run_to(w, 2.8);
+    push_then_release(w);
     CHECK(count_events(w, "slip") == 1 && w->data->x[XO] > 0.75,
           "coulomb: the impact kicks the object to %g", w->data->x[XO]);
     rs_world_destroy(&w);
