@@ -477,6 +477,17 @@ static int call_bytes(rsc_client_t *c, const void *bytes, size_t len, uint64_t i
     return rc;
 }
 
+/* Reply r's code (its error in *err), r handed to *resp (NULL: freed). */
+static int hand_reply(Robosim__V1__Response *r, Robosim__V1__Response **resp, rsc_error_t *err)
+{
+    int rc = response_code(r, err);
+    if (resp)
+        *resp = r;
+    else
+        rsc_free(r);
+    return rc;
+}
+
 int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response **resp,
              rsc_error_t *err)
 {
@@ -497,15 +508,7 @@ int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response *
     int rc = call_bytes(c, buf, len, req->id, &r, err);
     if (buf != stackbuf)
         free(buf);
-    if (rc != 0)
-        return rc;
-
-    rc = response_code(r, err);
-    if (resp)
-        *resp = r;
-    else
-        rsc_free(r);
-    return rc;
+    return rc != 0 ? rc : hand_reply(r, resp, err);
 }
 
 int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Response **resp,
@@ -518,14 +521,7 @@ int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Re
     if (!c || (!bytes && len > 0))
         return set_err(err, RSC_EARG, "rsc_send_raw: %s is NULL", c ? "bytes" : "the client");
     int rc = call_bytes(c, bytes ? bytes : "", len, 0, &r, err);
-    if (rc != 0)
-        return rc;
-    rc = response_code(r, err);
-    if (resp)
-        *resp = r;
-    else
-        rsc_free(r);
-    return rc;
+    return rc != 0 ? rc : hand_reply(r, resp, err);
 }
 
 /* ---- operations ----------------------------------------------------------------------------- */
