@@ -6,6 +6,7 @@
  * files included. The dir is refused unless it is the server user's and writable by it alone;
  * a junk name cannot wrap the id counter, a file whose id is not its name's is set aside, a
  * FIFO is skipped, and a link planted as a temporary file is not followed. */
+#include "core/snapshot_bytes.h"
 #include "rs_codec.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -346,9 +347,7 @@ static void id_name_mismatch(const char *base)
     CHECK(len > 32, "%s written", name);
     for (int i = 0; i < 8; i++) /* the id field: 5000, and the checksum to match */
         buf[16 + i] = (uint8_t)((uint64_t)5000 >> (8 * i));
-    uint64_t h = rs_snapshot_checksum(buf, len - 8);
-    for (int i = 0; i < 8; i++)
-        buf[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    reseal(buf, len);
     spew(dir, name, buf, len);
     free(buf);
     CHECK(start_on(dir, nw) == 0, "restart");
@@ -436,9 +435,7 @@ static void restored_owner(const char *base)
     memmove(buf + owner_at, buf + owner_at + owner_len, len - owner_at - owner_len);
     len -= owner_len;
     buf[8] = 1;
-    uint64_t h = rs_snapshot_checksum(buf, len - 8);
-    for (int i = 0; i < 8; i++)
-        buf[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    reseal(buf, len);
     spew(dir, name, buf, len);
     free(buf);
 

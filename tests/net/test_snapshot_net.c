@@ -5,6 +5,7 @@
  * server's MAC: any change, a forged snapshot with a recomputed checksum, or one from a server
  * with another key is UNAUTHENTICATED; servers sharing --snapshot-key-file restore each
  * other's. */
+#include "core/snapshot_bytes.h"
 #include "rs_snapshot.h"
 #include "rs_test.h"
 #include "server_proc.h"
@@ -233,9 +234,7 @@ static void bad_snapshots(void)
         size_t core = n - 32;
         memcpy(b, good->snapshot.data, n);
         b[core / 2] ^= 0x01;
-        uint64_t h = rs_snapshot_checksum(b, core - 8);
-        for (int k = 0; k < 8; k++)
-            b[core - 8 + k] = (uint8_t)(h >> (8 * k));
+        reseal(b, core);
         int rc = rsc_set_state(c, id, b, n, NULL, &err);
         CHECK(rc == CODE(UNAUTHENTICATED), "forged bytes with a recomputed checksum: %d %s", rc,
               err.message);
