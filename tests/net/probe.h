@@ -114,6 +114,20 @@ static long long steps_done(const char *message, unsigned long long asked)
     return p < at ? atoll(p) : -1;
 }
 
+/* Send rq with id rid on world `world` (0: none) on a raw DEALER (pipelined requests). */
+static void send_request(void *sock, Robosim__V1__Request *rq, uint64_t rid, uint64_t world)
+{
+    rq->id = rid;
+    rq->world_id = world;
+    size_t n = robosim__v1__request__get_packed_size(rq);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf)
+        return;
+    robosim__v1__request__pack(rq, buf);
+    zmq_send(sock, buf, n, 0);
+    free(buf);
+}
+
 /* The next Response on a raw DEALER (pipelined requests), or NULL. */
 static Robosim__V1__Response *recv_reply(void *sock)
 {

@@ -390,13 +390,9 @@ static void send_monte_carlo(void *sock, uint64_t rid, uint64_t world, uint32_t 
     mc.samplers = samplers;
     mc.n_returns = 1;
     mc.returns = returns;
-    rq.id = rid;
-    rq.world_id = world;
     rq.op_case = ROBOSIM__V1__REQUEST__OP_MONTE_CARLO;
     rq.monte_carlo = &mc;
-    uint8_t buf[512];
-    size_t n = robosim__v1__request__pack(&rq, buf);
-    zmq_send(sock, buf, n, 0);
+    send_request(sock, &rq, rid, world);
 }
 
 static void send_hello(void *sock, uint64_t rid)
@@ -405,12 +401,9 @@ static void send_hello(void *sock, uint64_t rid)
     Robosim__V1__Hello h = ROBOSIM__V1__HELLO__INIT;
     h.major = 1;
     h.minor = 1;
-    rq.id = rid;
     rq.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
     rq.hello = &h;
-    uint8_t buf[128];
-    size_t n = robosim__v1__request__pack(&rq, buf);
-    zmq_send(sock, buf, n, 0);
+    send_request(sock, &rq, rid, 0);
 }
 
 
