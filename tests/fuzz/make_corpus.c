@@ -153,6 +153,20 @@ static void add_set_params(Robosim__V1__Param **pp)
     add(&rq, 1);
 }
 
+/* A Step on world 1 of `steps` control steps, or (steps 0) of `duration` seconds. */
+static void add_step(uint32_t steps, double duration)
+{
+    REQ(rq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
+    if (steps) { /* steps and duration share the length oneof's storage: set one */
+        rq_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
+        rq_op.steps = steps;
+    } else {
+        rq_op.length_case = ROBOSIM__V1__STEP__LENGTH_DURATION;
+        rq_op.duration = duration;
+    }
+    add(&rq, 1);
+}
+
 /* A world's snapshot from the generator's server (a copy the caller frees). */
 static ProtobufCBinaryData snapshot_of(uint64_t id)
 {
@@ -264,10 +278,7 @@ static void request_seeds(void)
         rq_op.n_values = 1;
         rq_op.values = v;
         add(&rq, 1);
-        REQ(sq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq_op.steps = 2;
-        sq_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        add(&sq, 1);
+        add_step(2, 0);
         emit("set-force-step");
     }
     {
@@ -307,10 +318,7 @@ static void request_seeds(void)
         rq_op.times = t;
         rq_op.values = v;
         add(&rq, 1);
-        REQ(sq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq_op.duration = 0.05;
-        sq_op.length_case = ROBOSIM__V1__STEP__LENGTH_DURATION;
-        add(&sq, 1);
+        add_step(0, 0.05);
         emit("set-schedule-step");
     }
     REQ(spq, get_spec, GET_SPEC, GetSpec, ROBOSIM__V1__GET_SPEC__INIT);
@@ -332,10 +340,7 @@ static void request_seeds(void)
         wq_op.n_query = 4;
         wq_op.query = q;
         add(&wq, 1);
-        REQ(sq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq_op.steps = 3;
-        sq_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        add(&sq, 1);
+        add_step(3, 0);
         char file[64];
         snprintf(file, sizeof file, "target-workspace-%s", name);
         emit(file);
@@ -412,10 +417,7 @@ static void request_seeds(void)
         wq_op.n_values = 3;
         wq_op.values = w;
         add(&wq, 1);
-        REQ(sq1, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq1_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        sq1_op.steps = 2;
-        add(&sq1, 1);
+        add_step(2, 0);
         emit("wrench-step");
     }
     /* batches: items and arrays, over world 1 and a fork */
