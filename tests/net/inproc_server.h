@@ -5,6 +5,15 @@
 #include "rs_server.h"
 #include "rs_test.h"
 
+/* cfg at its defaults for an in-process server: no sockets, no default world, one thread. */
+static inline void inproc_config(rs_server_config_t *cfg)
+{
+    rs_server_config_defaults(cfg);
+    cfg->bind = NULL;
+    cfg->default_preset = NULL;
+    cfg->threads = 1;
+}
+
 /* A server made from cfg; NULL, a failed check naming the reason, if it cannot be made. */
 static inline rs_server_t *inproc_server(const rs_server_config_t *cfg)
 {

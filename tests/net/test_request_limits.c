@@ -51,10 +51,7 @@ static int handle_patched(rs_server_t *s, Robosim__V1__Request *rq, const char *
 static void strings_with_nul(void)
 {
     rs_server_config_t cfg;
-    rs_server_config_defaults(&cfg);
-    cfg.bind = NULL;
-    cfg.default_preset = NULL;
-    cfg.threads = 1;
+    inproc_config(&cfg);
     cfg.snapshot_key_set = 1;
     memset(cfg.snapshot_key, 7, sizeof cfg.snapshot_key);
     rs_server_t *s = inproc_server(&cfg);
@@ -117,10 +114,7 @@ static void strings_with_nul(void)
 static void lean_batch_fits(void)
 {
     rs_server_config_t cfg;
-    rs_server_config_defaults(&cfg);
-    cfg.bind = NULL;
-    cfg.default_preset = NULL;
-    cfg.threads = 1;
+    inproc_config(&cfg);
     rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
