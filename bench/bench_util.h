@@ -1,26 +1,18 @@
-/* What the in-process benchmarks share: the clocks they time with and the agent loops' random
- * commands. */
+/* What the benchmarks share: the clocks they time with (tests/timing.h), the agent loops' random
+ * commands, the server binary a network benchmark starts and the CPU time a process used. */
 #ifndef RS_BENCH_UTIL_H
 #define RS_BENCH_UTIL_H
 
+#include "../tests/timing.h"
+
+#include <libgen.h>
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
-#include <time.h>
-
-/* Seconds on the monotonic clock (wall time). */
-static inline double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* Seconds of CPU time this process has used (all its threads). */
-static inline double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 /* A uniform double in [0, 1) from one xorshift64 sequence per program (the same sequence on
  * every run, so runs compare). */
@@ -33,11 +25,35 @@ static inline double uniform01(void)
     return (double)(rng >> 11) * 0x1.0p-53;
 }
 
-/* qsort's comparison of doubles, ascending. */
-static inline int by_value(const void *a, const void *b)
+/* The server binary to bench: `given` if not NULL, else robosim-server beside this program. */
+static inline void find_server(char *path, size_t size, const char *given)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
+    if (given) {
+        snprintf(path, size, "%s", given);
+        return;
+    }
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    self[n > 0 ? n : 0] = '\0';
+    snprintf(path, size, "%s/robosim-server", dirname(self));
+}
+
+/* CPU seconds (user + system) process pid has used, from /proc/PID/stat; NAN if unreadable. */
+static inline double cpu_seconds(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NAN;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')'); /* the command may hold spaces */
+    unsigned long ut = 0, stt = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
+        return NAN;
+    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
 }
 
 #endif

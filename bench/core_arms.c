@@ -16,6 +16,7 @@
  *
  *   bench_core_arms [seconds per scenario, default 2] */
 #include "bench_util.h"
+#include "bench_world.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -50,11 +51,7 @@ static double scenario(const char *preset, const char *entity, const char *name,
                        const rs_param_t *params, size_t nparams, double seconds)
 {
     rs_status_t st;
-    rs_world_t *w = rs_world_new(preset, params, nparams, 1, &st);
-    if (!w) {
-        fprintf(stderr, "%s: %s\n", preset, st.message);
-        exit(1);
-    }
+    rs_world_t *w = world_or_exit(preset, params, nparams, 1);
     int e = rs_model_entity(w->model, entity), serial = !strcmp(preset, "serial_arm");
     const double *s = w->data->sensors + w->model->ent[e].s_off;
     double cap[2] = {rs_model_param(w->model, e, "tau_max", 0),

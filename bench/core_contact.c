@@ -24,6 +24,8 @@
  *   impulse_err  (contact impulse up to the closed-form apex time - m (1 + e) v) / that, from
  *                the contact_fy sensor (the sensor force trace, integrated);
  *   us/step      CPU microseconds per 10 ms control step over a 2 s run (median of 5). */
+#include "bench_util.h"
+#include "bench_world.h"
 #include "rs_montecarlo.h"
 #include "rs_robot.h"
 
@@ -45,26 +47,8 @@ static rs_world_t *brick(int model, double control_dt)
     rs_param_t p[3];
     for (int i = 0; i < 3; i++)
         p[i] = (rs_param_t){i == 2 ? "" : "brick", n[i], &v[i], 1};
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("brick_drop", p, 3, 1, &st);
-    if (!w) {
-        fprintf(stderr, "core_contact: %s\n", st.message);
-        exit(1);
-    }
+    rs_world_t *w = world_or_exit("brick_drop", p, 3, 1);
     return w;
-}
-
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* The diff-drive robot (the example-systems chapter's, kinematic) driving head-on at 0.09 m/s
@@ -163,7 +147,7 @@ static void finger_rows(FILE *csv)
             cost[r] = (cpu_now() - c0) / 300 * 1e6;
             rs_world_destroy(&c);
         }
-        qsort(cost, 5, sizeof cost[0], cmp);
+        qsort(cost, 5, sizeof cost[0], by_value);
         printf("%-14s %12.3e %12.3e %12.3e %12.3e %10.2f\n", names[model], t_contact - t1,
                max_pen, (ke_after - ke_exact) / ke_exact, sensor_err, cost[2]);
     }
@@ -204,7 +188,7 @@ static void diff_drive_rows(FILE *csv)
             cost[r] = (cpu_now() - c0) / 1000 * 1e6;
             rs_world_destroy(&c);
         }
-        qsort(cost, 5, sizeof cost[0], cmp);
+        qsort(cost, 5, sizeof cost[0], by_value);
         printf("%-14s %12.3e %12.3e %10.2f\n", names[model], t_contact - surface / v, max_pen,
                cost[2]);
     }
@@ -287,11 +271,7 @@ static int at_rest_on_face(const drop_geom_t *b, int model, const double *x, dou
 static int tilted_rows(int n, uint64_t seed)
 {
     rs_status_t st;
-    rs_world_t *w0 = rs_world_new("brick_drop", NULL, 0, 1, &st);
-    if (!w0) {
-        fprintf(stderr, "core_contact: %s\n", st.message);
-        return 1;
-    }
+    rs_world_t *w0 = world_or_exit("brick_drop", NULL, 0, 1);
     static const char *const items[5] = {"brick.theta0", "brick.y0", "brick.omega0",
                                          "brick.restitution", "brick.friction"};
     static const double lo[5] = {0.05, 0.02, -10.0, 0.0, 0.3},
@@ -318,11 +298,7 @@ static int tilted_rows(int n, uint64_t seed)
             rs_param_t p[9];
             for (int k = 0; k < 9; k++)
                 p[k] = (rs_param_t){k == 8 ? "" : "brick", nm[k], &val[k], 1};
-            rs_world_t *w = rs_world_new("brick_drop", p, 9, 1, &st);
-            if (!w) {
-                fprintf(stderr, "core_contact: %s\n", st.message);
-                return 1;
-            }
+            rs_world_t *w = world_or_exit("brick_drop", p, 9, 1);
             const double *x = w->data->x;
             int pen_s = -1;
             for (int k = 0; k < w->model->ent[0].robot->ns; k++)
@@ -443,7 +419,7 @@ int main(int argc, char **argv)
             cost[r] = (cpu_now() - c0) / 200 * 1e6;
             rs_world_destroy(&c);
         }
-        qsort(cost, 5, sizeof cost[0], cmp);
+        qsort(cost, 5, sizeof cost[0], by_value);
         printf("%-14s %12.3e %12.3e %12.3e %12.3e %10.2f\n", names[model], t_contact - t_exact,
                max_pen, (rebound - e * e * h_fall) / (e * e * h_fall), (J - impulse) / impulse, cost[2]);
     }

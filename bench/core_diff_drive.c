@@ -1,6 +1,7 @@
 /* In-process control steps per second for the diff-drive world (10 ms steps, one core), with
  * new wheel speeds every step as an agent sends them, and with speeds held. */
 #include "bench_util.h"
+#include "bench_world.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -30,12 +31,7 @@ static double run(rs_world_t *w, long steps, int vary)
 int main(int argc, char **argv)
 {
     long steps = argc > 1 ? atol(argv[1]) : 200000;
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("diff_drive", NULL, 0, 0, &st);
-    if (!w) {
-        fprintf(stderr, "%s\n", st.message);
-        return 1;
-    }
+    rs_world_t *w = world_or_exit("diff_drive", NULL, 0, 0);
     run(w, steps / 10, 1); /* warm up */
     double agent = run(w, steps, 1), held = run(w, steps, 0);
     rs_stats_t s;

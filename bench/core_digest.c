@@ -6,6 +6,7 @@
  *
  *   bench_core_digest [blocks, default 10] [steps per block, default 20000] */
 #include "bench_util.h"
+#include "bench_world.h"
 #include "rs_core.h"
 
 #include <stdio.h>
@@ -39,12 +40,7 @@ int main(int argc, char **argv)
 {
     int blocks = argc > 1 ? atoi(argv[1]) : 10;
     long steps = argc > 2 ? atol(argv[2]) : 20000;
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("finger", NULL, 0, 1, &st);
-    if (!w) {
-        fprintf(stderr, "%s\n", st.message);
-        return 1;
-    }
+    rs_world_t *w = world_or_exit("finger", NULL, 0, 1);
     block(w, 1, steps / 4); /* warm up */
     double ta = 0, tb = 0;
     for (int b = 0; b < blocks; b++) {

@@ -8,6 +8,7 @@
  *
  *   bench_core_finger [seconds per scenario, default 2] [agent|held]   (one scenario only) */
 #include "bench_util.h"
+#include "bench_world.h"
 #include "rs_core.h"
 
 #include <math.h>
@@ -22,11 +23,7 @@
 static double scenario(const char *name, int agent, double seconds)
 {
     rs_status_t st;
-    rs_world_t *w = rs_world_new("finger", NULL, 0, 1, &st);
-    if (!w) {
-        fprintf(stderr, "%s\n", st.message);
-        exit(1);
-    }
+    rs_world_t *w = world_or_exit("finger", NULL, 0, 1);
     uint64_t steps = 0, events = 0;
     rs_stats_t s0, s1;
     rs_get_stats(w->data, &s0);
@@ -69,11 +66,7 @@ static void touch_error(double rtol, double atol)
     rs_status_t st;
     double r[] = {rtol}, a[] = {atol};
     rs_param_t p[] = {{"", "rtol", r, 1}, {"", "atol", a, 1}};
-    rs_world_t *w = rs_world_new("finger", p, 2, 1, &st);
-    if (!w) {
-        fprintf(stderr, "%s\n", st.message);
-        exit(1);
-    }
+    rs_world_t *w = world_or_exit("finger", p, 2, 1);
     double m = 1.0, c = 1.0, f = 0.7, xo = 1.5;
     double t_closed = m / sqrt(f * c) * acosh(exp(xo * c / m));
     rs_set_commands(w->model, w->data, 0, &f, 1, &st);

@@ -5,6 +5,7 @@
  *
  *   bench_core_fork [seconds per preset, default 1] */
 #include "bench_util.h"
+#include "bench_world.h"
 #include "rs_snapshot.h"
 
 #include <stdio.h>
@@ -21,11 +22,7 @@ int main(int argc, char **argv)
     printf("%-12s %14s %18s\n", "preset", "fork us/call", "snapshot+restore us");
     for (int p = 0; p < 4; p++) {
         rs_status_t st;
-        rs_world_t *w = rs_world_new(presets[p], NULL, 0, 1, &st);
-        if (!w) {
-            fprintf(stderr, "%s: %s\n", presets[p], st.message);
-            return 1;
-        }
+        rs_world_t *w = world_or_exit(presets[p], NULL, 0, 1);
         rs_step(w->model, w->data, 50, &st);
         size_t n = 0;
         rs_snapshot_size(w, &n);

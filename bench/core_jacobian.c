@@ -6,6 +6,7 @@
  * interleaved (plain, Jacobian, differenced, plain, ...), CPU time beside wall time.
  *
  *   bench_core_jacobian [rounds, default 5] */
+#include "bench_world.h"
 #include "rs_core.h"
 #include "rs_sensitivity.h"
 
@@ -79,11 +80,7 @@ int main(int argc, char **argv)
            "differenced RHS Jacobians / FD (CPU)");
     for (size_t k = 0; k < sizeof sc / sizeof sc[0]; k++) {
         rs_status_t st;
-        rs_world_t *w = rs_world_new(sc[k].preset, sc[k].p, sc[k].np, 1, &st);
-        if (!w) {
-            fprintf(stderr, "%s: %s\n", sc[k].name, st.message);
-            return 1;
-        }
+        rs_world_t *w = world_or_exit(sc[k].preset, sc[k].p, sc[k].np, 1);
         const rs_model_t *m = w->model;
         rs_data_t *d = rs_data_new(m, 1, &st);
         double pw = 0, pc = 0, jw = 0, jc = 0, dw = 0, dc = 0;

@@ -9,6 +9,7 @@
  * CPU time is the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID), printed beside wall time.
  *
  *   bench_core_memory [seconds per timing, default 1] [worlds, default 10000] */
+#include "bench_world.h"
 #include "rs_core.h"
 
 #include <malloc.h>
@@ -40,12 +41,7 @@ static double rss_bytes(void)
 
 static rs_world_t *finger(uint64_t seed)
 {
-    rs_status_t st;
-    rs_world_t *w = rs_world_new("finger", NULL, 0, seed, &st);
-    if (!w) {
-        fprintf(stderr, "bench_core_memory: %s\n", st.message);
-        exit(1);
-    }
+    rs_world_t *w = world_or_exit("finger", NULL, 0, seed);
     return w;
 }
 

@@ -5,24 +5,12 @@
  * of each, back to back) and the difference of the best rounds.
  * usage: bench_net_curve [ROUNDS [STEPS_PER_ROUND [PATH/TO/robosim-server]]] */
 #include "server_proc.h"
+#include "bench_util.h"
 
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <sys/stat.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* Microseconds per Step of one round of `steps` Steps, or NAN if one failed. */
 static double round_us(rsc_client_t *c, uint64_t world, long steps)
@@ -45,14 +33,7 @@ int main(int argc, char **argv)
     int rounds = argc > 1 ? atoi(argv[1]) : 20;
     long steps = argc > 2 ? atol(argv[2]) : 2000;
     char path[PATH_MAX];
-    if (argc > 3) {
-        snprintf(path, sizeof path, "%s", argv[3]);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        snprintf(path, sizeof path, "%s/robosim-server", dirname(self));
-    }
+    find_server(path, sizeof path, argc > 3 ? argv[3] : NULL);
     if (rounds < 1 || rounds > 1000 || steps < 1) {
         fprintf(stderr, "usage: bench_net_curve [ROUNDS [STEPS_PER_ROUND [robosim-server]]]\n");
         return 2;
@@ -118,9 +99,9 @@ int main(int argc, char **argv)
         failed |= isnan(p[r]) || isnan(c[r]);
         d[r] = c[r] - p[r]; /* paired: the two rounds ran back to back */
     }
-    qsort(p, (size_t)rounds, sizeof *p, cmp_double);
-    qsort(c, (size_t)rounds, sizeof *c, cmp_double);
-    qsort(d, (size_t)rounds, sizeof *d, cmp_double);
+    qsort(p, (size_t)rounds, sizeof *p, by_value);
+    qsort(c, (size_t)rounds, sizeof *c, by_value);
+    qsort(d, (size_t)rounds, sizeof *d, by_value);
     double pm = p[rounds / 2], cm = c[rounds / 2];
     printf("finger Steps over tcp loopback, %d interleaved rounds of %ld Steps each, median:\n",
            rounds, steps);

@@ -3,30 +3,17 @@
  * t = (m / sqrt(F c)) acosh(exp(x_o c / m)) for quadratic drag from rest.
  * usage: bench_net_finger [STEPS [PATH/TO/robosim-server]] */
 #include "server_proc.h"
+#include "bench_util.h"
 
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int main(int argc, char **argv)
 {
     long steps = argc > 1 ? atol(argv[1]) : 20000;
     char path[PATH_MAX];
-    if (argc > 2) {
-        snprintf(path, sizeof path, "%s", argv[2]);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        snprintf(path, sizeof path, "%s/robosim-server", dirname(self));
-    }
+    find_server(path, sizeof path, argc > 2 ? argv[2] : NULL);
     server_proc_t sp;
     if (server_start(&sp, path, NULL) != 0) {
         fprintf(stderr, "bench_net_finger: cannot start %s\n", path);

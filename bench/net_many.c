@@ -18,6 +18,7 @@
  *        1,16,256,1024), BENCH_BATCH_THREADS=2 (one server thread count, default 1 then 2),
  *        BENCH_BATCH_FORM=arrays (or items; default both) */
 #include "server_proc.h"
+#include "bench_util.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -27,19 +28,6 @@
 #include <stdatomic.h>
 
 #define NSUBS 16
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* ---- the subscriber process: commands on a pipe -------------------------------------------
  * "connect ENDPOINT\n": 16 SUB threads subscribe to everything and read; answers "ok\n" once
@@ -156,28 +144,6 @@ static long subs_say(subs_t *s, const char *what, const char *arg)
 
 /* ---- (a) observers ------------------------------------------------------------------------- */
 
-/* CPU seconds (user + system, all threads) process pid has used. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    unsigned long ut = 0, stt = 0;
-    if (f) {
-        /* fields 14 and 15, after the command name in parentheses */
-        int c, field = 1;
-        while ((c = fgetc(f)) != EOF && c != ')')
-            ;
-        field = 2;
-        while (field < 13 && (c = fgetc(f)) != EOF)
-            field += c == ' ';
-        if (fscanf(f, "%lu %lu", &ut, &stt) != 2)
-            ut = stt = 0;
-        fclose(f);
-    }
-    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static double step_block(rsc_client_t *c, uint64_t world, int n, long *failures)
 {
     double u[2] = {3.0, 2.5};
@@ -244,7 +210,7 @@ static void figure_observers(const char *server, subs_t *subs, double seconds, c
         }
         ratio[r] = tr[0] / tr[1]; /* steps/s with 16 over steps/s with 0 */
     }
-    qsort(ratio, rounds, sizeof ratio[0], cmp_double);
+    qsort(ratio, rounds, sizeof ratio[0], by_value);
     long n = (long)rounds * per_block;
     double r0 = (double)n / t0, r16 = (double)n / t16;
     printf("  stream-max-hz %-8s  0 subscribers: %8.0f steps/s (%6.1f us)   16 subscribers: %8.0f "
@@ -360,14 +326,7 @@ int main(int argc, char **argv)
     const char *which = argc > 1 ? argv[1] : "ab";
     double seconds = argc > 2 ? atof(argv[2]) : 2.0;
     char path[PATH_MAX];
-    if (argc > 3) {
-        snprintf(path, sizeof path, "%s", argv[3]);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        snprintf(path, sizeof path, "%s/robosim-server", dirname(self));
-    }
+    find_server(path, sizeof path, argc > 3 ? argv[3] : NULL);
     if (!strcmp(which, "--help") || seconds <= 0) {
         printf("usage: bench_net_many [a|b|ab [SECONDS_PER_FIGURE [PATH/TO/robosim-server]]]\n");
         return 0;

@@ -17,6 +17,7 @@
  *        (a subset), BENCH_MULTI_K=2,8 (client counts; default N and 4N), BENCH_MULTI_AMDAHL=0
  *        (skip the serial fraction) */
 #include "server_proc.h"
+#include "bench_util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,31 +27,6 @@
 
 #define MAX_SERVERS 64
 #define MAX_CLIENTS 256
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* CPU seconds (user + system) process `pid` has used, from /proc/PID/stat. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NAN;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')'); /* the command may hold spaces */
-    unsigned long ut = 0, stt = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
-        return NAN;
-    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-}
 
 /* CPU seconds of process `pid`'s threads: the main thread (the front, or a single server's
  * loop) in *main, ZeroMQ's I/O threads in *io, all of them returned. */
@@ -229,14 +205,7 @@ int main(int argc, char **argv)
 {
     double seconds = argc > 1 ? atof(argv[1]) : 2.0;
     char server[PATH_MAX];
-    if (argc > 2) {
-        snprintf(server, sizeof server, "%s", argv[2]);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        snprintf(server, sizeof server, "%s/robosim-server", dirname(self));
-    }
+    find_server(server, sizeof server, argc > 2 ? argv[2] : NULL);
     if (seconds <= 0) {
         fprintf(stderr, "usage: bench_net_multi [SECONDS_PER_RUN [PATH/TO/robosim-server]]\n");
         return 2;

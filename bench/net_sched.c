@@ -11,25 +11,13 @@
  *   machine busy with other work move by tens of percent between runs; the server CPU figure
  *   moves less, and instruction counts (valgrind --tool=callgrind on the server) not at all. */
 #include "server_proc.h"
+#include "bench_util.h"
 
 #include <libgen.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 typedef struct long_step {
     const char *endpoint, *token;
@@ -154,26 +142,6 @@ static double steps(target_t *t, int n, long *k)
     return (now() - t0) / n;
 }
 
-/* CPU seconds (user + system) process pid has used: less disturbed than wall time by other
- * work on the machine. */
-static double cpu_seconds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return NAN;
-    char buf[1024];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* fields after the command name */
-    unsigned long ut = 0, stime = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stime) != 2)
-        return NAN;
-    return (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
-}
-
 static double median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, by_value);
@@ -234,14 +202,7 @@ int main(int argc, char **argv)
 {
     int rounds = argc > 1 ? atoi(argv[1]) : 20, per_round = argc > 2 ? atoi(argv[2]) : 2000;
     char b[PATH_MAX];
-    if (argc > 3) {
-        snprintf(b, sizeof b, "%s", argv[3]);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        snprintf(b, sizeof b, "%s/robosim-server", dirname(self));
-    }
+    find_server(b, sizeof b, argc > 3 ? argv[3] : NULL);
     const char *a = argc > 4 ? argv[4] : NULL;
     if (rounds < 1 || per_round < 1) {
         fprintf(stderr, "usage: bench_net_sched [ROUNDS [PER_ROUND [SERVER_B [SERVER_A]]]]\n");

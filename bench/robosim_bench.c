@@ -7,6 +7,7 @@
  *         state back) of the diff-drive world through robosim-server.
  * Prints both mean round trips and their ratio (goal: at most 1.25). */
 #include "server_proc.h" /* free_port, server_start, server_stop (tests/net) */
+#include "bench_util.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -19,19 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <zmq.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The echo server: answers every message with as many bytes as its first four bytes say (so
  * the reply is as large as a Step's). Runs until killed. */
@@ -72,14 +60,7 @@ int main(int argc, char **argv)
         rounds = atoi(argv[1]);
     if (argc > 2)
         per_block = atoi(argv[2]);
-    if (argc > 3) {
-        snprintf(server_path, sizeof server_path, "%s", argv[3]);
-    } else {
-        char self[PATH_MAX];
-        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-        self[n > 0 ? n : 0] = '\0';
-        snprintf(server_path, sizeof server_path, "%s/robosim-server", dirname(self));
-    }
+    find_server(server_path, sizeof server_path, argc > 3 ? argv[3] : NULL);
     if (rounds < 1 || per_block < 1) {
         fprintf(stderr, "robosim-bench: ROUNDS and PER_BLOCK must be positive\n");
         return 2;
@@ -181,7 +162,7 @@ int main(int argc, char **argv)
            req_size, reply_size, rounds, per_block);
     printf("raw zmq round trip (tcp loopback): %8.2f us\n", raw_us);
     printf("step round trip (diff_drive, 10 ms step, commands + full state): %8.2f us\n", step_us);
-    qsort(ratios, (size_t)rounds, sizeof(double), cmp_double);
+    qsort(ratios, (size_t)rounds, sizeof(double), by_value);
     printf("ratio step / raw: %.3f overall, %.3f median of %d rounds (goal <= 1.25)%s\n",
            step_us / raw_us, ratios[rounds / 2], rounds, failures ? " -- with failures!" : "");
 

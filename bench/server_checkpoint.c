@@ -6,6 +6,7 @@
  * under DIR (default /tmp: put it on the disk a server would use).
  *
  *   bench_server_checkpoint [worlds, default 64] [DIR] */
+#include "bench_util.h"
 #include "rs_log.h"
 #include "rs_snapshot.h"
 #include "server_internal.h"
@@ -14,13 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static rs_server_t *server(const char *dir, int n)
 {

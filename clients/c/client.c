@@ -477,6 +477,17 @@ static int call_bytes(rsc_client_t *c, const void *bytes, size_t len, uint64_t i
     return rc;
 }
 
+/* Reply r's code (its error in *err), r handed to *resp (NULL: freed). */
+static int hand_reply(Robosim__V1__Response *r, Robosim__V1__Response **resp, rsc_error_t *err)
+{
+    int rc = response_code(r, err);
+    if (resp)
+        *resp = r;
+    else
+        rsc_free(r);
+    return rc;
+}
+
 int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response **resp,
              rsc_error_t *err)
 {
@@ -497,15 +508,7 @@ int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response *
     int rc = call_bytes(c, buf, len, req->id, &r, err);
     if (buf != stackbuf)
         free(buf);
-    if (rc != 0)
-        return rc;
-
-    rc = response_code(r, err);
-    if (resp)
-        *resp = r;
-    else
-        rsc_free(r);
-    return rc;
+    return rc != 0 ? rc : hand_reply(r, resp, err);
 }
 
 int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Response **resp,
@@ -518,14 +521,7 @@ int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Re
     if (!c || (!bytes && len > 0))
         return set_err(err, RSC_EARG, "rsc_send_raw: %s is NULL", c ? "bytes" : "the client");
     int rc = call_bytes(c, bytes ? bytes : "", len, 0, &r, err);
-    if (rc != 0)
-        return rc;
-    rc = response_code(r, err);
-    if (resp)
-        *resp = r;
-    else
-        rsc_free(r);
-    return rc;
+    return rc != 0 ? rc : hand_reply(r, resp, err);
 }
 
 /* ---- operations ----------------------------------------------------------------------------- */
@@ -715,6 +711,11 @@ static int call_op(rsc_client_t *c, uint64_t world_id, const ProtobufCFieldDescr
             protobuf_c_message_descriptor_get_field(&robosim__v1__request__descriptor,         \
                                                     ROBOSIM__V1__REQUEST__OP_##FIELD),         \
             &(opval)->base, (ProtobufCMessage **)(out), (err))
+
+/* CALL_OP once check_values accepts the n values of what (an error, and nothing sent, if not). */
+#define CALL_OP_CHECKED(what, values, n, c, wid, FIELD, opval, out, err)                       \
+    (check_values((what), (values), (n), (err)) != 0 ? RSC_EARG                                \
+                                                      : CALL_OP(c, wid, FIELD, opval, out, err))
 
 int rsc_call_op(rsc_client_t *c, uint64_t world_id, const char *op, const ProtobufCMessage *msg,
                 ProtobufCMessage **out, rsc_error_t *err)
@@ -914,14 +915,11 @@ int rsc_get_state(rsc_client_t *c, uint64_t world_id, Robosim__V1__State **out,
 int rsc_set_force(rsc_client_t *c, uint64_t world_id, const char *entity, const double *values,
                   size_t n, rsc_error_t *err)
 {
-    int rc = check_values("rsc_set_force", values, n, err);
-    if (rc != 0)
-        return rc;
     Robosim__V1__SetForce op = ROBOSIM__V1__SET_FORCE__INIT;
     op.entity = str(entity);
     op.n_values = n;
     op.values = (double *)values;
-    return CALL_OP(c, world_id, SET_FORCE, &op, NULL, err);
+    return CALL_OP_CHECKED("rsc_set_force", values, n, c, world_id, SET_FORCE, &op, NULL, err);
 }
 
 int rsc_set_params(rsc_client_t *c, uint64_t world_id, const rsc_param_t *params, size_t n,
@@ -944,8 +942,6 @@ int rsc_set_schedule(rsc_client_t *c, uint64_t world_id, const char *entity, uin
                      const double *times, const double *values, size_t n, rsc_error_t *err)
 {
     int rc = check_values("rsc_set_schedule times", times, n, err);
-    if (rc == 0)
-        rc = check_values("rsc_set_schedule values", values, n, err);
     if (rc != 0)
         return rc;
     Robosim__V1__SetSchedule op = ROBOSIM__V1__SET_SCHEDULE__INIT;
@@ -955,20 +951,18 @@ int rsc_set_schedule(rsc_client_t *c, uint64_t world_id, const char *entity, uin
     op.times = (double *)times;
     op.n_values = n;
     op.values = (double *)values;
-    return CALL_OP(c, world_id, SET_SCHEDULE, &op, NULL, err);
+    return CALL_OP_CHECKED("rsc_set_schedule values", values, n, c, world_id, SET_SCHEDULE, &op,
+                           NULL, err);
 }
 
 int rsc_set_target(rsc_client_t *c, uint64_t world_id, const char *entity, const double *target,
                    size_t n, rsc_error_t *err)
 {
-    int rc = check_values("rsc_set_target", target, n, err);
-    if (rc != 0)
-        return rc;
     Robosim__V1__SetTarget op = ROBOSIM__V1__SET_TARGET__INIT;
     op.entity = str(entity);
     op.n_target = n;
     op.target = (double *)target;
-    return CALL_OP(c, world_id, SET_TARGET, &op, NULL, err);
+    return CALL_OP_CHECKED("rsc_set_target", target, n, c, world_id, SET_TARGET, &op, NULL, err);
 }
 
 int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, uint32_t samples,
@@ -977,15 +971,13 @@ int rsc_get_workspace(rsc_client_t *c, uint64_t world_id, const char *entity, ui
 {
     if (out)
         *out = NULL;
-    int rc = check_values("rsc_get_workspace query", query_xy, nquery, err);
-    if (rc != 0)
-        return rc;
     Robosim__V1__GetWorkspace op = ROBOSIM__V1__GET_WORKSPACE__INIT;
     op.entity = str(entity);
     op.samples = samples;
     op.n_query = 2 * nquery;
     op.query = (double *)query_xy;
-    return CALL_OP(c, world_id, GET_WORKSPACE, &op, out, err);
+    return CALL_OP_CHECKED("rsc_get_workspace query", query_xy, nquery, c, world_id,
+                           GET_WORKSPACE, &op, out, err);
 }
 
 int rsc_claim(rsc_client_t *c, uint64_t world_id, Robosim__V1__CreateWorldReply **out,
@@ -1049,13 +1041,11 @@ int rsc_set_state(rsc_client_t *c, uint64_t world_id, const void *snapshot, size
 {
     if (out)
         *out = NULL;
-    int rc = check_values("rsc_set_state snapshot", snapshot, len, err);
-    if (rc != 0)
-        return rc;
     Robosim__V1__SetState op = ROBOSIM__V1__SET_STATE__INIT;
     op.snapshot.data = (uint8_t *)snapshot;
     op.snapshot.len = len;
-    return CALL_OP(c, world_id, SET_STATE, &op, out, err);
+    return CALL_OP_CHECKED("rsc_set_state snapshot", snapshot, len, c, world_id, SET_STATE, &op,
+                           out, err);
 }
 
 int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, size_t len,
@@ -1236,13 +1226,11 @@ int rsc_monte_carlo(rsc_client_t *c, uint64_t world_id, uint32_t runs, uint64_t 
 int rsc_apply_wrench(rsc_client_t *c, uint64_t world_id, const char *entity, const char *body,
                      const double *values, size_t n, rsc_error_t *err)
 {
-    int rc = check_values("rsc_apply_wrench values", values, n, err);
-    if (rc != 0)
-        return rc;
     Robosim__V1__ApplyWrench op = ROBOSIM__V1__APPLY_WRENCH__INIT;
     op.entity = str(entity);
     op.body = str(body);
     op.n_values = n;
     op.values = (double *)values;
-    return CALL_OP(c, world_id, APPLY_WRENCH, &op, NULL, err);
+    return CALL_OP_CHECKED("rsc_apply_wrench values", values, n, c, world_id, APPLY_WRENCH, &op,
+                           NULL, err);
 }

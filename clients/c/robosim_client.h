@@ -257,18 +257,23 @@ int rsc_step(rsc_client_t *c, uint64_t world_id, uint32_t steps, double duration
 int rsc_step_action(rsc_client_t *c, uint64_t world_id, uint32_t steps, const double *action,
                     size_t naction, Robosim__V1__State **out, rsc_error_t *err);
 
-/* Everything a Step can carry (protocol 1.2): steps or duration (exactly one), commands or a
- * task world's action, the parts of State the reply should carry (Step.parts: values of
- * Robosim__V1__StatePart; none = all), and whether to compute the Step's Jacobian. */
-typedef struct rsc_step_opts {
-    uint32_t steps;
-    double duration;
-    const rsc_command_t *cmds;
-    size_t ncmds;
-    const double *action;
-    size_t naction;
-    const Robosim__V1__StatePart *parts;
+/* What a Step carries, shared by rsc_step_opts_t and rsc_batch_item_t: steps or duration (exactly
+ * one), commands or a task world's action, the parts of State the reply should carry (Step.parts:
+ * values of Robosim__V1__StatePart; none = all). */
+#define RSC_STEP_FIELDS                                                                           \
+    uint32_t steps;                                                                               \
+    double duration;                                                                              \
+    const rsc_command_t *cmds;                                                                    \
+    size_t ncmds;                                                                                 \
+    const double *action;                                                                         \
+    size_t naction;                                                                               \
+    const Robosim__V1__StatePart *parts;                                                          \
     size_t nparts;
+
+/* Everything a Step can carry (protocol 1.2): RSC_STEP_FIELDS, and whether to compute the Step's
+ * Jacobian. */
+typedef struct rsc_step_opts {
+    RSC_STEP_FIELDS
     /* Step.jacobian: the reply's State.jacobian holds the Step's derivatives with respect to
      * the state before it, the commands and the parameters named in jacobian_params */
     int jacobian;
@@ -358,14 +363,7 @@ int rsc_fork_world(rsc_client_t *c, uint64_t world_id, const void *snapshot, siz
  * may be added. */
 typedef struct rsc_batch_item {
     uint64_t world_id;
-    uint32_t steps;
-    double duration;
-    const rsc_command_t *cmds;
-    size_t ncmds;
-    const double *action;
-    size_t naction;
-    const Robosim__V1__StatePart *parts;
-    size_t nparts;
+    RSC_STEP_FIELDS
 } rsc_batch_item_t;
 
 /* Step n worlds in one request. Returns 0 when the server took the batch: then (*out)->results

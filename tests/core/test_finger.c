@@ -13,12 +13,17 @@ enum { S_TIP, S_N, S_J };
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static rs_world_t *finger_with(const kv_t *kv) { return world_with("finger", "finger", kv); }
-
 /* Events seen over a run, copied out of each Step's log. */
 #define LOG_MAX 20000
 static rs_event_t evlog[LOG_MAX];
 static int nlog;
+
+/* A finger world with the parameters kv (NULL-terminated), the event log emptied for it. */
+static rs_world_t *finger_with(const kv_t *kv)
+{
+    nlog = 0;
+    return world_with("finger", "finger", kv);
+}
 
 static const char *kind(const rs_world_t *w, const rs_event_t *ev)
 {
@@ -101,7 +106,6 @@ static void push_quadratic(double m, double c, double fa, int use_schedule)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     if (use_schedule) {
         double t[] = {0, 100}, v[] = {fa, fa};
         rs_status_t st;
@@ -143,7 +147,6 @@ static void touch_time_default_tolerances(void)
     rs_world_t *w = finger_with(NULL);
     if (!w)
         return;
-    nlog = 0;
     set_force(w, 0.7);
     run_to(w, 3.0);
     double t_touch = acosh(exp(1.5)) / sqrt(0.7);
@@ -164,7 +167,6 @@ static void coast_linear(double m, double c, double v0)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     for (int s = 1; s <= 5; s++) {
         run_to(w, s);
         double t = w->data->t, ve = v0 * exp(-c * t / m);
@@ -187,7 +189,6 @@ static void coast_kinetic(double m, double fk, double v0)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double t_stop = m * fabs(v0) / fk, dist = m * v0 * v0 / (2 * fk) * (v0 > 0 ? 1 : -1);
     run_to(w, floor(t_stop * 100) / 100 - 0.5);
     double t = w->data->t;
@@ -224,7 +225,6 @@ static void impact(double e, double mf, double mo, double vf0, double vo0)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double dv = vf0 - vo0, t_touch = 1.5 / dv;
     double J_step = NAN, tip_step = NAN;
     while (w->data->t < t_touch + 0.5) {
@@ -274,7 +274,6 @@ static void stick_slip_threshold(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double below = 1.0 * (1 - 1e-9);
     set_force(w, below);
     run(w, 100);
@@ -295,7 +294,6 @@ static void stick_slip_threshold(void)
     w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double above = 1.0 * (1 + 1e-9);
     set_force(w, above);
     double n_prev = n_slide_default(above, 0.0), worst_mean = 0;
@@ -321,7 +319,6 @@ static void stick_slip_threshold(void)
     w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double tt[] = {0, 3}, vv[] = {0, 3};
     rs_status_t st;
     int rc = rs_set_schedule(w->model, w->data, 0, 0, tt, vv, 2, &st);
@@ -344,7 +341,6 @@ static void ties(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double t1[] = {0, 1, 2}, v1[] = {0, 0, -1};
     int rc = rs_set_schedule(w->model, w->data, 0, 0, t1, v1, 3, &st);
     CHECK_OK(rc, st);
@@ -362,7 +358,6 @@ static void ties(void)
     w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     double t2[] = {0, 1, 2, 3}, v2[] = {0, 1, 1, 2}; /* F_static = 1 from t = 1 to 2 */
     rc = rs_set_schedule(w->model, w->data, 0, 0, t2, v2, 4, &st);
     CHECK_OK(rc, st);
@@ -384,7 +379,6 @@ static void ties(void)
     w = finger_with(eq);
     if (!w)
         return;
-    nlog = 0;
     double t3[] = {0, 1, 2, 3}, v3[] = {1, 1.5, 1, 0};
     rc = rs_set_schedule(w->model, w->data, 0, 0, t3, v3, 4, &st);
     CHECK_OK(rc, st);
@@ -413,7 +407,6 @@ static void story_press_push_release(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     set_force(w, 0.5);
     run_to(w, 1.0);
     CHECK(w->data->x[XF] == 1.5 && w->data->x[XO] == 1.5, "0.5 N moved something");
@@ -447,7 +440,6 @@ static void story_press_push_release(void)
     w = finger_with(NULL);
     if (!w)
         return;
-    nlog = 0;
     set_force(w, 0.4);
     run_to(w, 10.0);
     CHECK(!strcmp(rs_mode_name(w->model, w->data, 0), "contact_stuck"), "mode %s after 10 s",
@@ -470,7 +462,6 @@ static void story_coast_and_bounce(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     run_to(w, 3.0);
     double t_touch = (exp(1.5) - 1) / v0, v_touch = v0 * exp(-1.5);
     const rs_event_t *touch = first_event(w, "touch"), *bounce = first_event(w, "bounce");
@@ -496,7 +487,6 @@ static void story_coast_and_bounce(void)
     w = finger_with(heavy);
     if (!w)
         return;
-    nlog = 0;
     run_to(w, 2.0);
     bounce = first_event(w, "bounce");
     CHECK(bounce && bounce->after[VF] < 0, "bounced back at %g", bounce ? bounce->after[VF] : NAN);
@@ -793,6 +783,15 @@ static int run_pushing(rs_world_t *w, double t1)
     return nsliding;
 }
 
+/* Example 1's first 2.8 s: pushed by 0.6 N (< F_static) until 1 s, then let go. */
+static void push_then_release(rs_world_t *w)
+{
+    set_force(w, 0.6);
+    run_to(w, 1.0);
+    set_force(w, 0.0);
+    run_to(w, 2.8);
+}
+
 /* The article's Example 1 (its Figure 1, the story `robosim plot --article-law` draws): 0.6 N for 1
  * s towards the object at 0.7 m, coast into it and bounce off it as off a wall (the object does
  * not move), push with 2.5 N (> F_static) from 2.8 s to 4.3 s moving the object, let go: the
@@ -804,11 +803,7 @@ static void article_example1(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
-    set_force(w, 0.6);
-    run_to(w, 1.0);
-    set_force(w, 0.0);
-    run_to(w, 2.8);
+    push_then_release(w);
     print_events(w);
     /* the coast's closed form: touch when 0.7 = ln cosh(a) + ln(1 + v1 (t - 1)) */
     double a = sqrt(0.6), v1 = a * tanh(a);
@@ -859,11 +854,7 @@ static void article_example1(void)
     w = finger_with(coulomb);
     if (!w)
         return;
-    nlog = 0;
-    set_force(w, 0.6);
-    run_to(w, 1.0);
-    set_force(w, 0.0);
-    run_to(w, 2.8);
+    push_then_release(w);
     CHECK(count_events(w, "slip") == 1 && w->data->x[XO] > 0.75,
           "coulomb: the impact kicks the object to %g", w->data->x[XO]);
     rs_world_destroy(&w);
@@ -879,7 +870,6 @@ static void article_example2(void)
     rs_world_t *w = finger_with(kv);
     if (!w)
         return;
-    nlog = 0;
     set_force(w, 0.6);
     run_to(w, 6.0);
     print_events(w);
@@ -942,7 +932,6 @@ static void sim_step_substeps(void)
         rs_world_t *w = finger_with(kv);
         if (!w)
             return;
-        nlog = 0;
         set_force(w, 0.7);
         run(w, 100); /* 1 s, before the touch at 1.5 m */
         double per_step = (double)w->data->internal_steps / 100.0;
@@ -1007,7 +996,6 @@ static void article_object_overtakes(void)
                  {NULL, 0}};
     rs_world_t *w = finger_with(kv);
     const double *x = w->data->x;
-    nlog = 0;
     int riding = 0;
     for (int k = 0; k < 100; k++) {
         int n0 = nlog, before = !strcmp(rs_mode_name(w->model, w->data, 0), "contact_sliding");

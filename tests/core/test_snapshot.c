@@ -7,6 +7,7 @@
 #include "rs_robot.h"
 #include "rs_task.h"
 #include "rs_test.h"
+#include "snapshot_bytes.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -133,22 +134,6 @@ static int program(rs_world_t *w, trace_t *tr, rs_status_t *st)
     return 0;
 }
 
-static uint8_t *snapshot(const rs_world_t *w, size_t *len)
-{
-    rs_status_t st;
-    size_t n = 0;
-    rs_snapshot_size(w, &n);
-    uint8_t *b = malloc(n);
-    int rc = rs_snapshot_write(w, b, n, len, &st);
-    CHECK(rc == 0 && *len == n, "snapshot written: %s (%zu of %zu bytes)", st.message, *len, n);
-    return b;
-}
-
-static int same_bytes(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
-{
-    return na == nb && memcmp(a, b, na) == 0;
-}
-
 static void preset_roundtrip(const char *preset)
 {
     rs_status_t st;
@@ -258,30 +243,6 @@ static void preset_roundtrip(const char *preset)
 }
 
 /* ---- bad snapshots ------------------------------------------------------------------------- */
-
-static void reseal(uint8_t *b, size_t n)
-{
-    uint64_t h = rs_snapshot_checksum(b, n - 8);
-    for (int i = 0; i < 8; i++)
-        b[n - 8 + i] = (uint8_t)(h >> (8 * i));
-}
-
-/* Refused with `code` and a message containing `word`; the world's snapshot is unchanged. */
-static void expect_refused(rs_world_t *w, const uint8_t *b, size_t n, int code, const char *word,
-                           const char *what)
-{
-    size_t l0, l1;
-    uint8_t *before = snapshot(w, &l0);
-    rs_status_t st;
-    rs_status_clear(&st);
-    int rc = rs_snapshot_read(w, b, n, &st);
-    CHECK(rc == code && strstr(st.message, word), "%s: got %d '%s', want %d with '%s'", what, rc,
-          st.message, code, word);
-    uint8_t *after = snapshot(w, &l1);
-    CHECK(same_bytes(before, l0, after, l1), "%s: the world is unchanged", what);
-    free(before);
-    free(after);
-}
 
 /* Where field `name`'s count sits in snapshot b (after its name), or 0. */
 static size_t field_at(const uint8_t *b, size_t n, const char *name)

@@ -132,6 +132,41 @@ static Robosim__V1__Response *ask(Robosim__V1__Request *rq, uint64_t world_id)
     var.op_case = ROBOSIM__V1__REQUEST__OP_##CASE;                                             \
     var.field = &var##_op
 
+/* A Param setting entity's (NULL: the world's) parameter name to values[n]. */
+static Robosim__V1__Param param_of(char *entity, char *name, size_t n, double *values)
+{
+    Robosim__V1__Param prm = ROBOSIM__V1__PARAM__INIT;
+    if (entity)
+        prm.entity = entity;
+    prm.name = name;
+    prm.n_values = n;
+    prm.values = values;
+    return prm;
+}
+
+/* A SetParams request on world 1 carrying the one Param *pp. */
+static void add_set_params(Robosim__V1__Param **pp)
+{
+    REQ(rq, set_params, SET_PARAMS, SetParams, ROBOSIM__V1__SET_PARAMS__INIT);
+    rq_op.n_params = 1;
+    rq_op.params = pp;
+    add(&rq, 1);
+}
+
+/* A Step on world 1 of `steps` control steps, or (steps 0) of `duration` seconds. */
+static void add_step(uint32_t steps, double duration)
+{
+    REQ(rq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
+    if (steps) { /* steps and duration share the length oneof's storage: set one */
+        rq_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
+        rq_op.steps = steps;
+    } else {
+        rq_op.length_case = ROBOSIM__V1__STEP__LENGTH_DURATION;
+        rq_op.duration = duration;
+    }
+    add(&rq, 1);
+}
+
 /* A world's snapshot from the generator's server (a copy the caller frees). */
 static ProtobufCBinaryData snapshot_of(uint64_t id)
 {
@@ -243,24 +278,18 @@ static void request_seeds(void)
         rq_op.n_values = 1;
         rq_op.values = v;
         add(&rq, 1);
-        REQ(sq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq_op.steps = 2;
-        sq_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        add(&sq, 1);
+        add_step(2, 0);
         emit("set-force-step");
     }
     {
         REQ(spq, get_spec, GET_SPEC, GetSpec, ROBOSIM__V1__GET_SPEC__INIT);
         Robosim__V1__Spec *spec = ask(&spq, 1)->get_spec;
         for (size_t i = 0; i < spec->n_world_params; i++) {
-            Robosim__V1__Param prm = ROBOSIM__V1__PARAM__INIT, *pp = &prm;
-            prm.name = spec->world_params[i]->name;
-            prm.n_values = spec->world_params[i]->n_values;
-            prm.values = spec->world_params[i]->values;
-            REQ(rq, set_params, SET_PARAMS, SetParams, ROBOSIM__V1__SET_PARAMS__INIT);
-            rq_op.n_params = 1;
-            rq_op.params = &pp;
-            add(&rq, 1);
+            Robosim__V1__Param prm = param_of(NULL, spec->world_params[i]->name,
+                                              spec->world_params[i]->n_values,
+                                              spec->world_params[i]->values),
+                               *pp = &prm;
+            add_set_params(&pp);
             char name[64];
             snprintf(name, sizeof name, "set-params-%s", prm.name);
             emit(name);
@@ -268,15 +297,10 @@ static void request_seeds(void)
         /* an entity parameter, and parameters at creation */
         Robosim__V1__EntitySpec *es = spec->entities[0];
         if (es->n_params) {
-            Robosim__V1__Param prm = ROBOSIM__V1__PARAM__INIT, *pp = &prm;
-            prm.entity = es->name;
-            prm.name = es->params[0]->name;
-            prm.n_values = es->params[0]->n_values;
-            prm.values = es->params[0]->values;
-            REQ(rq, set_params, SET_PARAMS, SetParams, ROBOSIM__V1__SET_PARAMS__INIT);
-            rq_op.n_params = 1;
-            rq_op.params = &pp;
-            add(&rq, 1);
+            Robosim__V1__Param prm = param_of(es->name, es->params[0]->name,
+                                              es->params[0]->n_values, es->params[0]->values),
+                               *pp = &prm;
+            add_set_params(&pp);
             REQ(cq, create_world, CREATE_WORLD, CreateWorld, ROBOSIM__V1__CREATE_WORLD__INIT);
             cq_op.preset = "finger";
             cq_op.n_params = 1;
@@ -294,10 +318,7 @@ static void request_seeds(void)
         rq_op.times = t;
         rq_op.values = v;
         add(&rq, 1);
-        REQ(sq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq_op.duration = 0.05;
-        sq_op.length_case = ROBOSIM__V1__STEP__LENGTH_DURATION;
-        add(&sq, 1);
+        add_step(0, 0.05);
         emit("set-schedule-step");
     }
     REQ(spq, get_spec, GET_SPEC, GetSpec, ROBOSIM__V1__GET_SPEC__INIT);
@@ -319,10 +340,7 @@ static void request_seeds(void)
         wq_op.n_query = 4;
         wq_op.query = q;
         add(&wq, 1);
-        REQ(sq, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq_op.steps = 3;
-        sq_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        add(&sq, 1);
+        add_step(3, 0);
         char file[64];
         snprintf(file, sizeof file, "target-workspace-%s", name);
         emit(file);
@@ -399,10 +417,7 @@ static void request_seeds(void)
         wq_op.n_values = 3;
         wq_op.values = w;
         add(&wq, 1);
-        REQ(sq1, step, STEP, Step, ROBOSIM__V1__STEP__INIT);
-        sq1_op.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-        sq1_op.steps = 2;
-        add(&sq1, 1);
+        add_step(2, 0);
         emit("wrench-step");
     }
     /* batches: items and arrays, over world 1 and a fork */

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 enum {
     SEQ_CREATE,      /* arg: preset (finger with control_dt 0.0123, or mobile_manipulator) */
@@ -127,10 +128,21 @@ static inline Robosim__V1__Response *seq_send(seq_ctx_t *c, Robosim__V1__Request
     return rp;
 }
 
+/* Send msg as the request operation op_case (its oneof member, set through the descriptor). */
+static inline Robosim__V1__Response *seq_send_op(seq_ctx_t *c, Robosim__V1__Request__OpCase op_case,
+                                                 const ProtobufCMessage *msg, uint64_t world)
+{
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    const ProtobufCFieldDescriptor *f =
+        protobuf_c_message_descriptor_get_field(&robosim__v1__request__descriptor, op_case);
+    rq.op_case = op_case;
+    memcpy((char *)&rq + f->offset, &msg, sizeof msg);
+    return seq_send(c, &rq, world);
+}
+
 /* Apply one operation. */
 static inline void seq_apply(seq_ctx_t *c, uint8_t op, uint8_t arg)
 {
-    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
     uint64_t world = seq_world(c, arg);
     double dts[] = {0.0123, 0.02, 0.01, 0.005};
     Robosim__V1__Param param = ROBOSIM__V1__PARAM__INIT, *pp = &param;
@@ -141,55 +153,43 @@ static inline void seq_apply(seq_ctx_t *c, uint8_t op, uint8_t arg)
     switch (op % SEQ_NOPS) {
     case SEQ_CREATE: {
         Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
-        rq.create_world = &cw;
         cw.preset = arg % 4 == 3 ? "mobile_manipulator" : "finger";
         if (arg % 4 != 3) {
             cw.n_params = 1;
             cw.params = &pp;
         }
-        rp = seq_send(c, &rq, 0);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_CREATE_WORLD, &cw.base, 0);
         break;
     }
     case SEQ_STEP: {
         Robosim__V1__Step sp = ROBOSIM__V1__STEP__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
-        rq.step = &sp;
         sp.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
         sp.steps = 1 + (arg >> 4) % 3;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_STEP, &sp.base, world);
         break;
     }
     case SEQ_SET_PARAMS: {
         Robosim__V1__SetParams sp = ROBOSIM__V1__SET_PARAMS__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_SET_PARAMS;
-        rq.set_params = &sp;
         sp.n_params = 1;
         sp.params = &pp;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_SET_PARAMS, &sp.base, world);
         break;
     }
     case SEQ_LOAD_SPEC: {
         Robosim__V1__LoadMotionSpec lm = ROBOSIM__V1__LOAD_MOTION_SPEC__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_LOAD_MOTION_SPEC;
-        rq.load_motion_spec = &lm;
         lm.document = (arg & 16) && c->spec ? c->spec : c->junk;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_LOAD_MOTION_SPEC, &lm.base, world);
         break;
     }
     case SEQ_FORK: {
         Robosim__V1__ForkWorld fw = ROBOSIM__V1__FORK_WORLD__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_FORK_WORLD;
-        rq.fork_world = &fw;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_FORK_WORLD, &fw.base, world);
         break;
     }
     case SEQ_SNAPSHOT: {
         Robosim__V1__GetState gs = ROBOSIM__V1__GET_STATE__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_GET_STATE;
-        rq.get_state = &gs;
         gs.snapshot = 1;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_GET_STATE, &gs.base, world);
         if (rp && rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_GET_STATE &&
             rp->get_state->snapshot.len) {
             uint8_t *keep = malloc(rp->get_state->snapshot.len);
@@ -204,37 +204,29 @@ static inline void seq_apply(seq_ctx_t *c, uint8_t op, uint8_t arg)
     }
     case SEQ_SET_STATE: {
         Robosim__V1__SetState ss = ROBOSIM__V1__SET_STATE__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_SET_STATE;
-        rq.set_state = &ss;
         ss.snapshot.data = c->snap;
         ss.snapshot.len = c->snap_len;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_SET_STATE, &ss.base, world);
         break;
     }
     case SEQ_RESET: {
         Robosim__V1__Reset r = ROBOSIM__V1__RESET__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_RESET;
-        rq.reset = &r;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_RESET, &r.base, world);
         break;
     }
     case SEQ_DESTROY: {
         Robosim__V1__DestroyWorld d = ROBOSIM__V1__DESTROY_WORLD__INIT;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD;
-        rq.destroy_world = &d;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD, &d.base, world);
         break;
     }
     case SEQ_WRENCH: {
         Robosim__V1__ApplyWrench aw = ROBOSIM__V1__APPLY_WRENCH__INIT;
         double v = 50.0;
-        rq.op_case = ROBOSIM__V1__REQUEST__OP_APPLY_WRENCH;
-        rq.apply_wrench = &aw;
         aw.entity = "finger";
         aw.body = "finger";
         aw.n_values = 1;
         aw.values = &v;
-        rp = seq_send(c, &rq, world);
+        rp = seq_send_op(c, ROBOSIM__V1__REQUEST__OP_APPLY_WRENCH, &aw.base, world);
         break;
     }
     }

@@ -7,6 +7,7 @@
 
 #include "rs_test.h"
 #include "server_proc.h"
+#include "timing.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -15,19 +16,6 @@
 
 #define PROBE_EVERY 0.005 /* s between probes */
 #define PROBE_MAX 4000    /* probes kept at most */
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
 {
@@ -124,6 +112,20 @@ static long long steps_done(const char *message, unsigned long long asked)
     while (p > message && p[-1] >= '0' && p[-1] <= '9')
         p--;
     return p < at ? atoll(p) : -1;
+}
+
+/* Send rq with id rid on world `world` (0: none) on a raw DEALER (pipelined requests). */
+static void send_request(void *sock, Robosim__V1__Request *rq, uint64_t rid, uint64_t world)
+{
+    rq->id = rid;
+    rq->world_id = world;
+    size_t n = robosim__v1__request__get_packed_size(rq);
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf)
+        return;
+    robosim__v1__request__pack(rq, buf);
+    zmq_send(sock, buf, n, 0);
+    free(buf);
 }
 
 /* The next Response on a raw DEALER (pipelined requests), or NULL. */

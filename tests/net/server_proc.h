@@ -2,6 +2,8 @@
 #ifndef RS_SERVER_PROC_H
 #define RS_SERVER_PROC_H
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,17 @@ typedef struct server_proc {
     pid_t pid;
     char endpoint[64];
 } server_proc_t;
+
+/* The robosim-server binary a test is given as its argument (argv[1]); without one, a usage line
+ * on stderr and exit status 2. */
+static inline const char *server_arg(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
+        exit(2);
+    }
+    return argv[1];
+}
 
 /* A loopback TCP port nobody listens on right now. */
 static int free_port(void)
@@ -91,6 +104,17 @@ static inline int server_start(server_proc_t *sp, const char *binary, const char
     return server_start_with(sp, binary, extra, NULL);
 }
 
+/* server_start, or a test that cannot start its server stops here (exit status 1, the reason on
+ * stderr). */
+static inline void server_start_or_exit(server_proc_t *sp, const char *binary,
+                                        const char *const *extra)
+{
+    if (server_start(sp, binary, extra) != 0) {
+        fprintf(stderr, "%s did not start\n", binary);
+        exit(1);
+    }
+}
+
 /* A client of `endpoint` (timeout_ms per reply); a test that cannot connect stops here (exit
  * status 1, the reason on stderr). */
 static inline rsc_client_t *client_of(const char *endpoint, int timeout_ms)
@@ -129,6 +153,70 @@ static int server_stop(server_proc_t *sp)
     kill(sp->pid, SIGKILL);
     waitpid(sp->pid, NULL, 0);
     sp->pid = -1;
+    return -1;
+}
+
+/* Remove the flat folder dir (a test's state dir): its files, then itself. */
+static inline void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    while (d && (de = readdir(d))) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (de->d_name[0] != '.')
+            unlink(path);
+    }
+    if (d)
+        closedir(d);
+    rmdir(dir);
+}
+
+/* Run argv (NULL-terminated), its stdout (and with `with_stderr` its stderr; else stderr is
+ * dropped) into out[n]; returns its exit status (-1 if it did not exit normally within 10 s). */
+static inline int run_capture(const char *const *argv, char *out, size_t n, int with_stderr)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fd[1], 1);
+        if (with_stderr) {
+            dup2(fd[1], 2);
+        } else {
+            int null = open("/dev/null", O_WRONLY);
+            dup2(null, 2);
+        }
+        close(fd[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    /* read while it runs: a process that does not exit (a server that started) must not
+     * block the test */
+    fcntl(fd[0], F_SETFL, O_NONBLOCK);
+    size_t used = 0;
+    ssize_t r;
+    int status, exited = 0;
+    for (int i = 0; i < 1000 && !exited; i++) {
+        while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
+            used += (size_t)r;
+        if (waitpid(pid, &status, WNOHANG) == pid) {
+            exited = 1;
+            break;
+        }
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
+        used += (size_t)r;
+    out[used] = '\0';
+    close(fd[0]);
+    if (exited)
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
     return -1;
 }
 

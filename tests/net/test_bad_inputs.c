@@ -840,10 +840,7 @@ static ProtobufCBinaryData snapshot(uint64_t id)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_bad_inputs PATH/robosim-server\n");
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     char maxmsg[32], maxbatch[32], maxsteps[32];
     snprintf(maxmsg, sizeof maxmsg, "%d", MAX_MESSAGE);
     snprintf(maxbatch, sizeof maxbatch, "%d", MAX_BATCH);
@@ -851,7 +848,7 @@ int main(int argc, char **argv)
     const char *extra[] = {"--controller-token", TOKEN, "--max-message-size", maxmsg,
                            "--max-batch", maxbatch, "--max-steps-per-request", maxsteps,
                            "--max-worlds", "8", NULL};
-    if (server_start(&server, argv[1], extra) != 0) {
+    if (server_start(&server, binary, extra) != 0) {
         fprintf(stderr, "server did not start\n");
         return 1;
     }

@@ -46,19 +46,38 @@ static double force(int i, int r)
     return (r + i) % 5 == 4 ? -8.0 : 15.0 + 3.0 * (double)((i * 7 + r * 3) % 11);
 }
 
+/* nb pairs of finger worlds, a[i] and b[i] both seeded seed0 + i: one of each pair stepped in a
+ * batch, the other one by one. */
+static void create_twins(rsc_client_t *c, int nb, uint64_t seed0, uint64_t **a, uint64_t **b)
+{
+    rsc_error_t err;
+    *a = calloc((size_t)nb, sizeof **a);
+    *b = calloc((size_t)nb, sizeof **b);
+    for (int i = 0; i < nb; i++) {
+        int rc = rsc_create_world(c, "finger", NULL, 0, seed0 + (uint64_t)i, &(*a)[i], &err);
+        rc |= rsc_create_world(c, "finger", NULL, 0, seed0 + (uint64_t)i, &(*b)[i], &err);
+        CHECK(rc == 0, "create pair %d: %s", i, err.message);
+    }
+}
+
+/* Destroy and free create_twins' worlds. */
+static void destroy_twins(rsc_client_t *c, int nb, uint64_t *a, uint64_t *b)
+{
+    rsc_error_t err;
+    for (int i = 0; i < nb; i++) {
+        rsc_destroy_world(c, a[i], &err);
+        rsc_destroy_world(c, b[i], &err);
+    }
+    free(a);
+    free(b);
+}
+
 static void batch_equals_one_by_one(const char *endpoint, int server, int bi, int nb)
 {
     rsc_error_t err;
-    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        return;
-    uint64_t *a = calloc((size_t)nb, sizeof *a), *b = calloc((size_t)nb, sizeof *b);
-    for (int i = 0; i < nb; i++) {
-        int rc = rsc_create_world(c, "finger", NULL, 0, (uint64_t)(1000 + i), &a[i], &err);
-        rc |= rsc_create_world(c, "finger", NULL, 0, (uint64_t)(1000 + i), &b[i], &err);
-        CHECK(rc == 0, "create pair %d: %s", i, err.message);
-    }
+    rsc_client_t *c = client_of(endpoint, 20000);
+    uint64_t *a, *b;
+    create_twins(c, nb, 1000, &a, &b);
     rsc_batch_item_t *items = calloc((size_t)nb, sizeof *items);
     rsc_command_t *cmds = calloc((size_t)nb, sizeof *cmds);
     double *f = calloc((size_t)nb, sizeof *f);
@@ -99,12 +118,7 @@ static void batch_equals_one_by_one(const char *endpoint, int server, int bi, in
     CHECK(item_errors == 0 && mismatches == 0,
           "server %d, batch %d: %d item errors, %d states differ from one-by-one stepping", server,
           nb, item_errors, mismatches);
-    for (int i = 0; i < nb; i++) {
-        rsc_destroy_world(c, a[i], &err);
-        rsc_destroy_world(c, b[i], &err);
-    }
-    free(a);
-    free(b);
+    destroy_twins(c, nb, a, b);
     free(items);
     free(cmds);
     free(f);
@@ -241,17 +255,10 @@ static int row_is_state(const Robosim__V1__BatchArraysReply *a, size_t i,
 static void arrays_equal_one_by_one(const char *endpoint, int nb)
 {
     rsc_error_t err;
-    rsc_client_t *c = rsc_connect(endpoint, 20000, &err);
-    CHECK(c != NULL, "connect: %s", err.message);
-    if (!c)
-        return;
-    uint64_t *a = calloc((size_t)nb, sizeof *a), *b = calloc((size_t)nb, sizeof *b);
+    rsc_client_t *c = client_of(endpoint, 20000);
+    uint64_t *a, *b;
+    create_twins(c, nb, 7000, &a, &b);
     double *f = calloc((size_t)nb, sizeof *f);
-    for (int i = 0; i < nb; i++) {
-        int rc = rsc_create_world(c, "finger", NULL, 0, (uint64_t)(7000 + i), &a[i], &err);
-        rc |= rsc_create_world(c, "finger", NULL, 0, (uint64_t)(7000 + i), &b[i], &err);
-        CHECK(rc == 0, "create pair %d: %s", i, err.message);
-    }
     int mismatches = 0, failed = 0, events = 0;
     for (int r = 0; r < ROUNDS; r++) {
         uint32_t steps = (uint32_t)(10 * (1 + r % 3)); /* long enough to touch */
@@ -285,12 +292,7 @@ static void arrays_equal_one_by_one(const char *endpoint, int nb)
           failed, mismatches);
     if (nb >= 16)
         CHECK(events > 0, "the arrays batch of %d saw contact events (%d)", nb, events);
-    for (int i = 0; i < nb; i++) {
-        rsc_destroy_world(c, a[i], &err);
-        rsc_destroy_world(c, b[i], &err);
-    }
-    free(a);
-    free(b);
+    destroy_twins(c, nb, a, b);
     free(f);
     rsc_close(&c);
 }
@@ -590,10 +592,7 @@ static void items_with_parts(const char *endpoint)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     static const int sizes[] = {1, 16, MAX_B};
     for (int server = 0; server < 2; server++) {
         const char *threads = server ? "2" : "1";
@@ -601,7 +600,7 @@ int main(int argc, char **argv)
                                "--max-worlds-per-client", "0", "--max-worlds-share", "1",
                                "--no-world", NULL};
         server_proc_t sp;
-        CHECK(server_start(&sp, argv[1], extra) == 0, "server with --threads %s", threads);
+        CHECK(server_start(&sp, binary, extra) == 0, "server with --threads %s", threads);
         if (sp.pid <= 0)
             return rs_test_done("test_batch");
         for (int bi = 0; bi < 3; bi++) {
@@ -638,7 +637,7 @@ int main(int argc, char **argv)
 
     const char *extra[] = {"--max-batch", "8", NULL};
     server_proc_t sp;
-    CHECK(server_start(&sp, argv[1], extra) == 0, "server with --max-batch 8");
+    CHECK(server_start(&sp, binary, extra) == 0, "server with --max-batch 8");
     if (sp.pid > 0) {
         errors_per_item(sp.endpoint);
         arrays_errors(sp.endpoint);

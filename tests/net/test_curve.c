@@ -23,54 +23,6 @@ static char dir[64], cli_bin[512];
 static const char *server_bin;
 static server_proc_t server;
 
-/* Run argv (NULL-terminated), its stdout (and with `with_stderr` its stderr; else stderr is
- * dropped) into out[n]; returns its exit status (-1 if it did not exit normally within 10 s). */
-static int run_capture(const char *const *argv, char *out, size_t n, int with_stderr)
-{
-    int fd[2];
-    if (pipe(fd) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        if (with_stderr) {
-            dup2(fd[1], 2);
-        } else {
-            int null = open("/dev/null", O_WRONLY);
-            dup2(null, 2);
-        }
-        close(fd[0]);
-        execv(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(fd[1]);
-    /* read while it runs: a process that does not exit (a server that started) must not
-     * block the test */
-    fcntl(fd[0], F_SETFL, O_NONBLOCK);
-    size_t used = 0;
-    ssize_t r;
-    int status, exited = 0;
-    for (int i = 0; i < 1000 && !exited; i++) {
-        while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
-            used += (size_t)r;
-        if (waitpid(pid, &status, WNOHANG) == pid) {
-            exited = 1;
-            break;
-        }
-        struct timespec ts = {0, 10 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-    while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
-        used += (size_t)r;
-    out[used] = '\0';
-    close(fd[0]);
-    if (exited)
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-}
-
 static int run(const char *const *argv, char *out, size_t n)
 {
     return run_capture(argv, out, n, 1);
@@ -525,13 +477,10 @@ static void quotas_by_key(const char *server_pub, const char *auth, const char *
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_curve PATH/robosim-server\n");
-        return 2;
-    }
-    server_bin = argv[1];
+    const char *binary = server_arg(argc, argv);
+    server_bin = binary;
     char copy[512];
-    snprintf(copy, sizeof copy, "%s", argv[1]);
+    snprintf(copy, sizeof copy, "%s", binary);
     snprintf(cli_bin, sizeof cli_bin, "%s/robosim-cli", dirname(copy));
     snprintf(dir, sizeof dir, "/tmp/robosim-curve-XXXXXX");
     if (!mkdtemp(dir)) {

@@ -16,6 +16,7 @@
  *   - a client cannot raise a world's stream rate past --stream-max-hz: CreateWorld and
  *     SetParams asking for more are OUT_OF_RANGE, and a world carrying a larger one (a
  *     snapshot's) publishes at the server's rate. */
+#include "inproc_server.h"
 #include "rs_test.h"
 #include "server_internal.h"
 #include "server_proc.h"
@@ -143,14 +144,20 @@ static void step(rsc_client_t *c, uint64_t id, int n)
         CHECK(rsc_step(c, id, 1, 0, NULL, 0, NULL, &err) == 0, "step: %s", err.message);
 }
 
+/* The server started with extra, and a client of it; NULL (a failed check) if it did not start. */
+static rsc_client_t *started_client(server_proc_t *sp, const char *binary, const char *const *extra)
+{
+    CHECK(server_start(sp, binary, extra) == 0, "server did not start");
+    return sp->pid > 0 ? client_of(sp->endpoint, 5000) : NULL;
+}
+
 static void late_joiner_sees_everything(const char *binary)
 {
     server_proc_t sp;
     const char *extra[] = {"--stream-max-hz", "1000000", "--no-world", NULL};
-    CHECK(server_start(&sp, binary, extra) == 0, "server did not start");
-    if (sp.pid <= 0)
+    rsc_client_t *c = started_client(&sp, binary, extra);
+    if (!c)
         return;
-    rsc_client_t *c = client_of(sp.endpoint, 5000);
     char *ep = stream_of(c);
     rsc_error_t err;
     uint64_t id = 0;
@@ -255,10 +262,9 @@ static void bounds_reported_as_dropped(const char *binary)
     server_proc_t sp;
     const char *extra[] = {"--stream-max-hz", "1000000", "--no-world", "--history-frames", "100",
                            "--history-seconds", "1", NULL};
-    CHECK(server_start(&sp, binary, extra) == 0, "server did not start");
-    if (sp.pid <= 0)
+    rsc_client_t *c = started_client(&sp, binary, extra);
+    if (!c)
         return;
-    rsc_client_t *c = client_of(sp.endpoint, 5000);
     rsc_error_t err;
     uint64_t id = 0;
     rsc_create_world(c, "diff_drive", NULL, 0, 1, &id, &err);
@@ -287,10 +293,9 @@ static void bounds_reported_as_dropped(const char *binary)
     CHECK(server_stop(&sp) == 0, "server exits 0");
 
     const char *off[] = {"--history-frames", "0", NULL};
-    CHECK(server_start(&sp, binary, off) == 0, "server did not start");
-    if (sp.pid <= 0)
+    c = started_client(&sp, binary, off);
+    if (!c)
         return;
-    c = client_of(sp.endpoint, 5000);
     CHECK(!get_history(c, 1, 1, 0, &code, &keep) && code == CODE(FAILED_PRECONDITION),
           "--history-frames 0: FAILED_PRECONDITION (%d)", code);
     rsc_free(keep);
@@ -312,10 +317,7 @@ static void memory_bound(void)
         cfg.stream_endpoint = "inproc://history-test";
         cfg.stream_max_hz = 1e6;
         cfg.history_frames = 200;
-        rs_status_t st;
-        rs_status_clear(&st);
-        rs_server_t *s = rs_server_new(&cfg, &st);
-        CHECK(s != NULL, "in-process server: %s", st.message);
+        rs_server_t *s = inproc_server(&cfg);
         if (!s)
             continue;
         world_slot_t *w = &s->worlds[0];
@@ -495,10 +497,9 @@ static void rate_capped(const char *binary)
 {
     server_proc_t sp;
     const char *extra[] = {"--stream-max-hz", "100", "--no-world", NULL};
-    CHECK(server_start(&sp, binary, extra) == 0, "server did not start");
-    if (sp.pid <= 0)
+    rsc_client_t *c = started_client(&sp, binary, extra);
+    if (!c)
         return;
-    rsc_client_t *c = client_of(sp.endpoint, 5000);
     rsc_error_t err;
     uint64_t id = 0;
     double fast[] = {1e6}, slower[] = {50}, same[] = {0};
@@ -530,14 +531,12 @@ static void rate_capped(const char *binary)
     cfg.threads = 1;
     cfg.stream_endpoint = "inproc://rate-stream";
     cfg.stream_max_hz = 2;
-    rs_status_t st;
-    rs_status_clear(&st);
-    rs_server_t *s = rs_server_new(&cfg, &st);
-    CHECK(s != NULL, "in-process server: %s", st.message);
+    rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
     world_slot_t *w = &s->worlds[0];
     rs_param_t wp = {"", "stream_max_hz", fast, 1};
+    rs_status_t st;
     CHECK(rs_world_set_params(w->world, &wp, 1, &st) == 0, "set the world's rate: %s",
           st.message);
     size_t n;
@@ -557,16 +556,13 @@ static void rate_capped(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     zctx = zmq_ctx_new();
     memory_bound();
-    late_joiner_sees_everything(argv[1]);
-    bounds_reported_as_dropped(argv[1]);
-    bounded_in_bytes(argv[1]);
-    rate_capped(argv[1]);
+    late_joiner_sees_everything(binary);
+    bounds_reported_as_dropped(binary);
+    bounded_in_bytes(binary);
+    rate_capped(binary);
     zmq_ctx_term(zctx);
     return rs_test_done("test_history");
 }

@@ -98,12 +98,9 @@ static void every_op(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     names();
-    CHECK(server_start(&server, argv[1], NULL) == 0, "server did not start on %s",
+    CHECK(server_start(&server, binary, NULL) == 0, "server did not start on %s",
           server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_ops_by_name");

@@ -6,6 +6,7 @@
  * files included. The dir is refused unless it is the server user's and writable by it alone;
  * a junk name cannot wrap the id counter, a file whose id is not its name's is set aside, a
  * FIFO is skipped, and a link planted as a temporary file is not followed. */
+#include "core/snapshot_bytes.h"
 #include "rs_codec.h"
 #include "rs_snapshot.h"
 #include "rs_task.h"
@@ -226,41 +227,7 @@ static int run_server(const char *const *extra, char *out, size_t n)
     for (int i = 0; extra[i] && argc < 23; i++)
         argv[argc++] = extra[i];
     argv[argc] = NULL;
-    int fd[2];
-    if (pipe(fd) != 0)
-        return -1;
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 1);
-        dup2(fd[1], 2);
-        close(fd[0]);
-        execv(binary, (char *const *)argv);
-        _exit(127);
-    }
-    close(fd[1]);
-    fcntl(fd[0], F_SETFL, O_NONBLOCK);
-    size_t used = 0;
-    int status = -1, done = 0;
-    for (int i = 0; i < 1000 && !done; i++) {
-        ssize_t r;
-        while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
-            used += (size_t)r;
-        if (waitpid(pid, &status, WNOHANG) == pid)
-            done = 1;
-        else
-            nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
-    }
-    ssize_t r;
-    while (used + 1 < n && (r = read(fd[0], out + used, n - 1 - used)) > 0)
-        used += (size_t)r;
-    out[used] = '\0';
-    close(fd[0]);
-    if (!done) {
-        kill(pid, SIGKILL);
-        waitpid(pid, NULL, 0);
-        return -1;
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return run_capture(argv, out, n, 1);
 }
 
 static void make_dir(char *dir, size_t n, const char *base, const char *name)
@@ -380,9 +347,7 @@ static void id_name_mismatch(const char *base)
     CHECK(len > 32, "%s written", name);
     for (int i = 0; i < 8; i++) /* the id field: 5000, and the checksum to match */
         buf[16 + i] = (uint8_t)((uint64_t)5000 >> (8 * i));
-    uint64_t h = rs_snapshot_checksum(buf, len - 8);
-    for (int i = 0; i < 8; i++)
-        buf[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    reseal(buf, len);
     spew(dir, name, buf, len);
     free(buf);
     CHECK(start_on(dir, nw) == 0, "restart");
@@ -470,9 +435,7 @@ static void restored_owner(const char *base)
     memmove(buf + owner_at, buf + owner_at + owner_len, len - owner_at - owner_len);
     len -= owner_len;
     buf[8] = 1;
-    uint64_t h = rs_snapshot_checksum(buf, len - 8);
-    for (int i = 0; i < 8; i++)
-        buf[len - 8 + i] = (uint8_t)(h >> (8 * i));
+    reseal(buf, len);
     spew(dir, name, buf, len);
     free(buf);
 
@@ -504,11 +467,7 @@ static void restored_owner(const char *base)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_persist PATH/robosim-server\n");
-        return 2;
-    }
-    binary = argv[1];
+    binary = server_arg(argc, argv);
     char base[] = "/tmp/robosim-persist-XXXXXX";
     if (!mkdtemp(base)) {
         perror("mkdtemp");

@@ -7,6 +7,7 @@
  *     was (the server keeps at most 8 MiB of arena between requests, and ZeroMQ its buffers).
  * The first part runs in-process through rs_server_handle, the second against a real server. */
 #include "rs_server.h"
+#include "inproc_server.h"
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -50,16 +51,10 @@ static int handle_patched(rs_server_t *s, Robosim__V1__Request *rq, const char *
 static void strings_with_nul(void)
 {
     rs_server_config_t cfg;
-    rs_server_config_defaults(&cfg);
-    cfg.bind = NULL;
-    cfg.default_preset = NULL;
-    cfg.threads = 1;
+    inproc_config(&cfg);
     cfg.snapshot_key_set = 1;
     memset(cfg.snapshot_key, 7, sizeof cfg.snapshot_key);
-    rs_status_t st;
-    rs_status_clear(&st);
-    rs_server_t *s = rs_server_new(&cfg, &st);
-    CHECK(s != NULL, "in-process server: %s", st.message);
+    rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
     char msg[512];
@@ -119,13 +114,8 @@ static void strings_with_nul(void)
 static void lean_batch_fits(void)
 {
     rs_server_config_t cfg;
-    rs_server_config_defaults(&cfg);
-    cfg.bind = NULL;
-    cfg.default_preset = NULL;
-    cfg.threads = 1;
-    rs_status_t st;
-    rs_server_t *s = rs_server_new(&cfg, &st);
-    CHECK(s != NULL, "in-process server: %s", st.message);
+    inproc_config(&cfg);
+    rs_server_t *s = inproc_server(&cfg);
     if (!s)
         return;
     enum { N = 4096 };
@@ -238,12 +228,9 @@ static void decode_budget(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s ROBOSIM_SERVER\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     strings_with_nul();
     lean_batch_fits();
-    decode_budget(argv[1]);
+    decode_budget(binary);
     return rs_test_done("test_request_limits");
 }

@@ -303,11 +303,8 @@ static void workshop(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
-    CHECK(server_start(&server, argv[1], NULL) == 0, "server did not start on %s", server.endpoint);
+    const char *binary = server_arg(argc, argv);
+    CHECK(server_start(&server, binary, NULL) == 0, "server did not start on %s", server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_robots_net");
     c = rsc_connect(server.endpoint, 5000, &err);

@@ -225,18 +225,15 @@ static void default_world_with_token(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     const char *extra[] = {"--lease", "1", NULL};
-    CHECK(server_start(&server, argv[1], extra) == 0, "server did not start on %s",
+    CHECK(server_start(&server, binary, extra) == 0, "server did not start on %s",
           server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_roles");
     tokens_and_lease();
     default_world_claimable();
     CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
-    default_world_with_token(argv[1]);
+    default_world_with_token(binary);
     return rs_test_done("test_roles");
 }

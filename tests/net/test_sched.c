@@ -475,14 +475,10 @@ static void send_step(void *sock, uint64_t rid, uint64_t world, const char *toke
     Robosim__V1__Step s = ROBOSIM__V1__STEP__INIT;
     s.steps = steps;
     s.length_case = ROBOSIM__V1__STEP__LENGTH_STEPS;
-    rq.id = rid;
-    rq.world_id = world;
     rq.token = (char *)token;
     rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
     rq.step = &s;
-    uint8_t buf[256];
-    size_t n = robosim__v1__request__pack(&rq, buf);
-    zmq_send(sock, buf, n, 0);
+    send_request(sock, &rq, rid, world);
 }
 
 
@@ -491,13 +487,9 @@ static void send_get_state(void *sock, uint64_t rid, uint64_t world)
 {
     Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
     Robosim__V1__GetState g = ROBOSIM__V1__GET_STATE__INIT;
-    rq.id = rid;
-    rq.world_id = world;
     rq.op_case = ROBOSIM__V1__REQUEST__OP_GET_STATE;
     rq.get_state = &g;
-    uint8_t buf[256];
-    size_t n = robosim__v1__request__pack(&rq, buf);
-    zmq_send(sock, buf, n, 0);
+    send_request(sock, &rq, rid, world);
 }
 
 /* 4b. A world's own requests stay in order behind its sliced Step (pipelined on one DEALER:
@@ -734,11 +726,7 @@ static void test_ttl(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: test_sched PATH/robosim-server\n");
-        return 2;
-    }
-    binary = argv[1];
+    binary = server_arg(argc, argv);
     test_latency_and_stop();
     test_slicing_exact();
     test_batch_slices();

@@ -278,11 +278,7 @@ static void state_dir_refused(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
-    binary = argv[1];
+    binary = server_arg(argc, argv);
     worlds_and_bits();
     limits();
     stream();

@@ -5,6 +5,7 @@
  * server's MAC: any change, a forged snapshot with a recomputed checksum, or one from a server
  * with another key is UNAUTHENTICATED; servers sharing --snapshot-key-file restore each
  * other's. */
+#include "core/snapshot_bytes.h"
 #include "rs_snapshot.h"
 #include "rs_test.h"
 #include "server_proc.h"
@@ -233,9 +234,7 @@ static void bad_snapshots(void)
         size_t core = n - 32;
         memcpy(b, good->snapshot.data, n);
         b[core / 2] ^= 0x01;
-        uint64_t h = rs_snapshot_checksum(b, core - 8);
-        for (int k = 0; k < 8; k++)
-            b[core - 8 + k] = (uint8_t)(h >> (8 * k));
+        reseal(b, core);
         int rc = rsc_set_state(c, id, b, n, NULL, &err);
         CHECK(rc == CODE(UNAUTHENTICATED), "forged bytes with a recomputed checksum: %d %s", rc,
               err.message);
@@ -400,11 +399,8 @@ static void fork_limit(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
-    CHECK(server_start(&server, argv[1], NULL) == 0, "server did not start on %s",
+    const char *binary = server_arg(argc, argv);
+    CHECK(server_start(&server, binary, NULL) == 0, "server did not start on %s",
           server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_snapshot_net");
@@ -418,7 +414,7 @@ int main(int argc, char **argv)
     rsc_close(&c);
     bad_snapshots();
     CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
-    fork_limit(argv[1]);
-    shared_keys(argv[1]);
+    fork_limit(binary);
+    shared_keys(binary);
     return rs_test_done("test_snapshot_net");
 }

@@ -20,7 +20,6 @@
 #define PROBE_TEST_NAME "test_stalls"
 #include "probe.h"
 
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -239,17 +238,7 @@ static void test_restored(void)
     stop_inside_step(&sp, id, token, "a restored world's slow control step");
 
     /* the state dir goes */
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (de->d_name[0] != '.')
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
+    remove_dir(dir);
 }
 
 /* ---- b. a world fast until a knot makes its next control step slow ---------------------- */
@@ -401,13 +390,9 @@ static void send_monte_carlo(void *sock, uint64_t rid, uint64_t world, uint32_t 
     mc.samplers = samplers;
     mc.n_returns = 1;
     mc.returns = returns;
-    rq.id = rid;
-    rq.world_id = world;
     rq.op_case = ROBOSIM__V1__REQUEST__OP_MONTE_CARLO;
     rq.monte_carlo = &mc;
-    uint8_t buf[512];
-    size_t n = robosim__v1__request__pack(&rq, buf);
-    zmq_send(sock, buf, n, 0);
+    send_request(sock, &rq, rid, world);
 }
 
 static void send_hello(void *sock, uint64_t rid)
@@ -416,12 +401,9 @@ static void send_hello(void *sock, uint64_t rid)
     Robosim__V1__Hello h = ROBOSIM__V1__HELLO__INIT;
     h.major = 1;
     h.minor = 1;
-    rq.id = rid;
     rq.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
     rq.hello = &h;
-    uint8_t buf[128];
-    size_t n = robosim__v1__request__pack(&rq, buf);
-    zmq_send(sock, buf, n, 0);
+    send_request(sock, &rq, rid, 0);
 }
 
 
@@ -568,17 +550,7 @@ static void test_checkpoints(void)
     rsc_close(&c);
     check_stop(&sp, "checkpoints of 24 worlds with 1 MB motion specifications");
 
-    DIR *d = opendir(dir);
-    struct dirent *de;
-    while (d && (de = readdir(d))) {
-        char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-        if (de->d_name[0] != '.')
-            unlink(path);
-    }
-    if (d)
-        closedir(d);
-    rmdir(dir);
+    remove_dir(dir);
 }
 
 int main(int argc, char **argv)

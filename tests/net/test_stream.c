@@ -305,12 +305,9 @@ static void no_stream(const char *binary)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s PATH/TO/robosim-server\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     const char *extra[] = {"--stream-max-hz", "1000", NULL};
-    CHECK(server_start(&server, argv[1], extra) == 0, "server did not start on %s",
+    CHECK(server_start(&server, binary, extra) == 0, "server did not start on %s",
           server.endpoint);
     if (server.pid <= 0)
         return rs_test_done("test_stream");
@@ -331,6 +328,6 @@ int main(int argc, char **argv)
     subscriber_never_reads();
     CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
     zmq_ctx_term(zctx);
-    no_stream(argv[1]);
+    no_stream(binary);
     return rs_test_done("test_stream");
 }

@@ -334,26 +334,16 @@ static void declared_task_over_protocol(void)
 
 int main(int argc, char **argv)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: %s ROBOSIM_SERVER\n", argv[0]);
-        return 2;
-    }
+    const char *binary = server_arg(argc, argv);
     const char *extra[] = {"--no-world", NULL};
-    if (server_start(&server, argv[1], extra) < 0) {
-        fprintf(stderr, "server did not start\n");
-        return 1;
-    }
-    rsc_error_t err;
-    client = rsc_connect(server.endpoint, 5000, &err);
-    CHECK(client != NULL, "connect: %s", err.message);
-    if (client) {
-        hello_lists_tasks();
-        create_refusals();
-        episode_over_protocol();
-        task_world_refuses_commands();
-        declared_task_over_protocol();
-        rsc_close(&client);
-    }
+    server_start_or_exit(&server, binary, extra);
+    client = client_of(server.endpoint, 5000);
+    hello_lists_tasks();
+    create_refusals();
+    episode_over_protocol();
+    task_world_refuses_commands();
+    declared_task_over_protocol();
+    rsc_close(&client);
     CHECK(server_stop(&server) == 0, "clean stop");
     return rs_test_done("test_tasks_net");
 }

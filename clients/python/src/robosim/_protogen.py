@@ -24,10 +24,17 @@ def find_proto():
     if env:
         path = os.path.join(env, PROTO_REL)
         return path if os.path.isfile(path) else None
+    return find_upward(os.path.join("proto", PROTO_REL), os.path.isfile)
+
+
+def find_upward(rel, exists):
+    """The first path rel below the folder of this file or one of its parents (eight at most) for
+    which exists(path) holds: a file or folder of the repository checkout the package runs from;
+    None when there is none."""
     d = os.path.dirname(os.path.abspath(__file__))
     for _ in range(8):
-        path = os.path.join(d, "proto", PROTO_REL)
-        if os.path.isfile(path):
+        path = os.path.join(d, rel)
+        if exists(path):
             return path
         parent = os.path.dirname(d)
         if parent == d:

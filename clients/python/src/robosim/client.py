@@ -26,6 +26,7 @@ import zmq
 
 from . import curve
 from ._proto import pb
+from ._util import Closing
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1
@@ -373,7 +374,7 @@ def _step_msg(steps=None, duration=None, commands=None, action=None, parts=None,
 
 # ---- the client ---------------------------------------------------------------------------
 
-class Client:
+class Client(Closing):
     """A connection to one robosim-server (a ZeroMQ DEALER socket).
 
     endpoint: "tcp://host:port" (None: $ROBOSIM_ENDPOINT, else tcp://127.0.0.1:5555); with
@@ -425,18 +426,6 @@ class Client:
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
     def _request(self, op, msg, world_id=0, token=None):
         req = pb.Request(id=next(self._ids), world_id=int(world_id))

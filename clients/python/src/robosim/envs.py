@@ -53,6 +53,18 @@ SEED_RANGE = 2 ** 63 - 1
 NO_LIMIT = 10 ** 9  # the largest max_episode_steps a world takes: no truncation in practice
 
 
+def episode_params(params: Optional[dict], max_episode_steps: Optional[int],
+                   server_time_limit: bool) -> dict:
+    """A copy of a world's params with its episode limit: max_episode_steps when given, else the
+    task's own when server_time_limit, else none (NO_LIMIT)."""
+    params = dict(params or {})
+    if max_episode_steps is not None:
+        params["max_episode_steps"] = int(max_episode_steps)
+    elif not server_time_limit:
+        params["max_episode_steps"] = NO_LIMIT
+    return params
+
+
 def next_seed(rng: np.random.Generator) -> int:
     """The server seed for a reset without an explicit seed: drawn from the env's np_random, so
     a sequence of resets after one seeded reset is deterministic."""
@@ -222,11 +234,7 @@ class RobosimEnv(gym.Env):
         self.client = None
         self.world_id = None
         self._closed = False
-        params = dict(params or {})
-        if max_episode_steps is not None:
-            params["max_episode_steps"] = int(max_episode_steps)
-        elif not server_time_limit:
-            params["max_episode_steps"] = NO_LIMIT
+        params = episode_params(params, max_episode_steps, server_time_limit)
         try:
             if client is None:
                 endpoint = endpoint or env_endpoint()

@@ -29,6 +29,7 @@ import zmq
 
 from . import curve
 from ._proto import pb
+from ._util import Closing
 from .client import Client, state_dict
 from .errors import RobosimError, TimeoutError
 
@@ -42,7 +43,7 @@ def _reachable(stream, endpoint):
     return stream
 
 
-class Observer:
+class Observer(Closing):
     """Subscribe to world `world_id` (None: every world) on the server at `endpoint` (its
     request endpoint; the stream endpoint is asked with Hello) or directly at
     `stream_endpoint`. server_key and client_key_file: CurveZMQ keys as for Client (the stream
@@ -197,8 +198,3 @@ class Observer:
             self._sock.close(0)
             self._sock = None
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -17,6 +17,7 @@ import time
 import weakref
 from typing import Optional, Sequence
 
+from ._util import Closing
 from .errors import RobosimError
 
 BINARY = "robosim-server"
@@ -116,8 +117,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-class LocalServer:
-    """A robosim-server child process on 127.0.0.1. Use as a context manager or call stop()."""
+class LocalServer(Closing):
+    """A robosim-server child process on 127.0.0.1. Use as a context manager or call stop(); one
+    never closed is closed when collected (its log file too: no ResourceWarning)."""
 
     def __init__(self, binary: Optional[str] = None, args: Sequence[str] = (),
                  startup_timeout: float = 10.0, log_level: str = "warn",
@@ -202,15 +204,3 @@ class LocalServer:
         except OSError:
             pass
 
-    def __enter__(self) -> "LocalServer":
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        # the log file too: a server never closed leaves no ResourceWarning behind
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -8,22 +8,15 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from ._protogen import find_upward
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 PACKAGED = os.path.join(_HERE, "data", "specs")
 
 
 def _repository_specs() -> Optional[str]:
     """examples/specs/ of the repository this package runs from (a checkout), or None."""
-    d = _HERE
-    for _ in range(8):
-        path = os.path.join(d, "examples", "specs")
-        if os.path.isdir(path):
-            return path
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-    return None
+    return find_upward(os.path.join("examples", "specs"), os.path.isdir)
 
 
 def example_spec_names() -> list[str]:

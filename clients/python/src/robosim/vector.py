@@ -29,7 +29,7 @@ from gymnasium.vector.utils import batch_space
 from gymnasium.vector.vector_env import AutoresetMode
 
 from .client import Client, env_endpoint
-from .envs import NO_LIMIT, ActionMap, box, next_seed, space_dtype
+from .envs import ActionMap, box, episode_params, next_seed, space_dtype
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
@@ -78,11 +78,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         self.client = None
         self.world_ids = []
         self.closed = False
-        params = dict(params or {})
-        if max_episode_steps is not None:
-            params["max_episode_steps"] = int(max_episode_steps)
-        elif not server_time_limit:
-            params["max_episode_steps"] = NO_LIMIT
+        params = episode_params(params, max_episode_steps, server_time_limit)
         try:
             endpoint = endpoint or env_endpoint()
             if endpoint is None:
