@@ -1031,8 +1031,27 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                     resolve_arm(em, ed, t, x, u, k);
                     continue;
                 }
-                if (!(dir * at > 0))
+                if (!(dir * at > 0)) {
+                    /* neither sticking nor this slide: free, where the free motion leaves the
+                     * face (a pulling stick force there means it lets go); else no mode is */
+                    double an = 0.0;
+                    cf.c[k] = C_FREE, cf.dir[k] = 0.0;
+                    sys_solve(em, &S, &cf, 0, nud, NULL, NULL);
+                    for (int d = 0; d < 2; d++) {
+                        double a = S.ee[k].a0[d];
+                        for (int j = 0; j < NV; j++)
+                            a += S.ee[k].J[d][j] * nud[j];
+                        an += cf.n[k][d] * a;
+                    }
+                    if (an > 0) {
+                        onto_face(em, ed, x, k);
+                        ed->mode = mode_with(ed->mode, k, C_FREE);
+                        ed->aux[AUX_DIR_L + k] = 0.0;
+                        rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
+                        continue;
+                    }
                     ed->aux[AUX_JAM] = 1 + k;
+                }
                 if (dir != ed->aux[AUX_DIR_L + k]) { /* a reversal through rest */
                     rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
                     rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
