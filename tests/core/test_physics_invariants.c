@@ -1556,6 +1556,14 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
             accept_painleve(&r, rc, &st);
             break;
         }
+        if (rc && verbose) /* the failed step's events so far */
+            for (int i = 0; i < w->data->nevents && i < 40; i++) {
+                const rs_event_t *ev = &w->data->events[i];
+                printf("  failed-step event %s t %.17g value %.9g after", rs_event_kind_name(m, ev), ev->t, ev->value);
+                for (int j = 0; j < ev->nvalues; j++)
+                    printf(" %.9g", ev->after[j]);
+                printf("\n");
+            }
         if (rc) {
             violate(&r, "step", "rs_step at t = %.6g s: %s", r.t0, st.message);
             break;
@@ -1739,6 +1747,11 @@ static const struct regression {
     {"mobile_manipulator_passive/hybrid", 166431685345210, 1}, /* touch onto a jam, mu 1.44 */
     {"parallel_arm/hybrid", 127549682989692, 0},   /* the taut linkage's placement as work */
     {"workshop/compliant", 105030815881128, 0},    /* left a layer a root's tolerance inside */
+    {"serial_arm/hybrid", 262872951092871, 0},     /* two stops in turn: Zeno to rest */
+    {"serial_arm/hybrid", 139963093308091, 0},
+    {"parallel_arm/hybrid", 26082472769687, 0},    /* taut and slack: motion along the set */
+    {"parallel_arm/hybrid", 117263088873994, 0},   /* taut with a servo held at its stop */
+    {"parallel_arm/hybrid", 251105797287833, 0},   /* the set's drift (stabilisation) */
 };
 
 static int run_regressions(void)
