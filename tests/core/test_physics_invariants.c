@@ -37,6 +37,8 @@
 #include "contact.h"
 #include "rs_robot.h"
 
+#include <sundials/sundials_dense.h>
+
 #include <float.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -1044,34 +1046,19 @@ static void mm_check(run_t *r, int e, const double *x0, const double *x1)
  * velocity term from the end effector's path at constant nu (a fourth-order difference along the
  * base's arc and the joints' lines). No lambda >= 0 satisfies it exactly when b < 0 and a0 < 0:
  * then it is accepted, not counted as a violation. */
+/* Solve A z = b (n x n, row-major, n <= 12; b becomes z) with SUNDIALS' dense LU. */
 static int solve_small(int n, double *A, double *b)
 {
-    /* Gaussian elimination with partial pivoting on an n x n system (n <= 12) */
-    for (int c = 0; c < n; c++) {
-        int piv = c;
-        for (int i = c + 1; i < n; i++)
-            if (fabs(A[i * n + c]) > fabs(A[piv * n + c]))
-                piv = i;
-        if (!(fabs(A[piv * n + c]) > 0))
-            return -1;
-        for (int j = 0; j < n; j++) {
-            double t = A[c * n + j];
-            A[c * n + j] = A[piv * n + j], A[piv * n + j] = t;
-        }
-        double t = b[c];
-        b[c] = b[piv], b[piv] = t;
-        for (int i = c + 1; i < n; i++) {
-            double f = A[i * n + c] / A[c * n + c];
-            for (int j = c; j < n; j++)
-                A[i * n + j] -= f * A[c * n + j];
-            b[i] -= f * b[c];
-        }
+    double col[12][12], *cols[12];
+    sunindextype piv[12];
+    for (int j = 0; j < n; j++) {
+        cols[j] = col[j];
+        for (int i = 0; i < n; i++)
+            col[j][i] = A[i * n + j];
     }
-    for (int c = n - 1; c >= 0; c--) {
-        for (int j = c + 1; j < n; j++)
-            b[c] -= A[c * n + j] * b[j];
-        b[c] /= A[c * n + c];
-    }
+    if (SUNDlsMat_denseGETRF(cols, n, n, piv) != 0)
+        return -1;
+    SUNDlsMat_denseGETRS(cols, n, piv, b);
     return 0;
 }
 
