@@ -1734,6 +1734,8 @@ static const struct regression {
     {"mobile_manipulator_passive/hybrid", 166431685345210, 1}, /* touch onto a jam, mu 1.44 */
     {"parallel_arm/hybrid", 127549682989692, 0},   /* the taut linkage's placement as work */
     {"workshop/compliant", 105030815881128, 0},    /* left a layer a root's tolerance inside */
+    {"diff_drive/compliant", 139455414195559, 0},  /* held at a layer's surface by another */
+    {"diff_drive/compliant", 53077236661318, 0},
     {"serial_arm/hybrid", 262872951092871, 0},     /* two stops in turn: Zeno to rest */
     {"serial_arm/hybrid", 139963093308091, 0},
     {"parallel_arm/hybrid", 26082472769687, 0},    /* taut and slack: motion along the set */

@@ -300,7 +300,19 @@ static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             if (!fired[i])
                 continue;
             int was = inside(ed, i);
-            double before[NX] = {x[X], x[Y], x[THETA]};
+            double before[NX] = {x[X], x[Y], x[THETA]}, xdot[NX], nx, ny;
+            dd_derivs(em, ed, t, x, u, xdot); /* the command and the other layers' pushes */
+            clearance(em, x, i, &nx, &ny);
+            double out = xdot[X] * nx + xdot[Y] * ny;
+            if ((was && out < 0) || (!was && out > 0)) {
+                /* at the surface (where this layer pushes with 0) the motion takes it back the
+                 * way it came: the depth crossed 0 by the integrator's error about a steady
+                 * depth within rounding of the surface (e.g. held there by another layer's
+                 * push), not by the motion; it stays, on its side of the surface (this was the
+                 * contact / release chattering) */
+                place_at(em, x, i, pad_of(em), was ? -1 : 1);
+                continue;
+            }
             /* on the layer's boundary, on the side of the new state: its guard armed */
             place_at(em, x, i, pad_of(em), was ? 1 : -1);
             ed->aux[AUX_INSIDE] = (int)ed->aux[AUX_INSIDE] ^ (1 << i);
