@@ -1734,6 +1734,8 @@ static const struct regression {
     {"mobile_manipulator_passive/hybrid", 166431685345210, 1}, /* touch onto a jam, mu 1.44 */
     {"parallel_arm/hybrid", 127549682989692, 0},   /* the taut linkage's placement as work */
     {"workshop/compliant", 105030815881128, 0},    /* left a layer a root's tolerance inside */
+    {"mobile_manipulator_passive/hybrid", 175244593892163, 0}, /* base rolling against its */
+    {"mobile_manipulator_passive/hybrid", 1343542633895, 0},   /* speed after a touch */
     {"diff_drive/compliant", 139455414195559, 0},  /* held at a layer's surface by another */
     {"diff_drive/compliant", 53077236661318, 0},
     {"serial_arm/hybrid", 262872951092871, 0},     /* two stops in turn: Zeno to rest */

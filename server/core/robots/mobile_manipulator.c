@@ -978,6 +978,22 @@ static void touch_face(const rs_entity_model_t *em, rs_entity_data_t *ed, const 
     ed->aux[AUX_FACE_L + k] = face;
 }
 
+/* A passive base whose rolling direction an arm's impulse (a touch: the impulse moves the base
+ * too) left against its speed: the rolling friction would push it along its motion and add
+ * energy, and the rolling guard (direction times speed) would start below 0, never to fire.
+ * Resolved again from the new speed (at rest: stuck if the wheels' friction holds it). */
+static void base_after_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                               double *x, const double *u)
+{
+    if (!passive(em))
+        return;
+    for (int i = 0; i < 2; i++) {
+        double dir = ed->aux[AUX_BASE_V + i];
+        if (dir != 0.0 && !(dir * x[BV + i] > 0))
+            resolve_base(em, ed, t, x, u, i, x[BV + i] == 0.0);
+    }
+}
+
 static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, const int *fired)
 {
@@ -1064,6 +1080,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
         }
     }
+    base_after_impulse(em, ed, t, x, u);
     if (!passive(em))
         return;
     for (int i = 0; i < 2; i++) {
@@ -1120,6 +1137,7 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
                 resolve_arm(em, ed, t, x, u, k);
         }
     }
+    base_after_impulse(em, ed, t, x, u);
 }
 
 /* A jammed sliding contact (slide_compliance <= 0 where its force fell to 0): the step stops
