@@ -180,6 +180,19 @@ static void compliant_grazing(void)
             if (rc < 0)
                 break;
             most = fmax(most, pad - clearance_of(w, obst, 0));
+            /* each layer event leaves the robot on its new mode's side of the layer's surface
+             * (out on a release, in on a contact), so that the new guard starts armed */
+            for (int i = 0; i < w->data->nevents; i++) {
+                const rs_event_t *ev = &w->data->events[i];
+                const char *kind = rs_event_kind_name(w->model, ev);
+                /* in the robot's own arithmetic (rs_hypot, radii summed, padding 0.0025 + 0) */
+                double c = rs_hypot(ev->after[0] - obst[0], ev->after[1] - obst[1]) -
+                           (0.15 + ro) - (pad + 0.0);
+                if (!strcmp(kind, "release"))
+                    CHECK(c >= 0, "seed %d: released %.3g m inside the layer", 3000 + r, -c);
+                if (!strcmp(kind, "contact"))
+                    CHECK(c <= 0, "seed %d: entered %.3g m outside the layer", 3000 + r, c);
+            }
         }
         worst = fmax(worst, most / bound);
         if (most > bound * (1 + 1e-6) + 1e-12) {

@@ -37,6 +37,8 @@
 #include "contact.h"
 #include "rs_robot.h"
 
+#include <sundials/sundials_dense.h>
+
 #include <float.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -168,6 +170,7 @@ static double harmonic(double a, double b) { return a > 0 && b > 0 ? 2 * a * b /
 /* Where a check found a violation: the first one ends the run. */
 typedef struct verdict {
     int failed, step;
+    int painleve; /* ended in a reported inconsistency that the suite verified (not a failure) */
     char check[32];
     char what[400];
 } verdict_t;
@@ -1028,6 +1031,261 @@ static void mm_check(run_t *r, int e, const double *x0, const double *x1)
     }
 }
 
+/* A reported Painleve inconsistency of the mobile manipulator, verified here rather than taken
+ * from the robot: at the state where the step stopped, arm k's end effector is on its face (no
+ * normal velocity) and slides (tangential velocity v_t != 0), so sliding friction mu acts against
+ * v_t and the single-contact problem at the acceleration level is
+ *     a_n = a0 + b lambda,  lambda >= 0,  a_n >= 0,  lambda a_n = 0,
+ * a_n the end effector's acceleration away from the face, lambda the normal force, the force
+ * lambda (n - mu sgn(v_t) t). b = n . J M_c^-1 J^T (n - mu sgn(v_t) t), with the mass matrix M
+ * from this suite's own kinetic energy (mm_kinetic, polarised: M_ij = T(e_i + e_j) - T(e_i) -
+ * T(e_j)), the Jacobian J of the end effector in the generalised speeds (v, w, joint rates) by
+ * central differences of this suite's mm_ee, and M_c the system with the other constraints
+ * (a stuck base speed, the other arm's contact) held. a0 = n . (J nudot_f + (dJ/dt) nu): nudot_f
+ * the model's own accelerations with this arm free (its flow, which the energy checks test), the
+ * velocity term from the end effector's path at constant nu (a fourth-order difference along the
+ * base's arc and the joints' lines). No lambda >= 0 satisfies it exactly when b < 0 and a0 < 0:
+ * then it is accepted, not counted as a violation. */
+/* Solve A z = b (n x n, row-major, n <= 12; b becomes z) with SUNDIALS' dense LU. */
+static int solve_small(int n, double *A, double *b)
+{
+    double col[12][12], *cols[12];
+    sunindextype piv[12];
+    for (int j = 0; j < n; j++) {
+        cols[j] = col[j];
+        for (int i = 0; i < n; i++)
+            col[j][i] = A[i * n + j];
+    }
+    if (SUNDlsMat_denseGETRF(cols, n, n, piv) != 0)
+        return -1;
+    SUNDlsMat_denseGETRS(cols, n, piv, b);
+    return 0;
+}
+
+static int aux_of(const rs_robot_t *robot, const char *name)
+{
+    for (int i = 0; i < robot->naux; i++)
+        if (!strcmp(robot->aux_vars[i].name, name))
+            return i;
+    fprintf(stderr, "physics suite: robot '%s' has no aux '%s'\n", robot->kind, name);
+    abort();
+}
+
+/* The state index of generalised speed j: v, w, left qd1, qd2, right qd1, qd2. */
+static int mm_speed(int j) { return j == 0 ? M_V : j == 1 ? M_W : M_Q + 4 * ((j - 2) / 2) + 2 + j % 2; }
+
+/* The end effector k with generalised coordinate j moved by s (0: along the heading, 1: the
+ * heading, then the joints). */
+static void mm_ee_moved(const run_t *r, int e, const double *x, int k, int j, double s, double p[2])
+{
+    double y[13];
+    memcpy(y, x, sizeof y);
+    if (j == 0)
+        y[M_X] += s * cos(x[M_TH]), y[M_Y] += s * sin(x[M_TH]);
+    else if (j == 1)
+        y[M_TH] += s;
+    else
+        y[M_Q + 4 * ((j - 2) / 2) + j % 2] += s;
+    mm_ee(r, e, y, k, p);
+}
+
+/* The end effector k at time s along the motion with constant generalised speeds. */
+static void mm_ee_path(const run_t *r, int e, const double *x, int k, double s, double p[2])
+{
+    double y[13], v = x[M_V], w = x[M_W], th = x[M_TH];
+    memcpy(y, x, sizeof y);
+    y[M_TH] = th + w * s;
+    if (fabs(w * s) > 1e-9) {
+        y[M_X] += v / w * (sin(th + w * s) - sin(th));
+        y[M_Y] += v / w * (cos(th) - cos(th + w * s));
+    } else {
+        y[M_X] += v * s * cos(th + 0.5 * w * s);
+        y[M_Y] += v * s * sin(th + 0.5 * w * s);
+    }
+    for (int a = 0; a < 2; a++)
+        for (int i = 0; i < 2; i++)
+            y[M_Q + 4 * a + i] += x[M_Q + 4 * a + 2 + i] * s;
+    mm_ee(r, e, y, k, p);
+}
+
+static void mm_jacobian(const run_t *r, int e, const double *x, int k, double J[2][6])
+{
+    for (int j = 0; j < 6; j++) {
+        double h = 1e-6, pp[2], pm[2];
+        mm_ee_moved(r, e, x, k, j, h, pp);
+        mm_ee_moved(r, e, x, k, j, -h, pm);
+        for (int i = 0; i < 2; i++)
+            J[i][j] = (pp[i] - pm[i]) / (2 * h);
+    }
+}
+
+static void mm_face(int face, double n[2], double t[2])
+{
+    /* the robot's documented faces: edge n = (0, -1), t = (1, 0); side x_min n = (-1, 0), side
+     * x_max n = (1, 0), both t = (0, 1) */
+    n[0] = face == 0 ? 0 : face == 1 ? -1 : 1, n[1] = face == 0 ? -1 : 0;
+    t[0] = face == 0 ? 1 : 0, t[1] = face == 0 ? 0 : 1;
+}
+
+/* Returns 1 when the inconsistency holds at x (the entity's state), else 0 with why. */
+static int mm_painleve_holds(run_t *r, int e, const double *x, char *why, size_t nwhy)
+{
+    const rs_robot_t *robot = r->m->ent[e].robot;
+    const rs_entity_data_t *ed = &r->d->ent[e];
+    int k = (int)ed->aux[aux_of(robot, "jammed")] - 1;
+    if (k < 0 || k > 1) {
+        snprintf(why, nwhy, "no jammed arm in the robot's state");
+        return 0;
+    }
+    const char *mode = robot->mode_names[ed->mode], *comma = strchr(mode, ',');
+    char side[2][16];
+    snprintf(side[0], sizeof side[0], "%.*s", (int)(comma - mode), mode);
+    snprintf(side[1], sizeof side[1], "%s", comma + 1);
+    double mu = P("mu", 0), n[2][2], t[2][2];
+    for (int a = 0; a < 2; a++)
+        mm_face((int)ed->aux[aux_of(robot, a ? "right_face" : "left_face")], n[a], t[a]);
+    /* on the face, not moving across it, sliding */
+    double J[2][2][6], nu[6], p[2], vn = 0, vt = 0, vs = 0;
+    for (int j = 0; j < 6; j++)
+        nu[j] = x[mm_speed(j)];
+    for (int a = 0; a < 2; a++)
+        mm_jacobian(r, e, x, a, J[a]);
+    for (int j = 0; j < 6; j++) {
+        vn += (n[k][0] * J[k][0][j] + n[k][1] * J[k][1][j]) * nu[j];
+        vt += (t[k][0] * J[k][0][j] + t[k][1] * J[k][1][j]) * nu[j];
+        vs += (fabs(J[k][0][j]) + fabs(J[k][1][j])) * fabs(nu[j]);
+    }
+    mm_ee(r, e, x, k, p);
+    double gap = n[k][0] * p[0] + n[k][1] * p[1] -
+                 (n[k][1] != 0 ? -P("table_y", 0) : n[k][0] < 0 ? -P("table_x_min", 0) : P("table_x_max", 0));
+    if (fabs(gap) > 1e-9 * (1 + fabs(p[0]) + fabs(p[1])) || fabs(vn) > 1e-6 * (vs + 1e-9)) {
+        snprintf(why, nwhy, "not on the face: gap %.3g m, normal velocity %.3g m/s", gap, vn);
+        return 0;
+    }
+    int sliding = fabs(vt) > 1e-6 * (vs + 1e-9);
+    /* M by polarisation of the kinetic energy (quadratic in the speeds) */
+    double M[6][6], T1[6], y[13];
+    memcpy(y, x, sizeof y);
+    for (int j = 0; j < 6; j++)
+        y[mm_speed(j)] = 0;
+    for (int i = 0; i < 6; i++) {
+        y[mm_speed(i)] = 1;
+        T1[i] = mm_kinetic(r, e, y);
+        y[mm_speed(i)] = 0;
+    }
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            y[mm_speed(i)] = 1, y[mm_speed(j)] = 1;
+            M[i][j] = i == j ? 2 * T1[i] : mm_kinetic(r, e, y) - T1[i] - T1[j];
+            y[mm_speed(i)] = 0, y[mm_speed(j)] = 0;
+        }
+    /* the other constraints: base speeds held, the other arm's contact */
+    double G[6][6], A[6][6];
+    int m = 0, o = 1 - k;
+    memset(G, 0, sizeof G), memset(A, 0, sizeof A);
+    for (int i = 0; i < 2; i++)
+        if (P("base_mode", 0) == 0 || ed->aux[aux_of(robot, i ? "base_w_dir" : "base_v_dir")] == 0)
+            G[m][i] = A[m][i] = 1, m++;
+    if (!strcmp(side[o], "stick"))
+        for (int c = 0; c < 2; c++, m++)
+            for (int j = 0; j < 6; j++)
+                G[m][j] = A[m][j] = J[o][c][j];
+    if (!strcmp(side[o], "slide")) {
+        double od = ed->aux[aux_of(robot, o ? "right_dir" : "left_dir")];
+        for (int j = 0; j < 6; j++) {
+            A[m][j] = n[o][0] * J[o][0][j] + n[o][1] * J[o][1][j];
+            G[m][j] = (n[o][0] - mu * od * t[o][0]) * J[o][0][j] +
+                      (n[o][1] - mu * od * t[o][1]) * J[o][1][j];
+        }
+        m++;
+    }
+    /* W = [n; t] J M_c^-1 J^T [n t] from [M -G^T; A 0] (y) = (J^T f, 0), f = n, t */
+    double W[2][2], nt[2][2] = {{n[k][0], n[k][1]}, {t[k][0], t[k][1]}};
+    for (int s = 0; s < 2; s++) {
+        int nn = 6 + m;
+        double K[144] = {0}, z[12] = {0};
+        for (int i = 0; i < 6; i++) {
+            for (int j = 0; j < 6; j++)
+                K[i * nn + j] = M[i][j];
+            for (int c = 0; c < m; c++)
+                K[i * nn + 6 + c] = -G[c][i], K[(6 + c) * nn + i] = A[c][i];
+            z[i] = nt[s][0] * J[k][0][i] + nt[s][1] * J[k][1][i];
+        }
+        if (solve_small(nn, K, z)) {
+            snprintf(why, nwhy, "a singular constrained mass matrix");
+            return 0;
+        }
+        for (int a = 0; a < 2; a++) {
+            W[a][s] = 0;
+            for (int j = 0; j < 6; j++)
+                W[a][s] += (nt[a][0] * J[k][0][j] + nt[a][1] * J[k][1][j]) * z[j];
+        }
+    }
+    /* a0: the model's free flow of this arm, and the path's acceleration at constant nu */
+    rs_entity_data_t free_ed = *ed;
+    char want[40];
+    snprintf(want, sizeof want, "%s,%s", k ? side[0] : "free", k ? "free" : side[1]);
+    for (int i = 0; i < robot->nmodes; i++)
+        if (!strcmp(robot->mode_names[i], want))
+            free_ed.mode = i;
+    free_ed.aux[aux_of(robot, k ? "right_dir" : "left_dir")] = 0;
+    free_ed.aux[aux_of(robot, "jammed")] = 0;
+    double xdot[13], acc[2] = {0, 0}, pth[5][2], rate = fabs(x[M_V]) + fabs(x[M_W]);
+    robot->derivs(&r->m->ent[e], &free_ed, r->d->t, x, ed->u, xdot);
+    for (int a = 0; a < 2; a++)
+        rate += fabs(x[M_Q + 4 * a + 2]) + fabs(x[M_Q + 4 * a + 3]);
+    double h = 1e-3 / (1 + rate);
+    for (int i = 0; i < 5; i++)
+        mm_ee_path(r, e, x, k, (i - 2) * h, pth[i]);
+    double af[2] = {0, 0}, as = 0; /* the free acceleration along n and t */
+    for (int c = 0; c < 2; c++) {
+        acc[c] = (-pth[0][c] + 16 * pth[1][c] - 30 * pth[2][c] + 16 * pth[3][c] - pth[4][c]) /
+                 (12 * h * h);
+        as += fabs(acc[c]);
+        for (int j = 0; j < 6; j++)
+            acc[c] += J[k][c][j] * xdot[mm_speed(j)], as += fabs(J[k][c][j] * xdot[mm_speed(j)]);
+    }
+    for (int a = 0; a < 2; a++)
+        af[a] = nt[a][0] * acc[0] + nt[a][1] * acc[1];
+    /* every mode must fail by more than the differences' error: tol_a on accelerations, tol_w
+     * on W's entries (relative 1e-6) */
+    double tol_a = 1e-6 * as + 1e-12, tol_w = 1e-6 * (fabs(W[0][0]) + fabs(W[1][1]));
+    int n_ok = 0; /* modes not clearly inconsistent */
+    char *w = why;
+    size_t left = nwhy;
+#define WHY(...) do { int c_ = snprintf(w, left, __VA_ARGS__); if (c_ > 0 && (size_t)c_ < left) w += c_, left -= (size_t)c_; } while (0)
+    WHY("%s at %.3g m/s, mu %.4g, free a_n %.6g m/s^2 (tol %.2g), W [%.5g %.5g; %.5g %.5g]:",
+        sliding ? "sliding" : "at rest on the face", vt, mu, af[0], tol_a, W[0][0], W[0][1],
+        W[1][0], W[1][1]);
+    n_ok += !(af[0] < -tol_a); /* free: a_n = a0 >= 0 */
+    for (int sd = -1; sd <= 1; sd += 2) { /* sliding to +t or -t: force lambda (n - mu sd t) */
+        if (sliding && sd != (vt > 0 ? 1 : -1))
+            continue;
+        double bn = W[0][0] - mu * sd * W[0][1], bt = W[1][0] - mu * sd * W[1][1];
+        if (!(fabs(bn) > tol_w)) {
+            n_ok++;
+            continue;
+        }
+        double lam = -af[0] / bn, at = af[1] + lam * bt;
+        /* consistent: lam >= 0 and (at rest) accelerating its own way */
+        int clearly_not = lam * fabs(bn) < -tol_a || (!sliding && sd * at < -tol_a - fabs(lam) * tol_w);
+        WHY(" slide %ct: lambda %.6g, a_t %.6g%s;", sd > 0 ? '+' : '-', lam, at,
+            clearly_not ? "" : " (consistent)");
+        n_ok += !clearly_not;
+    }
+    if (!sliding) { /* stick: W f = -a_free, f_n >= 0, |f_t| <= mu f_n */
+        double det = W[0][0] * W[1][1] - W[0][1] * W[1][0];
+        double fn = (-af[0] * W[1][1] + af[1] * W[0][1]) / det;
+        double ft = (-af[1] * W[0][0] + af[0] * W[1][0]) / det;
+        double tol_f = 1e-6 * (fabs(fn) + fabs(ft)) + tol_a / (fabs(W[0][0]) + fabs(W[1][1]));
+        int clearly_not = fn < -tol_f || fabs(ft) > mu * fn + tol_f;
+        WHY(" stick: f_n %.6g, f_t %.6g%s", fn, ft, clearly_not ? "" : " (consistent)");
+        n_ok += !clearly_not || !(fabs(det) > tol_w * tol_w);
+    }
+#undef WHY
+    return n_ok == 0;
+}
+
 /* ---- the robots --------------------------------------------------------------------------- */
 
 static void no_begin(run_t *r, int e) { (void)r, (void)e; }
@@ -1057,7 +1315,8 @@ typedef struct group {
     int formulation; /* -1: the robots have no contact_model (their one hybrid formulation) */
     const rs_model_t *base;
     int selected;
-    long scenarios, violations;
+    long scenarios, violations, painleve; /* painleve: verified reports, not violations */
+    char painleve_example[480];
     long by_check[NKINDS];
     char example[NKINDS][480];
 } group_t;
@@ -1133,6 +1392,50 @@ static void generate(scenario_t *s, int group, uint64_t seed)
     for (int e = 0; e < s->base->nentities; e++)
         checker_of(s->base->ent[e].robot)->sample(s, e);
     s->nsteps = (int)fmin(MAX_STEPS, ceil(T / s->base->control_dt));
+}
+
+/* A step that stopped with a reported Painleve inconsistency: accepted (v->painleve) only if
+ * the world stayed at a consistent state (the entity's invariants hold from the step's start to
+ * it, and stepping again fails the same way and changes nothing, bit for bit) and the suite
+ * finds the inconsistency itself (mm_painleve_holds); else a violation. */
+static void accept_painleve(run_t *r, int rc, const rs_status_t *st)
+{
+    const rs_model_t *m = r->m;
+    int e = 0;
+    while (e < m->nentities && !(!strcmp(m->ent[e].robot->kind, "mobile_manipulator") &&
+                                 r->d->ent[e].aux[aux_of(m->ent[e].robot, "jammed")] != 0))
+        e++;
+    if (e == m->nentities) {
+        violate(r, "step", "rs_step at t = %.6g s (%d): %s", r->t0, rc, st->message);
+        return;
+    }
+    int o = m->ent[e].x_off;
+    checker_of(m->ent[e].robot)->check(r, e, r->x0 + o, r->d->x + o);
+    if (r->v->failed)
+        return;
+    char why[300];
+    if (!mm_painleve_holds(r, e, r->d->x + o, why, sizeof why)) {
+        violate(r, "step", "rs_step at t = %.6g s reports an inconsistency the suite does not "
+                "find (%s): %s", r->t0, why, st->message);
+        return;
+    }
+    size_t nx = (size_t)m->nx;
+    double *x = malloc(sizeof(double) * nx), t = r->d->t;
+    memcpy(x, r->d->x, sizeof(double) * nx);
+    rs_status_t st2;
+    int rc2 = rs_step(m, r->d, 1, &st2);
+    if (!rc2 || !strstr(st2.message, "Painleve") || memcmp(x, r->d->x, sizeof(double) * nx) ||
+        memcmp(&t, &r->d->t, sizeof t))
+        violate(r, "step", "after a reported inconsistency at t = %.9g s, stepping again %s",
+                t, rc2 ? "changed the state" : "succeeded");
+    free(x);
+    if (r->v->failed)
+        return;
+    r->v->painleve = 1;
+    r->v->step = r->step;
+    snprintf(r->v->what, sizeof r->v->what, "verified Painleve at t = %.9g s: %s", t, why);
+    if (verbose_run)
+        printf("  accepted: %s\n", r->v->what);
 }
 
 /* Run scenario s with the parameters whose flag is set in keep (NULL: all), commands zeroed if
@@ -1236,6 +1539,18 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
                     "(%.3g s of simulated time done)", r.t0, STEP_SECONDS_MAX, r.t1 - r.t0);
             break;
         }
+        if (rc && strstr(st.message, "Painleve")) {
+            accept_painleve(&r, rc, &st);
+            break;
+        }
+        if (rc && verbose) /* the failed step's events so far */
+            for (int i = 0; i < w->data->nevents && i < 40; i++) {
+                const rs_event_t *ev = &w->data->events[i];
+                printf("  failed-step event %s t %.17g value %.9g after", rs_event_kind_name(m, ev), ev->t, ev->value);
+                for (int j = 0; j < ev->nvalues; j++)
+                    printf(" %.9g", ev->after[j]);
+                printf("\n");
+            }
         if (rc) {
             violate(&r, "step", "rs_step at t = %.6g s: %s", r.t0, st.message);
             break;
@@ -1386,7 +1701,7 @@ static int run_one(const char *spec)
             return 0;
         }
         if (!v.failed) {
-            printf("ok: no violation\n");
+            printf("ok: no violation%s%s\n", v.painleve ? "; " : "", v.painleve ? v.what : "");
             return 0;
         }
         report(&s, &v);
@@ -1399,9 +1714,10 @@ static int run_one(const char *spec)
 
 /* Scenarios that once broke the physics, rerun by every invocation (not with --groups): each
  * must pass, or, where `painleve` is set, end within the watchdog in the mobile manipulator's
- * reported inconsistency (the robot's own finding, not checked independently here: the point
- * is that the step ends; before the fix it ran for minutes, reversing a slide up to a million
- * times without an event). By group and seed: the generator's draws are part of them. */
+ * reported inconsistency, verified by the suite (accept_painleve; before the fix the first ran
+ * for minutes, reversing a slide up to a million times without an event; the second was counted
+ * as a violation before the suite could verify it). By group and seed: the generator's draws
+ * are part of them. */
 static const struct regression {
     const char *group;
     uint64_t seed;
@@ -1412,8 +1728,21 @@ static const struct regression {
     {"finger/time_stepping", 112741548602626, 0},  /* a rebound that kept the push's impulse */
     {"finger/time_stepping", 56085939678853, 0},
     {"finger/time_stepping", 125623152264575, 0},  /* a solver residual undone against a push */
-    {"mobile_manipulator_passive/hybrid", 274366893845974, 1}, /* slide reversals, no event */
+    /* slide reversals without an event; then a slip stop reported as a jam where the free
+     * motion leaves the face (found by the suite's own check of the report) */
+    {"mobile_manipulator_passive/hybrid", 274366893845974, 0},
+    {"mobile_manipulator_passive/hybrid", 166431685345210, 1}, /* touch onto a jam, mu 1.44 */
     {"parallel_arm/hybrid", 127549682989692, 0},   /* the taut linkage's placement as work */
+    {"workshop/compliant", 105030815881128, 0},    /* left a layer a root's tolerance inside */
+    {"mobile_manipulator_passive/hybrid", 175244593892163, 0}, /* base rolling against its */
+    {"mobile_manipulator_passive/hybrid", 1343542633895, 0},   /* speed after a touch */
+    {"diff_drive/compliant", 139455414195559, 0},  /* held at a layer's surface by another */
+    {"diff_drive/compliant", 53077236661318, 0},
+    {"serial_arm/hybrid", 262872951092871, 0},     /* two stops in turn: Zeno to rest */
+    {"serial_arm/hybrid", 139963093308091, 0},
+    {"parallel_arm/hybrid", 26082472769687, 0},    /* taut and slack: motion along the set */
+    {"parallel_arm/hybrid", 117263088873994, 0},   /* taut with a servo held at its stop */
+    {"parallel_arm/hybrid", 251105797287833, 0},   /* the set's drift (stabilisation) */
 };
 
 static int run_regressions(void)
@@ -1435,11 +1764,10 @@ static int run_regressions(void)
         run_deadline = INFINITY;
         double t0 = rs_clock();
         run_scenario(&s, NULL, 0, 1 << 30, &v, 0);
-        int ok = q->painleve ? v.failed && !strcmp(v.check, "step") && strstr(v.what, "Painleve")
-                             : !v.failed && v.step >= 0;
+        int ok = !v.failed && v.step >= 0 && v.painleve == q->painleve;
         printf("regression %s:%" PRIu64 ": %s (%.2f s)%s%s\n", q->group, q->seed,
-               ok ? "ok" : "FAILED", rs_clock() - t0, v.failed ? ": " : "",
-               v.failed ? v.what : "");
+               ok ? "ok" : "FAILED", rs_clock() - t0, v.failed || v.painleve ? ": " : "",
+               v.failed || v.painleve ? v.what : "");
         bad += !ok;
     }
     return bad;
@@ -1487,7 +1815,7 @@ int main(int argc, char **argv)
     printf("physics invariants: base seed %" PRIu64 ", up to %ld scenarios per group, %.0f s\n",
            base_seed, per_group, seconds);
     double start = rs_clock(), end = start + seconds;
-    long total = 0, bad = (sel && *sel) ? 0 : run_regressions();
+    long total = 0, painleve = 0, bad = (sel && *sel) ? 0 : run_regressions();
     int done = 0;
     for (int g = 0; g < ngroups; g++) {
         group_t *G = &groups[g];
@@ -1517,6 +1845,9 @@ int main(int argc, char **argv)
                 continue;
             }
             G->scenarios++;
+            if (v.painleve && !G->painleve++)
+                snprintf(G->painleve_example, sizeof G->painleve_example, "seed %" PRIu64 ": %s",
+                         s.seed, v.what);
             if (!v.failed)
                 continue;
             G->violations++;
@@ -1530,15 +1861,18 @@ int main(int argc, char **argv)
                 shrink(&s, &v, fmin(g_end, rs_clock() + 0.25 * seconds / nsel));
         }
         printf("%s: %ld scenarios, %ld violations", G->name, G->scenarios, G->violations);
+        if (G->painleve)
+            printf(", %ld verified Painleve reports (e.g. %s)", G->painleve, G->painleve_example);
         for (int c = 0; c < NKINDS; c++)
             if (G->by_check[c])
                 printf(" [%s %ld, e.g. %s]", check_names[c], G->by_check[c], G->example[c]);
         printf("\n");
         fflush(stdout);
         total += G->scenarios;
+        painleve += G->painleve;
         bad += G->violations;
     }
-    printf("physics invariants: %ld scenarios, %ld violations, %.1f s\n", total, bad,
-           rs_clock() - start);
+    printf("physics invariants: %ld scenarios, %ld violations, %ld verified Painleve reports, "
+           "%.1f s\n", total, bad, painleve, rs_clock() - start);
     return bad ? 1 : 0;
 }

@@ -271,6 +271,34 @@ void arm_guard_values(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     arm_guards(em, ed, &jc, st, dir, x, u, lam, g);
 }
 
+/* Two stops in turn (Zeno): joint j reaches its stop while joint k is held at its own; the
+ * impact kicks k off its stop at `kick`, the load brings it back, its impact kicks j off, and so
+ * on, the rates shrinking geometrically (about 0.73 per pair in the serial arm) towards both
+ * joints at rest on their stops, infinitely many impacts in finite time. The accumulation is
+ * taken by a rest threshold on the kick: where k, pulled back towards its stop at qdd_k (j held
+ * at its stop after the impact), would leave it by no more than kick^2 / (2 |qdd_k|) <=
+ * 1e-9 (1 + |stop|) rad, both joints are stopped at once (both rates to 0, an inelastic impact:
+ * it takes energy, never adds it). Error bound: the skipped flight of k, at most that angle and
+ * 2 |kick| / |qdd_k| in time, and the remaining sequence's, a geometric series of them. */
+static int stop_accumulates(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                            const double *x, const double *u, arm_dynamics_fn dyn,
+                            const arm_joints_t *jc, int j, double kick)
+{
+    int k = 1 - j;
+    double y[ARM_NX], M[2][2], b[2], stop = jc->q_min[k];
+    memcpy(y, x, sizeof y);
+    if (x[ARM_Q1 + k] >= 0.5 * (jc->q_min[k] + jc->q_max[k]))
+        stop = jc->q_max[k];
+    y[ARM_QD1 + j] = 0.0;
+    y[ARM_QD1 + k] += kick;
+    dyn(em, ed, y, u, M, b);
+    double qd = y[ARM_QD1 + k], dir = jc->mu_D[k] > 0 ? (qd > 0 ? 1.0 : -1.0) : 0.0;
+    double qdd = (b[k] - dir * jc->mu_D[k] - jc->mu_V[k] * qd) / M[k][k];
+    if (!(qdd * kick < 0)) /* not pulled back: it leaves for good */
+        return 0;
+    return kick * kick <= 2e-9 * (1.0 + fabs(stop)) * fabs(qdd);
+}
+
 void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                 const double *u, arm_dynamics_fn dyn, int hit, int rest)
 {
@@ -298,6 +326,8 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
             int j = hit == 1 ? 0 : 1, k = 1 - j;
             double kick = M[k][j] * x[ARM_QD1 + j] / M[k][k];
             if ((old[k] == ARM_MIN && kick < 0) || (old[k] == ARM_MAX && kick > 0))
+                hit = 3;
+            else if ((old[k] == ARM_MIN || old[k] == ARM_MAX) && stop_accumulates(em, ed, x, u, dyn, &jc, j, kick))
                 hit = 3;
         }
         arm_impact(M, hit, x);

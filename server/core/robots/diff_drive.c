@@ -40,6 +40,7 @@
 #include "../rs_robot.h"
 #include "diff_drive_common.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 
@@ -269,6 +270,25 @@ static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     g[n] = ed->mode == MODE_BLOCKED ? -outward_speed(em, x, u, (int)ed->aux[AUX_OBSTACLE]) : 1.0;
 }
 
+/* Move the centre along obstacle i's normal until side * (clearance - target) >= 0 (side +1:
+ * out to the boundary at clearance target, -1: in to it): an event's state, located to the root
+ * finder's tolerance or placed to rounding, may lie a little on the wrong side, where the new
+ * mode's guard (watched for + to - crossings only) would start below 0 and never fire. */
+static void place_at(const rs_entity_model_t *em, double *x, int i, double target, int side)
+{
+    const double *o = obstacle(em, i);
+    double ulp = DBL_EPSILON * (fabs(x[X]) + fabs(x[Y]) + fabs(o[0]) + fabs(o[1]) + o[2] +
+                                em->p[P_RADIUS]);
+    for (int it = 0; it < 60; it++) {
+        double nx, ny, g = side * (clearance(em, x, i, &nx, &ny) - target);
+        if (g >= 0)
+            return;
+        double step = side * (-g + ulp * (double)(1 << (it < 30 ? it : 30)));
+        x[X] += step * nx;
+        x[Y] += step * ny;
+    }
+}
+
 static void block(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x, int i)
 {
     double before[NX] = {x[X], x[Y], x[THETA]};
@@ -277,6 +297,7 @@ static void block(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, d
     double c = clearance(em, x, i, &nx, &ny);
     x[X] -= c * nx;
     x[Y] -= c * ny;
+    place_at(em, x, i, 0.0, 1); /* not inside by rounding: its guard watches for the next touch */
     ed->mode = MODE_BLOCKED;
     ed->aux[AUX_OBSTACLE] = i;
     rs_emit_event(ed, EV_CONTACT, t, i, before, x, NX);
@@ -317,8 +338,23 @@ static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             if (!fired[i])
                 continue;
             int was = inside(ed, i);
+            double before[NX] = {x[X], x[Y], x[THETA]}, xdot[NX], nx, ny;
+            dd_derivs(em, ed, t, x, u, xdot); /* the command and the other layers' pushes */
+            clearance(em, x, i, &nx, &ny);
+            double out = xdot[X] * nx + xdot[Y] * ny;
+            if ((was && out < 0) || (!was && out > 0)) {
+                /* at the surface (where this layer pushes with 0) the motion takes it back the
+                 * way it came: the depth crossed 0 by the integrator's error about a steady
+                 * depth within rounding of the surface (e.g. held there by another layer's
+                 * push), not by the motion; it stays, on its side of the surface (this was the
+                 * contact / release chattering) */
+                place_at(em, x, i, pad_of(em), was ? -1 : 1);
+                continue;
+            }
+            /* on the layer's boundary, on the side of the new state: its guard armed */
+            place_at(em, x, i, pad_of(em), was ? 1 : -1);
             ed->aux[AUX_INSIDE] = (int)ed->aux[AUX_INSIDE] ^ (1 << i);
-            rs_emit_event(ed, was ? EV_RELEASE : EV_CONTACT, t, i, x, x, NX);
+            rs_emit_event(ed, was ? EV_RELEASE : EV_CONTACT, t, i, before, x, NX);
         }
     } else if (ed->mode == MODE_FREE) { /* (time_stepping arms no guard) */
         for (int i = 0; i < n; i++)

@@ -978,6 +978,22 @@ static void touch_face(const rs_entity_model_t *em, rs_entity_data_t *ed, const 
     ed->aux[AUX_FACE_L + k] = face;
 }
 
+/* A passive base whose rolling direction an arm's impulse (a touch: the impulse moves the base
+ * too) left against its speed: the rolling friction would push it along its motion and add
+ * energy, and the rolling guard (direction times speed) would start below 0, never to fire.
+ * Resolved again from the new speed (at rest: stuck if the wheels' friction holds it). */
+static void base_after_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                               double *x, const double *u)
+{
+    if (!passive(em))
+        return;
+    for (int i = 0; i < 2; i++) {
+        double dir = ed->aux[AUX_BASE_V + i];
+        if (dir != 0.0 && !(dir * x[BV + i] > 0))
+            resolve_base(em, ed, t, x, u, i, x[BV + i] == 0.0);
+    }
+}
+
 static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, const int *fired)
 {
@@ -1031,8 +1047,27 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                     resolve_arm(em, ed, t, x, u, k);
                     continue;
                 }
-                if (!(dir * at > 0))
+                if (!(dir * at > 0)) {
+                    /* neither sticking nor this slide: free, where the free motion leaves the
+                     * face (a pulling stick force there means it lets go); else no mode is */
+                    double an = 0.0;
+                    cf.c[k] = C_FREE, cf.dir[k] = 0.0;
+                    sys_solve(em, &S, &cf, 0, nud, NULL, NULL);
+                    for (int d = 0; d < 2; d++) {
+                        double a = S.ee[k].a0[d];
+                        for (int j = 0; j < NV; j++)
+                            a += S.ee[k].J[d][j] * nud[j];
+                        an += cf.n[k][d] * a;
+                    }
+                    if (an > 0) {
+                        onto_face(em, ed, x, k);
+                        ed->mode = mode_with(ed->mode, k, C_FREE);
+                        ed->aux[AUX_DIR_L + k] = 0.0;
+                        rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
+                        continue;
+                    }
                     ed->aux[AUX_JAM] = 1 + k;
+                }
                 if (dir != ed->aux[AUX_DIR_L + k]) { /* a reversal through rest */
                     rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
                     rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
@@ -1045,6 +1080,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
         }
     }
+    base_after_impulse(em, ed, t, x, u);
     if (!passive(em))
         return;
     for (int i = 0; i < 2; i++) {
@@ -1101,6 +1137,7 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
                 resolve_arm(em, ed, t, x, u, k);
         }
     }
+    base_after_impulse(em, ed, t, x, u);
 }
 
 /* A jammed sliding contact (slide_compliance <= 0 where its force fell to 0): the step stops

@@ -13,13 +13,19 @@
  * joints stay in [theta_min, theta_max] by inelastic hard stops (events).
  *
  * The linkage can only be assembled while the elbows are at most u = 2 L2 apart. When the servos
- * drive it to the stretched position (guard 2 L2 - u falls through 0) the taut linkage stops
- * them there, like the diff-drive robot's contact: both rates are set to 0 (an inelastic stop)
- * and the arm stays "stretched" while the torques would pull the elbows further apart
- * (d2u/dt2 from rest >= 0); it is released when that pull falls through 0. Motion along the
- * stretched set (the taut chain swinging sideways) is not modelled. */
+ * drive it to the stretched position (guard 2 L2 - u falls through 0) the taut linkage takes
+ * their velocity across the set u = 2 L2 by a plastic impact (qd+ = qd- - M^-1 grad u
+ * (grad u . qd-) / (grad u . M^-1 grad u); both rates to 0 where a servo is at a stop, since the
+ * set has one degree of freedom) and the arm stays "stretched", moving along the set with the
+ * linkage's tension T >= 0 as a constraint force (the taut-linkage section below), while the
+ * torques would pull the elbows further apart; it is released when that pull falls through 0.
+ * At rest on the set it is held by the servos' dry friction or a stop, as the chapter model's
+ * stretched state was. (The chapter model stopped both servos at every stretch; a linkage that
+ * the servos pull taut while sliding along it then went taut and slack without end, a Zeno
+ * sequence whose limit is this motion along the set.) */
 #include "arm_common.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,6 +150,9 @@ static double stretch_pull(const rs_entity_model_t *em, const rs_entity_data_t *
     return grad[0] * qdd[0] + grad[1] * qdd[1];
 }
 
+static double taut_motion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                          const double *u, double qdd[2]);
+
 /* Let go of a stretched linkage if the servos pull back; returns 1 if released. */
 static int try_release(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                        const double *x, const double *u, int force)
@@ -151,6 +160,10 @@ static int try_release(const rs_entity_model_t *em, rs_entity_data_t *ed, double
     int st[2];
     double dir[2];
     double pull = stretch_pull(em, ed, x, u, st, dir);
+    if (ed->mode == MODE_STRETCHED && ed->aux[ARM_AUX_DIR1] != 0.0) {
+        double qdd[2];
+        pull = taut_motion(em, ed, x, u, qdd); /* moving along the set: with its curvature */
+    }
     if (!force && pull >= 0.0)
         return 0;
     ed->mode = st[0] + 4 * st[1];
@@ -160,17 +173,128 @@ static int try_release(const rs_entity_model_t *em, rs_entity_data_t *ed, double
     return 1;
 }
 
-/* The linkage goes taut: place it exactly at u = 2 L2 (a few Newton steps along grad u, inside
- * the stops), stop both servos, log, and let go at once if the servos already pull back. */
-static void stretch(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                    const double *u)
+/* ---- the taut linkage: motion along the stretched set u(q) = 2 L2 -------------------------
+ * While taut the servos move along the set (one degree of freedom): M qdd = r - T grad u, r the
+ * servos' torques less their friction (dir_j = sgn qd_j), T >= 0 the linkage's tension, with
+ * grad u . qdd + qd^T H_u qd = 0 (H_u the Hessian of u); so T = c / (grad u . M^-1 grad u) with
+ * c = grad u . M^-1 r + qd^T H_u qd, the elbows' separation acceleration were the linkage
+ * slack. It goes slack when c falls through 0. Aux dir1 carries the motion along the set:
+ * s = +-1 moving along tau = (-du/dt2, du/dt1) / |grad u| that way, 0 held at rest (by the
+ * servos' dry friction, or a stop the motion would enter: the stretched state the chapter
+ * model had, with both rates 0). A stop reached while moving stops both servos (the set has
+ * one degree of freedom). Drift off the set (the integrator's error) is damped by Baumgarte's
+ * stabilisation, c_stab = c + 2 w (grad u . qd) + w^2 (u - 2 L2), w = TAUT_OMEGA, which is the
+ * exact law on the set. */
+#define TAUT_OMEGA 2000.0 /* 1/s */
+
+/* qd^T H_u qd: d2u/dt2 at qdd = 0, u = |B - A| (arm_common's elbows). */
+static double taut_curvature(const rs_entity_model_t *em, const double *x)
 {
-    double before[ARM_NX], grad[2], target = 2.0 * em->p[P_L2];
-    memcpy(before, x, sizeof before);
+    double L0 = em->p[P_L0], L1 = em->p[P_L1], A[2], B[2];
+    const double *q = x + ARM_Q1, *qd = x + ARM_QD1;
+    parallel_elbows(L0, L1, q, A, B);
+    double w[2] = {B[0] - A[0], B[1] - A[1]}, un = rs_hypot(w[0], w[1]);
+    double e[2] = {w[0] / un, w[1] / un};
+    double wd[2] = {-L1 * sin(q[1]) * qd[1] - L1 * sin(q[0]) * qd[0],
+                    L1 * cos(q[1]) * qd[1] - L1 * cos(q[0]) * qd[0]};
+    double wdd[2] = {-L1 * cos(q[1]) * qd[1] * qd[1] - L1 * cos(q[0]) * qd[0] * qd[0],
+                     -L1 * sin(q[1]) * qd[1] * qd[1] + L1 * sin(q[0]) * qd[0] * qd[0]};
+    double ew = e[0] * wd[0] + e[1] * wd[1];
+    return (wd[0] * wd[0] + wd[1] * wd[1] - ew * ew) / un + e[0] * wdd[0] + e[1] * wdd[1];
+}
+
+/* Moving along the set: the accelerations qdd and c (the slack separation acceleration,
+ * stabilised; >= 0 while taut). */
+static double taut_motion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                          const double *u, double qdd[2])
+{
+    double M[2][2], b[2], grad[2], a[2], mg = 0.0, ga = 0.0;
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    pa_dynamics(em, ed, x, u, M, b);
+    double un = elbow_gap(em, x, grad), gqd = grad[0] * x[ARM_QD1] + grad[1] * x[ARM_QD2];
+    double s = ed->aux[ARM_AUX_DIR1], tau[2] = {-grad[1], grad[0]};
+    for (int j = 0; j < 2; j++) {
+        /* friction against the motion along the set, s tau_j (the sign of qd_j on the set, and
+         * defined from rest on, where qd_j = 0 would leave it out at the first stage) */
+        double qd = x[ARM_QD1 + j], dir = s * tau[j] > 0 ? 1.0 : s * tau[j] < 0 ? -1.0 : 0.0;
+        a[j] = (b[j] - dir * jc.mu_D[j] - jc.mu_V[j] * qd) / M[j][j];
+        mg += grad[j] * grad[j] / M[j][j];
+        ga += grad[j] * a[j];
+    }
+    double c = ga + taut_curvature(em, x);
+    double stab = c + 2.0 * TAUT_OMEGA * gqd + TAUT_OMEGA * TAUT_OMEGA * (un - 2.0 * em->p[P_L2]);
+    double T = mg > 0 ? stab / mg : 0.0;
+    for (int j = 0; j < 2; j++)
+        qdd[j] = a[j] - T * grad[j] / M[j][j];
+    return c;
+}
+
+/* The unit tangent of the set at q. */
+static void taut_tangent(const rs_entity_model_t *em, const double *x, double tau[2])
+{
+    double grad[2];
+    elbow_gap(em, x, grad);
+    double n = rs_hypot(grad[0], grad[1]);
+    tau[0] = n > 0 ? -grad[1] / n : 0.0;
+    tau[1] = n > 0 ? grad[0] / n : 0.0;
+}
+
+/* At rest on the set: the servos' force along it, F = tau . b, against their dry friction's
+ * reach, cap = sum mu_D_j |tau_j|; may it move that way (s = +-1: no stop in the way)? */
+static void taut_rest_force(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                            const double *x, const double *u, double *F, double *cap, int allowed[2])
+{
+    double M[2][2], b[2], tau[2];
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    pa_dynamics(em, ed, x, u, M, b);
+    taut_tangent(em, x, tau);
+    *F = tau[0] * b[0] + tau[1] * b[1];
+    *cap = jc.mu_D[0] * fabs(tau[0]) + jc.mu_D[1] * fabs(tau[1]);
+    for (int i = 0; i < 2; i++) {
+        double s = i == 0 ? 1.0 : -1.0;
+        allowed[i] = 1;
+        for (int j = 0; j < 2 && jc.limited; j++)
+            if ((x[ARM_Q1 + j] <= jc.q_min[j] && s * tau[j] < 0) ||
+                (x[ARM_Q1 + j] >= jc.q_max[j] && s * tau[j] > 0))
+                allowed[i] = 0;
+    }
+}
+
+/* The motion along the set from x: moving its way if it moves, else from rest as the force
+ * and friction decide. Sets aux dir1 (s), dir2 0. */
+static void taut_resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
+                         const double *u)
+{
+    double tau[2], sigma, F, cap;
+    int allowed[2];
+    taut_tangent(em, x, tau);
+    sigma = tau[0] * x[ARM_QD1] + tau[1] * x[ARM_QD2];
+    double s = 0.0;
+    if (x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0) {
+        s = sigma > 0 ? 1.0 : -1.0;
+    } else {
+        taut_rest_force(em, ed, x, u, &F, &cap, allowed);
+        s = F > cap && allowed[0] ? 1.0 : F < -cap && allowed[1] ? -1.0 : 0.0;
+    }
+    ed->aux[ARM_AUX_DIR1] = s;
+    ed->aux[ARM_AUX_DIR2] = 0.0;
+}
+
+/* Place the linkage exactly at u = 2 L2: a few Newton steps along grad u, inside the stops,
+ * moving only the joints not in `fixed` (bit j: joint j held at a stop stays on it). */
+static void place_taut(const rs_entity_model_t *em, double *x, int fixed)
+{
+    double grad[2], target = 2.0 * em->p[P_L2];
     arm_joints_t jc;
     arm_joints_from(em, &jc);
     for (int it = 0; it < 4; it++) {
-        double err = elbow_gap(em, x, grad) - target, n2 = grad[0] * grad[0] + grad[1] * grad[1];
+        double err = elbow_gap(em, x, grad) - target;
+        for (int j = 0; j < 2; j++)
+            if (fixed >> j & 1)
+                grad[j] = 0.0;
+        double n2 = grad[0] * grad[0] + grad[1] * grad[1];
         if (err == 0.0 || !(n2 > 0))
             break;
         for (int j = 0; j < 2; j++) {
@@ -178,10 +302,48 @@ static void stretch(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             x[ARM_Q1 + j] = fmin(fmax(q, jc.q_min[j]), jc.q_max[j]);
         }
     }
-    x[ARM_QD1] = x[ARM_QD2] = 0.0;
+}
+
+/* The linkage goes taut: place it exactly at u = 2 L2 (a few Newton steps along grad u, inside
+ * the stops), stop both servos, log, and let go at once if the servos already pull back. */
+static void stretch(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                    const double *u)
+{
+    double before[ARM_NX], grad[2];
+    memcpy(before, x, sizeof before);
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    int st[2], fixed = 0;
+    arm_status_of(ed->mode, st);
+    for (int j = 0; j < 2 && ed->mode != MODE_STRETCHED; j++)
+        fixed |= (st[j] == ARM_MIN || st[j] == ARM_MAX) << j;
+    place_taut(em, x, fixed);
+    /* the impact takes only the velocity across the set, grad u . qd (inelastic; M-weighted):
+     * qd+ = qd - M^-1 grad u (grad u . qd) / (grad u . M^-1 grad u); at a stop, both stop */
+    double M[2][2], b[2], mg = 0.0, gqd = 0.0;
+    pa_dynamics(em, ed, x, u, M, b);
+    elbow_gap(em, x, grad);
+    for (int j = 0; j < 2; j++)
+        mg += grad[j] * grad[j] / M[j][j], gqd += grad[j] * x[ARM_QD1 + j];
+    int at_stop = fixed != 0;
+    for (int j = 0; j < 2 && jc.limited; j++)
+        at_stop |= x[ARM_Q1 + j] <= jc.q_min[j] || x[ARM_Q1 + j] >= jc.q_max[j];
+    double before_norm = fabs(x[ARM_QD1]) + fabs(x[ARM_QD2]);
+    for (int j = 0; j < 2; j++)
+        x[ARM_QD1 + j] = at_stop || !(mg > 0) ? 0.0 : x[ARM_QD1 + j] - grad[j] / M[j][j] * gqd / mg;
+    if (fabs(x[ARM_QD1]) + fabs(x[ARM_QD2]) <= 64 * DBL_EPSILON * before_norm)
+        x[ARM_QD1] = x[ARM_QD2] = 0.0; /* all across the set (a head-on stretch): rounding */
     arm_saturation_from_values(em, ed, x, u); /* the rates jumped, and the PID's D term */
     ed->mode = MODE_STRETCHED;
-    ed->aux[ARM_AUX_DIR1] = ed->aux[ARM_AUX_DIR2] = 0.0;
+    taut_resolve(em, ed, x, u);
+    if (at_stop && ed->aux[ARM_AUX_DIR1] != 0.0) { /* moving along the set into a stop: held */
+        double tau[2];
+        taut_tangent(em, x, tau);
+        for (int j = 0; j < 2; j++)
+            if ((x[ARM_Q1 + j] <= jc.q_min[j] && ed->aux[ARM_AUX_DIR1] * tau[j] < 0) ||
+                (x[ARM_Q1 + j] >= jc.q_max[j] && ed->aux[ARM_AUX_DIR1] * tau[j] > 0))
+                ed->aux[ARM_AUX_DIR1] = 0.0;
+    }
     rs_emit_event(ed, EV_STRETCHED, t, elbow_gap(em, x, NULL), before, x, ARM_NX);
     try_release(em, ed, t, x, u, 0);
 }
@@ -225,10 +387,13 @@ static void pa_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         arm_derivs(em, ed, x, u, pa_dynamics, xdot);
         return;
     }
-    xdot[ARM_Q1] = x[ARM_QD1]; /* the taut linkage holds the servos: qdd = 0 */
+    double qdd[2] = {0.0, 0.0}; /* held at rest by the taut linkage: qdd = 0 */
+    if (ed->aux[ARM_AUX_DIR1] != 0.0)
+        taut_motion(em, ed, x, u, qdd); /* moving along the set */
+    xdot[ARM_Q1] = x[ARM_QD1];
     xdot[ARM_Q2] = x[ARM_QD2];
-    xdot[ARM_QD1] = 0.0;
-    xdot[ARM_QD2] = 0.0;
+    xdot[ARM_QD1] = qdd[0];
+    xdot[ARM_QD2] = qdd[1];
     arm_integral_rates(em, x, u, xdot);
 }
 
@@ -242,11 +407,69 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         for (int i = 0; i < ARM_G_SAT; i++)
             g[i] = 1.0;
         arm_saturation_guards(em, ed, x, u, g + ARM_G_SAT);
-        g[G_STRETCH] = stretch_pull(em, ed, x, u, st, dir);
+        if (ed->aux[ARM_AUX_DIR1] == 0.0) { /* held: slack, or the servos start it moving */
+            double F, cap;
+            int allowed[2];
+            g[G_STRETCH] = stretch_pull(em, ed, x, u, st, dir);
+            taut_rest_force(em, ed, x, u, &F, &cap, allowed);
+            g[0] = allowed[0] ? cap - F : 1.0;
+            g[1] = allowed[1] ? cap + F : 1.0;
+            return;
+        }
+        /* moving along the set: slack, at rest along it, or a stop reached */
+        double qdd[2], tau[2], s = ed->aux[ARM_AUX_DIR1];
+        arm_joints_t jc;
+        arm_joints_from(em, &jc);
+        g[G_STRETCH] = taut_motion(em, ed, x, u, qdd);
+        taut_tangent(em, x, tau);
+        g[2] = s * (tau[0] * x[ARM_QD1] + tau[1] * x[ARM_QD2]);
+        for (int j = 0; j < 2 && jc.limited; j++) {
+            g[5 * j + 3] = x[ARM_Q1 + j] - jc.q_min[j];
+            g[5 * j + 4] = jc.q_max[j] - x[ARM_Q1 + j];
+        }
         return;
     }
     arm_guard_values(em, ed, x, u, pa_dynamics, g);
     g[G_STRETCH] = stretch_guard(em, x);
+}
+
+/* The jump map while taut: slack (release), at rest along the set, a stop reached, or the
+ * servos starting it moving from rest. */
+static void taut_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                      const double *u, const int *fired)
+{
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    double before[ARM_NX];
+    memcpy(before, x, sizeof before);
+    if (ed->aux[ARM_AUX_DIR1] != 0.0) {
+        if (fired[G_STRETCH]) { /* slack: from the set itself, so its guard starts armed */
+            if (stretch_guard(em, x) < 0.0)
+                place_taut(em, x, 0);
+            try_release(em, ed, t, x, u, 1);
+            return;
+        }
+        int hit = 0;
+        for (int j = 0; j < 2; j++)
+            if (jc.limited && (fired[5 * j + 3] || fired[5 * j + 4])) {
+                x[ARM_Q1 + j] = fired[5 * j + 3] ? jc.q_min[j] : jc.q_max[j];
+                hit = 1;
+                rs_emit_event(ed, ARM_EV_STOP, t, j + 1, before, x, ARM_NX);
+            }
+        if (!hit && !fired[2])
+            return;
+        x[ARM_QD1] = x[ARM_QD2] = 0.0; /* a stop holds the set's one freedom; or at rest */
+        arm_saturation_from_values(em, ed, x, u);
+        taut_resolve(em, ed, x, u);
+    } else if (fired[0] || fired[1]) {
+        taut_resolve(em, ed, x, u); /* the servos overcome the friction: it moves */
+    } else if (fired[G_STRETCH]) {
+        try_release(em, ed, t, x, u, 0);
+        return;
+    } else {
+        return;
+    }
+    try_release(em, ed, t, x, u, 0);
 }
 
 static void pa_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -254,8 +477,7 @@ static void pa_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
 {
     if (ed->mode == MODE_STRETCHED) {
         arm_saturation_jump(ed, fired + ARM_G_SAT);
-        if (fired[G_STRETCH])
-            try_release(em, ed, t, x, u, 0);
+        taut_jump(em, ed, t, x, u, fired);
         return;
     }
     if (fired[G_STRETCH]) {
@@ -274,8 +496,10 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         double gap = stretch_guard(em, x);
         if (gap < 0.0) /* new parameters: the linkage is shorter than the arm's pose */
             stretch(em, ed, t, x, u);
-        else /* let go if pulled back, or if new parameters slackened the linkage */
+        else { /* let go if pulled back, or if new parameters slackened the linkage */
+            taut_resolve(em, ed, x, u);
             try_release(em, ed, t, x, u, gap > 1e-9 * em->p[P_L2]);
+        }
         return;
     }
     if (stretch_guard(em, x) <= 0.0) {
