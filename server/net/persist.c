@@ -649,7 +649,10 @@ static int run_job(const char *dir, job_t *job, rs_status_t *st)
         if (!id || bsearch(&id, job->live, (size_t)job->nlive, sizeof id, by_id))
             continue;
         char path[PATH_BUF];
+        struct stat lsb;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        if (lstat(path, &lsb) != 0 || !S_ISREG(lsb.st_mode))
+            continue; /* a link, FIFO or other was never ours: left alone (start-up warned) */
         if (unlink(path) == 0)
             dirty = 1;
         else
