@@ -215,7 +215,7 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
  * items run on the worker pool, a slice each per round (batch_run_t); every item gets its
  * State or its Error, in item order. The columnar form (StepBatch.arrays) is step_arrays. */
 int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *unused,
-                         Robosim__V1__Response *rp, rs_status_t *st)
+                  Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__StepBatch *b = rq->step_batch;
     if (b->form_case == ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS)

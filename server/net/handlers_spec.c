@@ -31,7 +31,7 @@ int rs_register_task(const char *doc, const char *want, const char **name, rs_st
 }
 
 int op_register_task(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                            Robosim__V1__Response *rp, rs_status_t *st)
+                     Robosim__V1__Response *rp, rs_status_t *st)
 {
     const char *doc = rq->register_task->document ? rq->register_task->document : "";
     const char *name;
@@ -49,7 +49,7 @@ int op_register_task(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_
 }
 
 int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                       Robosim__V1__Response *rp, rs_status_t *st)
+                Robosim__V1__Response *rp, rs_status_t *st)
 {
     Robosim__V1__Spec *spec = rs_codec_spec(&s->arena, w->id, w->world);
     if (!spec)
@@ -60,7 +60,7 @@ int op_get_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
 }
 
 int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                            Robosim__V1__Response *rp, rs_status_t *st)
+                     Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__GetWorkspace *g = rq->get_workspace;
     int e = rs_find_entity(w->world, g->entity, st);
@@ -100,7 +100,7 @@ int op_get_workspace(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_
 
 /* Load (replacing any) a motion specification; validated first, a bad one changes nothing. */
 int op_load_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                               Robosim__V1__Response *rp, rs_status_t *st)
+                        Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)s;
     const char *doc = rq->load_motion_spec->document ? rq->load_motion_spec->document : "";
@@ -116,7 +116,7 @@ int op_load_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_sl
 }
 
 int op_get_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                              Robosim__V1__Response *rp, rs_status_t *st)
+                       Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)rq;
     Robosim__V1__MotionSpecReply *r = rs_codec_motion_spec(&s->arena, w->world);
@@ -127,7 +127,7 @@ int op_get_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slo
 }
 
 int op_clear_motion_spec(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                                Robosim__V1__Response *rp, rs_status_t *st)
+                         Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)s, (void)rq;
     int rc = rs_set_motion_spec(w->world->model, w->world->data, NULL, 0, st);

@@ -52,7 +52,7 @@ static int reply_state(rs_server_t *s, world_slot_t *w, Robosim__V1__Response *r
 }
 
 int op_reset(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                    Robosim__V1__Response *rp, rs_status_t *st)
+             Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__Reset *r = rq->reset;
     rs_world_t *world = w->world;
@@ -529,7 +529,7 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
 }
 
 int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                   Robosim__V1__Response *rp, rs_status_t *st)
+            Robosim__V1__Response *rp, rs_status_t *st)
 {
     rs_cont_t *c = s->cont;
     const Robosim__V1__Step *sp = rq->step;
@@ -581,7 +581,7 @@ int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
 
 
 int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                        Robosim__V1__Response *rp, rs_status_t *st)
+                 Robosim__V1__Response *rp, rs_status_t *st)
 {
     int rc = reply_state(s, w, rp, ROBOSIM__V1__RESPONSE__RESULT_GET_STATE, st);
     if (rc < 0 || !rq->get_state->snapshot)
@@ -601,7 +601,7 @@ int op_get_state(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w
 
 /* Restore a world from a snapshot (GetState.snapshot); the world is unchanged on error. */
 int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                        Robosim__V1__Response *rp, rs_status_t *st)
+                 Robosim__V1__Response *rp, rs_status_t *st)
 {
     const ProtobufCBinaryData *b = &rq->set_state->snapshot;
     if (!b->len)
@@ -616,7 +616,7 @@ int op_set_state(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w
 }
 
 int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                        Robosim__V1__Response *rp, rs_status_t *st)
+                 Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetForce *f = rq->set_force;
     int e = rs_find_entity(w->world, f->entity, st);
@@ -631,7 +631,7 @@ int op_set_force(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w
 
 /* An external wrench on one body for the next control step (rs_apply_wrench). */
 int op_apply_wrench(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                           Robosim__V1__Response *rp, rs_status_t *st)
+                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     (void)s;
     const Robosim__V1__ApplyWrench *a = rq->apply_wrench;
@@ -647,7 +647,7 @@ int op_apply_wrench(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
 }
 
 int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                         Robosim__V1__Response *rp, rs_status_t *st)
+                  Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetParams *p = rq->set_params;
     if (!p->n_params)
@@ -665,7 +665,7 @@ int op_set_params(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
 }
 
 int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                           Robosim__V1__Response *rp, rs_status_t *st)
+                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetSchedule *sc = rq->set_schedule;
     int e = rs_find_entity(w->world, sc->entity, st);
@@ -687,7 +687,7 @@ int op_set_schedule(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
 }
 
 int op_set_target(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                         Robosim__V1__Response *rp, rs_status_t *st)
+                  Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__SetTarget *t = rq->set_target;
     int e = rs_find_entity(w->world, t->entity, st);

@@ -55,7 +55,7 @@ static world_slot_t *add_world(rs_server_t *s, rs_world_t *world, rs_status_t *s
 }
 
 int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                          Robosim__V1__Response *rp, rs_status_t *st)
+                   Robosim__V1__Response *rp, rs_status_t *st)
 {
     Robosim__V1__ListWorldsReply *r = rs_arena_alloc(&s->arena, sizeof *r);
     Robosim__V1__WorldInfo **infos =
@@ -73,7 +73,7 @@ int op_list_worlds(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t 
 }
 
 int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                           Robosim__V1__Response *rp, rs_status_t *st)
+                    Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__CreateWorld *c = rq->create_world;
     if (rs_worlds_total(s) >= s->cfg.max_worlds)
@@ -120,7 +120,7 @@ int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
 }
 
 int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                            Robosim__V1__Response *rp, rs_status_t *st)
+                     Robosim__V1__Response *rp, rs_status_t *st)
 {
     uint64_t id = w->id;
     rs_worlds_remove(s, w);
@@ -132,7 +132,7 @@ int op_destroy_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_
 /* A new world from a snapshot of world w (its state now, or ForkWorld.snapshot); anyone who
  * may read w may fork it, and becomes the fork's controller. */
 int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                         Robosim__V1__Response *rp, rs_status_t *st)
+                  Robosim__V1__Response *rp, rs_status_t *st)
 {
     const ProtobufCBinaryData *b = &rq->fork_world->snapshot;
     if (rs_worlds_total(s) >= s->cfg.max_worlds)
@@ -164,7 +164,7 @@ int op_fork_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
 /* Take control of a world whose controller's lease has lapsed. Presenting the current token
  * renews the lease and returns the same token (a controller checking in after a reconnect). */
 int op_claim(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                    Robosim__V1__Response *rp, rs_status_t *st)
+             Robosim__V1__Response *rp, rs_status_t *st)
 {
     int rc = 0;
     if (rq->token && rq->token[0] && rs_auth_check(s, w, rq->token, "claim", NULL) == 0) {

@@ -119,7 +119,7 @@ static void mc_job_run(rs_server_t *s, rs_cont_t *c)
  * on the stepper thread, the request parked (counted as in flight) and world w held, so its
  * model stays; in-process on the worker pool. World w is read only. */
 int op_monte_carlo(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
-                          Robosim__V1__Response *rp, rs_status_t *st)
+                   Robosim__V1__Response *rp, rs_status_t *st)
 {
     const Robosim__V1__MonteCarlo *mc = rq->monte_carlo;
     const rs_model_t *m = w->world->model;
