@@ -29,23 +29,6 @@ def version_text(prog):
     return "%s %s (protocol %d.%d)" % (prog, __version__, PROTOCOL_MAJOR, PROTOCOL_MINOR)
 
 
-class Closing:
-    """A context manager that calls close() on exit and when collected (close() must be safe to
-    call again)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-
 class NoProgress:
     """tqdm's interface, showing nothing (where tqdm is not installed)."""
 

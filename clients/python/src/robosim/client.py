@@ -26,7 +26,7 @@ import zmq
 
 from . import curve
 from ._proto import pb
-from ._util import Closing
+from ._closing import Closing
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1

@@ -29,7 +29,7 @@ import zmq
 
 from . import curve
 from ._proto import pb
-from ._util import Closing
+from ._closing import Closing
 from .client import Client, state_dict
 from .errors import RobosimError, TimeoutError
 

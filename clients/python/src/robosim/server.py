@@ -17,7 +17,7 @@ import time
 import weakref
 from typing import Optional, Sequence
 
-from ._util import Closing
+from ._closing import Closing
 from .errors import RobosimError
 
 BINARY = "robosim-server"
