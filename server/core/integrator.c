@@ -117,15 +117,6 @@ static int ark_guards(sunrealtype t, N_Vector y, sunrealtype *g, void *user_data
         memcpy(keep, rs_nvec_data(y), (size_t)in->n * sizeof(double));
     }
     in->guards(t, rs_nvec_data(y), g, in->user);
-    /* A guard left unarmed at the start (exactly 0 there: arm_zero_guards) is watched by
-     * watch_unarmed alone; ARKODE sees it positive until then. Its own handling of a guard at 0
-     * at a start misfires: after a restart that follows a root return, ERKStepReInit leaves
-     * ARKODE's flag of that root set, so its next call checks the restart time as a root
-     * again and fails with ARK_ILL_INPUT ("root found at and very near t") where the guard is
-     * 0 there and just after it. */
-    for (int i = 0; in->nunarmed > 0 && i < in->ng; i++)
-        if (in->unarmed[i])
-            g[i] = 1.0;
     return 0;
 }
 

@@ -1744,7 +1744,6 @@ static const struct regression {
     {"parallel_arm/hybrid", 117263088873994, 0},   /* taut with a servo held at its stop */
     {"parallel_arm/hybrid", 251105797287833, 0},   /* the set's drift (stabilisation) */
     {"workshop/compliant", 7109952106727, 0},      /* a layer entered with the last step */
-    {"brick_drop/hybrid", 22003882608936, 0},     /* a root's flag kept over a restart */
 };
 
 static int run_regressions(void)
