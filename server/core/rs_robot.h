@@ -223,6 +223,15 @@ struct rs_robot {
     /* Optional: up to max_points (x, y) pairs sampled on the workspace boundary, written to xy
      * (2 * max_points doubles); returns the number written. */
     int (*workspace)(const rs_entity_model_t *em, double *xy, int max_points);
+
+    /* Optional: the shortest time constant (s) of the entity's flow in mode ed->mode at x, where
+     * it has one an explicit step must resolve (a compliant layer's c / k); 0 for none. After
+     * an event of this entity (whose jump may have changed its flow: a layer entered) the
+     * integrator restarts with a first step no longer than it, not the step length the flow
+     * before the event allowed, which an error test need not reject where the new flow acts
+     * only past the event's surface (the stages of a long step leave the layer again). */
+    double (*time_scale)(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                         const double *x);
 };
 
 /* Log an event of entity ed at time t. `before`/`after` hold n state values (n is clamped to

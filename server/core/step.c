@@ -263,6 +263,24 @@ static void remember_step_size(const rs_model_t *m, rs_data_t *d)
     d->h_next = fmin(rs_integrator_next_step(d->integ), m->control_dt);
 }
 
+/* After the jumps at an event: the restart's first step no longer than the shortest time
+ * constant (rs_robot_t.time_scale) of an entity whose guards fired, in its new mode. */
+static void bound_step_after_jumps(const rs_model_t *m, rs_data_t *d)
+{
+    const int *fired = rs_integrator_fired(d->integ);
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_entity_model_t *em = &m->ent[e];
+        if (!em->robot->time_scale)
+            continue;
+        int any = 0;
+        for (int i = 0; i < em->ng; i++)
+            any |= fired[em->g_off + i] != 0;
+        double tau = any ? em->robot->time_scale(em, &d->ent[e], d->x + em->x_off) : 0.0;
+        if (tau > 0.0 && (d->h_next <= 0.0 || tau < d->h_next))
+            d->h_next = tau;
+    }
+}
+
 /* Integrate from d->t to t_end, stopping at schedule knots and handling events. */
 static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_status_t *st)
 {
@@ -283,6 +301,7 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                     d->hooks->map_begin(d->hooks->ctx, m, d);
                 }
                 apply_jumps(m, d);
+                bound_step_after_jumps(m, d);
                 if (d->hooks)
                     d->hooks->map_end(d->hooks->ctx, m, d, RS_STEP_MAP_JUMP,
                                       rs_integrator_fired(d->integ), 0.0);

@@ -1743,6 +1743,7 @@ static const struct regression {
     {"parallel_arm/hybrid", 26082472769687, 0},    /* taut and slack: motion along the set */
     {"parallel_arm/hybrid", 117263088873994, 0},   /* taut with a servo held at its stop */
     {"parallel_arm/hybrid", 251105797287833, 0},   /* the set's drift (stabilisation) */
+    {"workshop/compliant", 7109952106727, 0},      /* a layer entered with the last step */
 };
 
 static int run_regressions(void)

@@ -256,6 +256,17 @@ static int dd_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     return 0;
 }
 
+/* rs_robot_t.time_scale: inside a compliant layer the depth relaxes as d' = ... - (k / c) d,
+ * with the time constant c / k (an explicit step much longer is unstable); none elsewhere. */
+static double dd_time_scale(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                            const double *x)
+{
+    (void)x;
+    if (ed->mode != MODE_COMPLIANT || (int)ed->aux[AUX_INSIDE] == 0)
+        return 0.0;
+    return rs_blend_harmonic(em->p[P_C], em->p[P_OC]) / rs_blend_harmonic(em->p[P_K], em->p[P_OK]);
+}
+
 static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *g)
 {
@@ -530,6 +541,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .settle = dd_settle,
     .advance = dd_advance,
     .failure = dd_failure,
+    .time_scale = dd_time_scale,
     .contacts = dd_contacts,
     .sense = dd_sensors,
 };
