@@ -54,8 +54,9 @@ typedef struct probe {
     double p50, p99, max;
 } probe_t;
 
-/* Hello and GetState of world `other` in turn (Hello alone when other is 0), one due every PROBE_EVERY s, for at least
- * min_s and until *busy is 0 (at most max_s): each latency from the time it was due. */
+/* Hello and GetState of world `other` in turn (Hello alone when other is 0), one due every
+ * PROBE_EVERY s (or as soon as its predecessor is answered, when that is later), for at least
+ * min_s and until *busy is 0 (at most max_s): each latency from the time it was sent. */
 static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double min_s,
                      double max_s)
 {
@@ -68,6 +69,9 @@ static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double m
             break;
         if (t < due)
             sleep_s(due - t);
+        /* each probe's own wait, from when it is sent: a probe sent late (its predecessor took
+         * longer than PROBE_EVERY) is timed from then, not from when it was due */
+        double sent = t < due ? due : t;
         rsc_error_t err;
         int rc;
         if (other && i % 2) {
@@ -79,7 +83,7 @@ static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double m
             rc = rsc_hello(c, 1, 1, &h, &err);
             rsc_free(h);
         }
-        lat[r.n++] = now() - due;
+        lat[r.n++] = now() - sent;
         if (rc != 0) {
             r.failed = 1;
             fprintf(stderr, "probe %d: %s\n", i, err.message);

@@ -318,7 +318,8 @@ static void test_batch_slices(void)
     probe_t r = probe(b, 0, NULL, 0.5, 0.5); /* Hello alone: the batch holds both worlds */
     print_probe(&r, "a 2 x 400000-step StepBatch");
     int in_flight = !atomic_load(&lb.finished);
-    CHECK(!r.failed && r.n >= 50 && in_flight, "served while the batch ran (%d probes, in "
+    /* answered between the batch's rounds (a round of a slice per world: about 10 ms) */
+    CHECK(!r.failed && r.n >= 20 && in_flight, "served while the batch ran (%d probes, in "
           "flight: %d)", r.n, in_flight);
     CHECK(r.p99 < 0.050, "p99 %.1f ms < 50 ms", r.p99 * 1e3);
     pthread_join(th, NULL);
