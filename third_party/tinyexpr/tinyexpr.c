@@ -87,7 +87,9 @@ typedef struct state {
 static te_expr *new_expr(const int type, const te_expr *parameters[]) {
     const int arity = ARITY(type);
     const int psize = sizeof(void*) * arity;
-    const int size = (sizeof(te_expr) - sizeof(void*)) + psize + (IS_CLOSURE(type) ? sizeof(void*) : 0);
+    int size = (sizeof(te_expr) - sizeof(void*)) + psize + (IS_CLOSURE(type) ? sizeof(void*) : 0);
+    /* robosim: never less than the struct (UBSan's object-size check on arity-0 nodes) */
+    if (size < (int)sizeof(te_expr)) size = sizeof(te_expr);
     te_expr *ret = malloc(size);
     CHECK_NULL(ret);
 
