@@ -508,9 +508,28 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
     int rc = rs_apply_step_commands(s, w, sp, &n, st);
     if (rc == 0) {
         world->data->hooks = rs_sens_hooks(sens);
-        rc = world->task || sp->n_action
-                 ? rs_world_task_step(world, sp->action, sp->n_action, n, st)
-                 : rs_step(world->model, world->data, n, st);
+        if (world->task || sp->n_action) { /* bounded by its episode */
+            rc = rs_world_task_step(world, sp->action, sp->n_action, n, st);
+        } else {
+            /* not sliced (the sensitivity lives for the request): within the compute budget,
+             * it holds the loop for up to --max-request-seconds */
+            uint64_t done = 0;
+            rs_data_t *d = world->data;
+            d->nevents = 0;
+            d->events_dropped = 0;
+            rc = rs_step_until(world->model, d, n, rs_clock() + s->cfg.max_request_seconds,
+                               &done, st);
+            if (rc == 0 && done < n)
+                rc = rs_fail(st, RS_EDEADLINE,
+                             "world %llu stopped after %llu of the %llu control steps of a Step "
+                             "with its Jacobian (t = %.9g s, step_count %llu): over this "
+                             "server's compute budget of %g s per request "
+                             "(--max-request-seconds); the world can be stepped on from there; "
+                             "ask for fewer steps per request",
+                             (unsigned long long)w->id, (unsigned long long)done,
+                             (unsigned long long)n, d->t, (unsigned long long)d->step_count,
+                             s->cfg.max_request_seconds);
+        }
         world->data->hooks = NULL;
     }
     Robosim__V1__State *state = NULL;

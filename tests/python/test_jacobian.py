@@ -94,3 +94,34 @@ def test_step_batch_item_with_jacobian_refused(client):
     assert first.WhichOneof("result") == "error" and first.error.code == 7  # UNIMPLEMENTED
     assert "StepBatch" in first.error.message
     assert second.WhichOneof("result") == "state" and second.state.step_count == 1
+
+
+def test_jacobian_step_keeps_the_compute_budget():
+    """A Step with its Jacobian is not sliced, but it stops at the server's compute budget
+    (DEADLINE_EXCEEDED, the world at a control-step boundary) and another client is answered
+    after it, not after the whole Step."""
+    import threading
+    import time
+    from robosim.server import LocalServer
+    with LocalServer(args=["--max-request-seconds", "0.3"]) as server:
+        with robosim.Client(server.endpoint, timeout=60) as c, \
+                robosim.Client(server.endpoint, timeout=60) as other:
+            wid = c.create_world("serial_arm", seed=1)
+            out = {}
+
+            def run():
+                try:
+                    c.step(wid, steps=1_000_000, jacobian=True)
+                except robosim.RobosimError as exc:
+                    out["code"] = exc.code_name
+            th = threading.Thread(target=run)
+            th.start()
+            time.sleep(0.05)
+            t0 = time.monotonic()
+            other.hello()
+            waited = time.monotonic() - t0
+            th.join()
+            assert out.get("code") == "DEADLINE_EXCEEDED", out
+            assert waited < 2.0, waited  # the whole Step would take minutes
+            st = c.get_state(wid)
+            assert 0 < st["step_count"] < 1_000_000
