@@ -74,6 +74,10 @@ struct rs_integrator {
      * (NULL: one group, ARKODE's own weights) */
     double *wscale;
     double rtol, atol;
+    long max_steps;  /* the options rs_integrator_configure set, for renew_stepper */
+    double max_step;
+    int at_root;     /* an evolve on this memory returned at a root (renew_stepper) */
+    long carried;    /* steps of a renewed memory not yet handed out (take_steps) */
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -425,19 +429,61 @@ int rs_integrator_set_groups(rs_integrator_t *in, int ngroups, const int *len, r
     return 0;
 }
 
+/* The tolerances and step limits rs_integrator_configure recorded, set on the memory. */
+static int apply_options(rs_integrator_t *in, rs_status_t *st)
+{
+    ARK_CHECK(in, st, ARK(SStolerances)(in->mem, in->rtol, in->atol));
+    if (in->wscale)
+        ARK_CHECK(in, st, ARK(WFtolerances)(in->mem, ark_weights));
+    ARK_CHECK(in, st, ARK(SetMaxNumSteps)(in->mem, in->max_steps));
+    ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, in->max_step)); /* 0: no limit */
+    return 0;
+}
+
+/* The ng guards (the block sized for them) registered with ARKODE, falling through 0. */
+static int register_guards(rs_integrator_t *in, int ng, rs_status_t *st)
+{
+    ARK_CHECK(in, st, ARK(RootInit)(in->mem, ng, ng ? ark_guards : NULL));
+    in->ng = ng;
+    if (ng) { /* both need ARKODE's root memory, which ERKStepRootInit makes */
+        ARK_CHECK(in, st, ARK(SetRootDirection)(in->mem, in->rootdir));
+        ARK_CHECK(in, st, ARK(SetNoInactiveRootWarn)(in->mem));
+    }
+    return 0;
+}
+
+/* A fresh ERKStep memory with the same method, options and guards. ARKODE remembers that its
+ * last return was at a root across ERKStepReInit (only a new memory forgets it), and an evolve
+ * that continues a run (ARK_ONE_STEP, from the second call on) first re-examines the guards at
+ * the time of that stale return: a guard exactly 0 there and just after it, as at a contact
+ * held to rounding on a surface, is then reported as a close pair of roots (ARK_ILL_INPUT,
+ * "Root found at and very near t"), and a world that forked at the event (a new memory) would
+ * not see it. So an interval that will be watched step by step (arm_zero_guards) after a root
+ * starts on a new memory, as a fork's does. */
+static int renew_stepper(rs_integrator_t *in, rs_status_t *st)
+{
+    int ng = in->ng, rc;
+    long nst = 0;
+    if (ARK(GetNumSteps)(in->mem, &nst) == ARK_SUCCESS && nst > in->folded)
+        in->carried += nst - in->folded;
+    in->at_root = 0;
+    if ((rc = create_stepper(in, in->order, st)) < 0 || (rc = apply_options(in, st)) < 0)
+        return rc;
+    return register_guards(in, ng, st);
+}
+
 int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double atol,
                             long max_steps, double max_step, int ng, rs_status_t *st)
 {
     int rc;
     if (method_order(order) != in->order && (rc = create_stepper(in, order, st)) < 0)
         return rc;
-    ARK_CHECK(in, st, ARK(SStolerances)(in->mem, rtol, atol));
     in->rtol = rtol;
     in->atol = atol;
-    if (in->wscale)
-        ARK_CHECK(in, st, ARK(WFtolerances)(in->mem, ark_weights));
-    ARK_CHECK(in, st, ARK(SetMaxNumSteps)(in->mem, max_steps));
-    ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, max_step)); /* 0: no limit */
+    in->max_steps = max_steps;
+    in->max_step = max_step;
+    if ((rc = apply_options(in, st)) < 0)
+        return rc;
     if (ng != in->ng) {
         /* one block: the guard values, the interval's start state and, with event refinement
          * (order 8), the two step-end states and the guards at a step's start first (doubles,
@@ -460,12 +506,8 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
         in->nunarmed = 0;
         for (int i = 0; i < ng; i++)
             in->rootdir[i] = -1;
-        ARK_CHECK(in, st, ARK(RootInit)(in->mem, ng, ng ? ark_guards : NULL));
-        in->ng = ng;
-        if (ng) { /* both need ARKODE's root memory, which ERKStepRootInit makes */
-            ARK_CHECK(in, st, ARK(SetRootDirection)(in->mem, in->rootdir));
-            ARK_CHECK(in, st, ARK(SetNoInactiveRootWarn)(in->mem));
-        }
+        if ((rc = register_guards(in, ng, st)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -494,10 +536,11 @@ static void arm_zero_guards(rs_integrator_t *in, double t)
 
 long rs_integrator_take_steps(rs_integrator_t *in)
 {
-    long nst = 0;
+    long nst = 0, add = in->carried;
+    in->carried = 0;
     if (ARK(GetNumSteps)(in->mem, &nst) != ARK_SUCCESS || nst <= in->folded)
-        return 0; /* a statistic only: a failed query adds nothing */
-    long add = nst - in->folded;
+        return add; /* a statistic only: a failed query adds nothing */
+    add += nst - in->folded;
     in->folded = nst;
     return add;
 }
@@ -510,13 +553,18 @@ int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop
      * error history (ARKODE's PID uses the last two steps' errors), which a fork does not
      * have. The options set stay; ARKODE's step count restarts (take_steps' difference). */
     in->last_error[0] = '\0';
+    arm_zero_guards(in, t);
+    if (in->at_root && in->nunarmed > 0) {
+        int rc = renew_stepper(in, st);
+        if (rc < 0)
+            return rc;
+    }
     ARK_CHECK(in, st, ERKStepReInit(in->mem, ark_rhs, t, in->y));
     in->folded = 0;
     ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, h0));
     ARK_CHECK(in, st, ARK(SetStopTime)(in->mem, tstop));
     in->tstop = tstop;
     in->t_prev = in->t_last = -INFINITY; /* ARKODE's first guard check records (t, x) */
-    arm_zero_guards(in, t);
     return 0;
 }
 
@@ -765,15 +813,19 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
         h0 *= 0.1;
         memcpy(rs_nvec_data(in->y), in->x_entry, (size_t)in->n * sizeof(double));
         in->last_error[0] = '\0';
+        arm_zero_guards(in, in->t_entry);
+        int rc = in->at_root && in->nunarmed > 0 ? renew_stepper(in, st) : 0;
+        if (rc < 0)
+            return rc;
         if (ARK(Reset)(in->mem, in->t_entry, in->y) != ARK_SUCCESS ||
             ARK(SetInitStep)(in->mem, h0) != ARK_SUCCESS ||
             ARK(SetStopTime)(in->mem, in->tstop) != ARK_SUCCESS)
             break;
         in->t_prev = in->t_last = -INFINITY;
-        arm_zero_guards(in, in->t_entry);
         tret = in->t_entry;
     }
     if (flag == ARK_ROOT_RETURN) {
+        in->at_root = 1;
         *t = tret;
         int gf = ARK(GetRootInfo)(in->mem, in->fired);
         if (gf != ARK_SUCCESS)

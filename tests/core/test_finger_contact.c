@@ -98,10 +98,13 @@ static void ts_pushing(void)
 }
 
 /* Time stepping's energy balance: the kinetic energy never rises by more than the actuator's
- * work F h v+ summed over the substeps, step by step. (a) A finger pushed (F = 5 N) into an object held by
- * static friction, restitution 0.97: each rebound leaves with e times the closing speed and
- * the push decelerates it from there (a rebound at e v with the step's push cancelled by the
- * contact gained about e v h F per bounce). (b) A coasting finger whose drag is stiff for the
+ * work F h v+ summed over the substeps, step by step. (a) A finger pushed (F = 5 N) into an
+ * object a thousand times heavier held by static friction, restitution 0.97: each impact is
+ * between the two bodies (ground friction is a force, with no impulse), the heavy object takes
+ * a thousandth of the finger's momentum change and friction stops it within the step, and the
+ * finger leaves with about e times the closing speed; the push decelerates it from there (a
+ * rebound at e v with the step's push cancelled by the contact gained about e v h F per
+ * bounce). (b) A coasting finger whose drag is stiff for the
  * step (h c / m = 5): the drag, implicit, only slows it (explicit, v+ = (1 - h c / m) v
  * reversed and grew it fourfold a step). */
 static void ts_energy_balance(void)
@@ -110,6 +113,7 @@ static void ts_energy_balance(void)
     rs_world_t *w = finger_with((kv_t[]){{"contact_model", 1}, {"ts_step", 1e-3},
                                          {"control_dt", 0.01}, {"object_x0", 0.001},
                                          {"finger_v0", 0.05}, {"finger_drag", 0},
+                                         {"object_mass", 1e3},
                                          {"static_friction", 1e3}, {"kinetic_friction", 1e3},
                                          {"restitution", 0.97}, {NULL, 0}});
     double f = 5.0, m = 1.0; /* the preset's finger mass */

@@ -126,7 +126,7 @@ int main(void)
     /* a bad option is refused with ARKODE's reason, not ignored, naming the function
      * (ERKStepSStolerances before SUNDIALS 7.1, ARKodeSStolerances from it on) */
     rc = rs_integrator_configure(in, 4, -1.0, 1e-12, 1000, 0.0, 0, &st);
-    CHECK(rc == RS_EINTERNAL && strstr(st.message, "SStolerances(in->mem, rtol, atol)"),
+    CHECK(rc == RS_EINTERNAL && strstr(st.message, "SStolerances(in->mem, in->rtol, in->atol)"),
           "a negative rtol: %d '%s'", rc, st.message);
 
     rs_integrator_destroy(&in);

@@ -741,13 +741,17 @@ static void dd_check(run_t *r, int e, const double *x0, const double *x1)
             continue;
         }
         /* compliant: the layer pushes back along the normal at (k / c) d, so the depth obeys
-         * d' <= v - (k / c) d and stays below max(d0, c v / k) (one obstacle's layer at a time) */
+         * d' <= v - (k / c) d and stays below max(d0, c v / k) (one obstacle's layer at a time),
+         * to the integrator's error on the centre (rtol |x| + atol per component: at the steady
+         * depth c v / k the depth is a difference of positions a metre or so in size, held
+         * there to that error; ten times it allows for its accumulation over a control step) */
         double d0 = pad - clear0[i], d1 = pad - clear1[i];
-        double bound = fmax(d0, c * v / k) * (1 + 1e-6) + 1e-9;
+        double bound = fmax(d0, c * v / k) * (1 + 1e-6) + 10.0 * (r->m->rtol * scale + r->m->atol);
         if (in_layer0 <= 1 && in_layer1 <= 1 && d1 > 0 && d1 > bound)
-            violate(r, "obstacle", "robot %.3g m deep in obstacle %d's layer (%.3g m thick; "
-                    "%.3g m inside the obstacle); a normal spring-damper allows %.3g m",
-                    d1, i, pad, d1 - pad, bound);
+            violate(r, "obstacle", "robot %.9g m deep in obstacle %d's layer (%.3g m thick; "
+                    "%.3g m inside the obstacle); a normal spring-damper allows %.9g m "
+                    "(from %.9g m, at %.9g m/s)",
+                    d1, i, pad, d1 - pad, bound, d0, v);
     }
     /* rest: with no command nothing moves (compliant: while clear of every layer) */
     if (r->s->passive && !(model == RS_CONTACT_COMPLIANT && in_layer0) &&
@@ -1744,6 +1748,11 @@ static const struct regression {
     {"parallel_arm/hybrid", 117263088873994, 0},   /* taut with a servo held at its stop */
     {"parallel_arm/hybrid", 251105797287833, 0},   /* the set's drift (stabilisation) */
     {"workshop/compliant", 7109952106727, 0},      /* a layer entered with the last step */
+    /* wedged at two layers' surfaces to rounding: ARKODE's stale root flag after a restart */
+    {"diff_drive/compliant", 143871173688361, 0},
+    {"brick_drop/hybrid", 159333695820856, 0},     /* the same, a corner at rest on the ground */
+    {"diff_drive/compliant", 125924953807309, 0},  /* the steady depth, to the integrator's error */
+    {"finger/time_stepping", 182440758440716, 0},  /* the rebound held against ground friction */
 };
 
 static int run_regressions(void)

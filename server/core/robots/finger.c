@@ -96,10 +96,10 @@
  *     LCP of the contact (gap + h (v_o+ - v_f+) >= 0, lambda >= 0, complementary; in every
  *     step's problem, so no gap closes after the solve; Newton restitution e on a contact
  *     closing in the step whose rebound e |v_f - v_o| reaches resting_speed, as an impulse
- *     that turns the closing speed into e times it with the step's forces acting on top: the
- *     separating speed after the step is at least (1 + e) closing + (v_o - v_f) free, so a
- *     push into the object does not leave with the rebound and the actuator's work F h v+
- *     bounds the energy gained) and the object's
+ *     between the bodies at the step's start that turns the closing speed into e times it,
+ *     the step's forces, drags, friction and plastic contact then acting from there: the
+ *     impact keeps momentum and loses kinetic energy, the rest is backward Euler, so the
+ *     actuator's work F h v+ bounds the energy gained) and the object's
  *     ground friction as a box |p| <= F h (F_static if the object is at rest, else
  *     F_kinetic), by rs_contact_solve.
  *     contact_impulse accumulates lambda; contact_force is lambda / h of the last step.
@@ -518,38 +518,49 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
     double fo = object_force(ed);
     double minv[2] = {1.0 / p[P_M_F], 1.0 / p[P_M_O]};
     for (double k = 0.0; k < steps; k += 1.0) {
-        const double vfree[2] = {drag_step(p[P_DRAG_LAW_F], h * p[P_C_F] / p[P_M_F],
-                                           x[V_F] + h * fa / p[P_M_F]),
-                                 drag_step(p[P_DRAG_LAW_O], h * p[P_C_O] / p[P_M_O],
-                                           plus(x[V_O], h * fo / p[P_M_O]))};
-        double v[2], gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], pn[2], pt[2];
+        double gap = x[X_O] - x[X_F], closing = x[V_F] - x[V_O], v[2], vfree[2], pn[2], pt[2];
+        double impulse = 0.0;
         /* The contact is always in the problem (gap + h (v_o+ - v_f+) >= 0, complementary to
          * lambda >= 0: it takes no force where it stays open), so no gap closes after the
          * solve whichever velocities the friction leaves. Newton restitution applies where the
          * contact closes in this step: by the free velocities, or, if the solve finds it
-         * active without it, on a second solve with it (the active set iterated once more);
-         * and, as in the hybrid impact, only where the rebound e |v_f - v_o| would reach
-         * resting_speed: slower, the bodies stay together (a pushing finger keeps one contact
-         * instead of bouncing at every step on its own rounding). */
-        int impact = gap + h * (vfree[1] - vfree[0]) <= 0.0;
+         * active without it, the step is solved again after the impact; and, as in the hybrid
+         * impact, only where the rebound e |v_f - v_o| would reach resting_speed: slower, the
+         * bodies stay together (a pushing finger keeps one contact instead of bouncing at every
+         * step on its own rounding). The impact comes first, at the step's start, an impulse
+         * between the two bodies alone that turns the closing speed into e times it (their
+         * momentum kept, kinetic energy lost); then the step's forces, drags, friction and the
+         * plastic contact act from there, backward Euler, which only takes energy out against
+         * the actuator's work F h v+. Solved as one problem with the rebound as a bound on the
+         * separating speed, the contact's impulse had to hold that bound against the object's
+         * ground friction, and pushed it with more energy than the impact had. */
         int bounces = closing > 0.0 && p[P_RESTITUTION] * closing >= p[P_V_REST] &&
                       p[P_RESTITUTION] > 0.0;
         for (int pass = 0; pass < 2; pass++) {
+            double vf0 = x[V_F], vo0 = x[V_O];
+            if (pass == 1) { /* the impact: (1 + e) closing between the two bodies */
+                impulse = (1.0 + p[P_RESTITUTION]) * closing / (minv[0] + minv[1]);
+                vf0 -= impulse * minv[0];
+                vo0 += impulse * minv[1];
+            }
+            vfree[0] = drag_step(p[P_DRAG_LAW_F], h * p[P_C_F] / p[P_M_F], vf0 + h * fa / p[P_M_F]);
+            vfree[1] = drag_step(p[P_DRAG_LAW_O], h * p[P_C_O] / p[P_M_O],
+                                 plus(vo0, h * fo / p[P_M_O]));
             rs_contact_point_t pts[2] = {
                 {.jn = {-1.0, 1.0}, .vn_min = -gap / h},
                 /* the object's ground friction: a box of F h on v_o */
                 {.jt = {0.0, 1.0},
-                 .ft_max = h * (fabs(x[V_O]) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
-            if (impact && bounces) /* the impact's (1 + e) closing on top of the free motion */
-                pts[0].vn_min = fmax(pts[0].vn_min, (1.0 + p[P_RESTITUTION]) * closing +
-                                                        vfree[1] - vfree[0]);
+                 .ft_max = h * (fabs(vo0) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
             v[0] = vfree[0], v[1] = vfree[1];
             rs_contact_solve(2, minv, 2, pts, v, pn, pt, 200);
-            if (impact || !(pn[0] > 0.0) || !bounces)
+            if (fabs(pt[1]) < pts[1].ft_max)
+                v[1] = 0.0; /* friction inside its box holds the object: at rest, not at the
+                               solver's rounding of -v / m times m */
+            int impact = gap + h * (vfree[1] - vfree[0]) <= 0.0 || pn[0] > 0.0;
+            if (pass == 1 || !impact || !bounces)
                 break;
-            impact = 1;
         }
-        double lambda = pn[0], was = ed->aux[AUX_N];
+        double lambda = impulse + pn[0], was = ed->aux[AUX_N];
         x[V_F] = v[0], x[V_O] = v[1];
         x[X_F] += h * v[0], x[X_O] += h * v[1]; /* backward Euler positions */
         x[IMPULSE] += lambda;
