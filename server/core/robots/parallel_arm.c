@@ -203,17 +203,17 @@ static double taut_curvature(const rs_entity_model_t *em, const double *x)
     return (wd[0] * wd[0] + wd[1] * wd[1] - ew * ew) / un + e[0] * wdd[0] + e[1] * wdd[1];
 }
 
-/* Moving along the set: the accelerations qdd and c (the slack separation acceleration,
- * stabilised; >= 0 while taut). */
-static double taut_motion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
-                          const double *u, double qdd[2])
+/* Moving along the set its way s (+-1): the accelerations qdd and c (the slack separation
+ * acceleration, stabilised; >= 0 while taut). */
+static double taut_motion_along(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                const double *x, const double *u, double s, double qdd[2])
 {
     double M[2][2], b[2], grad[2], a[2], mg = 0.0, ga = 0.0;
     arm_joints_t jc;
     arm_joints_from(em, &jc);
     pa_dynamics(em, ed, x, u, M, b);
     double un = elbow_gap(em, x, grad), gqd = grad[0] * x[ARM_QD1] + grad[1] * x[ARM_QD2];
-    double s = ed->aux[ARM_AUX_DIR1], tau[2] = {-grad[1], grad[0]};
+    double tau[2] = {-grad[1], grad[0]};
     for (int j = 0; j < 2; j++) {
         /* friction against the motion along the set, s tau_j (the sign of qd_j on the set, and
          * defined from rest on, where qd_j = 0 would leave it out at the first stage) */
@@ -230,6 +230,12 @@ static double taut_motion(const rs_entity_model_t *em, const rs_entity_data_t *e
     return c;
 }
 
+static double taut_motion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                          const double *u, double qdd[2])
+{
+    return taut_motion_along(em, ed, x, u, ed->aux[ARM_AUX_DIR1], qdd);
+}
+
 /* The unit tangent of the set at q. */
 static void taut_tangent(const rs_entity_model_t *em, const double *x, double tau[2])
 {
@@ -238,6 +244,22 @@ static void taut_tangent(const rs_entity_model_t *em, const double *x, double ta
     double n = rs_hypot(grad[0], grad[1]);
     tau[0] = n > 0 ? -grad[1] / n : 0.0;
     tau[1] = n > 0 ? grad[0] / n : 0.0;
+}
+
+/* At rest on the set (qd = 0), the acceleration along it, s tau . qdd, were it moving its way s
+ * (+-1) against the servos' dry friction: the motion's own law, stabilisation included. It
+ * starts moving that way where this is positive. In exact arithmetic its sign is that of
+ * F - s cap (taut_rest_force: tau^T M qdd = tau . r, the tension's force being normal to the
+ * set); deciding with the force balance while the motion's law, with its rounding and drift
+ * terms, decelerated (F - cap of 1e-19 N m against a stabilisation of 1e-11) reversed the
+ * start at once, stopped and started it again without end. */
+static double taut_start(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                         const double *x, const double *u, double s)
+{
+    double qdd[2], tau[2];
+    taut_motion_along(em, ed, x, u, s, qdd);
+    taut_tangent(em, x, tau);
+    return s * (tau[0] * qdd[0] + tau[1] * qdd[1]);
 }
 
 /* At rest on the set: the servos' force along it, F = tau . b, against their dry friction's
@@ -276,7 +298,9 @@ static void taut_resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, cons
         s = sigma > 0 ? 1.0 : -1.0;
     } else {
         taut_rest_force(em, ed, x, u, &F, &cap, allowed);
-        s = F > cap && allowed[0] ? 1.0 : F < -cap && allowed[1] ? -1.0 : 0.0;
+        s = allowed[0] && taut_start(em, ed, x, u, 1.0) > 0.0    ? 1.0
+            : allowed[1] && taut_start(em, ed, x, u, -1.0) > 0.0 ? -1.0
+                                                                 : 0.0;
     }
     ed->aux[ARM_AUX_DIR1] = s;
     ed->aux[ARM_AUX_DIR2] = 0.0;
@@ -412,8 +436,8 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
             int allowed[2];
             g[G_STRETCH] = stretch_pull(em, ed, x, u, st, dir);
             taut_rest_force(em, ed, x, u, &F, &cap, allowed);
-            g[0] = allowed[0] ? cap - F : 1.0;
-            g[1] = allowed[1] ? cap + F : 1.0;
+            g[0] = allowed[0] ? -taut_start(em, ed, x, u, 1.0) : 1.0;
+            g[1] = allowed[1] ? -taut_start(em, ed, x, u, -1.0) : 1.0;
             return;
         }
         /* moving along the set: slack, at rest along it, or a stop reached */
