@@ -20,6 +20,10 @@
 #include <time.h>
 
 #define MAX_EVENTS_PER_CONTROL_STEP 1000
+/* Guard crossings handled in one control step, logged as events or not (a saturation switch, a
+ * mode decision that changes nothing): past this many the step fails instead of spinning at one
+ * instant until a budget or the watchdog stops it */
+#define MAX_JUMPS_PER_CONTROL_STEP 20000
 
 const char *rs_mode_name(const rs_model_t *m, const rs_data_t *d, int e)
 {
@@ -284,6 +288,7 @@ static void bound_step_after_jumps(const rs_model_t *m, rs_data_t *d)
 /* Integrate from d->t to t_end, stopping at schedule knots and handling events. */
 static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_status_t *st)
 {
+    long jumps = 0;
     while (d->t < t_end) {
         double tstop = next_knot(m, d, d->t, t_end);
         int rc = integrator_restart(d, tstop, st);
@@ -307,6 +312,11 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                                       rs_integrator_fired(d->integ), 0.0);
                 if ((rc = entities_failure(m, d, st)) < 0)
                     return rc;
+                if (++jumps > MAX_JUMPS_PER_CONTROL_STEP)
+                    return rs_fail(st, RS_ESIMFAIL,
+                                   "more than %d guard crossings in one control step at "
+                                   "t = %.9g s (a mode switch its own motion undoes at once?)",
+                                   MAX_JUMPS_PER_CONTROL_STEP, d->t);
                 if (d->step_events > MAX_EVENTS_PER_CONTROL_STEP)
                     return rs_fail(st, RS_ESIMFAIL,
                                    "more than %d events in one control step at t = %.9g s "

@@ -248,6 +248,38 @@ static void test_liftoff(void)
     rs_data_destroy(&d);
 }
 
+/* A broken module: its jump puts the ball back on the ground, still falling, and logs
+ * nothing, so the guard crosses again within the next step, at the same instant to rounding.
+ * The step fails with a specific error after its cap of guard crossings per control step
+ * instead of spinning until a compute budget or a watchdog stops it. */
+static void sticky_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                        const double *u, const int *fired)
+{
+    (void)em, (void)ed, (void)t, (void)u;
+    if (fired[0])
+        x[Y] = 0.0;
+}
+
+static void test_jump_loop(void)
+{
+    rs_status_t st;
+    rs_model_t m;
+    int rc = ball_model(&m, (const char *[]){"y0"}, (double[]){0.01}, 1, &st);
+    CHECK_OK(rc, st);
+    rs_robot_t sticky = ball_robot;
+    sticky.jump = sticky_jump;
+    m.ent[0].robot = &sticky;
+    rs_data_t *d = rs_data_new(&m, 1, &st);
+    CHECK(d != NULL, "data: %s", st.message);
+    if (!d)
+        return;
+    rc = rs_step(&m, d, 10, &st);
+    CHECK(rc == RS_ESIMFAIL && strstr(st.message, "guard crossings in one control step"),
+          "a jump its motion undoes at once: rc %d '%s'", rc, st.message);
+    CHECK(d->t < 0.1, "stopped at t = %g s, in the step where the ball reached the ground", d->t);
+    rs_data_destroy(&d);
+}
+
 int main(void)
 {
     rs_status_t st;
@@ -255,5 +287,6 @@ int main(void)
     CHECK_OK(rc, st); /* the registry would accept the module */
     test_bounces();
     test_liftoff();
+    test_jump_loop();
     return rs_test_done("test_example_robot");
 }
