@@ -77,6 +77,7 @@ struct rs_integrator {
     long max_steps;  /* the options rs_integrator_configure set, for renew_stepper */
     double max_step;
     int at_root;     /* an evolve on this memory returned at a root (renew_stepper) */
+    int zero_start;  /* an interval on this memory started with a guard at 0 (renew_stepper) */
     long carried;    /* steps of a renewed memory not yet handed out (take_steps) */
 };
 
@@ -452,21 +453,26 @@ static int register_guards(rs_integrator_t *in, int ng, rs_status_t *st)
     return 0;
 }
 
-/* A fresh ERKStep memory with the same method, options and guards. ARKODE remembers that its
- * last return was at a root across ERKStepReInit (only a new memory forgets it), and an evolve
- * that continues a run (ARK_ONE_STEP, from the second call on) first re-examines the guards at
- * the time of that stale return: a guard exactly 0 there and just after it, as at a contact
- * held to rounding on a surface, is then reported as a close pair of roots (ARK_ILL_INPUT,
- * "Root found at and very near t"), and a world that forked at the event (a new memory) would
- * not see it. So an interval that will be watched step by step (arm_zero_guards) after a root
- * starts on a new memory, as a fork's does. */
+/* A fresh ERKStep memory with the same method, options and guards. ERKStepReInit leaves two
+ * things of ARKODE's root finding as they were, which only a new memory resets, so that a world
+ * restarted here would not step as its fork (a new memory) does:
+ * - which guards are inactive: a guard exactly 0 at an interval's start and just after it is
+ *   left out of root finding until a step ends with it non-zero, and a later restart, with the
+ *   guard non-zero, does not bring it back; a crossing within that interval's first step was
+ *   lost (a diff-drive robot blocked by an obstacle turned past the heading where it is free);
+ * - that its last return was at a root: an evolve that continues a run (ARK_ONE_STEP, from its
+ *   second call on) first re-examines the guards at that old time, and a guard exactly 0 there
+ *   and just after it, as at a contact held to rounding on a surface, is reported as a close
+ *   pair of roots (ARK_ILL_INPUT, "Root found at and very near t").
+ * So a restart after an interval that started with a guard at 0, or one after a root that will
+ * be watched step by step (arm_zero_guards), starts on a new memory, as a fork's does. */
 static int renew_stepper(rs_integrator_t *in, rs_status_t *st)
 {
     int ng = in->ng, rc;
     long nst = 0;
     if (ARK(GetNumSteps)(in->mem, &nst) == ARK_SUCCESS && nst > in->folded)
         in->carried += nst - in->folded;
-    in->at_root = 0;
+    in->at_root = in->zero_start = 0;
     if ((rc = create_stepper(in, in->order, st)) < 0 || (rc = apply_options(in, st)) < 0)
         return rc;
     return register_guards(in, ng, st);
@@ -554,11 +560,12 @@ int rs_integrator_restart(rs_integrator_t *in, double t, double h0, double tstop
      * have. The options set stay; ARKODE's step count restarts (take_steps' difference). */
     in->last_error[0] = '\0';
     arm_zero_guards(in, t);
-    if (in->at_root && in->nunarmed > 0) {
+    if (in->zero_start || (in->at_root && in->nunarmed > 0)) {
         int rc = renew_stepper(in, st);
         if (rc < 0)
             return rc;
     }
+    in->zero_start = in->nunarmed > 0;
     ARK_CHECK(in, st, ERKStepReInit(in->mem, ark_rhs, t, in->y));
     in->folded = 0;
     ARK_CHECK(in, st, ARK(SetInitStep)(in->mem, h0));
@@ -814,9 +821,10 @@ int rs_integrator_evolve(rs_integrator_t *in, double *t, rs_status_t *st)
         memcpy(rs_nvec_data(in->y), in->x_entry, (size_t)in->n * sizeof(double));
         in->last_error[0] = '\0';
         arm_zero_guards(in, in->t_entry);
-        int rc = in->at_root && in->nunarmed > 0 ? renew_stepper(in, st) : 0;
+        int rc = in->zero_start || (in->at_root && in->nunarmed > 0) ? renew_stepper(in, st) : 0;
         if (rc < 0)
             return rc;
+        in->zero_start = in->nunarmed > 0;
         if (ARK(Reset)(in->mem, in->t_entry, in->y) != ARK_SUCCESS ||
             ARK(SetInitStep)(in->mem, h0) != ARK_SUCCESS ||
             ARK(SetStopTime)(in->mem, in->tstop) != ARK_SUCCESS)
