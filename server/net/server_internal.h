@@ -226,6 +226,10 @@ void rs_shard_close_peers(rs_server_t *s);
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
                   void **sock, int timeout_ms);
 
+/* How many shards front has (0: none), and shard k (NULL: no such). */
+int rs_shards_count(const rs_server_t *front);
+rs_server_t *rs_shards_shard(const rs_server_t *front, int k);
+
 /* The census front's shards share (NULL: front has none). */
 struct rs_census *rs_shards_census(rs_server_t *front);
 
@@ -349,9 +353,11 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
 
 /* Open cfg.state_dir (created 0700 if missing; locked against a second server) and restore the
  * worlds saved there, with their ids, tokens and leases; files that cannot be restored are
- * logged and renamed *.bad. Returns 1 when the dir held a server's state (then no default world
- * is created), 0 when it was empty, or a negative code (the dir cannot be used, or it holds
- * more worlds than --max-worlds). */
+ * logged and renamed *.bad. With --shards the front opens, locks and scans the dir and keeps
+ * the id record (server.state); each shard, opened after it, restores its share of the worlds
+ * (every n-th by id) and checkpoints the worlds it holds. Returns 1 when the dir held a
+ * server's state (then no default world is created), 0 when it was empty, or a negative code
+ * (the dir cannot be used, or it holds more worlds than --max-worlds). */
 int rs_persist_open(rs_server_t *s, rs_status_t *st);
 
 /* A checkpoint when --checkpoint-interval has passed since the last one, built a part at a

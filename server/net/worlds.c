@@ -163,30 +163,57 @@ void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta)
     pthread_mutex_unlock(&c->lock);
 }
 
-int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
+/* The owner byte of id v in the census's table (its chunk made on first use), or NULL when v
+ * is past the table or out of memory. */
+static _Atomic uint8_t *owner_byte(struct rs_census *c, uint64_t v)
 {
-    struct rs_census *c = s->census;
-    uint64_t v = atomic_fetch_add(&c->next_id, 1);
     uint64_t chunk = v >> ID_CHUNK_BITS;
     if (chunk >= ID_CHUNKS)
-        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
-                       "%llu)", (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
+        return NULL;
     uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
     if (!table) {
         uint8_t *fresh = calloc((size_t)1 << ID_CHUNK_BITS, 1);
         if (!fresh)
-            return rs_fail(st, RS_EEXHAUSTED, "out of memory for the world id table");
+            return NULL;
         if (atomic_compare_exchange_strong(&c->owner[chunk], &table, fresh))
             table = fresh;
         else
             free(fresh); /* another shard made it first: `table` is theirs */
     }
+    return (_Atomic uint8_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)];
+}
+
+int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
+{
+    struct rs_census *c = s->census;
+    uint64_t v = atomic_fetch_add(&c->next_id, 1);
+    if (v >> ID_CHUNK_BITS >= ID_CHUNKS)
+        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
+                       "%llu)", (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
+    _Atomic uint8_t *owner = owner_byte(c, v);
+    if (!owner)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for the world id table");
     /* a byte per id, written once by its shard, read by the front: relaxed suffices because the
      * reply naming the world leaves through a ZeroMQ queue (a full barrier) after this */
-    atomic_store_explicit((_Atomic uint8_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)],
-                          (uint8_t)(s->shard_index + 1), memory_order_release);
+    atomic_store_explicit(owner, (uint8_t)(s->shard_index + 1), memory_order_release);
     *id = v;
     return 0;
+}
+
+int rs_census_place(struct rs_census *c, uint64_t id, int k)
+{
+    _Atomic uint8_t *owner = owner_byte(c, id);
+    if (!owner)
+        return -1;
+    atomic_store_explicit(owner, (uint8_t)(k + 1), memory_order_release);
+    return 0;
+}
+
+void rs_census_reserve_ids(struct rs_census *c, uint64_t next)
+{
+    uint_fast64_t now = atomic_load(&c->next_id);
+    while (now < next && !atomic_compare_exchange_weak(&c->next_id, &now, next))
+        ;
 }
 
 int rs_census_shard_of(struct rs_census *c, uint64_t id)

@@ -34,6 +34,13 @@ struct rs_census {
 void rs_census_init(struct rs_census *c);
 void rs_census_free(struct rs_census *c);
 
+/* Record world `id` (restored from a state dir) as shard k's. 0, or -1 when the id is past
+ * the table or out of memory. */
+int rs_census_place(struct rs_census *c, uint64_t id, int k);
+
+/* Hand out no id below `next` (the state dir's record of the ids given before a restart). */
+void rs_census_reserve_ids(struct rs_census *c, uint64_t next);
+
 /* The shard of world `id`, or -1 (never handed out). */
 int rs_census_shard_of(struct rs_census *c, uint64_t id);
 

@@ -4,7 +4,7 @@
  * limits and per-client quotas count over all shards, a world steps to the same bits on either
  * shard, snapshots of one shard's world restore and fork on another's, the observer stream
  * carries every shard's worlds, a StepBatch naming another shard's world says so, and a state
- * dir is refused. */
+ * dir keeps every shard's worlds and restores them at any --shards. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -20,6 +20,18 @@ static rsc_client_t *must_connect(const char *ep)
     rsc_client_t *c = rsc_connect(ep, 20000, &err);
     CHECK(c != NULL, "connect: %s", c ? "" : err.message);
     return c;
+}
+
+/* State st packed without world id and seq into buf, and freed; its length (0: over cap). */
+static size_t pack_state(Robosim__V1__State *st, uint8_t *buf, size_t cap)
+{
+    st->world_id = 0;
+    st->seq = 0;
+    size_t len = robosim__v1__state__get_packed_size(st);
+    if (len <= cap)
+        robosim__v1__state__pack(st, buf);
+    rsc_free(st);
+    return len <= cap ? len : 0;
 }
 
 /* Step world `id` n control steps with a force that varies by step; the last state packed
@@ -38,13 +50,7 @@ static size_t step_and_pack(rsc_client_t *c, uint64_t id, int n, uint8_t *buf, s
             return 0;
         }
     }
-    st->world_id = 0;
-    st->seq = 0;
-    size_t len = robosim__v1__state__get_packed_size(st);
-    if (len <= cap)
-        robosim__v1__state__pack(st, buf);
-    rsc_free(st);
-    return len <= cap ? len : 0;
+    return pack_state(st, buf, cap);
 }
 
 /* Whether worlds x and y (tokens held by c) are on different shards: a StepBatch over both
@@ -263,17 +269,197 @@ static void stream(void)
     CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
 }
 
-/* A state dir is kept by one server loop: refused with --shards 2, saying why. */
-static void state_dir_refused(void)
+/* ---- --state-dir with shards ------------------------------------------------------------- */
+
+#define NS 6       /* worlds kept in the state dir */
+#define AHEAD 20   /* control steps of each world's reference */
+
+typedef struct kept {
+    uint64_t id;
+    char token[RSC_TOKEN_MAX];
+    int alive;
+    uint8_t now[1 << 14], ref[1 << 14]; /* its state (no id or seq), and after AHEAD steps */
+    size_t nnow, nref;
+} kept_t;
+
+/* World id's state packed without world id and seq into buf; its length (0: failed). */
+static size_t state_of(rsc_client_t *c, uint64_t id, uint8_t *buf, size_t cap)
+{
+    rsc_error_t err;
+    Robosim__V1__State *st = NULL;
+    if (rsc_get_state(c, id, &st, &err) != 0) {
+        CHECK(0, "state of world %llu: %s", (unsigned long long)id, err.message);
+        return 0;
+    }
+    return pack_state(st, buf, cap);
+}
+
+/* Each live world's state now, and its state AHEAD steps on (stepped from a snapshot, then
+ * set back to it: the world is left as it was). */
+static void take_references(rsc_client_t *c, kept_t *k)
+{
+    rsc_error_t err;
+    for (int i = 0; i < NS; i++) {
+        if (!k[i].alive)
+            continue;
+        Robosim__V1__State *snap = NULL, *back = NULL;
+        k[i].nnow = state_of(c, k[i].id, k[i].now, sizeof k[i].now);
+        CHECK(rsc_get_snapshot(c, k[i].id, &snap, &err) == 0 && snap, "snapshot: %s", err.message);
+        if (!snap)
+            continue;
+        k[i].nref = step_and_pack(c, k[i].id, AHEAD, k[i].ref, sizeof k[i].ref);
+        CHECK(rsc_set_state(c, k[i].id, snap->snapshot.data, snap->snapshot.len, &back, &err) == 0,
+              "set back: %s", err.message);
+        rsc_free(back);
+        rsc_free(snap);
+        static uint8_t again[1 << 14];
+        size_t n = state_of(c, k[i].id, again, sizeof again);
+        CHECK(n == k[i].nnow && !memcmp(again, k[i].now, n), "world %llu set back to its state",
+              (unsigned long long)k[i].id);
+    }
+}
+
+/* ListWorlds names exactly the live worlds, spread evenly over the `shards` shards. */
+static void check_listed(rsc_client_t *c, const kept_t *k, int shards)
+{
+    rsc_error_t err;
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int alive = 0, per[8] = {0};
+    for (int i = 0; i < NS; i++)
+        alive += k[i].alive;
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0 && lw && (int)lw->n_worlds == alive,
+          "ListWorlds at --shards %d: the %d kept worlds (got %zu)", shards, alive,
+          lw ? lw->n_worlds : 0);
+    for (size_t j = 0; lw && j < lw->n_worlds; j++) {
+        int found = 0;
+        for (int i = 0; i < NS; i++)
+            found |= k[i].alive && k[i].id == lw->worlds[j]->world_id;
+        CHECK(found, "world %llu listed is a kept one", (unsigned long long)lw->worlds[j]->world_id);
+        CHECK(lw->worlds[j]->shard < (uint32_t)shards, "world on shard %u of %d",
+              lw->worlds[j]->shard, shards);
+        if (lw->worlds[j]->shard < 8)
+            per[lw->worlds[j]->shard]++;
+    }
+    for (int s = 0; s < shards && s < 8; s++)
+        CHECK(per[s] >= alive / shards && per[s] <= (alive + shards - 1) / shards,
+              "restored worlds spread over %d shards: shard %d has %d of %d", shards, s, per[s],
+              alive);
+    rsc_free(lw);
+}
+
+static int file_exists(const char *dir, uint64_t id)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/world-%llu.rsw", dir, (unsigned long long)id);
+    return access(path, F_OK) == 0;
+}
+
+/* Worlds made on both shards of a --shards 2 server, SIGTERM, then restarts at --shards 2, 1
+ * and 3: every world back bit for bit and stepping on as it would have, spread over the shards
+ * (each interruptible as any: the net_shards run of test_stalls checks a slow restored one),
+ * new ids past every id given before, the per-client quota counting the restored worlds,
+ * destroyed worlds' files removed and no shard removing another's. */
+static void state_dir(void)
 {
     char dir[] = "/tmp/robosim-shards-XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "%s --bind tcp://127.0.0.1:%d --shards 2 --state-dir %s 2>&1 | grep -q 'shards'",
-             binary, free_port(), dir);
-    CHECK(system(cmd) == 0, "--state-dir with --shards 2 refused, naming --shards");
-    rmdir(dir);
+    static kept_t k[NS];
+    rsc_error_t err;
+    server_proc_t sp;
+    const char *first[] = {"--shards", "2", "--threads", "1", "--no-world", "--state-dir", dir,
+                           "--checkpoint-interval", "0.2", NULL};
+    CHECK(server_start(&sp, binary, first) == 0, "server with --shards 2 --state-dir started");
+    if (sp.pid <= 0)
+        return;
+    /* one world per connection: placement puts them on both shards */
+    rsc_client_t *conn[NS];
+    for (int i = 0; i < NS; i++) {
+        conn[i] = must_connect(sp.endpoint);
+        CHECK(rsc_create_world(conn[i], "finger", NULL, 0, 11 + (uint64_t)i, &k[i].id, &err) == 0,
+              "create: %s", err.message);
+        snprintf(k[i].token, sizeof k[i].token, "%s", rsc_world_token(conn[i], k[i].id));
+        k[i].alive = 1;
+    }
+    uint64_t gone = 0, top = 0;
+    CHECK(rsc_create_world(conn[0], "finger", NULL, 0, 5, &gone, &err) == 0, "create: %s",
+          err.message);
+    rsc_client_t *c = must_connect(sp.endpoint);
+    for (int i = 0; i < NS; i++) {
+        rsc_set_world_token(c, k[i].id, k[i].token);
+        uint8_t buf[1 << 14];
+        CHECK(step_and_pack(c, k[i].id, 3 + 4 * i, buf, sizeof buf) > 0, "steps");
+    }
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int on[2] = {0, 0};
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0 && lw, "ListWorlds: %s", err.message);
+    for (size_t j = 0; lw && j < lw->n_worlds; j++)
+        on[lw->worlds[j]->shard & 1]++;
+    rsc_free(lw);
+    CHECK(on[0] > 0 && on[1] > 0, "worlds on both shards (%d, %d)", on[0], on[1]);
+    sleep_s(0.6); /* checkpoints: world `gone` is written, then destroyed */
+    CHECK(file_exists(dir, gone), "a periodic checkpoint wrote world %llu",
+          (unsigned long long)gone);
+    CHECK(rsc_destroy_world(conn[0], gone, &err) == 0, "destroy: %s", err.message);
+    top = gone;
+    take_references(c, k);
+    for (int i = 0; i < NS; i++)
+        rsc_close(&conn[i]);
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
+    for (int i = 0; i < NS; i++)
+        CHECK(file_exists(dir, k[i].id), "world %llu's file", (unsigned long long)k[i].id);
+    CHECK(!file_exists(dir, gone), "the destroyed world's file removed");
+
+    const int shards[] = {2, 1, 3};
+    for (int r = 0; r < 3; r++) {
+        char nshards[8];
+        snprintf(nshards, sizeof nshards, "%d", shards[r]);
+        const char *again[] = {"--shards", nshards, "--threads", "1", "--state-dir", dir,
+                               "--checkpoint-interval", "0.2", "--max-worlds-per-client",
+                               r == 2 ? "6" : "64", NULL};
+        CHECK(server_start(&sp, binary, again) == 0, "restart with --shards %d", shards[r]);
+        if (sp.pid <= 0)
+            break;
+        c = must_connect(sp.endpoint);
+        for (int i = 0; i < NS; i++)
+            rsc_set_world_token(c, k[i].id, k[i].token);
+        check_listed(c, k, shards[r]);
+        for (int i = 0; i < NS; i++) {
+            if (!k[i].alive)
+                continue;
+            static uint8_t buf[1 << 14];
+            size_t n = state_of(c, k[i].id, buf, sizeof buf);
+            CHECK(n > 0 && n == k[i].nnow && !memcmp(buf, k[i].now, n),
+                  "--shards %d: world %llu restored bit for bit", shards[r],
+                  (unsigned long long)k[i].id);
+            n = step_and_pack(c, k[i].id, AHEAD, buf, sizeof buf);
+            CHECK(n > 0 && n == k[i].nref && !memcmp(buf, k[i].ref, n),
+                  "--shards %d: world %llu steps on to the same bits", shards[r],
+                  (unsigned long long)k[i].id);
+        }
+        uint64_t id = 0;
+        if (r == 2) {
+            /* the quota counts the restored worlds: 6 held by this client's address */
+            int rc = rsc_create_world(c, "finger", NULL, 0, 1, &id, &err);
+            CHECK(rc != 0 && err.code == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "6 worlds"),
+                  "--shards 3: the per-client quota counts the 6 restored worlds (%s)",
+                  rc ? err.message : "created");
+            CHECK(rsc_destroy_world(c, k[NS - 1].id, &err) == 0, "destroy: %s", err.message);
+            k[NS - 1].alive = 0;
+        }
+        CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &id, &err) == 0 && id > top,
+              "--shards %d: a new world's id %llu is past every id given before (%llu)",
+              shards[r], (unsigned long long)id, (unsigned long long)top);
+        top = id > top ? id : top;
+        CHECK(rsc_destroy_world(c, id, &err) == 0, "destroy: %s", err.message);
+        take_references(c, k);
+        rsc_close(&c);
+        CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
+        for (int i = 0; i < NS; i++)
+            CHECK(file_exists(dir, k[i].id) == k[i].alive, "world %llu's file %s",
+                  (unsigned long long)k[i].id, k[i].alive ? "kept" : "removed");
+    }
+    remove_dir(dir);
 }
 
 int main(int argc, char **argv)
@@ -282,6 +468,6 @@ int main(int argc, char **argv)
     worlds_and_bits();
     limits();
     stream();
-    state_dir_refused();
+    state_dir();
     return rs_test_done("test_shards");
 }
