@@ -53,31 +53,25 @@ static size_t step_and_pack(rsc_client_t *c, uint64_t id, int n, uint8_t *buf, s
     return pack_state(st, buf, cap);
 }
 
-/* Whether worlds x and y (tokens held by c) are on different shards: a StepBatch over both
- * steps the first and names the second as another shard's. */
-static int apart(rsc_client_t *c, uint64_t x, uint64_t y)
+/* The shard world `id` lives on (ListWorlds' WorldInfo.shard), or -1. */
+static int shard_of(rsc_client_t *c, uint64_t id)
 {
     rsc_error_t err;
-    rsc_batch_item_t items[2] = {{.world_id = x, .steps = 1}, {.world_id = y, .steps = 1}};
-    Robosim__V1__StepBatchReply *br = NULL;
-    int r = -1;
-    if (rsc_step_batch(c, items, 2, &br, &err) == 0 && br && br->n_results == 2) {
-        const Robosim__V1__BatchResult *b = br->results[1];
-        CHECK(br->results[0]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE,
-              "a batch steps its first world");
-        if (b->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
-            r = 0;
-        else if (b->error && b->error->code == CODE(NOT_FOUND) &&
-                 strstr(b->error->message, "another of this server's 2 shards"))
-            r = 1;
-        else
-            CHECK(0, "a batch's second world: stepped or named as another shard's, got %s",
-                  b->error ? b->error->message : "?");
-    } else {
-        CHECK(0, "a batch over two worlds answered: %s", err.message);
-    }
-    rsc_free(br);
-    return r;
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int k = -1;
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0 && lw, "ListWorlds: %s", err.message);
+    for (size_t i = 0; lw && i < lw->n_worlds; i++)
+        if (lw->worlds[i]->world_id == id)
+            k = (int)lw->worlds[i]->shard;
+    rsc_free(lw);
+    return k;
+}
+
+/* Whether worlds x and y are on different shards: 1, 0, or -1 when one is not listed. */
+static int apart(rsc_client_t *c, uint64_t x, uint64_t y)
+{
+    int kx = shard_of(c, x), ky = shard_of(c, y);
+    return kx < 0 || ky < 0 ? -1 : kx != ky;
 }
 
 static void worlds_and_bits(void)
@@ -462,6 +456,249 @@ static void state_dir(void)
     remove_dir(dir);
 }
 
+/* ---- a StepBatch over several shards' worlds -------------------------------------------- */
+
+#define NB 8        /* finger worlds batched, over 4 connections */
+#define NOWORLD 999 /* an id no server hands out here */
+
+typedef struct fleet {
+    server_proc_t sp;
+    rsc_client_t *conn[4], *c; /* c holds every world's token */
+    uint64_t ids[NB + 1];      /* the finger worlds, then a workshop */
+    int shards;
+} fleet_t;
+
+/* A server of `shards` shards with the same worlds in the same order (so the same ids): NB
+ * finger worlds over 4 connections, then a workshop world. 0 or -1. */
+static int fleet_start(fleet_t *f, int shards)
+{
+    char n[8];
+    snprintf(n, sizeof n, "%d", shards);
+    const char *extra[] = {"--shards", n, "--threads", "1", "--no-world", NULL};
+    rsc_error_t err;
+    memset(f, 0, sizeof *f);
+    f->shards = shards;
+    if (server_start(&f->sp, binary, extra) != 0)
+        return -1;
+    f->c = must_connect(f->sp.endpoint);
+    for (int i = 0; i < NB + 1; i++) {
+        rsc_client_t *by = f->conn[i % 4] ? f->conn[i % 4] : (f->conn[i % 4] = must_connect(f->sp.endpoint));
+        CHECK(rsc_create_world(by, i < NB ? "finger" : "workshop", NULL, 0, 100 + (uint64_t)i,
+                               &f->ids[i], &err) == 0 && f->ids[i] == (uint64_t)i + 1,
+              "world %d: %s", i, err.message);
+        rsc_set_world_token(f->c, f->ids[i], rsc_world_token(by, f->ids[i]));
+    }
+    return 0;
+}
+
+static void fleet_stop(fleet_t *f)
+{
+    for (int i = 0; i < 4; i++)
+        rsc_close(&f->conn[i]);
+    rsc_close(&f->c);
+    CHECK(server_stop(&f->sp) == 0, "server exits 0 on SIGTERM");
+}
+
+/* The batch's order: the finger worlds alternating between shards 0 and 1 (as the --shards 2
+ * server placed them), NOWORLD third. */
+static int batch_order(rsc_client_t *c, const uint64_t *ids, uint64_t *order)
+{
+    uint64_t on[2][NB];
+    int n[2] = {0, 0};
+    for (int i = 0; i < NB; i++) {
+        int k = shard_of(c, ids[i]);
+        if (k == 0 || k == 1)
+            on[k][n[k]++] = ids[i];
+    }
+    CHECK(n[0] == NB / 2 && n[1] == NB / 2, "the worlds on both shards: %d and %d", n[0], n[1]);
+    if (n[0] != NB / 2 || n[1] != NB / 2)
+        return -1;
+    int m = 0;
+    for (int i = 0; i < NB / 2; i++) {
+        order[m++] = on[i % 2][i];
+        order[m++] = on[1 - i % 2][i];
+        if (m == 2)
+            order[m++] = NOWORLD;
+    }
+    return m;
+}
+
+/* Items over `order` (round r): commands and step counts that vary by item; the item at
+ * `bad_cmd` names an entity no world has. */
+static Robosim__V1__StepBatchReply *items_batch(rsc_client_t *c, const uint64_t *order, int m,
+                                               int r, int bad_cmd, rsc_error_t *err)
+{
+    rsc_batch_item_t items[NB + 2];
+    static double f[NB + 2];
+    static rsc_command_t cmds[NB + 2];
+    for (int i = 0; i < m; i++) {
+        f[i] = 0.4 * sin(1.3 * i + r);
+        cmds[i] = (rsc_command_t){i == bad_cmd ? "nope" : "finger", &f[i], 1};
+        items[i] = (rsc_batch_item_t){.world_id = order[i], .steps = 1 + (uint32_t)((i + r) % 3),
+                                      .cmds = &cmds[i], .ncmds = 1};
+    }
+    Robosim__V1__StepBatchReply *out = NULL;
+    return rsc_step_batch(c, items, (size_t)m, &out, err) == 0 ? out : NULL;
+}
+
+/* Two batch results the same to the bit (states without seq) or the same error. */
+static int same_result(Robosim__V1__BatchResult *x, Robosim__V1__BatchResult *y)
+{
+    if (x->result_case != y->result_case || x->world_id != y->world_id)
+        return 0;
+    if (x->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR)
+        return x->error->code == y->error->code && !strcmp(x->error->message, y->error->message);
+    static uint8_t a[1 << 14], b[1 << 14];
+    x->state->seq = y->state->seq = 0;
+    size_t na = robosim__v1__state__get_packed_size(x->state);
+    size_t nb = robosim__v1__state__get_packed_size(y->state);
+    if (na != nb || na > sizeof a)
+        return 0;
+    robosim__v1__state__pack(x->state, a);
+    robosim__v1__state__pack(y->state, b);
+    return !memcmp(a, b, na);
+}
+
+/* Two columnar replies the same to the bit: codes, errors, rows and digests. */
+static int same_arrays(const Robosim__V1__BatchArraysReply *x, const Robosim__V1__BatchArraysReply *y)
+{
+    if (x->n_codes != y->n_codes || x->state_size != y->state_size ||
+        x->sensor_size != y->sensor_size || x->n_errors != y->n_errors ||
+        x->digests.len != y->digests.len)
+        return 0;
+    size_t n = x->n_codes;
+    for (size_t e = 0; e < x->n_errors; e++)
+        if (x->errors[e]->index != y->errors[e]->index ||
+            x->errors[e]->world_id != y->errors[e]->world_id ||
+            x->errors[e]->error->code != y->errors[e]->error->code ||
+            strcmp(x->errors[e]->error->message, y->errors[e]->error->message))
+            return 0;
+    return !memcmp(x->codes, y->codes, n * sizeof *x->codes) &&
+           !memcmp(x->time, y->time, n * sizeof *x->time) &&
+           !memcmp(x->step_count, y->step_count, n * sizeof *x->step_count) &&
+           !memcmp(x->state, y->state, n * x->state_size * sizeof *x->state) &&
+           !memcmp(x->sensors, y->sensors, n * x->sensor_size * sizeof *x->sensors) &&
+           !memcmp(x->digests.data, y->digests.data, x->digests.len);
+}
+
+/* A StepBatch over worlds of both shards of a --shards 2 server gives what a --shards 1 server
+ * gives for the same worlds (the same bits, errors in the same slots with the same messages)
+ * and what Steps one world at a time give; so does the columnar form; a batch refused as a
+ * whole (a world twice) is refused the same and steps nothing. */
+static void mixed_batches(void)
+{
+    fleet_t two, one, single;
+    if (fleet_start(&two, 2) < 0 || fleet_start(&one, 1) < 0 || fleet_start(&single, 2) < 0) {
+        CHECK(0, "servers started");
+        return;
+    }
+    rsc_error_t err;
+    uint64_t order[NB + 2];
+    int m = batch_order(two.c, two.ids, order);
+    if (m < 0)
+        return;
+    CHECK(m == NB + 1 && order[2] == NOWORLD, "the batch: %d items", m);
+
+    /* items: rounds of plain steps, then one with a bad command and a wrong token */
+    for (int r = 0; r < 4; r++) {
+        int bad = r == 3 ? 6 : -1;
+        rsc_client_t *c2 = two.c, *c1 = one.c;
+        if (r == 3) { /* a wrong token for the item at 4, on both */
+            rsc_set_world_token(c2, order[4], "0123456789abcdef0123456789abcdef");
+            rsc_set_world_token(c1, order[4], "0123456789abcdef0123456789abcdef");
+        }
+        Robosim__V1__StepBatchReply *x = items_batch(c2, order, m, r, bad, &err);
+        CHECK(x && x->n_results == (size_t)m, "the mixed batch answered: %s", x ? "" : err.message);
+        Robosim__V1__StepBatchReply *y = items_batch(c1, order, m, r, bad, &err);
+        CHECK(y && y->n_results == (size_t)m, "the --shards 1 batch answered: %s", y ? "" : err.message);
+        for (int i = 0; x && y && i < m; i++) {
+            CHECK(same_result(x->results[i], y->results[i]),
+                  "round %d item %d (world %llu): the same %s on 2 shards as on 1 (%s)", r, i,
+                  (unsigned long long)order[i],
+                  x->results[i]->error ? "error" : "state",
+                  x->results[i]->error ? x->results[i]->error->message : "");
+            int want_error = order[i] == NOWORLD || (r == 3 && (i == 4 || i == bad));
+            CHECK((x->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR) == want_error,
+                  "round %d item %d: %s in its slot", r, i, want_error ? "an error" : "a state");
+        }
+        /* the same steps, one world at a time */
+        for (int i = 0; x && r < 3 && i < m; i++) {
+            if (order[i] == NOWORLD)
+                continue;
+            double f = 0.4 * sin(1.3 * i + r);
+            rsc_command_t cmd = {"finger", &f, 1};
+            Robosim__V1__State *st = NULL;
+            CHECK(rsc_step(single.c, order[i], 1 + (uint32_t)((i + r) % 3), 0, &cmd, 1, &st,
+                           &err) == 0,
+                  "step: %s", err.message);
+            Robosim__V1__BatchResult one_step = ROBOSIM__V1__BATCH_RESULT__INIT;
+            one_step.world_id = order[i];
+            one_step.result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+            one_step.state = st;
+            CHECK(st && same_result(x->results[i], &one_step),
+                  "round %d world %llu: the batch's state is that of its Steps one at a time", r,
+                  (unsigned long long)order[i]);
+            rsc_free(st);
+        }
+        rsc_free(x);
+        rsc_free(y);
+        if (r == 3) {
+            rsc_set_world_token(c2, order[4], rsc_world_token(two.conn[(order[4] - 1) % 4], order[4]));
+            rsc_set_world_token(c1, order[4], rsc_world_token(one.conn[(order[4] - 1) % 4], order[4]));
+        }
+    }
+
+    /* the columnar form, the workshop world (another shape) at place 5 */
+    uint64_t ids[NB + 2];
+    memcpy(ids, order, sizeof ids);
+    ids[5] = two.ids[NB];
+    for (int r = 0; r < 3; r++) {
+        double u[NB + 2];
+        for (int i = 0; i < m; i++)
+            u[i] = 0.3 * cos(0.7 * i + r);
+        Robosim__V1__BatchArraysReply *x = NULL, *y = NULL;
+        CHECK(rsc_step_arrays(two.c, ids, (size_t)m, 2, u, (size_t)m, NULL, 0, &x, &err) == 0,
+              "mixed arrays: %s", err.message);
+        CHECK(rsc_step_arrays(one.c, ids, (size_t)m, 2, u, (size_t)m, NULL, 0, &y, &err) == 0,
+              "--shards 1 arrays: %s", err.message);
+        CHECK(x && y && same_arrays(x, y),
+              "round %d: the columnar batch over both shards is the --shards 1 server's, bit for bit", r);
+        CHECK(x && x->n_errors == 2 && x->errors[0]->index == 2 && x->errors[1]->index == 5 &&
+                  x->codes[2] == CODE(NOT_FOUND) && x->codes[5] == CODE(INVALID_ARGUMENT),
+              "round %d: no world at place 2, another shape at 5 (%zu errors)", r,
+              x ? x->n_errors : 0);
+        rsc_free(x);
+        rsc_free(y);
+    }
+
+    /* refused as a whole: a world twice (its two places on different shards from the rest) */
+    uint64_t twice[4] = {order[0], order[1], order[3], order[0]};
+    Robosim__V1__State *before = NULL, *after = NULL;
+    CHECK(rsc_get_state(two.c, order[1], &before, &err) == 0, "state: %s", err.message);
+    rsc_batch_item_t items[4];
+    for (int i = 0; i < 4; i++)
+        items[i] = (rsc_batch_item_t){.world_id = twice[i], .steps = 1};
+    Robosim__V1__StepBatchReply *out = NULL;
+    rsc_error_t e2, e1;
+    int rc2 = rsc_step_batch(two.c, items, 4, &out, &e2);
+    rsc_free(out);
+    out = NULL;
+    int rc1 = rsc_step_batch(one.c, items, 4, &out, &e1);
+    rsc_free(out);
+    CHECK(rc2 != 0 && e2.code == CODE(INVALID_ARGUMENT) && strstr(e2.message, "twice"),
+          "a world twice: the batch refused (%s)", e2.message);
+    CHECK(rc1 != 0 && e1.code == e2.code && !strcmp(e1.message, e2.message),
+          "refused as the --shards 1 server refuses it (%s | %s)", e2.message, e1.message);
+    CHECK(rsc_get_state(two.c, order[1], &after, &err) == 0 && before && after &&
+              after->step_count == before->step_count && after->time == before->time,
+          "a refused batch steps nothing");
+    rsc_free(before);
+    rsc_free(after);
+    fleet_stop(&two);
+    fleet_stop(&one);
+    fleet_stop(&single);
+}
+
 int main(int argc, char **argv)
 {
     binary = server_arg(argc, argv);
@@ -469,5 +706,6 @@ int main(int argc, char **argv)
     limits();
     stream();
     state_dir();
+    mixed_batches();
     return rs_test_done("test_shards");
 }
