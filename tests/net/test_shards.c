@@ -470,11 +470,13 @@ typedef struct fleet {
 
 /* A server of `shards` shards with the same worlds in the same order (so the same ids): NB
  * finger worlds over 4 connections, then a workshop world. 0 or -1. */
-static int fleet_start(fleet_t *f, int shards)
+static int fleet_start(fleet_t *f, int shards, const char *budget)
 {
     char n[8];
     snprintf(n, sizeof n, "%d", shards);
-    const char *extra[] = {"--shards", n, "--threads", "1", "--no-world", NULL};
+    const char *extra[] = {"--shards", n, "--threads", "1", "--no-world",
+                           "--max-steps-per-request", "3000000", "--max-request-seconds",
+                           budget, NULL};
     rsc_error_t err;
     memset(f, 0, sizeof *f);
     f->shards = shards;
@@ -588,7 +590,8 @@ static int same_arrays(const Robosim__V1__BatchArraysReply *x, const Robosim__V1
 static void mixed_batches(void)
 {
     fleet_t two, one, single;
-    if (fleet_start(&two, 2) < 0 || fleet_start(&one, 1) < 0 || fleet_start(&single, 2) < 0) {
+    if (fleet_start(&two, 2, "5") < 0 || fleet_start(&one, 1, "5") < 0 ||
+        fleet_start(&single, 2, "5") < 0) {
         CHECK(0, "servers started");
         return;
     }
@@ -699,6 +702,62 @@ static void mixed_batches(void)
     fleet_stop(&single);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* A mixed batch at a compute budget: the items over it end with their own DEADLINE_EXCEEDED on
+ * either shard, the others are answered with their states, as at --shards 1. */
+static void mixed_budget(void)
+{
+    fleet_t two, one;
+    if (fleet_start(&two, 2, "0.25") < 0 || fleet_start(&one, 1, "0.25") < 0) {
+        CHECK(0, "servers started");
+        return;
+    }
+    rsc_error_t err;
+    uint64_t order[NB + 2];
+    int m = batch_order(two.c, two.ids, order);
+    if (m < 0)
+        return;
+    /* a million control steps for the first world of each shard, one for the others */
+    rsc_batch_item_t items[NB + 2];
+    int m2 = 0;
+    for (int i = 0; i < m; i++)
+        if (order[i] != NOWORLD)
+            items[m2] = (rsc_batch_item_t){.world_id = order[i], .steps = m2 < 2 ? 1000000 : 1},
+            m2++;
+    Robosim__V1__StepBatchReply *x = NULL, *y = NULL;
+    double t0 = now_s();
+    CHECK(rsc_step_batch(two.c, items, (size_t)m2, &x, &err) == 0 && x && x->n_results == (size_t)m2,
+          "the mixed batch at a budget answered: %s", err.message);
+    double took = now_s() - t0;
+    CHECK(rsc_step_batch(one.c, items, (size_t)m2, &y, &err) == 0 && y && y->n_results == (size_t)m2,
+          "the --shards 1 batch answered: %s", err.message);
+    CHECK(took < 2.0, "the budget of 0.25 s held the mixed batch to %.2f s", took);
+    for (int i = 0; x && y && i < m2; i++) {
+        Robosim__V1__BatchResult *a = x->results[i], *b = y->results[i];
+        if (i < 2) {
+            CHECK(a->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                      a->error->code == CODE(DEADLINE_EXCEEDED) &&
+                      b->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                      b->error->code == CODE(DEADLINE_EXCEEDED),
+                  "item %d (shard %d) over the budget: DEADLINE_EXCEEDED on 2 shards and on 1", i,
+                  shard_of(two.c, items[i].world_id));
+        } else {
+            CHECK(same_result(a, b), "item %d within the budget: the same state on 2 shards as on 1",
+                  i);
+        }
+    }
+    rsc_free(x);
+    rsc_free(y);
+    fleet_stop(&two);
+    fleet_stop(&one);
+}
+
 int main(int argc, char **argv)
 {
     binary = server_arg(argc, argv);
@@ -707,5 +766,6 @@ int main(int argc, char **argv)
     stream();
     state_dir();
     mixed_batches();
+    mixed_budget();
     return rs_test_done("test_shards");
 }
