@@ -3,8 +3,9 @@
  * one sequence, ListWorlds lists every shard's worlds, the world
  * limits and per-client quotas count over all shards, a world steps to the same bits on either
  * shard, snapshots of one shard's world restore and fork on another's, the observer stream
- * carries every shard's worlds, a StepBatch naming another shard's world says so, and a state
- * dir keeps every shard's worlds and restores them at any --shards. */
+ * carries every shard's worlds, a StepBatch over several shards' worlds (either form) answers
+ * as one server does (the same bits, errors in their slots, the budget), and a state dir keeps
+ * every shard's worlds and restores them at any --shards. */
 #include "rs_test.h"
 #include "server_proc.h"
 
