@@ -66,6 +66,9 @@ struct rs_persist {
     int held;          /* the dir held a server's state (world files or server.state) */
     uint64_t first_id; /* the first id new worlds may have */
     pthread_mutex_t ids_lock; /* its shards take ids and write server.state under it */
+    rs_server_t **shards;     /* a front's: its shards, each added as it opens (their final
+                                 checkpoints) */
+    int nshards;
     /* a shard's: the census its files' owners are read from (NULL: one server) */
     struct rs_census *census;
     int shard;
@@ -649,6 +652,9 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
         p->dirp = d;
         p->census = s->census;
         p->shard = s->shard_index;
+        if (reserve(&d->shards, &d->nshards, s->shard_index + 1, sizeof *d->shards) < 0)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+        d->shards[s->shard_index] = s;
         if ((rc = restore_share(s, d, s->shard_index, s->front->cfg.shards, &restored, &failed,
                                 st)) < 0)
             return rc;
@@ -891,10 +897,10 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     if (s->shards) {
         /* a front: each shard checkpoints its worlds (their loops have ended) */
         int rc = 0;
-        for (int k = 0; k < rs_shards_count(s); k++) {
+        for (int k = 0; k < p->nshards; k++) {
             rs_status_t kst;
             rs_status_clear(&kst);
-            int krc = rs_server_checkpoint(rs_shards_shard(s, k), &kst);
+            int krc = p->shards[k] ? rs_server_checkpoint(p->shards[k], &kst) : 0;
             if (krc < 0)
                 rc = rs_fail(st, krc, "shard %d: %s", k, kst.message);
         }
@@ -963,6 +969,7 @@ void rs_persist_close(rs_server_t *s)
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->ids_lock);
     free(p->found);
+    free(p->shards);
     if (p->lock_fd >= 0)
         close(p->lock_fd);
     free(p->buf);

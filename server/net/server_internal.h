@@ -226,10 +226,6 @@ void rs_shard_close_peers(rs_server_t *s);
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
                   void **sock, int timeout_ms);
 
-/* How many shards front has (0: none), and shard k (NULL: no such). */
-int rs_shards_count(const rs_server_t *front);
-rs_server_t *rs_shards_shard(const rs_server_t *front, int k);
-
 /* The census front's shards share (NULL: front has none). */
 struct rs_census *rs_shards_census(rs_server_t *front);
 

@@ -1003,13 +1003,3 @@ struct rs_census *rs_shards_census(rs_server_t *front)
 {
     return front->shards ? &front->shards->census : NULL;
 }
-
-int rs_shards_count(const rs_server_t *front)
-{
-    return front->shards ? front->shards->n : 0;
-}
-
-rs_server_t *rs_shards_shard(const rs_server_t *front, int k)
-{
-    return front->shards && k >= 0 && k < front->shards->n ? front->shards->shard[k] : NULL;
-}
