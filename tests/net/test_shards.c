@@ -576,6 +576,19 @@ static int same_arrays(const Robosim__V1__BatchArraysReply *x, const Robosim__V1
             x->errors[e]->error->code != y->errors[e]->error->code ||
             strcmp(x->errors[e]->error->message, y->errors[e]->error->message))
             return 0;
+    if (x->observation_size != y->observation_size || x->info_size != y->info_size ||
+        x->n_reward != y->n_reward || x->n_info_keys != y->n_info_keys)
+        return 0;
+    for (size_t k = 0; k < x->n_info_keys; k++)
+        if (strcmp(x->info_keys[k], y->info_keys[k]))
+            return 0;
+    if (x->n_reward && (memcmp(x->reward, y->reward, n * sizeof *x->reward) ||
+                        memcmp(x->terminated, y->terminated, n * sizeof *x->terminated) ||
+                        memcmp(x->truncated, y->truncated, n * sizeof *x->truncated) ||
+                        memcmp(x->observation, y->observation,
+                               n * x->observation_size * sizeof *x->observation) ||
+                        memcmp(x->info, y->info, n * x->info_size * sizeof *x->info)))
+        return 0;
     return !memcmp(x->codes, y->codes, n * sizeof *x->codes) &&
            !memcmp(x->time, y->time, n * sizeof *x->time) &&
            !memcmp(x->step_count, y->step_count, n * sizeof *x->step_count) &&
@@ -703,6 +716,54 @@ static void mixed_batches(void)
     fleet_stop(&single);
 }
 
+/* The columnar form over task worlds of both shards: observations, rewards, flags and info
+ * rows merged as one server gives them. */
+static void mixed_task_arrays(void)
+{
+    server_proc_t sp[2];
+    rsc_client_t *c[2] = {NULL, NULL};
+    uint64_t ids[2][4];
+    rsc_error_t err;
+    for (int v = 0; v < 2; v++) {
+        const char *extra[] = {"--shards", v ? "1" : "2", "--threads", "1", "--no-world", NULL};
+        CHECK(server_start(&sp[v], binary, extra) == 0, "server started");
+        if (sp[v].pid <= 0)
+            return;
+        c[v] = must_connect(sp[v].endpoint);
+        for (int i = 0; i < 4; i++) {
+            rsc_client_t *by = must_connect(sp[v].endpoint);
+            CHECK(rsc_create_task_world(by, "FingerPush-v0", NULL, NULL, 0, 200 + (uint64_t)i,
+                                        &ids[v][i], &err) == 0,
+                  "task world: %s", err.message);
+            rsc_set_world_token(c[v], ids[v][i], rsc_world_token(by, ids[v][i]));
+            rsc_close(&by);
+        }
+    }
+    CHECK(!memcmp(ids[0], ids[1], sizeof ids[0]), "the same ids on both servers");
+    int k0 = shard_of(c[0], ids[0][0]), spread = 0;
+    for (int i = 1; i < 4; i++)
+        spread |= shard_of(c[0], ids[0][i]) != k0;
+    CHECK(spread, "the task worlds on both shards");
+    for (int r = 0; r < 5; r++) {
+        double act[4];
+        for (int i = 0; i < 4; i++)
+            act[i] = 0.5 * sin(0.8 * i + 1.7 * r);
+        Robosim__V1__BatchArraysReply *x = NULL, *y = NULL;
+        CHECK(rsc_step_arrays(c[0], ids[0], 4, 3, NULL, 0, act, 4, &x, &err) == 0,
+              "task arrays on 2 shards: %s", err.message);
+        CHECK(rsc_step_arrays(c[1], ids[1], 4, 3, NULL, 0, act, 4, &y, &err) == 0,
+              "task arrays on 1: %s", err.message);
+        CHECK(x && y && x->observation_size > 0 && x->n_errors == 0 && same_arrays(x, y),
+              "round %d: task rows over both shards as on one, bit for bit", r);
+        rsc_free(x);
+        rsc_free(y);
+    }
+    for (int v = 0; v < 2; v++) {
+        rsc_close(&c[v]);
+        CHECK(server_stop(&sp[v]) == 0, "server exits 0 on SIGTERM");
+    }
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -768,5 +829,6 @@ int main(int argc, char **argv)
     state_dir();
     mixed_batches();
     mixed_budget();
+    mixed_task_arrays();
     return rs_test_done("test_shards");
 }
