@@ -2,6 +2,7 @@
  * the worker pool a slice at a time. */
 
 #include "handlers.h"
+#include "rs_wire.h"
 #include "worlds.h"
 #include "rs_randomize.h"
 #include "rs_sensitivity.h"
@@ -1031,44 +1032,118 @@ static void world_error(const rs_batch_plan_t *plan, part_reply_t *pr, size_t i,
     *message = "the shard serving this world gave no answer to its part of the batch";
 }
 
-/* The items form merged: one result per item, in order. */
-static int merge_items(const rs_batch_plan_t *plan, part_reply_t *pr,
-                       Robosim__V1__StepBatchReply *out, void ***owned, size_t *nowned)
+/* The serialized BatchResults of a part's reply (a StepBatchReply's results, in order):
+ * res[j], rlen[j] for j < *n (at most cap). 0, or -1 when the reply is no StepBatchReply (an
+ * Error) or cannot be read. */
+static int part_results(const uint8_t *buf, size_t len, const uint8_t **res, size_t *rlen,
+                        size_t cap, size_t *n)
 {
-    size_t n = plan->n;
-    Robosim__V1__BatchResult **results = calloc(n + 1, sizeof *results);
-    Robosim__V1__BatchResult *mine = calloc(n + 1, sizeof *mine);
-    Robosim__V1__Error *errs = calloc(n + 1, sizeof *errs);
-    (*owned)[(*nowned)++] = results;
-    (*owned)[(*nowned)++] = mine;
-    (*owned)[(*nowned)++] = errs;
-    if (!results || !mine || !errs)
+    const uint8_t *p = buf, *end = buf + len, *sub, *subend, *sb = NULL, *sbend = NULL;
+    uint32_t num, type;
+    uint64_t v;
+    int r;
+    *n = 0;
+    while ((r = rs_wire_next(&p, end, &num, &type, &v, &sub, &subend)) == 1)
+        if (num == ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH && type == 2)
+            sb = sub, sbend = subend;
+    if (r < 0 || !sb)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        int k = plan->part[i];
-        const Robosim__V1__Response *rp = k >= 0 ? pr[k].rp : NULL;
-        const Robosim__V1__StepBatchReply *r =
-            rp && rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH ? rp->step_batch
-                                                                              : NULL;
-        if (r && plan->at[i] < r->n_results) {
-            results[i] = r->results[plan->at[i]];
-            continue;
+    p = sb;
+    while ((r = rs_wire_next(&p, sbend, &num, &type, &v, &sub, &subend)) == 1)
+        if (num == 1 && type == 2 && *n < cap) {
+            res[*n] = sub;
+            rlen[*n] = (size_t)(subend - sub);
+            (*n)++;
         }
-        int code;
-        const char *message;
-        world_error(plan, pr, i, &code, &message);
-        robosim__v1__batch_result__init(&mine[i]);
-        robosim__v1__error__init(&errs[i]);
-        errs[i].code = (Robosim__V1__ErrorCode)(-code);
-        errs[i].message = (char *)message;
-        mine[i].world_id = plan->rq->step_batch->items->items[i]->world_id;
-        mine[i].result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR;
-        mine[i].error = &errs[i];
-        results[i] = &mine[i];
+    return r < 0 ? -1 : 0;
+}
+
+/* The items form merged without decoding the parts' States: each item's serialized
+ * BatchResult from its part's reply, in the request's order, or its error packed here. */
+static int merge_items(const rs_batch_plan_t *plan, uint8_t *const *replies, const size_t *lens,
+                       part_reply_t *pr, uint8_t **out, size_t *outlen)
+{
+    size_t n = plan->n, nk = (size_t)plan->nshards;
+    const uint8_t **res = calloc(n + 1, sizeof *res);
+    size_t *rlen = calloc(n + 1, sizeof *rlen), *first = calloc(nk + 1, sizeof *first),
+           *got = calloc(nk + 1, sizeof *got);
+    uint8_t **mine = calloc(n + 1, sizeof *mine);
+    int rc = res && rlen && first && got && mine ? 0 : -1;
+    /* the parts' results laid out by part: part k's from first[k] */
+    for (size_t i = 0, at = 0; rc == 0 && i < nk; i++) {
+        size_t m = 0;
+        for (size_t j = 0; j < n; j++)
+            m += plan->part[j] == (int)i;
+        first[i] = at;
+        if (replies[i] && part_results(replies[i], lens[i], res + at, rlen + at, m, &got[i]) < 0) {
+            got[i] = 0;
+            pr[i].rp = robosim__v1__response__unpack(NULL, lens[i], replies[i]); /* its Error */
+        }
+        at += m;
     }
-    out->n_results = n;
-    out->results = results;
-    return 0;
+    const uint8_t **item = calloc(n + 1, sizeof *item);
+    size_t *ilen = calloc(n + 1, sizeof *ilen), body = 0;
+    rc = rc == 0 && item && ilen ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        int k = plan->part[i];
+        if (k >= 0 && plan->at[i] < got[k]) {
+            item[i] = res[first[k] + plan->at[i]];
+            ilen[i] = rlen[first[k] + plan->at[i]];
+        } else {
+            int code;
+            const char *message;
+            world_error(plan, pr, i, &code, &message);
+            Robosim__V1__Error e = ROBOSIM__V1__ERROR__INIT;
+            e.code = (Robosim__V1__ErrorCode)(-code);
+            e.message = (char *)message;
+            Robosim__V1__BatchResult r = ROBOSIM__V1__BATCH_RESULT__INIT;
+            r.world_id = plan->rq->step_batch->items->items[i]->world_id;
+            r.result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR;
+            r.error = &e;
+            ilen[i] = robosim__v1__batch_result__get_packed_size(&r);
+            if (!(mine[i] = malloc(ilen[i] ? ilen[i] : 1))) {
+                rc = -1;
+                break;
+            }
+            robosim__v1__batch_result__pack(&r, mine[i]);
+            item[i] = mine[i];
+        }
+        body += 1 + rs_wire_put_varint(NULL, ilen[i]) + ilen[i];
+    }
+    /* Response { id = 1; step_batch { results = 1 ... } } */
+    uint64_t id = plan->rq->id, sbtag = (uint64_t)ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH << 3 | 2;
+    size_t total = (id ? 1 + rs_wire_put_varint(NULL, id) : 0) + rs_wire_put_varint(NULL, sbtag) +
+                   rs_wire_put_varint(NULL, body) + body;
+    uint8_t *o = rc == 0 ? malloc(total ? total : 1) : NULL;
+    if (o) {
+        size_t w = 0;
+        if (id) {
+            o[w++] = 1 << 3;
+            w += rs_wire_put_varint(o + w, id);
+        }
+        w += rs_wire_put_varint(o + w, sbtag);
+        w += rs_wire_put_varint(o + w, body);
+        for (size_t i = 0; i < n; i++) {
+            o[w++] = 1 << 3 | 2;
+            w += rs_wire_put_varint(o + w, ilen[i]);
+            memcpy(o + w, item[i], ilen[i]);
+            w += ilen[i];
+        }
+        *out = o;
+        *outlen = w;
+    } else {
+        rc = -1;
+    }
+    for (size_t i = 0; mine && i < n; i++)
+        free(mine[i]);
+    free(mine);
+    free(item);
+    free(ilen);
+    free(res);
+    free(rlen);
+    free(first);
+    free(got);
+    return rc;
 }
 
 /* Copy `count` values of `size` bytes from src's row j to dst's row i (sizes equal), or fill
@@ -1225,7 +1300,8 @@ int rs_batch_merge(const rs_batch_plan_t *plan, uint8_t *const *replies, const s
     void **owned = calloc(32, sizeof *owned);
     size_t nowned = 0;
     int rc = pr && owned ? 0 : -1;
-    for (int k = 0; rc == 0 && k < plan->nshards; k++)
+    *out = NULL;
+    for (int k = 0; rc == 0 && plan->arrays && k < plan->nshards; k++)
         if (replies[k])
             pr[k].rp = robosim__v1__response__unpack(NULL, lens[k], replies[k]);
     Robosim__V1__StepBatchReply reply = ROBOSIM__V1__STEP_BATCH_REPLY__INIT;
@@ -1234,10 +1310,9 @@ int rs_batch_merge(const rs_batch_plan_t *plan, uint8_t *const *replies, const s
         reply.arrays = &arrays;
         rc = merge_arrays(plan, pr, &arrays, &owned, &nowned);
     } else if (rc == 0) {
-        rc = merge_items(plan, pr, &reply, &owned, &nowned);
+        rc = merge_items(plan, replies, lens, pr, out, outlen);
     }
-    *out = NULL;
-    if (rc == 0) {
+    if (rc == 0 && plan->arrays) {
         Robosim__V1__Response rp = ROBOSIM__V1__RESPONSE__INIT;
         rp.id = plan->rq->id;
         rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH;
