@@ -18,8 +18,10 @@ static Robosim__V1__Ack ack = ROBOSIM__V1__ACK__INIT;
 static Robosim__V1__WorldInfo *world_info(rs_server_t *s, const world_slot_t *slot)
 {
     Robosim__V1__WorldInfo *wi = rs_codec_world_info(&s->arena, slot->id, slot->world);
-    if (wi)
+    if (wi) {
         wi->lease_remaining = rs_lease_remaining(s, slot);
+        wi->shard = s->front ? (uint32_t)s->shard_index : 0;
+    }
     return wi;
 }
 

@@ -58,7 +58,20 @@ typedef struct job {
 
 struct rs_persist {
     char dir[4096];
-    int lock_fd;
+    int lock_fd;       /* the directory's lock (the one that opened it; -1 in a shard's) */
+    struct rs_persist *dirp; /* the directory's owner: itself, or a shard's front's */
+    /* the directory's owner: what its scan found, for the server or its shards to restore */
+    uint64_t *found;   /* ids of the world files there, sorted */
+    int nfound, cap_found;
+    int held;          /* the dir held a server's state (world files or server.state) */
+    uint64_t first_id; /* the first id new worlds may have */
+    pthread_mutex_t ids_lock; /* its shards take ids and write server.state under it */
+    rs_server_t **shards;     /* a front's: its shards, each added as it opens (their final
+                                 checkpoints) */
+    int nshards;
+    /* a shard's: the census its files' owners are read from (NULL: one server) */
+    struct rs_census *census;
+    int shard;
     double next_due;   /* rs_monotonic() time of the next periodic checkpoint */
     uint64_t resume_id; /* a periodic checkpoint in parts goes on from this world id (0: none
                            under way) */
@@ -404,10 +417,16 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
                        pw.id, name_id);
     if (rs_worlds_find(s, pw.id))
         return rs_fail(st, RS_EINVAL, "a second file for world %" PRIu64, pw.id);
-    if (s->nworlds >= s->cfg.max_worlds)
+    if (rs_worlds_total(s) >= s->cfg.max_worlds)
         return rs_fail(st, RS_EEXHAUSTED,
                        "the state dir holds more worlds than --max-worlds %d; raise it",
                        s->cfg.max_worlds);
+    /* a shard: the world is its own from now on, for every shard's routing */
+    if (s->census && rs_census_place(s->census, pw.id, s->shard_index) < 0)
+        return rs_fail(st, RS_EEXHAUSTED,
+                       "world %" PRIu64 ": no room in the shards' id table (ids up to %llu); "
+                       "restore it with --shards 1", pw.id,
+                       (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
     rs_world_t *world = pw.task[0] ? rs_world_new_task(pw.task, pw.preset, NULL, 0, 0, st)
                                    : rs_world_new(pw.preset, NULL, 0, 0, st);
     if (!world)
@@ -429,7 +448,7 @@ static int restore_world(rs_server_t *s, uint64_t name_id, const uint8_t *buf, s
 
 /* ---- server.state --------------------------------------------------------------------------- */
 
-static int write_server_state(rs_server_t *s, uint64_t limit, rs_status_t *st)
+static int write_server_state(struct rs_persist *p, uint64_t limit, rs_status_t *st)
 {
     uint8_t b[32];
     memset(b, 0, sizeof b);
@@ -437,9 +456,9 @@ static int write_server_state(rs_server_t *s, uint64_t limit, rs_status_t *st)
     put_u32(b + 8, SERVER_FILE_VERSION);
     put_u64(b + 16, limit);
     put_u64(b + 24, rs_snapshot_checksum(b, 24));
-    int rc = write_atomic(s->persist->dir, SERVER_FILE, b, sizeof b, st);
-    if (rc == 0 && (rc = sync_dir(s->persist->dir, st)) == 0)
-        s->persist->id_limit = limit;
+    int rc = write_atomic(p->dir, SERVER_FILE, b, sizeof b, st);
+    if (rc == 0 && (rc = sync_dir(p->dir, st)) == 0)
+        p->id_limit = limit;
     return rc;
 }
 
@@ -463,19 +482,17 @@ static uint64_t read_server_state(const char *dir)
 
 /* ---- the public side ------------------------------------------------------------------------- */
 
-int rs_persist_open(rs_server_t *s, rs_status_t *st)
+static int by_id(const void *a, const void *b)
 {
-    const char *dir = s->cfg.state_dir;
-    struct rs_persist *p = calloc(1, sizeof *p);
-    if (!p)
-        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
-    p->lock_fd = -1;
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->cond, NULL);
-    s->persist = p;
-    if (strlen(dir) >= sizeof p->dir - 64)
-        return rs_fail(st, RS_EINVAL, "--state-dir path is too long");
-    snprintf(p->dir, sizeof p->dir, "%s", dir);
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Check, lock and scan the state dir (the one place that does: the server, or the front of
+ * its shards): leftover temporary files removed, the world files' ids noted in p->found (by
+ * id), the first id new worlds may have in p->first_id. 0 or a negative code. */
+static int open_dir(struct rs_persist *p, const char *dir, rs_status_t *st)
+{
     struct stat sb;
     if (mkdir(dir, 0700) != 0 && errno != EEXIST)
         return rs_fail(st, RS_EPRECOND, "cannot create the state dir %s: %s", dir, strerror(errno));
@@ -513,7 +530,6 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
     DIR *d = opendir(dir);
     if (!d)
         return rs_fail(st, RS_EPRECOND, "cannot read the state dir %s: %s", dir, strerror(errno));
-    int found = 0, restored = 0, failed = 0;
     uint64_t max_id = 0;
     struct dirent *de;
     while ((de = readdir(d))) {
@@ -545,33 +561,58 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
                    "skipped, remove it", path);
             continue;
         }
-        found = 1;
-        rs_status_t wst;
-        rs_status_clear(&wst);
-        size_t len;
-        uint8_t *buf = read_all(dir, name, &len, &wst);
-        int rc = buf ? restore_world(s, id, buf, len, &wst) : wst.code;
-        free(buf);
-        if (rc == RS_EEXHAUSTED && s->nworlds >= s->cfg.max_worlds) {
+        if (reserve(&p->found, &p->cap_found, p->nfound + 1, sizeof *p->found) < 0) {
             closedir(d);
-            return rs_fail(st, RS_EEXHAUSTED, "%s", wst.message);
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
         }
-        if (rc < 0) {
-            set_aside(dir, name, wst.message);
-            failed++;
-        } else {
-            restored++;
-        }
+        p->found[p->nfound++] = id;
+        p->held = 1;
     }
     closedir(d);
+    if (p->nfound)
+        qsort(p->found, (size_t)p->nfound, sizeof *p->found, by_id);
     uint64_t limit = read_server_state(dir);
-    found |= limit != 0;
+    p->held |= limit != 0;
     /* after a damaged or missing server.state, stay clear of every id seen by a block */
     uint64_t next = limit ? limit : max_id ? max_id + ID_BLOCK : 1;
     if (next <= max_id)
         next = max_id + 1;
-    s->next_world_id = next;
+    p->first_id = next;
     p->id_limit = limit ? limit : 0;
+    return 0;
+}
+
+/* Restore the found worlds that are server s's share (the k-th of every n, by id: shard k of
+ * n, or all with n = 1); a file that cannot be restored is set aside. 0, or RS_EEXHAUSTED
+ * when the worlds are more than --max-worlds. */
+static int restore_share(rs_server_t *s, const struct rs_persist *d, int k, int n,
+                         int *restored, int *failed, rs_status_t *st)
+{
+    *restored = *failed = 0;
+    for (int i = k; i < d->nfound; i += n) {
+        char name[64];
+        snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", d->found[i]);
+        rs_status_t wst;
+        rs_status_clear(&wst);
+        size_t len;
+        uint8_t *buf = read_all(d->dir, name, &len, &wst);
+        int rc = buf ? restore_world(s, d->found[i], buf, len, &wst) : wst.code;
+        free(buf);
+        if (rc == RS_EEXHAUSTED && rs_worlds_total(s) >= s->cfg.max_worlds)
+            return rs_fail(st, RS_EEXHAUSTED, "%s", wst.message);
+        if (rc < 0) {
+            set_aside(d->dir, name, wst.message);
+            (*failed)++;
+        } else {
+            (*restored)++;
+        }
+    }
+    return 0;
+}
+
+/* Start s's checkpoints: its worlds as their files hold them, the writer thread. */
+static int start_writer(rs_server_t *s, struct rs_persist *p, rs_status_t *st)
+{
     for (int i = 0; i < s->nworlds; i++) {
         s->worlds[i].ckpt.mark = 1; /* as its file holds it: nothing to write until it changes */
         s->worlds[i].ckpt.clean = 1;
@@ -584,49 +625,117 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
     if (pthread_create(&p->writer, NULL, writer_main, p) != 0)
         return rs_fail(st, RS_EEXHAUSTED, "cannot start the checkpoint writer thread");
     p->writer_started = 1;
-    if (found)
+    return 0;
+}
+
+int rs_persist_open(rs_server_t *s, rs_status_t *st)
+{
+    const char *dir = s->cfg.state_dir;
+    struct rs_persist *p = calloc(1, sizeof *p);
+    if (!p)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+    p->lock_fd = -1;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    pthread_mutex_init(&p->ids_lock, NULL);
+    s->persist = p;
+    if (strlen(dir) >= sizeof p->dir - 64)
+        return rs_fail(st, RS_EINVAL, "--state-dir path is too long");
+    snprintf(p->dir, sizeof p->dir, "%s", dir);
+    int restored = 0, failed = 0, rc;
+    if (s->front) {
+        /* a shard: its share of the worlds its front found, spread by id over the shards; it
+         * checkpoints them, its files only (the census says whose a file is) */
+        struct rs_persist *d = s->front->persist;
+        if (!d)
+            return rs_fail(st, RS_EINTERNAL, "shard %d: its front has no state dir", s->shard_index);
+        p->dirp = d;
+        p->census = s->census;
+        p->shard = s->shard_index;
+        if (reserve(&d->shards, &d->nshards, s->shard_index + 1, sizeof *d->shards) < 0)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
+        d->shards[s->shard_index] = s;
+        if ((rc = restore_share(s, d, s->shard_index, s->front->cfg.shards, &restored, &failed,
+                                st)) < 0)
+            return rc;
+        rs_census_reserve_ids(s->census, d->first_id);
+        if ((rc = start_writer(s, p, st)) < 0)
+            return rc;
+        if (d->held)
+            rs_log(RS_LOG_INFO, "state dir %s: shard %d: %d world%s restored, %d set aside; new "
+                   "worlds from id %" PRIu64, dir, s->shard_index, restored,
+                   restored == 1 ? "" : "s", failed, d->first_id);
+        return d->held;
+    }
+    p->dirp = p;
+    if ((rc = open_dir(p, dir, st)) < 0)
+        return rc;
+    if (s->cfg.shards > 1)
+        return p->held; /* a front: its shards restore the worlds and checkpoint them */
+    if ((rc = restore_share(s, p, 0, 1, &restored, &failed, st)) < 0)
+        return rc;
+    s->next_world_id = p->first_id;
+    if ((rc = start_writer(s, p, st)) < 0)
+        return rc;
+    if (p->held)
         rs_log(RS_LOG_INFO, "state dir %s: %d world%s restored, %d set aside; new worlds from id "
-               "%" PRIu64, dir, restored, restored == 1 ? "" : "s", failed, next);
+               "%" PRIu64, dir, restored, restored == 1 ? "" : "s", failed, p->first_id);
     else
         rs_log(RS_LOG_INFO, "state dir %s: empty, starting fresh", dir);
-    return found;
+    return p->held;
+}
+
+/* Record in the state dir (server.state) that ids below id + ID_BLOCK may be handed out. 0, or
+ * RS_EUNAVAIL saying no world may be created until it can. */
+static int record_ids(struct rs_persist *d, uint64_t id, rs_status_t *st)
+{
+    int rc = write_server_state(d, id + ID_BLOCK, st);
+    if (rc < 0) {
+        char why[sizeof st->message];
+        snprintf(why, sizeof why, "%s", st->message);
+        rs_log(RS_LOG_ERROR, "%s", why);
+        return rs_fail(st, RS_EUNAVAIL,
+                       "the server cannot record world ids in its state dir (%s); no new "
+                       "world until it can",
+                       why);
+    }
+    return 0;
 }
 
 int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
 {
     struct rs_persist *p = s->persist;
-    if (s->census)
-        return rs_worlds_take_id(s, id, st); /* a shard: the shards' one sequence */
+    if (s->census) {
+        /* a shard: the shards' one sequence, recorded in the state dir by whichever shard
+         * takes the first id past what server.state allows (under the dir's owner's lock) */
+        struct rs_persist *d = p ? p->dirp : NULL;
+        if (!d)
+            return rs_worlds_take_id(s, id, st);
+        pthread_mutex_lock(&d->ids_lock);
+        int rc = rs_worlds_take_id(s, id, st);
+        if (rc == 0 && *id >= d->id_limit)
+            rc = record_ids(d, *id, st); /* the id is not handed out then, nor ever again */
+        pthread_mutex_unlock(&d->ids_lock);
+        return rc;
+    }
     if (s->next_world_id > ID_MAX)
         return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
                        "%" PRIu64 "); start it with a fresh --state-dir", ID_MAX);
     if (p && s->next_world_id >= p->id_limit) {
-        int rc = write_server_state(s, s->next_world_id + ID_BLOCK, st);
-        if (rc < 0) {
-            char why[sizeof st->message];
-            snprintf(why, sizeof why, "%s", st->message);
-            rs_log(RS_LOG_ERROR, "%s", why);
-            return rs_fail(st, RS_EUNAVAIL,
-                           "the server cannot record world ids in its state dir (%s); no new "
-                           "world until it can",
-                           why);
-        }
+        int rc = record_ids(p, s->next_world_id, st);
+        if (rc < 0)
+            return rc;
     }
     *id = s->next_world_id++;
     return 0;
 }
 
-static int by_id(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Write a job's files (each atomically), remove the files of worlds that are gone, fsync the
  * directory. Runs on the writer thread, or on the loop's thread at a final checkpoint; touches
  * only the job and the directory. 0 or the last failure's code (reason in st). */
-static int run_job(const char *dir, job_t *job, rs_status_t *st)
+static int run_job(const struct rs_persist *p, job_t *job, rs_status_t *st)
 {
+    const char *dir = p->dir;
     int rc = 0, dirty = 0;
     job->nfailed = 0;
     for (int i = 0; i < job->nfiles; i++) {
@@ -648,6 +757,8 @@ static int run_job(const char *dir, job_t *job, rs_status_t *st)
         uint64_t id = world_file_id(de->d_name, 0);
         if (!id || bsearch(&id, job->live, (size_t)job->nlive, sizeof id, by_id))
             continue;
+        if (p->census && rs_census_shard_of(p->census, id) != p->shard)
+            continue; /* another shard's world */
         char path[PATH_BUF];
         struct stat lsb;
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -683,7 +794,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         rs_status_t st;
         rs_status_clear(&st);
-        int rc = run_job(p->dir, &p->job, &st);
+        int rc = run_job(p, &p->job, &st);
         pthread_mutex_lock(&p->lock);
         p->last_rc = rc;
         snprintf(p->last_error, sizeof p->last_error, "%s", st.message);
@@ -783,6 +894,18 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     struct rs_persist *p = s->persist;
     if (!p)
         return 0;
+    if (s->shards) {
+        /* a front: each shard checkpoints its worlds (their loops have ended) */
+        int rc = 0;
+        for (int k = 0; k < p->nshards; k++) {
+            rs_status_t kst;
+            rs_status_clear(&kst);
+            int krc = p->shards[k] ? rs_server_checkpoint(p->shards[k], &kst) : 0;
+            if (krc < 0)
+                rc = rs_fail(st, krc, "shard %d: %s", k, kst.message);
+        }
+        return rc;
+    }
     rs_status_t wst;
     rs_status_clear(&wst);
     int rc = wait_writer(s, &wst); /* a checkpoint in flight finishes first */
@@ -790,7 +913,7 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     int todo = build_job(s, 0, st);
     if (todo < 0)
         return todo;
-    int jrc = todo ? run_job(p->dir, &p->job, st) : 0;
+    int jrc = todo ? run_job(p, &p->job, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
         world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)
@@ -844,6 +967,9 @@ void rs_persist_close(rs_server_t *s)
     }
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
+    pthread_mutex_destroy(&p->ids_lock);
+    free(p->found);
+    free(p->shards);
     if (p->lock_fd >= 0)
         close(p->lock_fd);
     free(p->buf);

@@ -15,4 +15,13 @@
 int rs_wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
                           rs_status_t *st);
 
+/* The next top-level field of a serialized message at *p (before end), *p moved past it: its
+ * number and wire type, its value (varint; a length-delimited field's length) and, for a
+ * length-delimited one, its bytes [*sub, *subend). 1, 0 at the end, -1 malformed. */
+int rs_wire_next(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t *type,
+                 uint64_t *v, const uint8_t **sub, const uint8_t **subend);
+
+/* Write v as a varint at p (p NULL: only count); the bytes it takes. */
+size_t rs_wire_put_varint(uint8_t *p, uint64_t v);
+
 #endif

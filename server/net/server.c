@@ -277,13 +277,8 @@ rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st)
 {
     if (cfg->shards <= 1)
         return server_new(cfg, NULL, 0, st);
-    if (cfg->state_dir) {
-        rs_fail(st, RS_EINVAL,
-                "--state-dir with --shards %d: a state dir is kept by one request loop; run "
-                "with --shards 1 to checkpoint worlds", cfg->shards);
-        return NULL;
-    }
-    /* the front: the socket, the stream and CURVE; its shards hold the worlds */
+    /* the front: the socket, the stream, CURVE and the state dir's lock and id record; its
+     * shards hold (restore, checkpoint) the worlds */
     rs_server_config_t fc = *cfg;
     fc.default_preset = NULL;
     fc.threads = 1;

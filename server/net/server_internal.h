@@ -237,6 +237,31 @@ struct rs_census *rs_shards_census(rs_server_t *front);
 enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
 
+/* ---- handlers_batch.c: a StepBatch whose worlds live on several shards ---- */
+
+typedef struct rs_batch_plan rs_batch_plan_t;
+
+/* Split the serialized request `req` (len bytes), read by shard s, when it is a StepBatch:
+ * checked as a whole as one server checks it (its size, a world twice, the steps asked, the
+ * columnar form's lengths and shape, from the census; a world of another shape than the
+ * first is refused here), then parts[k] (malloc'd; NULL where shard k has none of its worlds)
+ * is the request for shard k's worlds, in the batch's order with their places, lens[k] its
+ * length. 0 with *plan (the merge's; rs_batch_plan_free), 1 when it is not a StepBatch to
+ * split (its shard answers it whole), or a negative code with the reason in `refusal` and the
+ * request's id in *id (the batch refused as a whole). */
+int rs_batch_split(rs_server_t *s, const uint8_t *req, size_t len, uint8_t **parts,
+                   size_t *lens, rs_batch_plan_t **plan, uint64_t *id, rs_status_t *refusal);
+
+/* The batch's reply from its parts' (replies[k], lens[k]: shard k's packed Response, NULL
+ * where it had no part or none came), in the request's order: each world's result or rows
+ * from its part, a part refused as a whole giving each of its worlds that error. *out is
+ * malloc'd (*outlen bytes). 0, or -1 out of memory. */
+int rs_batch_merge(const rs_batch_plan_t *plan, uint8_t *const *replies, const size_t *lens,
+                   uint8_t **out, size_t *outlen);
+
+/* Free a plan and the request it holds (NULL-safe; clears *plan). */
+void rs_batch_plan_free(rs_batch_plan_t **plan);
+
 /* Who sent a request (auth.c): from its routing frame and its payload's metadata. */
 void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);
 
@@ -349,9 +374,11 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
 
 /* Open cfg.state_dir (created 0700 if missing; locked against a second server) and restore the
  * worlds saved there, with their ids, tokens and leases; files that cannot be restored are
- * logged and renamed *.bad. Returns 1 when the dir held a server's state (then no default world
- * is created), 0 when it was empty, or a negative code (the dir cannot be used, or it holds
- * more worlds than --max-worlds). */
+ * logged and renamed *.bad. With --shards the front opens, locks and scans the dir and keeps
+ * the id record (server.state); each shard, opened after it, restores its share of the worlds
+ * (every n-th by id) and checkpoints the worlds it holds. Returns 1 when the dir held a
+ * server's state (then no default world is created), 0 when it was empty, or a negative code
+ * (the dir cannot be used, or it holds more worlds than --max-worlds). */
 int rs_persist_open(rs_server_t *s, rs_status_t *st);
 
 /* A checkpoint when --checkpoint-interval has passed since the last one, built a part at a

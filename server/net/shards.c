@@ -5,7 +5,9 @@
  * does it). Each world belongs to exactly one shard, so its requests stay in order with no
  * lock: a world is created on the shard its connection was placed on (placement(), below),
  * and a request for a world of another shard (its world id is read without decoding: Request field 2, or a
- * StepBatch's first world) is passed to that shard over inproc and its reply relayed back.
+ * StepBatch's first world) is passed to that shard over inproc and its reply relayed back. A
+ * StepBatch over several shards' worlds is split where it arrives (handlers_batch.c checks
+ * it whole and makes the parts), each part passed to its shard and the replies merged.
  * Ids stay one sequence (an atomic counter); each id's shard is written once, before the reply
  * naming the world leaves, into a table read without a lock. ListWorlds is asked of every
  * shard and the lists merged. The world counts behind --max-worlds and the per-client quotas
@@ -36,13 +38,16 @@
 #define CONN_SLOTS 4096       /* a shard's connections remembered with the shard they create on */
 #define CONN_ID_MAX 32
 
-/* A ListWorlds asked of every shard: the envelope to answer and the replies so far. */
+/* A ListWorlds asked of every shard, or a StepBatch split over shards: the envelope to
+ * answer and the replies so far (a ListWorlds' in arrival order, a batch's by shard). */
 typedef struct gather {
     struct gather *next;
     uint64_t id;
     zmq_msg_t env[PEER_MAX_FRAMES];
     int nenv;
     int got;
+    int need;               /* replies to wait for */
+    rs_batch_plan_t *plan;  /* a batch: how to merge its parts' replies (NULL: a ListWorlds) */
     uint8_t **parts;
     size_t *lens;
 } gather_t;
@@ -84,6 +89,7 @@ struct rs_peers {
 typedef struct peer_meta {
     rs_caller_t caller;
     uint64_t gather;
+    int part; /* a batch's part: the shard it is for */
 } peer_meta_t;
 
 
@@ -284,7 +290,232 @@ static void gather_free(int n, gather_t *g)
         free(g->parts[i]);
     free(g->parts);
     free(g->lens);
+    rs_batch_plan_free(&g->plan);
     free(g);
+}
+
+/* A gather of n parts (NULL when out of memory). */
+static gather_t *gather_new(int n)
+{
+    gather_t *g = calloc(1, sizeof *g);
+    if (g && (!(g->parts = calloc((size_t)n, sizeof *g->parts)) ||
+              !(g->lens = calloc((size_t)n, sizeof *g->lens)))) {
+        free(g->parts);
+        free(g);
+        g = NULL;
+    }
+    return g;
+}
+
+/* Gather g takes over the envelope of request frames[0..n-1]; the payload is closed. */
+static void gather_take(gather_t *g, zmq_msg_t *frames, int n)
+{
+    for (int i = 0; i < n - 1; i++) {
+        zmq_msg_init(&g->env[i]);
+        zmq_msg_move(&g->env[i], &frames[i]);
+    }
+    g->nenv = n - 1;
+    zmq_msg_close(&frames[n - 1]);
+}
+
+/* Send `reply` (len bytes) to the client of gather g's envelope (consumed). */
+static void gather_send(rs_server_t *s, gather_t *g, const uint8_t *reply, size_t len)
+{
+    zmq_msg_t m;
+    zmq_msg_init_size(&m, len);
+    memcpy(zmq_msg_data(&m), reply, len);
+    for (int i = 0; i < g->nenv; i++)
+        if (zmq_msg_send(&g->env[i], s->router, ZMQ_SNDMORE) < 0)
+            zmq_msg_close(&g->env[i]);
+    g->nenv = 0;
+    if (zmq_msg_send(&m, s->router, 0) < 0)
+        zmq_msg_close(&m);
+}
+
+/* Every part of a split StepBatch answered (or it had none): the merged reply. */
+static void batch_answer(rs_server_t *s, gather_t *g)
+{
+    uint8_t *out = NULL;
+    size_t outlen = 0;
+    if (rs_batch_merge(g->plan, g->parts, g->lens, &out, &outlen) == 0) {
+        gather_send(s, g, out, outlen);
+    } else {
+        const uint8_t *err;
+        size_t errlen;
+        rs_arena_reset(&s->arena);
+        rs_error_reply(s, 0, RS_EEXHAUSTED, "server out of memory merging the batch's parts",
+                       &err, &errlen);
+        gather_send(s, g, err, errlen);
+    }
+    free(out);
+}
+
+/* Whether world id is on another shard than *first, the shard of the worlds seen so far
+ * (-1: none yet; an unknown world is on none). */
+static int elsewhere(struct rs_census *c, uint64_t id, int *first)
+{
+    int k = rs_census_shard_of(c, id);
+    if (k >= 0 && *first >= 0 && k != *first)
+        return 1;
+    if (k >= 0)
+        *first = k;
+    return 0;
+}
+
+/* Whether StepBatch request req names worlds of more than one shard (the census's; an unknown
+ * world none), read without decoding it. */
+static int batch_spans(struct rs_census *c, const uint8_t *req, size_t len)
+{
+    const uint8_t *end = req + len, *sub = NULL, *subend = NULL;
+    uint64_t v = 0;
+    if (find_field(req, end, ROBOSIM__V1__REQUEST__OP_STEP_BATCH, &v, &sub, &subend) != 1 || !sub)
+        return 0;
+    int first = -1;
+    /* StepBatch.arrays (2) world_ids (1, packed or not); StepBatch.items (3) items (1),
+     * each's world_id (1) */
+    for (uint32_t form = 2; form <= 3; form++) {
+        const uint8_t *f = NULL, *fend = NULL;
+        if (find_field(sub, subend, form, &v, &f, &fend) != 1 || !f)
+            continue;
+        while (f < fend) {
+            uint64_t tag, x;
+            if (varint(&f, fend, &tag) < 0)
+                return 0;
+            uint32_t num = (uint32_t)(tag >> 3), type = (uint32_t)(tag & 7);
+            if (type == 0) {
+                if (varint(&f, fend, &x) < 0)
+                    return 0;
+                if (num == 1 && form == 2 && elsewhere(c, x, &first))
+                    return 1;
+                continue;
+            }
+            if (type == 1 || type == 5) {
+                size_t skip = type == 1 ? 8 : 4;
+                if ((size_t)(fend - f) < skip)
+                    return 0;
+                f += skip;
+                continue;
+            }
+            if (type != 2 || varint(&f, fend, &x) < 0 || x > (uint64_t)(fend - f))
+                return 0;
+            const uint8_t *e = f, *eend = f + x, *w = NULL, *wend = NULL;
+            f = eend;
+            if (num != 1)
+                continue;
+            if (form == 2) {
+                while (e < eend) { /* packed ids */
+                    if (varint(&e, eend, &x) < 0)
+                        return 0;
+                    if (elsewhere(c, x, &first))
+                        return 1;
+                }
+            } else if ((x = 0, find_field(e, eend, 1, &x, &w, &wend)) == 1 && !w &&
+                       elsewhere(c, x, &first)) {
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The routing id of shard k's socket to the others (ZMQ_ROUTING_ID), in buf; its length. */
+static size_t peer_id(int k, char buf[16])
+{
+    return (size_t)snprintf(buf, 16, "shard-%d", k);
+}
+
+/* A StepBatch over several shards' worlds (frames[0..n-1], from a client): split by the
+ * worlds' shards and each part passed to its shard, the replies gathered and merged; or
+ * refused as a whole here. This shard's own part is not queued behind the client's later
+ * requests: it comes back in frames[0..*own-1] (as if passed by this shard to itself) to be
+ * served at once, so a world's requests stay in order. Returns 0 when it is dealt with (*own
+ * 0: nothing to serve now), 1 when it is not a batch to split (its first world's shard
+ * answers it). */
+static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *own,
+                       const rs_caller_t *caller)
+{
+    *own = 0;
+    struct rs_peers *p = s->peers;
+    uint8_t *parts[256];
+    size_t lens[256];
+    rs_batch_plan_t *plan = NULL;
+    uint64_t id = 0;
+    rs_status_t st;
+    rs_status_clear(&st);
+    int rc = rs_batch_split(s, zmq_msg_data(&frames[n - 1]), zmq_msg_size(&frames[n - 1]), parts,
+                            lens, &plan, &id, &st);
+    if (rc > 0)
+        return 1;
+    gather_t *g = rc == 0 ? gather_new(p->n) : NULL;
+    if (!g) {
+        const uint8_t *err;
+        size_t errlen;
+        rs_arena_reset(&s->arena);
+        if (rc == 0)
+            rs_fail(&st, RS_EEXHAUSTED, "server out of memory splitting the batch");
+        rs_error_reply(s, id, st.code, st.message, &err, &errlen);
+        for (int i = 0; i < n - 1; i++)
+            if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)
+                zmq_msg_close(&frames[i]);
+        if (zmq_send(s->router, err, errlen, 0) < 0)
+            rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
+        zmq_msg_close(&frames[n - 1]);
+        for (int k = 0; rc == 0 && k < p->n; k++)
+            free(parts[k]);
+        rs_batch_plan_free(&plan);
+        return 0;
+    }
+    g->plan = plan;
+    g->id = ++p->next_gather;
+    int here = s->shard_index;
+    zmq_msg_t mine[PEER_MAX_FRAMES];
+    int nmine = 0;
+    for (int k = 0; k < p->n; k++) {
+        if (!parts[k])
+            continue;
+        zmq_msg_t copy[PEER_MAX_FRAMES];
+        for (int i = 0; i < n - 1; i++) {
+            zmq_msg_init(&copy[i]);
+            zmq_msg_copy(&copy[i], &frames[i]);
+        }
+        zmq_msg_init_size(&copy[n - 1], lens[k]);
+        memcpy(zmq_msg_data(&copy[n - 1]), parts[k], lens[k]);
+        free(parts[k]);
+        peer_meta_t meta = {*caller, g->id, k};
+        g->need++;
+        if (k == here && n + 2 <= cap) {
+            /* as this shard's socket to itself would deliver it: its id, the envelope, the
+             * meta, the part */
+            char rid[16];
+            size_t idlen = peer_id(here, rid);
+            zmq_msg_init_size(&mine[0], idlen);
+            memcpy(zmq_msg_data(&mine[0]), rid, idlen);
+            for (int i = 0; i < n; i++)
+                mine[i + 1] = copy[i]; /* moved */
+            zmq_msg_init_size(&mine[n + 1], sizeof meta);
+            memcpy(zmq_msg_data(&mine[n + 1]), &meta, sizeof meta);
+            zmq_msg_t payload = mine[n];
+            mine[n] = mine[n + 1];
+            mine[n + 1] = payload;
+            nmine = n + 2;
+            continue;
+        }
+        pass(p, k, copy, n, &meta);
+    }
+    gather_take(g, frames, n);
+    for (int i = 0; i < nmine; i++) {
+        zmq_msg_init(&frames[i]);
+        zmq_msg_move(&frames[i], &mine[i]);
+    }
+    *own = nmine;
+    if (g->need == 0) { /* every world refused here */
+        batch_answer(s, g);
+        gather_free(p->n, g);
+        return 0;
+    }
+    g->next = p->gathers;
+    p->gathers = g;
+    return 0;
 }
 
 static int by_world_id(const void *a, const void *b)
@@ -327,22 +558,13 @@ static void gather_answer(rs_server_t *s, gather_t *g)
         if ((out = malloc(outlen ? outlen : 1)))
             robosim__v1__response__pack(&rp, out);
     }
-    zmq_msg_t reply;
     if (out) {
-        zmq_msg_init_size(&reply, outlen);
-        memcpy(zmq_msg_data(&reply), out, outlen);
+        gather_send(s, g, out, outlen);
     } else {
         /* a shard's error (or no memory to merge): that shard's reply as it is */
         int i = bad < 0 ? 0 : bad;
-        zmq_msg_init_size(&reply, g->lens[i]);
-        memcpy(zmq_msg_data(&reply), g->parts[i], g->lens[i]);
+        gather_send(s, g, g->parts[i], g->lens[i]);
     }
-    for (int i = 0; i < g->nenv; i++)
-        if (zmq_msg_send(&g->env[i], s->router, ZMQ_SNDMORE) < 0)
-            zmq_msg_close(&g->env[i]);
-    g->nenv = 0;
-    if (zmq_msg_send(&reply, s->router, 0) < 0)
-        zmq_msg_close(&reply);
     free(out);
     free(all);
     for (int i = 0; rps && i < nshards; i++)
@@ -355,19 +577,14 @@ static void gather_answer(rs_server_t *s, gather_t *g)
 static void scatter(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t *caller)
 {
     struct rs_peers *p = s->peers;
-    gather_t *g = calloc(1, sizeof *g);
-    if (g && (!(g->parts = calloc((size_t)p->n, sizeof *g->parts)) ||
-              !(g->lens = calloc((size_t)p->n, sizeof *g->lens)))) {
-        free(g->parts);
-        free(g);
-        g = NULL;
-    }
-    peer_meta_t meta = {*caller, 0};
+    gather_t *g = gather_new(p->n);
+    peer_meta_t meta = {*caller, 0, -1};
     if (!g) {
         pass(p, s->shard_index, frames, n, &meta); /* no memory to gather: this shard's list */
         return;
     }
     g->id = meta.gather = ++p->next_gather;
+    g->need = p->n;
     for (int k = 0; k < p->n; k++) {
         zmq_msg_t copy[PEER_MAX_FRAMES];
         for (int i = 0; i < n; i++) {
@@ -376,12 +593,7 @@ static void scatter(rs_server_t *s, zmq_msg_t *frames, int n, const rs_caller_t 
         }
         pass(p, k, copy, n, &meta);
     }
-    for (int i = 0; i < n - 1; i++) {
-        zmq_msg_init(&g->env[i]);
-        zmq_msg_move(&g->env[i], &frames[i]);
-    }
-    g->nenv = n - 1;
-    zmq_msg_close(&frames[n - 1]);
+    gather_take(g, frames, n);
     g->next = p->gathers;
     p->gathers = g;
 }
@@ -401,17 +613,22 @@ static void relay(rs_server_t *s, zmq_msg_t *frames, int n)
         while (*link && (*link)->id != meta.gather)
             link = &(*link)->next;
         gather_t *g = *link;
-        if (g && g->got < p->n) {
+        /* a ListWorlds' replies in arrival order, a batch's in its part's shard's place */
+        int at = !g ? -1 : g->plan ? meta.part : g->got;
+        if (g && g->got < g->need && at >= 0 && at < p->n && !g->parts[at]) {
             size_t len = zmq_msg_size(&frames[n - 1]);
             uint8_t *copy = malloc(len ? len : 1);
             if (copy)
                 memcpy(copy, zmq_msg_data(&frames[n - 1]), len);
-            g->parts[g->got] = copy;
-            g->lens[g->got] = copy ? len : 0;
+            g->parts[at] = copy;
+            g->lens[at] = copy ? len : 0;
             g->got++;
-            if (g->got == p->n) {
+            if (g->got == g->need) {
                 *link = g->next;
-                gather_answer(s, g);
+                if (g->plan)
+                    batch_answer(s, g);
+                else
+                    gather_answer(s, g);
                 gather_free(p->n, g);
             }
         }
@@ -477,8 +694,21 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                 scatter(s, frames, *n, caller);
                 continue;
             }
+            /* a StepBatch over several shards' worlds: split here, the parts passed on, this
+             * shard's served now */
+            int own = 0;
+            if (route == ROUTE_WORLD && *n < PEER_MAX_FRAMES &&
+                batch_spans(s->census, zmq_msg_data(&frames[*n - 1]),
+                            zmq_msg_size(&frames[*n - 1])) &&
+                split_batch(s, frames, *n, cap, &own, caller) == 0) {
+                if (!own)
+                    continue;
+                *n = own;
+                *sock = p->in;
+                return 0;
+            }
             if (k >= 0 && k != s->shard_index && *n < PEER_MAX_FRAMES) {
-                peer_meta_t meta = {*caller, 0};
+                peer_meta_t meta = {*caller, 0, -1};
                 pass(p, k, frames, *n, &meta);
                 continue;
             }
@@ -516,7 +746,10 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
     for (int k = 0; k < f->n; k++) {
         /* inproc: a connect before the other shard binds is kept until it does */
         p->out[k] = zmq_socket(s->zctx, ZMQ_DEALER);
+        char id[16];
+        size_t idlen = peer_id(s->shard_index, id);
         if (!p->out[k] || zmq_setsockopt(p->out[k], ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+            zmq_setsockopt(p->out[k], ZMQ_ROUTING_ID, id, idlen) != 0 ||
             zmq_setsockopt(p->out[k], ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
             zmq_setsockopt(p->out[k], ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
             zmq_connect(p->out[k], f->endpoints[k][1]) != 0)

@@ -126,3 +126,50 @@ int rs_wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *bu
     walk_t w = {buf, buf + len};
     return walk_message(d, w, path, 0, sizeof path, 0, st);
 }
+
+int rs_wire_next(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t *type,
+                 uint64_t *v, const uint8_t **sub, const uint8_t **subend)
+{
+    walk_t w = {*p, end};
+    uint64_t tag;
+    *sub = *subend = NULL;
+    *v = 0;
+    if (w.p >= end)
+        return 0;
+    if (varint(&w, &tag) < 0)
+        return -1;
+    *num = (uint32_t)(tag >> 3);
+    *type = (uint32_t)(tag & 7);
+    if (*type == 0) {
+        if (varint(&w, v) < 0)
+            return -1;
+    } else if (*type == 2) {
+        if (varint(&w, v) < 0 || *v > (uint64_t)(end - w.p))
+            return -1;
+        *sub = w.p;
+        *subend = w.p + *v;
+        w.p += *v;
+    } else if (*type == 1 || *type == 5) {
+        size_t skip = *type == 1 ? 8 : 4;
+        if ((size_t)(end - w.p) < skip)
+            return -1;
+        w.p += skip;
+    } else {
+        return -1;
+    }
+    *p = w.p;
+    return 1;
+}
+
+size_t rs_wire_put_varint(uint8_t *p, uint64_t v)
+{
+    size_t n = 0;
+    do {
+        uint8_t b = v & 0x7f;
+        v >>= 7;
+        if (p)
+            p[n] = b | (v ? 0x80 : 0);
+        n++;
+    } while (v);
+    return n;
+}

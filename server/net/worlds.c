@@ -1,5 +1,6 @@
 /* The world table and the world counts (worlds.h). */
 #include "worlds.h"
+#include "rs_task.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +23,8 @@ world_slot_t *rs_worlds_find(rs_server_t *s, uint64_t id)
     return lo < s->nworlds && s->worlds[lo].id == id ? &s->worlds[lo] : NULL;
 }
 
+static void census_set_shape(struct rs_census *c, uint64_t id, const rs_world_t *world);
+
 world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
                                const char *owner)
 {
@@ -38,6 +41,8 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
     slot->sched.last_active = rs_monotonic();
     s->nworlds++;
     rs_worlds_count(s, slot->owner, 1, 1);
+    if (s->census)
+        census_set_shape(s->census, id, world);
     /* its steps interruptible by the request budget and a stop, like any */
     rs_data_set_abort(world->data, &s->abort);
     return slot;
@@ -60,6 +65,8 @@ static void forget(world_slot_t *w)
 void rs_worlds_remove(rs_server_t *s, world_slot_t *w)
 {
     rs_worlds_count(s, w->owner, -1, -1);
+    if (s->census)
+        census_set_shape(s->census, w->id, NULL);
     forget(w);
     /* keep the table dense and sorted by id */
     size_t at = (size_t)(w - s->worlds);
@@ -95,8 +102,10 @@ void rs_census_init(struct rs_census *c)
 void rs_census_free(struct rs_census *c)
 {
     free(c->keys);
-    for (int i = 0; i < ID_CHUNKS; i++)
+    for (int i = 0; i < ID_CHUNKS; i++) {
         free(c->owner[i]);
+        free(c->kind[i]);
+    }
     pthread_mutex_destroy(&c->lock);
 }
 
@@ -163,30 +172,115 @@ void rs_worlds_count(rs_server_t *s, const char *key, int worlds, int delta)
     pthread_mutex_unlock(&c->lock);
 }
 
-int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
+/* The owner byte of id v in the census's table (its chunk made on first use), or NULL when v
+ * is past the table or out of memory. */
+static _Atomic uint8_t *owner_byte(struct rs_census *c, uint64_t v)
 {
-    struct rs_census *c = s->census;
-    uint64_t v = atomic_fetch_add(&c->next_id, 1);
     uint64_t chunk = v >> ID_CHUNK_BITS;
     if (chunk >= ID_CHUNKS)
-        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
-                       "%llu)", (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
+        return NULL;
     uint8_t *table = atomic_load_explicit(&c->owner[chunk], memory_order_acquire);
     if (!table) {
         uint8_t *fresh = calloc((size_t)1 << ID_CHUNK_BITS, 1);
         if (!fresh)
-            return rs_fail(st, RS_EEXHAUSTED, "out of memory for the world id table");
+            return NULL;
         if (atomic_compare_exchange_strong(&c->owner[chunk], &table, fresh))
             table = fresh;
         else
             free(fresh); /* another shard made it first: `table` is theirs */
     }
+    return (_Atomic uint8_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)];
+}
+
+int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
+{
+    struct rs_census *c = s->census;
+    uint64_t v = atomic_fetch_add(&c->next_id, 1);
+    if (v >> ID_CHUNK_BITS >= ID_CHUNKS)
+        return rs_fail(st, RS_EEXHAUSTED, "this server has handed out every world id (up to "
+                       "%llu)", (unsigned long long)ID_CHUNKS << ID_CHUNK_BITS);
+    _Atomic uint8_t *owner = owner_byte(c, v);
+    if (!owner)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for the world id table");
     /* a byte per id, written once by its shard, read by the front: relaxed suffices because the
      * reply naming the world leaves through a ZeroMQ queue (a full barrier) after this */
-    atomic_store_explicit((_Atomic uint8_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)],
-                          (uint8_t)(s->shard_index + 1), memory_order_release);
+    atomic_store_explicit(owner, (uint8_t)(s->shard_index + 1), memory_order_release);
     *id = v;
     return 0;
+}
+
+int rs_census_place(struct rs_census *c, uint64_t id, int k)
+{
+    _Atomic uint8_t *owner = owner_byte(c, id);
+    if (!owner)
+        return -1;
+    atomic_store_explicit(owner, (uint8_t)(k + 1), memory_order_release);
+    return 0;
+}
+
+void rs_census_reserve_ids(struct rs_census *c, uint64_t next)
+{
+    uint_fast64_t now = atomic_load(&c->next_id);
+    while (now < next && !atomic_compare_exchange_weak(&c->next_id, &now, next))
+        ;
+}
+
+/* The kind slot of id v (its chunk made on first use), or NULL (past the table, no memory). */
+static _Atomic uint16_t *kind_slot(struct rs_census *c, uint64_t v, int make)
+{
+    uint64_t chunk = v >> ID_CHUNK_BITS;
+    if (chunk >= ID_CHUNKS)
+        return NULL;
+    uint16_t *table = atomic_load_explicit(&c->kind[chunk], memory_order_acquire);
+    if (!table && make) {
+        uint16_t *fresh = calloc((size_t)1 << ID_CHUNK_BITS, sizeof *fresh);
+        if (!fresh)
+            return NULL;
+        if (atomic_compare_exchange_strong(&c->kind[chunk], &table, fresh))
+            table = fresh;
+        else
+            free(fresh);
+    }
+    return table ? (_Atomic uint16_t *)&table[v & ((1u << ID_CHUNK_BITS) - 1)] : NULL;
+}
+
+/* Record world id's shape (NULL: the world is gone). A shape past RS_SHAPES_MAX, or no memory,
+ * leaves it unrecorded: a batch over several shards then passes the world to its shard
+ * unchecked, which compares it with its part's first world. */
+static void census_set_shape(struct rs_census *c, uint64_t id, const rs_world_t *world)
+{
+    _Atomic uint16_t *slot = kind_slot(c, id, world != NULL);
+    if (!slot)
+        return;
+    int k = 0;
+    if (world) {
+        const char *task = world->task ? world->task->name : "";
+        pthread_mutex_lock(&c->lock);
+        int n = atomic_load(&c->nshapes);
+        while (k < n && (strcmp(c->shapes[k].preset, world->model->preset) != 0 ||
+                         strcmp(c->shapes[k].task, task) != 0))
+            k++;
+        if (k == n && n < RS_SHAPES_MAX) {
+            rs_shape_t *sh = &c->shapes[n];
+            snprintf(sh->preset, sizeof sh->preset, "%s", world->model->preset);
+            snprintf(sh->task, sizeof sh->task, "%s", task);
+            sh->nu = (uint32_t)world->model->nu;
+            sh->na = world->task ? (uint32_t)world->task->nact : 0;
+            atomic_store_explicit(&c->nshapes, n + 1, memory_order_release);
+        }
+        pthread_mutex_unlock(&c->lock);
+        k = k < RS_SHAPES_MAX ? k + 1 : 0;
+    }
+    atomic_store_explicit(slot, (uint16_t)k, memory_order_release);
+}
+
+const rs_shape_t *rs_census_shape(struct rs_census *c, uint64_t id)
+{
+    _Atomic uint16_t *slot = kind_slot(c, id, 0);
+    int k = slot ? atomic_load_explicit(slot, memory_order_acquire) : 0;
+    return k > 0 && k <= atomic_load_explicit(&c->nshapes, memory_order_acquire)
+               ? &c->shapes[k - 1]
+               : NULL;
 }
 
 int rs_census_shard_of(struct rs_census *c, uint64_t id)
@@ -223,10 +317,8 @@ int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t 
         return rs_fail(st, RS_ENOTFOUND, "%sno world %llu on this server", head,
                        (unsigned long long)id);
     return rs_fail(st, RS_ENOTFOUND,
-                   "%sworld %llu is served by another of this server's %d shards (--shards) "
-                   "than the batch's first world: one StepBatch steps the worlds of one shard, "
-                   "which are the worlds created over one connection; split the batch, or run "
-                   "the server with --shards 1",
+                   "%sworld %llu is served by another of this server's %d shards (--shards); "
+                   "send the batch to the server's endpoint, which passes each shard its part",
                    head, (unsigned long long)id, s->front->cfg.shards);
 }
 

@@ -14,6 +14,15 @@
 #define ID_CHUNK_BITS 16 /* the id -> shard table: chunks of 65536 ids ... */
 #define ID_CHUNKS 65536  /* ... made on first use, 2^32 ids in all */
 
+#define RS_SHAPES_MAX 1024 /* the kinds of world (preset and task) the census tells apart */
+
+/* A kind of world, as a batch over several shards compares them (handlers_batch.c): its
+ * preset and task ("" for none), actuators and task actions. Never changes once recorded. */
+typedef struct rs_shape {
+    char preset[32], task[32];
+    uint32_t nu, na;
+} rs_shape_t;
+
 /* The census: worlds in all shards, and per quota key. */
 typedef struct census_key {
     char key[sizeof(((rs_caller_t *)0)->key)];
@@ -28,11 +37,24 @@ struct rs_census {
     atomic_uint_fast64_t next_id;           /* the next world id, of all shards */
     atomic_int placed[256];                 /* connections placed on each shard */
     _Atomic(uint8_t *) owner[ID_CHUNKS];    /* world id -> 1 + its shard (0: none yet) */
+    _Atomic(uint16_t *) kind[ID_CHUNKS];    /* world id -> 1 + its shape (0: no such world) */
+    rs_shape_t shapes[RS_SHAPES_MAX];       /* written under the lock before nshapes grows */
+    atomic_int nshapes;
 };
 
 /* Initialise (ids from 1) and free a census. */
 void rs_census_init(struct rs_census *c);
 void rs_census_free(struct rs_census *c);
+
+/* Record world `id` (restored from a state dir) as shard k's. 0, or -1 when the id is past
+ * the table or out of memory. */
+int rs_census_place(struct rs_census *c, uint64_t id, int k);
+
+/* Hand out no id below `next` (the state dir's record of the ids given before a restart). */
+void rs_census_reserve_ids(struct rs_census *c, uint64_t next);
+
+/* The shape of world `id` (of any shard) while it exists, or NULL. */
+const rs_shape_t *rs_census_shape(struct rs_census *c, uint64_t id);
 
 /* The shard of world `id`, or -1 (never handed out). */
 int rs_census_shard_of(struct rs_census *c, uint64_t id);
@@ -88,7 +110,7 @@ int rs_worlds_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st);
 int rs_worlds_elsewhere(const rs_server_t *s, uint64_t id);
 
 /* RS_ENOTFOUND for a batch's `what`[i] naming world `id`, saying whether it is on another
- * shard (a batch steps one shard's worlds) or nowhere. */
+ * shard (a part of a batch passed to the wrong shard) or nowhere. */
 int rs_no_world(const rs_server_t *s, rs_status_t *st, const char *what, size_t i, uint64_t id);
 
 #endif

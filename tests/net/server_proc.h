@@ -59,13 +59,13 @@ static int server_start_with(server_proc_t *sp, const char *binary, const char *
         stream_given |= !strcmp(extra[i], "--stream") || !strcmp(extra[i], "--no-stream");
         argv[argc++] = extra[i];
     }
-    /* ROBOSIM_TEST_SHARDS=N: the same test against a server of N shards (not with a state
-     * dir, which one shard keeps) */
+    /* ROBOSIM_TEST_SHARDS=N: the same test against a server of N shards (unless the test
+     * names its own --shards) */
     const char *shards = getenv("ROBOSIM_TEST_SHARDS");
-    int state_dir = 0;
+    int shards_given = 0;
     for (int i = 1; i < argc; i++)
-        state_dir |= !strcmp(argv[i], "--state-dir");
-    if (shards && shards[0] && !state_dir && argc < 28) {
+        shards_given |= !strcmp(argv[i], "--shards");
+    if (shards && shards[0] && !shards_given && argc < 28) {
         argv[argc++] = "--shards";
         argv[argc++] = shards;
     }

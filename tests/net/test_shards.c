@@ -3,8 +3,9 @@
  * one sequence, ListWorlds lists every shard's worlds, the world
  * limits and per-client quotas count over all shards, a world steps to the same bits on either
  * shard, snapshots of one shard's world restore and fork on another's, the observer stream
- * carries every shard's worlds, a StepBatch naming another shard's world says so, and a state
- * dir is refused. */
+ * carries every shard's worlds, a StepBatch over several shards' worlds (either form) answers
+ * as one server does (the same bits, errors in their slots, the budget), and a state dir keeps
+ * every shard's worlds and restores them at any --shards. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -20,6 +21,18 @@ static rsc_client_t *must_connect(const char *ep)
     rsc_client_t *c = rsc_connect(ep, 20000, &err);
     CHECK(c != NULL, "connect: %s", c ? "" : err.message);
     return c;
+}
+
+/* State st packed without world id and seq into buf, and freed; its length (0: over cap). */
+static size_t pack_state(Robosim__V1__State *st, uint8_t *buf, size_t cap)
+{
+    st->world_id = 0;
+    st->seq = 0;
+    size_t len = robosim__v1__state__get_packed_size(st);
+    if (len <= cap)
+        robosim__v1__state__pack(st, buf);
+    rsc_free(st);
+    return len <= cap ? len : 0;
 }
 
 /* Step world `id` n control steps with a force that varies by step; the last state packed
@@ -38,40 +51,28 @@ static size_t step_and_pack(rsc_client_t *c, uint64_t id, int n, uint8_t *buf, s
             return 0;
         }
     }
-    st->world_id = 0;
-    st->seq = 0;
-    size_t len = robosim__v1__state__get_packed_size(st);
-    if (len <= cap)
-        robosim__v1__state__pack(st, buf);
-    rsc_free(st);
-    return len <= cap ? len : 0;
+    return pack_state(st, buf, cap);
 }
 
-/* Whether worlds x and y (tokens held by c) are on different shards: a StepBatch over both
- * steps the first and names the second as another shard's. */
-static int apart(rsc_client_t *c, uint64_t x, uint64_t y)
+/* The shard world `id` lives on (ListWorlds' WorldInfo.shard), or -1. */
+static int shard_of(rsc_client_t *c, uint64_t id)
 {
     rsc_error_t err;
-    rsc_batch_item_t items[2] = {{.world_id = x, .steps = 1}, {.world_id = y, .steps = 1}};
-    Robosim__V1__StepBatchReply *br = NULL;
-    int r = -1;
-    if (rsc_step_batch(c, items, 2, &br, &err) == 0 && br && br->n_results == 2) {
-        const Robosim__V1__BatchResult *b = br->results[1];
-        CHECK(br->results[0]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE,
-              "a batch steps its first world");
-        if (b->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE)
-            r = 0;
-        else if (b->error && b->error->code == CODE(NOT_FOUND) &&
-                 strstr(b->error->message, "another of this server's 2 shards"))
-            r = 1;
-        else
-            CHECK(0, "a batch's second world: stepped or named as another shard's, got %s",
-                  b->error ? b->error->message : "?");
-    } else {
-        CHECK(0, "a batch over two worlds answered: %s", err.message);
-    }
-    rsc_free(br);
-    return r;
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int k = -1;
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0 && lw, "ListWorlds: %s", err.message);
+    for (size_t i = 0; lw && i < lw->n_worlds; i++)
+        if (lw->worlds[i]->world_id == id)
+            k = (int)lw->worlds[i]->shard;
+    rsc_free(lw);
+    return k;
+}
+
+/* Whether worlds x and y are on different shards: 1, 0, or -1 when one is not listed. */
+static int apart(rsc_client_t *c, uint64_t x, uint64_t y)
+{
+    int kx = shard_of(c, x), ky = shard_of(c, y);
+    return kx < 0 || ky < 0 ? -1 : kx != ky;
 }
 
 static void worlds_and_bits(void)
@@ -263,17 +264,560 @@ static void stream(void)
     CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
 }
 
-/* A state dir is kept by one server loop: refused with --shards 2, saying why. */
-static void state_dir_refused(void)
+/* ---- --state-dir with shards ------------------------------------------------------------- */
+
+#define NS 6       /* worlds kept in the state dir */
+#define AHEAD 20   /* control steps of each world's reference */
+
+typedef struct kept {
+    uint64_t id;
+    char token[RSC_TOKEN_MAX];
+    int alive;
+    uint8_t now[1 << 14], ref[1 << 14]; /* its state (no id or seq), and after AHEAD steps */
+    size_t nnow, nref;
+} kept_t;
+
+/* World id's state packed without world id and seq into buf; its length (0: failed). */
+static size_t state_of(rsc_client_t *c, uint64_t id, uint8_t *buf, size_t cap)
+{
+    rsc_error_t err;
+    Robosim__V1__State *st = NULL;
+    if (rsc_get_state(c, id, &st, &err) != 0) {
+        CHECK(0, "state of world %llu: %s", (unsigned long long)id, err.message);
+        return 0;
+    }
+    return pack_state(st, buf, cap);
+}
+
+/* Each live world's state now, and its state AHEAD steps on (stepped from a snapshot, then
+ * set back to it: the world is left as it was). */
+static void take_references(rsc_client_t *c, kept_t *k)
+{
+    rsc_error_t err;
+    for (int i = 0; i < NS; i++) {
+        if (!k[i].alive)
+            continue;
+        Robosim__V1__State *snap = NULL, *back = NULL;
+        k[i].nnow = state_of(c, k[i].id, k[i].now, sizeof k[i].now);
+        CHECK(rsc_get_snapshot(c, k[i].id, &snap, &err) == 0 && snap, "snapshot: %s", err.message);
+        if (!snap)
+            continue;
+        k[i].nref = step_and_pack(c, k[i].id, AHEAD, k[i].ref, sizeof k[i].ref);
+        CHECK(rsc_set_state(c, k[i].id, snap->snapshot.data, snap->snapshot.len, &back, &err) == 0,
+              "set back: %s", err.message);
+        rsc_free(back);
+        rsc_free(snap);
+        static uint8_t again[1 << 14];
+        size_t n = state_of(c, k[i].id, again, sizeof again);
+        CHECK(n == k[i].nnow && !memcmp(again, k[i].now, n), "world %llu set back to its state",
+              (unsigned long long)k[i].id);
+    }
+}
+
+/* ListWorlds names exactly the live worlds, spread evenly over the `shards` shards. */
+static void check_listed(rsc_client_t *c, const kept_t *k, int shards)
+{
+    rsc_error_t err;
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int alive = 0, per[8] = {0};
+    for (int i = 0; i < NS; i++)
+        alive += k[i].alive;
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0 && lw && (int)lw->n_worlds == alive,
+          "ListWorlds at --shards %d: the %d kept worlds (got %zu)", shards, alive,
+          lw ? lw->n_worlds : 0);
+    for (size_t j = 0; lw && j < lw->n_worlds; j++) {
+        int found = 0;
+        for (int i = 0; i < NS; i++)
+            found |= k[i].alive && k[i].id == lw->worlds[j]->world_id;
+        CHECK(found, "world %llu listed is a kept one", (unsigned long long)lw->worlds[j]->world_id);
+        CHECK(lw->worlds[j]->shard < (uint32_t)shards, "world on shard %u of %d",
+              lw->worlds[j]->shard, shards);
+        if (lw->worlds[j]->shard < 8)
+            per[lw->worlds[j]->shard]++;
+    }
+    for (int s = 0; s < shards && s < 8; s++)
+        CHECK(per[s] >= alive / shards && per[s] <= (alive + shards - 1) / shards,
+              "restored worlds spread over %d shards: shard %d has %d of %d", shards, s, per[s],
+              alive);
+    rsc_free(lw);
+}
+
+static int file_exists(const char *dir, uint64_t id)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/world-%llu.rsw", dir, (unsigned long long)id);
+    return access(path, F_OK) == 0;
+}
+
+/* Worlds made on both shards of a --shards 2 server, SIGTERM, then restarts at --shards 2, 1
+ * and 3: every world back bit for bit and stepping on as it would have, spread over the shards
+ * (each interruptible as any: the net_shards run of test_stalls checks a slow restored one),
+ * new ids past every id given before, the per-client quota counting the restored worlds,
+ * destroyed worlds' files removed and no shard removing another's. */
+static void state_dir(void)
 {
     char dir[] = "/tmp/robosim-shards-XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
-    char cmd[512];
-    snprintf(cmd, sizeof cmd,
-             "%s --bind tcp://127.0.0.1:%d --shards 2 --state-dir %s 2>&1 | grep -q 'shards'",
-             binary, free_port(), dir);
-    CHECK(system(cmd) == 0, "--state-dir with --shards 2 refused, naming --shards");
-    rmdir(dir);
+    static kept_t k[NS];
+    rsc_error_t err;
+    server_proc_t sp;
+    const char *first[] = {"--shards", "2", "--threads", "1", "--no-world", "--state-dir", dir,
+                           "--checkpoint-interval", "0.2", NULL};
+    CHECK(server_start(&sp, binary, first) == 0, "server with --shards 2 --state-dir started");
+    if (sp.pid <= 0)
+        return;
+    /* one world per connection: placement puts them on both shards */
+    rsc_client_t *conn[NS];
+    for (int i = 0; i < NS; i++) {
+        conn[i] = must_connect(sp.endpoint);
+        CHECK(rsc_create_world(conn[i], "finger", NULL, 0, 11 + (uint64_t)i, &k[i].id, &err) == 0,
+              "create: %s", err.message);
+        snprintf(k[i].token, sizeof k[i].token, "%s", rsc_world_token(conn[i], k[i].id));
+        k[i].alive = 1;
+    }
+    uint64_t gone = 0, top = 0;
+    CHECK(rsc_create_world(conn[0], "finger", NULL, 0, 5, &gone, &err) == 0, "create: %s",
+          err.message);
+    rsc_client_t *c = must_connect(sp.endpoint);
+    for (int i = 0; i < NS; i++) {
+        rsc_set_world_token(c, k[i].id, k[i].token);
+        uint8_t buf[1 << 14];
+        CHECK(step_and_pack(c, k[i].id, 3 + 4 * i, buf, sizeof buf) > 0, "steps");
+    }
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int on[2] = {0, 0};
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0 && lw, "ListWorlds: %s", err.message);
+    for (size_t j = 0; lw && j < lw->n_worlds; j++)
+        on[lw->worlds[j]->shard & 1]++;
+    rsc_free(lw);
+    CHECK(on[0] > 0 && on[1] > 0, "worlds on both shards (%d, %d)", on[0], on[1]);
+    sleep_s(0.6); /* checkpoints: world `gone` is written, then destroyed */
+    CHECK(file_exists(dir, gone), "a periodic checkpoint wrote world %llu",
+          (unsigned long long)gone);
+    CHECK(rsc_destroy_world(conn[0], gone, &err) == 0, "destroy: %s", err.message);
+    top = gone;
+    take_references(c, k);
+    for (int i = 0; i < NS; i++)
+        rsc_close(&conn[i]);
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
+    for (int i = 0; i < NS; i++)
+        CHECK(file_exists(dir, k[i].id), "world %llu's file", (unsigned long long)k[i].id);
+    CHECK(!file_exists(dir, gone), "the destroyed world's file removed");
+
+    const int shards[] = {2, 1, 3};
+    for (int r = 0; r < 3; r++) {
+        char nshards[8];
+        snprintf(nshards, sizeof nshards, "%d", shards[r]);
+        const char *again[] = {"--shards", nshards, "--threads", "1", "--state-dir", dir,
+                               "--checkpoint-interval", "0.2", "--max-worlds-per-client",
+                               r == 2 ? "6" : "64", NULL};
+        CHECK(server_start(&sp, binary, again) == 0, "restart with --shards %d", shards[r]);
+        if (sp.pid <= 0)
+            break;
+        c = must_connect(sp.endpoint);
+        for (int i = 0; i < NS; i++)
+            rsc_set_world_token(c, k[i].id, k[i].token);
+        check_listed(c, k, shards[r]);
+        for (int i = 0; i < NS; i++) {
+            if (!k[i].alive)
+                continue;
+            static uint8_t buf[1 << 14];
+            size_t n = state_of(c, k[i].id, buf, sizeof buf);
+            CHECK(n > 0 && n == k[i].nnow && !memcmp(buf, k[i].now, n),
+                  "--shards %d: world %llu restored bit for bit", shards[r],
+                  (unsigned long long)k[i].id);
+            n = step_and_pack(c, k[i].id, AHEAD, buf, sizeof buf);
+            CHECK(n > 0 && n == k[i].nref && !memcmp(buf, k[i].ref, n),
+                  "--shards %d: world %llu steps on to the same bits", shards[r],
+                  (unsigned long long)k[i].id);
+        }
+        uint64_t id = 0;
+        if (r == 2) {
+            /* the quota counts the restored worlds: 6 held by this client's address */
+            int rc = rsc_create_world(c, "finger", NULL, 0, 1, &id, &err);
+            CHECK(rc != 0 && err.code == CODE(RESOURCE_EXHAUSTED) && strstr(err.message, "6 worlds"),
+                  "--shards 3: the per-client quota counts the 6 restored worlds (%s)",
+                  rc ? err.message : "created");
+            CHECK(rsc_destroy_world(c, k[NS - 1].id, &err) == 0, "destroy: %s", err.message);
+            k[NS - 1].alive = 0;
+        }
+        CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &id, &err) == 0 && id > top,
+              "--shards %d: a new world's id %llu is past every id given before (%llu)",
+              shards[r], (unsigned long long)id, (unsigned long long)top);
+        top = id > top ? id : top;
+        CHECK(rsc_destroy_world(c, id, &err) == 0, "destroy: %s", err.message);
+        take_references(c, k);
+        rsc_close(&c);
+        CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
+        for (int i = 0; i < NS; i++)
+            CHECK(file_exists(dir, k[i].id) == k[i].alive, "world %llu's file %s",
+                  (unsigned long long)k[i].id, k[i].alive ? "kept" : "removed");
+    }
+    remove_dir(dir);
+}
+
+/* ---- a StepBatch over several shards' worlds -------------------------------------------- */
+
+#define NB 8        /* finger worlds batched, over 4 connections */
+#define NOWORLD 999 /* an id no server hands out here */
+
+typedef struct fleet {
+    server_proc_t sp;
+    rsc_client_t *conn[4], *c; /* c holds every world's token */
+    uint64_t ids[NB + 1];      /* the finger worlds, then a workshop */
+    int shards;
+} fleet_t;
+
+/* A server of `shards` shards with the same worlds in the same order (so the same ids): NB
+ * finger worlds over 4 connections, then a workshop world. 0 or -1. */
+static int fleet_start(fleet_t *f, int shards, const char *budget)
+{
+    char n[8];
+    snprintf(n, sizeof n, "%d", shards);
+    const char *extra[] = {"--shards", n, "--threads", "1", "--no-world",
+                           "--max-steps-per-request", "3000000", "--max-request-seconds",
+                           budget, NULL};
+    rsc_error_t err;
+    memset(f, 0, sizeof *f);
+    f->shards = shards;
+    if (server_start(&f->sp, binary, extra) != 0)
+        return -1;
+    f->c = must_connect(f->sp.endpoint);
+    for (int i = 0; i < NB + 1; i++) {
+        rsc_client_t *by = f->conn[i % 4] ? f->conn[i % 4] : (f->conn[i % 4] = must_connect(f->sp.endpoint));
+        CHECK(rsc_create_world(by, i < NB ? "finger" : "workshop", NULL, 0, 100 + (uint64_t)i,
+                               &f->ids[i], &err) == 0 && f->ids[i] == (uint64_t)i + 1,
+              "world %d: %s", i, err.message);
+        rsc_set_world_token(f->c, f->ids[i], rsc_world_token(by, f->ids[i]));
+    }
+    return 0;
+}
+
+static void fleet_stop(fleet_t *f)
+{
+    for (int i = 0; i < 4; i++)
+        rsc_close(&f->conn[i]);
+    rsc_close(&f->c);
+    CHECK(server_stop(&f->sp) == 0, "server exits 0 on SIGTERM");
+}
+
+/* The batch's order: the finger worlds alternating between shards 0 and 1 (as the --shards 2
+ * server placed them), NOWORLD third. */
+static int batch_order(rsc_client_t *c, const uint64_t *ids, uint64_t *order)
+{
+    uint64_t on[2][NB];
+    int n[2] = {0, 0};
+    for (int i = 0; i < NB; i++) {
+        int k = shard_of(c, ids[i]);
+        if (k == 0 || k == 1)
+            on[k][n[k]++] = ids[i];
+    }
+    CHECK(n[0] == NB / 2 && n[1] == NB / 2, "the worlds on both shards: %d and %d", n[0], n[1]);
+    if (n[0] != NB / 2 || n[1] != NB / 2)
+        return -1;
+    int m = 0;
+    for (int i = 0; i < NB / 2; i++) {
+        order[m++] = on[i % 2][i];
+        order[m++] = on[1 - i % 2][i];
+        if (m == 2)
+            order[m++] = NOWORLD;
+    }
+    return m;
+}
+
+/* Items over `order` (round r): commands and step counts that vary by item; the item at
+ * `bad_cmd` names an entity no world has. */
+static Robosim__V1__StepBatchReply *items_batch(rsc_client_t *c, const uint64_t *order, int m,
+                                               int r, int bad_cmd, rsc_error_t *err)
+{
+    rsc_batch_item_t items[NB + 2];
+    static double f[NB + 2];
+    static rsc_command_t cmds[NB + 2];
+    for (int i = 0; i < m; i++) {
+        f[i] = 0.4 * sin(1.3 * i + r);
+        cmds[i] = (rsc_command_t){i == bad_cmd ? "nope" : "finger", &f[i], 1};
+        items[i] = (rsc_batch_item_t){.world_id = order[i], .steps = 1 + (uint32_t)((i + r) % 3),
+                                      .cmds = &cmds[i], .ncmds = 1};
+    }
+    Robosim__V1__StepBatchReply *out = NULL;
+    return rsc_step_batch(c, items, (size_t)m, &out, err) == 0 ? out : NULL;
+}
+
+/* Two batch results the same to the bit (states without seq) or the same error. */
+static int same_result(Robosim__V1__BatchResult *x, Robosim__V1__BatchResult *y)
+{
+    if (x->result_case != y->result_case || x->world_id != y->world_id)
+        return 0;
+    if (x->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR)
+        return x->error->code == y->error->code && !strcmp(x->error->message, y->error->message);
+    static uint8_t a[1 << 14], b[1 << 14];
+    x->state->seq = y->state->seq = 0;
+    size_t na = robosim__v1__state__get_packed_size(x->state);
+    size_t nb = robosim__v1__state__get_packed_size(y->state);
+    if (na != nb || na > sizeof a)
+        return 0;
+    robosim__v1__state__pack(x->state, a);
+    robosim__v1__state__pack(y->state, b);
+    return !memcmp(a, b, na);
+}
+
+/* Two columnar replies the same to the bit: codes, errors, rows and digests. */
+static int same_arrays(const Robosim__V1__BatchArraysReply *x, const Robosim__V1__BatchArraysReply *y)
+{
+    if (x->n_codes != y->n_codes || x->state_size != y->state_size ||
+        x->sensor_size != y->sensor_size || x->n_errors != y->n_errors ||
+        x->digests.len != y->digests.len)
+        return 0;
+    size_t n = x->n_codes;
+    for (size_t e = 0; e < x->n_errors; e++)
+        if (x->errors[e]->index != y->errors[e]->index ||
+            x->errors[e]->world_id != y->errors[e]->world_id ||
+            x->errors[e]->error->code != y->errors[e]->error->code ||
+            strcmp(x->errors[e]->error->message, y->errors[e]->error->message))
+            return 0;
+    if (x->observation_size != y->observation_size || x->info_size != y->info_size ||
+        x->n_reward != y->n_reward || x->n_info_keys != y->n_info_keys)
+        return 0;
+    for (size_t k = 0; k < x->n_info_keys; k++)
+        if (strcmp(x->info_keys[k], y->info_keys[k]))
+            return 0;
+    if (x->n_reward && (memcmp(x->reward, y->reward, n * sizeof *x->reward) ||
+                        memcmp(x->terminated, y->terminated, n * sizeof *x->terminated) ||
+                        memcmp(x->truncated, y->truncated, n * sizeof *x->truncated) ||
+                        memcmp(x->observation, y->observation,
+                               n * x->observation_size * sizeof *x->observation) ||
+                        memcmp(x->info, y->info, n * x->info_size * sizeof *x->info)))
+        return 0;
+    return !memcmp(x->codes, y->codes, n * sizeof *x->codes) &&
+           !memcmp(x->time, y->time, n * sizeof *x->time) &&
+           !memcmp(x->step_count, y->step_count, n * sizeof *x->step_count) &&
+           !memcmp(x->state, y->state, n * x->state_size * sizeof *x->state) &&
+           !memcmp(x->sensors, y->sensors, n * x->sensor_size * sizeof *x->sensors) &&
+           !memcmp(x->digests.data, y->digests.data, x->digests.len);
+}
+
+/* A StepBatch over worlds of both shards of a --shards 2 server gives what a --shards 1 server
+ * gives for the same worlds (the same bits, errors in the same slots with the same messages)
+ * and what Steps one world at a time give; so does the columnar form; a batch refused as a
+ * whole (a world twice) is refused the same and steps nothing. */
+static void mixed_batches(void)
+{
+    fleet_t two, one, single;
+    if (fleet_start(&two, 2, "5") < 0 || fleet_start(&one, 1, "5") < 0 ||
+        fleet_start(&single, 2, "5") < 0) {
+        CHECK(0, "servers started");
+        return;
+    }
+    rsc_error_t err;
+    uint64_t order[NB + 2];
+    int m = batch_order(two.c, two.ids, order);
+    if (m < 0)
+        return;
+    CHECK(m == NB + 1 && order[2] == NOWORLD, "the batch: %d items", m);
+
+    /* items: rounds of plain steps, then one with a bad command and a wrong token */
+    for (int r = 0; r < 4; r++) {
+        int bad = r == 3 ? 6 : -1;
+        rsc_client_t *c2 = two.c, *c1 = one.c;
+        if (r == 3) { /* a wrong token for the item at 4, on both */
+            rsc_set_world_token(c2, order[4], "0123456789abcdef0123456789abcdef");
+            rsc_set_world_token(c1, order[4], "0123456789abcdef0123456789abcdef");
+        }
+        Robosim__V1__StepBatchReply *x = items_batch(c2, order, m, r, bad, &err);
+        CHECK(x && x->n_results == (size_t)m, "the mixed batch answered: %s", x ? "" : err.message);
+        Robosim__V1__StepBatchReply *y = items_batch(c1, order, m, r, bad, &err);
+        CHECK(y && y->n_results == (size_t)m, "the --shards 1 batch answered: %s", y ? "" : err.message);
+        for (int i = 0; x && y && i < m; i++) {
+            CHECK(same_result(x->results[i], y->results[i]),
+                  "round %d item %d (world %llu): the same %s on 2 shards as on 1 (%s)", r, i,
+                  (unsigned long long)order[i],
+                  x->results[i]->error ? "error" : "state",
+                  x->results[i]->error ? x->results[i]->error->message : "");
+            int want_error = order[i] == NOWORLD || (r == 3 && (i == 4 || i == bad));
+            CHECK((x->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR) == want_error,
+                  "round %d item %d: %s in its slot", r, i, want_error ? "an error" : "a state");
+        }
+        /* the same steps, one world at a time */
+        for (int i = 0; x && r < 3 && i < m; i++) {
+            if (order[i] == NOWORLD)
+                continue;
+            double f = 0.4 * sin(1.3 * i + r);
+            rsc_command_t cmd = {"finger", &f, 1};
+            Robosim__V1__State *st = NULL;
+            CHECK(rsc_step(single.c, order[i], 1 + (uint32_t)((i + r) % 3), 0, &cmd, 1, &st,
+                           &err) == 0,
+                  "step: %s", err.message);
+            Robosim__V1__BatchResult one_step = ROBOSIM__V1__BATCH_RESULT__INIT;
+            one_step.world_id = order[i];
+            one_step.result_case = ROBOSIM__V1__BATCH_RESULT__RESULT_STATE;
+            one_step.state = st;
+            CHECK(st && same_result(x->results[i], &one_step),
+                  "round %d world %llu: the batch's state is that of its Steps one at a time", r,
+                  (unsigned long long)order[i]);
+            rsc_free(st);
+        }
+        rsc_free(x);
+        rsc_free(y);
+        if (r == 3) {
+            rsc_set_world_token(c2, order[4], rsc_world_token(two.conn[(order[4] - 1) % 4], order[4]));
+            rsc_set_world_token(c1, order[4], rsc_world_token(one.conn[(order[4] - 1) % 4], order[4]));
+        }
+    }
+
+    /* the columnar form, the workshop world (another shape) at place 5 */
+    uint64_t ids[NB + 2];
+    memcpy(ids, order, sizeof ids);
+    ids[5] = two.ids[NB];
+    for (int r = 0; r < 3; r++) {
+        double u[NB + 2];
+        for (int i = 0; i < m; i++)
+            u[i] = 0.3 * cos(0.7 * i + r);
+        Robosim__V1__BatchArraysReply *x = NULL, *y = NULL;
+        CHECK(rsc_step_arrays(two.c, ids, (size_t)m, 2, u, (size_t)m, NULL, 0, &x, &err) == 0,
+              "mixed arrays: %s", err.message);
+        CHECK(rsc_step_arrays(one.c, ids, (size_t)m, 2, u, (size_t)m, NULL, 0, &y, &err) == 0,
+              "--shards 1 arrays: %s", err.message);
+        CHECK(x && y && same_arrays(x, y),
+              "round %d: the columnar batch over both shards is the --shards 1 server's, bit for bit", r);
+        CHECK(x && x->n_errors == 2 && x->errors[0]->index == 2 && x->errors[1]->index == 5 &&
+                  x->codes[2] == CODE(NOT_FOUND) && x->codes[5] == CODE(INVALID_ARGUMENT),
+              "round %d: no world at place 2, another shape at 5 (%zu errors)", r,
+              x ? x->n_errors : 0);
+        rsc_free(x);
+        rsc_free(y);
+    }
+
+    /* refused as a whole: a world twice (its two places on different shards from the rest) */
+    uint64_t twice[4] = {order[0], order[1], order[3], order[0]};
+    Robosim__V1__State *before = NULL, *after = NULL;
+    CHECK(rsc_get_state(two.c, order[1], &before, &err) == 0, "state: %s", err.message);
+    rsc_batch_item_t items[4];
+    for (int i = 0; i < 4; i++)
+        items[i] = (rsc_batch_item_t){.world_id = twice[i], .steps = 1};
+    Robosim__V1__StepBatchReply *out = NULL;
+    rsc_error_t e2, e1;
+    int rc2 = rsc_step_batch(two.c, items, 4, &out, &e2);
+    rsc_free(out);
+    out = NULL;
+    int rc1 = rsc_step_batch(one.c, items, 4, &out, &e1);
+    rsc_free(out);
+    CHECK(rc2 != 0 && e2.code == CODE(INVALID_ARGUMENT) && strstr(e2.message, "twice"),
+          "a world twice: the batch refused (%s)", e2.message);
+    CHECK(rc1 != 0 && e1.code == e2.code && !strcmp(e1.message, e2.message),
+          "refused as the --shards 1 server refuses it (%s | %s)", e2.message, e1.message);
+    CHECK(rsc_get_state(two.c, order[1], &after, &err) == 0 && before && after &&
+              after->step_count == before->step_count && after->time == before->time,
+          "a refused batch steps nothing");
+    rsc_free(before);
+    rsc_free(after);
+    fleet_stop(&two);
+    fleet_stop(&one);
+    fleet_stop(&single);
+}
+
+/* The columnar form over task worlds of both shards: observations, rewards, flags and info
+ * rows merged as one server gives them. */
+static void mixed_task_arrays(void)
+{
+    server_proc_t sp[2];
+    rsc_client_t *c[2] = {NULL, NULL};
+    uint64_t ids[2][4];
+    rsc_error_t err;
+    for (int v = 0; v < 2; v++) {
+        const char *extra[] = {"--shards", v ? "1" : "2", "--threads", "1", "--no-world", NULL};
+        CHECK(server_start(&sp[v], binary, extra) == 0, "server started");
+        if (sp[v].pid <= 0)
+            return;
+        c[v] = must_connect(sp[v].endpoint);
+        for (int i = 0; i < 4; i++) {
+            rsc_client_t *by = must_connect(sp[v].endpoint);
+            CHECK(rsc_create_task_world(by, "FingerPush-v0", NULL, NULL, 0, 200 + (uint64_t)i,
+                                        &ids[v][i], &err) == 0,
+                  "task world: %s", err.message);
+            rsc_set_world_token(c[v], ids[v][i], rsc_world_token(by, ids[v][i]));
+            rsc_close(&by);
+        }
+    }
+    CHECK(!memcmp(ids[0], ids[1], sizeof ids[0]), "the same ids on both servers");
+    int k0 = shard_of(c[0], ids[0][0]), spread = 0;
+    for (int i = 1; i < 4; i++)
+        spread |= shard_of(c[0], ids[0][i]) != k0;
+    CHECK(spread, "the task worlds on both shards");
+    for (int r = 0; r < 5; r++) {
+        double act[4];
+        for (int i = 0; i < 4; i++)
+            act[i] = 0.5 * sin(0.8 * i + 1.7 * r);
+        Robosim__V1__BatchArraysReply *x = NULL, *y = NULL;
+        CHECK(rsc_step_arrays(c[0], ids[0], 4, 3, NULL, 0, act, 4, &x, &err) == 0,
+              "task arrays on 2 shards: %s", err.message);
+        CHECK(rsc_step_arrays(c[1], ids[1], 4, 3, NULL, 0, act, 4, &y, &err) == 0,
+              "task arrays on 1: %s", err.message);
+        CHECK(x && y && x->observation_size > 0 && x->n_errors == 0 && same_arrays(x, y),
+              "round %d: task rows over both shards as on one, bit for bit", r);
+        rsc_free(x);
+        rsc_free(y);
+    }
+    for (int v = 0; v < 2; v++) {
+        rsc_close(&c[v]);
+        CHECK(server_stop(&sp[v]) == 0, "server exits 0 on SIGTERM");
+    }
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+/* A mixed batch at a compute budget: the items over it end with their own DEADLINE_EXCEEDED on
+ * either shard, the others are answered with their states, as at --shards 1. */
+static void mixed_budget(void)
+{
+    fleet_t two, one;
+    if (fleet_start(&two, 2, "0.25") < 0 || fleet_start(&one, 1, "0.25") < 0) {
+        CHECK(0, "servers started");
+        return;
+    }
+    rsc_error_t err;
+    uint64_t order[NB + 2];
+    int m = batch_order(two.c, two.ids, order);
+    if (m < 0)
+        return;
+    /* a million control steps for the first world of each shard, one for the others */
+    rsc_batch_item_t items[NB + 2];
+    int m2 = 0;
+    for (int i = 0; i < m; i++)
+        if (order[i] != NOWORLD)
+            items[m2] = (rsc_batch_item_t){.world_id = order[i], .steps = m2 < 2 ? 1000000 : 1},
+            m2++;
+    Robosim__V1__StepBatchReply *x = NULL, *y = NULL;
+    double t0 = now_s();
+    CHECK(rsc_step_batch(two.c, items, (size_t)m2, &x, &err) == 0 && x && x->n_results == (size_t)m2,
+          "the mixed batch at a budget answered: %s", err.message);
+    double took = now_s() - t0;
+    CHECK(rsc_step_batch(one.c, items, (size_t)m2, &y, &err) == 0 && y && y->n_results == (size_t)m2,
+          "the --shards 1 batch answered: %s", err.message);
+    CHECK(took < 2.0, "the budget of 0.25 s held the mixed batch to %.2f s", took);
+    for (int i = 0; x && y && i < m2; i++) {
+        Robosim__V1__BatchResult *a = x->results[i], *b = y->results[i];
+        if (i < 2) {
+            CHECK(a->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                      a->error->code == CODE(DEADLINE_EXCEEDED) &&
+                      b->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                      b->error->code == CODE(DEADLINE_EXCEEDED),
+                  "item %d (shard %d) over the budget: DEADLINE_EXCEEDED on 2 shards and on 1", i,
+                  shard_of(two.c, items[i].world_id));
+        } else {
+            CHECK(same_result(a, b), "item %d within the budget: the same state on 2 shards as on 1",
+                  i);
+        }
+    }
+    rsc_free(x);
+    rsc_free(y);
+    fleet_stop(&two);
+    fleet_stop(&one);
 }
 
 int main(int argc, char **argv)
@@ -282,6 +826,9 @@ int main(int argc, char **argv)
     worlds_and_bits();
     limits();
     stream();
-    state_dir_refused();
+    state_dir();
+    mixed_batches();
+    mixed_budget();
+    mixed_task_arrays();
     return rs_test_done("test_shards");
 }
