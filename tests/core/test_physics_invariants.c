@@ -1589,7 +1589,7 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
         if (verbose) {
             printf("step %d t %.6g:", k, r.t1);
             for (int i = 0; i < m->nx; i++)
-                printf(" %.9g", w->data->x[i]);
+                printf(" %.17g", w->data->x[i]);
             printf("  modes");
             for (int e = 0; e < m->nentities; e++)
                 printf(" %s", rs_mode_name(m, w->data, e));
@@ -1765,6 +1765,7 @@ static const struct regression {
     {"finger/time_stepping", 182440758440716, 0},  /* the rebound held against ground friction */
     {"parallel_arm/hybrid", 69546753012304, 0},    /* taut at rest: started and stopped forever */
     {"diff_drive/hybrid", 261722335548539, 0},     /* a fork found the release its original lost */
+    {"finger/time_stepping", 163840193359249, 0},  /* a heavy finger: the iterative solve fell short */
 };
 
 static int run_regressions(void)
