@@ -57,15 +57,15 @@ static void item_fail(rs_item_progress_t *it, int code, const char *message)
 /* One slice of an item's Step (commands in place; `action` is applied on its first slice):
  * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
  * FAILED (an error, the budget run out, the server stopping). */
-static void item_slice(rs_server_t *s, world_slot_t *w, rs_item_progress_t *it,
+static void item_slice(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb, rs_item_progress_t *it,
                        const double *action, size_t naction, int one_slice, double deadline)
 {
     rs_status_t st;
     rs_status_clear(&st);
     int resume = it->phase == RS_ITEM_RUNNING;
     it->phase = RS_ITEM_RUNNING;
-    int rc = rs_run_control_steps(s, w, action, naction, it->asked, resume, one_slice, deadline, 0,
-                               &s->abort, &it->done, &st);
+    int rc = rs_run_control_steps(s, w, rb, action, naction, it->asked, resume, one_slice,
+                                  deadline, 0, &s->abort, &it->done, &st);
     if (rc == 0 && it->done < it->asked && !rs_episode_over(w->world)) {
         if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
             return; /* goes on */
@@ -116,7 +116,8 @@ static void batch_step(void *ctx, size_t j, int worker)
             item_fail(it, rc, st.message);
     }
     if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
-        item_slice(run->s, w, it, sp->action, sp->n_action, run->one_slice, run->deadline);
+        item_slice(run->s, w, rs_pool_rollback(run->s->pool, worker), it, sp->action,
+                   sp->n_action, run->one_slice, run->deadline);
     if (it->phase != RS_ITEM_RUNNING)
         item_result(w, it, run->results[i], rs_pool_arena(run->s->pool, worker));
 }
@@ -436,7 +437,8 @@ static void arrays_step(void *ctx, size_t j, int worker)
             item_fail(it, rc, st.message);
     }
     if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
-        item_slice(run->s, w, it, act, act ? run->na : 0, run->one_slice, run->deadline);
+        item_slice(run->s, w, rs_pool_rollback(run->s->pool, worker), it, act,
+                   act ? run->na : 0, run->one_slice, run->deadline);
     if (it->phase != RS_ITEM_RUNNING)
         arrays_rows(run, i, rs_pool_arena(run->s->pool, worker));
 }
