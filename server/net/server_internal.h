@@ -361,6 +361,31 @@ void rs_stream_close(rs_server_t *s);
  * when it is published and someone watches the world. */
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state);
 
+/* A batch's frames, built by the workers that step its worlds (rs_stream_build) and published
+ * by the loop in the batch's order (rs_stream_offer_built): what rs_stream_offer(s, w, NULL)
+ * does, with the work per world off the loop. */
+typedef struct rs_stream_built {
+    int due;        /* the rate limit let it out at `now` (else it is held back) */
+    int failed;     /* out of memory building it: counted as dropped */
+    double now;     /* rs_monotonic() when it was built */
+    uint8_t *frame; /* the StreamFrame's bytes (malloc'd), or NULL: nobody watches, no history */
+    size_t len;
+} rs_stream_built_t;
+
+/* On the loop, before a batch's workers run: read the subscriptions they will go by. */
+void rs_stream_prepare(rs_server_t *s);
+
+/* On a worker, once world w's Step in the batch is over: *b for it, its State built in arena
+ * a. Reads the server's stream settings, touches world w only. */
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b);
+
+/* On the loop: publish *b (its frame to history and subscribers; it takes over b->frame) or,
+ * held back, mark w pending. */
+void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b);
+
+/* Free a frame built and never offered (its batch went on into another slice). */
+void rs_stream_built_free(rs_stream_built_t *b);
+
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */
 int rs_stream_flush(rs_server_t *s);

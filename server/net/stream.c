@@ -234,6 +234,93 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
     s->stream.frames_sent++;
 }
 
+void rs_stream_prepare(rs_server_t *s)
+{
+    if (s->stream.xpub)
+        poll_subscriptions_once(s);
+}
+
+/* Frames built off the loop are malloc'd: ZeroMQ frees one it has sent. */
+static void frame_free(void *data, void *hint)
+{
+    (void)hint;
+    free(data);
+}
+
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b)
+{
+    *b = (rs_stream_built_t){0};
+    if (!s->stream.xpub)
+        return;
+    b->now = rs_monotonic();
+    if (w->stream.seq != 0 && b->now < w->stream.last + min_interval(s, w))
+        return; /* held back: the loop marks it pending */
+    b->due = 1;
+    if (!watched(s, w) && s->cfg.history_frames <= 0)
+        return;
+    Robosim__V1__State *state = rs_codec_state(a, w->id, w->world);
+    if (!state) {
+        b->failed = 1;
+        return;
+    }
+    state->seq = w->stream.seq + 1; /* as publish numbers it */
+    Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
+    f.world_id = w->id;
+    f.seq = state->seq;
+    f.state = state;
+    f.wall_time = rs_wall_clock();
+    b->len = robosim__v1__stream_frame__get_packed_size(&f);
+    if (!(b->frame = malloc(b->len ? b->len : 1))) {
+        b->failed = 1;
+        return;
+    }
+    robosim__v1__stream_frame__pack(&f, b->frame);
+}
+
+void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b)
+{
+    if (!s->stream.xpub)
+        return;
+    if (!b->due) {
+        w->stream.pending = 1;
+        double due = w->stream.last + min_interval(s, w);
+        if (due < s->stream.next_due)
+            s->stream.next_due = due;
+        return;
+    }
+    w->stream.seq++;
+    w->stream.last = b->now;
+    w->stream.pending = 0;
+    if (b->failed)
+        s->stream.frames_dropped++;
+    if (!b->frame)
+        return; /* nobody watches, no history kept (or out of memory, counted) */
+    if (s->cfg.history_frames > 0)
+        rs_history_push(s, w, w->stream.seq, b->frame, b->len, b->now);
+    zmq_msg_t body;
+    if (!watched(s, w) || zmq_msg_init_data(&body, b->frame, b->len, frame_free, NULL) != 0) {
+        free(b->frame);
+        b->frame = NULL;
+        return;
+    }
+    b->frame = NULL; /* ZeroMQ's now */
+    char t[48];
+    int tl = topic(t, sizeof t, w->id);
+    if (zmq_send(s->stream.xpub, t, (size_t)tl, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
+        zmq_msg_send(&body, s->stream.xpub, ZMQ_DONTWAIT) < 0) {
+        zmq_msg_close(&body);
+        s->stream.frames_dropped++;
+        return;
+    }
+    s->stream.frames_sent++;
+}
+
+void rs_stream_built_free(rs_stream_built_t *b)
+{
+    free(b->frame);
+    b->frame = NULL;
+}
+
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 {
     if (state)
