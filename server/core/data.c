@@ -456,6 +456,11 @@ struct rs_rollback {
     rs_data_t *d;               /* rs_data_scratch: no integrator; its knots are rb's */
     int nentities, nx, nu, ns;  /* the sizes d is laid out for */
     int *knots_cap;             /* per actuator: room in d->sched[a].t and .v */
+    struct span {
+        size_t at, bytes;
+    } *spans;                   /* the value fields' bytes, from the data's start, adjacent
+                                   ones merged: the same in every data of these sizes */
+    int nspans;
     const rs_motion_spec_t *spec; /* the saved data's specification, or NULL */
     double *spec_state;
     size_t spec_len, spec_cap;
@@ -572,6 +577,7 @@ static void rollback_clear(rs_rollback_t *rb)
         rs_data_destroy(&rb->d);
     }
     free(rb->knots_cap);
+    free(rb->spans);
     free(rb->spec_state);
     *rb = (rs_rollback_t){0};
 }
@@ -583,6 +589,54 @@ void rs_rollback_destroy(rs_rollback_t **prb)
     rollback_clear(*prb);
     free(*prb);
     *prb = NULL;
+}
+
+static int is_value(const rs_field_t *f)
+{
+    return f->shape == RS_SHAPE_VALUE || f->shape == RS_SHAPE_VECTOR ||
+           f->shape == RS_SHAPE_ENTITY;
+}
+
+static int by_at(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* rb->spans from the field table and rb's block (laid out for m). 0, or -1 out of memory. */
+static int plan_spans(rs_rollback_t *rb, const rs_model_t *m)
+{
+    int nf, n = 0;
+    const rs_field_t *f = rs_data_fields(&nf);
+    if (!(rb->spans = malloc((size_t)(nf * (m->nentities + 1)) * sizeof *rb->spans)))
+        return -1;
+    for (int i = 0; i < nf; i++)
+        for (int e = 0; is_value(&f[i]) && e < places(&f[i], m); e++) {
+            size_t bytes = rs_field_count(&f[i], m, rb->d) * rs_field_type_size(f[i].type);
+            if (bytes)
+                rb->spans[n++] = (struct span){
+                    (size_t)((char *)rs_field_values(&f[i], rb->d, e) - (char *)rb->d), bytes};
+        }
+    qsort(rb->spans, (size_t)n, sizeof *rb->spans, by_at);
+    rb->nspans = 0;
+    for (int k = 0; k < n; k++) {
+        struct span *last = rb->nspans ? &rb->spans[rb->nspans - 1] : NULL;
+        if (last && last->at + last->bytes == rb->spans[k].at)
+            last->bytes += rb->spans[k].bytes;
+        else
+            rb->spans[rb->nspans++] = rb->spans[k];
+    }
+    return 0;
+}
+
+/* Whether data src is laid out as rb's block (every data of the same sizes is: one
+ * rs_data_scratch layout), so rb's spans fit it. */
+static int same_layout(const rs_rollback_t *rb, const rs_data_t *src)
+{
+    return src->block_bytes == rb->d->block_bytes &&
+           (const char *)src->x - (const char *)src == (const char *)rb->d->x - (const char *)rb->d &&
+           (const char *)src->sched - (const char *)src ==
+               (const char *)rb->d->sched - (const char *)rb->d;
 }
 
 /* Room for n knots in schedule a of rb's block. */
@@ -610,7 +664,7 @@ int rs_data_save(rs_rollback_t *rb, const rs_model_t *m, const rs_data_t *src, r
         rollback_clear(rb); /* laid out for other sizes */
         rb->d = rs_data_scratch(m);
         rb->knots_cap = calloc((size_t)(m->nu ? m->nu : 1), sizeof *rb->knots_cap);
-        if (!rb->d || !rb->knots_cap) {
+        if (!rb->d || !rb->knots_cap || plan_spans(rb, m) < 0) {
             rollback_clear(rb);
             return rs_fail(st, RS_EEXHAUSTED, "out of memory saving a world's data");
         }
@@ -630,10 +684,17 @@ int rs_data_save(rs_rollback_t *rb, const rs_model_t *m, const rs_data_t *src, r
     }
     if (!ok)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory saving a world's data");
+    /* the value fields by spans (a few memcpy for a whole robot), else one by one */
+    int spans = same_layout(rb, src);
+    for (int k = 0; spans && k < rb->nspans; k++)
+        memcpy((char *)d + rb->spans[k].at, (const char *)src + rb->spans[k].at,
+               rb->spans[k].bytes);
     int nfields;
     const rs_field_t *fields = rs_data_fields(&nfields);
     for (int i = 0; i < nfields; i++) {
         const rs_field_t *f = &fields[i];
+        if (is_value(f) && spans)
+            continue;
         if (f->shape == RS_SHAPE_SCHEDULES) {
             for (int a = 0; a < m->nu; a++) {
                 const rs_schedule_t *s = &src->sched[a];
