@@ -22,6 +22,7 @@
  *        world-step beside it. */
 #include "server_proc.h"
 #include "bench_util.h"
+#include "rs_core.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -295,9 +296,38 @@ static void batch_server_stop(batch_server_t *b)
     server_stop(&b->sp);
 }
 
+/* One block of in-process stepping: the first b of the worlds w, one control step each with a
+ * new force, in turn in this thread, the next prefetched (bench_core_many_worlds' loop: what a
+ * StepBatch's worker does without the network). Returns the world-steps made in `seconds`. */
+static long inproc_block(rs_world_t **w, int b, double seconds, long *round, double *wall)
+{
+    long steps = 0;
+    double t0 = now(), t = 0;
+    rs_status_t st;
+    do {
+        for (int i = 0; i < b; i++) {
+            if (i + 1 < b)
+                rs_world_prefetch(w[i + 1]);
+            double f = 0.5 + 0.5 * sin(0.1 * (double)*round + i);
+            if (rs_set_commands(w[i]->model, w[i]->data, 0, &f, 1, &st) != 0 ||
+                rs_step(w[i]->model, w[i]->data, 1, &st) != 0) {
+                fprintf(stderr, "bench_net_many: in-process: %s\n", st.message);
+                exit(1);
+            }
+        }
+        steps += b;
+        (*round)++;
+        t = now() - t0;
+    } while (t < seconds);
+    *wall += t;
+    return steps;
+}
+
 /* (b) at one --threads count: each size and form timed in blocks; with a second server binary
  * (`baseline`), blocks on it and on `server` alternate (ABAB), each figure beside the server's
- * CPU time per world-step, and the ratio new / baseline. */
+ * CPU time per world-step, and the ratio new / baseline. For the arrays form, blocks of the
+ * same worlds stepped in-process on one thread alternate with them too: the rate per core the
+ * server's is compared with (at --threads N: N x that). */
 static void figure_batches(const char *server, const char *baseline, double seconds,
                            const char *threads)
 {
@@ -327,17 +357,31 @@ static void figure_batches(const char *server, const char *baseline, double seco
         }
     }
     const char *form = getenv("BENCH_BATCH_FORM"); /* "items" or "arrays": that form only */
-    const int rounds = baseline ? 4 : 1;
+    const int rounds = 4;
+    rs_world_t **local = calloc(max_b, sizeof *local);
+    for (int i = 0; i < max_b; i++) {
+        rs_status_t st;
+        if (!(local[i] = rs_world_new("finger", NULL, 0, (uint64_t)i, &st))) {
+            fprintf(stderr, "bench_net_many: in-process world: %s\n", st.message);
+            exit(1);
+        }
+    }
+    long local_round = 0;
     for (int arrays = 0; arrays < 2; arrays++) {
         if (form && *form && strcmp(form, arrays ? "arrays" : "items"))
             continue;
         for (int si = 0; si < nsizes; si++) {
             int b = sizes[si];
-            long requests[2] = {0, 0}, failures[2] = {0, 0};
-            double wall[2] = {0, 0}, cpu[2] = {0, 0};
+            long requests[2] = {0, 0}, failures[2] = {0, 0}, local_steps = 0;
+            double wall[2] = {0, 0}, cpu[2] = {0, 0}, local_wall = 0;
             for (int r = 0; r < rounds; r++)
-                for (int kk = 0; kk < nservers; kk++) {
-                    int k = (r + kk) % nservers; /* ABBA...: each goes first in turn */
+                for (int kk = 0; kk < nservers + arrays; kk++) {
+                    int k = (r + kk) % (nservers + arrays); /* each goes first in turn */
+                    if (k == nservers) {
+                        local_steps += inproc_block(local, b, seconds / rounds, &local_round,
+                                                    &local_wall);
+                        continue;
+                    }
                     long n = 0;
                     double t0 = now(), c0 = cpu_seconds(bs[k].sp.pid), t = 0;
                     do {
@@ -364,12 +408,26 @@ static void figure_batches(const char *server, const char *baseline, double seco
                        "world-step (%d blocks each, alternating)\n",
                        "", (requests[0] / wall[0]) / (requests[1] / wall[1]),
                        (cpu[0] / requests[0]) / (cpu[1] / requests[1]), rounds);
+            if (arrays) {
+                double local_rate = (double)local_steps / local_wall;
+                int nt = atoi(threads);
+                printf("  %22s in-process, one thread, the same %d worlds: %9.0f world-steps/s "
+                       "(%.2f us); this server / (%d x that): %.2f\n",
+                       "", b, local_rate, 1e6 / local_rate, nt,
+                       ((double)requests[0] * b / wall[0]) / (nt * local_rate));
+                if (baseline)
+                    printf("  %22s baseline / (%d x that): %.2f\n", "", nt,
+                           ((double)requests[1] * b / wall[1]) / (nt * local_rate));
+            }
             fflush(stdout);
         }
     }
     free(items);
     free(cmds);
     free(f);
+    for (int i = 0; i < max_b; i++)
+        rs_world_destroy(&local[i]);
+    free(local);
     for (int k = 0; k < nservers; k++)
         batch_server_stop(&bs[k]);
 }

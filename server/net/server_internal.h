@@ -99,6 +99,9 @@ struct rs_server {
     char stream_endpoint[256]; /* ... as bound ("" when off) */
     size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
     size_t history_peak;   /* ... and held at most since the heap was last trimmed */
+    rs_history_t **history_by_bytes; /* every world's history, a max-heap by bytes held (the
+                                        largest gives up frames for cfg.history_bytes) */
+    int history_n, history_cap;
     uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
@@ -331,6 +334,9 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
 
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
+
+/* Free what the server keeps of the histories (after every world's went). */
+void rs_history_close(rs_server_t *s);
 
 /* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its frames' buffers
  * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
