@@ -337,6 +337,19 @@ void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
         s->stream.next_due = due;
 }
 
+typedef struct flush_run {
+    rs_server_t *s;
+    int *due;                 /* the worlds whose held-back state is due */
+    rs_stream_built_t *built; /* their frames */
+} flush_run_t;
+
+static void flush_build(void *ctx, size_t j, int worker)
+{
+    flush_run_t *run = ctx;
+    rs_stream_build(run->s, &run->s->worlds[run->due[j]], rs_pool_arena(run->s->pool, worker),
+                    &run->built[j]);
+}
+
 int rs_stream_flush(rs_server_t *s)
 {
     if (!s->stream.xpub || s->stream.next_due == INFINITY)
@@ -346,17 +359,34 @@ int rs_stream_flush(rs_server_t *s)
         return (int)ceil((s->stream.next_due - now) * 1000.0);
     poll_subscriptions(s); /* between requests: whoever subscribed since */
     s->stream.subs_read_at = s->requests;
+    /* the worlds due now: their frames built on the workers (many after a batch), published
+     * here in the worlds' order */
+    rs_arena_reset(&s->arena);
+    size_t n = 0;
+    int *due = rs_arena_alloc(&s->arena, (size_t)s->nworlds * sizeof *due + 1);
+    flush_run_t run = {s, due, NULL};
+    for (int i = 0; due && i < s->nworlds; i++) {
+        world_slot_t *w = &s->worlds[i];
+        if (w->stream.pending && now >= w->stream.last + min_interval(s, w))
+            due[n++] = i;
+    }
+    if (due && n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
+        rs_pool_run(s->pool, n, flush_build, &run);
+        for (size_t j = 0; j < n; j++)
+            rs_stream_offer_built(s, &s->worlds[due[j]], &run.built[j]);
+        n = 0;
+    }
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
         if (!w->stream.pending)
             continue;
-        double due = w->stream.last + min_interval(s, w);
-        if (now < due) {
-            next = fmin(next, due);
+        double at = w->stream.last + min_interval(s, w);
+        if (now < at) {
+            next = fmin(next, at);
             continue;
         }
-        rs_arena_reset(&s->arena);
+        rs_arena_reset(&s->arena); /* one at a time here (out of memory for the lists above) */
         publish(s, w, NULL, now);
     }
     s->stream.next_due = next;
