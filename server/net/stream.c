@@ -184,86 +184,25 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
     return 0;
 }
 
-/* Publish w's state as its next frame: `state`, or (NULL) the world's state built here, and
- * only if anyone watches. */
-static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
-{
-    w->stream.seq++;
-    w->stream.last = now;
-    w->stream.pending = 0;
-    if (state)
-        state->seq = w->stream.seq; /* the caller's reply carries it, watched or not */
-    poll_subscriptions_once(s);
-    int watching = watched(s, w), keep = s->cfg.history_frames > 0;
-    if (!watching && !keep)
-        return;
-    if (!state) {
-        if (!(state = rs_codec_state(&s->arena, w->id, w->world))) {
-            s->stream.frames_dropped++; /* out of memory: the next state goes out as usual */
-            return;
-        }
-        state->seq = w->stream.seq;
-    }
-    Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
-    f.world_id = w->id;
-    f.seq = w->stream.seq;
-    f.state = state;
-    f.wall_time = rs_wall_clock();
-    size_t n = robosim__v1__stream_frame__get_packed_size(&f);
-    zmq_msg_t body;
-    if (zmq_msg_init_size(&body, n) != 0) {
-        s->stream.frames_dropped++;
-        return;
-    }
-    robosim__v1__stream_frame__pack(&f, zmq_msg_data(&body));
-    if (keep)
-        rs_history_push(s, w, f.seq, zmq_msg_data(&body), n, now);
-    if (!watching) {
-        zmq_msg_close(&body);
-        return;
-    }
-    char t[48];
-    int tl = topic(t, sizeof t, w->id);
-    /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
-    if (zmq_send(s->stream.xpub, t, (size_t)tl, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
-        zmq_msg_send(&body, s->stream.xpub, ZMQ_DONTWAIT) < 0) {
-        zmq_msg_close(&body);
-        s->stream.frames_dropped++;
-        return;
-    }
-    s->stream.frames_sent++;
-}
-
-void rs_stream_prepare(rs_server_t *s)
-{
-    if (s->stream.xpub)
-        poll_subscriptions_once(s);
-}
-
-/* Frames built off the loop are malloc'd: ZeroMQ frees one it has sent. */
+/* Frames are malloc'd: ZeroMQ frees one it has sent. */
 static void frame_free(void *data, void *hint)
 {
     (void)hint;
     free(data);
 }
 
-void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b)
+/* World w's next frame into *b: `state`, or (NULL) the world's state built in arena a; none
+ * when nobody watches and no history is kept. Touches world w only. */
+static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, rs_arena_t *a,
+                        rs_stream_built_t *b)
 {
-    *b = (rs_stream_built_t){0};
-    if (!s->stream.xpub)
-        return;
-    b->now = rs_monotonic();
-    if (w->stream.seq != 0 && b->now < w->stream.last + min_interval(s, w))
-        return; /* held back: the loop marks it pending */
-    b->due = 1;
     if (!watched(s, w) && s->cfg.history_frames <= 0)
         return;
-    Robosim__V1__State *state = rs_codec_state(a, w->id, w->world);
-    if (!state) {
-        b->failed = 1;
+    if (!state && !(state = rs_codec_state(a, w->id, w->world))) {
+        b->failed = 1; /* out of memory: the next state goes out as usual */
         return;
     }
-    state->seq = w->stream.seq + 1; /* as publish numbers it */
+    state->seq = w->stream.seq + 1; /* as rs_stream_offer_built numbers it */
     Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
     f.world_id = w->id;
     f.seq = state->seq;
@@ -275,6 +214,36 @@ void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_b
         return;
     }
     robosim__v1__stream_frame__pack(&f, b->frame);
+}
+
+/* Publish w's state as its next frame at `now`: `state`, or (NULL) the world's state built
+ * here, and only if anyone watches (or history keeps it). */
+static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
+{
+    rs_stream_built_t b = {.due = 1, .now = now};
+    if (state)
+        state->seq = w->stream.seq + 1; /* the caller's reply carries it, watched or not */
+    poll_subscriptions_once(s);
+    build_frame(s, w, state, &s->arena, &b);
+    rs_stream_offer_built(s, w, &b);
+}
+
+void rs_stream_prepare(rs_server_t *s)
+{
+    if (s->stream.xpub)
+        poll_subscriptions_once(s);
+}
+
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b)
+{
+    *b = (rs_stream_built_t){0};
+    if (!s->stream.xpub)
+        return;
+    b->now = rs_monotonic();
+    if (w->stream.seq != 0 && b->now < w->stream.last + min_interval(s, w))
+        return; /* held back: the loop marks it pending */
+    b->due = 1;
+    build_frame(s, w, NULL, a, b);
 }
 
 void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b)
@@ -306,6 +275,7 @@ void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b
     b->frame = NULL; /* ZeroMQ's now */
     char t[48];
     int tl = topic(t, sizeof t, w->id);
+    /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
     if (zmq_send(s->stream.xpub, t, (size_t)tl, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0 ||
         zmq_msg_send(&body, s->stream.xpub, ZMQ_DONTWAIT) < 0) {
         zmq_msg_close(&body);
