@@ -680,6 +680,10 @@ static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
     if (!out->errors)
         return OOM(st);
     for (size_t i = 0, k = 0; i < n; i++) {
+        if (i + 16 < n && run->where[i + 16])
+            rs_history_prefetch(run->where[i + 16], 0);
+        if (i + 8 < n && run->where[i + 8])
+            rs_history_prefetch(run->where[i + 8], 1);
         if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
             if (run->framed[i])
                 rs_stream_offer_built(s, run->where[i], &run->frames[i]);

@@ -263,6 +263,19 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     account(h, len, 0);
 }
 
+void rs_history_prefetch(const world_slot_t *w, int ring)
+{
+    const rs_history_t *h = w->history;
+    if (!h)
+        return;
+    if (!ring) {
+        __builtin_prefetch(h);
+    } else if (h->count > 0) {
+        __builtin_prefetch(&h->slots[h->head]);
+        __builtin_prefetch(&h->slots[(h->head + h->count - 1) % h->cap]);
+    }
+}
+
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)
 {
     const rs_history_t *h = w->history;

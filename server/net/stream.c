@@ -342,8 +342,13 @@ int rs_stream_flush(rs_server_t *s)
     }
     if (due && n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
         rs_pool_run(s->pool, n, flush_build, &run);
-        for (size_t j = 0; j < n; j++)
+        for (size_t j = 0; j < n; j++) {
+            if (j + 16 < n)
+                rs_history_prefetch(&s->worlds[due[j + 16]], 0);
+            if (j + 8 < n)
+                rs_history_prefetch(&s->worlds[due[j + 8]], 1);
             rs_stream_offer_built(s, &s->worlds[due[j]], &run.built[j]);
+        }
         n = 0;
     }
     double next = INFINITY;
