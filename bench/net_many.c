@@ -16,9 +16,13 @@
  *        (default ab, 2 s, the server next to this binary)
  * environment, for (b) only: BENCH_BATCH_SIZES=1024 (a comma-separated list, default
  *        1,16,256,1024), BENCH_BATCH_THREADS=2 (one server thread count, default 1 then 2),
- *        BENCH_BATCH_FORM=arrays (or items; default both) */
+ *        BENCH_BATCH_FORM=arrays (or items; default both), BENCH_BATCH_BASELINE=PATH/TO/another
+ *        robosim-server (an older build: its blocks and this server's alternate, four each per
+ *        figure, and the ratios are printed). Every figure has the server's CPU time per
+ *        world-step beside it. */
 #include "server_proc.h"
 #include "bench_util.h"
+#include "rs_core.h"
 
 #include <errno.h>
 #include <libgen.h>
@@ -257,24 +261,84 @@ static long batch_once(rsc_client_t *c, const uint64_t *ids, int b, int arrays, 
     return failures;
 }
 
-static void figure_batches(const char *server, double seconds, const char *threads)
+/* One server of (b) and its client, holding max_b finger worlds. */
+typedef struct batch_server {
+    server_proc_t sp;
+    rsc_client_t *c;
+    uint64_t *ids;
+} batch_server_t;
+
+static int batch_server_start(batch_server_t *b, const char *server, const char *threads, int max_b)
 {
-    const int max_b = 1024;
-    /* one client holds all 1024 worlds: no per-client quota, no share cap */
+    /* one client holds all the worlds: no per-client quota, no share cap */
     const char *extra[] = {"--threads", threads, "--max-worlds", "1100", "--no-world",
                            "--max-worlds-per-client", "0", "--max-worlds-share", "1", NULL};
-    server_proc_t sp;
-    if (server_start(&sp, server, extra) != 0) {
+    if (server_start(&b->sp, server, extra) != 0) {
         fprintf(stderr, "bench_net_many: cannot start %s\n", server);
-        return;
+        return -1;
     }
     rsc_error_t err;
-    rsc_client_t *c = rsc_connect(sp.endpoint, 30000, &err);
-    uint64_t *ids = calloc(max_b, sizeof *ids);
+    memset(&err, 0, sizeof err);
+    b->c = rsc_connect(b->sp.endpoint, 30000, &err);
+    b->ids = calloc((size_t)max_b, sizeof *b->ids);
     for (int i = 0; i < max_b; i++)
-        if (!c || rsc_create_world(c, "finger", NULL, 0, (uint64_t)i, &ids[i], &err) != 0) {
+        if (!b->c || rsc_create_world(b->c, "finger", NULL, 0, (uint64_t)i, &b->ids[i], &err) != 0) {
             fprintf(stderr, "bench_net_many: create: %s\n", err.message);
-            server_stop(&sp);
+            return -1;
+        }
+    return 0;
+}
+
+static void batch_server_stop(batch_server_t *b)
+{
+    free(b->ids);
+    rsc_close(&b->c);
+    server_stop(&b->sp);
+}
+
+/* One block of in-process stepping: the first b of the worlds w, one control step each with a
+ * new force, in turn in this thread, the next prefetched (bench_core_many_worlds' loop: what a
+ * StepBatch's worker does without the network). Returns the world-steps made in `seconds`. */
+static long inproc_block(rs_world_t **w, int b, double seconds, long *round, double *wall)
+{
+    long steps = 0;
+    double t0 = now(), t = 0;
+    rs_status_t st;
+    do {
+        for (int i = 0; i < b; i++) {
+            if (i + 1 < b)
+                rs_world_prefetch(w[i + 1]);
+            double f = 0.5 + 0.5 * sin(0.1 * (double)*round + i);
+            if (rs_set_commands(w[i]->model, w[i]->data, 0, &f, 1, &st) != 0 ||
+                rs_step(w[i]->model, w[i]->data, 1, &st) != 0) {
+                fprintf(stderr, "bench_net_many: in-process: %s\n", st.message);
+                exit(1);
+            }
+        }
+        steps += b;
+        (*round)++;
+        t = now() - t0;
+    } while (t < seconds);
+    *wall += t;
+    return steps;
+}
+
+/* (b) at one --threads count: each size and form timed in blocks; with a second server binary
+ * (`baseline`), blocks on it and on `server` alternate (ABAB), each figure beside the server's
+ * CPU time per world-step, and the ratio new / baseline. For the arrays form, blocks of the
+ * same worlds stepped in-process on one thread alternate with them too: the rate per core the
+ * server's is compared with (at --threads N: N x that). */
+static void figure_batches(const char *server, const char *baseline, double seconds,
+                           const char *threads)
+{
+    const int max_b = 1024;
+    batch_server_t bs[2];
+    memset(bs, 0, sizeof bs);
+    int nservers = baseline ? 2 : 1;
+    for (int k = 0; k < nservers; k++)
+        if (batch_server_start(&bs[k], k ? baseline : server, threads, max_b) != 0) {
+            for (int j = 0; j <= k; j++)
+                batch_server_stop(&bs[j]);
             return;
         }
     rsc_batch_item_t *items = calloc(max_b, sizeof *items);
@@ -293,32 +357,79 @@ static void figure_batches(const char *server, double seconds, const char *threa
         }
     }
     const char *form = getenv("BENCH_BATCH_FORM"); /* "items" or "arrays": that form only */
+    const int rounds = 4;
+    rs_world_t **local = calloc(max_b, sizeof *local);
+    for (int i = 0; i < max_b; i++) {
+        rs_status_t st;
+        if (!(local[i] = rs_world_new("finger", NULL, 0, (uint64_t)i, &st))) {
+            fprintf(stderr, "bench_net_many: in-process world: %s\n", st.message);
+            exit(1);
+        }
+    }
+    long local_round = 0;
     for (int arrays = 0; arrays < 2; arrays++) {
         if (form && *form && strcmp(form, arrays ? "arrays" : "items"))
             continue;
         for (int si = 0; si < nsizes; si++) {
             int b = sizes[si];
-            long requests = 0, failures = 0;
-            double t0 = now(), t = 0;
-            do {
-                failures += batch_once(c, ids, b, arrays, requests, items, cmds, f);
-                requests++;
-                t = now() - t0;
-            } while (t < seconds || requests < 3);
-            double ws = (double)requests * b / t;
-            printf("  --threads %s  %-6s batch %5d: %9.0f world-steps/s  (%7.0f requests/s, "
-                   "%6.2f us per world-step)%s\n",
-                   threads, arrays ? "arrays" : "items", b, ws, (double)requests / t, 1e6 / ws,
-                   failures ? "  FAILURES" : "");
+            long requests[2] = {0, 0}, failures[2] = {0, 0}, local_steps = 0;
+            double wall[2] = {0, 0}, cpu[2] = {0, 0}, local_wall = 0;
+            for (int r = 0; r < rounds; r++)
+                for (int kk = 0; kk < nservers + arrays; kk++) {
+                    int k = (r + kk) % (nservers + arrays); /* each goes first in turn */
+                    if (k == nservers) {
+                        local_steps += inproc_block(local, b, seconds / rounds, &local_round,
+                                                    &local_wall);
+                        continue;
+                    }
+                    long n = 0;
+                    double t0 = now(), c0 = cpu_seconds(bs[k].sp.pid), t = 0;
+                    do {
+                        failures[k] += batch_once(bs[k].c, bs[k].ids, b, arrays, requests[k] + n,
+                                                  items, cmds, f);
+                        n++;
+                        t = now() - t0;
+                    } while (t < seconds / rounds || n < 3);
+                    cpu[k] += cpu_seconds(bs[k].sp.pid) - c0;
+                    wall[k] += t;
+                    requests[k] += n;
+                }
+            for (int k = 0; k < nservers; k++) {
+                double ws = (double)requests[k] * b / wall[k];
+                printf("  --threads %s  %-6s batch %5d: %9.0f world-steps/s  (%7.0f requests/s, "
+                       "%6.2f us per world-step; server CPU %6.2f us per world-step)%s%s\n",
+                       threads, arrays ? "arrays" : "items", b, ws, (double)requests[k] / wall[k],
+                       1e6 / ws, 1e6 * cpu[k] / ((double)requests[k] * b),
+                       baseline ? (k ? "  baseline" : "  this") : "",
+                       failures[k] ? "  FAILURES" : "");
+            }
+            if (baseline)
+                printf("  %22s this / baseline: %.2f in world-steps/s, %.2f in server CPU per "
+                       "world-step (%d blocks each, alternating)\n",
+                       "", (requests[0] / wall[0]) / (requests[1] / wall[1]),
+                       (cpu[0] / requests[0]) / (cpu[1] / requests[1]), rounds);
+            if (arrays) {
+                double local_rate = (double)local_steps / local_wall;
+                int nt = atoi(threads);
+                printf("  %22s in-process, one thread, the same %d worlds: %9.0f world-steps/s "
+                       "(%.2f us); this server / (%d x that): %.2f\n",
+                       "", b, local_rate, 1e6 / local_rate, nt,
+                       ((double)requests[0] * b / wall[0]) / (nt * local_rate));
+                if (baseline)
+                    printf("  %22s baseline / (%d x that): %.2f\n", "", nt,
+                           ((double)requests[1] * b / wall[1]) / (nt * local_rate));
+            }
             fflush(stdout);
         }
     }
     free(items);
     free(cmds);
     free(f);
-    free(ids);
-    rsc_close(&c);
-    server_stop(&sp);
+    for (int i = 0; i < max_b; i++)
+        rs_world_destroy(&local[i]);
+    free(local);
+    for (int k = 0; k < nservers; k++)
+        batch_server_stop(&bs[k]);
 }
 
 int main(int argc, char **argv)
@@ -350,10 +461,13 @@ int main(int argc, char **argv)
         printf("(b) StepBatch of finger worlds, one 10 ms control step each (goal 1e6 "
                "world-steps/s at 1024):\n");
         const char *threads = getenv("BENCH_BATCH_THREADS"); /* e.g. "2": that count only */
+        const char *baseline = getenv("BENCH_BATCH_BASELINE"); /* another robosim-server */
+        if (baseline && !*baseline)
+            baseline = NULL;
         if (!threads || !*threads || !strcmp(threads, "1"))
-            figure_batches(path, seconds, "1");
+            figure_batches(path, baseline, seconds, "1");
         if (!threads || !*threads || strcmp(threads, "1"))
-            figure_batches(path, seconds, threads && *threads ? threads : "2");
+            figure_batches(path, baseline, seconds, threads && *threads ? threads : "2");
     }
     return 0;
 }

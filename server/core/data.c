@@ -6,6 +6,7 @@
 #include "rs_step.h"
 #include "rs_robot.h"
 
+#include <assert.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -448,7 +449,27 @@ int rs_data_read(rs_reader_t *r, const rs_model_t *m, rs_data_t *d, rs_status_t 
 
 /* ---- copy ------------------------------------------------------------------------------ */
 
-int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_status_t *st)
+/* A saved boundary (rs_data_save): the values, in a block laid out for the model, and the
+ * motion specification's run state beside them (the data's own specification object is the
+ * one restored: a control step changes its run state, never its source). */
+struct rs_rollback {
+    rs_data_t *d;               /* rs_data_scratch: no integrator; its knots are rb's */
+    int nentities, nx, nu, ns;  /* the sizes d is laid out for */
+    int *knots_cap;             /* per actuator: room in d->sched[a].t and .v */
+    struct span {
+        size_t at, bytes;
+    } *spans;                   /* the value fields' bytes, from the data's start, adjacent
+                                   ones merged: the same in every data of these sizes */
+    int nspans;
+    const rs_motion_spec_t *spec; /* the saved data's specification, or NULL */
+    double *spec_state;
+    size_t spec_len, spec_cap;
+};
+
+/* dst becomes src (rb NULL) or the boundary rb saved (src = rb->d; dst's specification object
+ * gets its saved run state back). */
+static int copy_data(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src,
+                     const rs_rollback_t *rb, rs_status_t *st)
 {
     /* the schedules' knots first: the only allocation, so a failure changes nothing */
     rs_schedule_t *fresh = calloc((size_t)(m->nu ? m->nu : 1), sizeof *fresh);
@@ -508,6 +529,10 @@ int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_s
                     dst->sched[a] = fresh[a];
                     dst->nsched[e] += fresh[a].n > 0;
                 }
+        } else if (f->shape == RS_SHAPE_SPEC && rb && rb->spec) {
+            /* the object saved: only its run state moved since */
+            assert(dst->spec == rb->spec);
+            rs_motion_spec_state_set(dst->spec, rb->spec_state, rb->spec_len, NULL);
         } else if (f->shape == RS_SHAPE_SPEC && same_spec) {
             /* the same source gives the same state length: this cannot fail */
             rs_motion_spec_state_set(dst->spec, state, rs_motion_spec_state_len(src->spec), NULL);
@@ -526,6 +551,184 @@ int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_s
     }
     free(fresh);
     return rs_data_restored(m, dst, NULL, st);
+}
+
+int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_status_t *st)
+{
+    return copy_data(m, dst, src, NULL, st);
+}
+
+/* ---- rollback: a control-step boundary saved to go back to ------------------------------- */
+
+rs_rollback_t *rs_rollback_new(void)
+{
+    return calloc(1, sizeof(rs_rollback_t));
+}
+
+/* Free rb's block and buffers (it saves nothing then). */
+static void rollback_clear(rs_rollback_t *rb)
+{
+    if (rb->d) {
+        for (int a = 0; a < rb->nu; a++) {
+            free(rb->d->sched[a].t);
+            free(rb->d->sched[a].v);
+        }
+        rb->d->m = NULL; /* its knots are freed above; its model may be gone */
+        rs_data_destroy(&rb->d);
+    }
+    free(rb->knots_cap);
+    free(rb->spans);
+    free(rb->spec_state);
+    *rb = (rs_rollback_t){0};
+}
+
+void rs_rollback_destroy(rs_rollback_t **prb)
+{
+    if (!*prb)
+        return;
+    rollback_clear(*prb);
+    free(*prb);
+    *prb = NULL;
+}
+
+static int is_value(const rs_field_t *f)
+{
+    return f->shape == RS_SHAPE_VALUE || f->shape == RS_SHAPE_VECTOR ||
+           f->shape == RS_SHAPE_ENTITY;
+}
+
+static int by_at(const void *a, const void *b)
+{
+    const struct span *x = a, *y = b;
+    return (x->at > y->at) - (x->at < y->at);
+}
+
+/* rb->spans from the field table and rb's block (laid out for m). 0, or -1 out of memory. */
+static int plan_spans(rs_rollback_t *rb, const rs_model_t *m)
+{
+    int nf, n = 0;
+    const rs_field_t *f = rs_data_fields(&nf);
+    if (!(rb->spans = malloc((size_t)(nf * (m->nentities + 1)) * sizeof *rb->spans)))
+        return -1;
+    for (int i = 0; i < nf; i++)
+        for (int e = 0; is_value(&f[i]) && e < places(&f[i], m); e++) {
+            size_t bytes = rs_field_count(&f[i], m, rb->d) * rs_field_type_size(f[i].type);
+            if (bytes)
+                rb->spans[n++] = (struct span){
+                    (size_t)((char *)rs_field_values(&f[i], rb->d, e) - (char *)rb->d), bytes};
+        }
+    qsort(rb->spans, (size_t)n, sizeof *rb->spans, by_at);
+    rb->nspans = 0;
+    for (int k = 0; k < n; k++) {
+        struct span *last = rb->nspans ? &rb->spans[rb->nspans - 1] : NULL;
+        if (last && last->at + last->bytes == rb->spans[k].at)
+            last->bytes += rb->spans[k].bytes;
+        else
+            rb->spans[rb->nspans++] = rb->spans[k];
+    }
+    return 0;
+}
+
+/* Whether data src is laid out as rb's block (every data of the same sizes is: one
+ * rs_data_scratch layout), so rb's spans fit it. */
+static int same_layout(const rs_rollback_t *rb, const rs_data_t *src)
+{
+    return src->block_bytes == rb->d->block_bytes &&
+           (const char *)src->x - (const char *)src == (const char *)rb->d->x - (const char *)rb->d &&
+           (const char *)src->sched - (const char *)src ==
+               (const char *)rb->d->sched - (const char *)rb->d;
+}
+
+/* Room for n knots in schedule a of rb's block. */
+static int knots_room(rs_rollback_t *rb, int a, int n)
+{
+    if (n <= rb->knots_cap[a])
+        return 0;
+    rs_schedule_t *s = &rb->d->sched[a];
+    double *t = realloc(s->t, (size_t)n * sizeof *t);
+    if (t)
+        s->t = t;
+    double *v = t ? realloc(s->v, (size_t)n * sizeof *v) : NULL;
+    if (v)
+        s->v = v;
+    if (!t || !v)
+        return -1;
+    rb->knots_cap[a] = n;
+    return 0;
+}
+
+int rs_data_save(rs_rollback_t *rb, const rs_model_t *m, const rs_data_t *src, rs_status_t *st)
+{
+    if (!rb->d || rb->nentities != m->nentities || rb->nx != m->nx || rb->nu != m->nu ||
+        rb->ns != m->ns) {
+        rollback_clear(rb); /* laid out for other sizes */
+        rb->d = rs_data_scratch(m);
+        rb->knots_cap = calloc((size_t)(m->nu ? m->nu : 1), sizeof *rb->knots_cap);
+        if (!rb->d || !rb->knots_cap || plan_spans(rb, m) < 0) {
+            rollback_clear(rb);
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory saving a world's data");
+        }
+        rb->nentities = m->nentities, rb->nx = m->nx, rb->nu = m->nu, rb->ns = m->ns;
+    }
+    rs_data_t *d = rb->d;
+    /* room first (it only grows: kept from one save to the next, no allocation after the
+     * first saves) */
+    int ok = rs_data_reserve_events(d, src->nevents) == 0;
+    for (int a = 0; ok && a < m->nu; a++)
+        ok = knots_room(rb, a, src->sched[a].n) == 0;
+    size_t len = src->spec ? rs_motion_spec_state_len(src->spec) : 0;
+    if (ok && len > rb->spec_cap) {
+        double *grown = realloc(rb->spec_state, len * sizeof *grown);
+        if ((ok = grown != NULL))
+            rb->spec_state = grown, rb->spec_cap = len;
+    }
+    if (!ok)
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory saving a world's data");
+    /* the value fields by spans (a few memcpy for a whole robot), else one by one */
+    int spans = same_layout(rb, src);
+    for (int k = 0; spans && k < rb->nspans; k++)
+        memcpy((char *)d + rb->spans[k].at, (const char *)src + rb->spans[k].at,
+               rb->spans[k].bytes);
+    int nfields;
+    const rs_field_t *fields = rs_data_fields(&nfields);
+    for (int i = 0; i < nfields; i++) {
+        const rs_field_t *f = &fields[i];
+        if (is_value(f) && spans)
+            continue;
+        if (f->shape == RS_SHAPE_SCHEDULES) {
+            for (int a = 0; a < m->nu; a++) {
+                const rs_schedule_t *s = &src->sched[a];
+                d->sched[a].n = s->n;
+                d->sched[a].cursor = s->cursor;
+                if (s->n) {
+                    memcpy(d->sched[a].t, s->t, (size_t)s->n * sizeof(double));
+                    memcpy(d->sched[a].v, s->v, (size_t)s->n * sizeof(double));
+                }
+            }
+            memcpy(d->nsched, src->nsched, sizeof d->nsched);
+        } else if (f->shape == RS_SHAPE_SPEC) {
+            rb->spec = src->spec;
+            rb->spec_len = len;
+            if (len)
+                rs_motion_spec_state_get(src->spec, rb->spec_state);
+        } else if (f->shape == RS_SHAPE_EVENTS) {
+            d->nevents = src->nevents;
+            if (src->nevents)
+                memcpy(d->events, src->events, (size_t)src->nevents * sizeof src->events[0]);
+        } else {
+            size_t bytes = rs_field_count(f, m, src) * rs_field_type_size(f->type);
+            for (int e = 0; e < places(f, m); e++)
+                memcpy(rs_field_values(f, d, e), values_of(f, src, e), bytes);
+        }
+    }
+    return 0;
+}
+
+int rs_data_rollback(const rs_rollback_t *rb, const rs_model_t *m, rs_data_t *d, rs_status_t *st)
+{
+    assert(rb->d && rb->nentities == m->nentities && rb->nx == m->nx && rb->nu == m->nu &&
+           rb->ns == m->ns);
+    return copy_data(m, d, rb->d, rb, st);
 }
 
 /* ---- data ---------------------------------------------------------------------------- */

@@ -295,6 +295,25 @@ void rs_data_destroy(rs_data_t **d);
  * of memory for the schedules) with dst unchanged. */
 int rs_data_copy(const rs_model_t *m, rs_data_t *dst, const rs_data_t *src, rs_status_t *st);
 
+/* A place to save a world's data at a control-step boundary and roll back to it (a step the
+ * compute budget interrupts): cheaper than rs_data_copy, as nothing is restarted until a
+ * rollback, and it can serve any number of worlds in turn (one save at a time); it grows to
+ * the largest data saved and keeps that room. rs_rollback_new: NULL when out of memory.
+ * rs_rollback_destroy: NULL-safe, clears *rb. */
+typedef struct rs_rollback rs_rollback_t;
+rs_rollback_t *rs_rollback_new(void);
+void rs_rollback_destroy(rs_rollback_t **rb);
+
+/* Save d (data for model m) into rb, replacing what rb held: every field of the table,
+ * schedules, event log and the motion specification's run state. 0, or RS_EEXHAUSTED with
+ * nothing saved. */
+int rs_data_save(rs_rollback_t *rb, const rs_model_t *m, const rs_data_t *d, rs_status_t *st);
+
+/* Bring d back to what rs_data_save saved from it (model m, d's motion specification the one
+ * it had then): as rs_data_copy from a copy taken then, the integrator restarted, so stepping
+ * on is bit-identical to stepping from the save. 0, or RS_EEXHAUSTED with d unchanged. */
+int rs_data_rollback(const rs_rollback_t *rb, const rs_model_t *m, rs_data_t *d, rs_status_t *st);
+
 /* Initial state from the model's parameters, time 0, commands 0, schedules cleared, events
  * cleared, rng seeded from `seed`. Re-initialises the integrator. */
 int rs_reset(const rs_model_t *m, rs_data_t *d, uint64_t seed, rs_status_t *st);

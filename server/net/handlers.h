@@ -81,12 +81,13 @@ int rs_drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_st
 int rs_episode_over(const rs_world_t *world);
 
 /* Run up to n control steps of world w, one slice (one_slice) or to the end, within
- * `deadline`, interruptible by `abort`, rolled back to a control-step boundary when
- * interrupted (handlers_step.c says how); *done the steps done. 0, RUN_OFF_LOOP (fuse), or an
- * error. */
-int rs_run_control_steps(rs_server_t *s, world_slot_t *w, const double *action, size_t naction,
-                      uint64_t n, int resume, int one_slice, double deadline, int fuse,
-                      atomic_int *abort, uint64_t *done, rs_status_t *st);
+ * `deadline`, interruptible by `abort`, rolled back to a control-step boundary (saved in rb,
+ * the calling thread's) when interrupted (handlers_step.c says how); *done the steps done. 0,
+ * RUN_OFF_LOOP (fuse), or an error. */
+int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
+                         const double *action, size_t naction, uint64_t n, int resume,
+                         int one_slice, double deadline, int fuse, atomic_int *abort,
+                         uint64_t *done, rs_status_t *st);
 
 /* Arm the watchdog at the request's remaining budget; returns that deadline (rs_clock()). */
 double rs_arm_budget(rs_server_t *s);

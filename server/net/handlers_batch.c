@@ -57,15 +57,15 @@ static void item_fail(rs_item_progress_t *it, int code, const char *message)
 /* One slice of an item's Step (commands in place; `action` is applied on its first slice):
  * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
  * FAILED (an error, the budget run out, the server stopping). */
-static void item_slice(rs_server_t *s, world_slot_t *w, rs_item_progress_t *it,
+static void item_slice(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb, rs_item_progress_t *it,
                        const double *action, size_t naction, int one_slice, double deadline)
 {
     rs_status_t st;
     rs_status_clear(&st);
     int resume = it->phase == RS_ITEM_RUNNING;
     it->phase = RS_ITEM_RUNNING;
-    int rc = rs_run_control_steps(s, w, action, naction, it->asked, resume, one_slice, deadline, 0,
-                               &s->abort, &it->done, &st);
+    int rc = rs_run_control_steps(s, w, rb, action, naction, it->asked, resume, one_slice,
+                                  deadline, 0, &s->abort, &it->done, &st);
     if (rc == 0 && it->done < it->asked && !rs_episode_over(w->world)) {
         if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
             return; /* goes on */
@@ -116,7 +116,8 @@ static void batch_step(void *ctx, size_t j, int worker)
             item_fail(it, rc, st.message);
     }
     if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
-        item_slice(run->s, w, it, sp->action, sp->n_action, run->one_slice, run->deadline);
+        item_slice(run->s, w, rs_pool_rollback(run->s->pool, worker), it, sp->action,
+                   sp->n_action, run->one_slice, run->deadline);
     if (it->phase != RS_ITEM_RUNNING)
         item_result(w, it, run->results[i], rs_pool_arena(run->s->pool, worker));
 }
@@ -349,6 +350,9 @@ typedef struct arrays_run {
     double deadline;        /* the request's budget */
     rs_item_progress_t *items; /* per world, across slices (s->cont) */
     uint8_t *built;         /* per world: its rows written in this slice */
+    rs_stream_built_t *frames; /* per world: its stream frame, built with its rows */
+    uint8_t *framed;        /* per world: frames[i] was built in this slice */
+    const world_slot_t *like; /* the batch's shape (arrays_shape) */
     int one_slice;
 } arrays_run_t;
 
@@ -401,7 +405,10 @@ static void arrays_rows(arrays_run_t *run, size_t i, rs_arena_t *a)
     rs_codec_arrays_randomized_row(out, i, world);
 }
 
-/* A worker runs world jobs[j] for a slice and, once its Step is over, writes its rows. */
+static int arrays_admit(const arrays_run_t *run, size_t i, rs_status_t *st);
+
+/* A worker runs world jobs[j] for a slice (at the first, after admitting it: arrays_admit) and,
+ * once its Step is over, writes its rows and builds its stream frame. */
 static void arrays_step(void *ctx, size_t j, int worker)
 {
     arrays_run_t *run = ctx;
@@ -413,6 +420,13 @@ static void arrays_step(void *ctx, size_t j, int worker)
         rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
     const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
     const double *act = in->n_actions ? in->actions + i * run->na : NULL;
+    if (it->phase == RS_ITEM_NEW) {
+        rs_status_t st;
+        rs_status_clear(&st);
+        int rc = arrays_admit(run, i, &st);
+        if (rc < 0)
+            item_fail(it, rc, st.message);
+    }
     if (it->phase == RS_ITEM_NEW && in->n_reset && in->reset[i]) {
         /* autoreset: a new episode instead of a step */
         rs_status_t st;
@@ -436,9 +450,16 @@ static void arrays_step(void *ctx, size_t j, int worker)
             item_fail(it, rc, st.message);
     }
     if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
-        item_slice(run->s, w, it, act, act ? run->na : 0, run->one_slice, run->deadline);
-    if (it->phase != RS_ITEM_RUNNING)
-        arrays_rows(run, i, rs_pool_arena(run->s->pool, worker));
+        item_slice(run->s, w, rs_pool_rollback(run->s->pool, worker), it, act,
+                   act ? run->na : 0, run->one_slice, run->deadline);
+    if (it->phase != RS_ITEM_RUNNING) {
+        rs_arena_t *a = rs_pool_arena(run->s->pool, worker);
+        arrays_rows(run, i, a);
+        if (it->phase == RS_ITEM_DONE) {
+            rs_stream_build(run->s, w, a, &run->frames[i]);
+            run->framed[i] = 1;
+        }
+    }
 }
 
 /* Whether world w is of the batch's shape, that of world `like`: the same preset (SetParams
@@ -586,10 +607,9 @@ static Robosim__V1__BatchArraysReply *arrays_reply_new(rs_arena_t *a, size_t n, 
     return out;
 }
 
-/* World by world, at the first slice: it exists, its token, its shape (that of `like`); a
- * refused world is over with its error. */
-static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_slot_t *like,
-                               rs_status_t *st)
+/* At the first slice, on the loop: each world exists (else it is over with its error); the
+ * worlds found are admitted by the workers that step them (arrays_admit). */
+static int arrays_check_worlds(arrays_run_t *run, size_t n, rs_status_t *st)
 {
     rs_server_t *s = run->s;
     const Robosim__V1__BatchArrays *in = run->in;
@@ -598,24 +618,30 @@ static int arrays_check_worlds(arrays_run_t *run, size_t n, const world_slot_t *
         return OOM(st);
     c->nitems = n;
     for (size_t i = 0; i < n; i++) {
-        world_slot_t *w = run->where[i];
+        if (run->where[i])
+            continue;
         rs_status_t ist;
         rs_status_clear(&ist);
-        int rc;
-        size_t at = place(in->places, in->n_places, i);
-        if (!w)
-            rc = rs_no_world(s, &ist, "world_ids", at, in->world_ids[i]);
-        else if (!same_shape(w, like))
-            rc = not_like(&ist, at, w->id, w->world->model->preset,
-                          w->world->task ? w->world->task->name : NULL, like->id,
-                          like->world->model->preset,
-                          like->world->task ? like->world->task->name : NULL);
-        else
-            rc = rs_auth_check(s, w, in->n_tokens ? in->tokens[i] : "", "step", &ist);
-        if (rc < 0)
-            item_fail(&c->items[i], rc, ist.message);
+        int rc = rs_no_world(s, &ist, "world_ids", place(in->places, in->n_places, i),
+                             in->world_ids[i]);
+        item_fail(&c->items[i], rc, ist.message);
     }
     return 0;
+}
+
+/* World i (it exists) at its first slice, on the worker that steps it: of the batch's shape
+ * (that of run->like), its token the controller's (its lease renewed). Touches world i only. */
+static int arrays_admit(const arrays_run_t *run, size_t i, rs_status_t *st)
+{
+    const Robosim__V1__BatchArrays *in = run->in;
+    world_slot_t *w = run->where[i];
+    const world_slot_t *like = run->like;
+    if (!same_shape(w, like))
+        return not_like(st, place(in->places, in->n_places, i), w->id, w->world->model->preset,
+                        w->world->task ? w->world->task->name : NULL, like->id,
+                        like->world->model->preset,
+                        like->world->task ? like->world->task->name : NULL);
+    return rs_auth_check(run->s, w, in->n_tokens ? in->tokens[i] : "", "step", st);
 }
 
 /* This slice's jobs: the worlds not yet over; every row's flags cleared. */
@@ -630,13 +656,15 @@ static void arrays_jobs(arrays_run_t *run, size_t n)
         out->terminated[i] = out->truncated[i] = 0;
         run->messages[i] = NULL;
         run->built[i] = 0;
+        run->framed[i] = 0;
         if (run->items[i].phase == RS_ITEM_NEW || run->items[i].phase == RS_ITEM_RUNNING)
             run->jobs[run->njobs++] = i;
     }
 }
 
 /* All over: the rows no worker wrote in this slice (refused at the start, or over in an
- * earlier slice), the errors listed, the stepped worlds offered to the observer stream. */
+ * earlier slice), the errors listed, the stepped worlds offered to the observer stream (their
+ * frames as the workers built them, or built here for the worlds over in an earlier slice). */
 static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
 {
     rs_server_t *s = run->s;
@@ -652,8 +680,15 @@ static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
     if (!out->errors)
         return OOM(st);
     for (size_t i = 0, k = 0; i < n; i++) {
+        if (i + 16 < n && run->where[i + 16])
+            rs_history_prefetch(run->where[i + 16], 0);
+        if (i + 8 < n && run->where[i + 8])
+            rs_history_prefetch(run->where[i + 8], 1);
         if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
-            rs_stream_offer(s, run->where[i], NULL); /* the loop's thread only */
+            if (run->framed[i])
+                rs_stream_offer_built(s, run->where[i], &run->frames[i]);
+            else
+                rs_stream_offer(s, run->where[i], NULL); /* the loop's thread only */
             continue;
         }
         Robosim__V1__BatchError *be = rs_arena_alloc(&s->arena, sizeof *be);
@@ -687,28 +722,43 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     run.jobs = rs_arena_alloc(&s->arena, n * sizeof *run.jobs);
     run.messages = rs_arena_alloc(&s->arena, n * sizeof *run.messages);
     run.built = rs_arena_alloc(&s->arena, n);
-    if (!run.where || !run.jobs || !run.messages || !run.built)
+    run.framed = rs_arena_alloc(&s->arena, n);
+    run.frames = rs_arena_alloc(&s->arena, n * sizeof *run.frames);
+    if (!run.where || !run.jobs || !run.messages || !run.built || !run.framed || !run.frames)
         return OOM(st);
     const world_slot_t *like;
     if ((rc = batch_worlds(s, in->world_ids, n, in->places, in->n_places, run.where, st)) < 0 ||
         (rc = arrays_shape(&run, n, &like, sz, st)) < 0)
         return rc;
+    run.like = like;
     Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
     if (!reply || !(run.out = arrays_reply_new(&s->arena, n, sz, like)))
         return OOM(st);
-    if (!s->cont->resuming && (rc = arrays_check_worlds(&run, n, like, st)) < 0)
+    if (!s->cont->resuming && (rc = arrays_check_worlds(&run, n, st)) < 0)
         return rc;
     run.items = s->cont->items;
     arrays_jobs(&run, n);
 
     run.one_slice = s->cont->can_park;
+    rs_stream_prepare(s);
     run.deadline = rs_arm_budget(s); /* as for items (op_step_batch) */
     rs_pool_run(s->pool, run.njobs, arrays_step, &run);
     rs_disarm_budget(s, run.deadline);
     batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs,
                         .njobs = run.njobs};
-    if ((rc = batch_park(s, &park, n, st)) != 0 || (rc = arrays_finish(&run, n, st)) < 0)
+    if ((rc = batch_park(s, &park, n, st)) != 0) {
+        /* goes on: the frames of the worlds over in this slice are built anew at its end */
+        for (size_t j = 0; j < run.njobs; j++)
+            if (run.framed[run.jobs[j]])
+                rs_stream_built_free(&run.frames[run.jobs[j]]);
         return rc;
+    }
+    if ((rc = arrays_finish(&run, n, st)) < 0) {
+        for (size_t i = 0; i < n; i++)
+            if (run.framed[i])
+                rs_stream_built_free(&run.frames[i]);
+        return rc;
+    }
     robosim__v1__step_batch_reply__init(reply);
     reply->arrays = run.out;
     REPLY(rp, step_batch, STEP_BATCH, reply);

@@ -186,26 +186,11 @@ int rs_drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_st
     return 0;
 }
 
-/* Save world w as it is now (a control-step boundary) into w->sched.boundary, for rollback: a
- * copy of its data (rs_data_copy), made into data allocated on the first save. */
-static int save_boundary(world_slot_t *w, rs_status_t *st)
-{
-    const rs_model_t *m = w->world->model;
-    if (w->sched.boundary && w->sched.boundary_model != m)
-        rs_server_drop_boundary(w); /* made for a model the world no longer runs */
-    if (!w->sched.boundary) {
-        if (!(w->sched.boundary = rs_data_new(m, 0, st)))
-            return st ? st->code : RS_EEXHAUSTED;
-        w->sched.boundary_model = rs_model_retain(m);
-    }
-    return rs_data_copy(m, w->sched.boundary, w->world->data, st);
-}
-
-/* Bring world w back to the boundary save_boundary saved (a control step was interrupted). */
-static void restore_boundary(world_slot_t *w)
+/* Bring world w back to the boundary saved in rb (a control step was interrupted). */
+static void restore_boundary(world_slot_t *w, const rs_rollback_t *rb)
 {
     rs_status_t rst;
-    if (rs_data_copy(w->world->model, w->world->data, w->sched.boundary, &rst) < 0)
+    if (rs_data_rollback(rb, w->world->model, w->world->data, &rst) < 0)
         rs_log(RS_LOG_ERROR, "world %llu: cannot roll back an interrupted control step: %s",
                (unsigned long long)w->id, rst.message); /* out of memory for schedules only */
 }
@@ -238,19 +223,19 @@ int rs_episode_over(const rs_world_t *world)
  * slice began is interrupted and rolled back: RUN_OFF_LOOP. Runs on StepBatch's workers and on
  * the stepper too: touches world w only (and reads s->cfg, s->stop).
  *
- * Every slice runs from a saved boundary (a copy of the data), so a control step the abort flag
- * interrupts is rolled back to the slice's start (the world then is at a control-step
- * boundary: *done says which). */
-int rs_run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
-                             size_t naction, uint64_t n, int resume, int one_slice,
-                             double deadline, int fuse, atomic_int *abort, uint64_t *done,
-                             rs_status_t *st)
+ * Every slice runs from a boundary saved in rb (rs_data_save: the thread's own, reused from
+ * world to world), so a control step the abort flag interrupts is rolled back to the slice's
+ * start (the world then is at a control-step boundary: *done says which). */
+int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
+                         const double *action, size_t naction, uint64_t n, int resume,
+                         int one_slice, double deadline, int fuse, atomic_int *abort,
+                         uint64_t *done, rs_status_t *st)
 {
     rs_world_t *world = w->world;
     int task = world->task || naction;
     for (;;) {
         int going_on = resume || *done > 0, rc = 0;
-        if ((rc = save_boundary(w, st)) < 0)
+        if ((rc = rs_data_save(rb, world->model, world->data, st)) < 0)
             return rc;
         double t0 = rs_clock(), yield_at = fmin(t0 + s->cfg.slice_seconds, deadline);
         if (fuse)
@@ -274,7 +259,7 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, const double *action,
             /* interrupted partway through a control step: back to the slice's start. The
              * watchdog may set the flag a moment after a slice ended in time, so an interrupt
              * before the deadline (and not a stop, nor the fuse) only costs a retry */
-            restore_boundary(w);
+            restore_boundary(w, rb);
             rs_status_clear(st);
             if (now < deadline && !rs_server_stopping(s)) {
                 atomic_store_explicit(abort, 0, memory_order_relaxed);
@@ -376,8 +361,8 @@ int rs_apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__S
  * world itself stays at the hand-off boundary, which the loop may read meanwhile), and the loop
  * copies the result back when it resumes the request. */
 typedef struct step_job {
-    world_slot_t slot;  /* the world's slot at the hand-off: its world is `world`, its
-                           boundary the job's own */
+    world_slot_t slot;  /* the world's slot at the hand-off: its world is `world` */
+    rs_rollback_t *rb;  /* the boundary of its slices */
     rs_world_t world;    /* the world with its data replaced by the copy */
     double *action;      /* Step.action (malloc'd; the request is unpacked anew on resume) */
     size_t naction;
@@ -396,7 +381,7 @@ static void step_job_free(void *p)
     step_job_t *j = p;
     if (!j)
         return;
-    rs_server_drop_boundary(&j->slot);
+    rs_rollback_destroy(&j->rb);
     rs_data_destroy(&j->world.data); /* reads its model: released after */
     rs_model_release(&j->model);
     free(j->action);
@@ -414,7 +399,7 @@ static void step_job_run(rs_server_t *s, rs_cont_t *c)
     struct timespec c0, c1;
     uint64_t before = j->done;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-    j->rc = rs_run_control_steps(s, &j->slot, j->action, j->naction, j->asked, j->resume, 0,
+    j->rc = rs_run_control_steps(s, &j->slot, j->rb, j->action, j->naction, j->asked, j->resume, 0,
                               j->deadline, 0, &s->off_abort, &j->done, &j->st);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
     atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
@@ -434,14 +419,12 @@ static int step_offload(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step
     if (!j)
         return OOM(st);
     j->slot = *w;
-    j->slot.sched.boundary = NULL; /* the job's own, made by its first save */
-    j->slot.sched.boundary_model = NULL;
     j->slot.history = NULL;
     j->model = rs_model_retain(m);
     j->world = *w->world;
     j->slot.world = &j->world;
     j->world.data = rs_data_new(m, 0, st);
-    if (!j->world.data || rs_data_copy(m, j->world.data, w->world->data, st) < 0 ||
+    if (!j->world.data || !(j->rb = rs_rollback_new()) || rs_data_copy(m, j->world.data, w->world->data, st) < 0 ||
         (sp->n_action && !(j->action = malloc(sp->n_action * sizeof *j->action))) ||
         (!c->held && !(c->held = malloc(sizeof *c->held)))) {
         step_job_free(j);
@@ -568,7 +551,7 @@ int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
         if (offload && w->sched.slow_steps)
             return step_offload(s, w, sp, st);
         double deadline = rs_arm_budget(s);
-        rc = rs_run_control_steps(s, w, sp->action, sp->n_action, c->asked, c->resuming,
+        rc = rs_run_control_steps(s, w, rs_pool_rollback(s->pool, 0), sp->action, sp->n_action, c->asked, c->resuming,
                                c->can_park, deadline, offload, &s->abort, &c->done, st);
         rs_disarm_budget(s, deadline);
         if (rc == RUN_OFF_LOOP) {

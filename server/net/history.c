@@ -35,7 +35,72 @@ struct rs_history {
     int count;    /* frames held */
     size_t bytes; /* the frames' bytes plus the ring's: what the bounds count */
     rs_server_t *server; /* whose history_bytes count this one's too */
+    int heap_at;  /* its place in server->history_by_bytes */
 };
+
+/* ---- the histories by bytes held: a binary max-heap, so the largest is found at once however
+ * many worlds there are (a scan of every world per frame before) ---- */
+
+static void heap_put(rs_server_t *s, int i, rs_history_t *h)
+{
+    s->history_by_bytes[i] = h;
+    h->heap_at = i;
+}
+
+/* h's bytes changed: move it up or down to its place. */
+static void heap_fix(rs_server_t *s, rs_history_t *h)
+{
+    rs_history_t **a = s->history_by_bytes;
+    int i = h->heap_at;
+    while (i > 0 && a[(i - 1) / 2]->bytes < h->bytes) {
+        heap_put(s, i, a[(i - 1) / 2]);
+        i = (i - 1) / 2;
+    }
+    for (;;) {
+        int big = i, l = 2 * i + 1, r = l + 1;
+        size_t bb = h->bytes;
+        if (l < s->history_n && a[l]->bytes > bb)
+            big = l, bb = a[l]->bytes;
+        if (r < s->history_n && a[r]->bytes > bb)
+            big = r;
+        if (big == i)
+            break;
+        heap_put(s, i, a[big]);
+        i = big;
+    }
+    heap_put(s, i, h);
+}
+
+static int heap_add(rs_server_t *s, rs_history_t *h)
+{
+    if (s->history_n == s->history_cap) {
+        int cap = s->history_cap ? 2 * s->history_cap : 64;
+        rs_history_t **grown = realloc(s->history_by_bytes, (size_t)cap * sizeof *grown);
+        if (!grown)
+            return -1;
+        s->history_by_bytes = grown;
+        s->history_cap = cap;
+    }
+    heap_put(s, s->history_n++, h);
+    heap_fix(s, h);
+    return 0;
+}
+
+static void heap_remove(rs_server_t *s, rs_history_t *h)
+{
+    rs_history_t *last = s->history_by_bytes[--s->history_n];
+    if (last == h)
+        return;
+    heap_put(s, h->heap_at, last);
+    heap_fix(s, last);
+}
+
+void rs_history_close(rs_server_t *s)
+{
+    free(s->history_by_bytes);
+    s->history_by_bytes = NULL;
+    s->history_n = s->history_cap = 0;
+}
 
 /* After frees that are not made room for a new frame: once the histories hold a MiB less than
  * their peak, give the freed heap pages back to the system (glibc keeps them otherwise). */
@@ -56,6 +121,7 @@ static void account(rs_history_t *h, size_t add, size_t sub)
     rs_server_t *s = h->server;
     h->bytes = h->bytes + add - sub;
     s->history_bytes = s->history_bytes + add - sub;
+    heap_fix(s, h);
     if (s->history_bytes > s->history_peak)
         s->history_peak = s->history_bytes;
 }
@@ -89,6 +155,7 @@ void rs_history_destroy(rs_history_t **h)
         return;
     rs_server_t *s = (*h)->server;
     drop_all(*h);
+    heap_remove(s, *h);
     free(*h);
     *h = NULL;
     trim_heap(s);
@@ -132,15 +199,12 @@ static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
  * bytes. `mine` (about to take a frame) only while it has frames, so its ring stays. */
 static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
 {
-    rs_history_t *big = NULL;
-    for (int i = 0; i < s->nworlds; i++) {
-        rs_history_t *h = s->worlds[i].history;
-        if (!h || !h->bytes || (h == mine && h->count == 0))
-            continue;
-        if (!big || h->bytes > big->bytes)
-            big = h;
-    }
-    return big;
+    rs_history_t **a = s->history_by_bytes, *big = s->history_n ? a[0] : NULL;
+    if (big == mine && mine->count == 0) /* then the next largest: a child of the top */
+        big = s->history_n > 2 && a[2]->bytes > a[1]->bytes ? a[2]
+              : s->history_n > 1                            ? a[1]
+                                                            : NULL;
+    return big && big->bytes ? big : NULL;
 }
 
 void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
@@ -153,6 +217,10 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
         if (!(h = calloc(1, sizeof *h)))
             return; /* out of memory: GetHistory reports these frames as dropped */
         h->server = s;
+        if (heap_add(s, h) < 0) {
+            free(h);
+            return;
+        }
         w->history = h;
     }
     age_out(s, h, now);
@@ -193,6 +261,19 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     sl->at = now;
     h->count++;
     account(h, len, 0);
+}
+
+void rs_history_prefetch(const world_slot_t *w, int ring)
+{
+    const rs_history_t *h = w->history;
+    if (!h)
+        return;
+    if (!ring) {
+        __builtin_prefetch(h);
+    } else if (h->count > 0) {
+        __builtin_prefetch(&h->slots[h->head]);
+        __builtin_prefetch(&h->slots[(h->head + h->count - 1) % h->cap]);
+    }
 }
 
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)

@@ -2,7 +2,7 @@
  * request at a time. The calling thread (the server loop) works as worker 0 and returns when
  * every item is done; items are handed out RS_POOL_CHUNK at a time from an atomic counter, so
  * a slow world does not hold up the others and a worker knows its next item (to prefetch it).
- * Each worker has its own arena for what it builds. */
+ * Each worker has its own arena for what it builds and its own rollback for the worlds it steps. */
 #include "pool.h"
 
 #include <pthread.h>
@@ -12,8 +12,10 @@
 
 struct rs_pool {
     int nthreads;           /* workers, the caller included */
+    int nrollbacks;         /* workers asked for (nthreads once all started) */
     pthread_t *threads;     /* nthreads - 1 */
     rs_arena_t *arenas;        /* nthreads */
+    rs_rollback_t **rollbacks; /* nthreads */
     pthread_mutex_t lock;
     pthread_cond_t work;    /* a new run (generation) or stop */
     pthread_cond_t done;    /* the last helper finished its share */
@@ -76,10 +78,18 @@ rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st)
         rs_fail(st, RS_EEXHAUSTED, "out of memory for the worker pool");
         return NULL;
     }
-    p->nthreads = 1;
+    p->nthreads = 1; /* the caller; helpers counted as they start */
+    p->nrollbacks = nthreads;
     p->arenas = calloc((size_t)nthreads, sizeof *p->arenas);
     p->threads = calloc((size_t)nthreads, sizeof *p->threads);
-    if (!p->arenas || !p->threads) {
+    p->rollbacks = calloc((size_t)nthreads, sizeof *p->rollbacks);
+    int ok = p->arenas && p->threads && p->rollbacks;
+    for (int i = 0; ok && i < nthreads; i++)
+        ok = (p->rollbacks[i] = rs_rollback_new()) != NULL;
+    if (!ok) {
+        for (int i = 0; p->rollbacks && i < nthreads; i++)
+            rs_rollback_destroy(&p->rollbacks[i]);
+        free(p->rollbacks);
         free(p->arenas);
         free(p->threads);
         free(p);
@@ -122,6 +132,9 @@ void rs_pool_destroy(rs_pool_t **pp)
         pthread_join(p->threads[i - 1], NULL);
     for (int i = 0; i < p->nthreads; i++)
         rs_arena_free(&p->arenas[i]);
+    for (int i = 0; i < p->nrollbacks; i++)
+        rs_rollback_destroy(&p->rollbacks[i]);
+    free(p->rollbacks);
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->work);
     pthread_cond_destroy(&p->done);
@@ -133,6 +146,8 @@ void rs_pool_destroy(rs_pool_t **pp)
 
 
 rs_arena_t *rs_pool_arena(rs_pool_t *p, int worker) { return &p->arenas[worker]; }
+
+rs_rollback_t *rs_pool_rollback(rs_pool_t *p, int worker) { return p->rollbacks[worker]; }
 
 void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
 {

@@ -5,6 +5,7 @@
 #include <stddef.h>
 
 #include "arena.h"
+#include "rs_core.h"
 #include "rs_errors.h"
 
 typedef struct rs_pool rs_pool_t;
@@ -32,6 +33,10 @@ void rs_pool_destroy(rs_pool_t **p);
 /* Worker w's arena: reset at the start of each rs_pool_run, so what fn builds there lives
  * until the next run. */
 rs_arena_t *rs_pool_arena(rs_pool_t *p, int worker);
+
+/* Worker w's rollback (rs_data_save): the boundary of the world it is stepping. Worker 0 is
+ * the thread that calls rs_pool_run, whose other work may use it between runs. */
+rs_rollback_t *rs_pool_rollback(rs_pool_t *p, int worker);
 
 /* Run fn on items 0 .. n-1 across the workers and return when all are done. Items run in no
  * particular order and concurrently: fn must touch only what its item owns (and its worker's

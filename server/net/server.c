@@ -427,6 +427,7 @@ void rs_server_destroy(rs_server_t **ps)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
     rs_worlds_close(s);
+    rs_history_close(s);
     rs_persist_close(s);
     free(s->out);
     rs_arena_free(&s->arena);

@@ -99,6 +99,9 @@ struct rs_server {
     char stream_endpoint[256]; /* ... as bound ("" when off) */
     size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
     size_t history_peak;   /* ... and held at most since the heap was last trimmed */
+    rs_history_t **history_by_bytes; /* every world's history, a max-heap by bytes held (the
+                                        largest gives up frames for cfg.history_bytes) */
+    int history_n, history_cap;
     uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
@@ -332,6 +335,14 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
 
+/* Start loading what pushing a frame into world w's history reads: its record (ring 0), then,
+ * some pushes later when that is in, the ring's oldest and newest slots (ring 1). Pushes for
+ * many worlds in a row (a batch's frames) otherwise wait on memory for each. */
+void rs_history_prefetch(const world_slot_t *w, int ring);
+
+/* Free what the server keeps of the histories (after every world's went). */
+void rs_history_close(rs_server_t *s);
+
 /* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its frames' buffers
  * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring);
@@ -360,6 +371,31 @@ void rs_stream_close(rs_server_t *s);
  * `state` NULL (StepBatch.arrays builds none): the state is built in the server's arena only
  * when it is published and someone watches the world. */
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state);
+
+/* A batch's frames, built by the workers that step its worlds (rs_stream_build) and published
+ * by the loop in the batch's order (rs_stream_offer_built): what rs_stream_offer(s, w, NULL)
+ * does, with the work per world off the loop. */
+typedef struct rs_stream_built {
+    int due;        /* the rate limit let it out at `now` (else it is held back) */
+    int failed;     /* out of memory building it: counted as dropped */
+    double now;     /* rs_monotonic() when it was built */
+    uint8_t *frame; /* the StreamFrame's bytes (malloc'd), or NULL: nobody watches, no history */
+    size_t len;
+} rs_stream_built_t;
+
+/* On the loop, before a batch's workers run: read the subscriptions they will go by. */
+void rs_stream_prepare(rs_server_t *s);
+
+/* On a worker, once world w's Step in the batch is over: *b for it, its State built in arena
+ * a. Reads the server's stream settings, touches world w only. */
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b);
+
+/* On the loop: publish *b (its frame to history and subscribers; it takes over b->frame) or,
+ * held back, mark w pending. */
+void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b);
+
+/* Free a frame built and never offered (its batch went on into another slice). */
+void rs_stream_built_free(rs_stream_built_t *b);
 
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */

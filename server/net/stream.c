@@ -184,44 +184,95 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
     return 0;
 }
 
-/* Publish w's state as its next frame: `state`, or (NULL) the world's state built here, and
- * only if anyone watches. */
-static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
+/* Frames are malloc'd: ZeroMQ frees one it has sent. */
+static void frame_free(void *data, void *hint)
 {
-    w->stream.seq++;
-    w->stream.last = now;
-    w->stream.pending = 0;
-    if (state)
-        state->seq = w->stream.seq; /* the caller's reply carries it, watched or not */
-    poll_subscriptions_once(s);
-    int watching = watched(s, w), keep = s->cfg.history_frames > 0;
-    if (!watching && !keep)
+    (void)hint;
+    free(data);
+}
+
+/* World w's next frame into *b: `state`, or (NULL) the world's state built in arena a; none
+ * when nobody watches and no history is kept. Touches world w only. */
+static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, rs_arena_t *a,
+                        rs_stream_built_t *b)
+{
+    if (!watched(s, w) && s->cfg.history_frames <= 0)
         return;
-    if (!state) {
-        if (!(state = rs_codec_state(&s->arena, w->id, w->world))) {
-            s->stream.frames_dropped++; /* out of memory: the next state goes out as usual */
-            return;
-        }
-        state->seq = w->stream.seq;
+    if (!state && !(state = rs_codec_state(a, w->id, w->world))) {
+        b->failed = 1; /* out of memory: the next state goes out as usual */
+        return;
     }
+    state->seq = w->stream.seq + 1; /* as rs_stream_offer_built numbers it */
     Robosim__V1__StreamFrame f = ROBOSIM__V1__STREAM_FRAME__INIT;
     f.world_id = w->id;
-    f.seq = w->stream.seq;
+    f.seq = state->seq;
     f.state = state;
     f.wall_time = rs_wall_clock();
-    size_t n = robosim__v1__stream_frame__get_packed_size(&f);
-    zmq_msg_t body;
-    if (zmq_msg_init_size(&body, n) != 0) {
+    b->len = robosim__v1__stream_frame__get_packed_size(&f);
+    if (!(b->frame = malloc(b->len ? b->len : 1))) {
+        b->failed = 1;
+        return;
+    }
+    robosim__v1__stream_frame__pack(&f, b->frame);
+}
+
+/* Publish w's state as its next frame at `now`: `state`, or (NULL) the world's state built
+ * here, and only if anyone watches (or history keeps it). */
+static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, double now)
+{
+    rs_stream_built_t b = {.due = 1, .now = now};
+    if (state)
+        state->seq = w->stream.seq + 1; /* the caller's reply carries it, watched or not */
+    poll_subscriptions_once(s);
+    build_frame(s, w, state, &s->arena, &b);
+    rs_stream_offer_built(s, w, &b);
+}
+
+void rs_stream_prepare(rs_server_t *s)
+{
+    if (s->stream.xpub)
+        poll_subscriptions_once(s);
+}
+
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b)
+{
+    *b = (rs_stream_built_t){0};
+    if (!s->stream.xpub)
+        return;
+    b->now = rs_monotonic();
+    if (w->stream.seq != 0 && b->now < w->stream.last + min_interval(s, w))
+        return; /* held back: the loop marks it pending */
+    b->due = 1;
+    build_frame(s, w, NULL, a, b);
+}
+
+void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b)
+{
+    if (!s->stream.xpub)
+        return;
+    if (!b->due) {
+        w->stream.pending = 1;
+        double due = w->stream.last + min_interval(s, w);
+        if (due < s->stream.next_due)
+            s->stream.next_due = due;
+        return;
+    }
+    w->stream.seq++;
+    w->stream.last = b->now;
+    w->stream.pending = 0;
+    if (b->failed)
         s->stream.frames_dropped++;
+    if (!b->frame)
+        return; /* nobody watches, no history kept (or out of memory, counted) */
+    if (s->cfg.history_frames > 0)
+        rs_history_push(s, w, w->stream.seq, b->frame, b->len, b->now);
+    zmq_msg_t body;
+    if (!watched(s, w) || zmq_msg_init_data(&body, b->frame, b->len, frame_free, NULL) != 0) {
+        free(b->frame);
+        b->frame = NULL;
         return;
     }
-    robosim__v1__stream_frame__pack(&f, zmq_msg_data(&body));
-    if (keep)
-        rs_history_push(s, w, f.seq, zmq_msg_data(&body), n, now);
-    if (!watching) {
-        zmq_msg_close(&body);
-        return;
-    }
+    b->frame = NULL; /* ZeroMQ's now */
     char t[48];
     int tl = topic(t, sizeof t, w->id);
     /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
@@ -232,6 +283,12 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
         return;
     }
     s->stream.frames_sent++;
+}
+
+void rs_stream_built_free(rs_stream_built_t *b)
+{
+    free(b->frame);
+    b->frame = NULL;
 }
 
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
@@ -250,6 +307,19 @@ void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
         s->stream.next_due = due;
 }
 
+typedef struct flush_run {
+    rs_server_t *s;
+    int *due;                 /* the worlds whose held-back state is due */
+    rs_stream_built_t *built; /* their frames */
+} flush_run_t;
+
+static void flush_build(void *ctx, size_t j, int worker)
+{
+    flush_run_t *run = ctx;
+    rs_stream_build(run->s, &run->s->worlds[run->due[j]], rs_pool_arena(run->s->pool, worker),
+                    &run->built[j]);
+}
+
 int rs_stream_flush(rs_server_t *s)
 {
     if (!s->stream.xpub || s->stream.next_due == INFINITY)
@@ -259,17 +329,39 @@ int rs_stream_flush(rs_server_t *s)
         return (int)ceil((s->stream.next_due - now) * 1000.0);
     poll_subscriptions(s); /* between requests: whoever subscribed since */
     s->stream.subs_read_at = s->requests;
+    /* the worlds due now: their frames built on the workers (many after a batch), published
+     * here in the worlds' order */
+    rs_arena_reset(&s->arena);
+    size_t n = 0;
+    int *due = rs_arena_alloc(&s->arena, (size_t)s->nworlds * sizeof *due + 1);
+    flush_run_t run = {s, due, NULL};
+    for (int i = 0; due && i < s->nworlds; i++) {
+        world_slot_t *w = &s->worlds[i];
+        if (w->stream.pending && now >= w->stream.last + min_interval(s, w))
+            due[n++] = i;
+    }
+    if (due && n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
+        rs_pool_run(s->pool, n, flush_build, &run);
+        for (size_t j = 0; j < n; j++) {
+            if (j + 16 < n)
+                rs_history_prefetch(&s->worlds[due[j + 16]], 0);
+            if (j + 8 < n)
+                rs_history_prefetch(&s->worlds[due[j + 8]], 1);
+            rs_stream_offer_built(s, &s->worlds[due[j]], &run.built[j]);
+        }
+        n = 0;
+    }
     double next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
         if (!w->stream.pending)
             continue;
-        double due = w->stream.last + min_interval(s, w);
-        if (now < due) {
-            next = fmin(next, due);
+        double at = w->stream.last + min_interval(s, w);
+        if (now < at) {
+            next = fmin(next, at);
             continue;
         }
-        rs_arena_reset(&s->arena);
+        rs_arena_reset(&s->arena); /* one at a time here (out of memory for the lists above) */
         publish(s, w, NULL, now);
     }
     s->stream.next_due = next;

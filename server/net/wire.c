@@ -59,8 +59,36 @@ static int utf8_ok(const uint8_t *s, size_t n)
     return 1;
 }
 
-static int walk_message(const ProtobufCMessageDescriptor *d, walk_t w, char *path, size_t used,
-                        size_t cap, int depth, rs_status_t *st)
+/* Where the walk is: the field being read at each depth and which of its occurrences, so the
+ * path that names a bad string (e.g. "create_world.params[2].name") is written only when one
+ * is found. */
+typedef struct place {
+    const ProtobufCFieldDescriptor *f;
+    unsigned index;
+    const struct place *up;
+} place_t;
+
+/* at's path into buf (cap bytes). */
+static void path_of(const place_t *at, char *buf, size_t cap)
+{
+    const place_t *chain[MAX_DEPTH + 2];
+    int n = 0;
+    for (; at && n < MAX_DEPTH + 2; at = at->up)
+        chain[n++] = at;
+    size_t used = 0;
+    buf[0] = '\0';
+    while (n-- > 0 && used < cap) {
+        const ProtobufCFieldDescriptor *f = chain[n]->f;
+        int w = f->label == PROTOBUF_C_LABEL_REPEATED
+                    ? snprintf(buf + used, cap - used, "%s%s[%u]", used ? "." : "", f->name,
+                               chain[n]->index)
+                    : snprintf(buf + used, cap - used, "%s%s", used ? "." : "", f->name);
+        used += w > 0 ? (size_t)w : 0;
+    }
+}
+
+static int walk_message(const ProtobufCMessageDescriptor *d, walk_t w, const place_t *up,
+                        int depth, rs_status_t *st)
 {
     if (depth > MAX_DEPTH)
         return rs_fail(st, RS_EMALFORMED, "the request nests messages more than %d deep",
@@ -89,32 +117,28 @@ static int walk_message(const ProtobufCMessageDescriptor *d, walk_t w, char *pat
         w.p += len;
         if (!f || (f->type != PROTOBUF_C_TYPE_STRING && f->type != PROTOBUF_C_TYPE_MESSAGE))
             continue;
-        size_t at = used;
         unsigned k = (unsigned)(f - d->fields);
-        if (at < cap)
-            at += (size_t)snprintf(path + at, cap - at, "%s%s", at ? "." : "", f->name);
-        if (f->label == PROTOBUF_C_LABEL_REPEATED && at < cap)
-            at += (size_t)snprintf(path + at, cap - at, "[%u]", k < 64 ? seen[k] : 0);
+        place_t here = {f, k < 64 ? seen[k] : 0, up};
         if (k < 64)
             seen[k]++;
-        if (at >= cap)
-            at = cap - 1;
         if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
-            int rc = walk_message(f->descriptor, sub, path, at, cap, depth + 1, st);
+            int rc = walk_message(f->descriptor, sub, &here, depth + 1, st);
             if (rc < 0)
                 return rc;
-            path[used] = '\0';
             continue;
         }
         const void *nul = memchr(sub.p, 0, (size_t)(sub.end - sub.p));
-        if (nul)
-            return rs_fail(st, RS_EINVAL,
-                           "string field %s holds a NUL byte at offset %zu; strings may not "
-                           "contain NUL (it would cut the string short)",
-                           path, (size_t)((const uint8_t *)nul - sub.p));
-        if (!utf8_ok(sub.p, (size_t)(sub.end - sub.p)))
+        int utf8 = nul || utf8_ok(sub.p, (size_t)(sub.end - sub.p));
+        if (nul || !utf8) {
+            char path[200];
+            path_of(&here, path, sizeof path);
+            if (nul)
+                return rs_fail(st, RS_EINVAL,
+                               "string field %s holds a NUL byte at offset %zu; strings may not "
+                               "contain NUL (it would cut the string short)",
+                               path, (size_t)((const uint8_t *)nul - sub.p));
             return rs_fail(st, RS_EINVAL, "string field %s is not valid UTF-8", path);
-        path[used] = '\0';
+        }
     }
     return 0;
 }
@@ -122,9 +146,8 @@ static int walk_message(const ProtobufCMessageDescriptor *d, walk_t w, char *pat
 int rs_wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *buf, size_t len,
                           rs_status_t *st)
 {
-    char path[200] = "";
     walk_t w = {buf, buf + len};
-    return walk_message(d, w, path, 0, sizeof path, 0, st);
+    return walk_message(d, w, NULL, 0, st);
 }
 
 int rs_wire_next(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t *type,

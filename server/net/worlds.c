@@ -48,16 +48,9 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
     return slot;
 }
 
-void rs_server_drop_boundary(world_slot_t *w)
-{
-    rs_data_destroy(&w->sched.boundary); /* reads its model: released after */
-    rs_model_release(&w->sched.boundary_model);
-}
-
-/* Free what the server keeps beside world w (its rollback copy, its history) and the world. */
+/* Free what the server keeps beside world w (its history) and the world. */
 static void forget(world_slot_t *w)
 {
-    rs_server_drop_boundary(w);
     rs_history_destroy(&w->history);
     rs_world_destroy(&w->world);
 }

@@ -82,9 +82,6 @@ int rs_worlds_open(rs_server_t *s, rs_status_t *st);
  * table). */
 void rs_worlds_close(rs_server_t *s);
 
-/* Free world w's rollback copy and release the model it was made for (NULL-safe). */
-void rs_server_drop_boundary(world_slot_t *w);
-
 /* ---- the counts ---- */
 
 /* Worlds the server holds (all shards'), what --max-worlds bounds. */

@@ -2,7 +2,8 @@
  *
  * 1. Every declared field round-trips: each is set to a valid value unlike its reset value
  *    (chosen by its check kind, so a new field of a known kind is covered without touching
- *    this test), then it must survive rs_data_copy and a snapshot write + read, and rs_reset
+ *    this test), then it must survive rs_data_copy, rs_data_save + rs_data_rollback (after
+ *    steps changed it) and a snapshot write + read, and rs_reset
  *    must leave it as a fresh data has it (or untouched, for KEEP fields).
  * 2. Attacks on forged (well checksummed) snapshots are refused and change
  *    nothing: a diff-drive robot "blocked" by obstacle 1e8 (an out-of-bounds read in
@@ -212,6 +213,47 @@ static void roundtrip_every_field(void)
     for (int i = 0; fork && i < nf; i++)
         CHECK(field_equal(&f[i], m, w->data, fork->data), "field '%s' survives ForkWorld",
               f[i].name);
+
+    /* save, then change the data as Steps do (new commands drop the schedules, control steps
+     * move every run variable and log events), roll back: every field as saved; stepping on
+     * from there is stepping on from the save (the fork of the same data) */
+    rs_rollback_t *rb = rs_rollback_new();
+    rs_world_t *later = fork ? rs_world_fork(w, NULL, 0, &st) : NULL;
+    CHECK(rb && later, "a rollback and a second fork: %s", st.message);
+    if (rb && later) {
+        CHECK(rs_data_save(rb, m, later->data, &st) == 0, "save: %s", st.message);
+        double *u = calloc((size_t)m->nu + 1, sizeof *u);
+        rs_status_t ignored; /* a perturbed world may refuse or fail a step: changed all the same */
+        rs_set_all_commands(m, later->data, u, &ignored);
+        rs_step(m, later->data, 40, &ignored);
+        free(u);
+        CHECK(!field_equal(&f[0], m, w->data, later->data), "the steps changed the data");
+        CHECK(rs_data_rollback(rb, m, later->data, &st) == 0, "rollback: %s", st.message);
+        for (int i = 0; i < nf; i++)
+            CHECK(field_equal(&f[i], m, w->data, later->data),
+                  "field '%s' survives rs_data_save and rs_data_rollback", f[i].name);
+        rs_status_t st1, st2;
+        int rc1 = rs_step(m, later->data, 25, &st1), rc2 = rs_step(m, fork->data, 25, &st2);
+        CHECK(rc1 == rc2, "stepping on after the rollback: %d, from the save: %d", rc1, rc2);
+        for (int i = 0; i < nf; i++)
+            CHECK(field_equal(&f[i], m, fork->data, later->data),
+                  "field '%s' after 25 steps on from the rollback as from the save", f[i].name);
+        /* the same rollback serves a world of other sizes next, and this one again */
+        rs_world_t *finger = rs_world_new("finger", NULL, 0, 5, &st);
+        CHECK(finger && rs_data_save(rb, finger->model, finger->data, &st) == 0,
+              "save a finger world: %s", st.message);
+        uint64_t before[4];
+        memcpy(before, finger->data->digest, sizeof before);
+        CHECK(finger && rs_step(finger->model, finger->data, 3, &st) == 0, "%s", st.message);
+        CHECK(finger && rs_data_rollback(rb, finger->model, finger->data, &st) == 0 &&
+                  memcmp(before, finger->data->digest, sizeof before) == 0,
+              "a finger world rolled back by the same rollback: %s", st.message);
+        CHECK(rs_data_save(rb, m, w->data, &st) == 0, "the workshop again: %s", st.message);
+        rs_world_destroy(&finger);
+    }
+    rs_world_destroy(&later);
+    rs_rollback_destroy(&rb);
+    rs_rollback_destroy(&rb); /* NULL-safe */
 
     /* reset: every field as a fresh data has it, KEEP fields untouched */
     CHECK(rs_reset(m, copy, 3, &st) == 0, "reset: %s", st.message);

@@ -3,6 +3,9 @@
  *     stream: seqs 1..N with no gap and no duplicate, every frame byte for byte the frame a
  *     watcher present from the start received;
  *   - paging (max_frames, more) returns consecutive frames;
+ *   - worlds stepped by StepBatch.arrays on two workers are published as Steps are: live and
+ *     in history, one frame per batch, each the state the batch replied; under the rate limit
+ *     the last state once the limit allows;
  *   - past --history-frames, or older than --history-seconds, frames are reported dropped
  *     (GetHistory.dropped, first_seq), never silently missing;
  *   - from_seq past the last frame is OUT_OF_RANGE; a server without history says so;
@@ -255,6 +258,126 @@ static void late_joiner_sees_everything(const char *binary)
     free(ep);
     rsc_close(&c);
     CHECK(server_stop(&sp) == 0, "server exits 0");
+}
+
+/* A frame's seq, time and digest. */
+static int frame_state(const uint8_t *b, size_t n, uint64_t *seq, double *t, uint8_t digest[32])
+{
+    Robosim__V1__StreamFrame *f = robosim__v1__stream_frame__unpack(NULL, n, b);
+    int ok = f && f->state && f->state->digest.len == 32;
+    if (ok) {
+        *seq = f->seq;
+        *t = f->state->time;
+        memcpy(digest, f->state->digest.data, 32);
+    }
+    if (f)
+        robosim__v1__stream_frame__free_unpacked(f, NULL);
+    return ok;
+}
+
+/* Worlds stepped by StepBatch.arrays (on two workers, which build their frames) are published
+ * as Steps are: a watcher of one sees a frame per batch, seq 1..N, each the state the batch
+ * replied (time and digest); another world's history holds the same; under the rate limit the
+ * held-back last state is published once the limit allows. */
+static void arrays_batches_published(const char *binary)
+{
+    enum { NW = 6, ROUNDS = 30 };
+    for (int limited = 0; limited < 2; limited++) {
+        server_proc_t sp;
+        const char *extra[] = {"--stream-max-hz", limited ? "20" : "1000000", "--no-world",
+                               "--threads", "2", NULL};
+        rsc_client_t *c = started_client(&sp, binary, extra);
+        if (!c)
+            return;
+        char *ep = stream_of(c);
+        rsc_error_t err;
+        uint64_t ids[NW];
+        for (int i = 0; i < NW; i++)
+            CHECK(rsc_create_world(c, "finger", NULL, 0, (uint64_t)i, &ids[i], &err) == 0,
+                  "create: %s", err.message);
+        void *sub = subscriber(ep, ids[2]);
+        sleep_s(0.3);
+        static double times[2][ROUNDS + 1];
+        static uint8_t digests[2][ROUNDS + 1][32];
+        int replied = 0;
+        for (int r = 1; r <= ROUNDS; r++) {
+            double f[NW];
+            for (int i = 0; i < NW; i++)
+                f[i] = 0.3 + 0.1 * i + 0.01 * r;
+            Robosim__V1__BatchArraysReply *a = NULL;
+            if (rsc_step_arrays(c, ids, NW, 1, f, NW, NULL, 0, &a, &err) != 0 ||
+                a->n_codes != NW || a->codes[2] || a->codes[4] || a->digests.len != NW * 32) {
+                rsc_free(a);
+                continue;
+            }
+            replied++;
+            for (int k = 0; k < 2; k++) {
+                int i = k ? 4 : 2;
+                times[k][r] = a->time[i];
+                memcpy(digests[k][r], a->digests.data + 32 * i, 32);
+            }
+            rsc_free(a);
+        }
+        CHECK(replied == ROUNDS, "%d of %d batches answered", replied, ROUNDS);
+        if (!limited) {
+            /* every batch's state of world 2, live */
+            static frames_t fr;
+            int dups = 0;
+            drain(sub, &fr, 300, &dups);
+            int bad = 0, missing = 0;
+            for (int r = 1; r <= ROUNDS; r++) {
+                uint64_t seq;
+                double t;
+                uint8_t d[32];
+                if (!fr.b[r] || !frame_state(fr.b[r], fr.n[r], &seq, &t, d)) {
+                    missing++;
+                    continue;
+                }
+                bad += seq != (uint64_t)r || t != times[0][r] || memcmp(d, digests[0][r], 32);
+            }
+            CHECK(!missing && !bad && !dups && !fr.b[ROUNDS + 1],
+                  "the watcher of a batch-stepped world got seq 1..%d, each the state its "
+                  "batch replied: %d missing, %d differ, %d duplicates",
+                  ROUNDS, missing, bad, dups);
+            for (int k = 0; k < 2048; k++)
+                free(fr.b[k]), fr.b[k] = NULL;
+        }
+        /* world 4's history (nobody watches it): every batch's state, or under the limit the
+         * last one once the limit lets it out */
+        if (limited)
+            sleep_s(0.2);
+        int code = 0, bad = 0;
+        Robosim__V1__Response *keep;
+        Robosim__V1__GetHistoryReply *h = get_history(c, ids[4], 1, 0, &code, &keep);
+        CHECK(h != NULL && h->n_frames > 0, "GetHistory of a batch-stepped world: code %d", code);
+        uint64_t seq = 0;
+        double t = 0;
+        uint8_t d[32];
+        for (size_t k = 0; h && k < h->n_frames; k++) {
+            if (!frame_state(h->frames[k].data, h->frames[k].len, &seq, &t, d)) {
+                bad++;
+                continue;
+            }
+            bad += seq != k + 1;
+            if (!limited)
+                bad += t != times[1][k + 1] || memcmp(d, digests[1][k + 1], 32);
+        }
+        if (!limited)
+            CHECK(h && h->n_frames == ROUNDS && !bad,
+                  "its history: %zu frames, each the state a batch replied (%d differ)",
+                  h ? h->n_frames : 0, bad);
+        else
+            CHECK(h && h->n_frames < ROUNDS && !bad && t == times[1][ROUNDS] &&
+                      !memcmp(d, digests[1][ROUNDS], 32),
+                  "at 20 states per second: %zu frames for %d batches, the last the last "
+                  "batch's state",
+                  h ? h->n_frames : 0, ROUNDS);
+        rsc_free(keep);
+        zmq_close(sub);
+        free(ep);
+        rsc_close(&c);
+        CHECK(server_stop(&sp) == 0, "server exits 0");
+    }
 }
 
 static void bounds_reported_as_dropped(const char *binary)
@@ -560,6 +683,7 @@ int main(int argc, char **argv)
     zctx = zmq_ctx_new();
     memory_bound();
     late_joiner_sees_everything(binary);
+    arrays_batches_published(binary);
     bounds_reported_as_dropped(binary);
     bounded_in_bytes(binary);
     rate_capped(binary);

@@ -1,8 +1,9 @@
-/* Every order of the operations that replace what a world holds: a world's rollback copy, its
- * history and kept snapshots must never outlive the model or world they were made for.
+/* Every order of the operations that replace what a world holds: its history and kept
+ * snapshots (and the stepping thread's rollback boundary, saved from it) must never outlive the
+ * model or world they were made for.
  *   - the sequence a client found: create a finger (control_dt 0.0123, a model no other world
  *     shares), step (saves the rollback copy), set-params (a new model; the old one freed),
- *     a large refused specification, destroy: the server answers the next request;
+ *     a large refused specification, step, destroy: the server answers the next request;
  *   - every sequence of four operations after a create (9^4 of them), each world checked by
  *     the field table (rs_data_check) after every sequence, every reply decoded and none
  *     INTERNAL; the server's shutdown frees what is left.
@@ -52,9 +53,10 @@ static void reported_sequence(void)
     seq_apply(&c, SEQ_STEP, 0);            /* protected: the rollback copy is made */
     seq_apply(&c, SEQ_SET_PARAMS, 1 << 4); /* control_dt 0.02: the 0.0123 model is freed */
     seq_apply(&c, SEQ_LOAD_SPEC, 0);       /* large strings, refused: the heap reused */
-    seq_apply(&c, SEQ_STEP, 0); /* the rollback copy made again for the new model */
-    CHECK(c.s->nworlds == 1 && c.s->worlds[0].sched.boundary_model == c.s->worlds[0].world->model,
-          "the rollback copy follows the world's model (%d worlds)", c.s->nworlds);
+    seq_apply(&c, SEQ_STEP, 0); /* the boundary saved again, for the new model */
+    CHECK(c.s->nworlds == 1 && c.s->worlds[0].world->model->control_dt == 0.02 &&
+              c.s->worlds[0].world->data->step_count == 2,
+          "stepped on under the new model (%d worlds)", c.s->nworlds);
     seq_apply(&c, SEQ_DESTROY, 0);
     CHECK(c.s->nworlds == 0, "destroyed");
     CHECK(hello_answers(&c), "the server answers after the sequence");
