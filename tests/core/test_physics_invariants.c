@@ -1774,6 +1774,11 @@ static const struct regression {
     /* a touch resolved to free left the end effector at the root's tolerance inside, its touch
      * guard at 0, unarmed: it then entered the table without an event */
     {"mobile_manipulator/hybrid", 26053131766765, 0},
+    {"mobile_manipulator/hybrid", 67558959219548, 0},
+    /* the same jam and stick decisions, from earlier soaks */
+    {"mobile_manipulator/hybrid", 135824641961893, 0},
+    {"mobile_manipulator/hybrid", 34783039857842, 0},
+    {"mobile_manipulator_passive/hybrid", 14116199347262, 0}, /* +3.4 J beyond the work */
 };
 
 static int run_regressions(void)

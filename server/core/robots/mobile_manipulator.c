@@ -47,10 +47,16 @@
  *     "touch"), then stick or slide as below.
  *   - slide: n . p'' = 0 with the force f = lambda (n - mu dir t) (Coulomb: friction mu lambda
  *     against the slip direction dir = sgn(t . p')). Guards: lambda (release when it falls
- *     through 0), dir t . p' (the slip stops: stick), the face's extent (it slides off a
- *     corner: release).
+ *     through 0), dir t . p' (the slip stops), the face's extent (it slides off a corner:
+ *     release), and the margin b / W_nn - 1e-6 from the dynamic jam (slide_margin, jam_impulse:
+ *     b = n . W (n - mu dir t), W = J M_c^-1 J^T, the normal acceleration per unit lambda; as it
+ *     falls to 0 while pressing, lambda = -a_n0 / b has no bound but a finite impulse, which is
+ *     taken at once).
  *   - stick: p'' = 0 (both components), force f free. Guards: lambda = n . f, mu lambda - t . f,
  *     mu lambda + t . f (the cone's edges: slip).
+ *   At rest on a face (after a touch's impulse, a slip that stops, the jam's impulse) the mode is
+ *   the one consistent at the acceleration level, tried in turn (rest_mode): stick in the cone,
+ *   free if the free motion leaves the face, a slide that presses and accelerates its own way.
  *   Where no mode is consistent (Painleve: a sliding contact whose force falls to 0 while the
  *   free motion would enter the face, or a touch after which neither sticking, sliding nor
  *   leaving is), the step stops with an error (mm_failure) at that state.
@@ -960,19 +966,18 @@ static double first_root(double g0, double g1, double g2)
 
 /* The dynamic jam's impulse: arm k slides to s t with its compliance b = n . W (n - mu s t) at
  * or below the jam (slide_margin <= 0) while it presses: the force lambda (n - mu s t) that keeps
- * it on the face grows without bound while its impulse P stays finite (Genot and Brogliato
- * 1999). Taken at once, at the fixed configuration (the rigid limit; Darboux and Keller's sliding
- * phase of a tangential impact): the generalised speeds jump by M_c^-1 J^T (n - mu s t) P, P the
- * least of
- *   - the slip stops (v_t = 0; the friction impulse decelerates it where s t . W (n - mu s t) < 0),
- *   - with b >= 0, the free normal acceleration a_n0 (quadratic in P) rises to 0: the force
- *     needed is finite again, lambda = -a_n0 / b falls to 0 and the contact leaves (as at any
- *     lambda = 0; at once if a_n0 >= 0 already).
- * With b < 0 the impulse moves the end effector into the face (v_n = b P): the touch's inelastic
- * normal impulse then stops it. Neither adds energy: the friction impulse opposes the slip, the
- * normal one does b P^2 / 2 (b < 0: negative, then the inelastic impulse; b >= 0: at most
- * JAM_MARGIN W_nn P^2 / 2). Afterwards the mode is chosen as after any impulse. Where no finite
- * P ends it, no mode is consistent: mm_failure. */
+ * it on the face grows without bound while its impulse P stays finite (Genot and Brogliato 1999).
+ * Taken at once, at the fixed configuration (the rigid limit): the generalised speeds jump by
+ * M_c^-1 J^T (n - mu s t - (b / W_nn) n) P, the normal term the velocity b P that the flow's own
+ * terms (a_n0 = -b lambda) make up over the jam, so the end effector stays on the face (v_n = 0;
+ * the friction ratio exceeds mu by the factor 1 / (1 - b / W_nn) <= 1 + 1e-6). P is the least of
+ *   - the slip stops (v_t = 0; the impulse decelerates it where s t . (the velocity change) < 0);
+ *   - the free normal acceleration a_n0 (quadratic in P) rises to 0: the force needed is finite
+ *     again, lambda = -a_n0 / b falls to 0 and the contact leaves (as at any lambda = 0; at once
+ *     if a_n0 >= 0 already).
+ * It adds no energy: v_n = 0 throughout, and the friction opposes the slip. Afterwards the mode
+ * is chosen as after any impulse. Where no finite P ends it, or b < 0 with a_n0 < 0 (a slide
+ * left past the jam by a jump: Painleve's inconsistent case), no mode is: mm_failure. */
 static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                         const double *u, int k)
 {
@@ -983,25 +988,33 @@ static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     sys_build(em, x, u, &S);
     const double *n = cf.n[k], *tg = cf.t[k];
     double sd = cf.dir[k], dv[2] = {n[0] - mu * sd * tg[0], n[1] - mu * sd * tg[1]};
-    double nud0[NV], D[NV], dp[2];
+    double nud0[NV], D[NV], Dn[NV], dp[2], dpn[2];
     force_response(em, &S, &cf, k, dv, nud0, D); /* per unit impulse: the same M_c */
+    force_response(em, &S, &cf, k, n, nud0, Dn);
     S0 = S;
     memset(S0.ee[k].a0, 0, sizeof S0.ee[k].a0);
-    ee_accel(&S0, k, D, dp); /* the end effector's velocity change per unit P */
-    double b = n[0] * dp[0] + n[1] * dp[1], c = tg[0] * dp[0] + tg[1] * dp[1];
-    double vt0 = tg[0] * S.ee[k].v[0] + tg[1] * S.ee[k].v[1];
-    double p_stop = sd * c < 0 ? fmax(0.0, -vt0 / c) : INFINITY, p_a = INFINITY;
-    double a_free = free_normal_accel(em, &cf, x, u, k, D, 0.0);
+    ee_accel(&S0, k, D, dp); /* the end effector's velocity change per unit impulse */
+    ee_accel(&S0, k, Dn, dpn);
+    double b = n[0] * dp[0] + n[1] * dp[1], wnn = n[0] * dpn[0] + n[1] * dpn[1];
+    double a_free = free_normal_accel(em, &cf, x, u, k, D, 0.0), P = INFINITY;
     if (a_free >= 0)
-        p_a = 0.0;
-    else if (b >= 0) {
+        P = 0.0; /* no force needed: it leaves */
+    else if (b >= 0 && wnn > 0) {
+        for (int j = 0; j < NV; j++)
+            D[j] -= b / wnn * Dn[j];
+        ee_accel(&S0, k, D, dp);
+        double c = tg[0] * dp[0] + tg[1] * dp[1];
+        double vt0 = tg[0] * S.ee[k].v[0] + tg[1] * S.ee[k].v[1];
+        double p_stop = sd * c < 0 ? fmax(0.0, -vt0 / c) : INFINITY;
         double h = isfinite(p_stop) && p_stop > 0 ? p_stop : 1.0;
         double f1 = free_normal_accel(em, &cf, x, u, k, D, h);
         double f2 = free_normal_accel(em, &cf, x, u, k, D, 2.0 * h);
         double g2 = (f2 - 2.0 * f1 + a_free) / (2.0 * h * h), g1 = (f1 - a_free) / h - g2 * h;
-        p_a = first_root(a_free, g1, g2);
+        double p_a = first_root(a_free, g1, g2);
+        P = fmin(p_stop, p_a);
+        if (p_a < p_stop)
+            a_free = 0.0; /* it ends where the force needed falls to 0: it leaves */
     }
-    double P = fmin(p_stop, p_a);
     if (!isfinite(P)) {
         ed->aux[AUX_JAM] = 1 + k;
         return;
@@ -1011,23 +1024,18 @@ static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     for (int i = 0; i < 2; i++)
         if (passive(em) && !cf.fixed[i])
             x[BV + i] += P * D[i];
-    if (p_a < p_stop) { /* no force needed any more: it leaves */
+    if (a_free >= 0) {
         ed->mode = mode_with(ed->mode, k, C_FREE);
         ed->aux[AUX_DIR_L + k] = 0.0;
         rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
         return;
     }
+    /* the slip stopped: the mode at rest */
     sys_build(em, x, u, &S);
-    double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
-    mm_cfg_t trial = cf;
-    if (-(n[0] * S.ee[k].v[0] + n[1] * S.ee[k].v[1]) > vscale) {
-        trial.c[k] = C_SLIDE, trial.dir[k] = 0.0; /* the touch's inelastic normal impulse */
-        apply_impulse(em, &S, &trial, x);
-        sys_build(em, x, u, &S);
-    }
-    double dir;
+    double dir, vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
     int mode = contact_after_impulse(em, &S, &cf, k, vscale, &dir);
     if (mode == C_STICK) {
+        mm_cfg_t trial = cf;
         trial.c[k] = C_STICK, trial.dir[k] = 0.0;
         apply_impulse(em, &S, &trial, x);
         ed->mode = mode_with(ed->mode, k, C_STICK);
