@@ -1781,6 +1781,10 @@ static const struct regression {
     {"mobile_manipulator/hybrid", 135824641961893, 0},
     {"mobile_manipulator/hybrid", 34783039857842, 0},
     {"mobile_manipulator_passive/hybrid", 14116199347262, 0}, /* +3.4 J beyond the work */
+    /* a slide left pulling (lambda < 0) by the base rolling the other way, and one whose slip
+     * the other arm's touch impulse reversed: each kept its friction along the motion */
+    {"mobile_manipulator_passive/hybrid", 88216075818006, 0},
+    {"mobile_manipulator_passive/hybrid", 4985942821906, 0},
 };
 
 static int run_regressions(void)

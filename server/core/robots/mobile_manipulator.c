@@ -1056,22 +1056,6 @@ static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     }
 }
 
-/* A sliding arm at or past the jam after a jump (the other arm's mode, the base's or new
- * commands changed M_c: the jam guard would start below 0 and never fire): its jam impulse. */
-static void jam_check(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                      const double *u)
-{
-    for (int k = 0; k < 2 && ed->aux[AUX_JAM] == 0.0; k++) {
-        if (contact_of(ed->mode, k) != C_SLIDE)
-            continue;
-        mm_sys_t S;
-        mm_cfg_t cf = cfg_of(em, ed);
-        sys_build(em, x, u, &S);
-        if (!(slide_margin(em, &S, &cf, k, cf.dir[k]) > 0))
-            jam_impulse(em, ed, t, x, u, k);
-    }
-}
-
 /* Pick arm k's contact state at a touch or after a discontinuity: an inelastic normal impulse if
  * it moves into the table, then stick if the cone holds it at rest, else slide, else free. */
 static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -1257,6 +1241,84 @@ static void base_after_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed
     }
 }
 
+/* After a jump, each part's mode consistent with the others' new ones: an arm's mode changes
+ * the base's load and the base's the arms' forces, and a force left past its guard's root never
+ * fires it (a slide pulling at lambda < 0 once a base rolled the other way: its friction then
+ * drove the slip, +1.2 J in a step; a slip reversed by the other arm's touch impulse). An arm
+ * sliding without pressing, or against its slip direction, takes the mode consistent after an
+ * impulse (it leaves where the free motion does), one stuck outside its cone the mode
+ * consistent at rest, a stuck passive base whose holding force exceeds the wheels' friction
+ * rolls, a slide at the jam takes its impulse; again while any changes (at most 4 rounds). */
+static void recheck(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                    const double *u)
+{
+    for (int round = 0; round < 4 && ed->aux[AUX_JAM] == 0.0; round++) {
+        int changed = 0;
+        base_after_impulse(em, ed, t, x, u);
+        mm_sys_t S;
+        mm_cfg_t cf = cfg_of(em, ed);
+        double nud[NV], f[2][2], lam_b[2], mu = em->p[P_MU];
+        sys_build(em, x, u, &S);
+        sys_solve(em, &S, &cf, 0, nud, f, lam_b);
+        for (int k = 0; k < 2 && !changed; k++) {
+            int c = cf.c[k];
+            const double *n = cf.n[k], *tg = cf.t[k];
+            double fn = n[0] * f[k][0] + n[1] * f[k][1], ft = tg[0] * f[k][0] + tg[1] * f[k][1];
+            double vt = tg[0] * S.ee[k].v[0] + tg[1] * S.ee[k].v[1];
+            double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
+            if (!(c == C_SLIDE && (!(fn > 0) || cf.dir[k] * vt < -vscale)) &&
+                !(c == C_STICK && !(fn > 0 && fabs(ft) <= mu * fn)))
+                continue;
+            double before[NX], dir, old_dir = cf.dir[k];
+            memcpy(before, x, sizeof before);
+            int mode = c == C_STICK ? rest_mode(em, &S, &cf, k, 1, &dir)
+                                    : contact_after_impulse(em, &S, &cf, k, vscale, &dir);
+            changed = 1;
+            if (mode == C_STICK) {
+                mm_cfg_t trial = cf;
+                trial.c[k] = C_STICK, trial.dir[k] = 0.0;
+                apply_impulse(em, &S, &trial, x);
+                ed->mode = mode_with(ed->mode, k, C_STICK);
+                ed->aux[AUX_DIR_L + k] = 0.0;
+                rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
+                continue;
+            }
+            if (mode == C_FREE) {
+                onto_face(em, ed, x, k);
+                ed->mode = mode_with(ed->mode, k, C_FREE);
+                ed->aux[AUX_DIR_L + k] = 0.0;
+                rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
+                continue;
+            }
+            ed->mode = mode_with(ed->mode, k, C_SLIDE);
+            ed->aux[AUX_DIR_L + k] = dir;
+            if (c == C_STICK)
+                rs_emit_event(ed, EV_SLIP, t, k, before, x, NX);
+            else if (dir != old_dir) { /* a reversal through rest */
+                rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
+                rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
+            }
+            if (mode == -2)
+                jam_impulse(em, ed, t, x, u, k);
+            else if (mode < 0)
+                ed->aux[AUX_JAM] = 1 + k; /* no mode is consistent: mm_failure */
+        }
+        for (int i = 0; i < 2 && !changed && passive(em); i++)
+            if (cf.fixed[i] && fabs(lam_b[i]) > em->p[i == 0 ? P_ROLL_F : P_ROLL_T]) {
+                resolve_base(em, ed, t, x, u, i, 1);
+                changed = 1;
+            }
+        for (int k = 0; k < 2 && !changed; k++)
+            if (cf.c[k] == C_SLIDE && !(slide_margin(em, &S, &cf, k, cf.dir[k]) > 0)) {
+                jam_impulse(em, ed, t, x, u, k);
+                changed = 1;
+            }
+        if (!changed)
+            break;
+    }
+    base_after_impulse(em, ed, t, x, u);
+}
+
 static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, const int *fired)
 {
@@ -1314,11 +1376,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
         }
     }
     base_after_impulse(em, ed, t, x, u);
-    jam_check(em, ed, t, x, u);
-    base_after_impulse(em, ed, t, x, u);
-    if (!passive(em))
-        return;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && passive(em); i++) {
         const int *fb = fired + G_BASE + 2 * i;
         if (ed->aux[AUX_BASE_V + i] == 0.0 && (fb[0] || fb[1])) {
             double before[NX];
@@ -1329,6 +1387,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             resolve_base(em, ed, t, x, u, i, 1);
         }
     }
+    recheck(em, ed, t, x, u);
 }
 
 static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -1372,9 +1431,7 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
                 resolve_arm(em, ed, t, x, u, k);
         }
     }
-    base_after_impulse(em, ed, t, x, u);
-    jam_check(em, ed, t, x, u);
-    base_after_impulse(em, ed, t, x, u);
+    recheck(em, ed, t, x, u);
 }
 
 /* A jammed sliding contact (slide_compliance <= 0 where its force fell to 0): the step stops
