@@ -53,7 +53,9 @@
  *     falls to 0 while pressing, lambda = -a_n0 / b has no bound but a finite impulse, which is
  *     taken at once).
  *   - stick: p'' = 0 (both components), force f free. Guards: lambda = n . f, mu lambda - t . f,
- *     mu lambda + t . f (the cone's edges: slip).
+ *     mu lambda + t . f (the cone's edges: slip); with servoed wheels |sin q2| - 1e-3, where the
+ *     arm may lock (lock_check: the wheels drive the shoulder out of the arm's reach while the
+ *     force along the arm lies inside the cone: the step stops with an error).
  *   At rest on a face (after a touch's impulse, a slip that stops, the jam's impulse) the mode is
  *   the one consistent at the acceleration level, tried in turn (rest_mode): stick in the cone,
  *   free if the free motion leaves the face, a slide that presses and accelerates its own way.
@@ -204,8 +206,9 @@ static const rs_aux_desc_t mm_aux[NAUX] = {
      "the table face the left end effector touches: 0 edge, 1 side x = table_x_min, 2 side "
      "x = table_x_max"},
     {"right_face", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0, "the right end effector's face, as left"},
-    {"jammed", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0,
-     "0, or 1 + the arm whose sliding contact has no consistent continuation (Painleve)"},
+    {"jammed", RS_AUX_INTEGER, 0.0, 4.0, 0, 0, 0,
+     "0, or 1 + the arm whose sliding contact has no consistent continuation (Painleve), or "
+     "3 + the stuck arm that the wheels' commanded motion drives past its reach (self-locking)"},
 };
 
 static const char *const mm_modes[9] = {"free,free",  "slide,free",  "stick,free",
@@ -590,6 +593,9 @@ static void force_response(const rs_entity_model_t *em, const mm_sys_t *S, const
  * than 1e6 times what the free acceleration a_n0 needs at the contact's own compliance W_nn. */
 #define JAM_MARGIN 1e-6
 
+/* |sin q2| at which a stuck arm of a servoed base is checked for self-locking (lock_check). */
+#define LOCK_SIN 1e-3
+
 /* A sliding contact's margin from the dynamic jam: b / W_nn - JAM_MARGIN, with b = n . W (n -
  * mu s t) the normal acceleration per unit of its force lambda (n - mu s t), sliding to s t, and
  * W_nn = n . W n > 0 (W = J M_c^-1 J^T, the other constraints held). As b falls to 0 while the
@@ -882,6 +888,8 @@ static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         if (cf.c[k] == C_STICK) {
             gk[3] = mu * lam - ft;
             gk[4] = mu * lam + ft;
+            if (!passive(em)) /* near the arm's stretched or folded pose: lock_check */
+                gk[6] = fabs(sin(x[Q0 + 4 * k + 1])) - LOCK_SIN;
         }
     }
     if (!passive(em))
@@ -1241,6 +1249,35 @@ static void base_after_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed
     }
 }
 
+/* A stuck end effector held by servoed wheels (the wheels mode) with its arm at the stretched
+ * or folded pose: the shoulder's distance r from the fixed end effector follows the base's
+ * commanded motion alone, and the joint rates needed, r_dot / (dr/dq2) with dr/dq2 =
+ * -a1 a2 sin q2 / r, grow without bound as the arm reaches the pose while r_dot drives it further
+ * (q2 ~ sqrt(t* - t): unbounded kinetic energy from the servos). The contact cannot let go where
+ * the force that holds the end effector, along the arm (d = (p - s) / r when stretched, -d when
+ * folded), lies inside the friction cone (self-locking). Checked where |sin q2| falls to LOCK_SIN
+ * (the guard), a few microseconds before: no finite motion continues, and mm_failure stops the
+ * step there. Else (the base's motion lets the arm through, or the force would slip) nothing. */
+static void lock_check(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
+                       const double *u, int k)
+{
+    double th = x[BTH], c = cos(th), s = sin(th), v, w, p[2], n[2], tg[2];
+    double sb[2] = {em->p[P_SHOULDER], (k == 0 ? 1.0 : -1.0) * em->p[P_SHOULDER + 1]};
+    double sw[2] = {x[BX] + c * sb[0] - s * sb[1], x[BY] + s * sb[0] + c * sb[1]};
+    base_speeds(em, x, u, &v, &w);
+    double sdot[2] = {v * c - w * (s * sb[0] + c * sb[1]), v * s + w * (c * sb[0] - s * sb[1])};
+    ee_position(em, x, k, p);
+    double d[2] = {p[0] - sw[0], p[1] - sw[1]}, r = hypot(d[0], d[1]);
+    if (!(r > 0))
+        return;
+    d[0] /= r, d[1] /= r;
+    double rdot = -(d[0] * sdot[0] + d[1] * sdot[1]), sg = cos(x[Q0 + 4 * k + 1]) > 0 ? 1.0 : -1.0;
+    face_frame((int)ed->aux[AUX_FACE_L + k], n, tg);
+    double fn = sg * (n[0] * d[0] + n[1] * d[1]), ft = sg * (tg[0] * d[0] + tg[1] * d[1]);
+    if (sg * rdot > 0 && fn > 0 && fabs(ft) < em->p[P_MU] * fn)
+        ed->aux[AUX_JAM] = 3 + k;
+}
+
 /* After a jump, each part's mode consistent with the others' new ones: an arm's mode changes
  * the base's load and the base's the arms' forces, and a force left past its guard's root never
  * fires it (a slide pulling at lambda < 0 once a base rolled the other way: its friction then
@@ -1373,6 +1410,8 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
         } else if (c == C_SLIDE && fk[6]) {
             jam_impulse(em, ed, t, x, u, k); /* pressing at the dynamic jam */
+        } else if (c == C_STICK && fk[6]) {
+            lock_check(em, ed, x, u, k);
         }
     }
     base_after_impulse(em, ed, t, x, u);
@@ -1434,16 +1473,24 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     recheck(em, ed, t, x, u);
 }
 
-/* A jammed sliding contact (slide_compliance <= 0 where its force fell to 0): the step stops
- * there with this error; new commands or a new state settle it again. */
+/* A jammed contact (no consistent mode: Painleve; or a stuck arm self-locking, lock_check): the
+ * step stops there with this error; new commands or a new state settle it again. */
 static int mm_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                       rs_status_t *st)
 {
-    (void)x;
     int k = (int)ed->aux[AUX_JAM] - 1;
     if (k < 0)
         return 0;
     static const char *const faces[3] = {"edge", "side x = table_x_min", "side x = table_x_max"};
+    if (k >= 2) /* the stuck arm k - 2 at its stretched (cos q2 > 0) or folded pose */
+        return rs_fail(st, RS_ESIMFAIL,
+                       "'%s': self-locking at t = %.9g s: the %s end effector is stuck on the "
+                       "table's %s with its arm %s, and the wheel speeds take the shoulder out of "
+                       "its reach; the arm's pull lies inside the friction cone (mu %g): change "
+                       "the wheel speeds",
+                       em->name, ed->data->t, k == 2 ? "left" : "right",
+                       faces[(int)ed->aux[AUX_FACE_L + k - 2]],
+                       cos(x[Q0 + 4 * (k - 2) + 1]) > 0 ? "stretched" : "folded", em->p[P_MU]);
     return rs_fail(st, RS_ESIMFAIL,
                    "'%s': the %s end effector sliding on the table's %s has no consistent "
                    "continuation at t = %.9g s (Painleve: with mu = %g in this pose it can neither "
