@@ -972,6 +972,46 @@ static double first_root(double g0, double g1, double g2)
     return best;
 }
 
+static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                        const double *u, int k);
+
+/* Put arm k, on its face, into the mode chosen for it (rest_mode, contact_after_impulse) with
+ * slip direction dir, logging the events from the state before: stick with the impulse that
+ * leaves it at rest; free, leaving from the face; a slide (-2: at the jam, its impulse follows;
+ * -1: no mode is consistent, mm_failure stops the step). */
+static void set_arm_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                         const double *u, int k, const mm_sys_t *S, const mm_cfg_t *cf, int mode,
+                         double dir, const double *before)
+{
+    int old = contact_of(ed->mode, k);
+    double old_dir = ed->aux[AUX_DIR_L + k];
+    if (mode == C_STICK || mode == C_FREE) {
+        if (mode == C_STICK) {
+            mm_cfg_t trial = *cf;
+            trial.c[k] = C_STICK, trial.dir[k] = 0.0;
+            apply_impulse(em, S, &trial, x);
+        } else
+            onto_face(em, ed, x, k);
+        ed->mode = mode_with(ed->mode, k, mode);
+        ed->aux[AUX_DIR_L + k] = 0.0;
+        if (old != mode)
+            rs_emit_event(ed, mode == C_STICK ? EV_STICK : EV_RELEASE, t, k, before, x, NX);
+        return;
+    }
+    ed->mode = mode_with(ed->mode, k, C_SLIDE);
+    ed->aux[AUX_DIR_L + k] = dir;
+    if (old == C_STICK)
+        rs_emit_event(ed, EV_SLIP, t, k, before, x, NX);
+    else if (old == C_SLIDE && dir != old_dir) { /* a reversal through rest */
+        rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
+        rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
+    }
+    if (mode == -2)
+        jam_impulse(em, ed, t, x, u, k);
+    else if (mode < 0)
+        ed->aux[AUX_JAM] = 1 + k;
+}
+
 /* The dynamic jam's impulse: arm k slides to s t with its compliance b = n . W (n - mu s t) at
  * or below the jam (slide_margin <= 0) while it presses: the force lambda (n - mu s t) that keeps
  * it on the face grows without bound while its impulse P stays finite (Genot and Brogliato 1999).
@@ -1042,26 +1082,7 @@ static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     sys_build(em, x, u, &S);
     double dir, vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
     int mode = contact_after_impulse(em, &S, &cf, k, vscale, &dir);
-    if (mode == C_STICK) {
-        mm_cfg_t trial = cf;
-        trial.c[k] = C_STICK, trial.dir[k] = 0.0;
-        apply_impulse(em, &S, &trial, x);
-        ed->mode = mode_with(ed->mode, k, C_STICK);
-        ed->aux[AUX_DIR_L + k] = 0.0;
-        rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-    } else if (mode == C_FREE) {
-        ed->mode = mode_with(ed->mode, k, C_FREE);
-        ed->aux[AUX_DIR_L + k] = 0.0;
-        rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
-    } else {
-        if (mode < 0)
-            ed->aux[AUX_JAM] = 1 + k;
-        if (dir != sd) { /* a reversal through rest */
-            rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-            rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
-        }
-        ed->aux[AUX_DIR_L + k] = dir;
-    }
+    set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode == -2 ? -1 : mode, dir, before);
 }
 
 /* Pick arm k's contact state at a touch or after a discontinuity: an inelastic normal impulse if
@@ -1306,39 +1327,12 @@ static void recheck(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             if (!(c == C_SLIDE && (!(fn > 0) || cf.dir[k] * vt < -vscale)) &&
                 !(c == C_STICK && !(fn > 0 && fabs(ft) <= mu * fn)))
                 continue;
-            double before[NX], dir, old_dir = cf.dir[k];
+            double before[NX], dir;
             memcpy(before, x, sizeof before);
             int mode = c == C_STICK ? rest_mode(em, &S, &cf, k, 1, &dir)
                                     : contact_after_impulse(em, &S, &cf, k, vscale, &dir);
             changed = 1;
-            if (mode == C_STICK) {
-                mm_cfg_t trial = cf;
-                trial.c[k] = C_STICK, trial.dir[k] = 0.0;
-                apply_impulse(em, &S, &trial, x);
-                ed->mode = mode_with(ed->mode, k, C_STICK);
-                ed->aux[AUX_DIR_L + k] = 0.0;
-                rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-                continue;
-            }
-            if (mode == C_FREE) {
-                onto_face(em, ed, x, k);
-                ed->mode = mode_with(ed->mode, k, C_FREE);
-                ed->aux[AUX_DIR_L + k] = 0.0;
-                rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
-                continue;
-            }
-            ed->mode = mode_with(ed->mode, k, C_SLIDE);
-            ed->aux[AUX_DIR_L + k] = dir;
-            if (c == C_STICK)
-                rs_emit_event(ed, EV_SLIP, t, k, before, x, NX);
-            else if (dir != old_dir) { /* a reversal through rest */
-                rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-                rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
-            }
-            if (mode == -2)
-                jam_impulse(em, ed, t, x, u, k);
-            else if (mode < 0)
-                ed->aux[AUX_JAM] = 1 + k; /* no mode is consistent: mm_failure */
+            set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode, dir, before);
         }
         for (int i = 0; i < 2 && !changed && passive(em); i++)
             if (cf.fixed[i] && fabs(lam_b[i]) > em->p[i == 0 ? P_ROLL_F : P_ROLL_T]) {
@@ -1384,26 +1378,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             sys_build(em, x, u, &S);
             memcpy(before, x, sizeof before);
             int mode = rest_mode(em, &S, &cf, k, 1, &dir);
-            if (mode == C_STICK) {
-                cf.c[k] = C_STICK, cf.dir[k] = 0.0;
-                apply_impulse(em, &S, &cf, x);
-                ed->mode = mode_with(ed->mode, k, C_STICK);
-                ed->aux[AUX_DIR_L + k] = 0.0;
-                rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-            } else if (mode == C_FREE) {
-                onto_face(em, ed, x, k);
-                ed->mode = mode_with(ed->mode, k, C_FREE);
-                ed->aux[AUX_DIR_L + k] = 0.0;
-                rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
-            } else {
-                if (mode < 0)
-                    ed->aux[AUX_JAM] = 1 + k;
-                if (dir != ed->aux[AUX_DIR_L + k]) { /* a reversal through rest */
-                    rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-                    rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
-                }
-                ed->aux[AUX_DIR_L + k] = dir;
-            }
+            set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode, dir, before);
         } else if (c == C_STICK && (fk[3] || fk[4])) {
             ed->mode = mode_with(ed->mode, k, C_SLIDE);
             ed->aux[AUX_DIR_L + k] = fk[3] ? -1.0 : 1.0; /* f_t reached +mu lambda: slips to -t */
