@@ -1306,13 +1306,20 @@ static void lock_check(const rs_entity_model_t *em, rs_entity_data_t *ed, const 
  * sliding without pressing, or against its slip direction, takes the mode consistent after an
  * impulse (it leaves where the free motion does), one stuck outside its cone the mode
  * consistent at rest, a stuck passive base whose holding force exceeds the wheels' friction
- * rolls, a slide at the jam takes its impulse; again while any changes (at most 4 rounds). */
+ * rolls, a slide at the jam takes its impulse; again while any changes (at most 4 rounds). A
+ * stuck arm of a servoed base within its lock guard's threshold (stuck there, or new commands)
+ * is checked for self-locking too. */
 static void recheck(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u)
 {
     for (int round = 0; round < 4 && ed->aux[AUX_JAM] == 0.0; round++) {
         int changed = 0;
         base_after_impulse(em, ed, t, x, u);
+        for (int k = 0; k < 2 && !passive(em); k++) /* stuck with its lock guard already past 0 */
+            if (contact_of(ed->mode, k) == C_STICK && fabs(sin(x[Q0 + 4 * k + 1])) <= LOCK_SIN)
+                lock_check(em, ed, x, u, k);
+        if (ed->aux[AUX_JAM] != 0.0)
+            break;
         mm_sys_t S;
         mm_cfg_t cf = cfg_of(em, ed);
         double nud[NV], f[2][2], lam_b[2], mu = em->p[P_MU];
