@@ -1072,10 +1072,8 @@ static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     for (int i = 0; i < 2; i++)
         if (passive(em) && !cf.fixed[i])
             x[BV + i] += P * D[i];
-    if (a_free >= 0) {
-        ed->mode = mode_with(ed->mode, k, C_FREE);
-        ed->aux[AUX_DIR_L + k] = 0.0;
-        rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
+    if (a_free >= 0) { /* leaves, from the face (not the integrator's drift inside it) */
+        set_arm_mode(em, ed, t, x, u, k, &S, &cf, C_FREE, 0.0, before);
         return;
     }
     /* the slip stopped: the mode at rest */
