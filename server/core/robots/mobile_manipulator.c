@@ -47,10 +47,18 @@
  *     "touch"), then stick or slide as below.
  *   - slide: n . p'' = 0 with the force f = lambda (n - mu dir t) (Coulomb: friction mu lambda
  *     against the slip direction dir = sgn(t . p')). Guards: lambda (release when it falls
- *     through 0), dir t . p' (the slip stops: stick), the face's extent (it slides off a
- *     corner: release).
+ *     through 0), dir t . p' (the slip stops), the face's extent (it slides off a corner:
+ *     release), and the margin b / W_nn - 1e-6 from the dynamic jam (slide_margin, jam_impulse:
+ *     b = n . W (n - mu dir t), W = J M_c^-1 J^T, the normal acceleration per unit lambda; as it
+ *     falls to 0 while pressing, lambda = -a_n0 / b has no bound but a finite impulse, which is
+ *     taken at once).
  *   - stick: p'' = 0 (both components), force f free. Guards: lambda = n . f, mu lambda - t . f,
- *     mu lambda + t . f (the cone's edges: slip).
+ *     mu lambda + t . f (the cone's edges: slip); with servoed wheels |sin q2| - 1e-3, where the
+ *     arm may lock (lock_check: the wheels drive the shoulder out of the arm's reach while the
+ *     force along the arm lies inside the cone: the step stops with an error).
+ *   At rest on a face (after a touch's impulse, a slip that stops, the jam's impulse) the mode is
+ *   the one consistent at the acceleration level, tried in turn (rest_mode): stick in the cone,
+ *   free if the free motion leaves the face, a slide that presses and accelerates its own way.
  *   Where no mode is consistent (Painleve: a sliding contact whose force falls to 0 while the
  *   free motion would enter the face, or a touch after which neither sticking, sliding nor
  *   leaving is), the step stops with an error (mm_failure) at that state.
@@ -83,7 +91,7 @@ enum { EV_TOUCH, EV_RELEASE, EV_STICK, EV_SLIP, EV_BASE_ROLL, EV_BASE_STOP };
 enum { AUX_DIR_L, AUX_DIR_R, AUX_BASE_V, AUX_BASE_W, AUX_FACE_L, AUX_FACE_R, AUX_JAM, NAUX };
 enum { FACE_EDGE, FACE_MIN, FACE_MAX }; /* y = table_y, x = table_x_min, x = table_x_max */
 enum { BASE_WHEELS = 0, BASE_PASSIVE = 1 };
-#define G_PER_ARM 6
+#define G_PER_ARM 7
 #define G_BASE (2 * G_PER_ARM) /* then two per base speed */
 #define NG (G_BASE + 4)
 #define NV 6 /* generalised speeds: v, w, left qd1, qd2, right qd1, qd2 */
@@ -198,8 +206,9 @@ static const rs_aux_desc_t mm_aux[NAUX] = {
      "the table face the left end effector touches: 0 edge, 1 side x = table_x_min, 2 side "
      "x = table_x_max"},
     {"right_face", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0, "the right end effector's face, as left"},
-    {"jammed", RS_AUX_INTEGER, 0.0, 2.0, 0, 0, 0,
-     "0, or 1 + the arm whose sliding contact has no consistent continuation (Painleve)"},
+    {"jammed", RS_AUX_INTEGER, 0.0, 4.0, 0, 0, 0,
+     "0, or 1 + the arm whose sliding contact has no consistent continuation (Painleve), or "
+     "3 + the stuck arm that the wheels' commanded motion drives past its reach (self-locking)"},
 };
 
 static const char *const mm_modes[9] = {"free,free",  "slide,free",  "stick,free",
@@ -550,6 +559,135 @@ static double face_extent(const rs_entity_model_t *em, const double p[2], int fa
     return face == FACE_EDGE ? fmin(p[0] - x0, x1 - p[0]) : p[1] - ty;
 }
 
+/* ---- the contact problem of one arm at the acceleration level ----------------------------- */
+
+/* Arm k's end-effector acceleration (world) under the accelerations nud: J nud + a0. */
+static void ee_accel(const mm_sys_t *S, int k, const double nud[NV], double a[2])
+{
+    for (int d = 0; d < 2; d++) {
+        a[d] = S->ee[k].a0[d];
+        for (int j = 0; j < NV; j++)
+            a[d] += S->ee[k].J[d][j] * nud[j];
+    }
+}
+
+/* Arm k with its contact force removed (free, the other constraints of cf held): the
+ * accelerations nud0, and those per unit of a force along the world direction dirv at the end
+ * effector (nud1 - nud0: the constrained response M_c^-1 J^T dirv). */
+static void force_response(const rs_entity_model_t *em, const mm_sys_t *S, const mm_cfg_t *cf,
+                           int k, const double dirv[2], double nud0[NV], double dnud[NV])
+{
+    mm_cfg_t fr = *cf;
+    mm_sys_t S1 = *S;
+    fr.c[k] = C_FREE, fr.dir[k] = 0.0;
+    sys_solve(em, S, &fr, 0, nud0, NULL, NULL);
+    for (int j = 0; j < NV; j++)
+        S1.rhs[j] += S->ee[k].J[0][j] * dirv[0] + S->ee[k].J[1][j] * dirv[1];
+    sys_solve(em, &S1, &fr, 0, dnud, NULL, NULL);
+    for (int j = 0; j < NV; j++)
+        dnud[j] -= nud0[j];
+}
+
+/* The smallest relative normal compliance b / W_nn a sliding contact may have (see
+ * slide_margin): below it the contact force lambda = -a_n0 / b needed to keep sliding is more
+ * than 1e6 times what the free acceleration a_n0 needs at the contact's own compliance W_nn. */
+#define JAM_MARGIN 1e-6
+
+/* |sin q2| at which a stuck arm of a servoed base is checked for self-locking (lock_check). */
+#define LOCK_SIN 1e-3
+
+/* A sliding contact's margin from the dynamic jam: b / W_nn - JAM_MARGIN, with b = n . W (n -
+ * mu s t) the normal acceleration per unit of its force lambda (n - mu s t), sliding to s t, and
+ * W_nn = n . W n > 0 (W = J M_c^-1 J^T, the other constraints held). As b falls to 0 while the
+ * contact presses (lambda = -a_n0 / b > 0), lambda grows without bound while its impulse stays
+ * finite (Genot and Brogliato, "New results on Painleve paradoxes", Eur. J. Mech. A/Solids 18,
+ * 1999: the dynamic jam); the guard on this margin stops the flow there and jam_impulse takes
+ * the impulse at once. */
+static double slide_margin(const rs_entity_model_t *em, const mm_sys_t *S, const mm_cfg_t *cf,
+                           int k, double s)
+{
+    const double *n = cf->n[k], *t = cf->t[k];
+    double dv[2] = {n[0] - em->p[P_MU] * s * t[0], n[1] - em->p[P_MU] * s * t[1]};
+    double nud0[NV], db[NV], dn[NV], ab[2], an[2];
+    force_response(em, S, cf, k, dv, nud0, db);
+    force_response(em, S, cf, k, n, nud0, dn);
+    mm_sys_t S0 = *S; /* accelerations alone: the velocity terms a0 cancel in the difference */
+    memset(S0.ee[k].a0, 0, sizeof S0.ee[k].a0);
+    ee_accel(&S0, k, db, ab);
+    ee_accel(&S0, k, dn, an);
+    double b = n[0] * ab[0] + n[1] * ab[1], wnn = n[0] * an[0] + n[1] * an[1];
+    return wnn > 0 ? b / wnn - JAM_MARGIN : 1.0; /* W_nn = 0: a singular pose, no motion */
+}
+
+/* Arm k at rest on its face (normal and tangential velocity 0), the other constraints of cf
+ * held: the contact mode consistent with Coulomb's law at the acceleration level (seed 004's
+ * complementarity conditions for one contact), tried in turn: stick (f_n > 0, |f_t| <= mu f_n;
+ * only if allow_stick), free (a_n >= 0: the free motion leaves or grazes the face), slide to
+ * s t (lambda > 0, accelerating its own way: s a_t > 0, and away from the dynamic jam), s first
+ * against the friction the stick would need. Returns the mode and *dir, or -1 where none is
+ * consistent (Painleve), *dir then the preferred slide. Sliding and free exclude each other
+ * where b > 0 (lambda = -a_n0 / b); with b <= 0 both may be, and free is taken. */
+static int rest_mode(const rs_entity_model_t *em, const mm_sys_t *S, const mm_cfg_t *cf, int k,
+                     int allow_stick, double *dir)
+{
+    const double *n = cf->n[k], *t = cf->t[k];
+    double mu = em->p[P_MU], nud[NV], f[2][2], a[2];
+    mm_cfg_t tr = *cf;
+    tr.c[k] = C_STICK, tr.dir[k] = 0.0;
+    sys_solve(em, S, &tr, 0, nud, f, NULL);
+    double fn = n[0] * f[k][0] + n[1] * f[k][1], ft = t[0] * f[k][0] + t[1] * f[k][1];
+    *dir = 0.0;
+    if (allow_stick && fn > 0 && fabs(ft) <= mu * fn)
+        return C_STICK;
+    double pref = ft > 0 ? -1.0 : 1.0;
+    tr.c[k] = C_FREE;
+    sys_solve(em, S, &tr, 0, nud, NULL, NULL);
+    ee_accel(S, k, nud, a);
+    if (n[0] * a[0] + n[1] * a[1] >= 0)
+        return C_FREE;
+    for (int i = 0; i < 2; i++) {
+        double sd = i ? -pref : pref;
+        tr.c[k] = C_SLIDE, tr.dir[k] = sd;
+        sys_solve(em, S, &tr, 0, nud, f, NULL);
+        ee_accel(S, k, nud, a);
+        double lam = n[0] * f[k][0] + n[1] * f[k][1], at = t[0] * a[0] + t[1] * a[1];
+        if (lam > 0 && sd * at > 0 && slide_margin(em, S, cf, k, sd) > 0) {
+            *dir = sd;
+            return C_SLIDE;
+        }
+    }
+    *dir = pref;
+    return -1;
+}
+
+/* Arm k on its face without normal velocity (after an impulse), the other constraints of cf
+ * held: its mode and slip direction. At rest (|v_t| <= vscale): rest_mode. Sliding to
+ * s = sgn(v_t): slide if it presses (lambda > 0) away from the jam, else free if the free motion
+ * leaves the face. Else -2 where the slide presses at the jam (0 <= b / W_nn <= JAM_MARGIN:
+ * jam_impulse), -1 where no mode is consistent (Painleve). */
+static int contact_after_impulse(const rs_entity_model_t *em, const mm_sys_t *S,
+                                 const mm_cfg_t *cf, int k, double vscale, double *dir)
+{
+    const double *n = cf->n[k], *t = cf->t[k];
+    const point_terms_t *e = &S->ee[k];
+    double vt = t[0] * e->v[0] + t[1] * e->v[1], nud[NV], f[2][2], a[2];
+    if (fabs(vt) <= vscale)
+        return rest_mode(em, S, cf, k, 1, dir);
+    mm_cfg_t tr = *cf;
+    *dir = vt > 0 ? 1.0 : -1.0;
+    tr.c[k] = C_SLIDE, tr.dir[k] = *dir;
+    sys_solve(em, S, &tr, 0, nud, f, NULL);
+    double lam = n[0] * f[k][0] + n[1] * f[k][1], margin = slide_margin(em, S, cf, k, *dir);
+    if (lam > 0 && margin > 0)
+        return C_SLIDE;
+    tr.c[k] = C_FREE, tr.dir[k] = 0.0;
+    sys_solve(em, S, &tr, 0, nud, NULL, NULL);
+    ee_accel(S, k, nud, a);
+    if (n[0] * a[0] + n[1] * a[1] >= 0)
+        return C_FREE;
+    return lam > 0 && margin >= -JAM_MARGIN ? -2 : -1;
+}
+
 /* ---- frames for motion specifications ------------------------------------------------------ */
 
 enum { F_BASE, F_LSHOULDER, F_LELBOW, F_LEE, F_RSHOULDER, F_RELBOW, F_REE, F_TABLE, NFRAMES };
@@ -745,10 +883,13 @@ static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         if (cf.c[k] == C_SLIDE) {
             gk[2] = cf.dir[k] * (tg[0] * e->v[0] + tg[1] * e->v[1]);
             gk[5] = face_extent(em, e->p, (int)ed->aux[AUX_FACE_L + k]);
+            gk[6] = slide_margin(em, &S, &cf, k, cf.dir[k]);
         }
         if (cf.c[k] == C_STICK) {
             gk[3] = mu * lam - ft;
             gk[4] = mu * lam + ft;
+            if (!passive(em)) /* near the arm's stretched or folded pose: lock_check */
+                gk[6] = fabs(sin(x[Q0 + 4 * k + 1])) - LOCK_SIN;
         }
     }
     if (!passive(em))
@@ -788,6 +929,158 @@ static void onto_face(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         x[Q0 + 4 * k] += g[0] * dn / nn;
         x[Q0 + 4 * k + 1] += g[1] * dn / nn;
     }
+}
+
+/* Arm k's free normal acceleration n . p'' (its contact force removed, the other constraints of
+ * cf held) with the generalised speeds changed by P D (the arms' rates; a rolling passive base's
+ * speeds). */
+static double free_normal_accel(const rs_entity_model_t *em, const mm_cfg_t *cf, const double *x,
+                                const double *u, int k, const double D[NV], double P)
+{
+    double y[NX], nud[NV], a[2];
+    memcpy(y, x, sizeof y);
+    for (int j = 2; j < NV; j++)
+        y[Q0 + 4 * ((j - 2) / 2) + 2 + (j - 2) % 2] += P * D[j];
+    for (int i = 0; i < 2; i++)
+        if (passive(em) && !cf->fixed[i])
+            y[BV + i] += P * D[i];
+    mm_sys_t S;
+    mm_cfg_t fr = *cf;
+    fr.c[k] = C_FREE, fr.dir[k] = 0.0;
+    sys_build(em, y, u, &S);
+    sys_solve(em, &S, &fr, 0, nud, NULL, NULL);
+    ee_accel(&S, k, nud, a);
+    return cf->n[k][0] * a[0] + cf->n[k][1] * a[1];
+}
+
+/* The least P > 0 with g0 + g1 P + g2 P^2 = 0 (g0 < 0), or infinity. */
+static double first_root(double g0, double g1, double g2)
+{
+    if (g0 >= 0)
+        return 0.0;
+    double disc = g1 * g1 - 4.0 * g2 * g0;
+    if (disc < 0)
+        return INFINITY;
+    double q = -0.5 * (g1 + copysign(sqrt(disc), g1)), r[2] = {INFINITY, INFINITY}, best = INFINITY;
+    if (q != 0)
+        r[0] = g0 / q;
+    if (g2 != 0)
+        r[1] = q / g2;
+    for (int i = 0; i < 2; i++)
+        if (r[i] > 0 && r[i] < best)
+            best = r[i];
+    return best;
+}
+
+static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                        const double *u, int k);
+
+/* Put arm k, on its face, into the mode chosen for it (rest_mode, contact_after_impulse) with
+ * slip direction dir, logging the events from the state before: stick with the impulse that
+ * leaves it at rest; free, leaving from the face; a slide (-2: at the jam, its impulse follows;
+ * -1: no mode is consistent, mm_failure stops the step). */
+static void set_arm_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                         const double *u, int k, const mm_sys_t *S, const mm_cfg_t *cf, int mode,
+                         double dir, const double *before)
+{
+    int old = contact_of(ed->mode, k);
+    double old_dir = ed->aux[AUX_DIR_L + k];
+    if (mode == C_STICK || mode == C_FREE) {
+        if (mode == C_STICK) {
+            mm_cfg_t trial = *cf;
+            trial.c[k] = C_STICK, trial.dir[k] = 0.0;
+            apply_impulse(em, S, &trial, x);
+        } else
+            onto_face(em, ed, x, k);
+        ed->mode = mode_with(ed->mode, k, mode);
+        ed->aux[AUX_DIR_L + k] = 0.0;
+        if (old != mode)
+            rs_emit_event(ed, mode == C_STICK ? EV_STICK : EV_RELEASE, t, k, before, x, NX);
+        return;
+    }
+    ed->mode = mode_with(ed->mode, k, C_SLIDE);
+    ed->aux[AUX_DIR_L + k] = dir;
+    if (old == C_STICK)
+        rs_emit_event(ed, EV_SLIP, t, k, before, x, NX);
+    else if (old == C_SLIDE && dir != old_dir) { /* a reversal through rest */
+        rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
+        rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
+    }
+    if (mode == -2)
+        jam_impulse(em, ed, t, x, u, k);
+    else if (mode < 0)
+        ed->aux[AUX_JAM] = 1 + k;
+}
+
+/* The dynamic jam's impulse: arm k slides to s t with its compliance b = n . W (n - mu s t) at
+ * or below the jam (slide_margin <= 0) while it presses: the force lambda (n - mu s t) that keeps
+ * it on the face grows without bound while its impulse P stays finite (Genot and Brogliato 1999).
+ * Taken at once, at the fixed configuration (the rigid limit): the generalised speeds jump by
+ * M_c^-1 J^T (n - mu s t - (b / W_nn) n) P, the normal term the velocity b P that the flow's own
+ * terms (a_n0 = -b lambda) make up over the jam, so the end effector stays on the face (v_n = 0;
+ * the friction ratio exceeds mu by the factor 1 / (1 - b / W_nn) <= 1 + 1e-6). P is the least of
+ *   - the slip stops (v_t = 0; the impulse decelerates it where s t . (the velocity change) < 0);
+ *   - the free normal acceleration a_n0 (quadratic in P) rises to 0: the force needed is finite
+ *     again, lambda = -a_n0 / b falls to 0 and the contact leaves (as at any lambda = 0; at once
+ *     if a_n0 >= 0 already).
+ * It adds no energy: v_n = 0 throughout, and the friction opposes the slip. Afterwards the mode
+ * is chosen as after any impulse. Where no finite P ends it, or b < 0 with a_n0 < 0 (a slide
+ * left past the jam by a jump: Painleve's inconsistent case), no mode is: mm_failure. */
+static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                        const double *u, int k)
+{
+    double before[NX], mu = em->p[P_MU];
+    memcpy(before, x, sizeof before);
+    mm_sys_t S, S0;
+    mm_cfg_t cf = cfg_of(em, ed);
+    sys_build(em, x, u, &S);
+    const double *n = cf.n[k], *tg = cf.t[k];
+    double sd = cf.dir[k], dv[2] = {n[0] - mu * sd * tg[0], n[1] - mu * sd * tg[1]};
+    double nud0[NV], D[NV], Dn[NV], dp[2], dpn[2];
+    force_response(em, &S, &cf, k, dv, nud0, D); /* per unit impulse: the same M_c */
+    force_response(em, &S, &cf, k, n, nud0, Dn);
+    S0 = S;
+    memset(S0.ee[k].a0, 0, sizeof S0.ee[k].a0);
+    ee_accel(&S0, k, D, dp); /* the end effector's velocity change per unit impulse */
+    ee_accel(&S0, k, Dn, dpn);
+    double b = n[0] * dp[0] + n[1] * dp[1], wnn = n[0] * dpn[0] + n[1] * dpn[1];
+    double a_free = free_normal_accel(em, &cf, x, u, k, D, 0.0), P = INFINITY;
+    if (a_free >= 0)
+        P = 0.0; /* no force needed: it leaves */
+    else if (b >= 0 && wnn > 0) {
+        for (int j = 0; j < NV; j++)
+            D[j] -= b / wnn * Dn[j];
+        ee_accel(&S0, k, D, dp);
+        double c = tg[0] * dp[0] + tg[1] * dp[1];
+        double vt0 = tg[0] * S.ee[k].v[0] + tg[1] * S.ee[k].v[1];
+        double p_stop = sd * c < 0 ? fmax(0.0, -vt0 / c) : INFINITY;
+        double h = isfinite(p_stop) && p_stop > 0 ? p_stop : 1.0;
+        double f1 = free_normal_accel(em, &cf, x, u, k, D, h);
+        double f2 = free_normal_accel(em, &cf, x, u, k, D, 2.0 * h);
+        double g2 = (f2 - 2.0 * f1 + a_free) / (2.0 * h * h), g1 = (f1 - a_free) / h - g2 * h;
+        double p_a = first_root(a_free, g1, g2);
+        P = fmin(p_stop, p_a);
+        if (p_a < p_stop)
+            a_free = 0.0; /* it ends where the force needed falls to 0: it leaves */
+    }
+    if (!isfinite(P)) {
+        ed->aux[AUX_JAM] = 1 + k;
+        return;
+    }
+    for (int j = 2; j < NV; j++)
+        x[Q0 + 4 * ((j - 2) / 2) + 2 + (j - 2) % 2] += P * D[j];
+    for (int i = 0; i < 2; i++)
+        if (passive(em) && !cf.fixed[i])
+            x[BV + i] += P * D[i];
+    if (a_free >= 0) { /* leaves, from the face (not the integrator's drift inside it) */
+        set_arm_mode(em, ed, t, x, u, k, &S, &cf, C_FREE, 0.0, before);
+        return;
+    }
+    /* the slip stopped: the mode at rest */
+    sys_build(em, x, u, &S);
+    double dir, vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
+    int mode = contact_after_impulse(em, &S, &cf, k, vscale, &dir);
+    set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode == -2 ? -1 : mode, dir, before);
 }
 
 /* Pick arm k's contact state at a touch or after a discontinuity: an inelastic normal impulse if
@@ -851,45 +1144,24 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
         apply_impulse(em, &S, &trial, x);
         sys_build(em, x, u, &S);
     }
-    int c = C_FREE;
+    /* at rest: the consistent mode of rest_mode; sliding: on, or free if it leaves */
     double dir = 0.0;
-    if (fabs(V_T) <= vscale) {
+    int c = contact_after_impulse(em, &S, &trial, k, vscale, &dir), jam = c == -2;
+    if (c == C_STICK) {
         trial.c[k] = C_STICK, trial.dir[k] = 0.0;
-        sys_solve(em, &S, &trial, 0, nud, f, NULL);
-        if (F_N > 0 && fabs(F_T) <= mu * F_N) {
-            c = C_STICK;
-            apply_impulse(em, &S, &trial, x); /* at rest on the table, both components exactly 0 */
-        } else {
-            dir = F_T > 0 ? -1.0 : 1.0; /* the friction needed was missing: slips against it */
-        }
-    } else {
-        dir = V_T > 0 ? 1.0 : -1.0;
-    }
-    if (c != C_STICK) {
-        trial.c[k] = C_SLIDE, trial.dir[k] = dir;
-        sys_solve(em, &S, &trial, 0, nud, f, NULL);
-        c = F_N > 0 ? C_SLIDE : C_FREE;
-    }
-    if (c == C_FREE) {
-        /* free only if it then moves off the face: at rest on it (after the impulse) with the
-         * free acceleration into it, no mode is consistent (Painleve) */
-        trial.c[k] = C_FREE;
-        sys_solve(em, &S, &trial, 0, nud, NULL, NULL);
-        double an = n[0] * e->a0[0] + n[1] * e->a0[1];
-        for (int j = 0; j < NV; j++)
-            an += (n[0] * e->J[0][j] + n[1] * e->J[1][j]) * nud[j];
-        if (fabs(V_IN) <= vscale && an < 0) {
-            ed->aux[AUX_JAM] = 1 + k;
-            ed->aux[AUX_DIR_L + k] = dir;
-            c = C_SLIDE; /* the last mode tried; mm_failure stops the step here */
-        }
+        apply_impulse(em, &S, &trial, x); /* at rest on the table, both components exactly 0 */
+    } else if (c < 0) {
+        if (!jam)
+            ed->aux[AUX_JAM] = 1 + k; /* no mode is consistent: mm_failure stops the step here */
+        c = C_SLIDE;
     }
 #undef V_IN
 #undef V_T
 #undef F_N
 #undef F_T
-    if (c != C_FREE || old != C_FREE)
-        onto_face(em, ed, x, k); /* on the face, or leaving from it */
+    /* on the face, or leaving from it: a touch that leaves at once too, so that its guard
+     * (distance + touch_tolerance) starts above 0, armed, not at the root's tolerance inside */
+    onto_face(em, ed, x, k);
     ed->mode = mode_with(ed->mode, k, c);
     ed->aux[AUX_DIR_L + k] = c == C_SLIDE ? dir : 0.0;
     int kind = -1;
@@ -903,6 +1175,8 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
         kind = EV_SLIP;
     if (kind >= 0)
         rs_emit_event(ed, kind, t, k, before, x, NX);
+    if (jam) /* it slides pressing at the jam: the jam's impulse at once */
+        jam_impulse(em, ed, t, x, u, k);
 }
 
 /* A passive base's speed i (0: v, 1: w): moving, it rolls (friction against its sign); at rest
@@ -994,6 +1268,93 @@ static void base_after_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed
     }
 }
 
+/* A stuck end effector held by servoed wheels (the wheels mode) with its arm at the stretched
+ * or folded pose: the shoulder's distance r from the fixed end effector follows the base's
+ * commanded motion alone, and the joint rates needed, r_dot / (dr/dq2) with dr/dq2 =
+ * -a1 a2 sin q2 / r, grow without bound as the arm reaches the pose while r_dot drives it further
+ * (q2 ~ sqrt(t* - t): unbounded kinetic energy from the servos). The contact cannot let go where
+ * the force that holds the end effector, along the arm (d = (p - s) / r when stretched, -d when
+ * folded), lies inside the friction cone (self-locking). Checked where |sin q2| falls to LOCK_SIN
+ * (the guard), a few microseconds before: no finite motion continues, and mm_failure stops the
+ * step there. Else (the base's motion lets the arm through, or the force would slip) nothing. */
+static void lock_check(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
+                       const double *u, int k)
+{
+    double th = x[BTH], c = cos(th), s = sin(th), v, w, p[2], n[2], tg[2];
+    double sb[2] = {em->p[P_SHOULDER], (k == 0 ? 1.0 : -1.0) * em->p[P_SHOULDER + 1]};
+    double sw[2] = {x[BX] + c * sb[0] - s * sb[1], x[BY] + s * sb[0] + c * sb[1]};
+    base_speeds(em, x, u, &v, &w);
+    double sdot[2] = {v * c - w * (s * sb[0] + c * sb[1]), v * s + w * (c * sb[0] - s * sb[1])};
+    ee_position(em, x, k, p);
+    double d[2] = {p[0] - sw[0], p[1] - sw[1]}, r = hypot(d[0], d[1]);
+    if (!(r > 0))
+        return;
+    d[0] /= r, d[1] /= r;
+    double rdot = -(d[0] * sdot[0] + d[1] * sdot[1]), sg = cos(x[Q0 + 4 * k + 1]) > 0 ? 1.0 : -1.0;
+    face_frame((int)ed->aux[AUX_FACE_L + k], n, tg);
+    double fn = sg * (n[0] * d[0] + n[1] * d[1]), ft = sg * (tg[0] * d[0] + tg[1] * d[1]);
+    if (sg * rdot > 0 && fn > 0 && fabs(ft) < em->p[P_MU] * fn)
+        ed->aux[AUX_JAM] = 3 + k;
+}
+
+/* After a jump, each part's mode consistent with the others' new ones: an arm's mode changes
+ * the base's load and the base's the arms' forces, and a force left past its guard's root never
+ * fires it (a slide pulling at lambda < 0 once a base rolled the other way: its friction then
+ * drove the slip, +1.2 J in a step; a slip reversed by the other arm's touch impulse). An arm
+ * sliding without pressing, or against its slip direction, takes the mode consistent after an
+ * impulse (it leaves where the free motion does), one stuck outside its cone the mode
+ * consistent at rest, a stuck passive base whose holding force exceeds the wheels' friction
+ * rolls, a slide at the jam takes its impulse; again while any changes (at most 4 rounds). A
+ * stuck arm of a servoed base within its lock guard's threshold (stuck there, or new commands)
+ * is checked for self-locking too. */
+static void recheck(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                    const double *u)
+{
+    for (int round = 0; round < 4 && ed->aux[AUX_JAM] == 0.0; round++) {
+        int changed = 0;
+        base_after_impulse(em, ed, t, x, u);
+        for (int k = 0; k < 2 && !passive(em); k++) /* stuck with its lock guard already past 0 */
+            if (contact_of(ed->mode, k) == C_STICK && fabs(sin(x[Q0 + 4 * k + 1])) <= LOCK_SIN)
+                lock_check(em, ed, x, u, k);
+        if (ed->aux[AUX_JAM] != 0.0)
+            break;
+        mm_sys_t S;
+        mm_cfg_t cf = cfg_of(em, ed);
+        double nud[NV], f[2][2], lam_b[2], mu = em->p[P_MU];
+        sys_build(em, x, u, &S);
+        sys_solve(em, &S, &cf, 0, nud, f, lam_b);
+        for (int k = 0; k < 2 && !changed; k++) {
+            int c = cf.c[k];
+            const double *n = cf.n[k], *tg = cf.t[k];
+            double fn = n[0] * f[k][0] + n[1] * f[k][1], ft = tg[0] * f[k][0] + tg[1] * f[k][1];
+            double vt = tg[0] * S.ee[k].v[0] + tg[1] * S.ee[k].v[1];
+            double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
+            if (!(c == C_SLIDE && (!(fn > 0) || cf.dir[k] * vt < -vscale)) &&
+                !(c == C_STICK && !(fn > 0 && fabs(ft) <= mu * fn)))
+                continue;
+            double before[NX], dir;
+            memcpy(before, x, sizeof before);
+            int mode = c == C_STICK ? rest_mode(em, &S, &cf, k, 1, &dir)
+                                    : contact_after_impulse(em, &S, &cf, k, vscale, &dir);
+            changed = 1;
+            set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode, dir, before);
+        }
+        for (int i = 0; i < 2 && !changed && passive(em); i++)
+            if (cf.fixed[i] && fabs(lam_b[i]) > em->p[i == 0 ? P_ROLL_F : P_ROLL_T]) {
+                resolve_base(em, ed, t, x, u, i, 1);
+                changed = 1;
+            }
+        for (int k = 0; k < 2 && !changed; k++)
+            if (cf.c[k] == C_SLIDE && !(slide_margin(em, &S, &cf, k, cf.dir[k]) > 0)) {
+                jam_impulse(em, ed, t, x, u, k);
+                changed = 1;
+            }
+        if (!changed)
+            break;
+    }
+    base_after_impulse(em, ed, t, x, u);
+}
+
 static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, const int *fired)
 {
@@ -1014,76 +1375,27 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             ed->aux[AUX_DIR_L + k] = 0.0;
             rs_emit_event(ed, EV_RELEASE, t, k, x, x, NX);
         } else if (c == C_SLIDE && fk[2]) {
-            /* the slip stopped: stick if the cone holds, else slide the other way */
+            /* the slip stopped: the mode consistent at rest (stick, free, or a slide its own
+             * way), else no mode is (Painleve) and mm_failure stops the step */
             mm_sys_t S;
             mm_cfg_t cf = cfg_of(em, ed);
-            double nud[NV], f[2][2], before[NX];
+            double dir, before[NX];
             sys_build(em, x, u, &S);
-            cf.c[k] = C_STICK, cf.dir[k] = 0.0;
-            sys_solve(em, &S, &cf, 0, nud, f, NULL);
             memcpy(before, x, sizeof before);
-            double fn = cf.n[k][0] * f[k][0] + cf.n[k][1] * f[k][1];
-            double ft = cf.t[k][0] * f[k][0] + cf.t[k][1] * f[k][1];
-            if (fabs(ft) <= em->p[P_MU] * fn) {
-                apply_impulse(em, &S, &cf, x);
-                ed->mode = mode_with(ed->mode, k, C_STICK);
-                ed->aux[AUX_DIR_L + k] = 0.0;
-                rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-            } else {
-                /* the cone cannot hold it: it slips against the friction that was missing, and
-                 * that slide is the continuation only if it presses (lambda > 0) and accelerates
-                 * its own way; else no mode is (Painleve) and mm_failure stops the step */
-                double dir = ft > 0 ? -1.0 : 1.0, at = 0.0;
-                cf.c[k] = C_SLIDE, cf.dir[k] = dir;
-                sys_solve(em, &S, &cf, 0, nud, f, NULL);
-                fn = cf.n[k][0] * f[k][0] + cf.n[k][1] * f[k][1];
-                for (int d = 0; d < 2; d++) {
-                    double a = S.ee[k].a0[d];
-                    for (int j = 0; j < NV; j++)
-                        a += S.ee[k].J[d][j] * nud[j];
-                    at += cf.t[k][d] * a;
-                }
-                if (!(fn > 0)) { /* it does not press: it leaves if that takes it off the face */
-                    resolve_arm(em, ed, t, x, u, k);
-                    continue;
-                }
-                if (!(dir * at > 0)) {
-                    /* neither sticking nor this slide: free, where the free motion leaves the
-                     * face (a pulling stick force there means it lets go); else no mode is */
-                    double an = 0.0;
-                    cf.c[k] = C_FREE, cf.dir[k] = 0.0;
-                    sys_solve(em, &S, &cf, 0, nud, NULL, NULL);
-                    for (int d = 0; d < 2; d++) {
-                        double a = S.ee[k].a0[d];
-                        for (int j = 0; j < NV; j++)
-                            a += S.ee[k].J[d][j] * nud[j];
-                        an += cf.n[k][d] * a;
-                    }
-                    if (an > 0) {
-                        onto_face(em, ed, x, k);
-                        ed->mode = mode_with(ed->mode, k, C_FREE);
-                        ed->aux[AUX_DIR_L + k] = 0.0;
-                        rs_emit_event(ed, EV_RELEASE, t, k, before, x, NX);
-                        continue;
-                    }
-                    ed->aux[AUX_JAM] = 1 + k;
-                }
-                if (dir != ed->aux[AUX_DIR_L + k]) { /* a reversal through rest */
-                    rs_emit_event(ed, EV_STICK, t, k, before, x, NX);
-                    rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
-                }
-                ed->aux[AUX_DIR_L + k] = dir;
-            }
+            int mode = rest_mode(em, &S, &cf, k, 1, &dir);
+            set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode, dir, before);
         } else if (c == C_STICK && (fk[3] || fk[4])) {
             ed->mode = mode_with(ed->mode, k, C_SLIDE);
             ed->aux[AUX_DIR_L + k] = fk[3] ? -1.0 : 1.0; /* f_t reached +mu lambda: slips to -t */
             rs_emit_event(ed, EV_SLIP, t, k, x, x, NX);
+        } else if (c == C_SLIDE && fk[6]) {
+            jam_impulse(em, ed, t, x, u, k); /* pressing at the dynamic jam */
+        } else if (c == C_STICK && fk[6]) {
+            lock_check(em, ed, x, u, k);
         }
     }
     base_after_impulse(em, ed, t, x, u);
-    if (!passive(em))
-        return;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2 && passive(em); i++) {
         const int *fb = fired + G_BASE + 2 * i;
         if (ed->aux[AUX_BASE_V + i] == 0.0 && (fb[0] || fb[1])) {
             double before[NX];
@@ -1094,6 +1406,7 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             resolve_base(em, ed, t, x, u, i, 1);
         }
     }
+    recheck(em, ed, t, x, u);
 }
 
 static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -1137,19 +1450,27 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
                 resolve_arm(em, ed, t, x, u, k);
         }
     }
-    base_after_impulse(em, ed, t, x, u);
+    recheck(em, ed, t, x, u);
 }
 
-/* A jammed sliding contact (slide_compliance <= 0 where its force fell to 0): the step stops
- * there with this error; new commands or a new state settle it again. */
+/* A jammed contact (no consistent mode: Painleve; or a stuck arm self-locking, lock_check): the
+ * step stops there with this error; new commands or a new state settle it again. */
 static int mm_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                       rs_status_t *st)
 {
-    (void)x;
     int k = (int)ed->aux[AUX_JAM] - 1;
     if (k < 0)
         return 0;
     static const char *const faces[3] = {"edge", "side x = table_x_min", "side x = table_x_max"};
+    if (k >= 2) /* the stuck arm k - 2 at its stretched (cos q2 > 0) or folded pose */
+        return rs_fail(st, RS_ESIMFAIL,
+                       "'%s': self-locking at t = %.9g s: the %s end effector is stuck on the "
+                       "table's %s with its arm %s, and the wheel speeds take the shoulder out of "
+                       "its reach; the arm's pull lies inside the friction cone (mu %g): change "
+                       "the wheel speeds",
+                       em->name, ed->data->t, k == 2 ? "left" : "right",
+                       faces[(int)ed->aux[AUX_FACE_L + k - 2]],
+                       cos(x[Q0 + 4 * (k - 2) + 1]) > 0 ? "stretched" : "folded", em->p[P_MU]);
     return rs_fail(st, RS_ESIMFAIL,
                    "'%s': the %s end effector sliding on the table's %s has no consistent "
                    "continuation at t = %.9g s (Painleve: with mu = %g in this pose it can neither "
