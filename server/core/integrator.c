@@ -438,6 +438,12 @@ static int apply_options(rs_integrator_t *in, rs_status_t *st)
         ARK_CHECK(in, st, ARK(WFtolerances)(in->mem, ark_weights));
     ARK_CHECK(in, st, ARK(SetMaxNumSteps)(in->mem, in->max_steps));
     ARK_CHECK(in, st, ARK(SetMaxStep)(in->mem, in->max_step)); /* 0: no limit */
+    /* error test failures in one step before ARKODE gives up (its default is 7): a restart's
+     * first step is the one the flow before the event had reached, and after an event that
+     * changes the flow sharply (a joint's slip reversed while the other spins at 1e5 rad/s:
+     * 3e9 rad/s^2 at once) it can be 1e3 to 1e4 times too long, more than 7 of ARKODE's
+     * reductions take back; an accepted step's error is held to the tolerance either way */
+    ARK_CHECK(in, st, ARK(SetMaxErrTestFails)(in->mem, 20));
     return 0;
 }
 
