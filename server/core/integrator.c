@@ -695,9 +695,13 @@ static int refine_root(rs_integrator_t *in, double *t, rs_status_t *st)
      * a guard left exactly at 0 would read to the robot as a tie (a joint at its friction
      * limit still holds) and, starting the next interval at 0, never fire again. A guard
      * below 0 at ARKODE's time crossed before it, even where it is back above 0 at the step's
-     * end (a dip within one step). Without a sign change on the trajectory ARKODE's time
-     * stands, with the exact state there */
-    int crossed = glo > 0.0 && (gr < 0.0 || !(ghi > 0.0));
+     * end (a dip within one step). A guard that started the step at 0 (left unarmed at a
+     * restart) and is above 0 at ARKODE's time has its crossing after it, before the step's
+     * end: taken at ARKODE's time, the exact state there was not at the boundary (a joint's
+     * slip taken as stopped 1.7e-4 rad/s early, its velocity zeroed beside the other joint's
+     * 27 rad/s: +6e-6 J). Without a sign change on the trajectory ARKODE's time stands, with
+     * the exact state there */
+    int crossed = (glo > 0.0 || (glo == 0.0 && gr > 0.0)) && (gr < 0.0 || !(ghi > 0.0));
     if (crossed) {
         if (gr >= 0.0)
             lo = *t, glo = gr;
