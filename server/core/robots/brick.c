@@ -236,10 +236,6 @@ static double mu_of(const rs_entity_model_t *em) { return rs_blend_harmonic(em->
 static double e_of(const rs_entity_model_t *em) { return rs_blend_arithmetic(em->p[P_E], em->p[P_GE]); }
 static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD] + em->p[P_GPAD]; }
 static int model_of(const rs_entity_model_t *em) { return (int)em->p[P_MODEL]; }
-static int brick_nguards(const rs_entity_model_t *em)
-{
-    return model_of(em) == RS_CONTACT_COMPLIANT ? NGUARDS_COMPLIANT : NGUARDS;
-}
 static double size_of(const rs_entity_model_t *em) { return em->p[P_W] + em->p[P_H]; }
 
 /* a length tolerance for "at the ground" (roundoff of y + ry) */
@@ -799,6 +795,10 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
 
 /* ---- callbacks -------------------------------------------------------------------------- */
 
+static int brick_nguards(const rs_entity_model_t *em)
+{
+    return model_of(em) == RS_CONTACT_COMPLIANT ? NGUARDS_COMPLIANT : NGUARDS;
+}
 
 static int brick_validate(const rs_entity_model_t *em, rs_status_t *st)
 {
