@@ -1755,6 +1755,7 @@ static const struct regression {
     {"finger/time_stepping", 182440758440716, 0},  /* the rebound held against ground friction */
     {"parallel_arm/hybrid", 69546753012304, 0},    /* taut at rest: started and stopped forever */
     {"brick_drop/compliant", 146410455588365, 0},  /* a layer's force clip just after an exit */
+    {"brick_drop/hybrid", 18897269696153, 0},      /* a closing corner projected to the ground */
 };
 
 static int run_regressions(void)

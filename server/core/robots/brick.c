@@ -693,11 +693,19 @@ static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, 
     rs_emit_event(ed, EV_IMPACT, t, vin, before, x, NX);
 }
 
-/* After an event (or a reset, new commands, new parameters): resolve the impacts of the
- * corners closing at the ground, then choose the contact mode the acceleration-level
- * complementarity problem allows, project onto it and arm the guards. */
-static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                    const double *u)
+/* whether a corner is at the ground (within the gap tolerance) and closing */
+static int closing_at_ground(const rs_entity_model_t *em, const double *x)
+{
+    double gtol = gap_tol(em), vtol = speed_tol(em, x);
+    for (int i = 0; i < NCORNERS; i++)
+        if (gap(em, x, i) <= gtol && normal_speed(em, x, i) < -vtol)
+            return 1;
+    return 0;
+}
+
+/* One round of resolve (below). */
+static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                         const double *u)
 {
     int was = ed->mode, cand[NCORNERS], n = 0;
     double gtol = gap_tol(em);
@@ -757,6 +765,20 @@ static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             (ch.mode == MODE_STUCK || ch.mode == MODE_PIVOT))
             rs_emit_event(ed, EV_STOP, t, x[X], x, x, NX);
     }
+}
+
+/* After an event (or a reset, new commands, new parameters): resolve the impacts of the
+ * corners closing at the ground, then choose the contact mode the acceleration-level
+ * complementarity problem allows, project onto it and arm the guards. The projection moves
+ * the free corners too (by the constraints' drift, within the gap tolerance): one it brings to
+ * the ground while it closes meets the ground now (another round), rather than being left
+ * with a velocity guard already below 0, which would never fire. */
+static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                    const double *u)
+{
+    resolve_once(em, ed, t, x, u);
+    for (int round = 1; round < 4 && ed->mode != MODE_FAILED && closing_at_ground(em, x); round++)
+        resolve_once(em, ed, t, x, u);
 }
 
 static void set_slack(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
