@@ -1756,6 +1756,7 @@ static const struct regression {
     {"parallel_arm/hybrid", 69546753012304, 0},    /* taut at rest: started and stopped forever */
     {"brick_drop/compliant", 146410455588365, 0},  /* a layer's force clip just after an exit */
     {"brick_drop/hybrid", 18897269696153, 0},      /* a closing corner projected to the ground */
+    {"brick_drop/hybrid", 210807035466813, 0},     /* a slide from rest that stops in one step */
 };
 
 static int run_regressions(void)

@@ -20,7 +20,11 @@
  *     cone margin (stick -> slip) and the sliding speed (slip -> stick or reversal). A guard
  *     that starts at 0 (a corner just after an impact) is armed by its approach velocity:
  *     such a corner's guard is its normal velocity until the apex, then its height again, so
- *     no root is lost at a restart from 0.
+ *     no root is lost at a restart from 0. Likewise a corner that starts sliding from rest
+ *     (vt = 0 to rounding, of either sign) is guarded by its tangential acceleration along
+ *     the slide until that reaches 0, then by its sliding speed: a slide that stops within
+ *     one integration step would otherwise take the guard s vt from rounding below 0 up and
+ *     back down unseen, and friction would go on driving the corner the other way.
  *     Impacts: a two-phase impulse (below). Zeno (bounces accumulating on one corner or two,
  *     e.g. a rocking brick): an impact whose normal approach speed is below `rest_speed` v_r
  *     is plastic, and the mode is chosen at once. Bound: the geometric bounce sequence it cuts
@@ -751,6 +755,9 @@ static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     project(em, ed, x);
     for (int i = 0; i < NCORNERS; i++) /* a corner on the ground: guard its velocity first */
         ed->aux[AUX_S0 + i] = gap(em, x, i) <= gtol ? -1.0 : 1.0;
+    if (ch.mode == MODE_CSLIDE) /* the sliding corner's slot: a slide from rest (below) */
+        ed->aux[AUX_S0 + ch.corner] =
+            fabs(tangent_speed(em, x, ch.corner)) <= speed_tol(em, x) ? -1.0 : 1.0;
     int contact = ch.mode != MODE_FLIGHT;
     if (contact)
         ed->aux[AUX_HAD] = 1.0;
@@ -1150,8 +1157,15 @@ static void brick_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed
     case MODE_CSLIDE:
         mode_accel(em, ed, x, u, &a);
         g[G_LAM_A] = a.lam[0]; /* lift-off */
-        g[G_FRICTION] = ed->mode == MODE_PIVOT ? mu_of(em) * a.lam[0] - fabs(a.ft) /* slip */
-                                               : ed->aux[AUX_DIR] * tangent_speed(em, x, k);
+        if (ed->mode == MODE_PIVOT) {
+            g[G_FRICTION] = mu_of(em) * a.lam[0] - fabs(a.ft); /* slip */
+        } else if (ed->aux[AUX_S0 + k] < 0.0) { /* a slide from rest: until it decelerates */
+            double rx, ry;
+            corner(em, x, k, &rx, &ry);
+            g[G_FRICTION] = ed->aux[AUX_DIR] * tangent_accel(&a, x, rx, ry);
+        } else { /* stop or reversal */
+            g[G_FRICTION] = ed->aux[AUX_DIR] * tangent_speed(em, x, k);
+        }
         __attribute__((fallthrough)); /* and the free corners */
     case MODE_FLIGHT:
         for (int i = 0; i < NCORNERS; i++) {
@@ -1180,8 +1194,12 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
         for (int i = 0; i < NGUARDS; i++) {
             if (!fired[i])
                 continue;
+            int k = (int)ed->aux[AUX_CORNER];
             if (i < NCORNERS && ed->aux[AUX_S0 + i] < 0.0 && gap(em, x, i) > gap_tol(em))
                 ed->aux[AUX_S0 + i] = 1.0;
+            else if (i == G_FRICTION && ed->mode == MODE_CSLIDE && ed->aux[AUX_S0 + k] < 0.0 &&
+                     ed->aux[AUX_DIR] * tangent_speed(em, x, k) > speed_tol(em, x))
+                ed->aux[AUX_S0 + k] = 1.0; /* a slide from rest decelerates: guard its speed */
             else
                 other = 1;
         }
