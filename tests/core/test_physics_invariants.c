@@ -1757,6 +1757,7 @@ static const struct regression {
     {"brick_drop/compliant", 146410455588365, 0},  /* a layer's force clip just after an exit */
     {"brick_drop/hybrid", 18897269696153, 0},      /* a closing corner projected to the ground */
     {"brick_drop/hybrid", 210807035466813, 0},     /* a slide from rest that stops in one step */
+    {"brick_drop/hybrid", 141180201340567, 0},     /* the step's projection, a corner closing */
 };
 
 static int run_regressions(void)

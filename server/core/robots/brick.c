@@ -1318,6 +1318,10 @@ static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
 {
     if (is_hybrid_mode(ed->mode) && ed->mode != MODE_FLIGHT && ed->mode != MODE_FAILED) {
         project(em, ed, x);
+        /* the projection moves the free corners too: one it brings to the ground while it
+         * closes meets it now (its height guard would start below 0 and never fire) */
+        if (closing_at_ground(em, x))
+            resolve(em, ed, t, x, u);
         return;
     }
     if (ed->mode != MODE_TS || !(dt > 0.0))
