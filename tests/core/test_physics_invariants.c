@@ -1864,6 +1864,10 @@ static const struct regression {
     {"mobile_manipulator/hybrid", 215662341677147, 1},
     {"serial_arm/hybrid", 111375319575123, 0},     /* a restart's first step 1e4 times too long */
     {"workshop/time_stepping", 182807893677623, 0}, /* a refined slip stop taken too early */
+    {"brick_drop/compliant", 146410455588365, 0},  /* a layer's force clip just after an exit */
+    {"brick_drop/hybrid", 18897269696153, 0},      /* a closing corner projected to the ground */
+    {"brick_drop/hybrid", 210807035466813, 0},     /* a slide from rest that stops in one step */
+    {"brick_drop/hybrid", 141180201340567, 0},     /* the step's projection, a corner closing */
 };
 
 static int run_regressions(void)

@@ -20,7 +20,11 @@
  *     cone margin (stick -> slip) and the sliding speed (slip -> stick or reversal). A guard
  *     that starts at 0 (a corner just after an impact) is armed by its approach velocity:
  *     such a corner's guard is its normal velocity until the apex, then its height again, so
- *     no root is lost at a restart from 0.
+ *     no root is lost at a restart from 0. Likewise a corner that starts sliding from rest
+ *     (vt = 0 to rounding, of either sign) is guarded by its tangential acceleration along
+ *     the slide until that reaches 0, then by its sliding speed: a slide that stops within
+ *     one integration step would otherwise take the guard s vt from rounding below 0 up and
+ *     back down unseen, and friction would go on driving the corner the other way.
  *     Impacts: a two-phase impulse (below). Zeno (bounces accumulating on one corner or two,
  *     e.g. a rocking brick): an impact whose normal approach speed is below `rest_speed` v_r
  *     is plastic, and the mode is chosen at once. Bound: the geometric bounce sequence it cuts
@@ -45,7 +49,12 @@
  *     at most critically damped: restitution below exp(-2) ~ 0.135 acts as exp(-2). The
  *     dashpot engages over the first 3e-3 of the padding (no force jump to c v at the touch,
  *     which an explicit method cannot start from), shifting e by about 1 %. `damping` adds
- *     to it. With friction above 4/3 the layer can jam (the
+ *     to it. The clip at Fn = 0 inside the layer (the dashpot's pull when the corner leaves
+ *     faster than the spring relaxes) is an event, like the padding's surface: a corner is
+ *     marked pushing or slack, feels k d + c d' or nothing accordingly, and a guard on the
+ *     sign of k d + c d' switches the mark, so no integration step holds the kink (a step in
+ *     the force's rate k d', which an error test cannot pass over where an event left the
+ *     state beside it). With friction above 4/3 the layer can jam (the
  *     compliant face of Painleve's paradox: the forces grow until the integrator gives up,
  *     which the step reports; Genot & Brogliato 1999). Penetration bound
  *     (energy: the layer stores at most the approach energy): the spring's compression stays
@@ -88,7 +97,7 @@ enum {
 enum { EV_IMPACT, EV_REST, EV_STOP, EV_TOUCH, EV_SEPARATE, EV_MODE, EV_INCONSISTENT, NEVENTS };
 enum {
     AUX_VX0, AUX_VY0, AUX_IN, AUX_HAD, AUX_SEP, AUX_PEN, AUX_DIR,
-    AUX_S0, AUX_S1, AUX_S2, AUX_S3, AUX_CORNER, AUX_PIVOT_X, AUX_FAIL, NAUX
+    AUX_S0, AUX_S1, AUX_S2, AUX_S3, AUX_CORNER, AUX_PIVOT_X, AUX_FAIL, AUX_SLACK, NAUX
 };
 enum {
     P_M, P_W, P_H, P_G, P_MODEL, P_E, P_MU, P_PAD, P_K, P_C, P_GE, P_GMU, P_GPAD, P_GK, P_GC,
@@ -102,6 +111,8 @@ enum { FAIL_NONE, FAIL_PAINLEVE, FAIL_NO_MODE };
 #define G_LAM_A 4
 #define G_LAM_B 5
 #define G_FRICTION 6
+#define NGUARDS_COMPLIANT 8 /* 4 corners at the padding surface, 4 layer forces at 0 */
+#define G_LAYER 4           /* compliant: the first layer-force guard (corner 0's) */
 #define MAX_SWEEPS 200
 
 static const rs_var_desc_t brick_state[NX] = {
@@ -196,6 +207,9 @@ static const rs_aux_desc_t brick_aux[NAUX] = {
     {"pivot_x", RS_AUX_REAL, -1e12, 1e12, 0, 0, 0, "hybrid pivoting: x of the sticking corner"},
     {"failure", RS_AUX_INTEGER, 0, 2, 0, 0, 0,
      "hybrid: why the contact cannot go on (1 Painleve, 2 no consistent mode)"},
+    {"layer_slack", RS_AUX_INTEGER, 0, 15, 0, 0, 0,
+     "compliant: bit i set: corner i is inside the padding but its spring-damper force "
+     "k d + c d' is not positive, so the layer exerts none (it does not pull)"},
 };
 
 static const char *const brick_modes[NMODES] = {
@@ -683,11 +697,19 @@ static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, 
     rs_emit_event(ed, EV_IMPACT, t, vin, before, x, NX);
 }
 
-/* After an event (or a reset, new commands, new parameters): resolve the impacts of the
- * corners closing at the ground, then choose the contact mode the acceleration-level
- * complementarity problem allows, project onto it and arm the guards. */
-static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                    const double *u)
+/* whether a corner is at the ground (within the gap tolerance) and closing */
+static int closing_at_ground(const rs_entity_model_t *em, const double *x)
+{
+    double gtol = gap_tol(em), vtol = speed_tol(em, x);
+    for (int i = 0; i < NCORNERS; i++)
+        if (gap(em, x, i) <= gtol && normal_speed(em, x, i) < -vtol)
+            return 1;
+    return 0;
+}
+
+/* One round of resolve (below). */
+static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                         const double *u)
 {
     int was = ed->mode, cand[NCORNERS], n = 0;
     double gtol = gap_tol(em);
@@ -733,6 +755,9 @@ static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
     project(em, ed, x);
     for (int i = 0; i < NCORNERS; i++) /* a corner on the ground: guard its velocity first */
         ed->aux[AUX_S0 + i] = gap(em, x, i) <= gtol ? -1.0 : 1.0;
+    if (ch.mode == MODE_CSLIDE) /* the sliding corner's slot: a slide from rest (below) */
+        ed->aux[AUX_S0 + ch.corner] =
+            fabs(tangent_speed(em, x, ch.corner)) <= speed_tol(em, x) ? -1.0 : 1.0;
     int contact = ch.mode != MODE_FLIGHT;
     if (contact)
         ed->aux[AUX_HAD] = 1.0;
@@ -749,6 +774,23 @@ static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
     }
 }
 
+/* After an event (or a reset, new commands, new parameters): resolve the impacts of the
+ * corners closing at the ground, then choose the contact mode the acceleration-level
+ * complementarity problem allows, project onto it and arm the guards. The projection moves
+ * the free corners too (by the constraints' drift, within the gap tolerance): one it brings to
+ * the ground while it closes meets the ground now (another round), rather than being left
+ * with a velocity guard already below 0, which would never fire. */
+static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                    const double *u)
+{
+    resolve_once(em, ed, t, x, u);
+    for (int round = 1; round < 4 && ed->mode != MODE_FAILED && closing_at_ground(em, x); round++)
+        resolve_once(em, ed, t, x, u);
+}
+
+static void set_slack(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
+                      int keep);
+
 static void set_sides(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x)
 {
     for (int i = 0; i < NCORNERS; i++)
@@ -763,6 +805,7 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     ed->aux[AUX_IN] = 0.0;
     ed->aux[AUX_DIR] = 1.0;
     ed->aux[AUX_CORNER] = ed->aux[AUX_PIVOT_X] = ed->aux[AUX_FAIL] = 0.0;
+    ed->aux[AUX_SLACK] = 0.0;
     for (int i = 0; i < NCORNERS; i++)
         ed->aux[AUX_S0 + i] = 1.0;
     if (model == RS_CONTACT_TIME_STEPPING) {
@@ -770,6 +813,7 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     } else if (model == RS_CONTACT_COMPLIANT) {
         ed->mode = MODE_COMPLIANT;
         set_sides(em, ed, x);
+        set_slack(em, ed, x, 0);
         for (int i = 0; i < NCORNERS; i++)
             ed->aux[AUX_IN] = fmax(ed->aux[AUX_IN], ed->aux[AUX_S0 + i] < 0.0);
     } else {
@@ -780,7 +824,10 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
 
 /* ---- callbacks -------------------------------------------------------------------------- */
 
-static int brick_nguards(const rs_entity_model_t *em) { return (void)em, NGUARDS; }
+static int brick_nguards(const rs_entity_model_t *em)
+{
+    return model_of(em) == RS_CONTACT_COMPLIANT ? NGUARDS_COMPLIANT : NGUARDS;
+}
 
 static int brick_validate(const rs_entity_model_t *em, rs_status_t *st)
 {
@@ -858,30 +905,78 @@ static void brick_compile(rs_entity_model_t *em)
     em->c[C_ZETA] = fmin(1.0, zeta_of_restitution(e_of(em)));
 }
 
-/* compliant: the boundary layer's forces, summed over the corners inside; the
- * damping of each from restitution (header comment) for the corner's effective mass along
- * the normal, 1 / (1/m + rx^2/I) alone, m / n for n corners inside together (a face) */
+/* compliant: the number of corners inside the padding */
+static int corners_inside(const rs_entity_data_t *ed)
+{
+    int n = 0;
+    for (int i = 0; i < NCORNERS; i++)
+        n += ed->aux[AUX_S0 + i] < 0.0;
+    return n;
+}
+
+/* compliant: corner i's spring-damper law in the layer, s = k d + c_i min(1, d / ramp) d'
+ * (d its depth below the padding surface), with the damping c_i from restitution (header
+ * comment) for the corner's effective mass along the normal: 1 / (1/m + rx^2/I) alone, m / n
+ * for n corners inside together (a face). The dashpot engages over the first DASHPOT_RAMP of
+ * the layer, so that the force does not jump to c v at the touch (an explicit method cannot
+ * start from that). The layer's force is max(0, s); *q (may be NULL) gets
+ * s / max(d, ramp) = k + c_i d' / max(d, ramp), which has the sign of s inside the layer
+ * (d > 0) but, unlike s, does not vanish at the padding surface: the guard of the switch
+ * s = 0, apart from the corner's own guard at the surface. The corner's offset in rx, ry. */
+static double layer_law(const rs_entity_model_t *em, const double *x, int i, int n, double *q,
+                        double *rx, double *ry)
+{
+    const double *p = em->p;
+    double k = rs_blend_harmonic(p[P_K], p[P_GK]), c = rs_blend_harmonic(p[P_C], p[P_GC]);
+    double m = p[P_M], pad = pad_of(em), ramp = DASHPOT_RAMP * pad + 1e-9 * size_of(em);
+    corner(em, x, i, rx, ry);
+    double mn = n > 1 ? m / n : 1.0 / (1.0 / m + *rx * *rx / inertia(em));
+    double ci = c + 2.0 * em->c[C_ZETA] * sqrt(k * mn);
+    double depth = pad - (x[Y] + *ry), rate = -(x[VY] + x[W] * *rx);
+    if (q)
+        *q = k + ci * rate / fmax(depth, ramp);
+    return k * depth + ci * fmin(1.0, depth / ramp) * rate;
+}
+
+/* compliant: whether the layer guards (G_LAYER + i) are registered and in force */
+static int layer_guarded(const rs_entity_model_t *em, const rs_entity_data_t *ed)
+{
+    return model_of(em) == RS_CONTACT_COMPLIANT && ed->mode == MODE_COMPLIANT;
+}
+
+/* compliant: mark each corner inside the padding pushing (s > 0) or slack (s <= 0) from its law
+ * at x, but keep the marks of the corners in `keep` (bit i: a layer guard of corner i fired
+ * here, the mark already switched; its s is 0 up to rounding) */
+static void set_slack(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
+                      int keep)
+{
+    int n = corners_inside(ed), slack = (int)ed->aux[AUX_SLACK] & keep;
+    for (int i = 0; i < NCORNERS; i++) {
+        double q, rx, ry;
+        if (keep >> i & 1 || ed->aux[AUX_S0 + i] > 0.0)
+            continue;
+        layer_law(em, x, i, n, &q, &rx, &ry);
+        if (!(q > 0.0))
+            slack |= 1 << i;
+    }
+    ed->aux[AUX_SLACK] = slack;
+}
+
+/* compliant: the boundary layer's forces, summed over the corners inside. Max(0, s) is
+ * integrated exactly: a corner marked pushing feels s, one marked slack none, and the guard
+ * on s's sign (q) switches the mark, so the flow between events is smooth (the kink of the
+ * clip, a step in the force's rate k d', is never inside an integration step). */
 static void compliant_forces(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                              const double *x, double *f)
 {
     const double *p = em->p;
-    double k = rs_blend_harmonic(p[P_K], p[P_GK]), c = rs_blend_harmonic(p[P_C], p[P_GC]);
-    double mu = mu_of(em), pad = pad_of(em), rx, ry, m = p[P_M], I = inertia(em);
-    double ramp = DASHPOT_RAMP * pad + 1e-9 * size_of(em);
-    int inside = 0;
-    for (int i = 0; i < NCORNERS; i++)
-        inside += ed->aux[AUX_S0 + i] < 0.0;
+    double mu = mu_of(em), rx, ry;
+    int inside = corners_inside(ed), slack = (int)ed->aux[AUX_SLACK];
     f[0] = f[1] = f[2] = 0.0;
     for (int i = 0; i < NCORNERS; i++) {
-        if (ed->aux[AUX_S0 + i] > 0.0)
+        if (ed->aux[AUX_S0 + i] > 0.0 || slack >> i & 1)
             continue;
-        corner(em, x, i, &rx, &ry);
-        double mn = inside > 1 ? m / inside : 1.0 / (1.0 / m + rx * rx / I);
-        double ci = c + 2.0 * em->c[C_ZETA] * sqrt(k * mn);
-        double depth = pad - (x[Y] + ry), rate = -(x[VY] + x[W] * rx);
-        /* the dashpot engages over the first DASHPOT_RAMP of the layer, so that the force
-         * does not jump to c v at the touch (an explicit method cannot start from that) */
-        double fn = fmax(0.0, k * depth + ci * fmax(0.0, fmin(1.0, depth / ramp)) * rate);
+        double fn = layer_law(em, x, i, inside, NULL, &rx, &ry);
         double vt = x[VX] - x[W] * ry;
         double ft = -mu * fn * fmax(-1.0, fmin(1.0, vt / p[P_SLIP]));
         f[0] += ft;
@@ -1042,20 +1137,35 @@ static void brick_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed
 {
     (void)t;
     accel_t a;
-    int k = (int)ed->aux[AUX_CORNER];
-    for (int i = 0; i < NGUARDS; i++)
+    int k = (int)ed->aux[AUX_CORNER], ng = brick_nguards(em);
+    for (int i = 0; i < ng; i++)
         g[i] = 1.0;
     switch (ed->mode) {
-    case MODE_COMPLIANT:
-        for (int i = 0; i < NCORNERS; i++)
+    case MODE_COMPLIANT: {
+        int n = corners_inside(ed), slack = (int)ed->aux[AUX_SLACK];
+        for (int i = 0; i < NCORNERS; i++) {
+            double q, rx, ry;
             g[i] = ed->aux[AUX_S0 + i] * (gap(em, x, i) - pad_of(em));
+            if (!layer_guarded(em, ed) || ed->aux[AUX_S0 + i] > 0.0)
+                continue;
+            layer_law(em, x, i, n, &q, &rx, &ry);
+            g[G_LAYER + i] = slack >> i & 1 ? -q : q; /* pushing: to s = 0; slack: to s > 0 */
+        }
         break;
+    }
     case MODE_PIVOT:
     case MODE_CSLIDE:
         mode_accel(em, ed, x, u, &a);
         g[G_LAM_A] = a.lam[0]; /* lift-off */
-        g[G_FRICTION] = ed->mode == MODE_PIVOT ? mu_of(em) * a.lam[0] - fabs(a.ft) /* slip */
-                                               : ed->aux[AUX_DIR] * tangent_speed(em, x, k);
+        if (ed->mode == MODE_PIVOT) {
+            g[G_FRICTION] = mu_of(em) * a.lam[0] - fabs(a.ft); /* slip */
+        } else if (ed->aux[AUX_S0 + k] < 0.0) { /* a slide from rest: until it decelerates */
+            double rx, ry;
+            corner(em, x, k, &rx, &ry);
+            g[G_FRICTION] = ed->aux[AUX_DIR] * tangent_accel(&a, x, rx, ry);
+        } else { /* stop or reversal */
+            g[G_FRICTION] = ed->aux[AUX_DIR] * tangent_speed(em, x, k);
+        }
         __attribute__((fallthrough)); /* and the free corners */
     case MODE_FLIGHT:
         for (int i = 0; i < NCORNERS; i++) {
@@ -1084,8 +1194,12 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
         for (int i = 0; i < NGUARDS; i++) {
             if (!fired[i])
                 continue;
+            int k = (int)ed->aux[AUX_CORNER];
             if (i < NCORNERS && ed->aux[AUX_S0 + i] < 0.0 && gap(em, x, i) > gap_tol(em))
                 ed->aux[AUX_S0 + i] = 1.0;
+            else if (i == G_FRICTION && ed->mode == MODE_CSLIDE && ed->aux[AUX_S0 + k] < 0.0 &&
+                     ed->aux[AUX_DIR] * tangent_speed(em, x, k) > speed_tol(em, x))
+                ed->aux[AUX_S0 + k] = 1.0; /* a slide from rest decelerates: guard its speed */
             else
                 other = 1;
         }
@@ -1094,13 +1208,18 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
         return;
     }
     if (ed->mode == MODE_COMPLIANT) {
-        int was_in = 0, now_in = 0;
+        int was_in = 0, now_in = 0, crossed = 0, switched = 0;
         for (int i = 0; i < NCORNERS; i++) {
             was_in |= ed->aux[AUX_S0 + i] < 0.0;
             if (fired[i])
-                ed->aux[AUX_S0 + i] = -ed->aux[AUX_S0 + i];
+                ed->aux[AUX_S0 + i] = -ed->aux[AUX_S0 + i], crossed = 1;
             now_in |= ed->aux[AUX_S0 + i] < 0.0;
+            if (layer_guarded(em, ed) && fired[G_LAYER + i])
+                switched |= 1 << i; /* s = 0: the layer starts or stops pushing */
         }
+        ed->aux[AUX_SLACK] = (int)ed->aux[AUX_SLACK] ^ switched;
+        if (crossed) /* a corner entered or left: the others' damping changed with their count */
+            set_slack(em, ed, x, switched);
         if (!was_in && now_in) {
             ed->aux[AUX_HAD] = 1.0;
             rs_emit_event(ed, EV_TOUCH, t, x[VY], x, x, NX);
@@ -1199,6 +1318,10 @@ static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
 {
     if (is_hybrid_mode(ed->mode) && ed->mode != MODE_FLIGHT && ed->mode != MODE_FAILED) {
         project(em, ed, x);
+        /* the projection moves the free corners too: one it brings to the ground while it
+         * closes meets it now (its height guard would start below 0 and never fire) */
+        if (closing_at_ground(em, x))
+            resolve(em, ed, t, x, u);
         return;
     }
     if (ed->mode != MODE_TS || !(dt > 0.0))
