@@ -1915,6 +1915,7 @@ static const struct regression {
     {"brick_drop/hybrid", 210807035466813, 0},     /* a slide from rest that stops in one step */
     {"brick_drop/hybrid", 141180201340567, 0},     /* the step's projection, a corner closing */
     {"brick_drop/hybrid", 32052104832988, 1},      /* Painleve at one sliding corner, mu 1.47 */
+    {"diff_drive/hybrid", 208371330303057, 0},     /* released an ulp inside another obstacle */
 };
 
 static int run_regressions(void)
