@@ -1930,6 +1930,7 @@ static const struct regression {
     {"brick_drop/hybrid", 32052104832988, 1},      /* Painleve at one sliding corner, mu 1.47 */
     {"diff_drive/hybrid", 208371330303057, 0},     /* released an ulp inside another obstacle */
     {"serial_arm/hybrid", 40284491079201, 0},      /* 3,500 rad/s: the integrator's error */
+    {"finger/time_stepping", 250809112757652, 0},  /* a drag on the free velocity only */
 };
 
 static int run_regressions(void)

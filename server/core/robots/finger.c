@@ -585,9 +585,18 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
                 vf0 -= impulse * minv[0];
                 vo0 += impulse * minv[1];
             }
-            vfree[0] = drag_step(p[P_DRAG_LAW_F], h * p[P_C_F] / p[P_M_F], vf0 + h * fa / p[P_M_F]);
-            vfree[1] = drag_step(p[P_DRAG_LAW_O], h * p[P_C_O] / p[P_M_O],
-                                 plus(vo0, h * fo / p[P_M_O]));
+            double kf = h * p[P_C_F] / p[P_M_F], ko = h * p[P_C_O] / p[P_M_O];
+            vfree[0] = drag_step(p[P_DRAG_LAW_F], kf, vf0 + h * fa / p[P_M_F]);
+            vfree[1] = drag_step(p[P_DRAG_LAW_O], ko, plus(vo0, h * fo / p[P_M_O]));
+            /* the drags act on the velocities after the contact too (backward Euler): a body
+             * of mass m with drag c v+ over h answers an impulse J as one of mass m + h c,
+             * (m + h c) v+ = m v + h F + J; the quadratic law c v+ |v+| taken there with c |v|
+             * of its free velocity (the same free velocity, a drag that only takes energy out).
+             * Applied to the free velocities alone, a contact that turned the finger against
+             * its push met a drag pointing along the motion (+2.1e-6 J in a step) */
+            double w[2] = {
+                minv[0] / (1.0 + kf * (p[P_DRAG_LAW_F] == DRAG_QUADRATIC ? fabs(vfree[0]) : 1.0)),
+                minv[1] / (1.0 + ko * (p[P_DRAG_LAW_O] == DRAG_QUADRATIC ? fabs(vfree[1]) : 1.0))};
             rs_contact_point_t pts[2] = {
                 {.jn = {-1.0, 1.0}, .vn_min = -gap / h},
                 /* the object's ground friction: a box of F h on v_o */
@@ -595,9 +604,9 @@ static void finger_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, do
                  .ft_max = h * (fabs(vo0) <= VEL_EPS ? p[P_F_STATIC] : p[P_F_KINETIC])}};
             v[0] = vfree[0], v[1] = vfree[1];
             pn[1] = pt[0] = 0.0;
-            if (pair_solve(minv, pts[0].vn_min, pts[1].ft_max, v, &pn[0], &pt[1]) < 0) {
+            if (pair_solve(w, pts[0].vn_min, pts[1].ft_max, v, &pn[0], &pt[1]) < 0) {
                 v[0] = vfree[0], v[1] = vfree[1];
-                rs_contact_solve(2, minv, 2, pts, v, pn, pt, 200);
+                rs_contact_solve(2, w, 2, pts, v, pn, pt, 200);
                 if (fabs(pt[1]) < pts[1].ft_max)
                     v[1] = 0.0; /* friction inside its box holds the object */
             }
