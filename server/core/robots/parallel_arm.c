@@ -249,7 +249,8 @@ static void taut_tangent(const rs_entity_model_t *em, const double *x, double ta
 /* At rest on the set (qd = 0), the acceleration along it, s tau . qdd, were it moving its way s
  * (+-1) against the servos' dry friction: the motion's own law, stabilisation included. It
  * starts moving that way where this is positive. In exact arithmetic its sign is that of
- * F - s cap (taut_rest_force: tau^T M qdd = tau . r, the tension's force being normal to the
+ * F - s cap (F = tau . b the servos' force along the set, cap = sum mu_D_j |tau_j| their dry
+ * friction's reach: tau^T M qdd = tau . r, the tension's force being normal to the
  * set); deciding with the force balance while the motion's law, with its rounding and drift
  * terms, decelerated (F - cap of 1e-19 N m against a stabilisation of 1e-11) reversed the
  * start at once, stopped and started it again without end. */
@@ -262,18 +263,13 @@ static double taut_start(const rs_entity_model_t *em, const rs_entity_data_t *ed
     return s * (tau[0] * qdd[0] + tau[1] * qdd[1]);
 }
 
-/* At rest on the set: the servos' force along it, F = tau . b, against their dry friction's
- * reach, cap = sum mu_D_j |tau_j|; may it move that way (s = +-1: no stop in the way)? */
-static void taut_rest_force(const rs_entity_model_t *em, const rs_entity_data_t *ed,
-                            const double *x, const double *u, double *F, double *cap, int allowed[2])
+/* At rest on the set: may it move its way s = +1 / -1 (allowed[0] / [1]: no stop in the way)? */
+static void taut_allowed(const rs_entity_model_t *em, const double *x, int allowed[2])
 {
-    double M[2][2], b[2], tau[2];
+    double tau[2];
     arm_joints_t jc;
     arm_joints_from(em, &jc);
-    pa_dynamics(em, ed, x, u, M, b);
     taut_tangent(em, x, tau);
-    *F = tau[0] * b[0] + tau[1] * b[1];
-    *cap = jc.mu_D[0] * fabs(tau[0]) + jc.mu_D[1] * fabs(tau[1]);
     for (int i = 0; i < 2; i++) {
         double s = i == 0 ? 1.0 : -1.0;
         allowed[i] = 1;
@@ -289,7 +285,7 @@ static void taut_rest_force(const rs_entity_model_t *em, const rs_entity_data_t 
 static void taut_resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
                          const double *u)
 {
-    double tau[2], sigma, F, cap;
+    double tau[2], sigma;
     int allowed[2];
     taut_tangent(em, x, tau);
     sigma = tau[0] * x[ARM_QD1] + tau[1] * x[ARM_QD2];
@@ -297,7 +293,7 @@ static void taut_resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, cons
     if (x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0) {
         s = sigma > 0 ? 1.0 : -1.0;
     } else {
-        taut_rest_force(em, ed, x, u, &F, &cap, allowed);
+        taut_allowed(em, x, allowed);
         s = allowed[0] && taut_start(em, ed, x, u, 1.0) > 0.0    ? 1.0
             : allowed[1] && taut_start(em, ed, x, u, -1.0) > 0.0 ? -1.0
                                                                  : 0.0;
@@ -432,10 +428,9 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
             g[i] = 1.0;
         arm_saturation_guards(em, ed, x, u, g + ARM_G_SAT);
         if (ed->aux[ARM_AUX_DIR1] == 0.0) { /* held: slack, or the servos start it moving */
-            double F, cap;
             int allowed[2];
             g[G_STRETCH] = stretch_pull(em, ed, x, u, st, dir);
-            taut_rest_force(em, ed, x, u, &F, &cap, allowed);
+            taut_allowed(em, x, allowed);
             g[0] = allowed[0] ? -taut_start(em, ed, x, u, 1.0) : 1.0;
             g[1] = allowed[1] ? -taut_start(em, ed, x, u, -1.0) : 1.0;
             return;
