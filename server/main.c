@@ -20,7 +20,8 @@ static volatile sig_atomic_t stop_requested;
 /* long options without a short letter */
 enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
        OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
-       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS };
+       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS,
+       OPT_SHARD_PORTS };
 
 static void on_signal(int sig)
 {
@@ -58,6 +59,11 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             listening socket on the --bind port (tcp:// only)\n"
             "                             and its own worlds (default 1); for many clients,\n"
             "                             e.g. --shards <cores> --threads 1\n"
+            "  --shard-ports auto|off|BASE with --shards: each shard also listens on its own\n"
+            "                             port (auto: free ones; BASE: BASE, BASE+1, ...),\n"
+            "                             listed in Hello.shard_ports, so a client sends a\n"
+            "                             world's requests straight to its shard (default\n"
+            "                             auto; publish them too when mapping ports)\n"
             "  --stream ENDPOINT          observer stream: a PUB socket on which every world\n"
             "                             publishes its state after each step, reset and\n"
             "                             set_state, topic \"world/<id>/\" then a StreamFrame\n"
@@ -291,6 +297,7 @@ int main(int argc, char **argv)
         {"stream-max-hz", required_argument, 0, 'H'},
         {"threads", required_argument, 0, 'j'},
         {"shards", required_argument, 0, OPT_SHARDS},
+        {"shard-ports", required_argument, 0, OPT_SHARD_PORTS},
         {"snapshot-key-file", required_argument, 0, 'K'},
         {"curve-secret-file", required_argument, 0, 'C'},
         {"authorized-keys", required_argument, 0, 'A'},
@@ -328,6 +335,19 @@ int main(int argc, char **argv)
         case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
         case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
         case OPT_SHARDS: cfg.shards = (int)parse_count("--shards", optarg, 256); break;
+        case OPT_SHARD_PORTS:
+            if (!strcmp(optarg, "auto"))
+                cfg.shard_ports = 0;
+            else if (!strcmp(optarg, "off"))
+                cfg.shard_ports = -1;
+            else if (strspn(optarg, "0123456789") != strlen(optarg) || atoi(optarg) < 1 ||
+                     atoi(optarg) > 65535) {
+                fprintf(stderr, "robosim-server: --shard-ports wants auto, off or a port from 1 "
+                                "to 65535 (shard k listens on it plus k), got '%s'\n", optarg);
+                exit(2);
+            } else
+                cfg.shard_ports = atoi(optarg);
+            break;
         case 'E': exit_with_stdin = 1; break;
         case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
         case OPT_WORLDS_PER_CLIENT:

@@ -558,6 +558,12 @@ static void cmd_hello(cli_t *cli)
         print_list("capabilities", h->capabilities, h->n_capabilities);
         print_list("presets", h->presets, h->n_presets);
         printf("observer stream: %s\n", h->stream_endpoint[0] ? h->stream_endpoint : "off");
+        if (h->n_shard_ports) {
+            printf("shards: %zu, their own ports:", h->n_shard_ports);
+            for (size_t i = 0; i < h->n_shard_ports; i++)
+                printf(" %" PRIu32, h->shard_ports[i]);
+            printf("\n");
+        }
         if (h->build)
             printf("build: commit %s, %s (%s), %s, SUNDIALS %s, %s, %s\n", h->build->commit,
                    h->build->compiler, h->build->fp_flags, h->build->build_type,

@@ -17,9 +17,21 @@
 
 #define ABANDONED_MAX 64 /* ids of timed-out calls remembered, to drop their late replies */
 
+/* A connection to one shard's own port (HelloReply.shard_ports), opened when a request for
+ * one of its worlds is first sent. */
+struct shard_link {
+    void *sock;
+    int state; /* 0 not tried, 1 answers, -1 unreachable (requests go by the first connection) */
+};
+
 struct rsc_client {
     void *ctx;
-    void *sock;
+    void *sock;                        /* the connection to the endpoint */
+    void *cur;                         /* the socket of the call in progress */
+    rsc_options_t opts;                /* what connected it (keys for the shards' ports) */
+    struct shard_link *links;          /* each shard's own port (nshards of them), or NULL */
+    uint32_t *ports;
+    size_t nshards;
     char *endpoint;
     int timeout_ms;
     int curve;                         /* connected with CURVE keys */
@@ -33,6 +45,7 @@ struct rsc_client {
 
 struct world_token {
     uint64_t world_id;
+    int shard; /* the shard serving it (WorldInfo.shard), -1 unknown */
     char token[RSC_TOKEN_MAX];
 };
 
@@ -143,6 +156,8 @@ rsc_client_t *rsc_connect_raw_with(const char *endpoint, const rsc_options_t *o,
     }
     c->timeout_ms = clamp_timeout(timeout_ms);
     c->next_id = 0;
+    if (o)
+        c->opts = *o;
 
     c->ctx = zmq_ctx_new();
     if (!c->ctx) {
@@ -160,6 +175,7 @@ rsc_client_t *rsc_connect_raw_with(const char *endpoint, const rsc_options_t *o,
     if (rsc_apply_curve(c->sock, o, err) != 0)
         goto fail;
     c->curve = o && o->server_key[0];
+    c->cur = c->sock;
     if (zmq_connect(c->sock, endpoint) != 0) {
         int e = errno;
         set_err(err, RSC_EARG,
@@ -204,6 +220,14 @@ rsc_client_t *rsc_connect_with(const char *endpoint, const rsc_options_t *o, rsc
                      "of the server's major version",
                      c->endpoint, hello ? hello->major : 0, hello ? hello->minor : 0,
                      RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR);
+    } else if (rc == 0 && hello->n_shard_ports > 1 && !(o && o->one_connection) &&
+               !strncmp(c->endpoint, "tcp://", 6)) {
+        c->links = calloc(hello->n_shard_ports, sizeof *c->links);
+        c->ports = malloc(hello->n_shard_ports * sizeof *c->ports);
+        if (c->links && c->ports) {
+            memcpy(c->ports, hello->shard_ports, hello->n_shard_ports * sizeof *c->ports);
+            c->nshards = hello->n_shard_ports;
+        } /* else: every request by the one connection, which serves them all */
     }
     rsc_free(hello);
     if (rc != 0) {
@@ -220,6 +244,11 @@ void rsc_close(rsc_client_t **c)
     rsc_client_t *p = *c;
     if (p->sock)
         zmq_close(p->sock);
+    for (size_t k = 0; k < p->nshards; k++)
+        if (p->links[k].sock)
+            zmq_close(p->links[k].sock);
+    free(p->links);
+    free(p->ports);
     if (p->ctx)
         zmq_ctx_term(p->ctx);
     free(p->endpoint);
@@ -285,6 +314,7 @@ int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token)
         memmove(&c->tokens[i + 1], &c->tokens[i], (c->ntokens - i) * sizeof *c->tokens);
         c->ntokens++;
         c->tokens[i].world_id = world_id;
+        c->tokens[i].shard = -1;
     }
     snprintf(c->tokens[i].token, sizeof c->tokens[i].token, "%s", token);
     return 0;
@@ -340,12 +370,12 @@ static int send_frame(rsc_client_t *c, const void *bytes, size_t len, int64_t de
                       rsc_error_t *err)
 {
     for (;;) {
-        if (zmq_send(c->sock, bytes, len, ZMQ_DONTWAIT) >= 0)
+        if (zmq_send(c->cur, bytes, len, ZMQ_DONTWAIT) >= 0)
             return 0;
         if (errno != EAGAIN && errno != EINTR)
             return set_err(err, RSC_EPROTOCOL, "cannot send to %s: %s", c->endpoint,
                            zmq_strerror(errno));
-        int w = wait_socket(c->sock, ZMQ_POLLOUT, deadline);
+        int w = wait_socket(c->cur, ZMQ_POLLOUT, deadline);
         if (w == 0)
             return set_err(err, RSC_ETIMEOUT,
                            "could not send to %s within %d ms: the send queue is full (is the "
@@ -374,8 +404,8 @@ static int recv_response(rsc_client_t *c, int64_t deadline, Robosim__V1__Respons
          * receive: one wait per reply fewer (bench/robosim_bench.c measures the difference). */
         int64_t left = deadline - now_ms();
         int rcvtimeo = nframes ? 0 : (int)(left > 0 ? left : 0);
-        zmq_setsockopt(c->sock, ZMQ_RCVTIMEO, &rcvtimeo, sizeof rcvtimeo);
-        if (zmq_msg_recv(&msg, c->sock, 0) < 0) {
+        zmq_setsockopt(c->cur, ZMQ_RCVTIMEO, &rcvtimeo, sizeof rcvtimeo);
+        if (zmq_msg_recv(&msg, c->cur, 0) < 0) {
             int e = errno;
             zmq_msg_close(&msg);
             if (e == EINTR && !nframes && now_ms() < deadline)
@@ -488,6 +518,95 @@ static int hand_reply(Robosim__V1__Response *r, Robosim__V1__Response **resp, rs
     return rc;
 }
 
+/* ---- straight to a world's shard ----------------------------------------------------------
+ * A server of several shards (--shards) serves any world on any connection, passing a request
+ * for another shard's world between its threads; it lists each shard's own port in Hello, so
+ * requests for the worlds this client controls go straight to their shard's port instead. */
+
+/* The shard every world a request names lives on, or -1 (unknown, none, or several). */
+static int request_shard(const rsc_client_t *c, const Robosim__V1__Request *req)
+{
+    int k = -1;
+    if (req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && req->step_batch) {
+        const Robosim__V1__StepBatch *b = req->step_batch;
+        const Robosim__V1__BatchArrays *a =
+            b->form_case == ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS ? b->arrays : NULL;
+        const Robosim__V1__BatchItems *it =
+            b->form_case == ROBOSIM__V1__STEP_BATCH__FORM_ITEMS ? b->items : NULL;
+        size_t n = a ? a->n_world_ids : it ? it->n_items : 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t id = a ? a->world_ids[i] : it->items[i] ? it->items[i]->world_id : 0;
+            const struct world_token *t = find_token(c, id);
+            if (!t || t->shard < 0 || (i > 0 && t->shard != k))
+                return -1;
+            k = t->shard;
+        }
+        return k;
+    }
+    const struct world_token *t = req->world_id ? find_token(c, req->world_id) : NULL;
+    return t ? t->shard : -1;
+}
+
+/* The socket for shard k's port: opened on first use and asked Hello (at most 2 s); a port
+ * that does not answer (not published, a firewall) is not tried again. NULL: use c->sock. */
+static void *shard_socket(rsc_client_t *c, int k)
+{
+    if (k < 0 || (size_t)k >= c->nshards || c->links[k].state < 0)
+        return NULL;
+    struct shard_link *l = &c->links[k];
+    if (l->state == 1)
+        return l->sock;
+    l->state = -1;
+    const char *host = c->endpoint + 6, *colon = strrchr(host, ':');
+    char ep[300];
+    if (!colon || snprintf(ep, sizeof ep, "tcp://%.*s:%u", (int)(colon - host), host,
+                           c->ports[k]) >= (int)sizeof ep)
+        return NULL;
+    int linger = 0;
+    rsc_error_t ignored;
+    if (!(l->sock = zmq_socket(c->ctx, ZMQ_DEALER)) ||
+        zmq_setsockopt(l->sock, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        rsc_apply_curve(l->sock, &c->opts, &ignored) != 0 || zmq_connect(l->sock, ep) != 0)
+        goto unreachable;
+    Robosim__V1__Hello op = ROBOSIM__V1__HELLO__INIT;
+    op.major = RSC_PROTOCOL_MAJOR;
+    op.minor = RSC_PROTOCOL_MINOR;
+    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
+    req.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
+    req.hello = &op;
+    req.id = ++c->next_id;
+    uint8_t buf[64];
+    size_t len = protobuf_c_message_get_packed_size(&req.base);
+    if (len > sizeof buf)
+        goto unreachable;
+    protobuf_c_message_pack(&req.base, buf);
+    int timeout = c->timeout_ms;
+    if (c->timeout_ms > 2000)
+        c->timeout_ms = 2000;
+    c->cur = l->sock;
+    Robosim__V1__Response *r = NULL;
+    int rc = call_bytes(c, buf, len, req.id, &r, &ignored);
+    c->cur = c->sock;
+    c->timeout_ms = timeout;
+    int ok = rc == 0 && r->result_case == ROBOSIM__V1__RESPONSE__RESULT_HELLO;
+    rsc_free(r);
+    if (!ok)
+        goto unreachable;
+    l->state = 1;
+    return l->sock;
+unreachable:
+    if (l->sock)
+        zmq_close(l->sock);
+    l->sock = NULL;
+    return NULL;
+}
+
+int rsc_world_shard(const rsc_client_t *c, uint64_t world_id)
+{
+    const struct world_token *t = find_token(c, world_id);
+    return t ? t->shard : -1;
+}
+
 int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response **resp,
              rsc_error_t *err)
 {
@@ -505,7 +624,10 @@ int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response *
     if (!buf)
         return set_err(err, RSC_ENOMEM, "out of memory packing a %zu-byte request", len);
     protobuf_c_message_pack(&req->base, buf);
+    void *direct = c->nshards ? shard_socket(c, request_shard(c, req)) : NULL;
+    c->cur = direct ? direct : c->sock;
     int rc = call_bytes(c, buf, len, req->id, &r, err);
+    c->cur = c->sock;
     if (buf != stackbuf)
         free(buf);
     return rc != 0 ? rc : hand_reply(r, resp, err);
@@ -612,6 +734,9 @@ static int remember_controller(rsc_client_t *c, const Robosim__V1__CreateWorldRe
         if (rc != 0)
             return set_err(err, rc, "cannot keep the controller token of world %llu",
                            (unsigned long long)cr->world->world_id);
+        struct world_token *t = find_token(c, cr->world->world_id);
+        if (t && (size_t)cr->world->shard < c->nshards)
+            t->shard = (int)cr->world->shard;
     }
     return 0;
 }

@@ -86,6 +86,10 @@ typedef struct rsc_options {
     char server_key[RSC_KEY_LEN + 1];   /* the server's public key (Z85), "" for plaintext */
     char public_key[RSC_KEY_LEN + 1];   /* this client's key pair (Z85) */
     char secret_key[RSC_KEY_LEN + 1];
+    int one_connection;                 /* 1: every request on the one connection, even to a
+                                           server of several shards that lists each shard's own
+                                           port (HelloReply.shard_ports; by default requests for
+                                           the worlds this client controls go straight there) */
 } rsc_options_t;
 
 /* Read a key file: its public key into `public_key` and, when `secret_key` is not NULL, its
@@ -133,6 +137,11 @@ void rsc_close(rsc_client_t **c);
 
 /* Set the per-call timeout of later calls (<= 0: RSC_DEFAULT_TIMEOUT_MS). */
 void rsc_set_timeout(rsc_client_t *c, int timeout_ms);
+
+/* The shard serving a world this client controls (from the reply that made it or handed it
+ * over), -1 when unknown: a server of one loop, or a world it does not control. With a server of
+ * several shards the client sends that world's requests to the shard's own port. */
+int rsc_world_shard(const rsc_client_t *c, uint64_t world_id);
 
 /* The endpoint the client connected to; owned by the client, valid until rsc_close. */
 const char *rsc_endpoint(const rsc_client_t *c);

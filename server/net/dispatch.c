@@ -119,6 +119,8 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
         r->n_tasks++;
     r->tasks = (char **)tasks;
     r->stream_endpoint = s->stream_endpoint;
+    r->n_shard_ports = s->nshard_ports;
+    r->shard_ports = (uint32_t *)s->shard_ports;
     if (!(r->build = build_info(s)))
         return OOM(st);
     r->history_frames =

@@ -54,6 +54,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->state_dir = NULL;
     cfg->checkpoint_interval = 10.0;
     cfg->shards = 1;
+    cfg->shard_ports = 0;
 }
 
 /* ---- the watchdog: interrupts a request at its budget deadline, and everything on stop ----
@@ -386,14 +387,22 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
             return rs_stream_open(s, st) < 0 ? (rs_server_destroy(&s), NULL) : s; /* a front:
                                            its shards bind the request socket */
         s->router = zmq_socket(s->zctx, ZMQ_ROUTER);
-        int linger = 0, fd = front ? rs_shards_listen_fd(front, k) : -1;
+        const char *own_ep = NULL;
+        int linger = 0, fd = front ? rs_shards_listen_fd(front, k, 0, NULL) : -1;
+        int own_fd = front ? rs_shards_listen_fd(front, k, 1, &own_ep) : -1;
         /* a guard well above the reply-with-error limit, so a huge frame cannot exhaust memory */
         int64_t maxmsg = (int64_t)cfg->max_message_size * 4 + 4096;
+        /* a shard's connections are moved by its own ZeroMQ I/O thread (the front made one
+         * per shard), never by another shard's */
+        uint64_t io_thread = front ? (uint64_t)1 << (k % 64) : 0;
         if (!s->router || zmq_setsockopt(s->router, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+            zmq_setsockopt(s->router, ZMQ_AFFINITY, &io_thread, sizeof io_thread) != 0 ||
             zmq_setsockopt(s->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg) != 0 ||
             rs_curve_secure(front ? front : s, s->router) != 0 ||
             (fd >= 0 && zmq_setsockopt(s->router, ZMQ_USE_FD, &fd, sizeof fd) != 0) ||
-            zmq_bind(s->router, cfg->bind) != 0) {
+            zmq_bind(s->router, cfg->bind) != 0 ||
+            (own_fd >= 0 && (zmq_setsockopt(s->router, ZMQ_USE_FD, &own_fd, sizeof own_fd) != 0 ||
+                             zmq_bind(s->router, own_ep) != 0))) {
             rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", cfg->bind, zmq_strerror(zmq_errno()));
             rs_server_destroy(&s);
             return NULL;

@@ -137,6 +137,8 @@ struct rs_server {
     rs_server_t *front;        /* a shard: its front */
     int shard_index;           /* a shard: its place among the front's shards */
     struct rs_peers *peers;    /* a shard: its sockets to and from the other shards */
+    const uint32_t *shard_ports; /* a shard: every shard's own port, for Hello (the front's) */
+    size_t nshard_ports;       /* ... how many (0: none, --shard-ports off) */
     int shared_zctx;           /* a shard: the context is the front's (not terminated here) */
 };
 
@@ -214,8 +216,10 @@ void rs_shards_close(rs_server_t *s);
 rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
                                  rs_status_t *st);
 
-/* The listening socket the front made for shard k (-1: none). */
-int rs_shards_listen_fd(const rs_server_t *front, int k);
+/* The listening socket the front made for shard k on the shared port (own 0) or on the
+ * shard's own port (own 1), its endpoint in *endpoint; -1: none. */
+int rs_shards_listen_fd(const rs_server_t *front, int k, int own, const char **endpoint);
+
 
 /* A shard's socket for the requests other shards pass it, and its sockets to them. 0 or a
  * negative code (st); rs_shard_close_peers undoes it (NULL-safe). */

@@ -58,7 +58,12 @@ struct rs_shards {
     pthread_t *thread;
     int *started;
     int *fds;                 /* each shard's listening socket until its ROUTER takes it */
-    char (*endpoints)[3][96]; /* each shard's bind (the public one), peer and stream endpoints */
+    int *direct_fds;          /* ... and its own port's (--shard-ports), or -1 */
+    uint32_t *ports;          /* each shard's own port (0: none), for HelloReply.shard_ports */
+    char (*endpoints)[4][96]; /* each shard's bind (the public one), peer, stream and own-port
+                                 endpoints */
+    char peer_key[RS_TOKEN_LEN + 1]; /* random: the shards' routing ids to each other start
+                                        with it, so no client can pass as a shard */
     void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
     volatile sig_atomic_t *stop;
     atomic_int running;
@@ -66,8 +71,9 @@ struct rs_shards {
     const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
 };
 
-/* A shard's sockets to the others: where they pass it requests (ROUTER), and one DEALER to
- * each shard (itself included) to pass them requests; the ListWorlds it gathers. */
+/* A shard's sockets to the others: one DEALER to each shard (itself included) to pass them
+ * requests, which arrive on that shard's ROUTER (bound on inproc beside its TCP endpoints) and
+ * are answered back to the DEALER; the ListWorlds and batches it gathers. */
 typedef struct conn_slot {
     uint8_t id[CONN_ID_MAX];
     uint8_t len; /* 0: free */
@@ -75,9 +81,10 @@ typedef struct conn_slot {
 } conn_slot_t;
 
 struct rs_peers {
-    void *in;
     void **out;
     int n;
+    int outstanding; /* requests passed to shards whose replies have not come back */
+    const char *key; /* the front's peer_key */
     conn_slot_t *conns; /* this shard's connections and where their worlds are created */
     int nconns;
     gather_t *gathers;
@@ -254,6 +261,29 @@ static int recv_frames(void *sock, zmq_msg_t *frames, int cap, int *nframes)
     return 0;
 }
 
+/* The frames after a first one already received into frames[0] (a blocking receive). */
+static int recv_rest(void *sock, zmq_msg_t *frames, int cap, int *nframes)
+{
+    int n = 1, more = zmq_msg_more(&frames[0]);
+    while (more) {
+        zmq_msg_t *f = &frames[n < cap ? n : cap - 1];
+        if (n >= cap)
+            zmq_msg_close(f);
+        zmq_msg_init(f);
+        if (zmq_msg_recv(f, sock, ZMQ_DONTWAIT) < 0) {
+            zmq_msg_close(f);
+            for (int i = 0; i < (n < cap ? n : cap - 1); i++)
+                zmq_msg_close(&frames[i]);
+            return -1;
+        }
+        more = zmq_msg_more(f);
+        if (n < cap)
+            n++;
+    }
+    *nframes = n;
+    return 0;
+}
+
 static void close_frames(zmq_msg_t *frames, int n)
 {
     for (int i = 0; i < n; i++)
@@ -281,6 +311,7 @@ static void pass(struct rs_peers *p, int k, zmq_msg_t *frames, int n, const peer
         zmq_msg_close(&m);
     if (zmq_msg_send(&frames[n - 1], p->out[k], 0) < 0)
         zmq_msg_close(&frames[n - 1]);
+    p->outstanding++;
 }
 
 static void gather_free(int n, gather_t *g)
@@ -418,10 +449,23 @@ static int batch_spans(struct rs_census *c, const uint8_t *req, size_t len)
     return 0;
 }
 
-/* The routing id of shard k's socket to the others (ZMQ_ROUTING_ID), in buf; its length. */
-static size_t peer_id(int k, char buf[16])
+/* The routing id of shard k's socket to the others (ZMQ_ROUTING_ID), in buf: the front's
+ * random key, then k; its length. */
+#define PEER_ID_LEN (RS_TOKEN_LEN + 1)
+static size_t peer_id(const struct rs_peers *p, int k, char buf[PEER_ID_LEN])
 {
-    return (size_t)snprintf(buf, 16, "shard-%d", k);
+    memcpy(buf, p->key, RS_TOKEN_LEN);
+    buf[RS_TOKEN_LEN] = (char)k;
+    return PEER_ID_LEN;
+}
+
+/* Whether a message that came in on a shard's ROUTER was passed by a shard (its routing id is
+ * a shard's) rather than sent by a client. */
+static int from_peer(const struct rs_peers *p, zmq_msg_t *routing)
+{
+    return zmq_msg_size(routing) == PEER_ID_LEN &&
+           memcmp(zmq_msg_data(routing), p->key, RS_TOKEN_LEN) == 0 &&
+           ((const uint8_t *)zmq_msg_data(routing))[RS_TOKEN_LEN] < p->n;
 }
 
 /* A StepBatch over several shards' worlds (frames[0..n-1], from a client): split by the
@@ -486,8 +530,8 @@ static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *o
         if (k == here && n + 2 <= cap) {
             /* as this shard's socket to itself would deliver it: its id, the envelope, the
              * meta, the part */
-            char rid[16];
-            size_t idlen = peer_id(here, rid);
+            char rid[PEER_ID_LEN];
+            size_t idlen = peer_id(p, here, rid);
             zmq_msg_init_size(&mine[0], idlen);
             memcpy(zmq_msg_data(&mine[0]), rid, idlen);
             for (int i = 0; i < n; i++)
@@ -498,6 +542,7 @@ static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *o
             mine[n] = mine[n + 1];
             mine[n + 1] = payload;
             nmine = n + 2;
+            p->outstanding++; /* its reply comes back as another shard's would */
             continue;
         }
         pass(p, k, copy, n, &meta);
@@ -644,45 +689,76 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                   void **sock, int timeout_ms)
 {
     struct rs_peers *p = s->peers;
-    int nitems = 2 + p->n;
-    zmq_pollitem_t items[2 + 256];
+    int nitems = 1 + p->n;
+    zmq_pollitem_t items[1 + 256];
     items[0] = (zmq_pollitem_t){s->router, 0, ZMQ_POLLIN, 0};
-    items[1] = (zmq_pollitem_t){p->in, 0, ZMQ_POLLIN, 0};
     for (int k = 0; k < p->n; k++)
-        items[2 + k] = (zmq_pollitem_t){p->out[k], 0, ZMQ_POLLIN, 0};
+        items[1 + k] = (zmq_pollitem_t){p->out[k], 0, ZMQ_POLLIN, 0};
     double deadline = rs_clock() + 1e-3 * timeout_ms;
-    for (;;) {
+    /* Every socket is read without waiting first. Then, while replies to requests this shard
+     * passed are due, zmq_poll waits on all of them; else (the usual case: clients that send
+     * a world's requests to its shard's own port) a blocking receive on the ROUTER alone, as
+     * one loop's server waits: one wait per request, not a poll(2) over every socket. */
+    for (int round = 0;; round++) {
         double left = deadline - rs_clock();
-        int rc = zmq_poll(items, nitems, left > 0 ? (long)(left * 1e3 + 0.999) : 0);
-        if (rc < 0)
-            return -1; /* EINTR, ETERM: errno says */
+        long wait_ms = left > 0 ? (long)(left * 1e3 + 0.999) : 0;
+        int blocking = 0;
+        if (round == 0) {
+            for (int i = 0; i < nitems; i++)
+                items[i].revents = ZMQ_POLLIN;
+        } else if (p->outstanding > 0 || wait_ms == 0) {
+            if (zmq_poll(items, nitems, wait_ms) < 0)
+                return -1; /* EINTR, ETERM: errno says */
+        } else {
+            for (int i = 0; i < nitems; i++)
+                items[i].revents = 0;
+            int rcvtimeo = (int)(wait_ms < INT32_MAX ? wait_ms : INT32_MAX);
+            zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &rcvtimeo, sizeof rcvtimeo);
+            zmq_msg_t *f = &frames[0];
+            zmq_msg_init(f);
+            if (zmq_msg_recv(f, s->router, 0) < 0) {
+                int e = zmq_errno();
+                zmq_msg_close(f);
+                errno = e;
+                if (e == EAGAIN && rs_clock() < deadline)
+                    continue;
+                return -1; /* EAGAIN (none), EINTR, ETERM */
+            }
+            blocking = 1; /* the first frame is in; the rest are read below */
+            items[0].revents = ZMQ_POLLIN;
+        }
         for (int k = 0; k < p->n; k++)
-            if (items[2 + k].revents & ZMQ_POLLIN)
+            if (items[1 + k].revents & ZMQ_POLLIN)
                 for (int m = 0; m < 256; m++) {
                     zmq_msg_t r[PEER_MAX_FRAMES];
                     int nr = 0;
                     if (recv_frames(p->out[k], r, PEER_MAX_FRAMES, &nr) < 0)
                         break;
+                    if (p->outstanding > 0)
+                        p->outstanding--;
                     relay(s, r, nr);
                 }
-        /* a request another shard passed this one: served here, the reply goes back to it */
-        if ((items[1].revents & ZMQ_POLLIN) && recv_frames(p->in, frames, cap, n) == 0) {
-            if (*n >= 3 && zmq_msg_size(&frames[*n - 2]) == sizeof(peer_meta_t)) {
-                peer_meta_t meta;
-                memcpy(&meta, zmq_msg_data(&frames[*n - 2]), sizeof meta);
-                *caller = meta.caller;
-                *sock = p->in;
-                return 0;
-            }
-            close_frames(frames, *n);
-        }
-        /* a client's: served here when its world is this shard's (or it names none), else
-         * passed to the world's shard */
-        while ((items[0].revents & ZMQ_POLLIN) && recv_frames(s->router, frames, cap, n) == 0) {
+        while ((items[0].revents & ZMQ_POLLIN) &&
+               (blocking ? recv_rest(s->router, frames, cap, n) : recv_frames(s->router, frames, cap, n)) == 0) {
+            blocking = 0;
             if (*n < 2) {
                 close_frames(frames, *n);
                 continue;
             }
+            /* a request another shard passed this one: served here, the reply goes back to it */
+            if (from_peer(p, &frames[0])) {
+                if (*n >= 3 && zmq_msg_size(&frames[*n - 2]) == sizeof(peer_meta_t)) {
+                    peer_meta_t meta;
+                    memcpy(&meta, zmq_msg_data(&frames[*n - 2]), sizeof meta);
+                    *caller = meta.caller;
+                    *sock = s->router;
+                    return 0;
+                }
+                close_frames(frames, *n);
+                continue;
+            }
+            /* a client's: served here when its world is this shard's (or it names none), else
+             * passed to the world's shard */
             rs_caller_of(&frames[0], &frames[*n - 1], caller);
             uint64_t world = 0;
             int route = rs_route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
@@ -704,7 +780,7 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                 if (!own)
                     continue;
                 *n = own;
-                *sock = p->in;
+                *sock = s->router;
                 return 0;
             }
             if (k >= 0 && k != s->shard_index && *n < PEER_MAX_FRAMES) {
@@ -735,19 +811,26 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
     }
     s->peers = p;
     p->n = f->n;
-    int linger = 0, hwm = 0;
-    p->in = zmq_socket(s->zctx, ZMQ_ROUTER);
-    if (!p->in || zmq_setsockopt(p->in, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
-        zmq_setsockopt(p->in, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
-        zmq_setsockopt(p->in, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
-        zmq_bind(p->in, f->endpoints[s->shard_index][1]) != 0)
+    p->key = f->peer_key;
+    /* the shards pass requests to this shard's ROUTER over inproc, with no limit on the queue
+     * (an inproc endpoint keeps the options of its bind; TCP connections accepted later get
+     * the usual limits back) */
+    int linger = 0, hwm = 0, sndhwm = 0, rcvhwm = 0;
+    size_t optlen = sizeof sndhwm;
+    if (zmq_getsockopt(s->router, ZMQ_SNDHWM, &sndhwm, &optlen) != 0 ||
+        zmq_getsockopt(s->router, ZMQ_RCVHWM, &rcvhwm, &optlen) != 0 ||
+        zmq_setsockopt(s->router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_setsockopt(s->router, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
+        zmq_bind(s->router, f->endpoints[s->shard_index][1]) != 0 ||
+        zmq_setsockopt(s->router, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm) != 0 ||
+        zmq_setsockopt(s->router, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm) != 0)
         return rs_fail(st, RS_EINTERNAL, "shard %d: cannot bind %s: %s", s->shard_index,
                        f->endpoints[s->shard_index][1], zmq_strerror(zmq_errno()));
     for (int k = 0; k < f->n; k++) {
         /* inproc: a connect before the other shard binds is kept until it does */
         p->out[k] = zmq_socket(s->zctx, ZMQ_DEALER);
-        char id[16];
-        size_t idlen = peer_id(s->shard_index, id);
+        char id[PEER_ID_LEN];
+        size_t idlen = peer_id(p, s->shard_index, id);
         if (!p->out[k] || zmq_setsockopt(p->out[k], ZMQ_LINGER, &linger, sizeof linger) != 0 ||
             zmq_setsockopt(p->out[k], ZMQ_ROUTING_ID, id, idlen) != 0 ||
             zmq_setsockopt(p->out[k], ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
@@ -764,8 +847,6 @@ void rs_shard_close_peers(rs_server_t *s)
     struct rs_peers *p = s->peers;
     if (!p)
         return;
-    if (p->in)
-        zmq_close(p->in);
     for (int k = 0; k < p->n && p->out; k++)
         if (p->out[k])
             zmq_close(p->out[k]);
@@ -826,8 +907,15 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
         }
         f->started[k] = 1;
     }
-    rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
-           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
+    char own[160] = "";
+    size_t used = 0;
+    for (int k = 0; k < f->n && f->ports[0] && used < sizeof own - 16; k++)
+        used += (size_t)snprintf(own + used, sizeof own - used, "%s%u", k ? " " : "; their own ports ",
+                                 f->ports[k]);
+    if (used >= sizeof own - 16 && f->n > 1)
+        snprintf(own + sizeof own - 16, 16, " ...");
+    rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards%s", RS_PROTOCOL_MAJOR,
+           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n, own);
     /* the stream: the shards' frames out, the subscriptions in; else only wait */
     zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->stream.xpub, 0, ZMQ_POLLIN, 0}};
     while (!*stop || atomic_load(&f->running) > 0) {
@@ -854,10 +942,42 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
 
 /* ---- making and ending them ------------------------------------------------------------- */
 
+/* A listening TCP socket on `ai` (non-blocking; SO_REUSEPORT when `shared`), its port in *port;
+ * -1 (errno) on failure. */
+static int listen_on(const struct addrinfo *ai, int shared, int *port)
+{
+    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol), on = 1;
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
+        (shared && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0 ||
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        errno = e;
+        return -1;
+    }
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &len);
+    *port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
+                                           : ((struct sockaddr_in *)&sa)->sin_port);
+    return fd;
+}
+
+static void set_port(struct addrinfo *ai, int port)
+{
+    if (ai->ai_family == AF_INET6)
+        ((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)port);
+}
+
 /* N listening sockets on `bind`'s address and port (tcp://HOST:PORT, PORT may be *), each with
- * SO_REUSEPORT; the endpoint with the port bound written to `resolved`. */
-static int listen_all(struct rs_shards *f, const char *endpoint, char *resolved, size_t cap,
-                      rs_status_t *st)
+ * SO_REUSEPORT; the endpoint with the port bound written to `resolved`. Then, unless
+ * shard_ports < 0, each shard's own port on the same host (shard_ports + k, or a free one). */
+static int listen_all(struct rs_shards *f, const char *endpoint, int shard_ports, char *resolved,
+                      size_t cap, rs_status_t *st)
 {
     char host[256], port[16];
     const char *hp = strncmp(endpoint, "tcp://", 6) == 0 ? endpoint + 6 : NULL;
@@ -882,43 +1002,55 @@ static int listen_all(struct rs_shards *f, const char *endpoint, char *resolved,
         return rs_fail(st, RS_EINVAL, "--shards: cannot resolve %s: %s", endpoint, gai_strerror(gai));
     int rc = 0;
     for (int k = 0; k < f->n && rc == 0; k++) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol), on = 1;
-        if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-            setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0 ||
-            bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0 ||
-            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
+        int bound = 0;
+        if ((f->fds[k] = listen_on(ai, 1, &bound)) < 0) {
             rc = rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", endpoint, strerror(errno));
-            if (fd >= 0)
-                close(fd);
             break;
         }
-        f->fds[k] = fd;
         if (k == 0) {
             /* the others take the port the first was given */
-            struct sockaddr_storage sa;
-            socklen_t len = sizeof sa;
-            getsockname(fd, (struct sockaddr *)&sa, &len);
-            int bound = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
-                                                       : ((struct sockaddr_in *)&sa)->sin_port);
-            if (sa.ss_family == AF_INET6)
-                ((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons((uint16_t)bound);
-            else
-                ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)bound);
+            set_port(ai, bound);
             snprintf(resolved, cap, "tcp://%.*s:%d", (int)(colon - hp), hp, bound);
         }
+    }
+    /* each shard's own port: where clients send its worlds' requests (HelloReply.shard_ports) */
+    for (int k = 0; k < f->n && rc == 0 && shard_ports >= 0; k++) {
+        int bound = 0;
+        set_port(ai, shard_ports > 0 ? shard_ports + k : 0);
+        if (shard_ports > 0 && shard_ports + k > 65535) {
+            rc = rs_fail(st, RS_EINVAL, "--shard-ports %d: shard %d's port %d is past 65535",
+                         shard_ports, k, shard_ports + k);
+            break;
+        }
+        if ((f->direct_fds[k] = listen_on(ai, 0, &bound)) < 0) {
+            rc = rs_fail(st, RS_EPRECOND, "cannot bind shard %d's own port %d on %.*s: %s%s", k,
+                         shard_ports > 0 ? shard_ports + k : 0, (int)(colon - hp), hp,
+                         strerror(errno),
+                         shard_ports > 0 ? " (pick another --shard-ports base, or 0 for free "
+                                           "ports, or off)"
+                                         : "");
+            break;
+        }
+        f->ports[k] = (uint32_t)bound;
+        snprintf(f->endpoints[k][3], sizeof f->endpoints[k][3], "tcp://%.*s:%d",
+                 (int)(colon - hp), hp, bound);
     }
     freeaddrinfo(ai);
     return rc;
 }
 
-int rs_shards_listen_fd(const rs_server_t *front, int k)
+int rs_shards_listen_fd(const rs_server_t *front, int k, int own, const char **endpoint)
 {
     if (!front->shards)
         return -1;
-    int fd = front->shards->fds[k];
-    front->shards->fds[k] = -1; /* the shard's ROUTER owns it from here */
+    int *fds = own ? front->shards->direct_fds : front->shards->fds;
+    int fd = fds[k];
+    fds[k] = -1; /* the shard's ROUTER owns it from here */
+    if (endpoint)
+        *endpoint = front->shards->endpoints[k][own ? 3 : 0];
     return fd;
 }
+
 
 int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
                    const rs_shard_ops_t *ops, rs_status_t *st)
@@ -933,15 +1065,20 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
     if (n > 255)
         return rs_fail(st, RS_EINVAL, "--shards %d: at most 255", n);
     rs_census_init(&f->census);
+    if (rs_token_generate(f->peer_key, st) < 0)
+        return st->code;
     if (!(f->shard = calloc((size_t)n, sizeof *f->shard)) ||
         !(f->thread = calloc((size_t)n, sizeof *f->thread)) ||
         !(f->started = calloc((size_t)n, sizeof *f->started)) ||
         !(f->fds = calloc((size_t)n, sizeof *f->fds)) ||
+        !(f->direct_fds = calloc((size_t)n, sizeof *f->direct_fds)) ||
+        !(f->ports = calloc((size_t)n, sizeof *f->ports)) ||
         !(f->endpoints = calloc((size_t)n, sizeof *f->endpoints)))
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     for (int k = 0; k < n; k++)
-        f->fds[k] = -1;
-    if (listen_all(f, s->cfg.bind, f->endpoints[0][0], sizeof f->endpoints[0][0], st) < 0)
+        f->fds[k] = f->direct_fds[k] = -1;
+    if (listen_all(f, s->cfg.bind, server_cfg->shard_ports, f->endpoints[0][0],
+                   sizeof f->endpoints[0][0], st) < 0)
         return st->code;
     if (s->stream.xpub) {
         f->xsub = zmq_socket(s->zctx, ZMQ_XSUB);
@@ -968,6 +1105,8 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
         cfg.snapshot_key_file = NULL;
         if (!(f->shard[k] = f->ops->make(&cfg, s, k, st)))
             return st->code ? st->code : RS_EINTERNAL;
+        f->shard[k]->shard_ports = f->ports;
+        f->shard[k]->nshard_ports = f->ports[0] ? (size_t)n : 0;
         snprintf(f->shard[k]->stream_endpoint, sizeof f->shard[k]->stream_endpoint, "%s",
                  s->stream_endpoint); /* what Hello tells clients: the public one */
         if (f->xsub && zmq_connect(f->xsub, f->endpoints[k][2]) != 0)
@@ -989,6 +1128,11 @@ void rs_shards_close(rs_server_t *s)
     for (int k = 0; k < f->n && f->fds; k++)
         if (f->fds[k] >= 0)
             close(f->fds[k]); /* never taken by a shard */
+    for (int k = 0; k < f->n && f->direct_fds; k++)
+        if (f->direct_fds[k] >= 0)
+            close(f->direct_fds[k]);
+    free(f->direct_fds);
+    free(f->ports);
     free(f->shard);
     free(f->thread);
     free(f->started);

@@ -10,6 +10,8 @@
 #include "server_proc.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <zmq.h>
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 
@@ -820,6 +822,234 @@ static void mixed_budget(void)
     fleet_stop(&one);
 }
 
+
+/* ---- each shard's own port ---------------------------------------------------------------- */
+
+/* Established TCP connections of this process's clients to `port` on loopback (from
+ * /proc/net/tcp: the remote port column, state 01). */
+static int connections_to(int port)
+{
+    FILE *f = fopen("/proc/net/tcp", "r");
+    char line[512];
+    int n = 0;
+    if (!f)
+        return -1;
+    while (fgets(line, sizeof line, f)) {
+        unsigned lport, rport, state;
+        if (sscanf(line, " %*d: %*8X:%X %*8X:%X %X", &lport, &rport, &state) == 3 &&
+            (int)rport == port && state == 1)
+            n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static Robosim__V1__HelloReply *hello_of(rsc_client_t *c)
+{
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    CHECK(rsc_hello(c, RSC_PROTOCOL_MAJOR, RSC_PROTOCOL_MINOR, &h, &err) == 0 && h, "hello: %s",
+          err.message);
+    return h;
+}
+
+/* Hello lists each shard's own port; a client sends the requests for its worlds straight to
+ * their shard's port (a connection there, none to the other's); any port serves any world; a
+ * client asked for one connection keeps to it; --shard-ports BASE and off. */
+static void own_ports(void)
+{
+    const char *extra[] = {"--shards", "2", "--threads", "1", NULL};
+    server_proc_t sp;
+    CHECK(server_start(&sp, binary, extra) == 0, "server with --shards 2 started");
+    if (sp.pid <= 0)
+        return;
+    rsc_error_t err;
+    rsc_options_t one = {.timeout_ms = 20000, .one_connection = 1};
+    rsc_client_t *a = must_connect(sp.endpoint), *solo = rsc_connect_with(sp.endpoint, &one, &err);
+    CHECK(solo != NULL, "connect with one_connection: %s", solo ? "" : err.message);
+    Robosim__V1__HelloReply *h = hello_of(a);
+    int ports[2] = {0, 0};
+    CHECK(h && h->n_shard_ports == 2 && h->shard_ports[0] > 0 && h->shard_ports[1] > 0 &&
+              h->shard_ports[0] != h->shard_ports[1],
+          "Hello lists two shards' own ports (%zu)", h ? h->n_shard_ports : 0);
+    if (h && h->n_shard_ports == 2) {
+        ports[0] = (int)h->shard_ports[0];
+        ports[1] = (int)h->shard_ports[1];
+    }
+    rsc_free(h);
+    if (!ports[0] || !solo) {
+        rsc_close(&a);
+        rsc_close(&solo);
+        server_stop(&sp);
+        return;
+    }
+    CHECK(connections_to(ports[0]) == 0 && connections_to(ports[1]) == 0,
+          "no connection to a shard's port before a world is stepped");
+    uint64_t w = 0;
+    CHECK(rsc_create_world(a, "finger", NULL, 0, 5, &w, &err) == 0, "create: %s", err.message);
+    int k = rsc_world_shard(a, w);
+    CHECK(k >= 0 && k == shard_of(a, w), "the client knows its world's shard (%d, listed %d)", k,
+          shard_of(a, w));
+    static uint8_t s1[1 << 16], s2[1 << 16];
+    size_t n1 = step_and_pack(a, w, 20, s1, sizeof s1);
+    CHECK(n1 > 0, "steps through the shard's port");
+    if (k >= 0)
+        CHECK(connections_to(ports[k]) == 1 && connections_to(ports[1 - k]) == 0,
+              "one connection to the world's shard's port (%d), none to the other's (%d)",
+              connections_to(ports[k]), connections_to(ports[1 - k]));
+    /* any port serves any world: a client of each port, one connection each */
+    uint64_t twin = 0;
+    CHECK(rsc_create_world(solo, "finger", NULL, 0, 5, &twin, &err) == 0, "create: %s",
+          err.message);
+    size_t n2 = step_and_pack(solo, twin, 20, s2, sizeof s2);
+    CHECK(n2 == n1 && !memcmp(s1, s2, n1), "the one-connection client's twin: the same bits");
+    for (int j = 0; j < 2; j++) {
+        char ep[64];
+        snprintf(ep, sizeof ep, "tcp://127.0.0.1:%d", ports[j]);
+        rsc_client_t *d = rsc_connect_with(ep, &one, &err);
+        CHECK(d != NULL, "connect to shard %d's port: %s", j, d ? "" : err.message);
+        if (!d)
+            continue;
+        rsc_set_world_token(d, w, rsc_world_token(a, w));
+        rsc_set_world_token(d, twin, rsc_world_token(solo, twin));
+        n1 = step_and_pack(d, w, 3, s1, sizeof s1);
+        n2 = step_and_pack(d, twin, 3, s2, sizeof s2);
+        CHECK(n1 > 0 && n1 == n2 && !memcmp(s1, s2, n1),
+              "shard %d's port serves both shards' worlds, the same bits", j);
+        rsc_close(&d);
+    }
+    CHECK(connections_to(ports[0]) + connections_to(ports[1]) == 1,
+          "the one-connection clients kept to the port they were given");
+    rsc_close(&a);
+    rsc_close(&solo);
+    server_stop(&sp);
+
+    /* --shard-ports BASE: BASE and BASE + 1; off: none listed, and the server still serves */
+    char base[16];
+    int b = free_port();
+    snprintf(base, sizeof base, "%d", b);
+    const char *fixed[] = {"--shards", "2", "--threads", "1", "--shard-ports", base, NULL};
+    if (server_start(&sp, binary, fixed) == 0) {
+        a = must_connect(sp.endpoint);
+        h = hello_of(a);
+        CHECK(h && h->n_shard_ports == 2 && (int)h->shard_ports[0] == b &&
+                  (int)h->shard_ports[1] == b + 1,
+              "--shard-ports %d: ports %d and %d", b, b, b + 1);
+        rsc_free(h);
+        rsc_close(&a);
+        server_stop(&sp);
+    } /* else port b + 1 was taken: nothing to check this time */
+    const char *off[] = {"--shards", "2", "--threads", "1", "--shard-ports", "off", NULL};
+    CHECK(server_start(&sp, binary, off) == 0, "server with --shard-ports off started");
+    if (sp.pid > 0) {
+        a = must_connect(sp.endpoint);
+        h = hello_of(a);
+        CHECK(h && h->n_shard_ports == 0, "--shard-ports off: none listed");
+        rsc_free(h);
+        CHECK(rsc_create_world(a, "finger", NULL, 0, 5, &w, &err) == 0 &&
+                  step_and_pack(a, w, 3, s1, sizeof s1) > 0,
+              "and its worlds step by the one connection: %s", err.message);
+        CHECK(rsc_world_shard(a, w) == -1, "the client routes nothing");
+        rsc_close(&a);
+        server_stop(&sp);
+    }
+}
+
+/* A server whose Hello lists shard ports nobody listens on (published ports not mapped, a
+ * firewall): the client tries each once (at most 2 s) and then sends by its one connection. A
+ * stand-in server on a thread answers Hello, CreateWorld (shard 1) and Step. */
+typedef struct fake {
+    char endpoint[64];
+    uint32_t dead[2];
+    volatile int stop;
+    int served;
+} fake_t;
+
+static void *fake_server(void *arg)
+{
+    fake_t *f = arg;
+    void *ctx = zmq_ctx_new(), *r = zmq_socket(ctx, ZMQ_ROUTER);
+    int linger = 0, timeout = 100;
+    zmq_setsockopt(r, ZMQ_LINGER, &linger, sizeof linger);
+    zmq_setsockopt(r, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
+    if (zmq_bind(r, f->endpoint) != 0)
+        f->stop = 1;
+    while (!f->stop) {
+        zmq_msg_t id, body;
+        zmq_msg_init(&id);
+        zmq_msg_init(&body);
+        if (zmq_msg_recv(&id, r, 0) < 0 || zmq_msg_recv(&body, r, 0) < 0) {
+            zmq_msg_close(&id);
+            zmq_msg_close(&body);
+            continue;
+        }
+        Robosim__V1__Request *rq =
+            robosim__v1__request__unpack(NULL, zmq_msg_size(&body), zmq_msg_data(&body));
+        Robosim__V1__Response rp = ROBOSIM__V1__RESPONSE__INIT;
+        Robosim__V1__HelloReply hr = ROBOSIM__V1__HELLO_REPLY__INIT;
+        Robosim__V1__CreateWorldReply cr = ROBOSIM__V1__CREATE_WORLD_REPLY__INIT;
+        Robosim__V1__WorldInfo wi = ROBOSIM__V1__WORLD_INFO__INIT;
+        Robosim__V1__State st = ROBOSIM__V1__STATE__INIT;
+        rp.id = rq ? rq->id : 0;
+        if (rq && rq->op_case == ROBOSIM__V1__REQUEST__OP_HELLO) {
+            hr.major = 1;
+            hr.n_shard_ports = 2;
+            hr.shard_ports = f->dead;
+            rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_HELLO;
+            rp.hello = &hr;
+        } else if (rq && rq->op_case == ROBOSIM__V1__REQUEST__OP_CREATE_WORLD) {
+            wi.world_id = 5;
+            wi.shard = 1;
+            cr.world = &wi;
+            cr.token = "0123456789abcdef0123456789abcdef";
+            rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD;
+            rp.create_world = &cr;
+        } else {
+            st.world_id = 5;
+            rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_STEP;
+            rp.step = &st;
+            f->served++;
+        }
+        uint8_t buf[256];
+        size_t len = robosim__v1__response__get_packed_size(&rp);
+        robosim__v1__response__pack(&rp, buf);
+        zmq_msg_send(&id, r, ZMQ_SNDMORE);
+        zmq_send(r, buf, len, 0);
+        zmq_msg_close(&body);
+        if (rq)
+            robosim__v1__request__free_unpacked(rq, NULL);
+    }
+    zmq_close(r);
+    zmq_ctx_term(ctx);
+    return NULL;
+}
+
+static void unreachable_ports(void)
+{
+    fake_t f = {.dead = {(uint32_t)free_port(), (uint32_t)free_port()}};
+    snprintf(f.endpoint, sizeof f.endpoint, "tcp://127.0.0.1:%d", free_port());
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, fake_server, &f) == 0, "stand-in server started");
+    rsc_error_t err;
+    rsc_client_t *c = must_connect(f.endpoint);
+    uint64_t w = 0;
+    CHECK(c && rsc_create_world(c, "finger", NULL, 0, 1, &w, &err) == 0 && w == 5 &&
+              rsc_world_shard(c, w) == 1,
+          "created on shard 1 of the stand-in: %s", err.message);
+    double t0 = now_s();
+    CHECK(c && rsc_step(c, w, 1, 0, NULL, 0, NULL, &err) == 0, "the first step is answered by "
+          "the one connection after the shard's port did not answer: %s", err.message);
+    double t1 = now_s();
+    CHECK(c && rsc_step(c, w, 1, 0, NULL, 0, NULL, &err) == 0, "and the second: %s", err.message);
+    double t2 = now_s();
+    CHECK(t1 - t0 < 4.0 && t2 - t1 < 0.5,
+          "the dead port is tried once, for at most 2 s (%.2f s, then %.3f s)", t1 - t0, t2 - t1);
+    CHECK(f.served == 2, "both steps reached the server (%d)", f.served);
+    rsc_close(&c);
+    f.stop = 1;
+    pthread_join(t, NULL);
+}
+
 int main(int argc, char **argv)
 {
     binary = server_arg(argc, argv);
@@ -830,5 +1060,7 @@ int main(int argc, char **argv)
     mixed_batches();
     mixed_budget();
     mixed_task_arrays();
+    own_ports();
+    unreachable_ports();
     return rs_test_done("test_shards");
 }
