@@ -382,3 +382,40 @@ def test_build_fingerprint(client):
                           text=True, cwd=os.path.dirname(__file__))
     if head.returncode == 0:  # a checkout: the build names a commit of it
         assert re.fullmatch(r"[0-9a-f]{12}(\+changes)?", b["commit"]), b
+
+
+def _connections_to(port):
+    """Established TCP connections to `port` on this machine (/proc/net/tcp, remote port)."""
+    n = 0
+    with open("/proc/net/tcp") as f:
+        next(f)
+        for line in f:
+            cols = line.split()
+            if int(cols[2].split(":")[1], 16) == port and cols[3] == "01":
+                n += 1
+    return n
+
+
+def test_requests_go_to_the_worlds_shard():
+    """With --shards, Hello lists each shard's own port; the client steps (general calls, the
+    environments' stepper and a StepBatch) through its worlds' shard's port, with the same
+    results as a client of one connection."""
+    with robosim.LocalServer(args=["--shards", "2", "--threads", "1"]) as srv:
+        with robosim.Client(srv.endpoint) as c, \
+                robosim.Client(srv.endpoint, one_connection=True) as solo:
+            ports = c.server["shard_ports"]
+            assert len(ports) == 2 and all(p > 0 for p in ports)
+            assert _connections_to(ports[0]) + _connections_to(ports[1]) == 0
+            w = c.create_world(task="FingerPush-v0", seed=3)
+            twin = solo.create_world(task="FingerPush-v0", seed=3)
+            shard = next(x["shard"] for x in c.list_worlds() if x["world_id"] == w)
+            n = len(c.get_spec(w)["task"]["action"])
+            for cl, wid in ((c, w), (solo, twin)):
+                cl.step(wid, action=[0.3] * n)
+                cl.step_batch([{"world_id": wid, "steps": 2, "action": [0.2] * n}])
+                cl.stepper(wid)([0.1] * n)
+            assert _connections_to(ports[shard]) == 1, "one connection to its shard's port"
+            assert _connections_to(ports[1 - shard]) == 0
+            a, b = c.get_state(w), solo.get_state(twin)
+            assert a["step_count"] == b["step_count"] == 4
+            assert a["digest"] == b["digest"] and a["digest"]

@@ -80,7 +80,7 @@ def world_info_dict(wi):
     return {"world_id": wi.world_id, "preset": wi.preset, "time": wi.time,
             "step_count": wi.step_count, "entities": list(wi.entities),
             "control_dt": wi.control_dt, "task": wi.task,
-            "lease_remaining": wi.lease_remaining}
+            "lease_remaining": wi.lease_remaining, "shard": wi.shard}
 
 
 def _f64(values):
@@ -385,12 +385,16 @@ class Client(Closing):
     server_key, client_key_file: CurveZMQ keys for a server run with --curve-secret-file
     (robosim.curve: the server's public key or its .key file, and this client's .key_secret
     file; default $ROBOSIM_SERVER_KEY and $ROBOSIM_CLIENT_KEY_FILE, "" for none). A CURVE
-    server answers nothing to a client it does not admit: that is a TimeoutError."""
+    server answers nothing to a client it does not admit: that is a TimeoutError.
+    one_connection: every request by the one connection. By default, with a server of several
+    shards (--shards) that lists each shard's own port in Hello, the requests for the worlds
+    this client controls go straight to their shard's port (probed with Hello once, at most
+    2 s; a port that does not answer is not tried again)."""
 
     def __init__(self, endpoint: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
                  hello: bool = True, client_name: str = "robosim-python",
                  context: Optional[zmq.Context] = None, server_key: Optional[str] = None,
-                 client_key_file: Optional[str] = None) -> None:
+                 client_key_file: Optional[str] = None, one_connection: bool = False) -> None:
         endpoint = endpoint or env_endpoint() or DEFAULT_ENDPOINT
         if hello:
             check_listening(endpoint)
@@ -402,6 +406,10 @@ class Client(Closing):
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._rcvtimeo = None
+        self._keys = keys
+        self._shard_ports = []  # each shard's own port (HelloReply.shard_ports)
+        self._shard_of = {}     # world id -> its shard, for the worlds this client controls
+        self._links = {}        # shard -> [socket, its RCVTIMEO], or None: port unreachable
         try:
             curve.apply(self._sock, keys)
             self._sock.connect(endpoint)
@@ -419,6 +427,9 @@ class Client(Closing):
         self.server = None
         if hello:
             self.server = self.hello()
+            if (not one_connection and len(self.server["shard_ports"]) > 1
+                    and endpoint.startswith("tcp://")):
+                self._shard_ports = self.server["shard_ports"]
 
     # -- plumbing
 
@@ -426,6 +437,62 @@ class Client(Closing):
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
+        for link in self._links.values():
+            if link is not None:
+                link[0].close(0)
+        self._links.clear()
+
+    # -- straight to a world's shard: a server of several shards serves any world on any
+    # connection (passing the request between its threads); the worlds this client controls
+    # are reached at their shard's own port instead
+
+    def _shard_socket(self, k):
+        """The connection to shard k's own port, or None (use the first connection)."""
+        if k is None or k >= len(self._shard_ports):
+            return None
+        if k in self._links:
+            link = self._links[k]
+            return link[0] if link is not None else None
+        self._links[k] = None
+        host = self.endpoint[len("tcp://"):].rsplit(":", 1)[0]
+        sock = self._ctx.socket(zmq.DEALER)
+        sock.setsockopt(zmq.LINGER, 0)
+        try:
+            curve.apply(sock, self._keys)
+            sock.connect("tcp://%s:%d" % (host, self._shard_ports[k]))
+            rid = next(self._ids)
+            hello = pb.Request(id=rid, hello=pb.Hello(major=PROTOCOL_MAJOR,
+                                                      minor=PROTOCOL_MINOR))
+            deadline = _now() + min(2.0, self.timeout)
+            sock.send(hello.SerializeToString(), zmq.NOBLOCK)
+            while True:
+                left = deadline - _now()
+                if left <= 0 or not sock.poll(max(1, int(left * 1000)), zmq.POLLIN):
+                    raise zmq.Again()
+                resp = pb.Response.FromString(sock.recv())
+                if resp.id == rid and resp.HasField("hello"):
+                    break
+        except Exception:  # no answer, refused, or not a Response: keep to the one connection
+            sock.close(0)
+            return None
+        self._links[k] = [sock, None]
+        return sock
+
+    def _route(self, req):
+        """The socket for Request `req`: its world's shard's, a StepBatch's when all its
+        worlds share a shard, else the first connection."""
+        if not self._shard_ports:
+            return self._sock
+        op = req.WhichOneof("op")
+        if op == "step_batch":
+            b = req.step_batch
+            ids = (b.arrays.world_ids if b.WhichOneof("form") == "arrays"
+                   else [it.world_id for it in b.items.items])
+            shards = {self._shard_of.get(w) for w in ids}
+            k = shards.pop() if len(shards) == 1 else None
+        else:
+            k = self._shard_of.get(req.world_id)
+        return self._shard_socket(k) or self._sock
 
     def _request(self, op, msg, world_id=0, token=None):
         req = pb.Request(id=next(self._ids), world_id=int(world_id))
@@ -461,18 +528,22 @@ class Client(Closing):
         if fields or world_id or token is not None:
             raise TypeError("call(Request) takes no fields, world_id or token: the Request "
                             "carries them; call(name, world_id=..., **fields) builds one")
-        return self.call_bytes(req.SerializeToString(), req.id, req.WhichOneof("op"), timeout)
+        sock = self._route(req) if self._sock is not None else None
+        return self.call_bytes(req.SerializeToString(), req.id, req.WhichOneof("op"), timeout,
+                               sock)
 
-    def call_bytes(self, data, rid, op, timeout=None):
-        """call() for a Request already serialized (`data`, with id `rid`, operation `op`)."""
+    def call_bytes(self, data, rid, op, timeout=None, sock=None):
+        """call() for a Request already serialized (`data`, with id `rid`, operation `op`), on
+        `sock` (None: the client's connection)."""
         if self._sock is None:
             raise RobosimError.from_name("FAILED_PRECONDITION", "the client is closed",
                                          self.endpoint)
         timeout = self.timeout if timeout is None else float(timeout)
-        self._sock.send(data)
+        sock = sock or self._sock
+        sock.send(data)
         deadline = _now() + timeout
-        return self._answer(self._response(self._recv(deadline, timeout, op)), rid, op,
-                            deadline, timeout)
+        return self._answer(self._response(self._recv(deadline, timeout, op, sock)), rid, op,
+                            deadline, timeout, sock)
 
     def _response(self, data):
         """The Response in `data` (ProtocolError when it is none)."""
@@ -482,12 +553,12 @@ class Client(Closing):
             raise ProtocolError("%s answered with bytes that are not a robosim.v1 Response "
                                 "(%s)" % (self.endpoint, exc), self.endpoint)
 
-    def _answer(self, resp, rid, op, deadline, timeout):
+    def _answer(self, resp, rid, op, deadline, timeout, sock=None):
         """The result message of the Response to request `rid`, `resp` the first one read:
         earlier ones (late answers to calls that timed out) are skipped and the next read
-        before `deadline`; an Error raises RobosimError."""
+        (on `sock`) before `deadline`; an Error raises RobosimError."""
         while resp.id != rid and resp.id != 0:
-            resp = self._response(self._recv(deadline, timeout, op))
+            resp = self._response(self._recv(deadline, timeout, op, sock))
         which = resp.WhichOneof("result")
         if which == "error":
             raise RobosimError(resp.error.code, resp.error.message, self.endpoint)
@@ -496,17 +567,25 @@ class Client(Closing):
                                 self.endpoint)
         return getattr(resp, which)
 
-    def _recv(self, deadline, timeout, op=None):
-        """The next frame before `deadline`, by a blocking recv with RCVTIMEO (no poller: one
-        system call fewer per request than poll then recv)."""
+    def _recv(self, deadline, timeout, op=None, sock=None):
+        """The next frame on `sock` (None: the client's connection) before `deadline`, by a
+        blocking recv with RCVTIMEO (no poller: one system call fewer per request than poll
+        then recv)."""
         left = deadline - _now()
         # the whole timeout on a first wait (the same value every call: no setsockopt)
         left_ms = int(timeout * 1000) if left >= timeout - 0.001 else max(1, int(left * 1000))
-        if left_ms != self._rcvtimeo:
-            self._sock.setsockopt(zmq.RCVTIMEO, left_ms)
-            self._rcvtimeo = left_ms
+        if sock is None or sock is self._sock:
+            sock = self._sock
+            if left_ms != self._rcvtimeo:
+                sock.setsockopt(zmq.RCVTIMEO, left_ms)
+                self._rcvtimeo = left_ms
+        else:
+            link = next(v for v in self._links.values() if v is not None and v[0] is sock)
+            if left_ms != link[1]:
+                sock.setsockopt(zmq.RCVTIMEO, left_ms)
+                link[1] = left_ms
         try:
-            return self._sock.recv()
+            return sock.recv()
         except zmq.Again:
             raise TimeoutError(self.endpoint, timeout, op or "request") from None
 
@@ -529,6 +608,8 @@ class Client(Closing):
     def _keep(self, reply):
         wid = reply.world.world_id
         self._tokens[wid] = reply.token
+        if self._shard_ports:
+            self._shard_of[wid] = reply.world.shard
         return wid
 
     # -- operations
@@ -548,6 +629,7 @@ class Client(Closing):
         return {"major": r.major, "minor": r.minor, "server_version": r.server_version,
                 "capabilities": list(r.capabilities), "presets": list(r.presets),
                 "tasks": list(r.tasks), "stream_endpoint": r.stream_endpoint,
+                "shard_ports": list(r.shard_ports),
                 "build": {"version": b.version, "commit": b.commit, "compiler": b.compiler,
                           "fp_flags": b.fp_flags, "sundials": b.sundials, "arch": b.arch,
                           "libm": b.libm, "build_type": b.build_type}}
@@ -582,6 +664,7 @@ class Client(Closing):
     def destroy_world(self, world_id: int) -> None:
         self._call("destroy_world", pb.DestroyWorld(), world_id)
         self._tokens.pop(int(world_id), None)
+        self._shard_of.pop(int(world_id), None)
 
     def get_spec(self, world_id: int) -> dict:
         """The world's Spec as a dict (see spec_dict)."""
@@ -630,7 +713,8 @@ class Client(Closing):
             head = self._heads[wid] = (token, pb.Request(world_id=wid,
                                                          token=token).SerializeToString())
         rid = next(self._ids)
-        return self._step_call(head[1] + step_request_tail(rid, action), rid)
+        return self._step_call(head[1] + step_request_tail(rid, action), rid,
+                               self._shard_of.get(wid))
 
     def stepper(self, world_id):
         """step_msg bound to one world: a function of the action (values, or packed bytes)
@@ -641,27 +725,40 @@ class Client(Closing):
         tokens, ids, call = self._tokens, self._ids, self._step_call
         head = [None, b""]  # the token the request head was built for, the head's bytes
 
+        shard_of = self._shard_of
+
         def step(action):
             token = tokens.get(wid, "")
             if token != head[0]:
                 head[:] = token, pb.Request(world_id=wid, token=token).SerializeToString()
             rid = next(ids)
-            return call(head[1] + step_request_tail(rid, action), rid)
+            return call(head[1] + step_request_tail(rid, action), rid, shard_of.get(wid))
 
         return step
 
-    def _step_call(self, data, rid):
-        """call_bytes() for a Step request, its common case in fewest operations: the reply
-        to this request holding a State (anything else goes the general way, _answer)."""
-        sock = self._sock
-        if sock is None:
+    def _step_call(self, data, rid, shard=None):
+        """call_bytes() for a Step request (its world on `shard`, None: unknown), its common
+        case in fewest operations: the reply to this request holding a State (anything else
+        goes the general way, _answer)."""
+        if self._sock is None:
             raise RobosimError.from_name("FAILED_PRECONDITION", "the client is closed",
                                          self.endpoint)
         timeout = self.timeout
         ms = int(timeout * 1000)
-        if ms != self._rcvtimeo:
-            sock.setsockopt(zmq.RCVTIMEO, ms)
-            self._rcvtimeo = ms
+        link = self._links.get(shard) if shard is not None else None
+        if link is None and shard is not None and self._shard_ports and shard not in self._links:
+            self._shard_socket(shard)
+            link = self._links.get(shard)
+        if link is not None:
+            sock = link[0]
+            if ms != link[1]:
+                sock.setsockopt(zmq.RCVTIMEO, ms)
+                link[1] = ms
+        else:
+            sock = self._sock
+            if ms != self._rcvtimeo:
+                sock.setsockopt(zmq.RCVTIMEO, ms)
+                self._rcvtimeo = ms
         sock.send(data)
         deadline = _now() + timeout
         try:
@@ -674,7 +771,7 @@ class Client(Closing):
             resp = self._response(reply)
         if resp.id == rid and resp.HasField("step"):
             return resp.step
-        return self._answer(resp, rid, "step", deadline, timeout)
+        return self._answer(resp, rid, "step", deadline, timeout, sock)
 
     def reset_msg(self, world_id, seed):
         """Reset reseeded with `seed`; the State message, undecoded."""
