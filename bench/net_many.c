@@ -374,6 +374,7 @@ static void figure_batches(const char *server, const char *baseline, double seco
             int b = sizes[si];
             long requests[2] = {0, 0}, failures[2] = {0, 0}, local_steps = 0;
             double wall[2] = {0, 0}, cpu[2] = {0, 0}, local_wall = 0;
+            double loop[2] = {0, 0}, io[2] = {0, 0}; /* CPU of the loop thread, ZeroMQ's */
             for (int r = 0; r < rounds; r++)
                 for (int kk = 0; kk < nservers + arrays; kk++) {
                     int k = (r + kk) % (nservers + arrays); /* each goes first in turn */
@@ -383,6 +384,7 @@ static void figure_batches(const char *server, const char *baseline, double seco
                         continue;
                     }
                     long n = 0;
+                    double m0, io0, all0 = cpu_threads(bs[k].sp.pid, &m0, &io0);
                     double t0 = now(), c0 = cpu_seconds(bs[k].sp.pid), t = 0;
                     do {
                         failures[k] += batch_once(bs[k].c, bs[k].ids, b, arrays, requests[k] + n,
@@ -391,6 +393,11 @@ static void figure_batches(const char *server, const char *baseline, double seco
                         t = now() - t0;
                     } while (t < seconds / rounds || n < 3);
                     cpu[k] += cpu_seconds(bs[k].sp.pid) - c0;
+                    double m1, io1;
+                    (void)all0;
+                    cpu_threads(bs[k].sp.pid, &m1, &io1);
+                    loop[k] += m1 - m0;
+                    io[k] += io1 - io0;
                     wall[k] += t;
                     requests[k] += n;
                 }
@@ -418,6 +425,23 @@ static void figure_batches(const char *server, const char *baseline, double seco
                 if (baseline)
                     printf("  %22s baseline / (%d x that): %.2f\n", "", nt,
                            ((double)requests[1] * b / wall[1]) / (nt * local_rate));
+                /* Where the server's CPU goes, per world-step: the loop thread (which also
+                 * steps its share: worker 0), the other workers, ZeroMQ's I/O thread. What the
+                 * loop spends beyond an average worker is the serial part s; the workers'
+                 * stepping is the parallel part p. On n cores the model predicts
+                 * 1 / (s + p / n) world-steps/s (I/O on its own core) */
+                double ws = (double)requests[0] * b;
+                double l = 1e6 * loop[0] / ws, o = 1e6 * io[0] / ws, all = 1e6 * cpu[0] / ws;
+                double workers = all - l - o, per = nt > 1 ? workers / (nt - 1) : l;
+                double serial = fmax(0.0, l - per), par = all - o - serial;
+                printf("  %22s server CPU per world-step %.2f us: loop thread %.2f, other "
+                       "workers %.2f, ZeroMQ I/O %.2f; serial part %.2f us, parallel %.2f us "
+                       "(in-process %.2f us: parallel / in-process %.2f); predicted on 16 "
+                       "cores %.2f x 16 x in-process, on 64 %.2f\n",
+                       "", all, l, workers, o, serial, par, 1e6 / local_rate,
+                       par * local_rate / 1e6,
+                       1e6 / (serial + par / 16) / (16 * local_rate),
+                       1e6 / (serial + par / 64) / (64 * local_rate));
             }
             fflush(stdout);
         }

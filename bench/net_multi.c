@@ -28,44 +28,6 @@
 #define MAX_SERVERS 64
 #define MAX_CLIENTS 256
 
-/* CPU seconds of process `pid`'s threads: the main thread (the front, or a single server's
- * loop) in *main, ZeroMQ's I/O threads in *io, all of them returned. */
-static double cpu_threads(pid_t pid, double *main_thread, double *io)
-{
-    char dir[64];
-    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-    *main_thread = *io = 0;
-    DIR *d = opendir(dir);
-    if (!d)
-        return NAN;
-    double all = 0;
-    for (struct dirent *e; (e = readdir(d));) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[512], buf[1024];
-        snprintf(path, sizeof path, "%s/%s/stat", dir, e->d_name);
-        FILE *f = fopen(path, "r");
-        if (!f)
-            continue;
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = '\0';
-        char *open = strchr(buf, '('), *p = strrchr(buf, ')');
-        unsigned long ut = 0, stt = 0;
-        if (!open || !p ||
-            sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
-            continue;
-        double sec = (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-        all += sec;
-        if (atoi(e->d_name) == (int)pid)
-            *main_thread += sec;
-        else if (!strncmp(open + 1, "ZMQbg/IO", 8))
-            *io += sec;
-    }
-    closedir(d);
-    return all;
-}
-
 /* One client process: create its worlds on `endpoint`, say "ready" on `up`, wait for a byte on
  * `go`, step for `seconds`, and write the world-steps it made (a long) on `up`. */
 static void client_main(const char *endpoint, int worlds, double seconds, int up, int go)
