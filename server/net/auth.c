@@ -107,8 +107,9 @@ int rs_auth_check(rs_server_t *s, world_slot_t *w, const char *token, const char
                   rs_status_t *st)
 {
     if (token && token_equal(w->token, token)) {
-        w->lease_until = rs_monotonic() + s->cfg.lease_seconds;
-        w->sched.last_active = rs_monotonic(); /* --world-ttl counts from here */
+        double now = s->request_time > 0 ? s->request_time : rs_monotonic();
+        w->lease_until = now + s->cfg.lease_seconds;
+        w->sched.last_active = now; /* --world-ttl counts from here */
         w->ckpt.clean = 0;               /* the lease (and what the request changes) */
         return 0;
     }

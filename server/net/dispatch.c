@@ -336,6 +336,7 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
     rs_status_clear(&st);
     rs_arena_reset(&s->arena);
     s->requests++;
+    s->request_time = rs_clock();
 
     if (len > s->cfg.max_message_size) {
         snprintf(st.message, sizeof st.message,

@@ -113,6 +113,9 @@ struct rs_server {
     rs_cont_t *cont;           /* the request's progress (never NULL inside a handler) */
     atomic_int abort;          /* every world's abort flag (rs_data_set_abort): set by the
                                   watchdog at a request's budget deadline or on stop */
+    double request_time;       /* rs_clock() when the request being handled began: leases
+                                  and --world-ttl count from it (one clock read a request, not
+                                  one per world of a batch) */
     _Atomic double abort_at;   /* rs_clock() time the watchdog sets `abort` (INFINITY: none) */
     atomic_int off_abort;      /* the same for the work the stepper runs ... */
     _Atomic double off_abort_at; /* ... and its deadline */

@@ -30,6 +30,11 @@ static int utf8_ok(const uint8_t *s, size_t n)
 {
     size_t i = 0;
     while (i < n) {
+        uint64_t word;
+        if (n - i >= 8 && (memcpy(&word, s + i, 8), !(word & 0x8080808080808080ull))) {
+            i += 8; /* eight ASCII bytes (tokens, names): the common case */
+            continue;
+        }
         uint8_t c = s[i];
         size_t len;
         uint32_t cp, min;
