@@ -704,8 +704,9 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
         long wait_ms = left > 0 ? (long)(left * 1e3 + 0.999) : 0;
         int blocking = 0;
         if (round == 0) {
+            /* the sockets to the other shards carry only replies to what this one passed */
             for (int i = 0; i < nitems; i++)
-                items[i].revents = ZMQ_POLLIN;
+                items[i].revents = i == 0 || p->outstanding > 0 ? ZMQ_POLLIN : 0;
         } else if (p->outstanding > 0 || wait_ms == 0) {
             if (zmq_poll(items, nitems, wait_ms) < 0)
                 return -1; /* EINTR, ETERM: errno says */
