@@ -5,7 +5,7 @@
  *         payloads the same size as a Step's (the echo runs in its own process, as the server);
  *   step  a gym-style Step (set both wheel speeds, advance one 10 ms control step, get the whole
  *         state back) of the diff-drive world through robosim-server.
- * Prints both mean round trips and their ratio (goal: at most 1.25). */
+ * Prints both mean round trips and their ratio (goal: at most 1.10). */
 #include "server_proc.h" /* free_port, server_start, server_stop (tests/net) */
 #include "bench_util.h"
 
@@ -163,7 +163,7 @@ int main(int argc, char **argv)
     printf("raw zmq round trip (tcp loopback): %8.2f us\n", raw_us);
     printf("step round trip (diff_drive, 10 ms step, commands + full state): %8.2f us\n", step_us);
     qsort(ratios, (size_t)rounds, sizeof(double), by_value);
-    printf("ratio step / raw: %.3f overall, %.3f median of %d rounds (goal <= 1.25)%s\n",
+    printf("ratio step / raw: %.3f overall, %.3f median of %d rounds (goal <= 1.10)%s\n",
            step_us / raw_us, ratios[rounds / 2], rounds, failures ? " -- with failures!" : "");
 
     rsc_close(&c);

@@ -239,9 +239,12 @@ static int placement(rs_server_t *s, const zmq_msg_t *routing)
 
 /* ---- passing requests between shards ------------------------------------------------------ */
 
-static int recv_frames(void *sock, zmq_msg_t *frames, int cap, int *nframes)
+/* The frames of one message into frames[0..*nframes-1] (more than cap: the last slot keeps
+ * being overwritten), the first `have` (0 or 1) already received; without waiting. 0, or -1
+ * (none there, nothing kept). */
+static int recv_more(void *sock, zmq_msg_t *frames, int cap, int have, int *nframes)
 {
-    int n = 0, more = 1;
+    int n = have, more = have ? zmq_msg_more(&frames[0]) : 1;
     while (more) {
         zmq_msg_t *f = &frames[n < cap ? n : cap - 1];
         if (n >= cap)
@@ -261,27 +264,9 @@ static int recv_frames(void *sock, zmq_msg_t *frames, int cap, int *nframes)
     return 0;
 }
 
-/* The frames after a first one already received into frames[0] (a blocking receive). */
-static int recv_rest(void *sock, zmq_msg_t *frames, int cap, int *nframes)
+static int recv_frames(void *sock, zmq_msg_t *frames, int cap, int *nframes)
 {
-    int n = 1, more = zmq_msg_more(&frames[0]);
-    while (more) {
-        zmq_msg_t *f = &frames[n < cap ? n : cap - 1];
-        if (n >= cap)
-            zmq_msg_close(f);
-        zmq_msg_init(f);
-        if (zmq_msg_recv(f, sock, ZMQ_DONTWAIT) < 0) {
-            zmq_msg_close(f);
-            for (int i = 0; i < (n < cap ? n : cap - 1); i++)
-                zmq_msg_close(&frames[i]);
-            return -1;
-        }
-        more = zmq_msg_more(f);
-        if (n < cap)
-            n++;
-    }
-    *nframes = n;
-    return 0;
+    return recv_more(sock, frames, cap, 0, nframes);
 }
 
 static void close_frames(zmq_msg_t *frames, int n)
@@ -740,7 +725,7 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                     relay(s, r, nr);
                 }
         while ((items[0].revents & ZMQ_POLLIN) &&
-               (blocking ? recv_rest(s->router, frames, cap, n) : recv_frames(s->router, frames, cap, n)) == 0) {
+               recv_more(s->router, frames, cap, blocking, n) == 0) {
             blocking = 0;
             if (*n < 2) {
                 close_frames(frames, *n);
