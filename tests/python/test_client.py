@@ -419,3 +419,58 @@ def test_requests_go_to_the_worlds_shard():
             a, b = c.get_state(w), solo.get_state(twin)
             assert a["step_count"] == b["step_count"] == 4
             assert a["digest"] == b["digest"] and a["digest"]
+
+
+def test_unreachable_shard_port_falls_back():
+    """A server whose Hello lists shard ports nobody listens on (ports not published, a
+    firewall): the client tries the port once (at most 2 s), then sends by its one connection.
+    A stand-in server on a thread answers Hello, CreateWorld (on shard 1) and Step."""
+    ctx = zmq.Context.instance()
+    router = ctx.socket(zmq.ROUTER)
+    router.setsockopt(zmq.LINGER, 0)
+    port = router.bind_to_random_port("tcp://127.0.0.1")
+    dead = []
+    for _ in range(2):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        dead.append(s.getsockname()[1])
+        s.close()
+    served = []
+    stop = threading.Event()
+
+    def serve():
+        while not stop.is_set():
+            if not router.poll(50):
+                continue
+            ident, data = router.recv_multipart()
+            rq = pb.Request.FromString(data)
+            rp = pb.Response(id=rq.id)
+            if rq.WhichOneof("op") == "hello":
+                rp.hello.major = 1
+                rp.hello.shard_ports.extend(dead)
+            elif rq.WhichOneof("op") == "create_world":
+                rp.create_world.world.world_id = 5
+                rp.create_world.world.shard = 1
+                rp.create_world.token = "0123456789abcdef0123456789abcdef"
+            else:
+                rp.step.world_id = 5
+                served.append(rq.WhichOneof("op"))
+            router.send_multipart([ident, rp.SerializeToString()])
+
+    t = threading.Thread(target=serve, daemon=True)
+    t.start()
+    try:
+        with robosim.Client("tcp://127.0.0.1:%d" % port, timeout=10.0) as c:
+            assert c.server["shard_ports"] == dead
+            w = c.create_world("finger")
+            t0 = time.monotonic()
+            c.step(w)
+            t1 = time.monotonic()
+            c.stepper(w)([0.1])
+            t2 = time.monotonic()
+            assert t1 - t0 < 4.0 and t2 - t1 < 0.5, (t1 - t0, t2 - t1)
+            assert served == ["step", "step"]
+    finally:
+        stop.set()
+        t.join()
+        router.close(0)
