@@ -18,10 +18,11 @@ struct rs_pool {
     rs_rollback_t **rollbacks; /* nthreads */
     pthread_mutex_t lock;
     pthread_cond_t work;    /* a new run (generation) or stop */
-    pthread_cond_t done;    /* the last helper finished its share */
+    pthread_cond_t done;    /* the last helper in the run finished its share */
     uint64_t generation;
     int stop;
-    int busy;               /* helpers still in the current run */
+    int open;               /* the current run takes helpers (until the caller's share ends) */
+    int active;             /* helpers in the current run */
     /* the current run */
     size_t n;
     atomic_size_t next;
@@ -59,10 +60,13 @@ static void *helper_main(void *arg)
         if (p->stop)
             break;
         seen = p->generation;
+        if (!p->open)
+            continue; /* woke after the run's items were all taken: nothing of it to do */
+        p->active++;
         pthread_mutex_unlock(&p->lock);
         work_share(p, worker);
         pthread_mutex_lock(&p->lock);
-        if (--p->busy == 0)
+        if (--p->active == 0 && !p->open)
             pthread_cond_signal(&p->done);
     }
     pthread_mutex_unlock(&p->lock);
@@ -165,15 +169,19 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
         helpers = (int)(n - 1);
     if (helpers > 0) {
         pthread_mutex_lock(&p->lock);
-        p->busy = p->nthreads - 1; /* every helper wakes on a new generation */
+        p->open = 1;
         p->generation++;
         pthread_cond_broadcast(&p->work);
         pthread_mutex_unlock(&p->lock);
     }
     work_share(p, 0);
     if (helpers > 0) {
+        /* every item is taken: wait for the helpers that joined to finish theirs, not for
+         * those still waking up (a helper's wake-up can take longer than a small batch's
+         * items; one that wakes now finds the run closed) */
         pthread_mutex_lock(&p->lock);
-        while (p->busy > 0)
+        p->open = 0;
+        while (p->active > 0)
             pthread_cond_wait(&p->done, &p->lock);
         pthread_mutex_unlock(&p->lock);
     }

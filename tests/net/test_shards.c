@@ -11,6 +11,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <zmq.h>
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
@@ -961,8 +962,8 @@ static void own_ports(void)
 typedef struct fake {
     char endpoint[64];
     uint32_t dead[2];
-    volatile int stop;
-    int served;
+    atomic_int stop;
+    atomic_int served;
 } fake_t;
 
 static void *fake_server(void *arg)
@@ -973,8 +974,8 @@ static void *fake_server(void *arg)
     zmq_setsockopt(r, ZMQ_LINGER, &linger, sizeof linger);
     zmq_setsockopt(r, ZMQ_RCVTIMEO, &timeout, sizeof timeout);
     if (zmq_bind(r, f->endpoint) != 0)
-        f->stop = 1;
-    while (!f->stop) {
+        atomic_store(&f->stop, 1);
+    while (!atomic_load(&f->stop)) {
         zmq_msg_t id, body;
         zmq_msg_init(&id);
         zmq_msg_init(&body);
@@ -1008,7 +1009,7 @@ static void *fake_server(void *arg)
             st.world_id = 5;
             rp.result_case = ROBOSIM__V1__RESPONSE__RESULT_STEP;
             rp.step = &st;
-            f->served++;
+            atomic_fetch_add(&f->served, 1);
         }
         uint8_t buf[256];
         size_t len = robosim__v1__response__get_packed_size(&rp);
@@ -1044,9 +1045,10 @@ static void unreachable_ports(void)
     double t2 = now_s();
     CHECK(t1 - t0 < 4.0 && t2 - t1 < 0.5,
           "the dead port is tried once, for at most 2 s (%.2f s, then %.3f s)", t1 - t0, t2 - t1);
-    CHECK(f.served == 2, "both steps reached the server (%d)", f.served);
+    CHECK(atomic_load(&f.served) == 2, "both steps reached the server (%d)",
+          atomic_load(&f.served));
     rsc_close(&c);
-    f.stop = 1;
+    atomic_store(&f.stop, 1);
     pthread_join(t, NULL);
 }
 
