@@ -27,7 +27,6 @@ struct shard_link {
 struct rsc_client {
     void *ctx;
     void *sock;                        /* the connection to the endpoint */
-    void *cur;                         /* the socket of the call in progress */
     rsc_options_t opts;                /* what connected it (keys for the shards' ports) */
     struct shard_link *links;          /* each shard's own port (nshards of them), or NULL */
     uint32_t *ports;
@@ -175,7 +174,6 @@ rsc_client_t *rsc_connect_raw_with(const char *endpoint, const rsc_options_t *o,
     if (rsc_apply_curve(c->sock, o, err) != 0)
         goto fail;
     c->curve = o && o->server_key[0];
-    c->cur = c->sock;
     if (zmq_connect(c->sock, endpoint) != 0) {
         int e = errno;
         set_err(err, RSC_EARG,
@@ -365,22 +363,23 @@ static int take_abandoned(rsc_client_t *c, uint64_t id)
     return 0;
 }
 
-/* Send one frame, waiting at most until `deadline` for room in the queue. */
-static int send_frame(rsc_client_t *c, const void *bytes, size_t len, int64_t deadline,
-                      rsc_error_t *err)
+/* Send one frame on sock, waiting at most until `deadline` (timeout_ms from now) for room in
+ * the queue. */
+static int send_frame(rsc_client_t *c, void *sock, const void *bytes, size_t len,
+                      int64_t deadline, int timeout_ms, rsc_error_t *err)
 {
     for (;;) {
-        if (zmq_send(c->cur, bytes, len, ZMQ_DONTWAIT) >= 0)
+        if (zmq_send(sock, bytes, len, ZMQ_DONTWAIT) >= 0)
             return 0;
         if (errno != EAGAIN && errno != EINTR)
             return set_err(err, RSC_EPROTOCOL, "cannot send to %s: %s", c->endpoint,
                            zmq_strerror(errno));
-        int w = wait_socket(c->cur, ZMQ_POLLOUT, deadline);
+        int w = wait_socket(sock, ZMQ_POLLOUT, deadline);
         if (w == 0)
             return set_err(err, RSC_ETIMEOUT,
                            "could not send to %s within %d ms: the send queue is full (is the "
                            "server running?)",
-                           c->endpoint, c->timeout_ms);
+                           c->endpoint, timeout_ms);
         if (w < 0)
             return set_err(err, RSC_EPROTOCOL, "cannot send to %s: %s", c->endpoint,
                            zmq_strerror(errno));
@@ -390,8 +389,8 @@ static int send_frame(rsc_client_t *c, const void *bytes, size_t len, int64_t de
 /* Receive one message (waiting until `deadline`) and unpack it as a Response. A server sends
  * one frame; leading empty frames (a REQ-style delimiter) are tolerated. Returns 0 with *out
  * set, RSC_ETIMEOUT, or RSC_EPROTOCOL (not a Response; *out NULL). */
-static int recv_response(rsc_client_t *c, int64_t deadline, Robosim__V1__Response **out,
-                         rsc_error_t *err)
+static int recv_response(rsc_client_t *c, void *sock, int64_t deadline,
+                         Robosim__V1__Response **out, rsc_error_t *err)
 {
     *out = NULL;
     zmq_msg_t msg;
@@ -404,8 +403,8 @@ static int recv_response(rsc_client_t *c, int64_t deadline, Robosim__V1__Respons
          * receive: one wait per reply fewer (bench/robosim_bench.c measures the difference). */
         int64_t left = deadline - now_ms();
         int rcvtimeo = nframes ? 0 : (int)(left > 0 ? left : 0);
-        zmq_setsockopt(c->cur, ZMQ_RCVTIMEO, &rcvtimeo, sizeof rcvtimeo);
-        if (zmq_msg_recv(&msg, c->cur, 0) < 0) {
+        zmq_setsockopt(sock, ZMQ_RCVTIMEO, &rcvtimeo, sizeof rcvtimeo);
+        if (zmq_msg_recv(&msg, sock, 0) < 0) {
             int e = errno;
             zmq_msg_close(&msg);
             if (e == EINTR && !nframes && now_ms() < deadline)
@@ -453,13 +452,14 @@ static int response_code(const Robosim__V1__Response *r, rsc_error_t *err)
     return set_err(err, code, "%s", e && e->message ? e->message : "");
 }
 
-/* Wait for a reply accepted by `want_id` (0 = any id not abandoned) until `deadline`. */
-static int await_reply(rsc_client_t *c, uint64_t want_id, int64_t deadline,
+/* Wait on sock for a reply accepted by `want_id` (0 = any id not abandoned) until
+ * `deadline`. */
+static int await_reply(rsc_client_t *c, void *sock, uint64_t want_id, int64_t deadline,
                        Robosim__V1__Response **resp, rsc_error_t *err)
 {
     for (;;) {
         Robosim__V1__Response *r = NULL;
-        int rc = recv_response(c, deadline, &r, err);
+        int rc = recv_response(c, sock, deadline, &r, err);
         if (rc != 0)
             return rc;
         int accept;
@@ -487,13 +487,14 @@ static int await_reply(rsc_client_t *c, uint64_t want_id, int64_t deadline,
     }
 }
 
-static int call_bytes(rsc_client_t *c, const void *bytes, size_t len, uint64_t id,
-                      Robosim__V1__Response **resp, rsc_error_t *err)
+/* One request's bytes on sock and its reply, within timeout_ms. */
+static int call_bytes(rsc_client_t *c, void *sock, int timeout_ms, const void *bytes,
+                      size_t len, uint64_t id, Robosim__V1__Response **resp, rsc_error_t *err)
 {
-    int64_t deadline = now_ms() + c->timeout_ms;
-    int rc = send_frame(c, bytes, len, deadline, err);
+    int64_t deadline = now_ms() + timeout_ms;
+    int rc = send_frame(c, sock, bytes, len, deadline, timeout_ms, err);
     if (rc == 0)
-        rc = await_reply(c, id, deadline, resp, err);
+        rc = await_reply(c, sock, id, deadline, resp, err);
     if (rc == RSC_ETIMEOUT) {
         if (id)
             abandon_id(c, id);
@@ -502,8 +503,25 @@ static int call_bytes(rsc_client_t *c, const void *bytes, size_t len, uint64_t i
         set_err(err, RSC_ETIMEOUT,
                 "no reply from %s within %d ms (server busy, stopped or unreachable; a longer "
                 "timeout may help)",
-                c->endpoint, c->timeout_ms);
+                c->endpoint, timeout_ms);
     }
+    return rc;
+}
+
+/* Request req (its id assigned here) packed and sent on sock; its reply in *r. */
+static int call_packed(rsc_client_t *c, void *sock, int timeout_ms, Robosim__V1__Request *req,
+                       Robosim__V1__Response **r, rsc_error_t *err)
+{
+    req->id = ++c->next_id;
+    size_t len = protobuf_c_message_get_packed_size(&req->base);
+    uint8_t stackbuf[1024];
+    uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
+    if (!buf)
+        return set_err(err, RSC_ENOMEM, "out of memory packing a %zu-byte request", len);
+    protobuf_c_message_pack(&req->base, buf);
+    int rc = call_bytes(c, sock, timeout_ms, buf, len, req->id, r, err);
+    if (buf != stackbuf)
+        free(buf);
     return rc;
 }
 
@@ -574,20 +592,9 @@ static void *shard_socket(rsc_client_t *c, int k)
     Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
     req.op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
     req.hello = &op;
-    req.id = ++c->next_id;
-    uint8_t buf[64];
-    size_t len = protobuf_c_message_get_packed_size(&req.base);
-    if (len > sizeof buf)
-        goto unreachable;
-    protobuf_c_message_pack(&req.base, buf);
-    int timeout = c->timeout_ms;
-    if (c->timeout_ms > 2000)
-        c->timeout_ms = 2000;
-    c->cur = l->sock;
     Robosim__V1__Response *r = NULL;
-    int rc = call_bytes(c, buf, len, req.id, &r, &ignored);
-    c->cur = c->sock;
-    c->timeout_ms = timeout;
+    int rc = call_packed(c, l->sock, c->timeout_ms < 2000 ? c->timeout_ms : 2000, &req, &r,
+                         &ignored);
     int ok = rc == 0 && r->result_case == ROBOSIM__V1__RESPONSE__RESULT_HELLO;
     rsc_free(r);
     if (!ok)
@@ -617,19 +624,8 @@ int rsc_call(rsc_client_t *c, Robosim__V1__Request *req, Robosim__V1__Response *
     if (!c || !req)
         return set_err(err, RSC_EARG, "rsc_call: %s is NULL", c ? "the request" : "the client");
 
-    req->id = ++c->next_id;
-    size_t len = protobuf_c_message_get_packed_size(&req->base);
-    uint8_t stackbuf[1024];
-    uint8_t *buf = len <= sizeof stackbuf ? stackbuf : malloc(len);
-    if (!buf)
-        return set_err(err, RSC_ENOMEM, "out of memory packing a %zu-byte request", len);
-    protobuf_c_message_pack(&req->base, buf);
     void *direct = c->nshards ? shard_socket(c, request_shard(c, req)) : NULL;
-    c->cur = direct ? direct : c->sock;
-    int rc = call_bytes(c, buf, len, req->id, &r, err);
-    c->cur = c->sock;
-    if (buf != stackbuf)
-        free(buf);
+    int rc = call_packed(c, direct ? direct : c->sock, c->timeout_ms, req, &r, err);
     return rc != 0 ? rc : hand_reply(r, resp, err);
 }
 
@@ -642,7 +638,7 @@ int rsc_send_raw(rsc_client_t *c, const void *bytes, size_t len, Robosim__V1__Re
     clear_err(err);
     if (!c || (!bytes && len > 0))
         return set_err(err, RSC_EARG, "rsc_send_raw: %s is NULL", c ? "bytes" : "the client");
-    int rc = call_bytes(c, bytes ? bytes : "", len, 0, &r, err);
+    int rc = call_bytes(c, c->sock, c->timeout_ms, bytes ? bytes : "", len, 0, &r, err);
     return rc != 0 ? rc : hand_reply(r, resp, err);
 }
 

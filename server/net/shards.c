@@ -893,15 +893,10 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
         }
         f->started[k] = 1;
     }
-    char own[160] = "";
-    size_t used = 0;
-    for (int k = 0; k < f->n && f->ports[0] && used < sizeof own - 16; k++)
-        used += (size_t)snprintf(own + used, sizeof own - used, "%s%u", k ? " " : "; their own ports ",
-                                 f->ports[k]);
-    if (used >= sizeof own - 16 && f->n > 1)
-        snprintf(own + sizeof own - 16, 16, " ...");
-    rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards%s", RS_PROTOCOL_MAJOR,
-           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n, own);
+    rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
+           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
+    for (int k = 0; k < f->n && f->ports[0]; k++)
+        rs_log(RS_LOG_INFO, "shard %d's own port: %s", k, f->endpoints[k][3]);
     /* the stream: the shards' frames out, the subscriptions in; else only wait */
     zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->stream.xpub, 0, ZMQ_POLLIN, 0}};
     while (!*stop || atomic_load(&f->running) > 0) {
@@ -1012,8 +1007,8 @@ static int listen_all(struct rs_shards *f, const char *endpoint, int shard_ports
             rc = rs_fail(st, RS_EPRECOND, "cannot bind shard %d's own port %d on %.*s: %s%s", k,
                          shard_ports > 0 ? shard_ports + k : 0, (int)(colon - hp), hp,
                          strerror(errno),
-                         shard_ports > 0 ? " (pick another --shard-ports base, or 0 for free "
-                                           "ports, or off)"
+                         shard_ports > 0 ? " (pick another --shard-ports base, or auto for "
+                                           "free ports, or off)"
                                          : "");
             break;
         }

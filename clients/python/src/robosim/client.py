@@ -405,11 +405,11 @@ class Client(Closing):
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
-        self._rcvtimeo = None
+        self._rcvtimeos = {}    # socket -> the RCVTIMEO last set on it
         self._keys = keys
         self._shard_ports = []  # each shard's own port (HelloReply.shard_ports)
         self._shard_of = {}     # world id -> its shard, for the worlds this client controls
-        self._links = {}        # shard -> [socket, its RCVTIMEO], or None: port unreachable
+        self._links = {}        # shard -> its socket, or None: its port does not answer
         try:
             curve.apply(self._sock, keys)
             self._sock.connect(endpoint)
@@ -437,10 +437,11 @@ class Client(Closing):
         if self._sock is not None:
             self._sock.close(0)
             self._sock = None
-        for link in self._links.values():
-            if link is not None:
-                link[0].close(0)
+        for sock in self._links.values():
+            if sock is not None:
+                sock.close(0)
         self._links.clear()
+        self._rcvtimeos.clear()
 
     # -- straight to a world's shard: a server of several shards serves any world on any
     # connection (passing the request between its threads); the worlds this client controls
@@ -451,8 +452,7 @@ class Client(Closing):
         if k is None or k >= len(self._shard_ports):
             return None
         if k in self._links:
-            link = self._links[k]
-            return link[0] if link is not None else None
+            return self._links[k]
         self._links[k] = None
         host = self.endpoint[len("tcp://"):].rsplit(":", 1)[0]
         sock = self._ctx.socket(zmq.DEALER)
@@ -475,7 +475,7 @@ class Client(Closing):
         except Exception:  # no answer, refused, or not a Response: keep to the one connection
             sock.close(0)
             return None
-        self._links[k] = [sock, None]
+        self._links[k] = sock
         return sock
 
     def _route(self, req):
@@ -574,20 +574,18 @@ class Client(Closing):
         left = deadline - _now()
         # the whole timeout on a first wait (the same value every call: no setsockopt)
         left_ms = int(timeout * 1000) if left >= timeout - 0.001 else max(1, int(left * 1000))
-        if sock is None or sock is self._sock:
-            sock = self._sock
-            if left_ms != self._rcvtimeo:
-                sock.setsockopt(zmq.RCVTIMEO, left_ms)
-                self._rcvtimeo = left_ms
-        else:
-            link = next(v for v in self._links.values() if v is not None and v[0] is sock)
-            if left_ms != link[1]:
-                sock.setsockopt(zmq.RCVTIMEO, left_ms)
-                link[1] = left_ms
+        sock = sock or self._sock
+        self._set_rcvtimeo(sock, left_ms)
         try:
             return sock.recv()
         except zmq.Again:
             raise TimeoutError(self.endpoint, timeout, op or "request") from None
+
+    def _set_rcvtimeo(self, sock, ms):
+        """RCVTIMEO on `sock`, set only when it changes (the same value every call)."""
+        if self._rcvtimeos.get(sock) != ms:
+            sock.setsockopt(zmq.RCVTIMEO, ms)
+            self._rcvtimeos[sock] = ms
 
     def _call(self, op, msg, world_id=0, token=None, timeout=None):
         return self.call(self._request(op, msg, world_id, token), timeout)
@@ -744,21 +742,8 @@ class Client(Closing):
             raise RobosimError.from_name("FAILED_PRECONDITION", "the client is closed",
                                          self.endpoint)
         timeout = self.timeout
-        ms = int(timeout * 1000)
-        link = self._links.get(shard) if shard is not None else None
-        if link is None and shard is not None and self._shard_ports and shard not in self._links:
-            self._shard_socket(shard)
-            link = self._links.get(shard)
-        if link is not None:
-            sock = link[0]
-            if ms != link[1]:
-                sock.setsockopt(zmq.RCVTIMEO, ms)
-                link[1] = ms
-        else:
-            sock = self._sock
-            if ms != self._rcvtimeo:
-                sock.setsockopt(zmq.RCVTIMEO, ms)
-                self._rcvtimeo = ms
+        sock = self._shard_socket(shard) or self._sock
+        self._set_rcvtimeo(sock, int(timeout * 1000))
         sock.send(data)
         deadline = _now() + timeout
         try:
