@@ -965,6 +965,10 @@ void rs_persist_close(rs_server_t *s)
         pthread_mutex_unlock(&p->lock);
         pthread_join(p->writer, NULL); /* it finishes the job it has */
     }
+    /* a shard: its front's list no longer names it (a shard that fails after opening its
+     * share is destroyed before its front) */
+    if (p->dirp && p->shard < p->dirp->nshards && p->dirp->shards[p->shard] == s)
+        p->dirp->shards[p->shard] = NULL;
     pthread_mutex_destroy(&p->lock);
     pthread_cond_destroy(&p->cond);
     pthread_mutex_destroy(&p->ids_lock);
