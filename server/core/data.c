@@ -726,8 +726,11 @@ int rs_data_save(rs_rollback_t *rb, const rs_model_t *m, const rs_data_t *src, r
 
 int rs_data_rollback(const rs_rollback_t *rb, const rs_model_t *m, rs_data_t *d, rs_status_t *st)
 {
-    assert(rb->d && rb->nentities == m->nentities && rb->nx == m->nx && rb->nu == m->nu &&
-           rb->ns == m->ns);
+    if (!rb->d || rb->nentities != m->nentities || rb->nx != m->nx || rb->nu != m->nu ||
+        rb->ns != m->ns)
+        return rs_fail(st, RS_EINVAL, "rollback boundary saved for a model of other sizes "
+                                      "(%d entities, %d states): not this world's", rb->nentities,
+                       rb->nx);
     return copy_data(m, d, rb->d, rb, st);
 }
 
