@@ -6,7 +6,8 @@
  * is the difference, with no ZeroMQ, no other thread and no client in the way.
  *
  * usage: bench_server_batch [WORLDS [SECONDS]]  (default 1024 worlds, 4 s in all)
- * environment: BENCH_ONLY=handler: every block through the handler (to profile it alone) */
+ * environment: BENCH_ONLY=handler: every block through the handler (to profile it alone);
+ *              BENCH_ONLY=inprocess: every block in-process (the profile to compare with) */
 #include "rs_core.h"
 #include "rs_log.h"
 #include "rs_server.h"
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
     double seconds = argc > 2 ? atof(argv[2]) : 4.0;
     const char *only = getenv("BENCH_ONLY"); /* "handler": its blocks alone (for a profiler) */
     int handler_only = only && !strcmp(only, "handler");
+    int local_only = only && !strcmp(only, "inprocess");
     if (n < 1 || seconds <= 0) {
         printf("usage: bench_server_batch [WORLDS [SECONDS]]\n");
         return 2;
@@ -112,7 +114,7 @@ int main(int argc, char **argv)
         do {
             for (int i = 0; i < n; i++)
                 forces[i] = 0.5 + 0.5 * sin(0.1 * (double)round + i);
-            if (b % 2 == 0 || handler_only) {
+            if ((b % 2 == 0 || handler_only) && !local_only) {
                 rq.id = (uint64_t)round + 1;
                 size_t len = robosim__v1__request__pack(&rq, buf); /* the client's part: */
                 const uint8_t *out;                                /* not timed */
