@@ -11,13 +11,14 @@
 #   4. the Step round trip against raw ZeroMQ (robosim-bench);
 #   5. both libFuzzer harnesses on every core for FUZZ_SECONDS (default 150): executions and
 #      findings summed over the processes (0: no fuzzing).
-# environment: MANY_CORE_BENCH=0 skips 1-4 (fuzzing only).
+# environment: MANY_CORE_BENCH=0 skips 1-4 (fuzzing only); MANY_CORE_BENCH=again runs 3 and 4
+# only (a second run of the ratios, to see how far they move run to run).
 set -uo pipefail
 bundle="$(cd "$1" && pwd)" out="$2" fuzz_seconds="${3:-150}"
 mkdir -p "$out" /tmp/rsdev
 cp -r "$bundle/lib" /tmp/rsdev/
 cp "$bundle"/lib/ld-linux* /tmp/rsdev/
-export LD_LIBRARY_PATH=/tmp/rsdev/lib
+# no LD_LIBRARY_PATH: the binaries carry their library path, and the machine's own tools keep theirs
 B="$bundle/bin"
 cores=$(nproc)
 fig="$out/figures.txt"
@@ -27,12 +28,15 @@ run() { log "\$ $*"; "$@" 2>&1 | tee -a "$fig"; }
 log "# many_core_run: $(uname -m), $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), bundle of $(head -1 "$bundle/commit")$(sed -n 2p "$bundle/commit")"
 "$B/robosim-server" --version >/dev/null 2>&1 || { log "the bundled server does not start"; "$B/robosim-server" --version 2>&1 | tail -3 | tee -a "$fig"; exit 1; }
 
-if [ "${MANY_CORE_BENCH:-1}" != 0 ]; then
+mode="${MANY_CORE_BENCH:-1}"
+if [ "$mode" = 1 ]; then
 run timeout 40 "$B/bench_server_batch" 1024 4
 run timeout 60 "$B/bench_core_many_worlds"
 for t in 1 2 4 8 "$cores"; do
   BENCH_BATCH_SIZES=1024 BENCH_BATCH_FORM=arrays BENCH_BATCH_THREADS=$t run timeout 60 "$B/bench_net_many" b 2
 done
+fi
+if [ "$mode" = 1 ] || [ "$mode" = again ]; then
 BENCH_MULTI_N=$cores run timeout 240 "$B/bench_net_multi" 2
 run timeout 60 "$B/robosim-bench"
 fi
@@ -51,7 +55,7 @@ for h in fuzz_request fuzz_sequence; do
     mkdir -p /tmp/rsfuzz/findings/$h
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
       "$B/$h" "$c" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-      -print_final_stats=1 -seed=$((1000 + i)) -artifact_prefix="/tmp/rsfuzz/findings/$h/" \
+      -print_final_stats=1 -seed=$(( $(date +%s) % 1000000 * 64 + i )) -artifact_prefix="/tmp/rsfuzz/findings/$h/" \
       >/tmp/rsfuzz/logs/$h-$i.log 2>&1 &
   done
 done
