@@ -1059,6 +1059,7 @@ int rs_batch_split(rs_server_t *s, const uint8_t *req, size_t len, uint8_t **par
 /* What world i's part answered: its StepBatchReply (NULL: an Error, in *e, or refused here). */
 typedef struct part_reply {
     Robosim__V1__Response *rp;
+    size_t next_error; /* merge_arrays: the first of its errors not yet matched to a world */
 } part_reply_t;
 
 /* World i's error when its part gave it none of its own: refused here, or its part refused
@@ -1289,9 +1290,14 @@ static int merge_arrays(const rs_batch_plan_t *plan, part_reply_t *pr,
         } else if (r->codes[j] != ROBOSIM__V1__ERROR_CODE__OK) {
             code = -(int)r->codes[j];
             message = rs_strerror(code);
-            for (size_t e = 0; e < r->n_errors; e++)
-                if (r->errors[e]->index == j && r->errors[e]->error)
-                    message = r->errors[e]->error->message;
+            /* a part lists its errors in its rows' order, which is the order its worlds come
+             * in here: one pass over them for the whole batch (a search for each failed world
+             * was quadratic in a batch of failures) */
+            size_t *e = &pr[k].next_error;
+            while (*e < r->n_errors && r->errors[*e]->index < j)
+                (*e)++;
+            if (*e < r->n_errors && r->errors[*e]->index == j && r->errors[*e]->error)
+                message = r->errors[*e]->error->message;
         } else if (r->state_size != nx || r->sensor_size != ns || r->observation_size != nobs ||
                    r->info_size != ninfo) {
             code = RS_EINTERNAL;

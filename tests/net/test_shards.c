@@ -691,6 +691,43 @@ static void mixed_batches(void)
         rsc_free(y);
     }
 
+    /* the columnar form with a wrong token for every finger world: several failures in each
+     * shard's part, each merged with its own world's message, as the --shards 1 server words it */
+    {
+        static const char *wrong = "0123456789abcdef0123456789abcdef";
+        for (int i = 0; i < m; i++)
+            if (i != 2 && i != 5) {
+                rsc_set_world_token(two.c, ids[i], wrong);
+                rsc_set_world_token(one.c, ids[i], wrong);
+            }
+        double u[NB + 2] = {0};
+        Robosim__V1__BatchArraysReply *x = NULL, *y = NULL;
+        CHECK(rsc_step_arrays(two.c, ids, (size_t)m, 1, u, (size_t)m, NULL, 0, &x, &err) == 0,
+              "wrong tokens, 2 shards: %s", err.message);
+        CHECK(rsc_step_arrays(one.c, ids, (size_t)m, 1, u, (size_t)m, NULL, 0, &y, &err) == 0,
+              "wrong tokens, 1 shard: %s", err.message);
+        CHECK(x && y && same_arrays(x, y), "wrong tokens: the same reply on 2 shards as on 1");
+        size_t denied = 0;
+        for (size_t e = 0; x && e < x->n_errors; e++) {
+            const Robosim__V1__BatchError *be = x->errors[e];
+            char id[32];
+            snprintf(id, sizeof id, "world %llu:", (unsigned long long)be->world_id);
+            if (be->error->code != CODE(PERMISSION_DENIED))
+                continue;
+            denied++;
+            CHECK(strstr(be->error->message, "token is wrong") && strstr(be->error->message, id),
+                  "place %u: its own world's message (%s)", be->index, be->error->message);
+        }
+        CHECK(denied == (size_t)m - 2, "every finger world refused (%zu of %d)", denied, m - 2);
+        rsc_free(x);
+        rsc_free(y);
+        for (int i = 0; i < m; i++)
+            if (i != 2 && i != 5) {
+                rsc_set_world_token(two.c, ids[i], rsc_world_token(two.conn[(ids[i] - 1) % 4], ids[i]));
+                rsc_set_world_token(one.c, ids[i], rsc_world_token(one.conn[(ids[i] - 1) % 4], ids[i]));
+            }
+    }
+
     /* refused as a whole: a world twice (its two places on different shards from the rest) */
     uint64_t twice[4] = {order[0], order[1], order[3], order[0]};
     Robosim__V1__State *before = NULL, *after = NULL;
