@@ -21,6 +21,10 @@ int rs_wire_check_strings(const ProtobufCMessageDescriptor *d, const uint8_t *bu
 int rs_wire_next(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t *type,
                  uint64_t *v, const uint8_t **sub, const uint8_t **subend);
 
+/* The varint at *p (before end) in *v, *p moved past it: 0, or -1 when it runs past end or
+ * over ten bytes. */
+int rs_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
+
 /* Write v as a varint at p (p NULL: only count); the bytes it takes. */
 size_t rs_wire_put_varint(uint8_t *p, uint64_t v);
 

@@ -16,6 +16,7 @@
  * front thread forwards frames to the public XPUB and subscriptions back (XSUB), so each shard
  * sees who watches. */
 #include "rs_log.h"
+#include "rs_wire.h"
 #include "server_internal.h"
 #include "worlds.h"
 
@@ -102,55 +103,27 @@ typedef struct peer_meta {
 
 /* ---- reading a request's route without decoding it ------------------------------------- */
 
-static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
-{
-    *v = 0;
-    for (int shift = 0; *p < end && shift < 64; shift += 7) {
-        uint8_t b = *(*p)++;
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
-/* Walk a message's top-level fields: `field`'s first varint value (wire type 0) or packed
- * first element, or the bytes of a length-delimited one. 1 found, 0 not, -1 malformed. */
+/* A message's first top-level field numbered `field`: a varint's value in *value (wire type 0;
+ * *sub NULL), or a length-delimited field's bytes [*sub, *subend). 1 found, 0 not, -1
+ * malformed. */
 static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint64_t *value,
                       const uint8_t **sub, const uint8_t **subend)
 {
+    uint32_t num, type;
+    uint64_t v;
+    const uint8_t *b, *bend;
+    int r;
     *sub = *subend = NULL;
-    while (p < end) {
-        uint64_t tag, v;
-        if (varint(&p, end, &tag) < 0)
-            return -1;
-        uint32_t num = (uint32_t)(tag >> 3), type = (uint32_t)(tag & 7);
-        if (type == 0) {
-            if (varint(&p, end, &v) < 0)
-                return -1;
-            if (num == field) {
-                *value = v;
-                return 1;
-            }
-        } else if (type == 2) {
-            if (varint(&p, end, &v) < 0 || v > (uint64_t)(end - p))
-                return -1;
-            if (num == field) {
-                *sub = p;
-                *subend = p + v;
-                return 1;
-            }
-            p += v;
-        } else if (type == 1 || type == 5) {
-            size_t skip = type == 1 ? 8 : 4;
-            if ((size_t)(end - p) < skip)
-                return -1;
-            p += skip;
-        } else {
-            return -1;
-        }
+    while ((r = rs_wire_next(&p, end, &num, &type, &v, &b, &bend)) == 1) {
+        if (num != field || (type != 0 && type != 2))
+            continue;
+        if (type == 0)
+            *value = v;
+        *sub = b;
+        *subend = bend;
+        return 1;
     }
-    return 0;
+    return r;
 }
 
 /* Where a request goes: to the shard of *world (ROUTE_WORLD), the one its connection reached
@@ -169,7 +142,7 @@ int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
         if (find_field(sub, subend, 2, &v, &form, &formend) == 1) {
             const uint8_t *ids = NULL, *idsend = NULL;
             int r = find_field(form, formend, 1, &v, &ids, &idsend);
-            if (r == 1 && ids && varint(&ids, idsend, &v) == 0 && v) {
+            if (r == 1 && ids && rs_wire_varint(&ids, idsend, &v) == 0 && v) {
                 *world = v;
                 return ROUTE_WORLD;
             }
@@ -393,34 +366,21 @@ static int batch_spans(struct rs_census *c, const uint8_t *req, size_t len)
         const uint8_t *f = NULL, *fend = NULL;
         if (find_field(sub, subend, form, &v, &f, &fend) != 1 || !f)
             continue;
-        while (f < fend) {
-            uint64_t tag, x;
-            if (varint(&f, fend, &tag) < 0)
-                return 0;
-            uint32_t num = (uint32_t)(tag >> 3), type = (uint32_t)(tag & 7);
+        uint32_t num, type;
+        uint64_t x;
+        const uint8_t *e, *eend, *w = NULL, *wend = NULL;
+        int r;
+        while ((r = rs_wire_next(&f, fend, &num, &type, &x, &e, &eend)) == 1) {
+            if (num != 1 || (type != 0 && type != 2))
+                continue;
             if (type == 0) {
-                if (varint(&f, fend, &x) < 0)
-                    return 0;
-                if (num == 1 && form == 2 && elsewhere(c, x, &first))
+                if (form == 2 && elsewhere(c, x, &first))
                     return 1;
                 continue;
             }
-            if (type == 1 || type == 5) {
-                size_t skip = type == 1 ? 8 : 4;
-                if ((size_t)(fend - f) < skip)
-                    return 0;
-                f += skip;
-                continue;
-            }
-            if (type != 2 || varint(&f, fend, &x) < 0 || x > (uint64_t)(fend - f))
-                return 0;
-            const uint8_t *e = f, *eend = f + x, *w = NULL, *wend = NULL;
-            f = eend;
-            if (num != 1)
-                continue;
             if (form == 2) {
                 while (e < eend) { /* packed ids */
-                    if (varint(&e, eend, &x) < 0)
+                    if (rs_wire_varint(&e, eend, &x) < 0)
                         return 0;
                     if (elsewhere(c, x, &first))
                         return 1;
@@ -430,6 +390,8 @@ static int batch_spans(struct rs_census *c, const uint8_t *req, size_t len)
                 return 1;
             }
         }
+        if (r < 0)
+            return 0;
     }
     return 0;
 }

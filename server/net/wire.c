@@ -13,16 +13,21 @@ typedef struct walk {
     const uint8_t *p, *end;
 } walk_t;
 
-static int varint(walk_t *w, uint64_t *v)
+int rs_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
     *v = 0;
-    for (int shift = 0; shift < 64 && w->p < w->end; shift += 7) {
-        uint8_t b = *w->p++;
+    for (int shift = 0; shift < 64 && *p < end; shift += 7) {
+        uint8_t b = *(*p)++;
         *v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80))
             return 0;
     }
     return -1;
+}
+
+static int varint(walk_t *w, uint64_t *v)
+{
+    return rs_wire_varint(&w->p, w->end, v);
 }
 
 /* Well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, at most U+10FFFF). */

@@ -7,6 +7,7 @@
  * as one server does (the same bits, errors in their slots, the budget), and a state dir keeps
  * every shard's worlds and restores them at any --shards. */
 #include "rs_test.h"
+#include "server_internal.h" /* rs_route_of */
 #include "server_proc.h"
 
 #include <math.h>
@@ -1096,9 +1097,105 @@ static void unreachable_ports(void)
     pthread_join(t, NULL);
 }
 
+/* Request rq packed into buf (cap bytes); its length. */
+static size_t packed(Robosim__V1__Request *rq, uint8_t *buf, size_t cap)
+{
+    size_t n = robosim__v1__request__get_packed_size(rq);
+    CHECK(n <= cap, "request of %zu bytes fits", n);
+    return n <= cap ? robosim__v1__request__pack(rq, buf) : 0;
+}
+
+/* Where a request goes, read from its bytes without decoding it (rs_route_of, what a shard
+ * does with every request it receives): a world's op to its world, a StepBatch to its first
+ * world (packed or unpacked ids, or its first item's), ListWorlds to all, CreateWorld to the
+ * placement, and bytes that cannot be read to the shard that received them. */
+static void route_reading(void)
+{
+    uint8_t buf[512];
+    uint64_t world = 0;
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__Step step = ROBOSIM__V1__STEP__INIT;
+    rq.id = 5;
+    rq.world_id = 7;
+    rq.token = "0123456789abcdef0123456789abcdef";
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_STEP;
+    rq.step = &step;
+    size_t n = packed(&rq, buf, sizeof buf);
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_WORLD && world == 7, "Step: world 7 (%llu)",
+          (unsigned long long)world);
+    for (size_t cut = 1; cut < n; cut++) { /* every truncation reads as something or nothing */
+        int r = rs_route_of(buf, cut, &world);
+        CHECK(r == ROUTE_HERE || (r == ROUTE_WORLD && world == 7), "Step cut at %zu: %d", cut, r);
+    }
+
+    Robosim__V1__ListWorlds lw = ROBOSIM__V1__LIST_WORLDS__INIT;
+    Robosim__V1__Request all = ROBOSIM__V1__REQUEST__INIT;
+    all.op_case = ROBOSIM__V1__REQUEST__OP_LIST_WORLDS;
+    all.list_worlds = &lw;
+    n = packed(&all, buf, sizeof buf);
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_ALL, "ListWorlds: every shard");
+
+    Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
+    cw.preset = "finger";
+    Robosim__V1__Request create = ROBOSIM__V1__REQUEST__INIT;
+    create.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+    create.create_world = &cw;
+    n = packed(&create, buf, sizeof buf);
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_CREATE, "CreateWorld: the placement");
+
+    uint64_t ids[3] = {9, 3, 300};
+    double u[3] = {0};
+    Robosim__V1__BatchArrays arr = ROBOSIM__V1__BATCH_ARRAYS__INIT;
+    arr.n_world_ids = 3;
+    arr.world_ids = ids;
+    arr.n_commands = 3;
+    arr.commands = u;
+    Robosim__V1__StepBatch sb = ROBOSIM__V1__STEP_BATCH__INIT;
+    sb.form_case = ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS;
+    sb.arrays = &arr;
+    Robosim__V1__Request batch = ROBOSIM__V1__REQUEST__INIT;
+    batch.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
+    batch.step_batch = &sb;
+    n = packed(&batch, buf, sizeof buf);
+    world = 0;
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_WORLD && world == 9,
+          "StepBatch.arrays (packed ids): its first world, 9 (%llu)", (unsigned long long)world);
+    /* the same ids unpacked (a writer may send them so): step_batch (field 25) { arrays (2)
+     * { world_ids (1): 9, 1: 3 } } */
+    const uint8_t unpacked[] = {0xca, 0x01, 0x06, 0x12, 0x04, 0x08, 0x09, 0x08, 0x03};
+    world = 0;
+    CHECK(ROBOSIM__V1__REQUEST__OP_STEP_BATCH == 25, "StepBatch is Request field 25");
+    CHECK(rs_route_of(unpacked, sizeof unpacked, &world) == ROUTE_WORLD && world == 9,
+          "StepBatch.arrays (unpacked ids): its first world, 9 (%llu)", (unsigned long long)world);
+
+    Robosim__V1__BatchItem item = ROBOSIM__V1__BATCH_ITEM__INIT, *items[1] = {&item};
+    item.world_id = 12;
+    item.step = &step;
+    Robosim__V1__BatchItems bi = ROBOSIM__V1__BATCH_ITEMS__INIT;
+    bi.n_items = 1;
+    bi.items = items;
+    sb.form_case = ROBOSIM__V1__STEP_BATCH__FORM_ITEMS;
+    sb.items = &bi;
+    n = packed(&batch, buf, sizeof buf);
+    world = 0;
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_WORLD && world == 12,
+          "StepBatch.items: its first item's world, 12 (%llu)", (unsigned long long)world);
+
+    /* unreadable: a wire type 7 tag, a length past the end, a varint of eleven bytes */
+    const uint8_t bad_type[] = {0x17, 0x01};
+    const uint8_t past_end[] = {0xca, 0x01, 0x40, 0x12};
+    const uint8_t long_varint[] = {0x10, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                   0xff, 0x01};
+    CHECK(rs_route_of(bad_type, sizeof bad_type, &world) == ROUTE_HERE, "wire type 7: here");
+    CHECK(rs_route_of(past_end, sizeof past_end, &world) == ROUTE_HERE, "length past the end: here");
+    CHECK(rs_route_of(long_varint, sizeof long_varint, &world) == ROUTE_HERE,
+          "an eleven-byte varint: here");
+}
+
 int main(int argc, char **argv)
 {
     binary = server_arg(argc, argv);
+    route_reading();
     worlds_and_bits();
     limits();
     stream();
