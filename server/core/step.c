@@ -315,7 +315,9 @@ static int integrate_to(const rs_model_t *m, rs_data_t *d, double t_end, rs_stat
                 if (++jumps > MAX_JUMPS_PER_CONTROL_STEP)
                     return rs_fail(st, RS_ESIMFAIL,
                                    "more than %d guard crossings in one control step at "
-                                   "t = %.9g s (a mode switch its own motion undoes at once?)",
+                                   "t = %.9g s (a mode switch its own motion undoes at once, or "
+                                   "a motion so fast that a guard crosses thousands of times in "
+                                   "a control step: check the commands, forces and parameters)",
                                    MAX_JUMPS_PER_CONTROL_STEP, d->t);
                 if (d->step_events > MAX_EVENTS_PER_CONTROL_STEP)
                     return rs_fail(st, RS_ESIMFAIL,
