@@ -15,7 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t stop_requested;
+static rs_stop_flag_t stop_requested; /* set from on_signal: a lock-free atomic may be */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal handler");
 
 /* long options without a short letter */
 enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
@@ -26,7 +27,7 @@ enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, 
 static void on_signal(int sig)
 {
     (void)sig;
-    stop_requested = 1;
+    atomic_store(&stop_requested, 1);
 }
 
 static void usage(FILE *f, const rs_server_config_t *d)

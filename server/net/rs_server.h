@@ -5,6 +5,7 @@
 #define RS_SERVER_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -77,9 +78,15 @@ typedef struct rs_server rs_server_t;
  * curve_secret_key is refused (FAILED_PRECONDITION, saying how to make keys) unless insecure. */
 rs_server_t *rs_server_new(const rs_server_config_t *cfg, rs_status_t *st);
 
-/* Serve until *stop becomes non-zero (set it from a signal handler). Returns 0 on a clean stop,
- * a negative code if the socket failed. */
-int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop);
+/* The flag rs_server_run stops at. Its threads (the loop, the workers, the watchdog, the
+ * shards) all read it, so it is an atomic, not a volatile sig_atomic_t (which is safe between a
+ * signal handler and its own thread only); a lock-free atomic may be set from a signal handler
+ * (atomic_store). */
+typedef atomic_int rs_stop_flag_t;
+
+/* Serve until *stop becomes non-zero (set it from a signal handler, with atomic_store). Returns
+ * 0 on a clean stop, a negative code if the socket failed. */
+int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop);
 
 /* Write every world changed since its last checkpoint (snapshot, tokens, lease) to the state
  * dir, and remove destroyed worlds' files; each file atomically (temp file, fsync, rename,

@@ -808,7 +808,7 @@ static void expire_idle(rs_server_t *s, double now)
     }
 }
 
-int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
+int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
 {
     if (s->shards)
         return rs_shards_run(s, stop);
@@ -821,7 +821,7 @@ int rs_server_run(rs_server_t *s, volatile sig_atomic_t *stop)
     zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
     rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s (%d world%s)", RS_PROTOCOL_MAJOR,
            RS_PROTOCOL_MINOR, s->cfg.bind, s->nworlds, s->nworlds == 1 ? "" : "s");
-    while (!*stop) {
+    while (!atomic_load_explicit(stop, memory_order_relaxed)) {
         resume_offloaded(s);
         int ckpt = rs_persist_tick(s);
         /* wake up in time for a state the stream's rate limit held back, for the next part of

@@ -125,8 +125,8 @@ struct rs_server {
                                   the loop (server.c) */
     struct pending *offloaded; /* requests whose work the stepper has or has run */
     int noffloaded;
-    volatile sig_atomic_t *_Atomic stop; /* rs_server_run's stop flag (NULL outside it; atomic:
-                                  the watchdog reads it) */
+    rs_stop_flag_t *_Atomic stop; /* rs_server_run's stop flag (NULL outside it; atomic: the
+                                  watchdog reads it) */
     void *watchdog;            /* the watchdog thread (server.c) */
     struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
                                   a world a parked one holds (FIFO lists, server.c) */
@@ -185,8 +185,8 @@ void rs_error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
 static inline int rs_server_stopping(const rs_server_t *s)
 {
-    volatile sig_atomic_t *stop = s->stop;
-    return stop && *stop;
+    rs_stop_flag_t *stop = s->stop;
+    return stop && atomic_load_explicit(stop, memory_order_relaxed);
 }
 
 /* ---- shards.c: --shards, one server on several cores ---- */
@@ -196,7 +196,7 @@ static inline int rs_server_stopping(const rs_server_t *s)
 typedef struct rs_shard_ops {
     rs_server_t *(*make)(const rs_server_config_t *cfg, rs_server_t *front, int k,
                          rs_status_t *st);
-    int (*run)(rs_server_t *s, volatile sig_atomic_t *stop);
+    int (*run)(rs_server_t *s, rs_stop_flag_t *stop);
     void (*destroy)(rs_server_t **s);
 } rs_shard_ops_t;
 
@@ -209,7 +209,7 @@ int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, const rs_shard
 
 /* The front's loop: start each shard's loop on its thread, forward the observer stream between
  * the shards and the subscribers until *stop and every shard has ended. */
-int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop);
+int rs_shards_run(rs_server_t *s, rs_stop_flag_t *stop);
 
 /* Destroy the shards (NULL-safe on s->shards). */
 void rs_shards_close(rs_server_t *s);

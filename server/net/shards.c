@@ -66,7 +66,7 @@ struct rs_shards {
     char peer_key[RS_TOKEN_LEN + 1]; /* random: the shards' routing ids to each other start
                                         with it, so no client can pass as a shard */
     void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
-    volatile sig_atomic_t *stop;
+    rs_stop_flag_t *stop;
     atomic_int running;
     struct rs_census census;
     const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
@@ -837,7 +837,7 @@ static void pump(void *from, void *to)
     }
 }
 
-int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
+int rs_shards_run(rs_server_t *s, rs_stop_flag_t *stop)
 {
     struct rs_shards *f = s->shards;
     f->stop = stop;
@@ -850,7 +850,7 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
             free(a);
             atomic_fetch_sub(&f->running, f->n - k);
             rs_log(RS_LOG_ERROR, "cannot start shard %d's thread", k);
-            *stop = 1; /* the others stop too */
+            atomic_store(stop, 1); /* the others stop too */
             break;
         }
         f->started[k] = 1;
@@ -861,7 +861,7 @@ int rs_shards_run(rs_server_t *s, volatile sig_atomic_t *stop)
         rs_log(RS_LOG_INFO, "shard %d's own port: %s", k, f->endpoints[k][3]);
     /* the stream: the shards' frames out, the subscriptions in; else only wait */
     zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->stream.xpub, 0, ZMQ_POLLIN, 0}};
-    while (!*stop || atomic_load(&f->running) > 0) {
+    while (!atomic_load(stop) || atomic_load(&f->running) > 0) {
         if (!f->xsub) {
             struct timespec ts = {0, 20 * 1000000L};
             nanosleep(&ts, NULL);
