@@ -11,6 +11,7 @@
 #   4. the Step round trip against raw ZeroMQ (robosim-bench);
 #   5. both libFuzzer harnesses on every core for FUZZ_SECONDS (default 150): executions and
 #      findings summed over the processes (0: no fuzzing).
+# A bench that exits non-zero has its status written under its output; the script then exits 1.
 # environment: MANY_CORE_BENCH=0 skips 1-4 (fuzzing only); MANY_CORE_BENCH=again runs 3 and 4
 # only (a second run of the ratios, to see how far they move run to run).
 set -uo pipefail
@@ -23,7 +24,17 @@ B="$bundle/bin"
 cores=$(nproc)
 fig="$out/figures.txt"
 log() { echo "$*" | tee -a "$fig"; }
-run() { log "\$ $*"; "$@" 2>&1 | tee -a "$fig"; }
+failed=0
+# a command's exit status goes into the figures when it is not 0 (a bench that failed or ran out
+# of its time must not read as a figure), and the script's own status says that one did
+run() {
+  log "\$ $*"
+  "$@" 2>&1 | tee -a "$fig"
+  local rc=${PIPESTATUS[0]}
+  [ "$rc" -eq 0 ] || failed=1
+  if [ "$rc" -eq 124 ]; then log "(timed out: exit status 124)"; elif [ "$rc" -ne 0 ]; then log "(exit status $rc)"; fi
+  return 0
+}
 
 log "# many_core_run: $(uname -m), $cores cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2), bundle of $(head -1 "$bundle/commit")$(sed -n 2p "$bundle/commit")"
 "$B/robosim-server" --version >/dev/null 2>&1 || { log "the bundled server does not start"; "$B/robosim-server" --version 2>&1 | tail -3 | tee -a "$fig"; exit 1; }
@@ -40,7 +51,7 @@ if [ "$mode" = 1 ] || [ "$mode" = again ]; then
 BENCH_MULTI_N=$cores run timeout 240 "$B/bench_net_multi" 2
 run timeout 60 "$B/robosim-bench"
 fi
-[ "$fuzz_seconds" -gt 0 ] || exit 0
+[ "$fuzz_seconds" -gt 0 ] || exit "$failed"
 
 # fuzzing: three quarters of the cores on fuzz_request, the rest on fuzz_sequence, each process
 # on its own copy of its harness's corpus (what one finds, the others need not repeat)
@@ -71,3 +82,4 @@ wait
 } | tee "$out/fuzz.txt"
 tar -C /tmp/rsfuzz -czf "$out/fuzz_logs.tar.gz" logs
 tar -C /tmp/rsfuzz -czf "$out/findings.tar.gz" findings
+exit "$failed"
