@@ -5,7 +5,9 @@
  *         payloads the same size as a Step's (the echo runs in its own process, as the server);
  *   step  a gym-style Step (set both wheel speeds, advance one 10 ms control step, get the whole
  *         state back) of the diff-drive world through robosim-server.
- * Prints both mean round trips and their ratio (goal: at most 1.10). */
+ * Prints both mean round trips and their ratio (goal: at most 1.10), and beside them the CPU
+ * time per round trip of the echo and of the server (every thread, from schedstat) and of this
+ * client in each kind of block: wall time on a shared machine swings, CPU time much less. */
 #include "server_proc.h" /* free_port, server_start, server_stop (tests/net) */
 #include "bench_util.h"
 
@@ -133,9 +135,13 @@ int main(int argc, char **argv)
     }
 
     double t_raw = 0, t_step = 0;
+    /* CPU time beside wall time (schedstat, every thread): the echo's and the server's per
+     * round trip, and this client's in each kind of block */
+    double cpu_echo = 0, cpu_server = 0, cpu_client_raw = 0, cpu_client_step = 0;
     long n_raw = 0, n_step = 0, failures = 0;
     double *ratios = calloc((size_t)rounds, sizeof(double));
     for (int r = 0; r < rounds; r++) {
+        double e0 = cpu_schedstat(echo), c0 = cpu_schedstat(getpid());
         double t0 = now();
         for (int i = 0; i < per_block; i++) {
             zmq_send(dealer, payload, req_size, 0);
@@ -143,6 +149,8 @@ int main(int argc, char **argv)
                 failures++;
         }
         double t1 = now();
+        double e1 = cpu_schedstat(echo), c1 = cpu_schedstat(getpid()),
+               s1 = cpu_schedstat(server.pid);
         for (int i = 0; i < per_block; i++) {
             u[0] = 3.0 + 0.001 * (i % 7); /* a new command every step, as an agent sends */
             Robosim__V1__State *s = NULL;
@@ -151,6 +159,10 @@ int main(int argc, char **argv)
             rsc_free(s);
         }
         double t2 = now();
+        cpu_echo += e1 - e0;
+        cpu_client_raw += c1 - c0;
+        cpu_server += cpu_schedstat(server.pid) - s1;
+        cpu_client_step += cpu_schedstat(getpid()) - c1;
         t_raw += t1 - t0;
         t_step += t2 - t1;
         ratios[r] = (t2 - t1) / (t1 - t0);
@@ -162,6 +174,13 @@ int main(int argc, char **argv)
            req_size, reply_size, rounds, per_block);
     printf("raw zmq round trip (tcp loopback): %8.2f us\n", raw_us);
     printf("step round trip (diff_drive, 10 ms step, commands + full state): %8.2f us\n", step_us);
+    double us_echo = 1e6 * cpu_echo / (double)n_raw, us_server = 1e6 * cpu_server / (double)n_step,
+           us_craw = 1e6 * cpu_client_raw / (double)n_raw,
+           us_cstep = 1e6 * cpu_client_step / (double)n_step;
+    printf("CPU per round trip (schedstat, all threads): echo %.2f us, server %.2f us (%.3f); "
+           "this client %.2f us raw, %.2f us step; both ends %.3f\n",
+           us_echo, us_server, us_server / us_echo, us_craw, us_cstep,
+           (us_server + us_cstep) / (us_echo + us_craw));
     qsort(ratios, (size_t)rounds, sizeof(double), by_value);
     printf("ratio step / raw: %.3f overall, %.3f median of %d rounds (goal <= 1.10)%s\n",
            step_us / raw_us, ratios[rounds / 2], rounds, failures ? " -- with failures!" : "");
