@@ -74,17 +74,39 @@ typedef struct watchdog {
     int quit;
 } watchdog_t;
 
+/* Wake the loop blocked in its receive (wake_ready: the DEALER is ours to use) when its
+ * wake_at has come, and once on stop: an empty message from wake_id, which the loop drops.
+ * wake_at goes back to none only if the loop has not set another meanwhile. */
+static void wake_loop(rs_server_t *s, int stopping, int *stop_sent)
+{
+    if (!atomic_load_explicit(&s->wake_ready, memory_order_acquire))
+        return;
+    double at = atomic_load_explicit(&s->wake_at, memory_order_relaxed);
+    int due = rs_clock() >= at &&
+              atomic_compare_exchange_strong_explicit(&s->wake_at, &at, INFINITY,
+                                                      memory_order_relaxed, memory_order_relaxed);
+    if (due || (stopping && !*stop_sent))
+        zmq_send(s->wake_tx, "", 0, ZMQ_DONTWAIT); /* one queued is enough: EAGAIN is fine */
+    *stop_sent |= stopping;
+}
+
 static void *watchdog_main(void *arg)
 {
     rs_server_t *s = arg;
     watchdog_t *wd = s->watchdog;
+    int stop_sent = 0;
     pthread_mutex_lock(&wd->lock);
     while (!wd->quit) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int armed = isfinite(atomic_load_explicit(&s->abort_at, memory_order_relaxed)) ||
                     isfinite(atomic_load_explicit(&s->off_abort_at, memory_order_relaxed));
-        ts.tv_nsec += (armed ? WATCHDOG_MS : WATCHDOG_IDLE_MS) * 1000000L;
+        long ns = (armed ? WATCHDOG_MS : WATCHDOG_IDLE_MS) * 1000000L;
+        /* the loop's wake-up on time, not up to a tick late */
+        double until = atomic_load_explicit(&s->wake_at, memory_order_relaxed) - rs_clock();
+        if (until * 1e9 < (double)ns)
+            ns = until > 0 ? (long)(until * 1e9) + 1 : 0;
+        ts.tv_nsec += ns;
         if (ts.tv_nsec >= 1000000000L) {
             ts.tv_sec++;
             ts.tv_nsec -= 1000000000L;
@@ -96,9 +118,43 @@ static void *watchdog_main(void *arg)
             atomic_store_explicit(&s->abort, 1, memory_order_relaxed);
         if (stopping || now >= atomic_load_explicit(&s->off_abort_at, memory_order_relaxed))
             atomic_store_explicit(&s->off_abort, 1, memory_order_relaxed);
+        wake_loop(s, stopping, &stop_sent);
     }
     pthread_mutex_unlock(&wd->lock);
     return NULL;
+}
+
+/* A single server's loop: the watchdog's DEALER to its ROUTER (inproc, a random routing id),
+ * handed to the watchdog (wake_ready, release). Without it (an error) the loop's receive
+ * times out as before: nothing but a little CPU per request is lost. */
+static void wake_open(rs_server_t *s)
+{
+    char ep[64];
+    rs_status_t st;
+    rs_status_clear(&st);
+    int linger = 0;
+    snprintf(ep, sizeof ep, "inproc://robosim-wake-%p", (void *)s);
+    if (!s->watchdog || rs_token_generate(s->wake_id, &st) < 0 || zmq_bind(s->router, ep) != 0 ||
+        !(s->wake_tx = zmq_socket(s->zctx, ZMQ_DEALER)) ||
+        zmq_setsockopt(s->wake_tx, ZMQ_LINGER, &linger, sizeof linger) != 0 ||
+        zmq_setsockopt(s->wake_tx, ZMQ_ROUTING_ID, s->wake_id, strlen(s->wake_id)) != 0 ||
+        zmq_connect(s->wake_tx, ep) != 0) {
+        rs_log(RS_LOG_WARN, "the loop waits with a timeout: no wake-up socket (%s)",
+               zmq_strerror(zmq_errno()));
+        if (s->wake_tx)
+            zmq_close(s->wake_tx);
+        s->wake_tx = NULL;
+        return;
+    }
+    atomic_store_explicit(&s->wake_ready, 1, memory_order_release);
+}
+
+/* Whether the message received (its frames) is the watchdog's wake-up. */
+static int is_wake(const rs_server_t *s, zmq_msg_t *frames, int n)
+{
+    size_t len = strlen(s->wake_id);
+    return s->wake_tx && n == 2 && len && zmq_msg_size(&frames[0]) == len &&
+           memcmp(zmq_msg_data(&frames[0]), s->wake_id, len) == 0;
 }
 
 static int watchdog_start(rs_server_t *s, rs_status_t *st)
@@ -127,6 +183,10 @@ static void watchdog_stop(rs_server_t *s)
     pthread_cond_signal(&wd->wake);
     pthread_mutex_unlock(&wd->lock);
     pthread_join(wd->thread, NULL);
+    if (s->wake_tx)
+        zmq_close(s->wake_tx); /* before the context ends (rs_server_destroy) */
+    s->wake_tx = NULL;
+    atomic_store(&s->wake_ready, 0);
     pthread_mutex_destroy(&wd->lock);
     pthread_cond_destroy(&wd->wake);
     free(wd);
@@ -316,6 +376,8 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
     }
     atomic_init(&s->abort, 0);
     atomic_init(&s->abort_at, INFINITY);
+    atomic_init(&s->wake_at, INFINITY);
+    atomic_init(&s->wake_ready, 0);
     atomic_init(&s->off_abort, 0);
     atomic_init(&s->off_abort_at, INFINITY);
     if (rs_snapmac_init(s, st) < 0) {
@@ -411,6 +473,8 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
             rs_server_destroy(&s);
             return NULL;
         }
+        if (!front)
+            wake_open(s);
     }
     return s;
 }
@@ -812,7 +876,9 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
 {
     if (s->shards)
         return rs_shards_run(s, stop);
-    /* A blocking receive with a timeout (see docs/design.md for why not zmq_poll). While Steps
+    /* A blocking receive (see docs/design.md for why not zmq_poll): with no timeout where the
+     * watchdog wakes the loop (wake_ready: a single server; the loop's next duty in wake_at),
+     * else with one (a shard, or while the stepper has work of the loop's requests). While Steps
      * are parked the receive does not wait, and a slice of the next one runs whenever no request
      * is there or a slice's time has passed since the last. */
     int timeout_ms = 200, idle_ms = 200;
@@ -826,21 +892,34 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
         int ckpt = rs_persist_tick(s);
         /* wake up in time for a state the stream's rate limit held back, for the next part of
          * a checkpoint, and often while the stepper has work of the loop's requests */
-        int due = rs_stream_flush(s), want = due < 0 || due > idle_ms ? idle_ms : due;
-        if (ckpt >= 0 && ckpt < want)
+        int due = rs_stream_flush(s), want = due; /* ms; -1: no duty */
+        if (ckpt >= 0 && (want < 0 || ckpt < want))
             want = ckpt;
-        if (s->offloaded && want > STEPPER_POLL_MS)
-            want = STEPPER_POLL_MS;
-        if (want != timeout_ms) {
-            timeout_ms = want;
-            zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
-        }
+        double now = rs_clock();
         if (s->cfg.world_ttl > 0) {
-            double now = rs_clock();
             if (now >= s->next_expiry_check) {
                 expire_idle(s, now);
                 s->next_expiry_check = now + fmin(1.0, s->cfg.world_ttl / 4);
             }
+            int sweep = (int)ceil((s->next_expiry_check - now) * 1000.0);
+            if (want < 0 || sweep < want)
+                want = sweep;
+        }
+        if (!s->front && !s->offloaded &&
+            atomic_load_explicit(&s->wake_ready, memory_order_relaxed)) {
+            /* the watchdog wakes the loop for its next duty, and on stop */
+            atomic_store_explicit(&s->wake_at, want < 0 ? INFINITY : now + want * 1e-3,
+                                  memory_order_relaxed);
+            want = -1;
+        } else {
+            if (want < 0 || want > idle_ms)
+                want = idle_ms; /* and for the stop flag */
+            if (s->offloaded && want > STEPPER_POLL_MS)
+                want = STEPPER_POLL_MS;
+        }
+        if (want != timeout_ms) {
+            timeout_ms = want;
+            zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &timeout_ms, sizeof timeout_ms);
         }
         zmq_msg_t frames[MAX_ENVELOPE + 1];
         int n = 0, busy = s->parked != NULL;
@@ -861,6 +940,11 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
                 last_slice = rs_clock();
             }
             continue;
+        }
+        if (!s->front && is_wake(s, frames, n)) {
+            for (int i = 0; i < n; i++)
+                zmq_msg_close(&frames[i]);
+            continue; /* the watchdog's: the loop's duties (above) or the stop flag */
         }
         if (n < 2) {
             /* ROUTER always prefixes the sender identity; a lone frame cannot be answered */

@@ -128,6 +128,15 @@ struct rs_server {
     rs_stop_flag_t *_Atomic stop; /* rs_server_run's stop flag (NULL outside it; atomic: the
                                   watchdog reads it) */
     void *watchdog;            /* the watchdog thread (server.c) */
+    /* the loop's wait (server.c): a single server's loop blocks in its receive with no
+     * timeout (a timed wait arms a kernel timer each time, several us of CPU per request on a
+     * virtual machine); the watchdog wakes it through an inproc DEALER on its ROUTER at
+     * wake_at (the next checkpoint part, held-back stream state or --world-ttl sweep) and on
+     * stop */
+    _Atomic double wake_at;    /* rs_clock() time the loop wants waking (INFINITY: none) */
+    atomic_int wake_ready;     /* wake_tx and wake_id are set (else the receive times out) */
+    void *wake_tx;             /* the watchdog's DEALER (made by rs_server_new) */
+    char wake_id[RS_TOKEN_LEN + 1]; /* its routing id: random, so no client has it */
     struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
                                   a world a parked one holds (FIFO lists, server.c) */
     int nparked, nwaiting;

@@ -2,7 +2,9 @@
  * order with consecutive sequence numbers and the states the controller got; the rate limit
  * (a world parameter) thins a fast run but the last state always arrives; a late watcher lines
  * up with GetState's seq; Reset and SetState publish too; a subscriber that never reads does
- * not stop the server from serving others or grow it without bound; --no-stream turns it off. */
+ * not stop the server from serving others or grow it without bound; --no-stream turns it off;
+ * an idle server (its loop blocked with no timeout) still publishes held-back states, expires
+ * idle worlds and stops on SIGTERM on time, and uses almost no CPU. */
 #include "rs_test.h"
 #include "server_proc.h"
 
@@ -303,6 +305,121 @@ static void no_stream(const char *binary)
     server_stop(&sp);
 }
 
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds process pid has used, all its threads (/proc/PID/stat: utime + stime). */
+static double process_cpu(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    const char *p = strrchr(buf, ')');
+    unsigned long ut = 0, stt = 0;
+    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
+        return -1;
+    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A server whose loop is idle, blocked in its receive (no timeout: its watchdog wakes it):
+ *   - a state the rate limit held back is still published on time with no request after it
+ *     (--world-ttl 0, so no sweep wakes the loop either: only the wake-up can publish it);
+ *   - idle, it uses almost no CPU (a wake-up that spins would use a whole core);
+ *   - SIGTERM stops it within a second;
+ *   - --world-ttl expires an idle world with no request to wake the loop (the first request
+ *     after the idle time would be served before the sweep: ListWorlds sees the sweep's work). */
+static void idle_server(const char *binary)
+{
+    const char *extra[] = {"--stream-max-hz", "5", "--world-ttl", "0", "--no-world", NULL};
+    server_proc_t sp;
+    CHECK(server_start(&sp, binary, extra) == 0, "server with --stream-max-hz 5 --world-ttl 0");
+    if (sp.pid <= 0)
+        return;
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    rsc_hello(c, 1, 0, &h, &err);
+    snprintf(stream_ep, sizeof stream_ep, "%s", h ? h->stream_endpoint : "");
+    rsc_free(h);
+    uint64_t id = 0;
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &id, &err) == 0, "create: %s", err.message);
+    void *sub = subscriber("world/");
+    Robosim__V1__StreamFrame *f = NULL;
+    for (int i = 0; i < 100 && !f; i++) { /* until the subscription is in effect */
+        rsc_step(c, id, 1, 0, NULL, 0, NULL, &err);
+        f = next_frame(sub, 50);
+    }
+    CHECK(f != NULL, "the subscription never took effect");
+    robosim__v1__stream_frame__free_unpacked(f, NULL);
+    while ((f = next_frame(sub, 400))) /* what the rate limit held back, published */
+        robosim__v1__stream_frame__free_unpacked(f, NULL);
+
+    /* two quick steps: the first state goes out at once, the second is held back 0.2 s */
+    Robosim__V1__State *s1 = NULL, *s2 = NULL;
+    rsc_step(c, id, 1, 0, NULL, 0, &s1, &err);
+    rsc_step(c, id, 1, 0, NULL, 0, &s2, &err);
+    double t0 = mono(), got = -1;
+    uint64_t want = s2 ? s2->step_count : 0, last = 0;
+    int frames = 0;
+    while (mono() - t0 < 1.5 && got < 0) {
+        if (!(f = next_frame(sub, 50)))
+            continue;
+        frames++;
+        last = f->state ? f->state->step_count : 0;
+        if (last == want && got < 0)
+            got = mono() - t0;
+        robosim__v1__stream_frame__free_unpacked(f, NULL);
+    }
+    CHECK(s1 && s2 && frames >= 1 && got >= 0 && got < 0.6,
+          "the held-back state (step %llu) is published about 0.2 s after its step with no "
+          "request after it: %d frames, the last of step %llu, it came after %.3f s (-1: never)",
+          (unsigned long long)want, frames, (unsigned long long)last, got);
+    rsc_free(s1);
+    rsc_free(s2);
+
+    double cpu0 = process_cpu(sp.pid), w0 = mono();
+    struct timespec idle = {1, 500000000L};
+    nanosleep(&idle, NULL);
+    double used = process_cpu(sp.pid) - cpu0, wall = mono() - w0;
+    CHECK(cpu0 >= 0 && used < 0.15 * wall,
+          "an idle server uses little CPU: %.3f s in %.2f s (a spinning wake-up would use about "
+          "all of it)", used, wall);
+
+    zmq_close(sub);
+    rsc_close(&c);
+    double t1 = mono();
+    int rc = server_stop(&sp);
+    double stop_s = mono() - t1;
+    CHECK(rc == 0 && stop_s < 1.0, "idle, SIGTERM stops it within 1 s: exit %d after %.3f s", rc,
+          stop_s);
+
+    /* --world-ttl 1: an idle world expires with no request coming */
+    const char *ttl[] = {"--world-ttl", "1", "--no-world", NULL};
+    CHECK(server_start(&sp, binary, ttl) == 0, "server with --world-ttl 1");
+    if (sp.pid <= 0)
+        return;
+    c = client_of(sp.endpoint, 5000);
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 1, &id, &err) == 0, "create: %s", err.message);
+    struct timespec wait = {2, 600000000L}; /* the TTL, plus a sweep (every 0.25 s) */
+    nanosleep(&wait, NULL);
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    CHECK(rsc_list_worlds(c, &lw, &err) == 0, "ListWorlds: %s", err.message);
+    CHECK(lw && lw->n_worlds == 0,
+          "the world idle for 2.6 s under --world-ttl 1 expired before the next request: %zu "
+          "left", lw ? lw->n_worlds : (size_t)99);
+    rsc_free(lw);
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
+}
+
 int main(int argc, char **argv)
 {
     const char *binary = server_arg(argc, argv);
@@ -329,5 +446,8 @@ int main(int argc, char **argv)
     CHECK(server_stop(&server) == 0, "server exits 0 on SIGTERM");
     zmq_ctx_term(zctx);
     no_stream(binary);
+    zctx = zmq_ctx_new();
+    idle_server(binary);
+    zmq_ctx_term(zctx);
     return rs_test_done("test_stream");
 }
