@@ -76,7 +76,9 @@ typedef struct watchdog {
 
 /* Wake the loop blocked in its receive (wake_ready: the DEALER is ours to use) when its
  * wake_at has come, and once on stop: an empty message from wake_id, which the loop drops.
- * wake_at goes back to none only if the loop has not set another meanwhile. */
+ * wake_at goes back to none only if the loop has not set another meanwhile. A wake_at the loop
+ * sets while the watchdog sleeps is seen at its next tick (2-10 ms): only an idle loop needs
+ * it, a busy one does its duties between requests anyway. */
 static void wake_loop(rs_server_t *s, int stopping, int *stop_sent)
 {
     if (!atomic_load_explicit(&s->wake_ready, memory_order_acquire))
@@ -87,7 +89,7 @@ static void wake_loop(rs_server_t *s, int stopping, int *stop_sent)
                                                       memory_order_relaxed, memory_order_relaxed);
     if (due || (stopping && !*stop_sent))
         zmq_send(s->wake_tx, "", 0, ZMQ_DONTWAIT); /* one queued is enough: EAGAIN is fine */
-    *stop_sent |= stopping;
+    *stop_sent = stopping; /* once per stop (a later rs_server_run may stop again) */
 }
 
 static void *watchdog_main(void *arg)
