@@ -126,7 +126,7 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-/* A single server's loop: the watchdog's DEALER to its ROUTER (inproc, a random routing id),
+/* A server's or shard's loop: the watchdog's DEALER to its ROUTER (inproc, a random routing id),
  * handed to the watchdog (wake_ready, release). Without it (an error) the loop's receive
  * times out as before: nothing but a little CPU per request is lost. */
 static void wake_open(rs_server_t *s)
@@ -475,8 +475,7 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
             rs_server_destroy(&s);
             return NULL;
         }
-        if (!front)
-            wake_open(s);
+        wake_open(s);
     }
     return s;
 }
@@ -878,9 +877,10 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
 {
     if (s->shards)
         return rs_shards_run(s, stop);
-    /* A blocking receive (see docs/design.md for why not zmq_poll): with no timeout where the
-     * watchdog wakes the loop (wake_ready: a single server; the loop's next duty in wake_at),
-     * else with one (a shard, or while the stepper has work of the loop's requests). While Steps
+    /* A blocking receive (see docs/design.md for why not zmq_poll; a shard's is shards.c's):
+     * with no timeout where the watchdog wakes the loop (wake_ready; the loop's next duty in
+     * wake_at), else with one (no wake-up socket, or while the stepper has work of the loop's
+     * requests). While Steps
      * are parked the receive does not wait, and a slice of the next one runs whenever no request
      * is there or a slice's time has passed since the last. */
     int timeout_ms = 200, idle_ms = 200;
@@ -907,8 +907,7 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
             if (want < 0 || sweep < want)
                 want = sweep;
         }
-        if (!s->front && !s->offloaded &&
-            atomic_load_explicit(&s->wake_ready, memory_order_relaxed)) {
+        if (!s->offloaded && atomic_load_explicit(&s->wake_ready, memory_order_relaxed)) {
             /* the watchdog wakes the loop for its next duty, and on stop */
             atomic_store_explicit(&s->wake_at, want < 0 ? INFINITY : now + want * 1e-3,
                                   memory_order_relaxed);
@@ -943,7 +942,7 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
             }
             continue;
         }
-        if (!s->front && is_wake(s, frames, n)) {
+        if (is_wake(s, frames, n)) {
             for (int i = 0; i < n; i++)
                 zmq_msg_close(&frames[i]);
             continue; /* the watchdog's: the loop's duties (above) or the stop flag */

@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -641,14 +642,14 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
     items[0] = (zmq_pollitem_t){s->router, 0, ZMQ_POLLIN, 0};
     for (int k = 0; k < p->n; k++)
         items[1 + k] = (zmq_pollitem_t){p->out[k], 0, ZMQ_POLLIN, 0};
-    double deadline = rs_clock() + 1e-3 * timeout_ms;
+    double deadline = timeout_ms < 0 ? INFINITY : rs_clock() + 1e-3 * timeout_ms; /* -1: none */
     /* Every socket is read without waiting first. Then, while replies to requests this shard
      * passed are due, zmq_poll waits on all of them; else (the usual case: clients that send
      * a world's requests to its shard's own port) a blocking receive on the ROUTER alone, as
      * one loop's server waits: one wait per request, not a poll(2) over every socket. */
     for (int round = 0;; round++) {
         double left = deadline - rs_clock();
-        long wait_ms = left > 0 ? (long)(left * 1e3 + 0.999) : 0;
+        long wait_ms = isinf(left) ? -1 : left > 0 ? (long)(left * 1e3 + 0.999) : 0;
         int blocking = 0;
         if (round == 0) {
             /* the sockets to the other shards carry only replies to what this one passed */
