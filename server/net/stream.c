@@ -335,10 +335,16 @@ int rs_stream_flush(rs_server_t *s)
     size_t n = 0;
     int *due = rs_arena_alloc(&s->arena, (size_t)s->nworlds * sizeof *due + 1);
     flush_run_t run = {s, due, NULL};
+    double next = INFINITY; /* the earliest of the states held back further */
     for (int i = 0; due && i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
-        if (w->stream.pending && now >= w->stream.last + min_interval(s, w))
+        if (!w->stream.pending)
+            continue;
+        double at = w->stream.last + min_interval(s, w);
+        if (now >= at)
             due[n++] = i;
+        else
+            next = fmin(next, at);
     }
     if (due && n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
         rs_pool_run(s->pool, n, flush_build, &run);
@@ -349,9 +355,16 @@ int rs_stream_flush(rs_server_t *s)
                 rs_history_prefetch(&s->worlds[due[j + 8]], 1);
             rs_stream_offer_built(s, &s->worlds[due[j]], &run.built[j]);
         }
-        n = 0;
+    } else if (due && n == 1) {
+        publish(s, &s->worlds[due[0]], NULL, now);
     }
-    double next = INFINITY;
+    if (due && (n <= 1 || run.built)) {
+        /* every due state published; one scan of the worlds in all */
+        s->stream.next_due = next;
+        return next == INFINITY ? -1 : (int)ceil((next - now) * 1000.0);
+    }
+    /* out of memory for the lists above: one world at a time */
+    next = INFINITY;
     for (int i = 0; i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
         if (!w->stream.pending)
