@@ -187,13 +187,18 @@ static probe_t slow_step_probed(server_proc_t *sp, rsc_client_t *other_c, uint64
     return r;
 }
 
-/* Start a Step of 2 control steps of world `id` and SIGTERM the server inside it. */
+/* Start a Step of 2 control steps of world `id` and SIGTERM the server inside it: once the
+ * server is stepping it (its CPU time grows by 50 ms: the slow control step takes seconds),
+ * not after a fixed wait, which a loaded machine can outlast before the Step even arrives (a
+ * request that arrives after the stop is never read, so it would get no reply). */
 static void stop_inside_step(server_proc_t *sp, uint64_t id, const char *token, const char *what)
 {
     job_t j = {.endpoint = sp->endpoint, .token = token, .world = id, .steps = 2};
     pthread_t th;
+    double cpu0 = server_cpu_seconds(sp->pid), t0 = now();
     job_start(&j, &th);
-    sleep_s(0.05);
+    while (server_cpu_seconds(sp->pid) < cpu0 + 0.05 && now() - t0 < 5.0)
+        sleep_s(0.005);
     check_stop(sp, what);
     pthread_join(th, NULL);
     CHECK(j.rc == CODE(UNAVAILABLE) || j.rc == CODE(DEADLINE_EXCEEDED),

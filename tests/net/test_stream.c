@@ -312,23 +312,6 @@ static double mono(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-/* CPU seconds process pid has used, all its threads (/proc/PID/stat: utime + stime). */
-static double process_cpu(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    unsigned long ut = 0, stt = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
-        return -1;
-    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* A server whose loop is idle, blocked in its receive (no timeout: its watchdog wakes it):
  *   - a state the rate limit held back is still published on time with no request after it
  *     (--world-ttl 0, so no sweep wakes the loop either: only the wake-up can publish it);
@@ -385,10 +368,10 @@ static void idle_server(const char *binary)
     rsc_free(s1);
     rsc_free(s2);
 
-    double cpu0 = process_cpu(sp.pid), w0 = mono();
+    double cpu0 = server_cpu_seconds(sp.pid), w0 = mono();
     struct timespec idle = {1, 500000000L};
     nanosleep(&idle, NULL);
-    double used = process_cpu(sp.pid) - cpu0, wall = mono() - w0;
+    double used = server_cpu_seconds(sp.pid) - cpu0, wall = mono() - w0;
     CHECK(cpu0 >= 0 && used < 0.15 * wall,
           "an idle server uses little CPU: %.3f s in %.2f s (a spinning wake-up would use about "
           "all of it)", used, wall);
