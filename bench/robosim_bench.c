@@ -141,7 +141,7 @@ int main(int argc, char **argv)
     long n_raw = 0, n_step = 0, failures = 0;
     double *ratios = calloc((size_t)rounds, sizeof(double));
     for (int r = 0; r < rounds; r++) {
-        double e0 = cpu_schedstat(echo), c0 = cpu_schedstat(getpid());
+        double e0 = cpu_seconds(echo), c0 = cpu_seconds(getpid());
         double t0 = now();
         for (int i = 0; i < per_block; i++) {
             zmq_send(dealer, payload, req_size, 0);
@@ -149,8 +149,8 @@ int main(int argc, char **argv)
                 failures++;
         }
         double t1 = now();
-        double e1 = cpu_schedstat(echo), c1 = cpu_schedstat(getpid()),
-               s1 = cpu_schedstat(server.pid);
+        double e1 = cpu_seconds(echo), c1 = cpu_seconds(getpid()),
+               s1 = cpu_seconds(server.pid);
         for (int i = 0; i < per_block; i++) {
             u[0] = 3.0 + 0.001 * (i % 7); /* a new command every step, as an agent sends */
             Robosim__V1__State *s = NULL;
@@ -161,8 +161,8 @@ int main(int argc, char **argv)
         double t2 = now();
         cpu_echo += e1 - e0;
         cpu_client_raw += c1 - c0;
-        cpu_server += cpu_schedstat(server.pid) - s1;
-        cpu_client_step += cpu_schedstat(getpid()) - c1;
+        cpu_server += cpu_seconds(server.pid) - s1;
+        cpu_client_step += cpu_seconds(getpid()) - c1;
         t_raw += t1 - t0;
         t_step += t2 - t1;
         ratios[r] = (t2 - t1) / (t1 - t0);

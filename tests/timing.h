@@ -2,6 +2,12 @@
 #ifndef RS_TIMING_H
 #define RS_TIMING_H
 
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Seconds on the monotonic clock (wall time). */
@@ -18,6 +24,56 @@ static inline double cpu_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* CPU seconds of process pid's threads, summed from /proc/PID/task/TID/schedstat (nanoseconds):
+ * all of them returned, the main thread's (the front, or a single server's loop) in
+ * *main_thread and ZeroMQ's I/O threads' in *io when those are not NULL; NAN if unreadable. */
+static inline double cpu_threads(pid_t pid, double *main_thread, double *io)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(dir);
+    if (main_thread)
+        *main_thread = 0;
+    if (io)
+        *io = 0;
+    if (!d)
+        return NAN;
+    double all = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.')
+            continue;
+        char path[512], comm[64] = "";
+        unsigned long long ns = 0;
+        snprintf(path, sizeof path, "%s/%s/schedstat", dir, e->d_name);
+        FILE *f = fopen(path, "r");
+        int ok = f && fscanf(f, "%llu", &ns) == 1;
+        if (f)
+            fclose(f);
+        if (!ok)
+            continue;
+        snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+        if ((f = fopen(path, "r"))) {
+            if (!fgets(comm, sizeof comm, f))
+                comm[0] = '\0';
+            fclose(f);
+        }
+        double sec = 1e-9 * (double)ns;
+        all += sec;
+        if (main_thread && atoi(e->d_name) == (int)pid)
+            *main_thread += sec;
+        else if (io && !strncmp(comm, "ZMQbg/IO", 8))
+            *io += sec;
+    }
+    closedir(d);
+    return all;
+}
+
+/* CPU seconds process pid's threads have run (cpu_threads). */
+static inline double cpu_seconds(pid_t pid)
+{
+    return cpu_threads(pid, NULL, NULL);
 }
 
 /* qsort's comparison of doubles, ascending. */

@@ -156,24 +156,6 @@ static int server_stop(server_proc_t *sp)
     return -1;
 }
 
-/* CPU seconds process pid has used, all its threads (/proc/PID/stat: utime + stime, in clock
- * ticks); -1 if unreadable. */
-static inline double server_cpu_seconds(pid_t pid)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
-    if (f)
-        fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')'); /* the command may hold spaces */
-    unsigned long ut = 0, stt = 0;
-    if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &stt) != 2)
-        return -1;
-    return (double)(ut + stt) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* Remove the flat folder dir (a test's state dir): its files, then itself. */
 static inline void remove_dir(const char *dir)
 {

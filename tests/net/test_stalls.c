@@ -195,9 +195,9 @@ static void stop_inside_step(server_proc_t *sp, uint64_t id, const char *token, 
 {
     job_t j = {.endpoint = sp->endpoint, .token = token, .world = id, .steps = 2};
     pthread_t th;
-    double cpu0 = server_cpu_seconds(sp->pid), t0 = now();
+    double cpu0 = cpu_seconds(sp->pid), t0 = now();
     job_start(&j, &th);
-    while (server_cpu_seconds(sp->pid) < cpu0 + 0.05 && now() - t0 < 5.0)
+    while (cpu_seconds(sp->pid) < cpu0 + 0.05 && now() - t0 < 5.0)
         sleep_s(0.005);
     check_stop(sp, what);
     pthread_join(th, NULL);

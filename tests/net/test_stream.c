@@ -7,6 +7,7 @@
  * idle worlds and stops on SIGTERM on time, and uses almost no CPU. */
 #include "rs_test.h"
 #include "server_proc.h"
+#include "timing.h"
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 
@@ -305,13 +306,6 @@ static void no_stream(const char *binary)
     server_stop(&sp);
 }
 
-static double mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A server whose loop is idle, blocked in its receive (no timeout: its watchdog wakes it):
  *   - a state the rate limit held back is still published on time with no request after it
  *     (--world-ttl 0, so no sweep wakes the loop either: only the wake-up can publish it);
@@ -349,16 +343,16 @@ static void idle_server(const char *binary)
     Robosim__V1__State *s1 = NULL, *s2 = NULL;
     rsc_step(c, id, 1, 0, NULL, 0, &s1, &err);
     rsc_step(c, id, 1, 0, NULL, 0, &s2, &err);
-    double t0 = mono(), got = -1;
+    double t0 = now(), got = -1;
     uint64_t want = s2 ? s2->step_count : 0, last = 0;
     int frames = 0;
-    while (mono() - t0 < 1.5 && got < 0) {
+    while (now() - t0 < 1.5 && got < 0) {
         if (!(f = next_frame(sub, 50)))
             continue;
         frames++;
         last = f->state ? f->state->step_count : 0;
         if (last == want && got < 0)
-            got = mono() - t0;
+            got = now() - t0;
         robosim__v1__stream_frame__free_unpacked(f, NULL);
     }
     CHECK(s1 && s2 && frames >= 1 && got >= 0 && got < 0.6,
@@ -368,19 +362,19 @@ static void idle_server(const char *binary)
     rsc_free(s1);
     rsc_free(s2);
 
-    double cpu0 = server_cpu_seconds(sp.pid), w0 = mono();
+    double cpu0 = cpu_seconds(sp.pid), w0 = now();
     struct timespec idle = {1, 500000000L};
     nanosleep(&idle, NULL);
-    double used = server_cpu_seconds(sp.pid) - cpu0, wall = mono() - w0;
+    double used = cpu_seconds(sp.pid) - cpu0, wall = now() - w0;
     CHECK(cpu0 >= 0 && used < 0.15 * wall,
           "an idle server uses little CPU: %.3f s in %.2f s (a spinning wake-up would use about "
           "all of it)", used, wall);
 
     zmq_close(sub);
     rsc_close(&c);
-    double t1 = mono();
+    double t1 = now();
     int rc = server_stop(&sp);
-    double stop_s = mono() - t1;
+    double stop_s = now() - t1;
     CHECK(rc == 0 && stop_s < 1.0, "idle, SIGTERM stops it within 1 s: exit %d after %.3f s", rc,
           stop_s);
 
