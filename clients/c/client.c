@@ -298,8 +298,13 @@ int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token)
         }
         return 0;
     }
-    if (strlen(token) >= RSC_TOKEN_MAX)
+    size_t len = strlen(token);
+    if (len >= RSC_TOKEN_MAX)
         return RSC_EARG;
+    /* a copy first: `token` may be this client's own (rsc_world_token), which the table's
+     * growth below can move and the copy into the slot would overlap */
+    char copy[RSC_TOKEN_MAX];
+    memcpy(copy, token, len + 1);
     if (!have) {
         if (c->ntokens == c->captokens) {
             size_t cap = c->captokens ? 2 * c->captokens : 8;
@@ -314,7 +319,7 @@ int rsc_set_world_token(rsc_client_t *c, uint64_t world_id, const char *token)
         c->tokens[i].world_id = world_id;
         c->tokens[i].shard = -1;
     }
-    snprintf(c->tokens[i].token, sizeof c->tokens[i].token, "%s", token);
+    memcpy(c->tokens[i].token, copy, len + 1);
     return 0;
 }
 

@@ -873,6 +873,59 @@ static void expire_idle(rs_server_t *s, double now)
     }
 }
 
+/* Stopping, once the loop's own requests are answered: the requests clients sent before the
+ * stop that still wait unread (in the socket, or on their way through another shard) are
+ * refused with UNAVAILABLE rather than left to the client's timeout. Until the socket has been
+ * quiet for DRAIN_QUIET_S and no shard waits for a reply to a request it passed on (a shard
+ * passes none on now), at most DRAIN_MAX_S. The replies are then given DRAIN_LINGER_MS to
+ * leave when the socket closes. */
+#define DRAIN_QUIET_S 0.05
+#define DRAIN_MAX_S 0.3
+#define DRAIN_LINGER_MS 200
+static void drain(rs_server_t *s)
+{
+    const int poll_ms = 10;
+    double start = rs_clock(), quiet_from = start;
+    int refused = 0;
+    s->draining = 1;
+    if (!s->front)
+        zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &poll_ms, sizeof poll_ms);
+    for (;;) {
+        double now = rs_clock();
+        if (now - start >= DRAIN_MAX_S ||
+            (now - quiet_from >= DRAIN_QUIET_S && rs_shard_passing(s) == 0))
+            break;
+        zmq_msg_t frames[MAX_ENVELOPE + 1];
+        int n = 0;
+        void *sock = s->router;
+        rs_caller_t caller;
+        int got = s->front ? rs_shard_next(s, frames, MAX_ENVELOPE + 1, &n, &caller, &sock,
+                                           poll_ms)
+                           : recv_request(s->router, frames, &n, 0);
+        if (got < 0) {
+            if (zmq_errno() == ETERM)
+                break;
+            continue;
+        }
+        if (is_wake(s, frames, n) || n < 2) {
+            for (int i = 0; i < n; i++)
+                zmq_msg_close(&frames[i]);
+            continue;
+        }
+        refuse(s, sock, frames, n, RS_EUNAVAIL,
+               "the server is stopping (SIGTERM or SIGINT): this request was not run; send it "
+               "again once the server is back");
+        refused++;
+        quiet_from = rs_clock();
+    }
+    s->draining = 0;
+    int linger = DRAIN_LINGER_MS;
+    zmq_setsockopt(s->router, ZMQ_LINGER, &linger, sizeof linger);
+    if (refused)
+        rs_log(RS_LOG_INFO, "stopping: refused %d request%s sent before the stop", refused,
+               refused == 1 ? "" : "s");
+}
+
 int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
 {
     if (s->shards)
@@ -973,6 +1026,7 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
     while (s->parked)
         resume_next(s);
     serve_waiting(s);
+    drain(s);
     s->stop = NULL;
     rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors); %llu stream frames sent, %llu "
            "not sent",

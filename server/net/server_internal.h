@@ -140,6 +140,8 @@ struct rs_server {
     struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
                                   a world a parked one holds (FIFO lists, server.c) */
     int nparked, nwaiting;
+    int draining;              /* stopping: requests still arriving are refused, not run, and
+                                  a shard passes none on (server.c's drain) */
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
     /* --shards (shards.c): the front holds its shards; a shard, its place among them */
@@ -244,6 +246,10 @@ void rs_shard_close_peers(rs_server_t *s);
  * ETERM. */
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
                   void **sock, int timeout_ms);
+
+/* Requests any of the front's shards has passed another and not yet had answered (0: not a
+ * shard). A stopping shard keeps relaying and refusing until none are. */
+int rs_shard_passing(const rs_server_t *s);
 
 /* The census front's shards share (NULL: front has none). */
 struct rs_census *rs_shards_census(rs_server_t *front);

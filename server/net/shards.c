@@ -69,6 +69,8 @@ struct rs_shards {
     void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
     rs_stop_flag_t *stop;
     atomic_int running;
+    atomic_int passed;        /* requests any shard passed another whose replies have not come
+                                 back: a stopping shard stays until none are (rs_shard_passing) */
     struct rs_census census;
     const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
 };
@@ -86,6 +88,7 @@ struct rs_peers {
     void **out;
     int n;
     int outstanding; /* requests passed to shards whose replies have not come back */
+    atomic_int *passed; /* ... and over all shards (the front's) */
     const char *key; /* the front's peer_key */
     conn_slot_t *conns; /* this shard's connections and where their worlds are created */
     int nconns;
@@ -271,6 +274,7 @@ static void pass(struct rs_peers *p, int k, zmq_msg_t *frames, int n, const peer
     if (zmq_msg_send(&frames[n - 1], p->out[k], 0) < 0)
         zmq_msg_close(&frames[n - 1]);
     p->outstanding++;
+    atomic_fetch_add_explicit(p->passed, 1, memory_order_relaxed);
 }
 
 static void gather_free(int n, gather_t *g)
@@ -683,8 +687,10 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                     int nr = 0;
                     if (recv_frames(p->out[k], r, PEER_MAX_FRAMES, &nr) < 0)
                         break;
-                    if (p->outstanding > 0)
+                    if (p->outstanding > 0) {
                         p->outstanding--;
+                        atomic_fetch_sub_explicit(p->passed, 1, memory_order_relaxed);
+                    }
                     relay(s, r, nr);
                 }
         while ((items[0].revents & ZMQ_POLLIN) &&
@@ -707,8 +713,12 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                 continue;
             }
             /* a client's: served here when its world is this shard's (or it names none), else
-             * passed to the world's shard */
+             * passed to the world's shard; while stopping, refused here (nothing is passed) */
             rs_caller_of(&frames[0], &frames[*n - 1], caller);
+            if (s->draining) {
+                *sock = s->router;
+                return 0;
+            }
             uint64_t world = 0;
             int route = rs_route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
                                  &world);
@@ -747,6 +757,11 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
     }
 }
 
+int rs_shard_passing(const rs_server_t *s)
+{
+    return s->peers ? atomic_load_explicit(s->peers->passed, memory_order_relaxed) : 0;
+}
+
 int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
 {
     struct rs_shards *f = s->front->shards;
@@ -760,6 +775,7 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
     }
     s->peers = p;
     p->n = f->n;
+    p->passed = &f->passed;
     p->key = f->peer_key;
     /* the shards pass requests to this shard's ROUTER over inproc, with no limit on the queue
      * (an inproc endpoint keeps the options of its bind; TCP connections accepted later get

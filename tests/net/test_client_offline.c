@@ -480,6 +480,32 @@ static void test_null_client(void)
     rsc_close(NULL);
 }
 
+/* The client's token table: a token set from the client's own (rsc_world_token's pointer into
+ * the table) is kept, also while the table grows (and moves) under it. */
+static void test_tokens(void)
+{
+    char endpoint[64];
+    snprintf(endpoint, sizeof endpoint, "tcp://127.0.0.1:%d", free_port());
+    rsc_error_t err;
+    rsc_client_t *c = rsc_connect_raw(endpoint, 100, &err);
+    CHECK(c != NULL, "raw client: %s", err.message);
+    if (!c)
+        return;
+    CHECK(rsc_set_world_token(c, 1, "first-token") == 0, "set");
+    CHECK(rsc_set_world_token(c, 1, rsc_world_token(c, 1)) == 0 &&
+              strcmp(rsc_world_token(c, 1), "first-token") == 0,
+          "a world's token set from itself is kept: '%s'", rsc_world_token(c, 1));
+    int kept = 0;
+    for (uint64_t w = 2; w <= 100; w++) {
+        CHECK(rsc_set_world_token(c, w, rsc_world_token(c, 1)) == 0, "set %llu",
+              (unsigned long long)w);
+        kept += strcmp(rsc_world_token(c, w), "first-token") == 0;
+    }
+    CHECK(kept == 99 && strcmp(rsc_world_token(c, 1), "first-token") == 0,
+          "99 worlds given world 1's token through its pointer as the table grew: %d kept", kept);
+    rsc_close(&c);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -492,5 +518,6 @@ int main(int argc, char **argv)
     test_version_refused();
     test_garbage_reply();
     test_server_error();
+    test_tokens();
     return rs_test_done("test_client_offline");
 }

@@ -11,7 +11,9 @@
  *   d. a MonteCarlo of 4096 long runs (DEADLINE_EXCEEDED at its budget, counted by the
  *      in-flight quota while it runs);
  *   e. 24 worlds with 1 MB motion specifications are checkpointed every 0.2 s (a changed
- *      world's file is written again, an unchanged one's is not).
+ *      world's file is written again, an unchanged one's is not);
+ *   f. requests that clients sent before the SIGTERM still wait unread in the server: each is
+ *      answered (run, or UNAVAILABLE), none left to its client's timeout.
  * test_sched.c has the loop's other latency tests (long Steps and batches, budgets, quotas). */
 #include "motion_spec_fixture.h"
 #include "rs_core.h"
@@ -558,14 +560,100 @@ static void test_checkpoints(void)
     remove_dir(dir);
 }
 
+/* ---- f. requests sent before the stop, not yet read ------------------------------------- */
+
+/* The server is paused (SIGSTOP) while NCLIENTS clients each send a Step of their own world,
+ * so the requests wait in its sockets; then SIGTERM and SIGCONT. Whichever the loop sees
+ * first, the stop or a request, every request gets a reply: run, or refused as the server
+ * stops. With shards, the clients' connections land on either shard and the worlds are all on
+ * one, so some requests are passed between shards when the stop comes. */
+#define NCLIENTS 8
+
+typedef struct queued {
+    rsc_client_t *c; /* connected (Hello answered) before the pause */
+    uint64_t world;
+    int rc;
+    uint64_t step_count;
+    double took;
+    char message[600];
+} queued_t;
+
+static void *queued_main(void *arg)
+{
+    queued_t *q = arg;
+    rsc_error_t err;
+    Robosim__V1__State *out = NULL;
+    double t0 = now();
+    q->rc = rsc_step(q->c, q->world, 1, 0.0, NULL, 0, &out, &err);
+    q->took = now() - t0;
+    q->step_count = out ? out->step_count : 0;
+    rsc_free(out);
+    snprintf(q->message, sizeof q->message, "%s", err.message);
+    return NULL;
+}
+
+static void test_queued_at_stop(void)
+{
+    for (int round = 0; round < 6; round++) {
+        server_proc_t sp;
+        CHECK(server_start(&sp, binary, NULL) == 0, "server start");
+        queued_t qs[NCLIENTS];
+        pthread_t th[NCLIENTS];
+        /* every world made through the first connection, so on its shard: the others'
+         * connections on another shard pass their Steps to it */
+        for (int i = 0; i < NCLIENTS; i++) {
+            rsc_error_t err;
+            qs[i] = (queued_t){.c = connect_to(&sp, 10000)};
+            CHECK(rsc_create_world(qs[0].c, "finger", NULL, 0, 1, &qs[i].world, &err) == 0,
+                  "%s", err.message);
+            rsc_set_world_token(qs[i].c, qs[i].world, rsc_world_token(qs[0].c, qs[i].world));
+        }
+        kill(sp.pid, SIGSTOP);
+        for (int i = 0; i < NCLIENTS; i++)
+            pthread_create(&th[i], NULL, queued_main, &qs[i]);
+        sleep_s(0.2); /* sent: in the paused server's socket buffers */
+        double t0 = now();
+        kill(sp.pid, SIGTERM);
+        kill(sp.pid, SIGCONT);
+        int status = 0;
+        while (sp.pid > 0 && now() - t0 < 5.0) {
+            if (waitpid(sp.pid, &status, WNOHANG) == sp.pid)
+                sp.pid = -1;
+            else
+                sleep_s(0.002);
+        }
+        double took = now() - t0;
+        if (sp.pid > 0) {
+            kill(sp.pid, SIGKILL);
+            waitpid(sp.pid, &status, 0);
+            sp.pid = -1;
+        }
+        CHECK(took < GOAL_STOP && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+              "round %d: the server exited cleanly within %.1f s of SIGTERM (%.3f s, status %d)",
+              round, GOAL_STOP, took, status);
+        int ran = 0, refused = 0;
+        for (int i = 0; i < NCLIENTS; i++) {
+            pthread_join(th[i], NULL);
+            ran += qs[i].rc == 0 && qs[i].step_count == 1;
+            refused += qs[i].rc == CODE(UNAVAILABLE);
+            CHECK(qs[i].rc == 0 || qs[i].rc == CODE(UNAVAILABLE),
+                  "round %d: a Step sent before the stop was answered: run or UNAVAILABLE (%d "
+                  "after %.3f s: %s)", round, qs[i].rc, qs[i].took, qs[i].message);
+            rsc_close(&qs[i].c);
+        }
+        printf("requests queued at the stop, round %d: %d run, %d refused, exit after %.3f s\n",
+               round, ran, refused, took);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: test_stalls PATH/robosim-server [a|b|c|d|e]\n");
+        fprintf(stderr, "usage: test_stalls PATH/robosim-server [a|b|c|d|e|f]\n");
         return 2;
     }
     binary = argv[1];
-    const char *only = argc > 2 ? argv[2] : "abcde";
+    const char *only = argc > 2 ? argv[2] : "abcdef";
     if (strchr(only, 'a'))
         test_restored();
     if (strchr(only, 'b'))
@@ -576,5 +664,7 @@ int main(int argc, char **argv)
         test_monte_carlo();
     if (strchr(only, 'e'))
         test_checkpoints();
+    if (strchr(only, 'f'))
+        test_queued_at_stop();
     return rs_test_done("test_stalls");
 }
