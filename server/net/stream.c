@@ -329,24 +329,29 @@ int rs_stream_flush(rs_server_t *s)
         return (int)ceil((s->stream.next_due - now) * 1000.0);
     poll_subscriptions(s); /* between requests: whoever subscribed since */
     s->stream.subs_read_at = s->requests;
-    /* the worlds due now: their frames built on the workers (many after a batch), published
-     * here in the worlds' order */
+    /* the worlds due now, in one scan: their frames built on the workers (many after a batch),
+     * published here in the worlds' order; out of memory for the list, each published as the
+     * scan finds it */
     rs_arena_reset(&s->arena);
     size_t n = 0;
     int *due = rs_arena_alloc(&s->arena, (size_t)s->nworlds * sizeof *due + 1);
-    flush_run_t run = {s, due, NULL};
     double next = INFINITY; /* the earliest of the states held back further */
-    for (int i = 0; due && i < s->nworlds; i++) {
+    for (int i = 0; i < s->nworlds; i++) {
         world_slot_t *w = &s->worlds[i];
         if (!w->stream.pending)
             continue;
         double at = w->stream.last + min_interval(s, w);
-        if (now >= at)
-            due[n++] = i;
-        else
+        if (now < at) {
             next = fmin(next, at);
+        } else if (due) {
+            due[n++] = i;
+        } else {
+            rs_arena_reset(&s->arena);
+            publish(s, w, NULL, now);
+        }
     }
-    if (due && n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
+    flush_run_t run = {s, due, NULL};
+    if (n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
         rs_pool_run(s->pool, n, flush_build, &run);
         for (size_t j = 0; j < n; j++) {
             if (j + 16 < n)
@@ -355,27 +360,9 @@ int rs_stream_flush(rs_server_t *s)
                 rs_history_prefetch(&s->worlds[due[j + 8]], 1);
             rs_stream_offer_built(s, &s->worlds[due[j]], &run.built[j]);
         }
-    } else if (due && n == 1) {
-        publish(s, &s->worlds[due[0]], NULL, now);
-    }
-    if (due && (n <= 1 || run.built)) {
-        /* every due state published; one scan of the worlds in all */
-        s->stream.next_due = next;
-        return next == INFINITY ? -1 : (int)ceil((next - now) * 1000.0);
-    }
-    /* out of memory for the lists above: one world at a time */
-    next = INFINITY;
-    for (int i = 0; i < s->nworlds; i++) {
-        world_slot_t *w = &s->worlds[i];
-        if (!w->stream.pending)
-            continue;
-        double at = w->stream.last + min_interval(s, w);
-        if (now < at) {
-            next = fmin(next, at);
-            continue;
-        }
-        rs_arena_reset(&s->arena); /* one at a time here (out of memory for the lists above) */
-        publish(s, w, NULL, now);
+    } else {
+        for (size_t j = 0; j < n; j++) /* one, or no memory to build them apart */
+            publish(s, &s->worlds[due[j]], NULL, now);
     }
     s->stream.next_due = next;
     return next == INFINITY ? -1 : (int)ceil((next - now) * 1000.0);
