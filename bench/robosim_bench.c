@@ -7,9 +7,16 @@
  *         state back) of the diff-drive world through robosim-server.
  * Prints both mean round trips and their ratio (goal: at most 1.10), and beside them the CPU
  * time per round trip of the echo and of the server (every thread, from schedstat) and of this
- * client in each kind of block: wall time on a shared machine swings, CPU time much less. */
+ * client in each kind of block: wall time on a shared machine swings, CPU time much less.
+ * A third block in each round does the Step's own work with no sockets: the same request
+ * handled by an in-process server (rs_server_handle: decode, step, encode) and the client's
+ * packing of it and unpacking of its reply. Each round trip waits for that work on top of the
+ * transport's, so (raw + that) / raw is the ratio a server and client that added nothing else
+ * would reach: the floor under the goal on this machine. */
 #include "server_proc.h" /* free_port, server_start, server_stop (tests/net) */
 #include "bench_util.h"
+#include "rs_log.h"
+#include "rs_server.h"
 
 #include <libgen.h>
 #include <limits.h>
@@ -114,6 +121,45 @@ int main(int argc, char **argv)
     size_t reply_size = resp ? robosim__v1__response__get_packed_size(resp) : 0;
     rsc_free(resp);
 
+    /* the same Step handled in-process: a server without sockets, its own diff-drive world */
+    rs_log_set_level(RS_LOG_WARN);
+    rs_server_config_t icfg;
+    rs_server_config_defaults(&icfg);
+    icfg.bind = NULL;
+    icfg.stream_endpoint = NULL;
+    icfg.default_preset = NULL;
+    rs_status_t ist;
+    rs_status_clear(&ist);
+    rs_server_t *inproc = rs_server_new(&icfg, &ist);
+    Robosim__V1__Request irq = rq;
+    char itoken[128] = "";
+    {
+        Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
+        cw.preset = "diff_drive";
+        Robosim__V1__Request crq = ROBOSIM__V1__REQUEST__INIT;
+        crq.id = 1;
+        crq.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+        crq.create_world = &cw;
+        uint8_t cbuf[256];
+        size_t clen = robosim__v1__request__pack(&crq, cbuf);
+        const uint8_t *out = NULL;
+        size_t outlen = 0;
+        Robosim__V1__Response *cr = NULL;
+        if (inproc)
+            rs_server_handle(inproc, cbuf, clen, &out, &outlen);
+        if (!inproc || !(cr = robosim__v1__response__unpack(NULL, outlen, out)) ||
+            cr->result_case != ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD) {
+            fprintf(stderr, "robosim-bench: in-process server: %s\n",
+                    inproc ? "CreateWorld failed" : ist.message);
+            return 1;
+        }
+        irq.world_id = cr->create_world->world->world_id;
+        snprintf(itoken, sizeof itoken, "%s", cr->create_world->token);
+        robosim__v1__response__free_unpacked(cr, NULL);
+        irq.token = itoken;
+    }
+    uint8_t *ibuf = malloc(robosim__v1__request__get_packed_size(&irq) + 64);
+
     void *ctx = zmq_ctx_new(), *dealer = zmq_socket(ctx, ZMQ_DEALER);
     int linger = 0, timeout_ms = 2000;
     zmq_setsockopt(dealer, ZMQ_LINGER, &linger, sizeof linger);
@@ -134,7 +180,7 @@ int main(int argc, char **argv)
         rsc_step(c, world, 1, 0, &cmd, 1, NULL, &err);
     }
 
-    double t_raw = 0, t_step = 0;
+    double t_raw = 0, t_step = 0, t_handle = 0, t_client_work = 0;
     /* CPU time beside wall time (schedstat, every thread): the echo's and the server's per
      * round trip, and this client's in each kind of block */
     double cpu_echo = 0, cpu_server = 0, cpu_client_raw = 0, cpu_client_step = 0;
@@ -159,6 +205,26 @@ int main(int argc, char **argv)
             rsc_free(s);
         }
         double t2 = now();
+        /* the Step's own work, no sockets: the client's packing and unpacking, the server's
+         * handling */
+        for (int i = 0; i < per_block; i++) {
+            u[0] = 3.0 + 0.001 * (i % 7);
+            irq.id = (uint64_t)i + 1;
+            double a = now();
+            size_t len = robosim__v1__request__pack(&irq, ibuf);
+            double b = now();
+            const uint8_t *out = NULL;
+            size_t outlen = 0;
+            rs_server_handle(inproc, ibuf, len, &out, &outlen);
+            double c2 = now();
+            Robosim__V1__Response *rp = robosim__v1__response__unpack(NULL, outlen, out);
+            if (!rp || rp->result_case != ROBOSIM__V1__RESPONSE__RESULT_STEP)
+                failures++;
+            if (rp)
+                robosim__v1__response__free_unpacked(rp, NULL);
+            t_handle += c2 - b;
+            t_client_work += (b - a) + (now() - c2);
+        }
         cpu_echo += e1 - e0;
         cpu_client_raw += c1 - c0;
         cpu_server += cpu_seconds(server.pid) - s1;
@@ -181,11 +247,19 @@ int main(int argc, char **argv)
            "this client %.2f us raw, %.2f us step; both ends %.3f\n",
            us_echo, us_server, us_server / us_echo, us_craw, us_cstep,
            (us_server + us_cstep) / (us_echo + us_craw));
+    double handle_us = 1e6 * t_handle / (double)n_step,
+           client_us = 1e6 * t_client_work / (double)n_step;
+    printf("the Step's own work with no sockets: the server's handling %.2f us (decode, step, "
+           "encode), the client's packing and unpacking %.2f us; floor of the ratio "
+           "(raw + both) / raw: %.3f\n",
+           handle_us, client_us, (raw_us + handle_us + client_us) / raw_us);
     qsort(ratios, (size_t)rounds, sizeof(double), by_value);
     printf("ratio step / raw: %.3f overall, %.3f median of %d rounds (goal <= 1.10)%s\n",
            step_us / raw_us, ratios[rounds / 2], rounds, failures ? " -- with failures!" : "");
 
     rsc_close(&c);
+    free(ibuf);
+    rs_server_destroy(&inproc);
     zmq_close(dealer);
     zmq_ctx_term(ctx);
     kill(echo, SIGTERM);
