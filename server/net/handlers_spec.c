@@ -193,7 +193,7 @@ int rs_op_get_history(rs_server_t *s, const Robosim__V1__Request *rq, world_slot
     r->frames = frames;
     r->more = start + n <= last;
     r->bytes = rs_history_bytes(w, NULL, NULL);
-    r->server_bytes = s->history_bytes;
+    r->server_bytes = s->histories.bytes;
     REPLY(rp, get_history, GET_HISTORY, r);
     return 0;
 }

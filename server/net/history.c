@@ -34,8 +34,8 @@ struct rs_history {
     int head;     /* the oldest frame's slot */
     int count;    /* frames held */
     size_t bytes; /* the frames' bytes plus the ring's: what the bounds count */
-    rs_server_t *server; /* whose history_bytes count this one's too */
-    int heap_at;  /* its place in server->history_by_bytes */
+    rs_server_t *server; /* whose histories.bytes count this one's too */
+    int heap_at;  /* its place in server->histories.by_bytes */
 };
 
 /* ---- the histories by bytes held: a binary max-heap, so the largest is found at once however
@@ -43,14 +43,14 @@ struct rs_history {
 
 static void heap_put(rs_server_t *s, int i, rs_history_t *h)
 {
-    s->history_by_bytes[i] = h;
+    s->histories.by_bytes[i] = h;
     h->heap_at = i;
 }
 
 /* h's bytes changed: move it up or down to its place. */
 static void heap_fix(rs_server_t *s, rs_history_t *h)
 {
-    rs_history_t **a = s->history_by_bytes;
+    rs_history_t **a = s->histories.by_bytes;
     int i = h->heap_at;
     while (i > 0 && a[(i - 1) / 2]->bytes < h->bytes) {
         heap_put(s, i, a[(i - 1) / 2]);
@@ -59,9 +59,9 @@ static void heap_fix(rs_server_t *s, rs_history_t *h)
     for (;;) {
         int big = i, l = 2 * i + 1, r = l + 1;
         size_t bb = h->bytes;
-        if (l < s->history_n && a[l]->bytes > bb)
+        if (l < s->histories.n && a[l]->bytes > bb)
             big = l, bb = a[l]->bytes;
-        if (r < s->history_n && a[r]->bytes > bb)
+        if (r < s->histories.n && a[r]->bytes > bb)
             big = r;
         if (big == i)
             break;
@@ -73,22 +73,22 @@ static void heap_fix(rs_server_t *s, rs_history_t *h)
 
 static int heap_add(rs_server_t *s, rs_history_t *h)
 {
-    if (s->history_n == s->history_cap) {
-        int cap = s->history_cap ? 2 * s->history_cap : 64;
-        rs_history_t **grown = realloc(s->history_by_bytes, (size_t)cap * sizeof *grown);
+    if (s->histories.n == s->histories.cap) {
+        int cap = s->histories.cap ? 2 * s->histories.cap : 64;
+        rs_history_t **grown = realloc(s->histories.by_bytes, (size_t)cap * sizeof *grown);
         if (!grown)
             return -1;
-        s->history_by_bytes = grown;
-        s->history_cap = cap;
+        s->histories.by_bytes = grown;
+        s->histories.cap = cap;
     }
-    heap_put(s, s->history_n++, h);
+    heap_put(s, s->histories.n++, h);
     heap_fix(s, h);
     return 0;
 }
 
 static void heap_remove(rs_server_t *s, rs_history_t *h)
 {
-    rs_history_t *last = s->history_by_bytes[--s->history_n];
+    rs_history_t *last = s->histories.by_bytes[--s->histories.n];
     if (last == h)
         return;
     heap_put(s, h->heap_at, last);
@@ -97,33 +97,33 @@ static void heap_remove(rs_server_t *s, rs_history_t *h)
 
 void rs_history_close(rs_server_t *s)
 {
-    free(s->history_by_bytes);
-    s->history_by_bytes = NULL;
-    s->history_n = s->history_cap = 0;
+    free(s->histories.by_bytes);
+    s->histories.by_bytes = NULL;
+    s->histories.n = s->histories.cap = 0;
 }
 
 /* After frees that are not made room for a new frame: once the histories hold a MiB less than
  * their peak, give the freed heap pages back to the system (glibc keeps them otherwise). */
 static void trim_heap(rs_server_t *s)
 {
-    if (s->history_peak - s->history_bytes < HISTORY_TRIM_BYTES)
+    if (s->histories.peak - s->histories.bytes < HISTORY_TRIM_BYTES)
         return;
 #ifdef HISTORY_ASAN
     __sanitizer_purge_allocator();
 #elif defined(__GLIBC__)
     malloc_trim(0);
 #endif
-    s->history_peak = s->history_bytes;
+    s->histories.peak = s->histories.bytes;
 }
 
 static void account(rs_history_t *h, size_t add, size_t sub)
 {
     rs_server_t *s = h->server;
     h->bytes = h->bytes + add - sub;
-    s->history_bytes = s->history_bytes + add - sub;
+    s->histories.bytes = s->histories.bytes + add - sub;
     heap_fix(s, h);
-    if (s->history_bytes > s->history_peak)
-        s->history_peak = s->history_bytes;
+    if (s->histories.bytes > s->histories.peak)
+        s->histories.peak = s->histories.bytes;
 }
 
 /* Drop the oldest frame. */
@@ -199,10 +199,10 @@ static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
  * bytes. `mine` (about to take a frame) only while it has frames, so its ring stays. */
 static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
 {
-    rs_history_t **a = s->history_by_bytes, *big = s->history_n ? a[0] : NULL;
+    rs_history_t **a = s->histories.by_bytes, *big = s->histories.n ? a[0] : NULL;
     if (big == mine && mine->count == 0) /* then the next largest: a child of the top */
-        big = s->history_n > 2 && a[2]->bytes > a[1]->bytes ? a[2]
-              : s->history_n > 1                            ? a[1]
+        big = s->histories.n > 2 && a[2]->bytes > a[1]->bytes ? a[2]
+              : s->histories.n > 1                            ? a[1]
                                                             : NULL;
     return big && big->bytes ? big : NULL;
 }
@@ -239,7 +239,7 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
         return; /* out of memory for the ring */
     while (h->count > 0 && h->bytes + len > world_max)
         drop_oldest(h);
-    while (s->history_bytes + len > server_max) {
+    while (s->histories.bytes + len > server_max) {
         rs_history_t *big = largest(s, h);
         if (!big)
             break;
@@ -248,7 +248,7 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
         else
             drop_all(big); /* an empty ring is all it holds */
     }
-    if (h->bytes + len > world_max || s->history_bytes + len > server_max)
+    if (h->bytes + len > world_max || s->histories.bytes + len > server_max)
         return; /* the ring alone leaves no room: reported as dropped */
     uint8_t *buf = malloc(len ? len : 1);
     if (!buf)

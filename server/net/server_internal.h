@@ -6,6 +6,7 @@
 #include <stdatomic.h>
 
 #include "arena.h"
+#include "history.h"
 #include "persist.h"
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
@@ -19,10 +20,8 @@
 #define RS_SNAPSHOT_KEY_BYTES 32 /* snapshot MAC key (snapmac.c) */
 #define RS_SNAPSHOT_MAC_BYTES 32 /* the MAC a snapshot on the wire ends with */
 
-typedef struct rs_history rs_history_t; /* history.c */
-
 /* The server's record of a world: the core world plus its id, controller and lease, and each
- * module's state of it in that module's sub-struct (stream.h, sched.h, persist.h; history.c's
+ * module's state of it in that module's sub-struct (stream.h, sched.h, persist.h; history.h's
  * opaque history). worlds.c adds and removes them. */
 typedef struct world_slot {
     uint64_t id;
@@ -97,11 +96,7 @@ struct rs_server {
     rs_pool_t *pool;       /* StepBatch workers, each with its arena for the States it builds */
     rs_stream_t stream;    /* the observer stream (stream.c) */
     char stream_endpoint[256]; /* ... as bound ("" when off) */
-    size_t history_bytes;  /* what all worlds' histories hold (history.c) ... */
-    size_t history_peak;   /* ... and held at most since the heap was last trimmed */
-    rs_history_t **history_by_bytes; /* every world's history, a max-heap by bytes held (the
-                                        largest gives up frames for cfg.history_bytes) */
-    int history_n, history_cap;
+    rs_histories_t histories; /* every world's history, counted together (history.c) */
     uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */
     uint8_t *out;          /* packed reply */
     size_t out_cap;
