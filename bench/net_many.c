@@ -375,6 +375,7 @@ static void figure_batches(const char *server, const char *baseline, double seco
             long requests[2] = {0, 0}, failures[2] = {0, 0}, local_steps = 0;
             double wall[2] = {0, 0}, cpu[2] = {0, 0}, local_wall = 0;
             double loop[2] = {0, 0}, io[2] = {0, 0}; /* CPU of the loop thread, ZeroMQ's */
+            double client[2] = {0, 0}; /* this process's (the client's) CPU in the blocks */
             for (int r = 0; r < rounds; r++)
                 for (int kk = 0; kk < nservers + arrays; kk++) {
                     int k = (r + kk) % (nservers + arrays); /* each goes first in turn */
@@ -386,6 +387,7 @@ static void figure_batches(const char *server, const char *baseline, double seco
                     long n = 0;
                     double m0, io0, all0 = cpu_threads(bs[k].sp.pid, &m0, &io0);
                     double t0 = now(), c0 = cpu_seconds(bs[k].sp.pid), t = 0;
+                    double me0 = cpu_seconds(getpid());
                     do {
                         failures[k] += batch_once(bs[k].c, bs[k].ids, b, arrays, requests[k] + n,
                                                   items, cmds, f);
@@ -393,6 +395,7 @@ static void figure_batches(const char *server, const char *baseline, double seco
                         t = now() - t0;
                     } while (t < seconds / rounds || n < 3);
                     cpu[k] += cpu_seconds(bs[k].sp.pid) - c0;
+                    client[k] += cpu_seconds(getpid()) - me0;
                     double m1, io1;
                     (void)all0;
                     cpu_threads(bs[k].sp.pid, &m1, &io1);
@@ -442,6 +445,13 @@ static void figure_batches(const char *server, const char *baseline, double seco
                        par * local_rate / 1e6,
                        1e6 / (serial + par / 16) / (16 * local_rate),
                        1e6 / (serial + par / 64) / (64 * local_rate));
+                /* the client's own work (packing the request, unpacking the reply, its ZeroMQ
+                 * thread) is serial too: one client waiting for each reply gets at most
+                 * 1 / (its CPU per world-step), whatever the server's cores */
+                double me = 1e6 * client[0] / ws;
+                printf("  %22s this client's CPU per world-step %.2f us: one synchronous client "
+                       "reaches at most %.0f world-steps/s, %.2f x 16 x in-process\n",
+                       "", me, 1e6 / me, 1e6 / me / (16 * local_rate));
             }
             fflush(stdout);
         }
