@@ -69,8 +69,6 @@ struct rs_shards {
     void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
     rs_stop_flag_t *stop;
     atomic_int running;
-    atomic_int passed;        /* requests any shard passed another whose replies have not come
-                                 back: a stopping shard stays until none are (rs_shard_passing) */
     struct rs_census census;
     const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
 };
@@ -87,14 +85,27 @@ typedef struct conn_slot {
 struct rs_peers {
     void **out;
     int n;
-    int outstanding; /* requests passed to shards whose replies have not come back */
-    atomic_int *passed; /* ... and over all shards (the front's) */
+    atomic_int outstanding; /* requests passed to shards whose replies have not come back
+                               (written by this shard's thread only; the others read it when
+                               stopping: rs_shard_passing) */
     const char *key; /* the front's peer_key */
     conn_slot_t *conns; /* this shard's connections and where their worlds are created */
     int nconns;
     gather_t *gathers;
     uint64_t next_gather;
 };
+
+/* A shard's own count of its passes in flight: changed by its thread alone, read by the
+ * others only while stopping (rs_shard_passing), so a relaxed load and store suffice. */
+static int outstanding(const struct rs_peers *p)
+{
+    return atomic_load_explicit(&p->outstanding, memory_order_relaxed);
+}
+
+static void outstanding_add(struct rs_peers *p, int d)
+{
+    atomic_store_explicit(&p->outstanding, outstanding(p) + d, memory_order_relaxed);
+}
 
 /* What a shard passes another beside a request (a frame before the payload; the reply echoes
  * it): who sent it, and the ListWorlds gather it belongs to (0: none). */
@@ -273,8 +284,7 @@ static void pass(struct rs_peers *p, int k, zmq_msg_t *frames, int n, const peer
         zmq_msg_close(&m);
     if (zmq_msg_send(&frames[n - 1], p->out[k], 0) < 0)
         zmq_msg_close(&frames[n - 1]);
-    p->outstanding++;
-    atomic_fetch_add_explicit(p->passed, 1, memory_order_relaxed);
+    outstanding_add(p, 1);
 }
 
 static void gather_free(int n, gather_t *g)
@@ -494,7 +504,7 @@ static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *o
             mine[n] = mine[n + 1];
             mine[n + 1] = payload;
             nmine = n + 2;
-            p->outstanding++; /* its reply comes back as another shard's would */
+            outstanding_add(p, 1); /* its reply comes back as another shard's would */
             continue;
         }
         pass(p, k, copy, n, &meta);
@@ -658,8 +668,8 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
         if (round == 0) {
             /* the sockets to the other shards carry only replies to what this one passed */
             for (int i = 0; i < nitems; i++)
-                items[i].revents = i == 0 || p->outstanding > 0 ? ZMQ_POLLIN : 0;
-        } else if (p->outstanding > 0 || wait_ms == 0) {
+                items[i].revents = i == 0 || outstanding(p) > 0 ? ZMQ_POLLIN : 0;
+        } else if (outstanding(p) > 0 || wait_ms == 0) {
             if (zmq_poll(items, nitems, wait_ms) < 0)
                 return -1; /* EINTR, ETERM: errno says */
         } else {
@@ -687,10 +697,8 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                     int nr = 0;
                     if (recv_frames(p->out[k], r, PEER_MAX_FRAMES, &nr) < 0)
                         break;
-                    if (p->outstanding > 0) {
-                        p->outstanding--;
-                        atomic_fetch_sub_explicit(p->passed, 1, memory_order_relaxed);
-                    }
+                    if (outstanding(p) > 0)
+                        outstanding_add(p, -1);
                     relay(s, r, nr);
                 }
         while ((items[0].revents & ZMQ_POLLIN) &&
@@ -759,7 +767,14 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
 
 int rs_shard_passing(const rs_server_t *s)
 {
-    return s->peers ? atomic_load_explicit(s->peers->passed, memory_order_relaxed) : 0;
+    if (!s->front)
+        return 0;
+    const struct rs_shards *f = s->front->shards;
+    int n = 0;
+    for (int k = 0; k < f->n; k++)
+        if (f->shard[k] && f->shard[k]->peers)
+            n += atomic_load_explicit(&f->shard[k]->peers->outstanding, memory_order_relaxed);
+    return n;
 }
 
 int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
@@ -775,7 +790,6 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
     }
     s->peers = p;
     p->n = f->n;
-    p->passed = &f->passed;
     p->key = f->peer_key;
     /* the shards pass requests to this shard's ROUTER over inproc, with no limit on the queue
      * (an inproc endpoint keeps the options of its bind; TCP connections accepted later get
