@@ -54,7 +54,7 @@ static inline double cpu_threads(pid_t pid, double *main_thread, double *io)
         if (!ok)
             continue;
         snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
-        if ((f = fopen(path, "r"))) {
+        if (io && (f = fopen(path, "r"))) { /* the thread's name: only to find ZeroMQ's */
             if (!fgets(comm, sizeof comm, f))
                 comm[0] = '\0';
             fclose(f);
