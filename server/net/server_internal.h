@@ -242,9 +242,13 @@ void rs_shard_close_peers(rs_server_t *s);
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
                   void **sock, int timeout_ms);
 
-/* Requests any of the front's shards has passed another and not yet had answered (0: not a
- * shard). A stopping shard keeps relaying and refusing until none are. */
-int rs_shard_passing(const rs_server_t *s);
+/* Stopping: this shard has begun its drain and passes nothing on from now (server.c's drain). */
+void rs_shard_drain_begin(rs_server_t *s);
+
+/* Whether no request can still come to this shard from another: every shard of the front has
+ * begun its drain (or never started) and none waits for the reply to a request it passed
+ * (1 when not a shard). A stopping shard keeps relaying and refusing until then. */
+int rs_shard_settled(const rs_server_t *s);
 
 /* The census front's shards share (NULL: front has none). */
 struct rs_census *rs_shards_census(rs_server_t *front);

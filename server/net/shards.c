@@ -69,6 +69,8 @@ struct rs_shards {
     void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
     rs_stop_flag_t *stop;
     atomic_int running;
+    atomic_int draining; /* stopping: shards in their drain (or never started), which pass
+                            nothing on any more (rs_shard_drain_begin) */
     struct rs_census census;
     const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
 };
@@ -87,7 +89,7 @@ struct rs_peers {
     int n;
     atomic_int outstanding; /* requests passed to shards whose replies have not come back
                                (written by this shard's thread only; the others read it when
-                               stopping: rs_shard_passing) */
+                               stopping: rs_shard_settled) */
     const char *key; /* the front's peer_key */
     conn_slot_t *conns; /* this shard's connections and where their worlds are created */
     int nconns;
@@ -96,7 +98,7 @@ struct rs_peers {
 };
 
 /* A shard's own count of its passes in flight: changed by its thread alone, read by the
- * others only while stopping (rs_shard_passing), so a relaxed load and store suffice. */
+ * others only while stopping (rs_shard_settled), so a relaxed load and store suffice. */
 static int outstanding(const struct rs_peers *p)
 {
     return atomic_load_explicit(&p->outstanding, memory_order_relaxed);
@@ -765,16 +767,24 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
     }
 }
 
-int rs_shard_passing(const rs_server_t *s)
+void rs_shard_drain_begin(rs_server_t *s)
+{
+    if (s->front) /* release: the passes this shard made before are seen with the count */
+        atomic_fetch_add_explicit(&s->front->shards->draining, 1, memory_order_release);
+}
+
+int rs_shard_settled(const rs_server_t *s)
 {
     if (!s->front)
-        return 0;
+        return 1;
     const struct rs_shards *f = s->front->shards;
-    int n = 0;
+    if (atomic_load_explicit(&f->draining, memory_order_acquire) < f->n)
+        return 0; /* a shard still in its loop may yet pass a request to this one */
     for (int k = 0; k < f->n; k++)
-        if (f->shard[k] && f->shard[k]->peers)
-            n += atomic_load_explicit(&f->shard[k]->peers->outstanding, memory_order_relaxed);
-    return n;
+        if (f->shard[k] && f->shard[k]->peers &&
+            atomic_load_explicit(&f->shard[k]->peers->outstanding, memory_order_relaxed) > 0)
+            return 0;
+    return 1;
 }
 
 int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
@@ -873,6 +883,7 @@ int rs_shards_run(rs_server_t *s, rs_stop_flag_t *stop)
     struct rs_shards *f = s->shards;
     f->stop = stop;
     atomic_store(&f->running, f->n);
+    atomic_store(&f->draining, 0);
     for (int k = 0; k < f->n; k++) {
         shard_arg_t *a = malloc(sizeof *a);
         if (a)
@@ -880,6 +891,7 @@ int rs_shards_run(rs_server_t *s, rs_stop_flag_t *stop)
         if (!a || pthread_create(&f->thread[k], NULL, shard_main, a) != 0) {
             free(a);
             atomic_fetch_sub(&f->running, f->n - k);
+            atomic_fetch_add(&f->draining, f->n - k); /* these never pass anything on */
             rs_log(RS_LOG_ERROR, "cannot start shard %d's thread", k);
             atomic_store(stop, 1); /* the others stop too */
             break;
