@@ -19,7 +19,7 @@ static rs_stop_flag_t stop_requested; /* set from on_signal: a lock-free atomic 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal handler");
 
 /* long options without a short letter */
-enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
+enum { OPT_SPIN_US = 999, OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
        OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
        OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS,
        OPT_SHARD_PORTS };
@@ -121,6 +121,11 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "                             got; the world can be stepped on. Long Steps and\n"
             "                             StepBatches run in slices of %g ms, other clients\n"
             "                             served in between\n"
+            "  --spin-us N                after a reply, a request loop polls its socket for\n"
+            "                             the next request up to N us before it sleeps, while\n"
+            "                             its requests lately came back that soon (a client\n"
+            "                             stepping in a tight loop: no wake-up in its round\n"
+            "                             trip); default %g, 0: never\n"
             "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
             "                             created, forked or claimed; a client is its CURVE\n"
             "                             key, else its address (every loopback client is one\n"
@@ -166,7 +171,8 @@ static void usage(FILE *f, const rs_server_config_t *d)
             d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->history_frames,
             d->history_seconds, d->history_bytes_per_world >> 20, d->history_bytes >> 20,
             d->lease_seconds,
-            d->max_request_seconds, d->slice_seconds * 1e3, d->max_worlds_per_client,
+            d->max_request_seconds, d->slice_seconds * 1e3, d->spin_seconds * 1e6,
+            d->max_worlds_per_client,
             d->max_worlds_share, d->max_inflight_per_client, d->world_ttl,
             d->checkpoint_interval);
 }
@@ -309,6 +315,7 @@ int main(int argc, char **argv)
         {"max-worlds-share", required_argument, 0, OPT_WORLDS_SHARE},
         {"max-inflight-per-client", required_argument, 0, OPT_INFLIGHT_PER_CLIENT},
         {"world-ttl", required_argument, 0, OPT_WORLD_TTL},
+        {"spin-us", required_argument, 0, OPT_SPIN_US},
         {"state-dir", required_argument, 0, 'D'},
         {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
         {"history-frames", required_argument, 0, OPT_HISTORY_FRAMES},
@@ -356,6 +363,7 @@ int main(int argc, char **argv)
             break;
         case OPT_WORLDS_SHARE: cfg.max_worlds_share = parse_positive("--max-worlds-share", optarg, 1.0, "the server's worlds (a fraction)"); break;
         case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
+        case OPT_SPIN_US: cfg.spin_seconds = strcmp(optarg, "0") == 0 ? 0.0 : 1e-6 * (double)parse_count("--spin-us", optarg, 100000); break;
         case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'D': cfg.state_dir = optarg; break;
         case OPT_TASK_FILE: register_task_file(optarg); break;

@@ -50,6 +50,9 @@ typedef struct rs_server_config {
                                        control-step boundary with DEADLINE_EXCEEDED */
     double slice_seconds;           /* a long Step runs in slices this long, other requests
                                        served in between */
+    double spin_seconds;            /* after serving, a loop polls its socket without sleeping
+                                       up to this long for the next request, while its requests
+                                       lately came back within it (0: never; --spin-us) */
     int max_worlds_per_client;      /* worlds one client (rs_caller_t.key) may create, fork or
                                        claim (0: no limit) ... */
     double max_worlds_share;        /* ... and at most this share of max_worlds (0 < x <= 1),

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->insecure = 0;
     cfg->max_request_seconds = 5.0;
     cfg->slice_seconds = 0.005;
+    cfg->spin_seconds = 200e-6;
     cfg->max_worlds_per_client = 64;
     cfg->max_worlds_share = 0.5;
     cfg->max_inflight_per_client = 4;
@@ -995,6 +997,32 @@ static void drain(rs_server_t *s)
                refused == 1 ? "" : "s");
 }
 
+void rs_spin(rs_server_t *s, void *sock)
+{
+    double max = s->cfg.spin_seconds, t0 = rs_clock();
+    s->wait_from = t0;
+    if (!(max > 0) || s->gap_avg >= max)
+        return;
+    for (;;) {
+        int events = 0;
+        size_t len = sizeof events;
+        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) ||
+            rs_clock() - t0 >= max || rs_server_stopping(s))
+            return;
+        sched_yield(); /* a thread that would bring the request may be waiting for this core */
+    }
+}
+
+void rs_spin_arrived(rs_server_t *s)
+{
+    double max = s->cfg.spin_seconds;
+    if (!(max > 0))
+        return;
+    double gap = fmin(rs_clock() - s->wait_from, 4 * max); /* so a long idle spell is soon
+                                                               forgotten once requests come */
+    s->gap_avg += (gap - s->gap_avg) / 8;
+}
+
 int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
 {
     if (s->shards)
@@ -1049,9 +1077,13 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
         void *sock = s->router;
         rs_caller_t caller;
         /* a shard: its clients' requests, and those other shards pass it (shards.c) */
+        if (!s->front && !busy)
+            rs_spin(s, s->router);
         int got = s->front ? rs_shard_next(s, frames, MAX_ENVELOPE + 1, &n, &caller, &sock,
                                            busy ? 0 : timeout_ms)
                            : recv_request(s->router, frames, &n, busy ? ZMQ_DONTWAIT : 0);
+        if (!s->front && !busy && got == 0)
+            rs_spin_arrived(s);
         if (got < 0) {
             int e = zmq_errno();
             if (e == ETERM)

@@ -11,7 +11,7 @@
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
-#include "sched.h"
+#include "world_sched.h"
 #include "stream.h"
 
 #include <zmq.h>
@@ -21,8 +21,8 @@
 #define RS_SNAPSHOT_MAC_BYTES 32 /* the MAC a snapshot on the wire ends with */
 
 /* The server's record of a world: the core world plus its id, controller and lease, and each
- * module's state of it in that module's sub-struct (stream.h, sched.h, persist.h; history.h's
- * opaque history). worlds.c adds and removes them. */
+ * module's state of it in that module's sub-struct (stream.h, world_sched.h, persist.h;
+ * history.h's opaque history). worlds.c adds and removes them. */
 typedef struct world_slot {
     uint64_t id;
     rs_world_t *world;
@@ -137,6 +137,9 @@ struct rs_server {
     int nparked, nwaiting;
     int draining;              /* stopping: requests still arriving are refused, not run, and
                                   a shard passes none on (server.c's drain) */
+    double wait_from;          /* when the loop last began waiting for a request, and ... */
+    double gap_avg;            /* ... the running mean (1/8 weight) of how long it waited:
+                                  below cfg.spin_seconds it polls rather than sleeps (rs_spin) */
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
     /* --shards (shards.c): the front holds its shards; a shard, its place among them */
@@ -241,6 +244,14 @@ void rs_shard_close_peers(rs_server_t *s);
  * ETERM. */
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
                   void **sock, int timeout_ms);
+
+/* Before the loop's blocking receive on sock: while its requests have lately come back within
+ * cfg.spin_seconds of its last reply, poll sock (ZMQ_EVENTS, no message taken) without
+ * sleeping until one is there, at most that long. A thread woken from sleep costs the round
+ * trip a wake-up (on a virtual machine an interrupt between cores, 10-20 us); a client that
+ * steps in a tight loop is back sooner. rs_spin_arrived after the receive keeps the mean. */
+void rs_spin(rs_server_t *s, void *sock);
+void rs_spin_arrived(rs_server_t *s);
 
 /* Stopping: this shard has begun its drain and passes nothing on from now (server.c's drain). */
 void rs_shard_drain_begin(rs_server_t *s);

@@ -681,7 +681,12 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             zmq_setsockopt(s->router, ZMQ_RCVTIMEO, &rcvtimeo, sizeof rcvtimeo);
             zmq_msg_t *f = &frames[0];
             zmq_msg_init(f);
-            if (zmq_msg_recv(f, s->router, 0) < 0) {
+            if (!s->draining)
+                rs_spin(s, s->router);
+            int got = zmq_msg_recv(f, s->router, 0);
+            if (got >= 0 && !s->draining)
+                rs_spin_arrived(s);
+            if (got < 0) {
                 int e = zmq_errno();
                 zmq_msg_close(f);
                 errno = e;
