@@ -306,6 +306,48 @@ static void no_stream(const char *binary)
     server_stop(&sp);
 }
 
+/* The loop's main-thread CPU seconds while one client sends `n` Steps `gap_ms` apart, against a
+ * server started with `extra`; -1 when it did not start. */
+static double paced_main_cpu(const char *binary, const char *const *extra, int n, int gap_ms)
+{
+    server_proc_t sp;
+    if (server_start(&sp, binary, extra) != 0 || sp.pid <= 0)
+        return -1;
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
+    rsc_error_t err;
+    uint64_t id = 0;
+    int ok = rsc_create_world(c, "finger", NULL, 0, 1, &id, &err) == 0;
+    double main0 = 0, main1 = 0;
+    cpu_threads(sp.pid, &main0, NULL);
+    struct timespec gap = {0, gap_ms * 1000000L};
+    for (int i = 0; i < n && ok; i++) {
+        ok = rsc_step(c, id, 1, 0, NULL, 0, NULL, &err) == 0;
+        nanosleep(&gap, NULL);
+    }
+    cpu_threads(sp.pid, &main1, NULL);
+    CHECK(ok, "paced Steps: %s", err.message);
+    rsc_close(&c);
+    server_stop(&sp);
+    return main1 - main0;
+}
+
+/* --spin-us: a loop polls for the next request only while requests lately came back within
+ * the window. A client that pauses 3 ms between Steps (an agent thinking) must not make the
+ * loop poll 200 us after every reply: that would add about n x 200 us of CPU over the same
+ * client against --spin-us 0. */
+static void paced_client_no_spin(const char *binary)
+{
+    const char *spin[] = {"--no-world", NULL}, *none[] = {"--no-world", "--spin-us", "0", NULL};
+    const int n = 300;
+    double base = paced_main_cpu(binary, none, n, 3), with = paced_main_cpu(binary, spin, n, 3);
+    CHECK(base >= 0 && with >= 0 && with < base + 0.5 * n * 200e-6,
+          "a client pausing 3 ms between %d Steps: the loop's CPU %.1f ms at the default "
+          "--spin-us, %.1f ms at --spin-us 0 (polling after every reply would add %.0f ms)", n,
+          1e3 * with, 1e3 * base, 1e3 * n * 200e-6);
+    printf("paced client: loop CPU %.1f ms (default --spin-us) vs %.1f ms (--spin-us 0) over %d "
+           "Steps 3 ms apart\n", 1e3 * with, 1e3 * base, n);
+}
+
 /* A server whose loop is idle, blocked in its receive (no timeout: its watchdog wakes it):
  *   - a state the rate limit held back is still published on time with no request after it
  *     (--world-ttl 0, so no sweep wakes the loop either: only the wake-up can publish it);
@@ -426,5 +468,6 @@ int main(int argc, char **argv)
     zctx = zmq_ctx_new();
     idle_server(binary);
     zmq_ctx_term(zctx);
+    paced_client_no_spin(binary);
     return rs_test_done("test_stream");
 }
