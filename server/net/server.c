@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -995,32 +994,6 @@ static void drain(rs_server_t *s)
     if (refused)
         rs_log(RS_LOG_INFO, "stopping: refused %d request%s sent before the stop", refused,
                refused == 1 ? "" : "s");
-}
-
-void rs_spin(rs_server_t *s, void *sock)
-{
-    double max = s->cfg.spin_seconds, t0 = rs_clock();
-    s->wait_from = t0;
-    if (!(max > 0) || s->gap_avg >= max)
-        return;
-    for (;;) {
-        int events = 0;
-        size_t len = sizeof events;
-        if (zmq_getsockopt(sock, ZMQ_EVENTS, &events, &len) != 0 || (events & ZMQ_POLLIN) ||
-            rs_clock() - t0 >= max || rs_server_stopping(s))
-            return;
-        sched_yield(); /* a thread that would bring the request may be waiting for this core */
-    }
-}
-
-void rs_spin_arrived(rs_server_t *s)
-{
-    double max = s->cfg.spin_seconds;
-    if (!(max > 0))
-        return;
-    double gap = fmin(rs_clock() - s->wait_from, 4 * max); /* so a long idle spell is soon
-                                                               forgotten once requests come */
-    s->gap_avg += (gap - s->gap_avg) / 8;
 }
 
 int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
