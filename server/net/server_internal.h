@@ -140,6 +140,10 @@ struct rs_server {
     double wait_from;          /* when the loop last began waiting for a request, and ... */
     double gap_avg;            /* ... the running mean (1/8 weight) of how long it waited:
                                   below cfg.spin_seconds it polls rather than sleeps (rs_spin) */
+    double load_at, running_avg; /* when rs_spin last read the machine's running tasks, and
+                                    their running mean (spin.c's contended) ... */
+    int load_cores;              /* ... against the cores online then (each loop its own: no
+                                    state shared between shards) */
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
     /* --shards (shards.c): the front holds its shards; a shard, its place among them */

@@ -5,13 +5,37 @@
 
 #include <math.h>
 #include <sched.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <zmq.h>
+
+/* Whether the machine has no core to spare: the running mean (1/4 weight) of the tasks running
+ * or runnable (/proc/loadavg's fourth field, this thread among them), sampled at most every
+ * 10 ms, above the online cores plus one (a polling loop and the client it waits for may both
+ * be running on a machine with room). A loop that polls then would take a core from the client or
+ * the I/O thread that brings its next request (two shards polling on two cores halved a
+ * bench's Steps per second). Without /proc/loadavg: never. */
+static int contended(rs_server_t *s, double now)
+{
+    if (now - s->load_at >= 0.01) {
+        long cores = sysconf(_SC_NPROCESSORS_ONLN);
+        s->load_at = now;
+        s->load_cores = cores > 0 ? (int)cores : 1;
+        FILE *f = fopen("/proc/loadavg", "r");
+        int running = 0;
+        if (f && fscanf(f, "%*f %*f %*f %d/", &running) == 1)
+            s->running_avg += (running - s->running_avg) / 4;
+        if (f)
+            fclose(f);
+    }
+    return s->running_avg > (double)s->load_cores + 1;
+}
 
 void rs_spin(rs_server_t *s, void *sock)
 {
     double max = s->cfg.spin_seconds, t0 = rs_clock();
     s->wait_from = t0;
-    if (!(max > 0) || s->gap_avg >= max)
+    if (!(max > 0) || s->gap_avg >= max || contended(s, t0))
         return;
     for (;;) {
         int events = 0;
