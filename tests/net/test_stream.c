@@ -9,6 +9,8 @@
 #include "server_proc.h"
 #include "timing.h"
 
+#include <math.h>
+
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 
 static server_proc_t server;
@@ -334,18 +336,23 @@ static double paced_main_cpu(const char *binary, const char *const *extra, int n
 /* --spin-us: a loop polls for the next request only while requests lately came back within
  * the window. A client that pauses 3 ms between Steps (an agent thinking) must not make the
  * loop poll 200 us after every reply: that would add about n x 200 us of CPU over the same
- * client against --spin-us 0. */
+ * client against --spin-us 0. The lesser of three servers each way, alternating: under
+ * ThreadSanitizer one server now and then uses twice its CPU whichever the flag. */
 static void paced_client_no_spin(const char *binary)
 {
     const char *spin[] = {"--no-world", NULL}, *none[] = {"--no-world", "--spin-us", "0", NULL};
     const int n = 300;
-    double base = paced_main_cpu(binary, none, n, 3), with = paced_main_cpu(binary, spin, n, 3);
+    double base = INFINITY, with = INFINITY;
+    for (int i = 0; i < 3; i++) {
+        base = fmin(base, paced_main_cpu(binary, none, n, 3));
+        with = fmin(with, paced_main_cpu(binary, spin, n, 3));
+    }
     CHECK(base >= 0 && with >= 0 && with < base + 0.5 * n * 200e-6,
           "a client pausing 3 ms between %d Steps: the loop's CPU %.1f ms at the default "
-          "--spin-us, %.1f ms at --spin-us 0 (polling after every reply would add %.0f ms)", n,
-          1e3 * with, 1e3 * base, 1e3 * n * 200e-6);
+          "--spin-us, %.1f ms at --spin-us 0 (least of 3 each; polling after every reply would "
+          "add %.0f ms)", n, 1e3 * with, 1e3 * base, 1e3 * n * 200e-6);
     printf("paced client: loop CPU %.1f ms (default --spin-us) vs %.1f ms (--spin-us 0) over %d "
-           "Steps 3 ms apart\n", 1e3 * with, 1e3 * base, n);
+           "Steps 3 ms apart, least of 3 servers each\n", 1e3 * with, 1e3 * base, n);
 }
 
 /* A server whose loop is idle, blocked in its receive (no timeout: its watchdog wakes it):
