@@ -19,10 +19,10 @@ static rs_stop_flag_t stop_requested; /* set from on_signal: a lock-free atomic 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal handler");
 
 /* long options without a short letter */
-enum { OPT_SPIN_US = 999, OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
+enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
        OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
        OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS,
-       OPT_SHARD_PORTS };
+       OPT_SHARD_PORTS, OPT_SPIN_US };
 
 static void on_signal(int sig)
 {

@@ -142,8 +142,8 @@ struct rs_server {
                                   below cfg.spin_seconds it polls rather than sleeps (rs_spin) */
     double load_at, running_avg; /* when rs_spin last read the machine's running tasks, and
                                     their running mean (spin.c's contended) ... */
-    int load_cores;              /* ... against the cores online then (each loop its own: no
-                                    state shared between shards) */
+    int load_cores;              /* ... against the cores online (read once, each loop its
+                                    own: no state shared between shards) */
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
     /* --shards (shards.c): the front holds its shards; a shard, its place among them */
@@ -250,10 +250,10 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
                   void **sock, int timeout_ms);
 
 /* Before the loop's blocking receive on sock: while its requests have lately come back within
- * cfg.spin_seconds of its last reply, poll sock (ZMQ_EVENTS, no message taken) without
- * sleeping until one is there, at most that long. A thread woken from sleep costs the round
- * trip a wake-up (on a virtual machine an interrupt between cores, 10-20 us); a client that
- * steps in a tight loop is back sooner. rs_spin_arrived after the receive keeps the mean. */
+ * cfg.spin_seconds of its last reply and the machine has a core to spare, poll sock
+ * (ZMQ_EVENTS, no message taken) without sleeping until one is there, at most that long. A
+ * thread woken from sleep adds a wake-up to the round trip; a client that steps in a tight
+ * loop is back sooner. rs_spin_arrived after the receive keeps the mean (spin.c). */
 void rs_spin(rs_server_t *s, void *sock);
 void rs_spin_arrived(rs_server_t *s);
 

@@ -17,10 +17,12 @@
  * bench's Steps per second). Without /proc/loadavg: never. */
 static int contended(rs_server_t *s, double now)
 {
-    if (now - s->load_at >= 0.01) {
+    if (!s->load_cores) { /* once per loop: glibc reads a file for it */
         long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        s->load_at = now;
         s->load_cores = cores > 0 ? (int)cores : 1;
+    }
+    if (now - s->load_at >= 0.01) {
+        s->load_at = now;
         FILE *f = fopen("/proc/loadavg", "r");
         int running = 0;
         if (f && fscanf(f, "%*f %*f %*f %d/", &running) == 1)
@@ -33,9 +35,12 @@ static int contended(rs_server_t *s, double now)
 
 void rs_spin(rs_server_t *s, void *sock)
 {
-    double max = s->cfg.spin_seconds, t0 = rs_clock();
+    double max = s->cfg.spin_seconds;
+    if (!(max > 0))
+        return; /* --spin-us 0: not even the clock */
+    double t0 = rs_clock();
     s->wait_from = t0;
-    if (!(max > 0) || s->gap_avg >= max || contended(s, t0))
+    if (s->gap_avg >= max || contended(s, t0))
         return;
     for (;;) {
         int events = 0;
