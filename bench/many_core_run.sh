@@ -13,7 +13,9 @@
 #      findings summed over the processes (0: no fuzzing).
 # A bench that exits non-zero has its status written under its output; the script then exits 1.
 # environment: MANY_CORE_BENCH=0 skips 1-4 (fuzzing only); MANY_CORE_BENCH=again runs 3 and 4
-# only (a second run of the ratios, to see how far they move run to run).
+# only (a second run of the ratios, to see how far they move run to run); MANY_CORE_BENCH=short
+# runs 2 at --threads 1 and all cores, then 3, then 4 as three alternating pairs of the server
+# as shipped and with --spin-us 0 (its loops never poll before they sleep).
 set -uo pipefail
 bundle="$(cd "$1" && pwd)" out="$2" fuzz_seconds="${3:-150}"
 mkdir -p "$out" /tmp/rsdev
@@ -47,9 +49,24 @@ for t in 1 2 4 8 "$cores"; do
   BENCH_BATCH_SIZES=1024 BENCH_BATCH_FORM=arrays BENCH_BATCH_THREADS=$t run timeout 60 "$B/bench_net_many" b 2
 done
 fi
-if [ "$mode" = 1 ] || [ "$mode" = again ]; then
+if [ "$mode" = short ]; then
+for t in 1 "$cores"; do
+  BENCH_BATCH_SIZES=1024 BENCH_BATCH_FORM=arrays BENCH_BATCH_THREADS=$t run timeout 60 "$B/bench_net_many" b 2
+done
+fi
+if [ "$mode" = 1 ] || [ "$mode" = again ] || [ "$mode" = short ]; then
 BENCH_MULTI_N=$cores run timeout 240 "$B/bench_net_multi" 2
+fi
+if [ "$mode" = 1 ] || [ "$mode" = again ]; then
 run timeout 60 "$B/robosim-bench"
+fi
+if [ "$mode" = short ]; then
+printf '#!/bin/sh\nexec %s --spin-us 0 "$@"\n' "$B/robosim-server" >/tmp/rsdev/server-no-spin
+chmod +x /tmp/rsdev/server-no-spin
+for pair in 1 2 3; do
+  run timeout 60 "$B/robosim-bench" 20 500 "$B/robosim-server"
+  run timeout 60 "$B/robosim-bench" 20 500 /tmp/rsdev/server-no-spin
+done
 fi
 [ "$fuzz_seconds" -gt 0 ] || exit "$failed"
 
