@@ -142,8 +142,8 @@ struct rs_server {
                                   below cfg.spin_seconds it polls rather than sleeps (rs_spin) */
     double load_at, running_avg; /* when rs_spin last read the machine's running tasks, and
                                     their running mean (spin.c's contended) ... */
-    int load_cores;              /* ... against the cores online (read once, each loop its
-                                    own: no state shared between shards) */
+    int load_cores;              /* ... against the cores it may use (rs_cores_usable: read
+                                    once, each loop its own: no state shared between shards) */
     double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
     struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
     /* --shards (shards.c): the front holds its shards; a shard, its place among them */
@@ -256,6 +256,13 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
  * loop is back sooner. rs_spin_arrived after the receive keeps the mean (spin.c). */
 void rs_spin(rs_server_t *s, void *sock);
 void rs_spin_arrived(rs_server_t *s);
+
+/* The cores this process may use: those online, no more than its CPU affinity holds, and no
+ * more than the tightest CPU quota (rounded up) of its cgroups and their parents, cgroup v2
+ * (cpu.max) or v1 (cpu.cfs_quota_us over cpu.cfs_period_us). cgroup_root: where cgroup file
+ * systems are mounted ("/sys/fs/cgroup"); proc_cgroup: the process's cgroup list
+ * ("/proc/self/cgroup"; a file that cannot be read: no quota). At least 1. */
+int rs_cores_usable(const char *cgroup_root, const char *proc_cgroup);
 
 /* Stopping: this shard has begun its drain and passes nothing on from now (server.c's drain). */
 void rs_shard_drain_begin(rs_server_t *s);

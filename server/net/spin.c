@@ -1,26 +1,127 @@
 /* A loop's wait for its next request: polled for a while before it sleeps (--spin-us), for
  * the one-loop server (server.c) and each shard (shards.c). See server_internal.h and
  * docs/design.md, "Measurements behind choices in the loop". */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "server_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 #include <zmq.h>
 
+/* The CPU quota in file `dir`/`name` (and, for cgroup v1, its period in `dir`/`period`), in
+ * cores; 0 when the file is missing or sets no limit. v2's cpu.max reads "QUOTA PERIOD" or
+ * "max PERIOD"; v1's cpu.cfs_quota_us reads the quota (-1: none) and cpu.cfs_period_us the
+ * period. */
+static double quota_cores(const char *dir, const char *name, const char *period)
+{
+    char path[PATH_MAX];
+    double q = 0, per = 0;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return 0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    int got = period ? fscanf(f, "%lf", &q) : fscanf(f, "%lf %lf", &q, &per);
+    fclose(f);
+    if (got < 1 || !(q > 0))
+        return 0; /* "max", -1 or unreadable: no limit here */
+    if (period) {
+        if (snprintf(path, sizeof path, "%s/%s", dir, period) >= (int)sizeof path ||
+            !(f = fopen(path, "r")))
+            return 0;
+        got = fscanf(f, "%lf", &per);
+        fclose(f);
+        if (got != 1)
+            return 0;
+    } else if (got != 2) {
+        return 0;
+    }
+    return per > 0 ? q / per : 0;
+}
+
+/* The tightest quota from cgroup directory root/path up to root itself (a limit set on a
+ * parent binds its children too), in cores; 0: none. */
+static double tightest_quota(const char *root, const char *path, const char *name,
+                             const char *period)
+{
+    char dir[PATH_MAX];
+    if (snprintf(dir, sizeof dir, "%s%s", root, path) >= (int)sizeof dir)
+        return 0;
+    size_t rootlen = strlen(root);
+    double least = 0;
+    for (;;) {
+        double q = quota_cores(dir, name, period);
+        if (q > 0 && (least == 0 || q < least))
+            least = q;
+        char *slash = strrchr(dir, '/');
+        if (!slash || (size_t)(slash - dir) < rootlen)
+            return least;
+        *slash = '\0';
+    }
+}
+
+int rs_cores_usable(const char *cgroup_root, const char *proc_cgroup)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    int cores = online > 0 ? (int)online : 1;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0 &&
+        CPU_COUNT(&set) < cores)
+        cores = CPU_COUNT(&set);
+    FILE *f = proc_cgroup ? fopen(proc_cgroup, "r") : NULL;
+    if (!f)
+        return cores;
+    char line[PATH_MAX + 64];
+    double quota = 0;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        /* "ID:CONTROLLERS:PATH": v2 is "0::PATH"; v1 lists the cpu controller by name */
+        char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+        if (!c2 || c2[1] != '/')
+            continue;
+        *c2 = '\0';
+        const char *controllers = c1 + 1, *path = c2 + 1;
+        double q = 0;
+        char root[PATH_MAX];
+        if (!*controllers) {
+            q = tightest_quota(cgroup_root, strcmp(path, "/") ? path : "", "cpu.max", NULL);
+        } else {
+            char list[256];
+            snprintf(list, sizeof list, ",%s,", controllers);
+            if (!strstr(list, ",cpu,"))
+                continue;
+            /* v1 mounts the hierarchy under its controllers' names ("cpu,cpuacct") */
+            if (snprintf(root, sizeof root, "%s/%s", cgroup_root, controllers) >=
+                (int)sizeof root)
+                continue;
+            q = tightest_quota(root, strcmp(path, "/") ? path : "", "cpu.cfs_quota_us",
+                               "cpu.cfs_period_us");
+        }
+        if (q > 0 && (quota == 0 || q < quota))
+            quota = q;
+    }
+    fclose(f);
+    if (quota > 0 && ceil(quota) < cores)
+        cores = (int)ceil(quota);
+    return cores > 0 ? cores : 1;
+}
+
 /* Whether the machine has no core to spare: the running mean (1/4 weight) of the tasks running
  * or runnable (/proc/loadavg's fourth field, this thread among them), sampled at most every
- * 10 ms, above the online cores plus one (a polling loop and the client it waits for may both
+ * 10 ms, above the cores this process may use plus one (rs_cores_usable: in a container held
+ * to 2 cores of a 16-core host, 2; loadavg still counts the whole host's tasks, which can only
+ * make the loop poll less) (a polling loop and the client it waits for may both
  * be running on a machine with room). A loop that polls then would take a core from the client or
  * the I/O thread that brings its next request (two shards polling on two cores halved a
  * bench's Steps per second). Without /proc/loadavg: never. */
 static int contended(rs_server_t *s, double now)
 {
-    if (!s->load_cores) { /* once per loop: glibc reads a file for it */
-        long cores = sysconf(_SC_NPROCESSORS_ONLN);
-        s->load_cores = cores > 0 ? (int)cores : 1;
-    }
+    if (!s->load_cores) /* once per loop: it reads files */
+        s->load_cores = rs_cores_usable("/sys/fs/cgroup", "/proc/self/cgroup");
     if (now - s->load_at >= 0.01) {
         s->load_at = now;
         FILE *f = fopen("/proc/loadavg", "r");

@@ -5,11 +5,15 @@
  * not stop the server from serving others or grow it without bound; --no-stream turns it off;
  * an idle server (its loop blocked with no timeout) still publishes held-back states, expires
  * idle worlds and stops on SIGTERM on time, and uses almost no CPU. */
+#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "rs_test.h"
+#include "server_internal.h"
 #include "server_proc.h"
 #include "timing.h"
 
 #include <math.h>
+#include <sched.h>
+#include <sys/stat.h>
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 
@@ -446,9 +450,75 @@ static void idle_server(const char *binary)
     CHECK(server_stop(&sp) == 0, "server exits 0 on SIGTERM");
 }
 
+/* path (under dir) holds text */
+static void put_file(const char *dir, const char *path, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", dir, path);
+    for (char *slash = strchr(p + strlen(dir) + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+        *slash = '\0';
+        mkdir(p, 0700);
+        *slash = '/';
+    }
+    FILE *f = fopen(p, "w");
+    CHECK(f != NULL, "write %s", p);
+    if (f) {
+        fputs(text, f);
+        fclose(f);
+    }
+}
+
+/* The cores a polling loop counts as its own (rs_cores_usable), against cgroup trees made in a
+ * temporary directory: a quota on a parent binds its child, v1's quota over its period, no
+ * quota leaves the cores online and allowed by the affinity mask. */
+static void cores_usable(void)
+{
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    cpu_set_t set;
+    int allowed = online > 0 ? (int)online : 1;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < allowed)
+        allowed = CPU_COUNT(&set);
+    char dir[] = "/tmp/rs_cgroup_XXXXXX";
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+    char root[600], proc[600];
+    snprintf(root, sizeof root, "%s/fs", dir);
+    snprintf(proc, sizeof proc, "%s/cgroup", dir);
+
+    int got = rs_cores_usable(root, "/nonexistent/cgroup");
+    CHECK(got == allowed, "no cgroup list: %d cores, want %d", got, allowed);
+    put_file(dir, "cgroup", "0::/\n");
+    got = rs_cores_usable(root, proc);
+    CHECK(got == allowed, "cgroup v2 with no cpu.max: %d cores, want %d", got, allowed);
+    /* half a core on the parent, none on the child: one core */
+    put_file(dir, "cgroup", "0::/box/job\n");
+    put_file(dir, "fs/box/cpu.max", "50000 100000\n");
+    put_file(dir, "fs/box/job/cpu.max", "max 100000\n");
+    got = rs_cores_usable(root, proc);
+    CHECK(got == 1, "cgroup v2, parent's quota 0.5 core: %d cores, want 1", got);
+    /* 1.5 cores at the root of a namespaced tree: 2 (or fewer when fewer are allowed) */
+    put_file(dir, "cgroup", "0::/\n");
+    put_file(dir, "fs/cpu.max", "150000 100000\n");
+    got = rs_cores_usable(root, proc);
+    CHECK(got == (allowed < 2 ? allowed : 2), "cgroup v2, quota 1.5 cores: %d cores, want %d", got,
+          allowed < 2 ? allowed : 2);
+    /* cgroup v1: quota -1 on the child, 0.25 core on the parent */
+    put_file(dir, "cgroup", "5:memory:/x\n4:cpu,cpuacct:/ci/run\n");
+    put_file(dir, "fs/cpu,cpuacct/ci/cpu.cfs_quota_us", "25000\n");
+    put_file(dir, "fs/cpu,cpuacct/ci/cpu.cfs_period_us", "100000\n");
+    put_file(dir, "fs/cpu,cpuacct/ci/run/cpu.cfs_quota_us", "-1\n");
+    put_file(dir, "fs/cpu,cpuacct/ci/run/cpu.cfs_period_us", "100000\n");
+    got = rs_cores_usable(root, proc);
+    CHECK(got == 1, "cgroup v1, parent's quota 0.25 core: %d cores, want 1", got);
+    printf("cores usable: %d with no quota; quotas of 0.5, 1.5 and 0.25 cores read\n", allowed);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    CHECK(system(cmd) == 0, "remove %s", dir);
+}
+
 int main(int argc, char **argv)
 {
     const char *binary = server_arg(argc, argv);
+    cores_usable();
     const char *extra[] = {"--stream-max-hz", "1000", NULL};
     CHECK(server_start(&server, binary, extra) == 0, "server did not start on %s",
           server.endpoint);
