@@ -13,7 +13,8 @@
 #      findings summed over the processes (0: no fuzzing).
 # A bench that exits non-zero has its status written under its output; the script then exits 1.
 # environment: MANY_CORE_BENCH=0 skips 1-4 (fuzzing only); MANY_CORE_BENCH=again runs 3 and 4
-# only (a second run of the ratios, to see how far they move run to run); MANY_CORE_BENCH=short
+# only (a second run of the ratios, to see how far they move run to run); MANY_CORE_FUZZ_SEGMENT=S
+# fuzzes in fresh processes of at most S seconds each (default 900); MANY_CORE_BENCH=short
 # runs 2 at --threads 1 and all cores, then 3, then 4 as three alternating pairs of the server
 # as shipped and with --spin-us 0 (its loops never poll before they sleep).
 set -uo pipefail
@@ -81,10 +82,17 @@ for h in fuzz_request fuzz_sequence; do
     i=$((i + 1))
     c=/tmp/rsfuzz/corpus-$i; mkdir -p "$c"; cp -r "$bundle/corpus/$h/." "$c/"
     mkdir -p /tmp/rsfuzz/findings/$h
-    ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-      "$B/$h" "$c" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-      -print_final_stats=1 -seed=$(( $(date +%s) % 1000000 * 64 + i )) -artifact_prefix="/tmp/rsfuzz/findings/$h/" \
-      >/tmp/rsfuzz/logs/$h-$i.log 2>&1 &
+    # in segments of at most MANY_CORE_FUZZ_SEGMENT s (default 900), each a fresh process
+    # (scripts/fuzz says why)
+    (left=$fuzz_seconds seg=0 segment=${MANY_CORE_FUZZ_SEGMENT:-900}; : >/tmp/rsfuzz/logs/$h-$i.log
+     while [ "$left" -gt 0 ]; do
+       part=$(( left < segment ? left : segment )); seg=$((seg + 1))
+       ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+         "$B/$h" "$c" -max_total_time="$part" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+         -print_final_stats=1 -seed=$(( $(date +%s) % 1000000 * 64 + i + 4096 * seg )) \
+         -artifact_prefix="/tmp/rsfuzz/findings/$h/" >>/tmp/rsfuzz/logs/$h-$i.log 2>&1 || break
+       left=$(( left - part ))
+     done) &
   done
 done
 wait
