@@ -112,12 +112,12 @@ int rs_cores_usable(const char *cgroup_root, const char *proc_cgroup)
 
 /* Whether the machine has no core to spare: the running mean (1/4 weight) of the tasks running
  * or runnable (/proc/loadavg's fourth field, this thread among them), sampled at most every
- * 10 ms, above the cores this process may use plus one (rs_cores_usable: in a container held
- * to 2 cores of a 16-core host, 2; loadavg still counts the whole host's tasks, which can only
- * make the loop poll less) (a polling loop and the client it waits for may both
- * be running on a machine with room). A loop that polls then would take a core from the client or
- * the I/O thread that brings its next request (two shards polling on two cores halved a
- * bench's Steps per second). Without /proc/loadavg: never. */
+ * 10 ms, above the cores this process may use (rs_cores_usable) plus one, as a polling loop
+ * and the client it waits for may both be running on a machine with room. A loop that polls
+ * then would take a core from the client or the I/O thread that brings its next request (two
+ * shards polling on two cores halved a bench's Steps per second). loadavg counts the whole
+ * host's tasks, so under a container's quota this errs towards sleeping. Without
+ * /proc/loadavg: never. */
 static int contended(rs_server_t *s, double now)
 {
     if (!s->load_cores) /* once per loop: it reads files */

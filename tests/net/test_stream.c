@@ -468,15 +468,17 @@ static void put_file(const char *dir, const char *path, const char *text)
     }
 }
 
-/* The cores a polling loop counts as its own (rs_cores_usable), against cgroup trees made in a
- * temporary directory: a quota on a parent binds its child, v1's quota over its period, no
- * quota leaves the cores online and allowed by the affinity mask. */
+/* The cores a polling loop counts as its own (rs_cores_usable): an affinity mask of one CPU
+ * gives one; against cgroup trees made in a temporary directory, a quota on a parent binds its
+ * child, v1's quota over its period, no quota leaves the cores online and allowed by the
+ * affinity mask. */
 static void cores_usable(void)
 {
     long online = sysconf(_SC_NPROCESSORS_ONLN);
     cpu_set_t set;
     int allowed = online > 0 ? (int)online : 1;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) < allowed)
+    CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+    if (CPU_COUNT(&set) < allowed)
         allowed = CPU_COUNT(&set);
     char dir[] = "/tmp/rs_cgroup_XXXXXX";
     CHECK(mkdtemp(dir) != NULL, "mkdtemp");
@@ -486,6 +488,19 @@ static void cores_usable(void)
 
     int got = rs_cores_usable(root, "/nonexistent/cgroup");
     CHECK(got == allowed, "no cgroup list: %d cores, want %d", got, allowed);
+    /* the affinity mask: held to one CPU, one core (then the mask as it was) */
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) {
+            CPU_SET(c, &one);
+            break;
+        }
+    if (allowed > 1 && sched_setaffinity(0, sizeof one, &one) == 0) {
+        got = rs_cores_usable(root, "/nonexistent/cgroup");
+        CHECK(got == 1, "affinity mask of one CPU: %d cores, want 1", got);
+        CHECK(sched_setaffinity(0, sizeof set, &set) == 0, "restore the affinity mask");
+    }
     put_file(dir, "cgroup", "0::/\n");
     got = rs_cores_usable(root, proc);
     CHECK(got == allowed, "cgroup v2 with no cpu.max: %d cores, want %d", got, allowed);
