@@ -138,38 +138,45 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
 
 /* columns: request case, name, handler, needs a world, changes it (token), makes a world or a
  * controller (refused to observer-only clients; counted by quotas), spends compute time
- * (refused to observer-only clients) */
-#define OP(CASE, name, fn, needs_world, mutates, creates, computes)                            \
-    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 0}
+ * (refused to observer-only clients), and its envelope: its cost to the loop (rs_cost_t) and
+ * its largest request (SMALL, or 0: --max-message-size). The request path (handle, below)
+ * enforces the size, and test_envelope.c sends every row its worst legal input. */
+#define OP(CASE, name, fn, needs_world, mutates, creates, computes, cost, max_bytes)          \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 0, \
+     RS_COST_##cost, max_bytes}
 /* ... and refused on task worlds (refuse_on_task) */
-#define OP_NOT_ON_TASK(CASE, name, fn, needs_world, mutates, creates, computes)                \
-    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 1}
+#define OP_NOT_ON_TASK(CASE, name, fn, needs_world, mutates, creates, computes, cost, max_bytes) \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 1, \
+     RS_COST_##cost, max_bytes}
+/* the requests that carry no list or document: ids, a few names and values */
+#define SMALL (64u << 10)
 
 static const rs_op_t ops[] = {
-    OP(HELLO, "hello", op_hello, 0, 0, 0, 0),
-    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0, 0),
-    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1, 0),
-    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0, 0),
-    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0, 0),
-    OP(RESET, "reset", op_reset, 1, 1, 0, 0),
-    OP(STEP, "step", op_step, 1, 1, 0, 0),
-    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0),
-    OP_NOT_ON_TASK(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0),
-    OP_NOT_ON_TASK(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0),
-    OP_NOT_ON_TASK(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0),
-    OP_NOT_ON_TASK(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0),
-    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0),
-    OP(CLAIM, "claim", op_claim, 1, 0, 1, 0),
-    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0),
-    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1, 0),
-    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0, 0), /* tokens per item */
-    OP(GET_HISTORY, "get_history", rs_op_get_history, 1, 0, 0, 0),
-    OP(MONTE_CARLO, "monte_carlo", op_monte_carlo, 1, 0, 0, 1), /* reads the world only */
-    OP(APPLY_WRENCH, "apply_wrench", op_apply_wrench, 1, 1, 0, 0),
-    OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0, 0),
-    OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0),
-    OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0),
-    OP(REGISTER_TASK, "register_task", op_register_task, 0, 0, 1, 0), /* no world */
+    OP(HELLO, "hello", op_hello, 0, 0, 0, 0, BOUNDED, SMALL),
+    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0, 0, BOUNDED, SMALL),
+    /* a task document: its size, nesting and rejection sampling bounded (rs_task_doc.h) */
+    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1, 0, BOUNDED, 0),
+    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0, 0, BOUNDED, SMALL),
+    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0, 0, BOUNDED, SMALL),
+    OP(RESET, "reset", op_reset, 1, 1, 0, 0, BOUNDED, 0),
+    OP(STEP, "step", op_step, 1, 1, 0, 0, SLICED, SMALL), /* with its Jacobian: the stepper */
+    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0, BOUNDED, SMALL),
+    OP_NOT_ON_TASK(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0, BOUNDED, SMALL),
+    OP_NOT_ON_TASK(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0, BOUNDED, 0),
+    OP_NOT_ON_TASK(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0, BOUNDED, 0),
+    OP_NOT_ON_TASK(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0, BOUNDED, SMALL),
+    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0, BOUNDED, 0),
+    OP(CLAIM, "claim", op_claim, 1, 0, 1, 0, BOUNDED, SMALL),
+    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0, BOUNDED, 0),
+    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1, 0, BOUNDED, 0),
+    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0, 0, SLICED, 0), /* tokens per item */
+    OP(GET_HISTORY, "get_history", rs_op_get_history, 1, 0, 0, 0, BOUNDED, SMALL),
+    OP(MONTE_CARLO, "monte_carlo", op_monte_carlo, 1, 0, 0, 1, BACKGROUND, SMALL),
+    OP(APPLY_WRENCH, "apply_wrench", op_apply_wrench, 1, 1, 0, 0, BOUNDED, SMALL),
+    OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0, 0, BOUNDED, 0),
+    OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0, BOUNDED, SMALL),
+    OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0, BOUNDED, SMALL),
+    OP(REGISTER_TASK, "register_task", op_register_task, 0, 0, 1, 0, BOUNDED, 0), /* no world */
 };
 
 int rs_op_allowed(rs_server_t *s, const rs_op_t *op, world_slot_t *w, const char *token,
@@ -382,6 +389,11 @@ static void handle(rs_server_t *s, const rs_caller_t *caller, const uint8_t *req
                          : "unknown operation (field %s); this server speaks protocol %d.%d, see "
                            "Hello.capabilities",
                      tags[0] ? tags : "?", RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR);
+    } else if (op->max_bytes && len > op->max_bytes) {
+        rc = rs_fail(&st, RS_EEXHAUSTED,
+                     "a %s request of %zu bytes is over its limit of %zu bytes; it carries no "
+                     "list or document, so send only the fields it needs",
+                     op->name, len, op->max_bytes);
     } else {
         world_slot_t *w = NULL;
         if (op->needs_world && !(w = rs_worlds_find(s, rq->world_id)))

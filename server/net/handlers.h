@@ -80,6 +80,19 @@ int rs_drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_st
 /* Whether a task world's episode ended (a task Step stops there). */
 int rs_episode_over(const rs_world_t *world);
 
+/* The loop runs a control step (or a StepBatch's slice) for at most FUSE_SECONDS (the
+ * watchdog's abort ends it then, and it is rolled back): longer work goes to the stepper
+ * thread, so other clients are served meanwhile. */
+#define FUSE_SECONDS 0.010
+
+/* rs_run_control_steps's fuse: none, its own (a Step on the loop), or armed by the caller (a
+ * StepBatch slice on the loop: every item of the slice stops when it blows). */
+enum { RS_FUSE_NONE = 0, RS_FUSE_OWN = 1, RS_FUSE_ARMED = 2 };
+
+/* rs_run_control_steps's return value: the fuse ended a control step (rolled back): run it off
+ * the loop. */
+#define RUN_OFF_LOOP 2
+
 /* Run up to n control steps of world w, one slice (one_slice) or to the end, within
  * `deadline`, interruptible by `abort`, rolled back to a control-step boundary (saved in rb,
  * the calling thread's) when interrupted (handlers_step.c says how); *done the steps done. 0,

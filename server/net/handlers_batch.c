@@ -28,6 +28,7 @@ typedef struct batch_run {
     size_t njobs;
     double deadline;                     /* the request's budget */
     int one_slice;
+    atomic_int off;                      /* the loop's fuse blew: the batch goes off the loop */
 } batch_run_t;
 
 /* An Error result built in arena a. */
@@ -54,18 +55,27 @@ static void item_fail(rs_item_progress_t *it, int code, const char *message)
     it->message = strdup(message && message[0] ? message : rs_strerror(code));
 }
 
-/* One slice of an item's Step (commands in place; `action` is applied on its first slice):
- * it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over: DONE, or
- * FAILED (an error, the budget run out, the server stopping). */
+/* One slice of an item's Step (commands in place; `action` is applied until its first control
+ * step is done): it stays RS_ITEM_RUNNING when it goes on in the next slice, else it is over:
+ * DONE, or FAILED (an error, the budget run out, the server stopping). On the loop (`off`
+ * given) the slice runs under the fuse the loop armed: when it blows, the item is rolled back
+ * to its slice's start, stays RUNNING and *off is set. `abort` is the flag w's data is wired
+ * to. */
 static void item_slice(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb, rs_item_progress_t *it,
-                       const double *action, size_t naction, int one_slice, double deadline)
+                       const double *action, size_t naction, int one_slice, double deadline,
+                       atomic_int *abort, atomic_int *off)
 {
     rs_status_t st;
     rs_status_clear(&st);
-    int resume = it->phase == RS_ITEM_RUNNING;
+    int resume = it->phase == RS_ITEM_RUNNING && it->done > 0;
     it->phase = RS_ITEM_RUNNING;
     int rc = rs_run_control_steps(s, w, rb, action, naction, it->asked, resume, one_slice,
-                                  deadline, 0, &s->abort, &it->done, &st);
+                                  deadline, off ? RS_FUSE_ARMED : RS_FUSE_NONE, abort, &it->done,
+                                  &st);
+    if (rc == RUN_OFF_LOOP) {
+        atomic_store_explicit(off, 1, memory_order_relaxed);
+        return;
+    }
     if (rc == 0 && it->done < it->asked && !rs_episode_over(w->world)) {
         if (one_slice && rs_clock() < deadline && !rs_server_stopping(s))
             return; /* goes on */
@@ -117,7 +127,8 @@ static void batch_step(void *ctx, size_t j, int worker)
     }
     if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
         item_slice(run->s, w, rs_pool_rollback(run->s->pool, worker), it, sp->action,
-                   sp->n_action, run->one_slice, run->deadline);
+                   sp->n_action, run->one_slice, run->deadline, &run->s->abort,
+                   run->one_slice ? &run->off : NULL);
     if (it->phase != RS_ITEM_RUNNING)
         item_result(w, it, run->results[i], rs_pool_arena(run->s->pool, worker));
 }
@@ -141,6 +152,147 @@ static int batch_park(rs_server_t *s, const batch_run_t *run, size_t n, rs_statu
             c->held[c->nheld++] = run->where[i]->id;
     c->park = 1;
     return RS_PARKED;
+}
+
+/* ---- a batch off the loop ----
+ * A slice that outlasts the loop's fuse (FUSE_SECONDS: a slow world, or many items each
+ * running its slice) moves the batch to the stepper thread: the worlds that go on are copied
+ * (the loop may read the worlds meanwhile: ListWorlds, checkpoints), stepped there to their end
+ * or the budget on the stepper's pool, and copied back when the loop resumes the request,
+ * which then answers as for a batch whose items all ended in earlier slices. */
+
+/* The loop's fuse for a batch slice: the watchdog interrupts every item at once when it blows
+ * (rs_disarm_budget disarms it). */
+static void arm_fuse(rs_server_t *s, double deadline)
+{
+    atomic_store_explicit(&s->abort_at, fmin(deadline, rs_clock() + FUSE_SECONDS),
+                          memory_order_relaxed);
+}
+
+typedef struct off_item {
+    size_t i;                /* its place in the batch (c->items) */
+    world_slot_t slot;       /* the world's slot, its world the copy below */
+    rs_world_t world;        /* the world with its data replaced by a copy */
+    const rs_model_t *model; /* retained while the job lives */
+    double *action;          /* the item's action (malloc'd), or NULL */
+    size_t naction;
+} off_item_t;
+
+typedef struct batch_job {
+    rs_item_progress_t *items; /* the request's (c->items) */
+    off_item_t *off;
+    size_t n;
+    double deadline;           /* rs_clock() time: the budget's end */
+    rs_rollback_t *rb;         /* without the stepper's pool: one world after another */
+    rs_server_t *s;
+} batch_job_t;
+
+static void batch_job_free(void *p)
+{
+    batch_job_t *b = p;
+    if (!b)
+        return;
+    for (size_t j = 0; b->off && j < b->n; j++) {
+        rs_data_destroy(&b->off[j].world.data); /* reads its model: released after */
+        rs_model_release(&b->off[j].model);
+        free(b->off[j].action);
+    }
+    free(b->off);
+    rs_rollback_destroy(&b->rb);
+    free(b);
+}
+
+static void batch_job_item(void *ctx, size_t j, int worker)
+{
+    batch_job_t *b = ctx;
+    off_item_t *o = &b->off[j];
+    rs_rollback_t *rb = b->s->off_pool ? rs_pool_rollback(b->s->off_pool, worker) : b->rb;
+    item_slice(b->s, &o->slot, rb, &b->items[o->i], o->action, o->naction, 0, b->deadline,
+               &b->s->off_abort, NULL);
+}
+
+/* On the stepper: every world to its end, the budget or a stop. */
+static void batch_job_run(rs_server_t *s, rs_cont_t *c)
+{
+    batch_job_t *b = c->off_job;
+    atomic_store_explicit(&s->off_abort_at, b->deadline, memory_order_relaxed);
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
+    if (s->off_pool)
+        rs_pool_run(s->off_pool, b->n, batch_job_item, b);
+    else
+        for (size_t j = 0; j < b->n; j++)
+            batch_job_item(b, j, 0);
+    atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
+}
+
+/* Hand the batch's worlds that go on (items RUNNING; where[i] their slots, actions[i] and
+ * nactions[i] their actions) to the stepper: RS_PARKED (the request parked by batch_park), or
+ * an error with nothing handed over (the batch then goes on on the loop). */
+static int batch_offload(rs_server_t *s, world_slot_t *const *where, size_t n,
+                         const double *const *actions, const size_t *nactions, rs_status_t *st)
+{
+    rs_cont_t *c = s->cont;
+    batch_job_t *b = calloc(1, sizeof *b);
+    size_t going = 0;
+    for (size_t i = 0; i < n; i++)
+        going += c->items[i].phase == RS_ITEM_RUNNING;
+    if (!b || !(b->off = calloc(going ? going : 1, sizeof *b->off)) ||
+        (!s->off_pool && !(b->rb = rs_rollback_new()))) {
+        batch_job_free(b);
+        return OOM(st);
+    }
+    b->s = s;
+    b->items = c->items;
+    for (size_t i = 0; i < n; i++) {
+        if (c->items[i].phase != RS_ITEM_RUNNING)
+            continue;
+        world_slot_t *w = where[i];
+        const rs_model_t *m = w->world->model;
+        off_item_t *o = &b->off[b->n++];
+        o->i = i;
+        o->model = rs_model_retain(m);
+        o->slot = *w;
+        o->slot.history = NULL;
+        o->world = *w->world;
+        o->slot.world = &o->world;
+        if (!(o->world.data = rs_data_new(m, 0, st)) ||
+            rs_data_copy(m, o->world.data, w->world->data, st) < 0 ||
+            (nactions[i] && !(o->action = malloc(nactions[i] * sizeof *o->action)))) {
+            batch_job_free(b);
+            return st->code < 0 ? st->code : OOM(st);
+        }
+        rs_data_set_abort(o->world.data, &s->off_abort);
+        if (nactions[i])
+            memcpy(o->action, actions[i], nactions[i] * sizeof *o->action);
+        o->naction = nactions[i];
+    }
+    b->deadline = rs_clock() + fmax(0.0, s->cfg.max_request_seconds - c->used);
+    c->off_run = batch_job_run;
+    c->off_free = batch_job_free;
+    c->off_job = b;
+    c->off_done = 0;
+    return RS_PARKED;
+}
+
+/* Back from the stepper: its copies become the worlds' data (where[i], as found again). */
+static int batch_take_back(rs_server_t *s, world_slot_t *const *where, rs_status_t *st)
+{
+    rs_cont_t *c = s->cont;
+    batch_job_t *b = c->off_job;
+    int rc = 0;
+    for (size_t j = 0; j < b->n && rc == 0; j++) {
+        world_slot_t *w = where[b->off[j].i];
+        if (!w)
+            continue;
+        rc = rs_data_copy(w->world->model, w->world->data, b->off[j].world.data, st);
+        w->ckpt.clean = 0;
+    }
+    c->off_free(b);
+    c->off_job = NULL;
+    c->off_run = NULL;
+    c->off_free = NULL;
+    return rc;
 }
 
 static int by_id(const void *a, const void *b)
@@ -265,6 +417,8 @@ int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
         ids[i] = bitems[i]->world_id;
     if ((rc = batch_worlds(s, ids, n, places, nplaces, where, st)) < 0)
         return rc;
+    if (c->off_job && (rc = batch_take_back(s, where, st)) < 0)
+        return rc;
     if (!c->resuming) {
         uint64_t total = 0;
         for (size_t i = 0; i < n; i++) {
@@ -309,11 +463,28 @@ int op_step_batch(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *
 
     /* the batch's budget is the request's: an item still stepping when it runs out stops at
      * a control-step boundary with its own DEADLINE_EXCEEDED */
-    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, rs_arm_budget(s), c->can_park};
+    batch_run_t run = {s, b, where, c->items, results, jobs, nrun, rs_arm_budget(s), c->can_park, 0};
+    atomic_init(&run.off, 0);
+    if (c->can_park)
+        arm_fuse(s, run.deadline);
     rs_pool_run(s->pool, nrun, batch_step, &run);
     rs_disarm_budget(s, run.deadline);
-    if ((rc = batch_park(s, &run, n, st)) != 0)
+    if ((rc = batch_park(s, &run, n, st)) != 0) {
+        if (rc == RS_PARKED && atomic_load_explicit(&run.off, memory_order_relaxed)) {
+            const double **acts = rs_arena_alloc(&s->arena, n * sizeof *acts);
+            size_t *nacts = rs_arena_alloc(&s->arena, n * sizeof *nacts);
+            for (size_t i = 0; acts && nacts && i < n; i++) {
+                const Robosim__V1__Step *sp = bitems[i]->step;
+                acts[i] = sp ? sp->action : NULL;
+                nacts[i] = sp ? sp->n_action : 0;
+            }
+            rs_status_t ost;
+            rs_status_clear(&ost);
+            if (acts && nacts)
+                batch_offload(s, where, n, acts, nacts, &ost); /* else: on, on the loop */
+        }
         return rc;
+    }
 
     /* all over: the results no worker built in this slice (refused at the start, or over in
      * an earlier slice), then the states offered to the stream */
@@ -354,6 +525,7 @@ typedef struct arrays_run {
     uint8_t *framed;        /* per world: frames[i] was built in this slice */
     const world_slot_t *like; /* the batch's shape (arrays_shape) */
     int one_slice;
+    atomic_int off;         /* the loop's fuse blew: the batch goes off the loop */
 } arrays_run_t;
 
 /* World i's rows are NaN (it was not stepped, or its step failed). */
@@ -451,7 +623,8 @@ static void arrays_step(void *ctx, size_t j, int worker)
     }
     if (it->phase == RS_ITEM_NEW || it->phase == RS_ITEM_RUNNING)
         item_slice(run->s, w, rs_pool_rollback(run->s->pool, worker), it, act,
-                   act ? run->na : 0, run->one_slice, run->deadline);
+                   act ? run->na : 0, run->one_slice, run->deadline, &run->s->abort,
+                   run->one_slice ? &run->off : NULL);
     if (it->phase != RS_ITEM_RUNNING) {
         rs_arena_t *a = rs_pool_arena(run->s->pool, worker);
         arrays_rows(run, i, a);
@@ -731,6 +904,8 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         (rc = arrays_shape(&run, n, &like, sz, st)) < 0)
         return rc;
     run.like = like;
+    if (s->cont->off_job && (rc = batch_take_back(s, run.where, st)) < 0)
+        return rc;
     Robosim__V1__StepBatchReply *reply = rs_arena_alloc(&s->arena, sizeof *reply);
     if (!reply || !(run.out = arrays_reply_new(&s->arena, n, sz, like)))
         return OOM(st);
@@ -740,8 +915,11 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     arrays_jobs(&run, n);
 
     run.one_slice = s->cont->can_park;
+    atomic_init(&run.off, 0);
     rs_stream_prepare(s);
     run.deadline = rs_arm_budget(s); /* as for items (op_step_batch) */
+    if (run.one_slice)
+        arm_fuse(s, run.deadline);
     rs_pool_run(s->pool, run.njobs, arrays_step, &run);
     rs_disarm_budget(s, run.deadline);
     batch_run_t park = {.where = run.where, .items = run.items, .jobs = run.jobs,
@@ -751,6 +929,18 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
         for (size_t j = 0; j < run.njobs; j++)
             if (run.framed[run.jobs[j]])
                 rs_stream_built_free(&run.frames[run.jobs[j]]);
+        if (rc == RS_PARKED && atomic_load_explicit(&run.off, memory_order_relaxed)) {
+            const double **acts = rs_arena_alloc(&s->arena, n * sizeof *acts);
+            size_t *nacts = rs_arena_alloc(&s->arena, n * sizeof *nacts);
+            for (size_t i = 0; acts && nacts && i < n; i++) {
+                acts[i] = in->n_actions ? in->actions + i * run.na : NULL;
+                nacts[i] = in->n_actions ? run.na : 0;
+            }
+            rs_status_t ost;
+            rs_status_clear(&ost);
+            if (acts && nacts)
+                batch_offload(s, run.where, n, acts, nacts, &ost); /* else: on, on the loop */
+        }
         return rc;
     }
     if ((rc = arrays_finish(&run, n, st)) < 0) {

@@ -207,20 +207,18 @@ int rs_episode_over(const rs_world_t *world)
  * meanwhile. A world whose control steps there took more than SLOW_STEP_SECONDS of CPU time
  * each (not wall time: a busy machine does not make a world slow) goes there from its next
  * Step's start. */
-#define FUSE_SECONDS 0.010
 #define SLOW_STEP_SECONDS 0.005
 
-/* run_control_steps's return value: the fuse ended a control step (rolled back): run it off the
- * loop. */
-#define RUN_OFF_LOOP 2
 
 /* Run world w (commands in place) toward n control steps in all, *done of them already
  * made (*done > 0 or `resume`: the same Step goes on: events kept, no action applied again),
  * through its task when it runs one or an action was given. Returns when the Step is over
  * (*done == n, or the episode ended), after one slice when `one_slice`, once rs_clock() passes
  * `deadline` (the request's budget), or on stop: 0, or an error. `abort` is the flag w's data
- * is wired to. With `fuse` (the loop only) a control step still running FUSE_SECONDS after its
- * slice began is interrupted and rolled back: RUN_OFF_LOOP. Runs on StepBatch's workers and on
+ * is wired to. With `fuse` RS_FUSE_OWN (the loop only) a control step still running
+ * FUSE_SECONDS after its slice began is interrupted and rolled back: RUN_OFF_LOOP. With
+ * RS_FUSE_ARMED the caller armed the watchdog's fuse for a whole StepBatch slice: any
+ * interruption before the deadline rolls back and returns RUN_OFF_LOOP, the flag left set. Runs on StepBatch's workers and on
  * the stepper too: touches world w only (and reads s->cfg, s->stop).
  *
  * Every slice runs from a boundary saved in rb (rs_data_save: the thread's own, reused from
@@ -244,7 +242,7 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
         uint64_t k = 0, want = n - *done;
         double t0 = want > 1 || fuse ? rs_clock() : NAN, now = NAN;
         double yield_at = want > 1 ? fmin(t0 + s->cfg.slice_seconds, deadline) : deadline;
-        if (fuse)
+        if (fuse == RS_FUSE_OWN)
             atomic_store_explicit(&s->abort_at, fmin(deadline, t0 + FUSE_SECONDS),
                                   memory_order_relaxed);
         if (task) {
@@ -257,7 +255,7 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
             }
             rc = rs_step_until(world->model, world->data, want, yield_at, &k, st);
         }
-        if (fuse)
+        if (fuse == RS_FUSE_OWN)
             atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
         if (rc == RS_EDEADLINE || k == 0 || fuse)
             now = rs_clock();
@@ -268,6 +266,8 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
             restore_boundary(w, rb);
             rs_status_clear(st);
             if (now < deadline && !rs_server_stopping(s)) {
+                if (fuse == RS_FUSE_ARMED)
+                    return RUN_OFF_LOOP; /* the flag is the batch's: left set for the others */
                 atomic_store_explicit(abort, 0, memory_order_relaxed);
                 if (fuse && now >= t0 + FUSE_SECONDS)
                     return RUN_OFF_LOOP;
@@ -276,6 +276,8 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
             return 0;
         }
         if (rc == 0 && k == 0 && now < deadline && !rs_server_stopping(s)) {
+            if (fuse == RS_FUSE_ARMED)
+                return RUN_OFF_LOOP;
             /* stopped at the first boundary by a flag the watchdog set late (see above) */
             atomic_store_explicit(abort, 0, memory_order_relaxed);
             continue;
@@ -480,59 +482,135 @@ static int step_take_back(rs_server_t *s, world_slot_t *w, rs_status_t *st)
     return rc;
 }
 
-/* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
- * between other requests (server.c) until it is done, its budget runs out or the server stops;
- * the reply then carries every event of the whole Step. A control step too long for the loop
- * (the fuse, see run_control_steps) sends the rest of the Step to the stepper thread, and so
- * does a world known slow; the world's other requests wait for it. In-process it runs to its end
- * (or its budget). */
-/* A Step with its Jacobian (Step.jacobian): in one piece, the sensitivity attached to the
- * world's data for its duration (rs_sensitivity.h). */
-static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
-                              Robosim__V1__Response *rp, rs_status_t *st)
+/* A Step with its Jacobian (Step.jacobian) runs whole on a copy of the world's data with the
+ * sensitivity attached (rs_sensitivity.h): from the loop on the stepper thread, so the loop
+ * answers everyone else meanwhile; in-process inline. The copy becomes the world's data only
+ * when the Step completes: a Step stopped by the compute budget or a stop leaves the world as
+ * it was before the Step. */
+typedef struct jac_job {
+    world_slot_t slot;        /* the world's slot with `world` in place of the world */
+    rs_world_t world;         /* the world with its data replaced by the copy */
+    const rs_model_t *model;  /* retained while the job lives (the world may go first) */
+    rs_sens_t *sens;
+    double *action;           /* Step.action (malloc'd: the request is unpacked anew on resume) */
+    size_t naction;
+    uint64_t asked, done;
+    double deadline;          /* rs_clock() time: the budget's end */
+    int rc;
+    rs_status_t st;
+} jac_job_t;
+
+static void jac_job_free(void *p)
 {
-    rs_world_t *world = w->world;
-    uint64_t n;
-    rs_sens_t *sens = rs_sens_new(world->model, world->data,
-                                  (const char *const *)sp->jacobian_params,
-                                  sp->n_jacobian_params, st);
-    if (!sens)
-        return st->code;
-    int rc = rs_apply_step_commands(s, w, sp, &n, st);
-    if (rc == 0) {
-        world->data->hooks = rs_sens_hooks(sens);
-        if (world->task || sp->n_action) { /* bounded by its episode */
-            rc = rs_world_task_step(world, sp->action, sp->n_action, n, st);
-        } else {
-            /* not sliced (the sensitivity lives for the request): within the compute budget,
-             * it holds the loop for up to --max-request-seconds */
-            uint64_t done = 0;
-            rs_data_t *d = world->data;
-            d->nevents = 0;
-            d->events_dropped = 0;
-            rc = rs_step_until(world->model, d, n, rs_clock() + s->cfg.max_request_seconds,
-                               &done, st);
-            if (rc == 0 && done < n)
-                rc = rs_fail(st, RS_EDEADLINE,
-                             "world %llu stopped after %llu of the %llu control steps of a Step "
-                             "with its Jacobian (t = %.9g s, step_count %llu): over this "
-                             "server's compute budget of %g s per request "
-                             "(--max-request-seconds); the world can be stepped on from there; "
-                             "ask for fewer steps per request",
-                             (unsigned long long)w->id, (unsigned long long)done,
-                             (unsigned long long)n, d->t, (unsigned long long)d->step_count,
-                             s->cfg.max_request_seconds);
-        }
-        world->data->hooks = NULL;
+    jac_job_t *j = p;
+    if (!j)
+        return;
+    rs_sens_destroy(&j->sens);
+    rs_data_destroy(&j->world.data); /* reads its model: released after */
+    rs_model_release(&j->model);
+    free(j->action);
+    free(j);
+}
+
+/* The job for world w's Step sp: the data copied, the Step's commands applied to the copy and
+ * the sensitivity made for it. NULL with st on error (the world unchanged). */
+static jac_job_t *jac_job_new(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
+                              rs_status_t *st)
+{
+    const rs_model_t *m = w->world->model;
+    jac_job_t *j = calloc(1, sizeof *j);
+    if (!j) {
+        OOM(st);
+        return NULL;
     }
-    Robosim__V1__State *state = NULL;
-    Robosim__V1__Jacobian *jac = NULL;
-    if (rc == 0 && (rc = rs_step_state(w, &s->arena, &state, st)) == 0 &&
-        !(jac = rs_codec_jacobian(&s->arena, sens, sp->jacobian_params, st)))
-        rc = st->code;
-    rs_sens_destroy(&sens);
+    j->model = rs_model_retain(m);
+    j->slot = *w;
+    j->slot.history = NULL;
+    j->world = *w->world;
+    j->slot.world = &j->world;
+    if (!(j->world.data = rs_data_new(m, 0, st)) ||
+        rs_data_copy(m, j->world.data, w->world->data, st) < 0 ||
+        (sp->n_action && !(j->action = malloc(sp->n_action * sizeof *j->action))) ||
+        !(j->sens = rs_sens_new(m, j->world.data, (const char *const *)sp->jacobian_params,
+                                sp->n_jacobian_params, st)) ||
+        rs_apply_step_commands(s, &j->slot, sp, &j->asked, st) < 0) {
+        if (st->code == 0)
+            OOM(st);
+        jac_job_free(j);
+        return NULL;
+    }
+    if (sp->n_action)
+        memcpy(j->action, sp->action, sp->n_action * sizeof *j->action);
+    j->naction = sp->n_action;
+    return j;
+}
+
+/* Run job j to the end of its Step, or until its data's abort flag is set (the budget, a stop)
+ * or rs_clock() passes yield_at: j->rc (0 when every control step ran or the episode ended). */
+static void jac_job_step(rs_server_t *s, jac_job_t *j, double yield_at)
+{
+    rs_world_t *world = &j->world;
+    rs_data_t *d = world->data;
+    rs_status_clear(&j->st);
+    d->hooks = rs_sens_hooks(j->sens);
+    if (world->task || j->naction) {
+        j->rc = rs_world_task_step_until(world, j->action, j->naction, j->asked, yield_at, 0,
+                                         &j->done, &j->st);
+    } else {
+        d->nevents = 0;
+        d->events_dropped = 0;
+        j->rc = rs_step_until(world->model, d, j->asked, yield_at, &j->done, &j->st);
+    }
+    d->hooks = NULL;
+    if (j->rc == RS_EDEADLINE || (j->rc == 0 && j->done < j->asked && !rs_episode_over(world))) {
+        rs_status_clear(&j->st);
+        j->rc = rs_server_stopping(s)
+                    ? rs_fail(&j->st, RS_EUNAVAIL,
+                              "the server is stopping: a Step with its Jacobian on world %llu "
+                              "was interrupted after %llu of its %llu control steps; the world "
+                              "is as it was before the Step; reconnect when it is back",
+                              (unsigned long long)j->slot.id, (unsigned long long)j->done,
+                              (unsigned long long)j->asked)
+                    : rs_fail(&j->st, RS_EDEADLINE,
+                              "a Step with its Jacobian on world %llu did %llu of its %llu "
+                              "control steps within this server's compute budget of %g s per "
+                              "request (--max-request-seconds); the world is as it was before "
+                              "the Step; ask for fewer steps per request",
+                              (unsigned long long)j->slot.id, (unsigned long long)j->done,
+                              (unsigned long long)j->asked, s->cfg.max_request_seconds);
+    }
+}
+
+/* On the stepper: the job under the stepper's abort flag, armed at its deadline. */
+static void jac_job_run(rs_server_t *s, rs_cont_t *c)
+{
+    jac_job_t *j = c->off_job;
+    atomic_store_explicit(&s->off_abort_at, j->deadline, memory_order_relaxed);
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
+    rs_data_set_abort(j->world.data, &s->off_abort);
+    jac_job_step(s, j, INFINITY);
+    atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
+}
+
+/* The job's result as world w's Step reply: its data becomes the world's when it ran whole. */
+static int jac_job_reply(rs_server_t *s, world_slot_t *w, jac_job_t *j, const Robosim__V1__Step *sp,
+                         Robosim__V1__Response *rp, rs_status_t *st)
+{
+    if (j->rc < 0) {
+        *st = j->st;
+        return j->rc;
+    }
+    int rc = rs_data_copy(w->world->model, w->world->data, j->world.data, st);
     if (rc < 0)
         return rc;
+    w->ckpt.clean = 0;
+    Robosim__V1__State *state = NULL;
+    Robosim__V1__Jacobian *jac = NULL;
+    if ((rc = rs_step_state(w, &s->arena, &state, st)) < 0)
+        return rc;
+    if (!(jac = rs_codec_jacobian(&s->arena, j->sens, sp->jacobian_params, st)))
+        return st->code;
     rs_stream_offer(s, w, state); /* watchers see the state, not the Jacobian */
     state->jacobian = jac;
     rs_keep_parts(state, sp);
@@ -540,6 +618,54 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
     return 0;
 }
 
+static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
+                              Robosim__V1__Response *rp, rs_status_t *st)
+{
+    rs_cont_t *c = s->cont;
+    if (c->off_job) { /* back from the stepper */
+        jac_job_t *j = c->off_job;
+        int rc = jac_job_reply(s, w, j, sp, rp, st);
+        c->off_free(j);
+        c->off_job = NULL;
+        c->off_run = NULL;
+        c->off_free = NULL;
+        return rc;
+    }
+    jac_job_t *j = jac_job_new(s, w, sp, st);
+    if (!j)
+        return st->code;
+    double budget = fmax(0.0, s->cfg.max_request_seconds - c->used);
+    if (c->can_park && !rs_server_stopping(s)) {
+        if (!c->held && !(c->held = malloc(sizeof *c->held))) {
+            jac_job_free(j);
+            return OOM(st);
+        }
+        j->deadline = rs_clock() + budget;
+        c->held[0] = w->id;
+        c->nheld = 1;
+        c->off_run = jac_job_run;
+        c->off_free = jac_job_free;
+        c->off_job = j;
+        c->off_done = 0;
+        c->park = 1;
+        return RS_PARKED;
+    }
+    /* in-process (or a loop that cannot park): inline, under the loop's budget */
+    rs_data_set_abort(j->world.data, &s->abort);
+    double deadline = rs_arm_budget(s);
+    jac_job_step(s, j, deadline);
+    rs_disarm_budget(s, deadline);
+    int rc = jac_job_reply(s, w, j, sp, rp, st);
+    jac_job_free(j);
+    return rc;
+}
+
+/* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
+ * between other requests (server.c) until it is done, its budget runs out or the server stops;
+ * the reply then carries every event of the whole Step. A control step too long for the loop
+ * (the fuse, see run_control_steps) sends the rest of the Step to the stepper thread, and so
+ * does a world known slow; the world's other requests wait for it. In-process it runs to its end
+ * (or its budget). */
 int op_step(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
             Robosim__V1__Response *rp, rs_status_t *st)
 {

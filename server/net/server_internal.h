@@ -163,6 +163,16 @@ struct rs_server {
 typedef int (*rs_handler_fn)(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                              Robosim__V1__Response *rp, rs_status_t *st);
 
+/* What one request of an op may cost the loop's thread (its row's envelope):
+ *   RS_COST_BOUNDED     its work is bounded by its size limits alone: well under the loop's
+ *                       fuse (FUSE_SECONDS), whatever the input;
+ *   RS_COST_SLICED      it runs under the compute budget (--max-request-seconds) in slices
+ *                       between other requests, or on the stepper thread once a slice outlasts
+ *                       the fuse; a stop interrupts it;
+ *   RS_COST_BACKGROUND  its work runs on the stepper thread under the compute budget; a stop
+ *                       interrupts it. */
+typedef enum rs_cost { RS_COST_BOUNDED, RS_COST_SLICED, RS_COST_BACKGROUND } rs_cost_t;
+
 typedef struct rs_op {
     Robosim__V1__Request__OpCase op;
     const char *name;   /* as in capabilities and logs */
@@ -176,6 +186,8 @@ typedef struct rs_op {
                            observer-only clients */
     int not_on_task;    /* sets what a task world's evaluation fixes (commands, schedules,
                            targets, parameters): refused on task worlds */
+    rs_cost_t cost;     /* what one request may cost the loop (above) */
+    size_t max_bytes;   /* the largest request of this op, or 0: --max-message-size */
 } rs_op_t;
 
 /* The policy of op's row for a request naming world w (NULL for rows without one) with
