@@ -183,6 +183,15 @@ struct rs_robot {
     int (*failure)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                    rs_status_t *st);
 
+    /* Optional: whether the entity's mode in ed holds state variable i at x: a change of it to
+     * either side leaves the mode, and the mode's friction or stop takes it back within a time
+     * of the order of the change (a body stuck under kinetic friction > 0: its velocity; a
+     * joint held at its stop or by dry friction: its rate). A Step's derivative along a held
+     * variable is 0 (rs_sensitivity.h); without this, a change that leaves the mode at an
+     * event has no derivative. */
+    int (*holds)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                 int i);
+
     /* Fill ed->s at the end of a control step of length dt. Optional. */
     void (*sense)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, const double *x,
                   const double *u, double dt);

@@ -47,6 +47,7 @@ struct rs_sens {
     rs_entity_data_t pre[RS_MAX_ENTITIES]; /* before a map */
     double *x_pre, t_pre;
     int dirty_pre;
+    int begun;                           /* the Step's first control-step start was seen */
     rs_data_t *scratch;                  /* replayed maps log their events here */
     rs_integrator_t *integ;
     double *y;                           /* x then phi, for the flow */
@@ -209,10 +210,17 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
             D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
         return;
     }
-    if (cl->c->kind == FN_BEGIN && cl->which == 0) {
-        /* a state variable the mode holds (a stuck joint's or body's velocity): a change to
-         * either side starts a slide that the mode's friction ends within a time of the order
-         * of the change, moving the state by its square: the step takes it back, column 0 */
+    const rs_robot_t *held_by = cl->em->robot;
+    int held = cl->which == 0 &&
+               (held_by->holds ? held_by->holds(cl->em, &cl->s->pre[cl->e], cl->x, cl->j)
+                               : cl->c->kind == FN_BEGIN);
+    if (held) {
+        /* a state variable the mode holds (a stuck body's velocity, a joint held at its stop
+         * or by dry friction): a change to either side starts a slide or a bounce that the
+         * mode's friction or stop ends within a time of the order of the change, moving the
+         * state by its square: the step takes it back, column 0. At a control step's start
+         * and at an event's jump alike, where the robot says which it holds (rs_robot_t.holds);
+         * at a start, every state variable of a robot that does not say */
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
         return;
@@ -633,8 +641,14 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         int qe, L = local_cols(s, em, e, &qe), nx = em->nx;
         const double *xm = s->x_pre + em->x_off, *u = s->u + em->u_off;
         double t = s->t_pre;
+        /* at the Step's first start the map is differentiated with settle even where the
+         * world did not settle (its commands unchanged), for the robots that say what their
+         * modes hold: settle keeps a consistent state as it is, and its derivative there is
+         * the projection onto the mode's constraints (a held variable's column 0, column()),
+         * which the Step's derivative starts from */
+        int first_start = kind != RS_STEP_MAP_JUMP && !s->begun && r->holds;
         fn_ctx_t c = {.kind = kind == RS_STEP_MAP_JUMP ? FN_JUMP : FN_BEGIN, .dt = dt,
-                      .settle = s->dirty_pre};
+                      .settle = s->dirty_pre || first_start};
         int nfired = 0;
         if (kind == RS_STEP_MAP_JUMP) {
             c.fired = fired + em->g_off;
@@ -642,7 +656,7 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
                 nfired += c.fired[i] != 0;
             if (!nfired)
                 continue;
-        } else if (!(s->dirty_pre && r->settle) && !r->step_begin && !r->advance) {
+        } else if (!(c.settle && r->settle) && !r->step_begin && !r->advance) {
             continue;
         }
         if (kind != RS_STEP_MAP_JUMP) {
@@ -732,6 +746,8 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
                     s->undefined[cc] ? 0.0 : s->rows[(size_t)i * ncol + cc] + fp[i] * w[cc];
         memcpy(s->phi + (size_t)em->x_off * ncol, s->rows, (size_t)nx * ncol * sizeof *s->phi);
     }
+    if (kind != RS_STEP_MAP_JUMP)
+        s->begun = 1;
     memcpy(s->x, d->x, (size_t)s->n * sizeof *s->x);
     memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
     s->t = d->t;

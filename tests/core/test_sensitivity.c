@@ -215,8 +215,12 @@ static const char *const FINGER_P[] = {"finger.finger_mass", "finger.finger_drag
 /* the finger pushed through free space: no event */
 static void test_free_flight(void)
 {
-    const rs_param_t p[] = {{"finger", "object_x0", X5, 1}, {"finger", "finger_v0", V03, 1}};
-    scenario_t sc = {"finger, free flight (no event)", "finger", p, 2, {0.7}, 10, FINGER_P, 3,
+    /* the object frictionless: a resting object held by friction takes a change of its
+     * velocity back (derivative 0, test_every_preset), a free one keeps it */
+    const rs_param_t p[] = {{"finger", "object_x0", X5, 1}, {"finger", "finger_v0", V03, 1},
+                            {"finger", "static_friction", ZERO, 1},
+                            {"finger", "kinetic_friction", ZERO, 1}};
+    scenario_t sc = {"finger, free flight (no event)", "finger", p, 4, {0.7}, 10, FINGER_P, 3,
                      0, NULL};
     check_against_fd(&sc, 1e-3, 1e-7);
 }
@@ -455,20 +459,44 @@ static void test_every_preset(void)
             }
         /* the passive base starts stuck (v = w = 0 held by its rolling resistance): a change of
          * its speed to one side leaves the mode, where the Jacobian is the stuck mode's
-         * one-sided derivative and a central difference is not; its speed columns are left out */
+         * one-sided derivative and a central difference is not; its speed columns are left out.
+         * So are the variables a robot says its mode holds at the start (rs_robot_t.holds: a
+         * stuck object's velocity): moved either way they come back within a time of the order
+         * of the change, so the Step's derivative along them is 0 while the state moves by the
+         * square of the change, a bias of the order of the step in a central difference; their
+         * columns are checked to be 0 instead */
         static double dirs[MAXC][MAXC];
         int stuck = strcmp(*name, "mobile_manipulator_passive") == 0;
-        if (stuck) {
+        int held[MAXC] = {0}, nheld = 0;
+        for (int e = 0; e < m->nentities; e++)
+            for (int i = 0; m->ent[e].robot->holds && i < m->ent[e].nx; i++)
+                if (m->ent[e].robot->holds(&m->ent[e], &w->data->ent[e],
+                                           w->data->x + m->ent[e].x_off, i))
+                    held[m->ent[e].x_off + i] = 1, nheld++;
+        if (stuck || nheld) {
             int ncol = n + nu;
             memset(dirs, 0, sizeof dirs);
             for (int c = 0, k = 0; c < ncol; c++) {
-                const char *vn = c < n ? rs_robot_find("mobile_manipulator")->state[c].name : "";
-                if (strcmp(vn, "base_v") == 0 || strcmp(vn, "base_w") == 0)
+                const char *vn =
+                    stuck && c < n ? rs_robot_find("mobile_manipulator")->state[c].name : "";
+                if (strcmp(vn, "base_v") == 0 || strcmp(vn, "base_w") == 0 || held[c])
                     continue;
                 dirs[k++][c] = 1;
                 sc.ndir = k;
             }
             sc.dirs = (const double(*)[MAXC])dirs;
+        }
+        if (nheld) { /* the held columns of the Jacobian itself: 0 */
+            double x0[MAXN], Jfull[MAXN * MAXC], worst_held = 0;
+            int dif0 = 0;
+            char why0[400];
+            run(&sc, NULL, 0, x0, Jfull, &dif0, why0);
+            for (int i = 0; i < n; i++)
+                for (int c = 0; c < n; c++)
+                    if (held[c])
+                        worst_held = fmax(worst_held, fabs(Jfull[i * (n + nu) + c]));
+            CHECK(worst_held == 0.0, "%s: the Jacobian's columns of the %d held variables are 0 "
+                  "(largest entry %g)", *name, nheld, worst_held);
         }
         rs_world_destroy(&w);
         double J[MAXN * MAXC], F[MAXN * MAXC], err = 0;

@@ -81,6 +81,15 @@ int arm_joint_events(const rs_entity_model_t *em)
 
 int arm_held(int s) { return s != ARM_SLIP; }
 
+int arm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x, int i)
+{
+    (void)x;
+    if ((i != ARM_QD1 && i != ARM_QD2) || ed->mode < 0 || ed->mode >= ARM_JOINT_MODES)
+        return 0; /* the parallel arm's stretched mode holds no joint */
+    int j = i - ARM_QD1, s = j == 0 ? ed->mode % 4 : ed->mode / 4;
+    return s == ARM_STICK ? em->p[ARM_P_MU_D + j] > 0.0 : s == ARM_MIN || s == ARM_MAX;
+}
+
 void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi)
 {
     *lo = s == ARM_MAX ? -INFINITY : -jc->mu_D[j];

@@ -131,6 +131,10 @@ int arm_joint_events(const rs_entity_model_t *em);
 /* Whether joint status s holds the joint (stuck or at a stop) rather than letting it slide. */
 int arm_held(int s);
 
+/* rs_robot_t.holds for both arms: a joint's rate, while the joint is stuck by dry friction or
+ * held at a stop. */
+int arm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x, int i);
+
 /* The torques a held joint's friction or stop can give: stuck [-mu_D, mu_D]; at the lower stop
  * the stop adds any positive torque, at the upper stop any negative one. */
 void arm_held_range(const arm_joints_t *jc, int j, int s, double *lo, double *hi);

@@ -974,6 +974,14 @@ static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     jump_to_consistent(em, &j, t, x, u, fired);
 }
 
+/* The object stuck apart from the finger: kinetic friction takes a change of its velocity
+ * back (rs_robot_t.holds). */
+static int finger_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                        int i)
+{
+    return ed->mode == MODE_SEPARATED_STUCK && i == V_O && em->p[P_F_KINETIC] > 0.0;
+}
+
 /* After new commands, a reset or new parameters: the mode consistent with x and u. */
 static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                           const double *u)
@@ -1019,6 +1027,10 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
         }
         if (ed->mode == MODE_SEPARATED && dir * x[V_O] <= 0.0)
             stop(em, &j, x, fa);
+        else if (ed->mode == MODE_SEPARATED_STUCK && x[V_O] != 0.0 && em->p[P_F_KINETIC] > 0.0)
+            /* a moving object cannot be held: it slides, and kinetic friction stops it again
+             * within m |v_o| / F_kinetic (a state set from outside) */
+            enter_mode(&j, MODE_SEPARATED, x[V_O] > 0.0 ? 1.0 : -1.0, 0.0);
         break;
     }
     case MODE_CONTACT_SLIDING:
@@ -1309,6 +1321,7 @@ const rs_robot_t rs_robot_finger = {
     .guards = finger_guards,
     .jump = finger_jump,
     .settle = finger_settle,
+    .holds = finger_holds,
     .step_begin = finger_step_begin,
     .advance = finger_advance,
     .failure = finger_failure,

@@ -668,6 +668,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .guards = pa_guards,
     .jump = pa_jump,
     .settle = pa_settle,
+    .holds = arm_holds,
     .sense = pa_sense,
     .target_to_commands = pa_target,
     .reachable = pa_reachable,

@@ -589,6 +589,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .guards = sa_guards,
     .jump = sa_jump,
     .settle = sa_settle,
+    .holds = arm_holds,
     .failure = sa_failure,
     .sense = sa_sense,
     .target_to_commands = sa_target,
