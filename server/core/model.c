@@ -160,10 +160,19 @@ int rs_model_apply_param(rs_model_t *m, const rs_param_t *p, rs_status_t *st)
         return rs_fail(st, RS_EINVAL, "parameter '%s.%s' takes %d to %d values, got %zu",
                        p->entity, p->name, pd->len_min, pd->len_max, p->nvalues);
     }
-    for (size_t i = 0; i < p->nvalues; i++)
+    for (size_t i = 0; i < p->nvalues; i++) {
         if (p->values[i] < pd->lower || p->values[i] > pd->upper)
             return rs_fail(st, RS_ERANGE, "parameter '%s.%s' = %g is outside [%g, %g] %s",
                            p->entity, p->name, p->values[i], pd->lower, pd->upper, pd->unit);
+        /* a choice between its whole values: the robot's validate names them */
+        if (p->values[i] != floor(p->values[i]) &&
+            rs_robot_param_is_choice(em->robot, (int)(pd - em->robot->params)) &&
+            !em->robot->validate)
+            return rs_fail(st, RS_EINVAL,
+                           "parameter '%s.%s' = %g: it is a choice, one of the whole numbers "
+                           "%g to %g (GetSpec says what each means)",
+                           p->entity, p->name, p->values[i], pd->lower, pd->upper);
+    }
     if (p->nvalues)
         memcpy(&em->p[pd->offset], p->values, p->nvalues * sizeof(double));
     em->plen[pd - em->robot->params] = (int)p->nvalues;

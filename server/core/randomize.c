@@ -100,6 +100,12 @@ int rs_world_set_randomize(rs_world_t *w, const rs_randomize_item_t *items, size
                                             "randomized (as '%s')",
                              it->item, items[j].item);
         const rs_param_desc_t *pd = &m->ent[s->entity].robot->params[s->param];
+        if (rc == 0 && rs_robot_param_is_choice(m->ent[s->entity].robot, s->param))
+            rc = rs_fail(st, RS_EINVAL,
+                         "randomize '%s': the parameter is a choice among the whole numbers "
+                         "%g to %g, which a range would draw between; set it with the world's "
+                         "parameters, or create one world per choice",
+                         it->item, pd->lower, pd->upper);
         if (rc == 0 && s->dist == RS_MC_UNIFORM && (it->a < pd->lower || it->b > pd->upper))
             rc = rs_fail(st, RS_ERANGE,
                          "randomize '%s': uniform(%g, %g) leaves the parameter's range [%g, %g] "

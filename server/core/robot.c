@@ -3,6 +3,7 @@
 #include "rs_robot.h"
 
 #include <math.h>
+#include <string.h>
 
 int rs_robot_check(const rs_robot_t *r, rs_status_t *st)
 {
@@ -90,5 +91,13 @@ int rs_robot_check_data(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                            : a->kind == RS_AUX_INTEGER ? "an integer within its bounds"
                                                        : "finite and within its bounds");
     }
+    return 0;
+}
+
+int rs_robot_param_is_choice(const rs_robot_t *r, int param)
+{
+    for (const char *const *c = r->choices; c && *c; c++)
+        if (!strcmp(*c, r->params[param].name))
+            return 1;
     return 0;
 }

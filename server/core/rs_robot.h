@@ -94,6 +94,9 @@ struct rs_robot {
     const rs_var_desc_t *sensors;
     int np;
     const rs_param_desc_t *params;
+    const char *const *choices;     /* the parameters that choose among whole numbers (a
+                                       formulation, a law, a mode), NULL-terminated, or NULL:
+                                       other values are refused, and a range cannot draw them */
     int nmodes;
     const char *const *mode_names;
     int nevent_kinds;
@@ -257,6 +260,9 @@ const rs_robot_t *rs_robot_find(const char *kind);
 /* Whether robot r may be registered: its tables and callbacks are there and consistent, and it
  * declares its private run variables (aux_vars). 0, or RS_EINTERNAL saying what is missing. */
 int rs_robot_check(const rs_robot_t *r, rs_status_t *st);
+
+/* Whether parameter `param` (a row of r->params) is one of r's choices. */
+int rs_robot_param_is_choice(const rs_robot_t *r, int param);
 
 /* Validate entity ed's mode and private run variables against its robot's declarations and
  * model em: 0, or RS_EINVAL naming the variable and its value. */

@@ -161,6 +161,33 @@ static void test_refused(void)
             "finger.restitution");
     refused(w, (rs_randomize_item_t){"static_friction", "uniform", 0, 1}, RS_EINVAL,
             "static_friction");
+    /* a choice among whole numbers (a formulation, a law) cannot be drawn from a range: the
+     * uniform(0, 2) of contact_model drew 1.0168 */
+    refused(w, (rs_randomize_item_t){"finger.contact_model", "uniform", 0, 2}, RS_EINVAL,
+            "finger.contact_model");
+    refused(w, (rs_randomize_item_t){"finger.friction_law", "normal", 0, 0.5}, RS_EINVAL,
+            "finger.friction_law");
+    {
+        rs_world_t *b = rs_world_new("brick_drop", NULL, 0, 1, &st);
+        CHECK(b && rs_world_set_randomize(b, &(rs_randomize_item_t){"brick.contact_model",
+                                                                    "uniform", 0, 2},
+                                          1, &st) == RS_EINVAL &&
+                  strstr(st.message, "whole numbers"),
+              "the brick's contact_model from a range refused: %s", st.message);
+        /* and set directly, a value between the choices is refused too */
+        double v = 1.5;
+        rs_param_t p = {"brick", "contact_model", &v, 1};
+        CHECK(b && rs_world_set_params(b, &p, 1, &st) == RS_EINVAL &&
+                  strstr(st.message, "contact_model"),
+              "contact_model 1.5 refused: %s", st.message);
+        rs_world_destroy(&b);
+        rs_world_t *dd = rs_world_new("diff_drive", NULL, 0, 1, &st);
+        rs_param_t q = {"robot", "contact_model", &v, 1};
+        CHECK(dd && rs_world_set_params(dd, &q, 1, &st) == RS_EINVAL &&
+                  strstr(st.message, "contact_model"),
+              "the diff drive's contact_model 1.5 refused (it was taken as 1): %s", st.message);
+        rs_world_destroy(&dd);
+    }
     rs_randomize_item_t twice[2] = {DISTS[0], {"finger.static_friction", "normal", 1, 0.1}};
     rc = rs_world_set_randomize(w, twice, 2, &st);
     CHECK(rc == RS_EINVAL && strstr(st.message, "already"), "twice: %d %s", rc, st.message);

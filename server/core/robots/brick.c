@@ -1434,6 +1434,9 @@ static int brick_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed
     return 0;
 }
 
+/* the parameters that choose (rs_robot_t.choices) */
+static const char *const brick_choices[] = {"contact_model", "contact_feedback", NULL};
+
 const rs_robot_t rs_robot_brick = {
     .kind = "brick",
     .doc = "planar rigid brick falling onto the ground, three contact formulations",
@@ -1447,6 +1450,7 @@ const rs_robot_t rs_robot_brick = {
     .params = brick_params,
     .nmodes = NMODES,
     .mode_names = brick_modes,
+    .choices = brick_choices,
     .nevent_kinds = NEVENTS,
     .event_names = brick_events,
     .naux = NAUX,

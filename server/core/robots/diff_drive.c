@@ -166,6 +166,11 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, const d
 
 static int dd_validate(const rs_entity_model_t *em, rs_status_t *st)
 {
+    if (em->p[P_MODEL] != model_of(em))
+        return rs_fail(st, RS_EINVAL,
+                       "'%s.contact_model' = %g: it is 0 (hybrid), 1 (time_stepping) or 2 "
+                       "(compliant)",
+                       em->name, em->p[P_MODEL]);
     if (em->plen[PI_OBSTACLES] % 3 != 0)
         return rs_fail(st, RS_EINVAL,
                        "'%s.obstacles' takes x, y, radius triples; got %d values", em->name,
@@ -529,6 +534,9 @@ static int dd_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     return 0;
 }
 
+/* the parameters that choose (rs_robot_t.choices) */
+static const char *const dd_choices[] = {"contact_model", "contact_feedback", NULL};
+
 const rs_robot_t rs_robot_diff_drive = {
     .kind = "diff_drive",
     .doc = "differential-drive disk robot among disk obstacles",
@@ -542,6 +550,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .params = dd_params,
     .nmodes = 4,
     .mode_names = dd_modes,
+    .choices = dd_choices,
     .nevent_kinds = 2,
     .event_names = dd_events,
     .naux = NAUX,

@@ -1293,6 +1293,10 @@ static int finger_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *
     return 0;
 }
 
+/* the parameters that choose (rs_robot_t.choices) */
+static const char *const finger_choices[] = {"friction_law", "contact_model", "contact_feedback",
+                                             "finger_drag_law", "object_drag_law", NULL};
+
 const rs_robot_t rs_robot_finger = {
     .kind = "finger",
     .doc = "1D finger pushing an object with static/kinetic friction, impacts and a tip force "
@@ -1307,6 +1311,7 @@ const rs_robot_t rs_robot_finger = {
     .params = finger_params,
     .nmodes = NMODES,
     .mode_names = finger_modes,
+    .choices = finger_choices,
     .nevent_kinds = NEVENTS,
     .event_names = finger_events,
     .naux = NAUX,

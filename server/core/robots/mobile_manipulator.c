@@ -180,8 +180,8 @@ static const rs_param_desc_t mm_params[] = {
     {"right_theta1_0", "rad", -1e3, 1e3, P_Q0 + 2, 1, 1, -0.8, "initial right joint 1 angle"},
     {"right_theta2_0", "rad", -1e3, 1e3, P_Q0 + 3, 1, 1, 1.6, "initial right joint 2 angle"},
     {"base_mode", "1", 0.0, 1.0, P_BASE_MODE, 1, 1, 0.0,
-     "0: wheels servo the commanded speeds (scenario 1); 1: passive base, moved only by the "
-     "arms' reactions (scenario 2)"},
+     "0: wheels servo the commanded speeds; 1: passive base, moved only by the arms' "
+     "reactions"},
     {"base_mass", "kg", 1e-3, 1e6, P_MB, 1, 1, 40.0, "passive base: mass, at the axle centre"},
     {"base_inertia", "kg*m^2", 1e-6, 1e6, P_IB, 1, 1, 2.0,
      "passive base: yaw moment of inertia about the axle centre"},
@@ -1503,6 +1503,9 @@ static void mm_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t
     }
 }
 
+/* the parameters that choose (rs_robot_t.choices) */
+static const char *const mm_choices[] = {"base_mode", NULL};
+
 const rs_robot_t rs_robot_mobile_manipulator = {
     .kind = "mobile_manipulator",
     .doc = "differential-drive base (wheel-speed servos, or passive on rolling wheels) with two "
@@ -1518,6 +1521,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .params = mm_params,
     .nmodes = 9,
     .mode_names = mm_modes,
+    .choices = mm_choices,
     .nevent_kinds = 6,
     .event_names = mm_events,
     .naux = NAUX,

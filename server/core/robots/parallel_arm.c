@@ -641,6 +641,9 @@ static int pa_workspace(const rs_entity_model_t *em, double *xy, int max_points)
     return n;
 }
 
+/* the parameters that choose (rs_robot_t.choices) */
+static const char *const pa_choices[] = {"actuator_mode", NULL};
+
 const rs_robot_t rs_robot_parallel_arm = {
     .kind = "parallel_arm",
     .doc = "dual two-link parallel (2D delta) arm on PID/torque servos with stops",
@@ -654,6 +657,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .params = pa_params,
     .nmodes = ARM_JOINT_MODES + 1,
     .mode_names = pa_modes,
+    .choices = pa_choices,
     .nevent_kinds = 6,
     .event_names = pa_events,
     .naux = ARM_NAUX,

@@ -560,6 +560,9 @@ static int sa_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     return 0;
 }
 
+/* the parameters that choose (rs_robot_t.choices) */
+static const char *const sa_choices[] = {"actuator_mode", NULL};
+
 const rs_robot_t rs_robot_serial_arm = {
     .kind = "serial_arm",
     .doc = "serial two-link arm with torque/PID actuators, joint friction and stops",
@@ -573,6 +576,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .params = sa_params,
     .nmodes = ARM_JOINT_MODES,
     .mode_names = sa_modes,
+    .choices = sa_choices,
     .nevent_kinds = 4,
     .event_names = sa_events,
     .naux = ARM_NAUX,
