@@ -35,7 +35,9 @@ class Recorder:
         from mcap.writer import Writer
         from mcap_protobuf.schema import register_schema
         self._file = open(path, "wb")
-        self._writer = Writer(self._file)
+        # every checksum MCAP has, the data section's too: a reader (robosim.recording) then
+        # refuses a file with any byte changed
+        self._writer = Writer(self._file, enable_crcs=True, enable_data_crcs=True)
         self._writer.start(profile=PROFILE, library="robosim record")
         self._schema = register_schema(self._writer, pb.StreamFrame)
         self._channels = {}
