@@ -155,7 +155,11 @@ def _decompress(compression, data, size, crc, limits, budget):
     if compression == "":
         out = bytes(data)
     elif compression == "zstd":
-        import zstandard
+        try:
+            import zstandard
+        except ImportError:
+            raise RecordingError("a zstd chunk, and the zstandard module is not installed") \
+                from None
         parts, got = [], 0
         try:
             reader = zstandard.ZstdDecompressor().stream_reader(bytes(data))
@@ -169,7 +173,10 @@ def _decompress(compression, data, size, crc, limits, budget):
             raise RecordingError("a zstd chunk does not decompress (%s)" % exc) from None
         out = b"".join(parts)
     elif compression == "lz4":
-        import lz4.frame
+        try:
+            import lz4.frame
+        except ImportError:
+            raise RecordingError("an lz4 chunk, and the lz4 module is not installed") from None
         parts, got = [], 0
         try:
             d = lz4.frame.LZ4FrameDecompressor()
@@ -460,3 +467,87 @@ def read(path, world_id=None, limits=None):
     """The frames of a recording, in file order: a list of (world_id, seq, StreamFrame message,
     raw bytes)."""
     return load(path, limits).decoded(world_id)
+
+
+# The command line's side (robosim verify, robosim fit): the limits as options, and every error
+# as one line with its exit status.
+
+LIMITS_HELP = """\
+The recording is read within these limits (a file past one is refused, exit status 2): a regular
+file only (never a directory, FIFO or device), at most --max-file-mib MiB (default %d); one
+record at most %d MiB as stored and one chunk at most %d MiB decompressed (a compressed chunk is
+decompressed only up to the size it declares); at most --max-total-mib MiB (default %d) of
+records and decompressed chunks in all; at most --max-frames frames (default %d); world
+descriptions of at most %d KiB of JSON nested at most %d deep. Memory stays within about the
+total plus 200 bytes a frame; every checksum in the file is checked.
+""" % (DEFAULT_LIMITS.file_bytes // MIB, DEFAULT_LIMITS.record_bytes // MIB,
+       DEFAULT_LIMITS.chunk_bytes // MIB, DEFAULT_LIMITS.total_bytes // MIB,
+       DEFAULT_LIMITS.frames, DEFAULT_LIMITS.json_bytes // 1024, DEFAULT_LIMITS.json_depth)
+
+
+def positive_int(text):
+    """argparse type: an integer >= 1."""
+    import argparse
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not an integer" % text) from None
+    if v < 1:
+        raise argparse.ArgumentTypeError("%d is not positive" % v)
+    return v
+
+
+def add_limit_options(parser):
+    """--max-file-mib, --max-total-mib, --max-frames (Limits) on an argparse parser."""
+    d = DEFAULT_LIMITS
+    parser.add_argument("--max-file-mib", type=positive_int, default=d.file_bytes // MIB,
+                        metavar="MIB", help="the file's size, at most (default %(default)d)")
+    parser.add_argument("--max-total-mib", type=positive_int, default=d.total_bytes // MIB,
+                        metavar="MIB", help="records and decompressed chunks in all, at most "
+                                            "(default %(default)d)")
+    parser.add_argument("--max-frames", type=positive_int, default=d.frames, metavar="N",
+                        help="frames in the file, at most (default %(default)d)")
+
+
+def limits_from_args(args):
+    import dataclasses
+    return dataclasses.replace(DEFAULT_LIMITS, file_bytes=args.max_file_mib * MIB,
+                               total_bytes=args.max_total_mib * MIB, frames=args.max_frames)
+
+
+class CommandFailed(Exception):
+    """What a command checked did not hold (exit status 1): a world that did not reproduce, a
+    fit that did not converge."""
+
+
+class UsageError(ValueError):
+    """An option a command cannot use (exit status 2)."""
+
+
+def _one_line(text):
+    return " ".join(str(text).replace("\r", "\n").split("\n")).strip() or "(no message)"
+
+
+def run_command(name, path, fn):
+    """fn()'s exit status, or for an error one line "robosim NAME: PATH: REASON" on stderr and
+    its status: 1 CommandFailed, 2 RecordingError or UsageError (the input), 3 anything else
+    (the server's errors, a replay that could not run). No traceback for any input."""
+    import sys
+    from .errors import RobosimError
+    try:
+        return fn()
+    except CommandFailed as exc:
+        code, msg = 1, str(exc)
+    except (RecordingError, UsageError) as exc:
+        code, msg = 2, str(exc)
+    except RobosimError as exc:
+        code, msg = 3, "the replay could not run: %s" % exc
+    except MemoryError:
+        code, msg = 3, "out of memory"
+    except ImportError:
+        raise  # a missing extra: robosim.cli names the one that installs it
+    except Exception as exc:  # noqa: BLE001 - no traceback for any file, whatever it holds
+        code, msg = 3, "the replay could not run: %s: %s" % (type(exc).__name__, exc)
+    print("robosim %s: %s: %s" % (name, _one_line(path), _one_line(msg)[:2000]),
+          file=sys.stderr, flush=True)
+    return code
