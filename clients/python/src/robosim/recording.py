@@ -377,6 +377,17 @@ def load(path, limits=None):
         return _read(f, size, limits)
 
 
+def loads(data, limits=None):
+    """The Recording in `data` (bytes of an MCAP file), as load() reads a file: the fuzz
+    harness's entry (tests/python/test_recording_fuzz.py)."""
+    import io
+    limits = limits or DEFAULT_LIMITS
+    if len(data) > limits.file_bytes:
+        raise RecordingError("%d bytes, more than the limit of %d" % (len(data),
+                                                                      limits.file_bytes))
+    return _read(io.BytesIO(data), len(data), limits)
+
+
 def _read(f, size, limits):
     pos = 0
     crc = {"data": 0, "summary": 0}
