@@ -219,8 +219,12 @@ def from_mcap(path, world_id=None, limits=None, max_steps=MAX_STEPS) -> dict:
     one), recorded from the world's first control step on: each frame's state at its
     step_count, and the commands a frame reports, held over the step that led to it. Read
     within `limits` (robosim.recording.Limits); RecordingError for a file the fit cannot use."""
+    return from_recording(recording.load(path, limits), world_id, max_steps)
+
+
+def from_recording(rec, world_id=None, max_steps=MAX_STEPS) -> dict:
+    """from_mcap's recording from a robosim.recording.Recording already read."""
     from .recording import pb
-    rec = recording.load(path, limits)
     frames = [(step, raw) for wid, _, step, raw in rec.frames
               if world_id is None or wid == world_id]
     if not frames:
