@@ -253,6 +253,20 @@ def test_limits_are_options(files, tmp_path):
     assert rc == 2 and "is not positive" in err, err
 
 
+def test_world_without_its_values_is_not_verified(files, tmp_path):
+    """A description whose parameter is null (a non-finite value kept as JSON null) cannot
+    rebuild the world: that world is reported not verified (status 1), in one line on stderr
+    after its FAILED line, with no request the server would refuse."""
+    info = rec.read_worlds(files["good"])[0]
+    info["entities"]["finger"]["params"]["object_x0"] = [None]
+    path = str(tmp_path / "null_param.mcap")
+    _rewrite(files["good"], path, world_json=[json.dumps(info)])
+    rc, out, err, _ = _run("verify", path)
+    assert rc == 1 and out.startswith("FAILED: world 1: the recording does not hold "
+                                      "finger.object_x0's value"), (out, err)
+    assert err == "robosim verify: %s: not every world reproduced (see above)\n" % path, err
+
+
 def test_library_raises_recording_error(files):
     """The functions behind the commands raise RecordingError (a ValueError), not whatever the
     bytes provoke, for each hostile file."""

@@ -194,7 +194,12 @@ def cmd_record(args):
 
 
 def cmd_replay(args):
-    frames = read(args.file, args.world)
+    from .recording import RecordingError
+    try:
+        frames = read(args.file, args.world)
+    except RecordingError as exc:  # the reader's one-line reason (robosim.recording)
+        print("robosim replay: %s: %s" % (args.file, exc), file=sys.stderr)
+        return 2
     if args.view:
         from .view.server import serve
         try:

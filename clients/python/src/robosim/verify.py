@@ -114,6 +114,10 @@ def verify_world(client, wid, frames, info, out=print):
              for e, d in info["entities"].items()}
     params = {"%s.%s" % (e, k): v for e, d in info["entities"].items()
               for k, v in d.get("params", {}).items()}
+    unknown = next((k for k, v in params.items() if None in v), None)
+    if unknown:  # the description keeps a non-finite value as null
+        return False, "world %d: the recording does not hold %s's value (not finite)" % (
+            wid, unknown)
     w = client.create_world(info["preset"], params=params, seed=first.state.seed)
     try:
         done = count = 0
@@ -180,7 +184,7 @@ def cmd_verify(args):
                     max_step_gap=args.max_step_gap, max_steps=args.max_steps,
                     out=lambda s: print(s, flush=True))
         if rc:
-            raise recording.CommandFailed("a world did not reproduce (see above)")
+            raise recording.CommandFailed("not every world reproduced (see above)")
         return rc
     return recording.run_command("verify", args.file, run)
 
@@ -195,7 +199,8 @@ creation), or frames asking more than --max-steps control steps in all (default 
 
 exit status:
   0  every world reproduced
-  1  a world did not reproduce (its first differing frame is named)
+  1  a world did not reproduce (its first differing frame is named) or could not be verified
+     (a task world, a world the recording does not describe)
   2  the file cannot be used: not a regular file, unreadable, truncated, damaged, past a limit,
      or an option is wrong
   3  the replay could not run: the server refused a request, timed out or could not start
