@@ -276,3 +276,56 @@ def test_library_raises_recording_error(files):
             verify.plan(recording.load(files[case]))
         with pytest.raises(recording.RecordingError):
             fit.load_recording(files[case])
+
+
+def _npz(path, arrays, header_shape=None):
+    """An .npz of `arrays` ({name: array}); header_shape: states.npy's header claims this
+    shape instead of its own (its data unchanged)."""
+    import io
+    import zipfile
+
+    import numpy as np
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, a in arrays.items():
+            a = np.asarray(a)
+            buf = io.BytesIO()
+            if header_shape is not None and name == "states":
+                np.lib.format.write_array_header_1_0(buf, {"descr": a.dtype.str,
+                                                           "fortran_order": False,
+                                                           "shape": tuple(header_shape)})
+                buf.write(a.tobytes())
+            else:
+                np.lib.format.write_array(buf, a, allow_pickle=True)
+            z.writestr(name + ".npy", buf.getvalue())
+
+
+def test_fit_refuses_hostile_npz(tmp_path):
+    """fit's other input: an .npz is read header first, numbers only, within the limits."""
+    import numpy as np
+    cases, want = {}, {}
+
+    def case(name, reason, arrays, **kw):
+        cases[name] = str(tmp_path / (name + ".npz"))
+        want[name] = reason
+        _npz(cases[name], arrays, **kw)
+    ok = {"states": np.zeros((3, 6)), "commands": np.zeros((2, 1))}
+    case("pickled", "a 1-dimensional object array",
+         {"states": np.array([{"a": 1}], dtype=object), "commands": np.zeros((1, 1))})
+    case("lying-rows", "3000000 rows; the fit takes at most 20000 control steps", ok,
+         header_shape=(3000000, 6))
+    case("lying-size", "its header says 14400000 bytes of data, the member holds fewer", ok,
+         header_shape=(300, 6000))
+    # 2 MiB of zeros (deflated to a few KB) past --max-total-mib 1
+    case("too-big", "past the limit of 1048576 bytes in all",
+         {"states": np.zeros(((2 << 20) // 48 + 1, 6)), "commands": np.zeros((1, 1))})
+    case("no-commands", "no commands array", {"states": np.zeros((3, 6))})
+    case("not-finite", "states that are not finite numbers",
+         {"states": np.full((3, 6), np.nan), "commands": np.zeros((2, 1))})
+    cases["truncated"] = str(tmp_path / "truncated.npz")
+    want["truncated"] = "not a readable .npz"
+    data = open(cases["lying-size"], "rb").read()
+    open(cases["truncated"], "wb").write(data[:len(data) // 2])
+    for name, path in cases.items():
+        rc, out, err, _ = _run("fit", path, FIT + ["--max-total-mib", "1"])
+        assert "Traceback" not in err, err
+        assert rc == 2 and len(err.splitlines()) == 1 and want[name] in err, (name, err)
