@@ -19,6 +19,7 @@ tells the two apart by their first bytes and reads either within the limits of
 robosim.recording (load_recording): exit status 0 the fit converged, 1 it did not, 2 the file or
 an option cannot be used, 3 the replay could not run; every error one line on stderr."""
 import json
+import zlib
 from typing import Optional
 
 import numpy as np
@@ -284,7 +285,7 @@ def from_npz(path, limits=None, max_steps=MAX_STEPS) -> dict:
     except RecordingError:
         raise
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
-            NotImplementedError, RuntimeError, zlib_error()) as exc:
+            NotImplementedError, RuntimeError, zlib.error) as exc:
         raise RecordingError("not a readable .npz (%s)" % str(exc)[:100]) from None
     for key in ("states", "commands"):
         if key not in out:
@@ -299,11 +300,6 @@ def from_npz(path, limits=None, max_steps=MAX_STEPS) -> dict:
     return _checked(out)
 
 
-def zlib_error():
-    import zlib
-    return zlib.error
-
-
 def _npy(z, info, key, max_steps):
     from numpy.lib import format as npf
     with z.open(info) as m:
@@ -314,6 +310,8 @@ def _npy(z, info, key, max_steps):
             shape, fortran, dtype = npf.read_array_header_2_0(m)
         else:
             raise RecordingError("%s.npy: .npy format version %s" % (key, version))
+        if any(d < 0 for d in shape):
+            raise RecordingError("%s.npy: a negative dimension in its header" % key)
         if dtype.kind not in "fiu" or dtype.hasobject or len(shape) > 2:
             raise RecordingError("%s.npy: a %d-dimensional %s array; the fit reads numbers, at "
                                  "most 2-dimensional" % (key, len(shape), dtype))

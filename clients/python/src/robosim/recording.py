@@ -519,6 +519,9 @@ def limits_from_args(args):
                                total_bytes=args.max_total_mib * MIB, frames=args.max_frames)
 
 
+EXIT_FAILED, EXIT_INPUT, EXIT_REPLAY = 1, 2, 3  # robosim verify's and fit's exit statuses
+
+
 class CommandFailed(Exception):
     """What a command checked did not hold (exit status 1): a world that did not reproduce, a
     fit that did not converge."""
@@ -541,17 +544,18 @@ def run_command(name, path, fn):
     try:
         return fn()
     except CommandFailed as exc:
-        code, msg = 1, str(exc)
+        code, msg = EXIT_FAILED, str(exc)
     except (RecordingError, UsageError) as exc:
-        code, msg = 2, str(exc)
+        code, msg = EXIT_INPUT, str(exc)
     except RobosimError as exc:
-        code, msg = 3, "the replay could not run: %s" % exc
+        code, msg = EXIT_REPLAY, "the replay could not run: %s" % exc
     except MemoryError:
-        code, msg = 3, "out of memory"
+        code, msg = EXIT_REPLAY, "out of memory"
     except ImportError:
         raise  # a missing extra: robosim.cli names the one that installs it
     except Exception as exc:  # noqa: BLE001 - no traceback for any file, whatever it holds
-        code, msg = 3, "the replay could not run: %s: %s" % (type(exc).__name__, exc)
+        code, msg = EXIT_REPLAY, "the replay could not run: %s: %s" % (type(exc).__name__,
+                                                                        exc)
     print("robosim %s: %s: %s" % (name, _one_line(path), _one_line(msg)[:2000]),
           file=sys.stderr, flush=True)
     return code

@@ -26,7 +26,6 @@ from .recording import RecordingError
 
 MAX_STEP_GAP = 100_000      # control steps replayed between two frames of a world, at most
 MAX_STEPS = 10_000_000      # control steps replayed in all, at most
-EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_REPLAY = 0, 1, 2, 3
 
 
 def _bits(a):
