@@ -483,7 +483,8 @@ record at most %d MiB as stored and one chunk at most %d MiB decompressed (a com
 decompressed only up to the size it declares); at most --max-total-mib MiB (default %d) of
 records and decompressed chunks in all; at most --max-frames frames (default %d); world
 descriptions of at most %d KiB of JSON nested at most %d deep. Memory stays within about the
-total plus 300 bytes a frame; every checksum in the file is checked.
+total plus 300 bytes a frame, reading time is linear in the file (no seeking, no retries) and
+nothing blocks; every checksum in the file is checked.
 """ % (DEFAULT_LIMITS.file_bytes // MIB, DEFAULT_LIMITS.record_bytes // MIB,
        DEFAULT_LIMITS.chunk_bytes // MIB, DEFAULT_LIMITS.total_bytes // MIB,
        DEFAULT_LIMITS.frames, DEFAULT_LIMITS.json_bytes // 1024, DEFAULT_LIMITS.json_depth)
