@@ -226,7 +226,8 @@ def main(argv=None):
 
 # the optional packages and the extra that installs each (pyproject.toml)
 EXTRAS = {"matplotlib": "plot", "PIL": "plot", "tqdm": "plot", "mcap": "record",
-          "mcap_protobuf": "record", "aiohttp": "view", "scipy": "fit"}
+          "mcap_protobuf": "record", "zstandard": "record", "lz4": "record", "aiohttp": "view",
+          "scipy": "fit"}
 
 
 if __name__ == "__main__":

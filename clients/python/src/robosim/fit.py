@@ -14,13 +14,22 @@ cov = s^2 (J^T J)^-1 with s^2 the residual variance.
     robosim fit run.npz --preset finger --param finger.kinetic_friction=0.4,0,2 ...
 
 A recording is a dict (or .npz) with "states" (K+1, n), "commands" (K, m), optional "times",
-or an MCAP from robosim record (its frames' states and commands: from_mcap)."""
+or an MCAP from robosim record (its frames' states and commands: from_mcap). The command line
+tells the two apart by their first bytes and reads either within the limits of
+robosim.recording (load_recording): exit status 0 the fit converged, 1 it did not, 2 the file or
+an option cannot be used, 3 the replay could not run; every error one line on stderr."""
 import json
+import zlib
 from typing import Optional
 
 import numpy as np
 
+from . import recording
 from .client import Client
+from .recording import RecordingError, UsageError
+
+MAX_STEPS = 20_000  # control steps a recording may hold (each evaluation replays them all)
+MAX_NFEV = 200      # evaluations of the replay least_squares may make
 
 Z99 = 2.5758293035489  # two-sided 99 % normal quantile: the reported intervals
 
@@ -138,7 +147,21 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
         at = np.arange(len(X))
     keep = at > 0
     X, at = X[keep], at[keep]
-    U = np.asarray(recording["commands"], dtype=float).reshape(int(at.max()), -1)
+    if X.ndim != 2 or X.shape[1] != len(replay.state_names) or not len(at):
+        raise RecordingError("the recording's states are %s; a %s world's are (K, %d)"
+                             % ("x".join(map(str, X.shape)), preset, len(replay.state_names)))
+    nu = sum(m for _, m, _ in replay.entities)
+    U = np.asarray(recording["commands"], dtype=float)
+    if U.size != int(at.max()) * nu:
+        raise RecordingError("the recording's commands are %s; %d steps of a %s world's %d "
+                             "actuators are %d values" % ("x".join(map(str, U.shape)),
+                                                          int(at.max()), preset, nu,
+                                                          int(at.max()) * nu))
+    U = U.reshape(int(at.max()), nu)
+    unknown = [o for o in observed or () if o not in replay.state_names]
+    if unknown:
+        raise UsageError("%s: not a state variable of a %s world (%s)"
+                         % (unknown[0], preset, ", ".join(replay.state_names)))
     obs = [replay.state_names.index(o) for o in observed] if observed else \
         list(range(X.shape[1]))
     sc = np.ones(len(obs)) if scale is None else np.broadcast_to(np.asarray(scale, float),
@@ -161,7 +184,7 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
         return (ss[at][:, obs, :] / sc[None, :, None]).reshape(-1, len(names))
 
     r = least_squares(residuals, guess, jac=jacobian, bounds=(lower, upper), method="trf",
-                      x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=200,
+                      x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=MAX_NFEV,
                       verbose=verbose)
     J = jacobian(r.x)
     res = residuals(r.x)
@@ -192,24 +215,134 @@ def record_run(client: Client, preset: str, params: dict, commands, world_params
             "state_names": replay.state_names, "events": list(replay.events)}
 
 
-def from_mcap(path, world_id=None) -> dict:
+def from_mcap(path, world_id=None, limits=None, max_steps=MAX_STEPS) -> dict:
     """A recording from an MCAP of robosim record (one world: world_id, or the file's only
     one), recorded from the world's first control step on: each frame's state at its
-    step_count, and the commands a frame reports, held over the step that led to it."""
-    from .recording import read
-    frames = sorted((f for _, _, f, _ in read(path, world_id)), key=lambda f: f.state.step_count)
-    if len({f.state.world_id for f in frames}) != 1:
-        raise ValueError("%s holds several worlds; name one (world_id)" % path)
-    steps = [f.state.step_count for f in frames]
-    if not frames or steps != list(range(1, len(frames) + 1)):
-        raise ValueError("%s: the fit needs every control step from the world's first (frames "
-                         "at steps %s...)" % (path, steps[:5]))
-    states = np.array([np.concatenate([list(e.state) for e in f.state.entities])
-                       for f in frames])
-    commands = np.array([np.concatenate([list(e.commands) for e in f.state.entities])
-                         for f in frames])
-    return {"states": states, "commands": commands, "step_count": np.array(steps),
-            "times": np.array([f.state.time for f in frames])}
+    step_count, and the commands a frame reports, held over the step that led to it. Read
+    within `limits` (robosim.recording.Limits); RecordingError for a file the fit cannot use."""
+    return from_recording(recording.load(path, limits), world_id, max_steps)
+
+
+def from_recording(rec, world_id=None, max_steps=MAX_STEPS) -> dict:
+    """from_mcap's recording from a robosim.recording.Recording already read."""
+    from .recording import pb
+    frames = [(step, raw) for wid, _, step, raw in rec.frames
+              if world_id is None or wid == world_id]
+    if not frames:
+        raise RecordingError("no frames" if world_id is None else
+                             "no frames of world %d" % world_id)
+    if world_id is None and len({w for w, _, _, _ in rec.frames}) != 1:
+        raise RecordingError("holds several worlds; name one (--world)")
+    if len(frames) > max_steps:
+        raise RecordingError("%d frames; the fit takes at most %d control steps (--max-steps)"
+                             % (len(frames), max_steps))
+    frames.sort(key=lambda f: f[0])
+    steps = [step for step, _ in frames]
+    if steps != list(range(1, len(frames) + 1)):
+        bad = next(i for i, s in enumerate(steps) if s != i + 1)
+        raise RecordingError("the fit needs a frame at every control step from the world's "
+                             "first; frame %d is at step %d" % (bad + 1, steps[bad]))
+    frames = [pb.StreamFrame.FromString(raw).state for _, raw in frames]
+    states = [np.concatenate([list(e.state) for e in f.entities] or [[]]) for f in frames]
+    commands = [np.concatenate([list(e.commands) for e in f.entities] or [[]]) for f in frames]
+    if len({len(x) for x in states}) != 1 or len({len(u) for u in commands}) != 1:
+        raise RecordingError("frames of different sizes (entities, states or commands)")
+    return _checked({"states": np.array(states), "commands": np.array(commands),
+                     "step_count": np.array(steps), "times": np.array([f.time for f in frames])})
+
+
+def _checked(rec):
+    for key in ("states", "commands"):
+        if not np.all(np.isfinite(rec[key])):
+            raise RecordingError("%s that are not finite numbers" % key)
+    return rec
+
+
+NPZ_ARRAYS = ("states", "commands", "times", "step_count")
+
+
+def from_npz(path, limits=None, max_steps=MAX_STEPS) -> dict:
+    """A recording from an .npz ({"states": (K+1, n), "commands": (K, m)}, optional "times"):
+    each array's header read and checked (a numeric dtype, its size against the member's and
+    the limits) before its data, never pickled objects; RecordingError otherwise."""
+    import zipfile
+    limits = limits or recording.DEFAULT_LIMITS
+    f, _ = recording.open_regular(path, limits.file_bytes)
+    out = {}
+    budget = limits.total_bytes
+    try:
+        with f, zipfile.ZipFile(f) as z:
+            members = {i.filename: i for i in z.infolist()}
+            for key in NPZ_ARRAYS:
+                info = members.get(key + ".npy")
+                if info is None:
+                    continue
+                if info.file_size > budget:
+                    raise RecordingError("%s.npy: %d bytes, past the limit of %d bytes in all"
+                                         % (key, info.file_size, limits.total_bytes))
+                budget -= info.file_size
+                out[key] = _npy(z, info, key, max_steps)
+    except RecordingError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError,
+            NotImplementedError, RuntimeError, zlib.error) as exc:
+        raise RecordingError("not a readable .npz (%s)" % str(exc)[:100]) from None
+    for key in ("states", "commands"):
+        if key not in out:
+            raise RecordingError("no %s array (an .npz recording has states (K+1, n) and "
+                                 "commands (K, m))" % key)
+    X, U = out["states"], out["commands"]
+    if X.ndim != 2 or U.ndim not in (1, 2) or len(X) != len(U) + 1 or len(U) < 1:
+        raise RecordingError("states %s and commands %s; the fit needs (K+1, n) and (K, m)"
+                             % (X.shape, U.shape))
+    out["states"], out["commands"] = X.astype(float), U.astype(float).reshape(len(U), -1)
+    out.pop("step_count", None)  # the states of an .npz are at steps 0..K
+    return _checked(out)
+
+
+def _npy(z, info, key, max_steps):
+    from numpy.lib import format as npf
+    with z.open(info) as m:
+        version = npf.read_magic(m)
+        if version == (1, 0):
+            shape, fortran, dtype = npf.read_array_header_1_0(m)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = npf.read_array_header_2_0(m)
+        else:
+            raise RecordingError("%s.npy: .npy format version %s" % (key, version))
+        if any(d < 0 for d in shape):
+            raise RecordingError("%s.npy: a negative dimension in its header" % key)
+        if dtype.kind not in "fiu" or dtype.hasobject or len(shape) > 2:
+            raise RecordingError("%s.npy: a %d-dimensional %s array; the fit reads numbers, at "
+                                 "most 2-dimensional" % (key, len(shape), dtype))
+        if shape and shape[0] > max_steps + 1:
+            raise RecordingError("%s.npy: %d rows; the fit takes at most %d control steps "
+                                 "(--max-steps)" % (key, shape[0], max_steps))
+        count = int(np.prod(shape, dtype=object))
+        nbytes = count * dtype.itemsize
+        if nbytes > info.file_size:
+            raise RecordingError("%s.npy: its header says %d bytes of data, the member holds "
+                                 "fewer" % (key, nbytes))
+        data = m.read(nbytes)
+        if len(data) != nbytes or m.read(1):
+            raise RecordingError("%s.npy: its data is not the size its header says" % key)
+    a = np.frombuffer(data, dtype=dtype)
+    return a.reshape(shape, order="F" if fortran else "C")
+
+
+def load_recording(path, world_id=None, limits=None, max_steps=MAX_STEPS) -> dict:
+    """The recording in `path`, an MCAP of robosim record or an .npz, told apart by its first
+    bytes (from_mcap, from_npz); RecordingError for anything else."""
+    limits = limits or recording.DEFAULT_LIMITS
+    f, _ = recording.open_regular(path, limits.file_bytes)
+    with f:
+        head = f.read(8) or b""
+    if head.startswith(recording.MAGIC):
+        return from_mcap(path, world_id, limits, max_steps)
+    if head.startswith(b"PK\x03\x04") or head.startswith(b"PK\x05\x06"):
+        return from_npz(path, limits, max_steps)
+    raise RecordingError("neither an MCAP recording nor an .npz (it starts with %r)" % head[:8]
+                         if head else "an empty file")
 
 
 def plot(result: dict, path: str) -> None:
@@ -243,9 +376,33 @@ def report(result: dict) -> str:
     return "\n".join(lines)
 
 
+HELP = """\
+Estimates a world's parameters from a recorded run: the server replays the recorded commands
+one control step a request with the step's Jacobian; SciPy's least_squares fits the states.
+
+The recording is an MCAP from robosim record (a frame at every control step from the world's
+first) or an .npz with states (K+1, n) and commands (K, m), told apart by their first bytes.
+%s
+An .npz's arrays are read header first (numbers only, at most 2-dimensional, their size checked
+against the member's) and never unpickled. The recording holds at most --max-steps control steps
+(default %d); each evaluation replays them all, at most %d evaluations.
+
+exit status:
+  0  the fit converged
+  1  it did not converge, or a replayed step was not differentiable
+  2  the file cannot be used (not a regular file, unreadable, truncated, damaged, past a limit,
+     not matching the world) or an option is wrong
+  3  the replay could not run: the server refused a request, timed out or could not start
+Any error is one line on stderr: "robosim fit: FILE: REASON".
+"""
+
+
 def add_parser(sub):
+    import argparse
     p = sub.add_parser("fit", help="estimate a world's parameters from a recorded run (the "
-                       "server replays it with step Jacobians; SciPy's least_squares)")
+                       "server replays it with step Jacobians; SciPy's least_squares)",
+                       description=HELP % (recording.LIMITS_HELP, MAX_STEPS, MAX_NFEV),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("recording", help=".npz with states (K+1, n) and commands (K, m), or an "
                    "MCAP from robosim record")
     p.add_argument("--preset", required=True)
@@ -258,27 +415,58 @@ def add_parser(sub):
     p.add_argument("--world", type=int, default=None, help="MCAP: the recorded world's id")
     p.add_argument("--plot", default=None, help="write recorded vs fitted trajectories here")
     p.add_argument("--endpoint", default=None)
+    p.add_argument("--max-steps", type=recording.positive_int, default=MAX_STEPS, metavar="N",
+                   help="control steps in the recording, at most (default %(default)d)")
+    recording.add_limit_options(p)
     p.set_defaults(fn=_main)
 
 
+def _params(specs):
+    params = {}
+    for spec in specs:
+        item, _, vals = spec.partition("=")
+        try:
+            g, lo, hi = (float(v) for v in vals.split(","))
+        except ValueError:
+            raise UsageError("--param %s: not ITEM=GUESS,LO,HI" % spec[:80]) from None
+        if not (np.isfinite([g, lo, hi]).all() and lo <= g <= hi) or "." not in item:
+            raise UsageError("--param %s: not ENTITY.NAME=GUESS,LO,HI with LO <= GUESS <= HI"
+                             % spec[:80])
+        params[item] = (g, lo, hi)
+    if not params:
+        raise UsageError("no --param to estimate")
+    return params
+
+
+def _fixed(text):
+    try:
+        fixed = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise UsageError("--fixed is not JSON (%s)" % str(exc)[:80]) from None
+    if not isinstance(fixed, dict):
+        raise UsageError("--fixed is not a JSON object")
+    return fixed
+
+
 def _main(args):
+    return recording.run_command("fit", args.recording, lambda: _run(args))
+
+
+def _run(args):
     from .client import env_endpoint
     from .server import LocalServer
-    if args.recording.endswith(".mcap"):
-        rec = from_mcap(args.recording, args.world)
-    else:
-        rec = dict(np.load(args.recording))
-    params = {}
-    for spec in args.param:
-        item, _, vals = spec.partition("=")
-        g, lo, hi = (float(v) for v in vals.split(","))
-        params[item] = (g, lo, hi)
+    params, fixed = _params(args.param), _fixed(args.fixed)
+    rec = load_recording(args.recording, args.world, recording.limits_from_args(args),
+                         args.max_steps)
     endpoint = args.endpoint or env_endpoint()
     server = None if endpoint else LocalServer()
     try:
         with Client(endpoint or server.endpoint) as c:
-            res = fit(c, rec, params, args.preset, fixed=json.loads(args.fixed),
-                      observed=[o for o in args.observe.split(",") if o] or None)
+            try:
+                res = fit(c, rec, params, args.preset, fixed=fixed,
+                          observed=[o for o in args.observe.split(",") if o] or None)
+            except FitError as exc:
+                raise recording.CommandFailed(str(exc)) from None
     finally:
         if server:
             server.close()
@@ -286,6 +474,6 @@ def _main(args):
     if args.plot:
         plot(res, args.plot)
         print("plot:", args.plot)
-    return 0 if res["success"] else 1
-
-
+    if not res["success"]:
+        raise recording.CommandFailed("the fit did not converge: %s" % res["message"])
+    return 0

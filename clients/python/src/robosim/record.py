@@ -35,7 +35,9 @@ class Recorder:
         from mcap.writer import Writer
         from mcap_protobuf.schema import register_schema
         self._file = open(path, "wb")
-        self._writer = Writer(self._file)
+        # every checksum MCAP has, the data section's too: a reader (robosim.recording) then
+        # refuses a file with any byte changed
+        self._writer = Writer(self._file, enable_crcs=True, enable_data_crcs=True)
         self._writer.start(profile=PROFILE, library="robosim record")
         self._schema = register_schema(self._writer, pb.StreamFrame)
         self._channels = {}
@@ -192,7 +194,12 @@ def cmd_record(args):
 
 
 def cmd_replay(args):
-    frames = read(args.file, args.world)
+    from .recording import RecordingError
+    try:
+        frames = read(args.file, args.world)
+    except RecordingError as exc:  # the reader's one-line reason (robosim.recording)
+        print("robosim replay: %s: %s" % (args.file, exc), file=sys.stderr)
+        return 2
     if args.view:
         from .view.server import serve
         try:

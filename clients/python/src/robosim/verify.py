@@ -1,7 +1,7 @@
 """Verify a recording (robosim record) on this build: replay each world from its creation, with
 the commands its frames show, and check every frame's state digest and state bit for bit.
 
-    robosim verify run.mcap [--endpoint E] [--world ID]
+    robosim verify run.mcap [--endpoint E] [--world ID] [--max-step-gap N] [--max-steps N]
 
 A world is rebuilt from the recording's description of it (preset and parameters) and the seed
 its frames carry, then stepped from frame to frame with that frame's commands; a frame whose
@@ -10,12 +10,22 @@ control steps it covers and the first field that differs. What the frames cannot
 replayed: task actions, schedules, wrenches, motion specifications, parameter changes, and
 command changes between two frames (record with a stream rate that publishes every Step,
 e.g. a server started with --stream-max-hz 1000000).
+
+The file is read within the reader's limits (robosim.recording.Limits) and the replay is
+planned before a world is created: a world whose frames ask more than --max-step-gap control
+steps from one frame to the next, or more than --max-steps in all, is refused. Exit status: 0
+every world reproduced, 1 one did not, 2 the file (or an option) cannot be used, 3 the replay
+could not run (the server refused or timed out); every error is one line on stderr.
 """
 import sys
 
 import numpy as np
 
-from .record import read, read_worlds
+from . import recording
+from .recording import RecordingError
+
+MAX_STEP_GAP = 100_000      # control steps replayed between two frames of a world, at most
+MAX_STEPS = 10_000_000      # control steps replayed in all, at most
 
 
 def _bits(a):
@@ -51,25 +61,68 @@ def first_difference(want, got, names=None):
     return None
 
 
+def plan(rec, world_id=None, max_step_gap=MAX_STEP_GAP, max_steps=MAX_STEPS):
+    """The replay of Recording `rec` (robosim.recording.load): {world id: [(seq, step_count,
+    raw), ...] seq ascending}, checked before anything runs. RecordingError when there is nothing
+    to verify, or when a world's frames ask more than max_step_gap control steps from one frame
+    to the next (its first: from its creation) or more than max_steps in all."""
+    by_world = {}
+    for wid, seq, step_count, raw in rec.frames:
+        if world_id is None or wid == world_id:
+            by_world.setdefault(wid, []).append((seq, step_count, raw))
+    if not by_world:
+        raise RecordingError("no frames" if world_id is None else
+                             "no frames of world %d" % world_id)
+    total = 0
+    for wid, frames in by_world.items():
+        frames.sort(key=lambda f: f[0])
+        done = 0
+        for seq, step_count, _ in frames:
+            if step_count < done or (step_count == 0 and done):
+                done = 0  # a Reset: replayed as one
+            gap = step_count - done
+            if gap > max_step_gap:
+                raise RecordingError(
+                    "world %d: frame seq %d is %d control steps after the %s; the limit is %d "
+                    "(--max-step-gap)" % (wid, seq, gap, "world's creation" if done == 0 else
+                                          "frame before it", max_step_gap))
+            total += gap
+            if total > max_steps:
+                raise RecordingError("the frames ask more than %d control steps in all, the "
+                                     "limit (--max-steps)" % max_steps)
+            done = step_count
+    return by_world
+
+
 def verify_world(client, wid, frames, info, out=print):
-    """Replay one world's frames (StreamFrame messages, seq ascending); returns (ok, message)."""
+    """Replay one world's frames (StreamFrame messages, seq ascending; a list or an iterable);
+    returns (ok, message)."""
     from .client import state_dict
-    if not frames:
+    frames = iter(frames)
+    first = next(frames, None)
+    if first is None:
         return True, "world %d: no frames" % wid
     if info is None:
         return False, "world %d: the recording does not describe it (preset, parameters)" % wid
     if info.get("task"):
         return False, "world %d runs task %s: its actions are not in the frames; not verified" % (
             wid, info["task"])
+    if not info.get("preset"):
+        return False, "world %d: the recording names no preset for it" % wid
     names = {e: {"state": d["state"], "sensors": d["sensors"], "commands": d["actuators"]}
              for e, d in info["entities"].items()}
     params = {"%s.%s" % (e, k): v for e, d in info["entities"].items()
               for k, v in d.get("params", {}).items()}
-    first = frames[0].state
-    w = client.create_world(info["preset"], params=params, seed=first.seed)
+    unknown = next((k for k, v in params.items() if None in v), None)
+    if unknown:  # the description keeps a non-finite value as null
+        return False, "world %d: the recording does not hold %s's value (not finite)" % (
+            wid, unknown)
+    w = client.create_world(info["preset"], params=params, seed=first.state.seed)
     try:
-        done = 0
-        for frame in frames:
+        done = count = 0
+        frame = first
+        while frame is not None:
+            count += 1
             want = state_dict(frame.state)
             if want["step_count"] < done or (want["step_count"] == 0 and done):
                 client.reset(w, seed=want["seed"])
@@ -85,21 +138,23 @@ def verify_world(client, wid, frames, info, out=print):
                 return False, ("world %d diverges at frame seq %d, %s (t = %.9g s): %s" % (
                     wid, frame.seq, where, want["time"], diff))
             done = want["step_count"]
+            last, frame = frame, next(frames, None)
         return True, "world %d: %d frames, %d control steps, every digest reproduced (%s)" % (
-            wid, len(frames), done, frames[-1].state.digest.hex()[:16])
+            wid, count, done, last.state.digest.hex()[:16])
     finally:
         client.destroy_world(w)
 
 
-def verify(path, endpoint=None, world_id=None, out=print, **keys):
+def verify(path, endpoint=None, world_id=None, out=print, limits=None,
+           max_step_gap=MAX_STEP_GAP, max_steps=MAX_STEPS, **keys):
     """Verify recording `path` on the server at `endpoint` (None: a local server of this
-    build). Returns 0 when every world reproduced, 1 otherwise; `out` gets one line per world."""
+    build). Returns 0 when every world reproduced, 1 otherwise; `out` gets one line per world.
+    Raises RecordingError (before any server starts) for a file the reader refuses
+    (robosim.recording.Limits `limits`) or whose replay is past max_step_gap / max_steps."""
     from .client import Client
-    frames = read(path, world_id)
-    infos = {w["id"]: w for w in read_worlds(path)}
-    by_world = {}
-    for wid, seq, frame, raw in frames:
-        by_world.setdefault(wid, []).append(frame)
+    from .recording import pb
+    rec = recording.load(path, limits)
+    by_world = plan(rec, world_id, max_step_gap, max_steps)
     local = None
     if endpoint is None:
         from .server import LocalServer
@@ -110,26 +165,62 @@ def verify(path, endpoint=None, world_id=None, out=print, **keys):
     try:
         with Client(endpoint, **keys) as client:
             for wid in sorted(by_world):
-                fr = sorted(by_world[wid], key=lambda f: f.seq)
-                ok, msg = verify_world(client, wid, fr, infos.get(wid), out)
+                frames = (pb.StreamFrame.FromString(raw) for _, _, raw in by_world[wid])
+                ok, msg = verify_world(client, wid, frames, rec.worlds.get(wid), out)
                 out(("ok: " if ok else "FAILED: ") + msg)
                 ok_all &= ok
     finally:
         if local is not None:
             local.__exit__(None, None, None)
-    return 0 if ok_all and by_world else 1
+    return 0 if ok_all else 1
 
 
 def cmd_verify(args):
-    return verify(args.file, endpoint=args.endpoint, world_id=args.world,
-                  out=lambda s: print(s, flush=True))
+    limits = recording.limits_from_args(args)
+
+    def run():
+        rc = verify(args.file, endpoint=args.endpoint, world_id=args.world, limits=limits,
+                    max_step_gap=args.max_step_gap, max_steps=args.max_steps,
+                    out=lambda s: print(s, flush=True))
+        if rc:
+            raise recording.CommandFailed("not every world reproduced (see above)")
+        return rc
+    return recording.run_command("verify", args.file, run)
+
+
+HELP = """Replays each world of the recording from its creation on a server of this build and checks
+every frame's state digest and state bit for bit; one line per world on stdout.
+
+%s
+The replay is planned before any world is created: a world whose frames ask more than
+--max-step-gap control steps (default %d) between two frames (its first frame: from its
+creation), or frames asking more than --max-steps control steps in all (default %d), are refused.
+
+exit status:
+  0  every world reproduced
+  1  a world did not reproduce (its first differing frame is named) or could not be verified
+     (a task world, a world the recording does not describe)
+  2  the file cannot be used: not a regular file, unreadable, truncated, damaged, past a limit,
+     or an option is wrong
+  3  the replay could not run: the server refused a request, timed out or could not start
+Any error is one line on stderr: "robosim verify: FILE: REASON".
+"""
 
 
 def add_parser(sub):
+    import argparse
     v = sub.add_parser("verify", help="replay an MCAP recording on this build and check every "
-                                      "frame's state digest")
+                                      "frame's state digest",
+                       description=HELP % (recording.LIMITS_HELP, MAX_STEP_GAP, MAX_STEPS),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("file", help="MCAP file from robosim record")
     v.add_argument("--endpoint", help="server to replay on (default: a local server of this "
                                       "build)")
     v.add_argument("--world", type=int, help="only this world")
+    v.add_argument("--max-step-gap", type=recording.positive_int, default=MAX_STEP_GAP,
+                   metavar="N", help="control steps between two frames of a world, at most "
+                                     "(default %(default)d)")
+    v.add_argument("--max-steps", type=recording.positive_int, default=MAX_STEPS, metavar="N",
+                   help="control steps replayed in all, at most (default %(default)d)")
+    recording.add_limit_options(v)
     v.set_defaults(fn=cmd_verify)
