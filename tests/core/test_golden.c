@@ -36,8 +36,18 @@ typedef struct result {
 static result_t results[MAX_SCENARIOS];
 static int nresults, failures;
 
-/* A fixed pseudo-random sequence for the commands (xorshift64): the same on every platform. */
+/* A fixed pseudo-random sequence for the commands (xorshift64): the same on every platform,
+ * and each scenario's own, seeded from its name (seed_from), so adding a scenario, a preset or
+ * a task changes no other scenario's draws. */
 static uint64_t prng = 0x9e3779b97f4a7c15ULL;
+
+static void seed_from(const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a, 64 bits */
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        h = (h ^ *c) * 0x100000001b3ULL;
+    prng = h ? h : 0x9e3779b97f4a7c15ULL; /* xorshift's state must not be 0 */
+}
 static double uniform01(void)
 {
     prng ^= prng << 13;
@@ -76,6 +86,7 @@ static void run_world(const char *name, rs_world_t *w, uint64_t steps,
 {
     rs_status_t st;
     const rs_model_t *m = w->model;
+    seed_from(name);
     for (uint64_t k = 0; k < steps;) {
         if (hook)
             hook(w, k);
@@ -202,6 +213,7 @@ static void task_run(const char *task)
         return fail(name, "world", st.message);
     const rs_task_t *t = w->task;
     uint64_t episodes = 0;
+    seed_from(name);
     crypto_generichash_state h;
     crypto_generichash_init(&h, NULL, 0, RS_DIGEST_BYTES);
     uint8_t b[RS_DIGEST_BYTES];
