@@ -265,9 +265,9 @@ typedef struct rs_data {
 double rs_hypot(double x, double y);
 
 /* ---- the state digest (digest.c) --------------------------------------------------------
- * BLAKE2b-256 over the bits of the fields that determine the future (the `digest` column of
- * RS_DATA_FIELDS), chained: after every control step digest = H(digest before || state), and a
- * reset starts the chain with H(32 zero bytes || state). One value therefore certifies the whole
+ * Two XXH3-128 hashes over the bits of the fields that determine the future (the `digest`
+ * column of RS_DATA_FIELDS), chained: after every control step digest = H(state) seeded from the
+ * digest before, and a reset starts the chain from 32 zero bytes. One value therefore certifies the whole
  * history since the reset, however the steps were split into requests. rs_data_t.digest holds
  * the 32 bytes as four little-endian 64-bit words. */
 #define RS_DIGEST_BYTES 32
