@@ -80,15 +80,16 @@ static inline void put(gather_t *g, const void *p, size_t n)
 
 static void put_u32(gather_t *g, uint32_t v) { put(g, &v, sizeof v); }
 
-/* How many values of ENTITY field f (aux or wrench) entity e uses. */
-static size_t used_slots(const rs_field_t *f, const rs_entity_model_t *em)
+/* How many of an entity's aux and wrench slots it uses: its robot's naux; its bodies' wrench
+ * values. */
+static size_t used_aux(const rs_entity_model_t *em) { return (size_t)em->robot->naux; }
+
+static size_t used_wrench(const rs_entity_model_t *em)
 {
-    if (f->check == RS_CHECK_AUX)
-        return (size_t)em->robot->naux;
-    size_t n = 0; /* wrench: its bodies' values */
+    size_t n = 0;
     for (int b = 0; b < em->robot->nwrench; b++)
         n += (size_t)em->robot->wrench[b].n;
-    return n < (size_t)f->count ? n : (size_t)f->count;
+    return n < RS_WRENCH_MAX ? n : RS_WRENCH_MAX;
 }
 
 /* The task's state less the last Step's reward and the return (they depend on how the control
@@ -141,45 +142,41 @@ static int any_schedule(const rs_model_t *m, const rs_data_t *d)
     return 0;
 }
 
+/* The fields the table marks (RS_DATA_FIELDS' digest column), in its order, then the
+ * schedules and the motion specification (its rows by hand, fields.c), each put by code the
+ * X-macro unrolls here: the bytes the table walk gathered, without walking the table. */
+#define LEN_NX m->nx
+#define LEN_NU m->nu
+#define LEN_NS m->ns
+#define PUT_HASH_VALUE(name, length) put(g, &d->name, sizeof d->name);
+#define PUT_HASH_VECTOR(name, length) put(g, d->name, (size_t)LEN_##length * sizeof *d->name);
+#define PUT_HASH_ENTITY(name, length)                                                          \
+    for (int e = 0; e < m->nentities; e++)                                                     \
+        put(g, &d->ent[e].name, sizeof d->ent[e].name);
+#define PUT_SCHED_VECTOR(name, length)                                                         \
+    if (sched)                                                                                 \
+        PUT_HASH_VECTOR(name, length)
+#define PUT_SPECU_VECTOR(name, length)                                                         \
+    if (d->spec)                                                                               \
+        PUT_HASH_VECTOR(name, length)
+#define PUT_USED_ENTITY(name, length)                                                          \
+    for (int e = 0; e < m->nentities; e++)                                                     \
+        put(g, d->ent[e].name, used_##name(&m->ent[e]) * sizeof d->ent[e].name[0]);
+#define PUT_EPISODE_VALUE(name, length) put_episode(g, d->name);
+#define PUT_SKIP_VALUE(name, length)
+#define PUT_SKIP_VECTOR(name, length)
+#define PUT_SKIP_ENTITY(name, length)
+#define PUT_FIELD(shape, type, name, dims, length, reset, check, digest)                        \
+    PUT_##digest##_##shape(name, length)
+
 static void put_state(gather_t *g, const rs_model_t *m, const rs_data_t *d)
 {
-    int nf;
-    const rs_field_t *fields = rs_data_fields(&nf);
-    for (int i = 0; i < nf; i++) {
-        const rs_field_t *f = &fields[i];
-        size_t size = f->type == RS_TYPE_F64 || f->type == RS_TYPE_U64 ? 8 : 4;
-        switch (f->digest) {
-        case RS_DIGEST_SKIP: continue;
-        case RS_DIGEST_SCHED:
-        case RS_DIGEST_SPECU:
-            if (f->digest == RS_DIGEST_SCHED ? !any_schedule(m, d) : !d->spec)
-                continue;
-            break;
-        case RS_DIGEST_HASH: break;
-        case RS_DIGEST_USED:
-            for (int e = 0; e < m->nentities; e++)
-                put(g, (const char *)&d->ent[e] + f->offset, used_slots(f, &m->ent[e]) * size);
-            continue;
-        case RS_DIGEST_EPISODE: put_episode(g, d->task); continue;
-        case RS_DIGEST_SCHEDULES: put_schedules(g, m, d); continue;
-        case RS_DIGEST_SPEC: put_spec(g, d); continue;
-        }
-        /* every value of the field (the addresses as rs_field_values gives them) */
-        if (f->shape == RS_SHAPE_VALUE) {
-            put(g, (const char *)d + f->offset, (size_t)f->count * size);
-        } else if (f->shape == RS_SHAPE_VECTOR) {
-            size_t n = (size_t)(f->length == RS_LEN_NX   ? m->nx
-                                : f->length == RS_LEN_NU ? m->nu
-                                                         : m->ns);
-            put(g, *(const void *const *)((const char *)d + f->offset), n * size);
-        } else if (f->shape == RS_SHAPE_ENTITY) {
-            for (int e = 0; e < m->nentities; e++)
-                put(g, (const char *)&d->ent[e] + f->offset, (size_t)f->count * size);
-        }
-    }
+    int sched = any_schedule(m, d);
+    RS_DATA_FIELDS(PUT_FIELD)
+    put_schedules(g, m, d);
+    put_spec(g, d);
 }
 
-/* digest = H(prev || state of d). */
 static void chain(const rs_model_t *m, rs_data_t *d, const uint64_t prev[4])
 {
     gather_t g;
