@@ -127,6 +127,12 @@ const char *const *rs_task_names(void);
 rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_param_t *params,
                               size_t nparams, uint64_t seed, rs_status_t *st);
 
+/* rs_world_new_task for task t itself, registered or not (a parsed document: the fuzzer's);
+ * t must outlive the world. */
+rs_world_t *rs_world_new_with_task(const rs_task_t *t, const char *preset,
+                                   const rs_param_t *params, size_t nparams, uint64_t seed,
+                                   rs_status_t *st);
+
 /* Whether task t can run on model m (its entity is there, its validate accepts it): 0, or the
  * reason (SetParams on a task world is refused with it). */
 int rs_task_check_model(const rs_task_t *t, const rs_model_t *m, rs_status_t *st);
