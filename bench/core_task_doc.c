@@ -107,7 +107,7 @@ int main(int argc, char **argv)
                 for (int k = 0; k < REPEAT; k++) {
                     double info[RS_TASK_MAX_INFO], obs[RS_TASK_MAX_OBS];
                     int term = 0;
-                    double rew;
+                    double rew = 0;
                     if (which == 0) {
                         t->evaluate(m, d, &b, d->nevents, &rew, &term, info, NULL);
                         t->observe(m, d, &b, obs, NULL);
