@@ -606,6 +606,29 @@ static void sampling_limits(void)
     t = rs_task_doc_parse(doc, strlen(doc), &st);
     CHECK(t != NULL, "1e5 tries of a small condition: %s", st.message);
     rs_task_doc_destroy(&t);
+    /* a control step's worst case: three argmins of 480 nodes over a list of up to 160 */
+    char *big = repeat("(o+o+o+o)", "+(o+o+o+o)", 59, "");
+    char *argmins = malloc(8192), *p = argmins;
+    for (int i = 0; i < 3; i++)
+        p += sprintf(p, "%s\"m%d\": {\"argmin\": \"%s\", \"over\": \"robot.obstacles\", "
+                     "\"group\": 1, \"as\": [\"o\"]}", i ? ", " : "", i, big);
+    char *heavy = malloc(16384);
+    snprintf(heavy, 16384,
+             "{\"name\": \"Heavy-v0\", \"preset\": \"diff_drive\", \"entity\": \"robot\", "
+             "\"quantities\": {%s}, \"observation\": [\"m0\"], \"action\": [{\"actuator\": "
+             "\"phi1_dot\", \"low\": -1, \"high\": 1}], \"reward\": \"0\", \"max_steps\": 5}",
+             argmins);
+    t = rs_task_doc_parse(heavy, strlen(heavy), &st);
+    CHECK(!t && st.code == RS_ERANGE && strstr(st.message, "limit of 200000 per control step"),
+          "three heavy argmins: %s", st.message);
+    rs_task_doc_destroy(&t);
+    /* two of them fit */
+    char *two = strstr(heavy, ", \"m2\"");
+    memmove(two, strstr(two, "}}") + 1, strlen(strstr(two, "}}") + 1) + 1);
+    t = rs_task_doc_parse(heavy, strlen(heavy), &st);
+    CHECK(t != NULL, "two heavy argmins: %s", st.message);
+    rs_task_doc_destroy(&t);
+    free(big), free(argmins), free(heavy);
     /* the abort flag ends the draws with RS_EDEADLINE */
     snprintf(doc, sizeof doc, base, "Half-v0", "gt(a, 0.5)", "64");
     CHECK_OK(rs_task_doc_register(doc, strlen(doc), NULL, &st), st);
