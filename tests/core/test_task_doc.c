@@ -582,7 +582,7 @@ static void sampling_limits(void)
         "\"high\": 1}], \"reward\": \"0\", \"max_steps\": 5}";
     char doc[16384];
     rs_status_t st;
-    /* the document: 1e7 tries of a 2,000-term condition that never holds */
+    /* 1e7 tries of a 2,000-term condition that never holds (it held a server for minutes) */
     char *terms = repeat("lt(a", "+a", 1999, ", -1)");
     snprintf(doc, sizeof doc, base, "Never-v0", terms, "1e7");
     free(terms);

@@ -421,7 +421,7 @@ static void limits_over_protocol(void)
     refused_both_ways("40 parentheses", deep, CODE(INVALID_ARGUMENT), "limit of 32 levels",
                       within);
     free(deep);
-    /* the issue's document: a 2,000-term until that never holds, 1e7 tries */
+    /* a 2,000-term until that never holds, 1e7 tries: the 4.3 KB document that held the loop */
     p = reward + sprintf(reward, ", \"until\": \"lt(a");
     for (int i = 0; i < 1999; i++)
         p += sprintf(p, "+a");
