@@ -55,10 +55,11 @@ static inline void fuzz_budget_init(void)
     sigaction(SIGVTALRM, &sa, NULL);
 }
 
-/* Arm the budget on world w's data; fuzz_budget_off disarms it. */
-static inline void fuzz_budget_on(rs_world_t *w)
+/* Arm a budget of `us` microseconds of CPU time on world w's data; fuzz_budget_off disarms
+ * it. */
+static inline void fuzz_budget_on(rs_world_t *w, long us)
 {
-    struct itimerval budget = {{0, 0}, {0, FUZZ_BUDGET_US}};
+    struct itimerval budget = {{0, 0}, {0, us}};
     atomic_store(&fuzz_budget_over, 0);
     rs_data_set_abort(w->data, &fuzz_budget_over);
     setitimer(ITIMER_VIRTUAL, &budget, NULL);

@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rs_set_motion_spec(w->model, w->data, (const char *)data + 1, size - 1, &st) < 0) {
         fuzz_check_refusal(&st);
     } else {
-        fuzz_budget_on(w);
+        fuzz_budget_on(w, FUZZ_BUDGET_US);
         rs_status_clear(&st);
         if (rs_step(w->model, w->data, 3, &st) < 0)
             fuzz_check_refusal(&st);

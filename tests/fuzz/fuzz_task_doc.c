@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     double action[RS_TASK_MAX_ACT];
-    fuzz_budget_on(w);
+    fuzz_budget_on(w, FUZZ_BUDGET_US);
     for (unsigned k = 0; k < 3; k++) {
         fuzz_action(t, (unsigned)size + k, action);
         rs_status_clear(&st);
