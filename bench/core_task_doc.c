@@ -107,10 +107,10 @@ int main(int argc, char **argv)
                 for (int k = 0; k < REPEAT; k++) {
                     double info[RS_TASK_MAX_INFO], obs[RS_TASK_MAX_OBS];
                     int term = 0;
-                    double rew;
+                    double rew = 0;
                     if (which == 0) {
-                        rew = t->evaluate(m, d, &b, d->nevents, &term, info);
-                        t->observe(m, d, &b, obs);
+                        t->evaluate(m, d, &b, d->nevents, &rew, &term, info, NULL);
+                        t->observe(m, d, &b, obs, NULL);
                     } else {
                         rew = c_evaluate(m, d, ix, info, &term);
                         c_observe(d, ix, obs);
@@ -127,9 +127,10 @@ int main(int argc, char **argv)
     for (int s = 0; s < STATES; s++) { /* the same bits */
         double i1[RS_TASK_MAX_INFO], i2[RS_TASK_MAX_INFO], o1[RS_TASK_MAX_OBS], o2[RS_TASK_MAX_OBS];
         int t1 = 0, t2 = 0;
-        double r1 = t->evaluate(m, states[s], &b, states[s]->nevents, &t1, i1);
+        double r1 = 0;
+        t->evaluate(m, states[s], &b, states[s]->nevents, &r1, &t1, i1, NULL);
         double r2 = c_evaluate(m, states[s], ix, i2, &t2);
-        t->observe(m, states[s], &b, o1);
+        t->observe(m, states[s], &b, o1, NULL);
         c_observe(states[s], ix, o2);
         same &= memcmp(&r1, &r2, sizeof r1) == 0 && t1 == t2 &&
                 memcmp(i1, i2, 4 * sizeof(double)) == 0 && memcmp(o1, o2, 6 * sizeof(double)) == 0;

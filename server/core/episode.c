@@ -190,7 +190,17 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
             return rc;
         }
         d->episode_steps++;
-        double r = t->evaluate(m, d, b, first, &terminated, info);
+        double r = 0.0;
+        if ((rc = t->evaluate(m, d, b, first, &r, &terminated, info, st)) < 0) {
+            /* a declared value is not finite: the control step stands (state, counts, digest),
+             * its reward, flags and info figures are not taken, and the Step fails */
+            if (d->episode_steps >= limit)
+                d->task[RS_TASK_TRUNCATED] = 1.0;
+            rs_digest_step(m, d);
+            d->task[RS_TASK_REWARD] = reward;
+            *done = k + 1;
+            return rc;
+        }
         reward += t->reward_scale > 0.0 ? t->reward_scale * r : r;
         memcpy(d->task + RS_TASK_INFO, info, sizeof info);
         if (terminated)
@@ -209,8 +219,13 @@ int rs_world_task_step_until(rs_world_t *w, const double *action, size_t n, uint
     }
     *done = k;
     d->task[RS_TASK_REWARD] = reward;
-    if (ended || k == nsteps) /* the Step is over: its reward counts in the return */
+    if (ended || k == nsteps) { /* the Step is over: its reward counts in the return */
+        double obs[RS_TASK_MAX_OBS];
+        int rc = t->observe(m, d, b, obs, st); /* the observation it returns must be finite */
+        if (rc < 0)
+            return rc;
         d->task[RS_TASK_RETURN] += reward;
+    }
     return 0;
 }
 
@@ -227,7 +242,8 @@ int rs_world_task_view(const rs_world_t *w, rs_task_view_t *out, rs_status_t *st
     const rs_data_t *d = w->data;
     memset(out, 0, sizeof *out);
     out->nobs = t->nobs;
-    t->observe(w->model, d, b, out->obs);
+    t->observe(w->model, d, b, out->obs, NULL); /* a value not finite shows as it is: the
+                                                   Step or Reset that made it failed */
     for (int i = 0; t->obs_scale && i < t->nobs; i++)
         out->obs[i] = fmin(fmax(out->obs[i] / t->obs_scale[i], t->obs[i].lower), t->obs[i].upper);
     out->reward = d->task[RS_TASK_REWARD];

@@ -21,6 +21,12 @@ json_object *rs_json_parse(const char *json, size_t len, const char *what, size_
     enum json_tokener_error jerr = json_tokener_get_error(tok);
     size_t used = json_tokener_get_parse_end(tok);
     json_tokener_free(tok);
+    if (jerr == json_tokener_error_depth) {
+        rs_fail(st, RS_EINVAL, "the %s nests objects and arrays deeper than the limit of %d "
+                "levels (at byte %zu)", what, max_depth, used);
+        json_object_put(root);
+        return NULL;
+    }
     if (!root || jerr != json_tokener_success) {
         rs_fail(st, RS_EMALFORMED, "the %s is not JSON: %s (at byte %zu)", what,
                 jerr == json_tokener_continue ? "the document ends early"

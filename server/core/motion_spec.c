@@ -11,6 +11,7 @@
  * PrioritizationLevel add; levels add too (a planar two-link arm has no null space for a lower
  * level's force), which the solver entity documents by accepting only this. */
 #include "rs_json.h"
+#include "rs_limits.h"
 #include "rs_motion_spec.h"
 #include "rs_robot.h"
 
@@ -20,11 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_ENT 256
+#define MAX_ENT RS_MOTION_SPEC_MAX_ENTITIES
 #define MAX_LIST 32
 #define ID_MAX 96
-#define MAX_SOURCE (1u << 20)
-#define MAX_DEPTH 32
 
 enum ekind {
     E_OTHER, E_QUANTITY, E_FRAME, E_CONSTRAINT, E_EVALUATOR, E_CONTROLLER, E_MONITOR, E_HANDLER,
@@ -890,7 +889,8 @@ rs_motion_spec_t *rs_motion_spec_parse(const rs_model_t *m, const char *json, si
                                        rs_status_t *st)
 {
     json_object *root =
-        rs_json_parse(json, len, "motion specification", MAX_SOURCE, MAX_DEPTH, st);
+        rs_json_parse(json, len, "motion specification", RS_MOTION_SPEC_MAX_SOURCE,
+                      RS_MOTION_SPEC_MAX_NESTING, st);
     if (!root)
         return NULL;
     rs_motion_spec_t *s = calloc(1, sizeof *s);

@@ -88,14 +88,18 @@ struct rs_task {
      * task's entity is b->entity. */
     int (*reset)(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b, rs_status_t *st);
 
-    /* The observation (nobs values) from the data. */
-    void (*observe)(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
-                    double *obs);
+    /* The observation (nobs values) from the data: 0, or RS_ESIMFAIL naming the task and the
+     * entry when a value is not finite (NaN, +-inf; obs holds it as it is, unclipped). */
+    int (*observe)(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                   double *obs, rs_status_t *st);
 
-    /* After each control step: the reward of that step, *terminated, the info figures. Events
-     * of this control step are d->events[first_event ... d->nevents - 1]. */
-    double (*evaluate)(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
-                       int first_event, int *terminated, double *info);
+    /* After each control step: the reward of that step (*reward), *terminated, the info
+     * figures. Events of this control step are d->events[first_event ... d->nevents - 1].
+     * Returns 0, or RS_ESIMFAIL naming the task and the expression when the reward, success,
+     * termination or an info figure is not finite (a NaN flag is no answer, not "true"). */
+    int (*evaluate)(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                    int first_event, double *reward, int *terminated, double *info,
+                    rs_status_t *st);
 };
 
 /* The task called `name`, or NULL. */
@@ -122,6 +126,12 @@ const char *const *rs_task_names(void);
  * rs_world_destroy. */
 rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_param_t *params,
                               size_t nparams, uint64_t seed, rs_status_t *st);
+
+/* rs_world_new_task for task t itself, registered or not (a parsed document: the fuzzer's);
+ * t must outlive the world. */
+rs_world_t *rs_world_new_with_task(const rs_task_t *t, const char *preset,
+                                   const rs_param_t *params, size_t nparams, uint64_t seed,
+                                   rs_status_t *st);
 
 /* Whether task t can run on model m (its entity is there, its validate accepts it): 0, or the
  * reason (SetParams on a task world is refused with it). */

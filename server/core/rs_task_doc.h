@@ -67,7 +67,14 @@
  * give "name", "unit" and "doc" for GetSpec. The info figure "success" (the success flag) goes
  * where "info" lists it, else last. "extends": "Name-v0" takes that declared task's document
  * (a registered one's or a built-in family's, itself resolved, at most 4 levels) with this
- * document's items in place of its own: a -v1 from its -v0, a user's variant of a built-in. */
+ * document's items in place of its own: a -v1 from its -v0, a user's variant of a built-in.
+ *
+ * Limits (rs_limits.h, docs/limits.md): a document of at most 64 KiB and 16 JSON levels; an
+ * expression of at most 1024 characters, 32 levels of parentheses and calls, 512 nodes and a
+ * tree 128 deep; the worst case of an episode's start (every until failing all its tries) and
+ * of a control step bounded in expression-node evaluations. The reward, success, termination
+ * and info figures of each control step and the observation a Step or a start returns must be
+ * finite: one that is not fails it with RS_ESIMFAIL naming the task and the expression. */
 #ifndef RS_TASK_DOC_H
 #define RS_TASK_DOC_H
 
@@ -81,8 +88,9 @@
 /* Parse and validate the task document `json` (len bytes) against its preset's model. Returns
  * the task (the caller owns it: rs_task_doc_destroy), or NULL with st: RS_EMALFORMED (not JSON),
  * RS_ENOTFOUND (an unknown preset, entity, item or actuator), RS_EINVAL (a missing or wrong
- * item, an expression that does not compile), RS_ERANGE (bounds), RS_EEXHAUSTED (too many
- * items); the message names the item ("observation[1].expr", "quantities.d", ...). */
+ * item, an expression that does not compile or passes a limit, JSON nested too deep),
+ * RS_ERANGE (bounds, the work bounds), RS_EEXHAUSTED (too many items); the message names the
+ * item ("observation[1].expr", "quantities.d", ...) and the limit passed. */
 rs_task_t *rs_task_doc_parse(const char *json, size_t len, rs_status_t *st);
 
 void rs_task_doc_destroy(rs_task_t **p);

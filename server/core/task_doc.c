@@ -1,7 +1,9 @@
 /* Declared tasks (rs_task_doc.h): a task document parsed and validated against its preset's
  * model, its expressions compiled once with TinyExpr, and the rs_task_t callbacks that evaluate
  * the compiled forms at each reset, observation and control step. */
+#include "rs_integrator.h"
 #include "rs_json.h"
+#include "rs_limits.h"
 #include "rs_registry.h"
 #include "rs_montecarlo.h"
 #include "rs_robot.h"
@@ -16,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_SOURCE (1u << 16)
-#define MAX_DEPTH 16
 #define MAX_PARAMS 8
 #define MAX_RESET 16
 #define MAX_REQUIRE 8
@@ -58,11 +58,13 @@ typedef struct decl {
     int nq;
     quantity_t q[RS_TASK_DOC_MAX_QUANTITIES];
     te_expr *obs_expr[RS_TASK_MAX_OBS];
+    char *obs_src[RS_TASK_MAX_OBS]; /* their sources, for the errors that name them */
     double obs_scale[RS_TASK_MAX_OBS];
     char *strings[3 * (RS_TASK_MAX_OBS + RS_TASK_MAX_ACT)]; /* names, units, docs given */
     int nstrings;
     rs_var_desc_t obs[RS_TASK_MAX_OBS], act[RS_TASK_MAX_ACT], cmd[RS_TASK_MAX_ACT];
     te_expr *reward, *success, *termination;
+    char *reward_src, *success_src, *termination_src;
     int nrequire;
     te_expr *require[MAX_REQUIRE]; /* conditions on the parameters, checked on each model */
     char *require_error[MAX_REQUIRE];
@@ -284,6 +286,11 @@ static int fill_range(const decl_t *k, const rs_model_t *m, const rs_data_t *d, 
                                                            (q->kind == Q_AT_RESET && q->held)))))
             dw->task[RS_TASK_PRIVATE + q->index] = x;
         if (mode == FILL_RESET && q->until && eval(q->until, k->base, v, NULL) == 0.0) {
+            if (rs_integrator_aborted(dw->integ)) /* a stop, or the request's budget */
+                return rs_fail(st, RS_EDEADLINE, "task '%s': quantities.%s: the rejection "
+                               "sampling was interrupted after %d draws (the server is stopping "
+                               "or the request's compute budget ran out)", k->name, q->name,
+                               tries[i] + 1);
             if (++tries[i] == q->tries)
                 return q->error ? rs_fail(st, RS_EINVAL, "task '%s': %s", k->name, q->error)
                                 : rs_fail(st, RS_EINVAL, "task '%s': quantities.%s: 'until' did "
@@ -302,6 +309,9 @@ static int fill(const decl_t *k, const rs_model_t *m, const rs_data_t *d, int fi
 }
 
 static const decl_t *decl_of(const rs_task_bind_t *b) { return (const decl_t *)b->task; }
+
+static int doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                       double *obs, rs_status_t *st);
 
 static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
                      rs_status_t *st)
@@ -353,7 +363,10 @@ static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
     if (rc < 0)
         return rc;
     /* the other held quantities at the start: drawn, computed, initial values */
-    return fill_range(k, m, d, d->nevents, v, FILL_RESET, d, st, k->npre, k->nq);
+    if ((rc = fill_range(k, m, d, d->nevents, v, FILL_RESET, d, st, k->npre, k->nq)) < 0)
+        return rc;
+    double obs[RS_TASK_MAX_OBS]; /* the start's observation, as the agent will see it */
+    return doc_observe(m, d, b, obs, st);
 }
 
 static int doc_reset(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
@@ -380,31 +393,68 @@ int rs_task_doc_validate(const rs_task_t *t, const rs_model_t *m, rs_status_t *s
     return 0;
 }
 
-static void doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
-                        double *obs)
+/* RS_ESIMFAIL for declared value x (item, its expression src when known) that is not finite:
+ * no rule turns NaN or inf into a reward, a flag or an observation an agent would take as
+ * real, so the Step (or the episode's start) that meets one fails naming it. */
+static int not_finite(const decl_t *k, const rs_data_t *d, const char *item, const char *src,
+                      double x, rs_status_t *st)
+{
+    return rs_fail(st, RS_ESIMFAIL, "task '%s': %s is %s at t = %.9g s (episode step %llu); a "
+                   "declared value must be finite%s%s%s", k->name, item,
+                   isnan(x) ? "NaN" : x > 0 ? "+inf" : "-inf", d->t,
+                   (unsigned long long)d->episode_steps, src ? ": '" : "", src ? src : "",
+                   src ? "'" : "");
+}
+
+static int doc_observe(const rs_model_t *m, const rs_data_t *d, const rs_task_bind_t *b,
+                       double *obs, rs_status_t *st)
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
+    int rc = 0;
     fill(k, m, d, 0, v, FILL_READ, NULL, NULL); /* events: the last Step's */
     for (int i = 0; i < k->task.nobs; i++) {
         obs[i] = eval(k->obs_expr[i], k->base, v, NULL) / k->obs_scale[i];
-        if (k->clip_observation)
+        if (!isfinite(obs[i])) { /* kept as it is: clipping would hide it behind a bound */
+            char item[32];
+            snprintf(item, sizeof item, "observation[%d]", i);
+            if (rc == 0)
+                rc = not_finite(k, d, item, k->obs_src[i], obs[i], st);
+        } else if (k->clip_observation) {
             obs[i] = fmin(fmax(obs[i], k->obs[i].lower), k->obs[i].upper);
+        }
     }
+    return rc;
 }
 
-static double doc_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
-                           int first_event, int *terminated, double *info)
+static int doc_evaluate(const rs_model_t *m, rs_data_t *d, const rs_task_bind_t *b,
+                        int first_event, double *reward, int *terminated, double *info,
+                        rs_status_t *st)
 {
     const decl_t *k = decl_of(b);
     double v[NVARS];
     fill(k, m, d, first_event, v, FILL_STEP, d, NULL);
-    int success = k->success && eval(k->success, k->base, v, NULL) != 0.0;
-    int failed = k->termination && eval(k->termination, k->base, v, NULL) != 0.0;
-    *terminated = success || failed;
-    for (int i = 0; i < k->task.ninfo; i++)
-        info[i] = k->info_q[i] < 0 ? (double)success : v[2 + k->info_q[i]];
-    return eval(k->reward, k->base, v, NULL);
+    double success = k->success ? eval(k->success, k->base, v, NULL) : 0.0;
+    double failed = k->termination ? eval(k->termination, k->base, v, NULL) : 0.0;
+    double r = eval(k->reward, k->base, v, NULL);
+    if (!isfinite(r))
+        return not_finite(k, d, "the reward", k->reward_src, r, st);
+    if (!isfinite(success))
+        return not_finite(k, d, "success", k->success_src, success, st);
+    if (!isfinite(failed))
+        return not_finite(k, d, "termination", k->termination_src, failed, st);
+    *terminated = success != 0.0 || failed != 0.0;
+    for (int i = 0; i < k->task.ninfo; i++) {
+        info[i] = k->info_q[i] < 0 ? (double)(success != 0.0) : v[2 + k->info_q[i]];
+        if (!isfinite(info[i])) {
+            char item[96];
+            snprintf(item, sizeof item, "info figure '%s' (quantities.%s)", k->info_names[i],
+                     k->info_names[i]);
+            return not_finite(k, d, item, NULL, info[i], st);
+        }
+    }
+    *reward = r;
+    return 0;
 }
 
 /* ---- parsing ------------------------------------------------------------------------------ */
@@ -533,8 +583,24 @@ static int compile_named(parser_t *P, const char *src, const char *where, te_exp
         vars[n++] = (te_variable){self, &k->base[2 + k->nq], TE_VARIABLE, NULL};
     for (int j = 0; j < P->ngroup; j++)
         vars[n++] = (te_variable){P->group[j], &k->base[GROUP_VARS + j], TE_VARIABLE, NULL};
-    int err = 0;
-    *out = te_compile(src, vars, n, &err);
+    *out = NULL;
+    size_t len = strlen(src);
+    if (len > RS_EXPR_MAX_SOURCE)
+        return rs_fail(P->st, RS_EINVAL, "%s: the expression has %zu characters, over the limit "
+                       "of %d characters per expression", where, len, RS_EXPR_MAX_SOURCE);
+    static const te_limits limits = {RS_EXPR_MAX_NESTING, RS_EXPR_MAX_NODES, RS_EXPR_MAX_DEPTH};
+    int err = 0, hit = TE_LIMIT_NONE;
+    *out = te_compile_bounded(src, vars, n, &limits, &err, &hit);
+    if (!*out && hit == TE_LIMIT_NESTING)
+        return rs_fail(P->st, RS_EINVAL, "%s: the expression nests parentheses and function "
+                       "calls deeper than the limit of %d levels", where, RS_EXPR_MAX_NESTING);
+    if (!*out && hit == TE_LIMIT_NODES)
+        return rs_fail(P->st, RS_EINVAL, "%s: the expression has more than the limit of %d "
+                       "terms (numbers, names, operators and calls)", where, RS_EXPR_MAX_NODES);
+    if (!*out && hit == TE_LIMIT_DEPTH)
+        return rs_fail(P->st, RS_EINVAL, "%s: the expression's tree is deeper than the limit of "
+                       "%d levels (a chain a + b + c + ... is as deep as its terms: group them in "
+                       "parentheses)", where, RS_EXPR_MAX_DEPTH);
     if (!*out) {
         char names[200] = "";
         if (!(flags & C_PARAMS))
@@ -561,14 +627,18 @@ static int compile(parser_t *P, const char *src, const char *where, te_expr **ou
     return compile_named(P, src, where, out, NULL, 0);
 }
 
-static int get_expr(parser_t *P, json_object *o, const char *key, int required, te_expr **out)
+/* Expression `key` of the task compiled into *out, its source kept in *src_out. */
+static int get_expr(parser_t *P, json_object *o, const char *key, int required, te_expr **out,
+                    char **src_out)
 {
     const char *src;
     *out = NULL;
     int rc = get_string(o, key, "task", required, &src, P->st);
-    if (rc < 0 || !src)
+    if (rc < 0 || !src || (rc = compile(P, src, key, out)) < 0)
         return rc;
-    return compile(P, src, key, out);
+    if (!(*src_out = strdup(src)))
+        return rs_fail(P->st, RS_EEXHAUSTED, "out of memory");
+    return 0;
 }
 
 /* "entity.name" split into the entity (index) and name[RS_NAME_MAX]. */
@@ -970,6 +1040,8 @@ static int parse_observation(parser_t *P, json_object *list)
         if ((rc = compile(P, src, where, &k->obs_expr[i])) < 0)
             return rc;
         k->task.nobs = i + 1;
+        if (!(k->obs_src[i] = strdup(src)))
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory");
         k->obs_scale[i] = scale;
         k->obs[i] = (rs_var_desc_t){keep(k, is_identifier(src) ? src : fallback),
                                     scale == 1.0 ? "" : "scaled", lo, hi, ""};
@@ -1265,6 +1337,68 @@ static int get_array(json_object *root, const char *key, int required, json_obje
 
 static char *dup_or_empty(const char *s) { return strdup(s ? s : ""); }
 
+/* The nodes of compiled expression n (0 for none): what one evaluation of it costs. */
+static long long nodes(const te_expr *n)
+{
+    if (!n)
+        return 0;
+    long long c = 1;
+    int type = n->type & 0x1f;
+    if (type >= TE_FUNCTION0 && type <= TE_FUNCTION7)
+        for (int i = 0; i < type - TE_FUNCTION0; i++)
+            c += nodes(n->parameters[i]);
+    return c;
+}
+
+/* The node evaluations quantity q costs once at worst (an argmin over the longest list a
+ * parameter can hold), with its until. */
+static long long quantity_cost(const quantity_t *q)
+{
+    long long c = 1 + nodes(q->until);
+    if (q->kind == Q_ARGMIN)
+        return c + (RS_MAX_PARAM_VALUES + q->elem - 1) / q->elem * nodes(q->expr) +
+               nodes(q->value);
+    return c + nodes(q->expr);
+}
+
+/* Refuse a document whose worst case would hold the server: a control step evaluating more
+ * than RS_TASK_DOC_MAX_STEP_WORK nodes, or an episode start more than
+ * RS_TASK_DOC_MAX_RESET_WORK (each until failing all its tries, each try recomputing the
+ * quantities from its redraw through it: fill_range counts an until's tries over the whole
+ * start, so the costs add). RS_ERANGE naming the limit. */
+static int check_work(const decl_t *k, rs_status_t *st)
+{
+    long long pass = 0, step;
+    for (int i = 0; i < k->nq; i++)
+        pass += quantity_cost(&k->q[i]);
+    step = pass + nodes(k->reward) + nodes(k->success) + nodes(k->termination);
+    for (int i = 0; i < k->task.nobs; i++)
+        step += nodes(k->obs_expr[i]);
+    if (step > RS_TASK_DOC_MAX_STEP_WORK)
+        return rs_fail(st, RS_ERANGE, "task: a control step may evaluate %lld expression terms "
+                       "(the quantities, an argmin over a list of %d values, the reward, flags "
+                       "and observation), over the limit of %ld per control step", step,
+                       RS_MAX_PARAM_VALUES, RS_TASK_DOC_MAX_STEP_WORK);
+    long long reset = pass;
+    for (int i = 0; i < MAX_RESET; i++)
+        reset += nodes(k->reset_expr[i]);
+    for (int i = 0; i < k->nq; i++) {
+        const quantity_t *q = &k->q[i];
+        if (!q->until)
+            continue;
+        long long draw = 0;
+        for (int j = q->redraw; j <= i; j++)
+            draw += quantity_cost(&k->q[j]);
+        reset += q->tries * draw;
+        if (reset > RS_TASK_DOC_MAX_RESET_WORK)
+            return rs_fail(st, RS_ERANGE, "quantities.%s: rejection sampling of %d tries x %lld "
+                           "expression terms a draw may evaluate %lld terms at an episode's "
+                           "start, over the limit of %ld; lower 'tries'", q->name, q->tries,
+                           draw, reset, RS_TASK_DOC_MAX_RESET_WORK);
+    }
+    return 0;
+}
+
 static int parse(parser_t *P, json_object *root, rs_model_t *m)
 {
     decl_t *k = P->k;
@@ -1352,11 +1486,11 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
                 return rc;
     }
     if ((rc = parse_observation(P, obs)) < 0 || (rc = parse_action(P, act)) < 0 ||
-        (rc = get_expr(P, root, "reward", 1, &k->reward)) < 0 ||
-        (rc = get_expr(P, root, "success", 0, &k->success)) < 0 ||
-        (rc = get_expr(P, root, "termination", 0, &k->termination)) < 0 ||
+        (rc = get_expr(P, root, "reward", 1, &k->reward, &k->reward_src)) < 0 ||
+        (rc = get_expr(P, root, "success", 0, &k->success, &k->success_src)) < 0 ||
+        (rc = get_expr(P, root, "termination", 0, &k->termination, &k->termination_src)) < 0 ||
         (reset && (rc = parse_reset(P, reset)) < 0) || (rc = parse_info(P, info)) < 0 ||
-        (require && (rc = parse_require(P, require)) < 0))
+        (require && (rc = parse_require(P, require)) < 0) || (rc = check_work(k, st)) < 0)
         return rc;
     k->task.obs = k->obs;
     k->task.act = k->act;
@@ -1430,7 +1564,8 @@ static json_object *extend(json_object *root, const known_docs_t *known, int dep
 static rs_task_t *parse_source(const char *json, size_t len, const known_docs_t *known,
                                rs_status_t *st)
 {
-    json_object *root = rs_json_parse(json, len, "task document", MAX_SOURCE, MAX_DEPTH, st);
+    json_object *root = rs_json_parse(json, len, "task document", RS_TASK_DOC_MAX_SOURCE,
+                                      RS_TASK_DOC_MAX_NESTING, st);
     if (root)
         root = extend(root, known, 0, st);
     if (!root)
@@ -1471,8 +1606,10 @@ void rs_task_doc_destroy(rs_task_t **p)
         te_free(k->q[i].value);
         free(k->q[i].error);
     }
-    for (int i = 0; i < RS_TASK_MAX_OBS; i++)
+    for (int i = 0; i < RS_TASK_MAX_OBS; i++) {
         te_free(k->obs_expr[i]);
+        free(k->obs_src[i]);
+    }
     for (int i = 0; i < k->nstrings; i++)
         free(k->strings[i]);
     for (int i = 0; i < MAX_RESET; i++)
@@ -1489,6 +1626,9 @@ void rs_task_doc_destroy(rs_task_t **p)
     te_free(k->reward);
     te_free(k->success);
     te_free(k->termination);
+    free(k->reward_src);
+    free(k->success_src);
+    free(k->termination_src);
     free(k->source);
     free(k->name);
     free(k->preset);
@@ -1526,7 +1666,8 @@ static int nfamilies;
 static int parse_family(const rs_task_family_t *f, struct family_tasks *out, rs_status_t *st)
 {
     json_object *list = rs_json_parse(f->documents, strlen(f->documents), "task family",
-                                      MAX_SOURCE * 4, MAX_DEPTH, st);
+                                      RS_TASK_DOC_MAX_SOURCE * 4, RS_TASK_DOC_MAX_NESTING,
+                                      st);
     if (!list)
         return st->code;
     int rc = 0, n = json_object_is_type(list, json_type_array)

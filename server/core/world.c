@@ -118,6 +118,13 @@ rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_par
         rs_fail(st, RS_ENOTFOUND, "unknown task '%s' (tasks: %s)", task ? task : "", names);
         return NULL;
     }
+    return rs_world_new_with_task(t, preset, params, nparams, seed, st);
+}
+
+rs_world_t *rs_world_new_with_task(const rs_task_t *t, const char *preset,
+                                   const rs_param_t *params, size_t nparams, uint64_t seed,
+                                   rs_status_t *st)
+{
     if (preset && preset[0] && strcmp(preset, t->preset) != 0) {
         rs_fail(st, RS_EINVAL,
                 "task '%s' runs on preset '%s', not '%s'; leave the preset empty or name '%s'",

@@ -3,6 +3,7 @@
  * tube's piecewise error, the decaying-integral PID) and maps its force through the robot (closed
  * forms, computed here independently); the examples in examples/specs load. */
 #include "rs_core.h"
+#include "rs_limits.h"
 #include "rs_motion_spec.h"
 #include "rs_data.h"
 #include "motion_spec_fixture.h"
@@ -110,6 +111,26 @@ static void bad_specs(const rs_model_t *m)
         s = rs_motion_spec_parse(m, junk[i], strlen(junk[i]), &st);
         CHECK(s == NULL && st.code != 0, "junk %zu accepted", i);
         rs_motion_spec_destroy(&s);
+    }
+    /* JSON nesting past the limit: refused naming it (json-c frees a value recursively) */
+    for (int levels = RS_MOTION_SPEC_MAX_NESTING - 2; levels <= 100000; levels *= 100) {
+        size_t n = 2 * (size_t)levels + 64;
+        char *deep = malloc(n), *p = deep;
+        p += sprintf(p, "{\"@graph\": ");
+        for (int i = 0; i < levels; i++)
+            *p++ = '[';
+        for (int i = 0; i < levels; i++)
+            *p++ = ']';
+        sprintf(p, "}");
+        s = rs_motion_spec_parse(m, deep, strlen(deep), &st);
+        if (levels < RS_MOTION_SPEC_MAX_NESTING)
+            CHECK(s == NULL && st.code == RS_EINVAL && !strstr(st.message, "limit"),
+                  "%d levels parse (and are refused as entries): %s", levels, st.message);
+        else
+            CHECK(s == NULL && st.code == RS_EINVAL && strstr(st.message, "limit of 32 levels"),
+                  "%d levels: %s", levels, st.message);
+        rs_motion_spec_destroy(&s);
+        free(deep);
     }
 }
 

@@ -2,12 +2,15 @@
  * observation, reward, success and truncation follow its formulas on the world's own sensors;
  * its resets draw from the declared distributions and a seed repeats them; each bad item of a
  * document is refused with an error that names it; registration by name. */
+#include "rs_limits.h"
 #include "rs_task.h"
 #include "rs_task_doc.h"
 #include "rs_test.h"
 
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char *const reach =
     "{\"name\": \"DocReach-v0\", \"preset\": \"serial_arm\", \"entity\": \"arm\","
@@ -459,11 +462,275 @@ static void sampling(void)
     refused(ring, bad, sizeof bad / sizeof bad[0]);
 }
 
+/* A finger task whose reward, success, termination and observation the caller gives (%s in
+ * that order), each an expression; `info` names a quantity "q" listed as an info figure. */
+static char *finger_doc(const char *name, const char *reward, const char *success,
+                        const char *termination, const char *obs, const char *q)
+{
+    char *doc = malloc(8192);
+    snprintf(doc, 8192,
+             "{\"name\": \"%s\", \"preset\": \"finger\", \"entity\": \"finger\", "
+             "\"quantities\": {\"x\": \"finger.x_f\", \"q\": {\"expr\": \"%s\"}}, "
+             "\"observation\": [\"x\", {\"expr\": \"%s\", \"low\": -1, \"high\": 1}], "
+             "\"action\": [{\"actuator\": \"force\", \"low\": -1, \"high\": 1}], "
+             "\"reward\": \"%s\", \"success\": \"%s\", \"termination\": \"%s\", "
+             "\"info\": [\"q\"], \"max_steps\": 50}",
+             name, q, obs, reward, success, termination);
+    return doc;
+}
+
+/* A document whose reward is `reward`, parsed: the status code (0: accepted), st's message. */
+static int parse_reward(const char *reward, rs_status_t *st)
+{
+    size_t n = strlen(reward) + 512;
+    char *doc = malloc(n);
+    snprintf(doc, n,
+             "{\"name\": \"Deep-v0\", \"preset\": \"finger\", \"entity\": \"finger\", "
+             "\"quantities\": {\"x\": \"finger.x_f\"}, \"observation\": [\"x\"], "
+             "\"action\": [{\"actuator\": \"force\", \"low\": -1, \"high\": 1}], "
+             "\"reward\": \"%s\", \"max_steps\": 5}", reward);
+    rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), st);
+    free(doc);
+    int rc = t ? 0 : st->code;
+    rs_task_doc_destroy(&t);
+    return rc;
+}
+
+/* `n` copies of `unit` between `head` and `tail` (the caller frees it). */
+static char *repeat(const char *head, const char *unit, int n, const char *tail)
+{
+    size_t len = strlen(head) + (size_t)n * strlen(unit) + strlen(tail) + 1;
+    char *s = malloc(len), *p = s;
+    p += sprintf(p, "%s", head);
+    for (int i = 0; i < n; i++)
+        p += sprintf(p, "%s", unit);
+    sprintf(p, "%s", tail);
+    return s;
+}
+
+/* Every expression is bounded in size, nesting and tree depth, every document in JSON
+ * nesting, each refusal naming the limit and its value: a reward of 32,000 nested
+ * parentheses (64 KB, under the document limit) overflowed the parser's stack before. */
+static void expression_limits(void)
+{
+    rs_status_t st;
+    char *deep = repeat("", "(", 32000, "x");
+    char *closing = repeat(deep, ")", 32000, "");
+    CHECK(parse_reward(closing, &st) == RS_EINVAL && strstr(st.message, "reward") &&
+              strstr(st.message, "1024"),
+          "32,000 parentheses: %s", st.message);
+    free(deep);
+    free(closing);
+    /* nesting: 32 parentheses compile, 33 do not (within the size limit) */
+    char *open32 = repeat("", "(", RS_EXPR_MAX_NESTING, "x"), *ok = repeat(open32, ")", 32, "");
+    CHECK(parse_reward(ok, &st) == 0, "%d parentheses compile: %s", RS_EXPR_MAX_NESTING,
+          st.message);
+    char *open33 = repeat("(", "(", RS_EXPR_MAX_NESTING, "x"), *bad = repeat(open33, ")", 33, "");
+    CHECK(parse_reward(bad, &st) == RS_EINVAL && strstr(st.message, "reward") &&
+              strstr(st.message, "limit of 32 levels"),
+          "33 parentheses: %s", st.message);
+    free(open32), free(ok), free(open33), free(bad);
+    /* unary functions nest without parentheses: the same bound */
+    char *sins = repeat("", "sin ", 40, "x");
+    CHECK(parse_reward(sins, &st) == RS_EINVAL && strstr(st.message, "limit of 32 levels"),
+          "40 nested sin: %s", st.message);
+    free(sins);
+    /* a flat chain is a left-deep tree: its depth is bounded too (an evaluator's recursion) */
+    char *chain = repeat("x", "+x", 200, "");
+    CHECK(parse_reward(chain, &st) == RS_EINVAL && strstr(st.message, "limit of 128 levels"),
+          "201 terms in a chain: %s", st.message);
+    free(chain);
+    char *chain_ok = repeat("x", "+x", RS_EXPR_MAX_DEPTH / 2 - 2, "");
+    CHECK(parse_reward(chain_ok, &st) == 0, "a chain of %d terms: %s", RS_EXPR_MAX_DEPTH / 2 - 1,
+          st.message);
+    free(chain_ok);
+    /* grouped, the same terms stay shallow but may not pass the node limit */
+    char *groups = repeat("(x+x+x+x)", "+(x+x+x+x)", 90, "");
+    CHECK(strlen(groups) <= RS_EXPR_MAX_SOURCE && parse_reward(groups, &st) == RS_EINVAL &&
+              strstr(st.message, "limit of 512 terms"),
+          "91 groups of 4: %s", st.message);
+    free(groups);
+    /* size: one character past the limit */
+    char *longest = repeat("x", " ", RS_EXPR_MAX_SOURCE - 1, "");
+    CHECK(parse_reward(longest, &st) == 0, "%d characters: %s", RS_EXPR_MAX_SOURCE, st.message);
+    free(longest);
+    longest = repeat("x", " ", RS_EXPR_MAX_SOURCE, "");
+    CHECK(parse_reward(longest, &st) == RS_EINVAL && strstr(st.message, "1025 characters") &&
+              strstr(st.message, "limit of 1024"),
+          "%d characters: %s", RS_EXPR_MAX_SOURCE + 1, st.message);
+    free(longest);
+    /* the document's JSON nesting */
+    char *nest = repeat("{\"name\": \"J-v0\", \"doc\": ", "[", 20, "1");
+    char *nested = repeat(nest, "]", 20, "}");
+    rs_task_t *t = rs_task_doc_parse(nested, strlen(nested), &st);
+    CHECK(!t && st.code == RS_EINVAL && strstr(st.message, "limit of 16 levels"),
+          "20 JSON levels: %s", st.message);
+    rs_task_doc_destroy(&t);
+    free(nest), free(nested);
+}
+
+/* Rejection sampling's worst case is bounded when the document is parsed: tries times what a
+ * draw evaluates, under RS_TASK_DOC_MAX_RESET_WORK; and a stop or the request's budget (the
+ * data's abort flag) interrupts it. */
+static void sampling_limits(void)
+{
+    const char *base =
+        "{\"name\": \"%s\", \"preset\": \"finger\", \"entity\": \"finger\", "
+        "\"quantities\": {\"x\": \"finger.x_f\", \"a\": {\"at_reset\": \"uniform(0, 1)\", "
+        "\"held\": false, \"until\": \"%s\", \"redraw\": \"a\", \"tries\": %s}}, "
+        "\"observation\": [\"x\"], \"action\": [{\"actuator\": \"force\", \"low\": -1, "
+        "\"high\": 1}], \"reward\": \"0\", \"max_steps\": 5}";
+    char doc[16384];
+    rs_status_t st;
+    /* 1e7 tries of a 2,000-term condition that never holds (it held a server for minutes) */
+    char *terms = repeat("lt(a", "+a", 1999, ", -1)");
+    snprintf(doc, sizeof doc, base, "Never-v0", terms, "1e7");
+    free(terms);
+    double t0 = (double)clock() / CLOCKS_PER_SEC;
+    rs_task_t *t = rs_task_doc_parse(doc, strlen(doc), &st);
+    double spent = (double)clock() / CLOCKS_PER_SEC - t0;
+    CHECK(!t && st.code == RS_EINVAL && strstr(st.message, "quantities.a.until"),
+          "a 2,000-term until: %s", st.message);
+    rs_task_doc_destroy(&t);
+    /* a small condition, but 1e7 tries of it */
+    snprintf(doc, sizeof doc, base, "Never-v1", "lt(a, -1)", "1e7");
+    t = rs_task_doc_parse(doc, strlen(doc), &st);
+    CHECK(!t && st.code == RS_ERANGE && strstr(st.message, "quantities.a") &&
+              strstr(st.message, "limit of 2000000") && strstr(st.message, "10000000 tries"),
+          "1e7 tries: %s", st.message);
+    rs_task_doc_destroy(&t);
+    /* refusing costs a parse, not the draws */
+    CHECK(spent < 1.0, "refused in %.3f s of CPU time", spent);
+    /* as many tries as the bound allows is accepted, and refused after them at a reset */
+    snprintf(doc, sizeof doc, base, "Never-v2", "lt(a, -1)", "100000");
+    t = rs_task_doc_parse(doc, strlen(doc), &st);
+    CHECK(t != NULL, "1e5 tries of a small condition: %s", st.message);
+    rs_task_doc_destroy(&t);
+    /* a control step's worst case: three argmins of 480 nodes over a list of up to 160 */
+    char *big = repeat("(o+o+o+o)", "+(o+o+o+o)", 59, "");
+    char *argmins = malloc(8192), *p = argmins;
+    for (int i = 0; i < 3; i++)
+        p += sprintf(p, "%s\"m%d\": {\"argmin\": \"%s\", \"over\": \"robot.obstacles\", "
+                     "\"group\": 1, \"as\": [\"o\"]}", i ? ", " : "", i, big);
+    char *heavy = malloc(16384);
+    snprintf(heavy, 16384,
+             "{\"name\": \"Heavy-v0\", \"preset\": \"diff_drive\", \"entity\": \"robot\", "
+             "\"quantities\": {%s}, \"observation\": [\"m0\"], \"action\": [{\"actuator\": "
+             "\"phi1_dot\", \"low\": -1, \"high\": 1}], \"reward\": \"0\", \"max_steps\": 5}",
+             argmins);
+    t = rs_task_doc_parse(heavy, strlen(heavy), &st);
+    CHECK(!t && st.code == RS_ERANGE && strstr(st.message, "limit of 200000 per control step"),
+          "three heavy argmins: %s", st.message);
+    rs_task_doc_destroy(&t);
+    /* two of them fit */
+    char *two = strstr(heavy, ", \"m2\"");
+    memmove(two, strstr(two, "}}") + 1, strlen(strstr(two, "}}") + 1) + 1);
+    t = rs_task_doc_parse(heavy, strlen(heavy), &st);
+    CHECK(t != NULL, "two heavy argmins: %s", st.message);
+    rs_task_doc_destroy(&t);
+    free(big), free(argmins), free(heavy);
+    /* the abort flag ends the draws with RS_EDEADLINE */
+    snprintf(doc, sizeof doc, base, "Half-v0", "gt(a, 0.5)", "64");
+    CHECK_OK(rs_task_doc_register(doc, strlen(doc), NULL, &st), st);
+    rs_world_t *w = rs_world_new_task("Half-v0", NULL, NULL, 0, 1, &st);
+    CHECK(w != NULL, "Half-v0: %s", st.message);
+    if (!w)
+        return;
+    atomic_int stop = 1;
+    rs_data_set_abort(w->data, &stop);
+    int interrupted = 0, other = 0;
+    for (uint64_t seed = 1; seed <= 16; seed++) {
+        int rc = rs_world_reset(w, seed, &st);
+        interrupted += rc == RS_EDEADLINE && strstr(st.message, "interrupted") &&
+                       strstr(st.message, "quantities.a");
+        other += rc != 0 && rc != RS_EDEADLINE;
+    }
+    CHECK(interrupted > 0 && other == 0, "%d of 16 resets interrupted at a failed draw, %d "
+          "other errors: %s", interrupted, other, st.message);
+    rs_data_set_abort(w->data, NULL);
+    for (uint64_t seed = 1; seed <= 16; seed++)
+        CHECK_OK(rs_world_reset(w, seed, &st), st);
+    rs_world_destroy(&w);
+}
+
+/* A declared value that is not finite ends the Step with RS_ESIMFAIL naming the task and the
+ * expression; the control step stands (time, counts), its reward and flags are not taken (a
+ * NaN success is no success), nothing non-finite enters the episode's sums. The reward, flags
+ * and info figures are checked after each control step (a Step of 3 from step 1 stops at step
+ * 2), the observation the Step returns at its end (step 4). */
+static void non_finite(void)
+{
+    static const struct {
+        const char *what, *reward, *success, *termination, *obs, *q, *named;
+        unsigned long long at;
+    } cases[] = {
+        {"reward NaN", "if(gt(steps, 1), 0/0, 0)", "0", "0", "x", "0", "the reward is NaN", 2},
+        {"reward inf", "if(gt(steps, 1), 1/0, 0)", "0", "0", "x", "0", "the reward is +inf", 2},
+        {"success NaN", "0", "if(gt(steps, 1), 0/0, 0)", "0", "x", "0", "success is NaN", 2},
+        {"termination NaN", "0", "0", "if(gt(steps, 1), 0/0, 0)", "x", "0",
+         "termination is NaN", 2},
+        {"observation NaN", "0", "0", "0", "if(gt(steps, 1), 0/0, x)", "0",
+         "observation[1] is NaN", 4},
+        {"observation -inf", "0", "0", "0", "if(gt(steps, 1), -1/0, x)", "0",
+         "observation[1] is -inf", 4},
+        {"info NaN", "0", "0", "0", "x", "if(gt(steps, 1), 0/0, 0)", "info figure 'q'", 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "NonFinite%zu-v0", i);
+        char *doc = finger_doc(name, cases[i].reward, cases[i].success, cases[i].termination,
+                               cases[i].obs, cases[i].q);
+        rs_status_t st;
+        CHECK_OK(rs_task_doc_register(doc, strlen(doc), NULL, &st), st);
+        free(doc);
+        rs_world_t *w = rs_world_new_task(name, NULL, NULL, 0, 5, &st);
+        CHECK(w != NULL, "%s: %s", cases[i].what, st.message);
+        if (!w)
+            continue;
+        double a = 0.5;
+        CHECK_OK(rs_world_task_step(w, &a, 1, 1, &st), st);
+        int rc = rs_world_task_step(w, &a, 1, 3, &st);
+        const rs_data_t *d = w->data;
+        char at[32];
+        snprintf(at, sizeof at, "episode step %llu", cases[i].at);
+        CHECK(rc == RS_ESIMFAIL && strstr(st.message, name) &&
+                  strstr(st.message, cases[i].named) && strstr(st.message, at),
+              "%s: rc %d, %s", cases[i].what, rc, st.message);
+        CHECK(d->step_count == cases[i].at && d->episode_steps == cases[i].at,
+              "%s: the failing control step stands (%llu, %llu)", cases[i].what,
+              (unsigned long long)d->step_count, (unsigned long long)d->episode_steps);
+        CHECK(d->task[RS_TASK_TERMINATED] == 0.0 && isfinite(d->task[RS_TASK_REWARD]) &&
+                  isfinite(d->task[RS_TASK_RETURN]) && isfinite(d->task[RS_TASK_INFO]),
+              "%s: no flag or sum taken from it (terminated %g, reward %g, return %g)",
+              cases[i].what, d->task[RS_TASK_TERMINATED], d->task[RS_TASK_REWARD],
+              d->task[RS_TASK_RETURN]);
+        rs_task_view_t v;
+        CHECK_OK(rs_world_task_view(w, &v, &st), st);
+        CHECK(!v.terminated, "%s: the view is not terminated", cases[i].what);
+        /* the start of a new episode is finite again */
+        CHECK_OK(rs_world_reset(w, 6, &st), st);
+        rs_world_destroy(&w);
+    }
+    /* an observation not finite at the start refuses the world */
+    char *doc = finger_doc("NonFiniteStart-v0", "0", "0", "0", "ln(0)", "0");
+    rs_status_t st;
+    CHECK_OK(rs_task_doc_register(doc, strlen(doc), NULL, &st), st);
+    free(doc);
+    rs_world_t *w = rs_world_new_task("NonFiniteStart-v0", NULL, NULL, 0, 5, &st);
+    CHECK(!w && st.code == RS_ESIMFAIL && strstr(st.message, "observation[1] is -inf") &&
+              strstr(st.message, "ln(0)"),
+          "a start observation of -inf: %s", st.message);
+    rs_world_destroy(&w);
+}
+
 int main(void)
 {
     validation();
     sampling();
     episode();
     registration();
+    expression_limits();
+    sampling_limits();
+    non_finite();
     return rs_test_done("test_task_doc");
 }

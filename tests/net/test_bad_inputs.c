@@ -274,7 +274,7 @@ static const bad_case_t cases[] = {
     {"load_motion_spec", "doc=garbage", CODE(MALFORMED), 0},
     {"load_motion_spec", "doc=dangling", CODE(INVALID_ARGUMENT), 0},
     {"load_motion_spec", "doc=frame", CODE(NOT_FOUND), 0},
-    {"load_motion_spec", "doc=deep", CODE(MALFORMED), 0},
+    {"load_motion_spec", "doc=deep", CODE(INVALID_ARGUMENT), 0}, /* nested past the limit */
     {"load_motion_spec", "corrupt", CODE(MALFORMED), 0},
     {"get_motion_spec", "world=999", CODE(NOT_FOUND), 0},
     {"get_motion_spec", "corrupt", CODE(MALFORMED), 0},
@@ -286,7 +286,7 @@ static const bad_case_t cases[] = {
     {"register_task", "doc=garbage", CODE(MALFORMED), 0},
     {"register_task", "doc=entity", CODE(NOT_FOUND), 0},
     {"register_task", "doc=builtin", CODE(INVALID_ARGUMENT), 0},
-    {"register_task", "doc=deep", CODE(MALFORMED), 0},
+    {"register_task", "doc=deep", CODE(INVALID_ARGUMENT), 0}, /* nested past the limit */
     {"register_task", "corrupt", CODE(MALFORMED), 0},
 };
 

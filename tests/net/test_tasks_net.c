@@ -332,6 +332,148 @@ static void declared_task_over_protocol(void)
     rsc_free(rp);
 }
 
+static double seconds_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A finger task document (name, reward and one quantity's extra items; the caller frees). */
+static char *doc_with(const char *name, const char *reward, const char *quantity)
+{
+    size_t n = strlen(reward) + strlen(quantity) + 512;
+    char *doc = malloc(n);
+    snprintf(doc, n,
+             "{\"name\": \"%s\", \"preset\": \"finger\", \"entity\": \"finger\", "
+             "\"quantities\": {\"x\": \"finger.x_f\", \"a\": {\"at_reset\": \"uniform(0, 1)\", "
+             "\"held\": false%s}}, \"observation\": [\"x\"], "
+             "\"action\": [{\"actuator\": \"force\", \"low\": -1, \"high\": 1}], "
+             "\"reward\": \"%s\", \"max_steps\": 5}",
+             name, quantity, reward);
+    return doc;
+}
+
+/* `doc` sent as RegisterTask and as CreateWorld.task_document: each refused with `code` and
+ * a message holding `named`, within `within` seconds. */
+static void refused_both_ways(const char *what, const char *doc, int code, const char *named,
+                              double within)
+{
+    rsc_error_t err;
+    double t0 = seconds_now();
+    int rc = rsc_register_task(client, doc, NULL, 0, &err);
+    double spent = seconds_now() - t0;
+    CHECK(rc == code && strstr(err.message, named), "%s as RegisterTask: %d %s", what, rc,
+          err.message);
+    CHECK(spent < within, "%s: RegisterTask refused in %.3f s (at most %.3f)", what, spent,
+          within);
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
+    cw.task_document = (char *)doc;
+    rq.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+    rq.create_world = &cw;
+    Robosim__V1__Response *rp = NULL;
+    t0 = seconds_now();
+    rc = call(&rq, NULL, &rp, &err);
+    spent = seconds_now() - t0;
+    CHECK(rc == code && strstr(err.message, named), "%s as CreateWorld.task_document: %d %s",
+          what, rc, err.message);
+    CHECK(spent < within, "%s: CreateWorld refused in %.3f s (at most %.3f)", what, spent,
+          within);
+    rsc_free(rp);
+}
+
+/* Documents past the limits (docs/limits.md) are refused at once naming the limit, and the
+ * server serves the next request, another client's too: a reward of 32,000 nested
+ * parentheses overflowed the parser's stack (SIGSEGV), rejection sampling of 1e7 tries of a
+ * 2,000-term condition held the loop for minutes. */
+static void limits_over_protocol(void)
+{
+    rsc_error_t err;
+    Robosim__V1__HelloReply *h = NULL;
+    double t0 = seconds_now();
+    CHECK(rsc_hello(client, 1, 0, &h, &err) == 0, "hello: %s", err.message);
+    double hello = seconds_now() - t0; /* the margin: a round trip on this machine now */
+    rsc_free(h);
+    double within = 1.0 + 100.0 * hello;
+    size_t n = 64100;
+    char *reward = malloc(n), *p = reward;
+    for (int i = 0; i < 32000; i++)
+        *p++ = '(';
+    *p++ = 'x';
+    for (int i = 0; i < 32000; i++)
+        *p++ = ')';
+    *p = 0;
+    char *deep = doc_with("Deep-v0", reward, "");
+    CHECK(strlen(deep) < 65536, "under the 64 KiB document limit: %zu bytes", strlen(deep));
+    refused_both_ways("32,000 parentheses", deep, CODE(INVALID_ARGUMENT), "limit of 1024",
+                      within);
+    free(deep);
+    /* nesting within the size limit */
+    p = reward;
+    for (int i = 0; i < 40; i++)
+        *p++ = '(';
+    *p++ = 'x';
+    for (int i = 0; i < 40; i++)
+        *p++ = ')';
+    *p = 0;
+    deep = doc_with("Deep-v1", reward, "");
+    refused_both_ways("40 parentheses", deep, CODE(INVALID_ARGUMENT), "limit of 32 levels",
+                      within);
+    free(deep);
+    /* a 2,000-term until that never holds, 1e7 tries: the 4.3 KB document that held the loop */
+    p = reward + sprintf(reward, ", \"until\": \"lt(a");
+    for (int i = 0; i < 1999; i++)
+        p += sprintf(p, "+a");
+    sprintf(p, ", -1)\", \"redraw\": \"a\", \"tries\": 1e7");
+    char *never = doc_with("Never-v0", "0", reward);
+    CHECK(strlen(never) > 4000 && strlen(never) < 5000, "a 4.3 KB document: %zu bytes",
+          strlen(never));
+    refused_both_ways("a 2,000-term until", never, CODE(INVALID_ARGUMENT), "quantities.a.until",
+                      within);
+    free(never);
+    /* a small until, 1e7 tries: the bound on a start's work */
+    never = doc_with("Never-v1", "0",
+                     ", \"until\": \"lt(a, -1)\", \"redraw\": \"a\", \"tries\": 1e7");
+    refused_both_ways("1e7 tries", never, CODE(OUT_OF_RANGE), "limit of 2000000", within);
+    free(never);
+    free(reward);
+    /* the server goes on: this client, and another */
+    CHECK(rsc_hello(client, 1, 0, &h, &err) == 0, "hello after: %s", err.message);
+    rsc_free(h);
+    rsc_client_t *other = client_of(server.endpoint, 5000);
+    CHECK(rsc_hello(other, 1, 0, &h, &err) == 0, "another client's hello: %s", err.message);
+    rsc_free(h);
+    rsc_close(&other);
+}
+
+/* A declared reward that is not finite fails the Step (SIMULATION_FAILED naming the task and
+ * the expression) instead of reaching the agent; the world answers on. */
+static void non_finite_over_protocol(void)
+{
+    rsc_error_t err;
+    char *doc = doc_with("NetNaN-v0", "if(gt(steps, 1), 0/0, -x)", "");
+    CHECK(rsc_register_task(client, doc, NULL, 0, &err) == 0, "register: %s", err.message);
+    free(doc);
+    uint64_t id = 0;
+    char token[128];
+    CHECK(create("NetNaN-v0", "", 3, &id, token, &err) == 0, "create: %s", err.message);
+    double a = 0.5;
+    Robosim__V1__State *s = NULL;
+    CHECK(step(id, token, &a, 1, 1, NULL, &s, &err) == 0 && s && s->task &&
+              isfinite(s->task->reward),
+          "the first step's reward: %s", err.message);
+    rsc_free(s);
+    int rc = step(id, token, &a, 1, 1, NULL, &s, &err);
+    CHECK(rc == CODE(SIMULATION_FAILED) && strstr(err.message, "NetNaN-v0") &&
+              strstr(err.message, "the reward is NaN") && strstr(err.message, "0/0"),
+          "a NaN reward: %d %s", rc, err.message);
+    rsc_free(s);
+    Robosim__V1__HelloReply *h = NULL;
+    CHECK(rsc_hello(client, 1, 0, &h, &err) == 0, "hello after: %s", err.message);
+    rsc_free(h);
+}
+
 int main(int argc, char **argv)
 {
     const char *binary = server_arg(argc, argv);
@@ -343,6 +485,8 @@ int main(int argc, char **argv)
     episode_over_protocol();
     task_world_refuses_commands();
     declared_task_over_protocol();
+    limits_over_protocol();
+    non_finite_over_protocol();
     rsc_close(&client);
     CHECK(server_stop(&server) == 0, "clean stop");
     return rs_test_done("test_tasks_net");

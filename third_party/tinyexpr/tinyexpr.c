@@ -72,6 +72,10 @@ typedef struct state {
 
     const te_variable *lookup;
     int lookup_len;
+
+    /* robosim: the bounds (te_compile_bounded) and what the parse has used of them */
+    te_limits limits;
+    int nesting, nodes, limit_hit;
 } state;
 
 
@@ -81,10 +85,30 @@ typedef struct state {
 #define IS_FUNCTION(TYPE) (((TYPE) & TE_FUNCTION0) != 0)
 #define IS_CLOSURE(TYPE) (((TYPE) & TE_CLOSURE0) != 0)
 #define ARITY(TYPE) ( ((TYPE) & (TE_FUNCTION0 | TE_CLOSURE0)) ? ((TYPE) & 0x00000007) : 0 )
-#define NEW_EXPR(type, ...) new_expr((type), (const te_expr*[]){__VA_ARGS__})
+#define NEW_EXPR(type, ...) new_expr(s, (type), (const te_expr*[]){__VA_ARGS__})
 #define CHECK_NULL(ptr, ...) if ((ptr) == NULL) { __VA_ARGS__; return NULL; }
 
-static te_expr *new_expr(const int type, const te_expr *parameters[]) {
+/* robosim: n's depth (1 + its deepest parameter's); 0, with s->limit_hit, past the limit */
+static int seal(state *s, te_expr *n) {
+    int depth = 0;
+    for (int i = 0; i < ARITY(n->type); i++) {
+        const te_expr *p = n->parameters[i];
+        if (p && p->depth > depth) depth = p->depth;
+    }
+    n->depth = depth + 1;
+    if (n->depth > s->limits.max_depth) {
+        if (!s->limit_hit) s->limit_hit = TE_LIMIT_DEPTH;
+        return 0;
+    }
+    return 1;
+}
+
+static te_expr *new_expr(state *s, const int type, const te_expr *parameters[]) {
+    /* robosim: at most limits.max_nodes nodes per expression */
+    if (++s->nodes > s->limits.max_nodes) {
+        if (!s->limit_hit) s->limit_hit = TE_LIMIT_NODES;
+        return NULL;
+    }
     const int arity = ARITY(type);
     const int psize = sizeof(void*) * arity;
     int size = (sizeof(te_expr) - sizeof(void*)) + psize + (IS_CLOSURE(type) ? sizeof(void*) : 0);
@@ -99,6 +123,11 @@ static te_expr *new_expr(const int type, const te_expr *parameters[]) {
     }
     ret->type = type;
     ret->bound = 0;
+    /* robosim: the caller frees the parameters when this fails */
+    if (!seal(s, ret)) {
+        free(ret);
+        return NULL;
+    }
     return ret;
 }
 
@@ -309,14 +338,14 @@ static te_expr *list(state *s);
 static te_expr *expr(state *s);
 static te_expr *power(state *s);
 
-static te_expr *base(state *s) {
+static te_expr *base_inner(state *s) {
     /* <base>      =    <constant> | <variable> | <function-0> {"(" ")"} | <function-1> <power> | <function-X> "(" <expr> {"," <expr>} ")" | "(" <list> ")" */
     te_expr *ret;
     int arity;
 
     switch (TYPE_MASK(s->type)) {
         case TOK_NUMBER:
-            ret = new_expr(TE_CONSTANT, 0);
+            ret = new_expr(s, TE_CONSTANT, 0);
             CHECK_NULL(ret);
 
             ret->value = s->value;
@@ -324,7 +353,7 @@ static te_expr *base(state *s) {
             break;
 
         case TOK_VARIABLE:
-            ret = new_expr(TE_VARIABLE, 0);
+            ret = new_expr(s, TE_VARIABLE, 0);
             CHECK_NULL(ret);
 
             ret->bound = s->bound;
@@ -333,7 +362,7 @@ static te_expr *base(state *s) {
 
         case TE_FUNCTION0:
         case TE_CLOSURE0:
-            ret = new_expr(s->type, 0);
+            ret = new_expr(s, s->type, 0);
             CHECK_NULL(ret);
 
             ret->function = s->function;
@@ -351,7 +380,7 @@ static te_expr *base(state *s) {
 
         case TE_FUNCTION1:
         case TE_CLOSURE1:
-            ret = new_expr(s->type, 0);
+            ret = new_expr(s, s->type, 0);
             CHECK_NULL(ret);
 
             ret->function = s->function;
@@ -359,6 +388,7 @@ static te_expr *base(state *s) {
             next_token(s);
             ret->parameters[0] = power(s);
             CHECK_NULL(ret->parameters[0], te_free(ret));
+            if (!seal(s, ret)) { te_free(ret); return NULL; } /* robosim */
             break;
 
         case TE_FUNCTION2: case TE_FUNCTION3: case TE_FUNCTION4:
@@ -367,7 +397,7 @@ static te_expr *base(state *s) {
         case TE_CLOSURE5: case TE_CLOSURE6: case TE_CLOSURE7:
             arity = ARITY(s->type);
 
-            ret = new_expr(s->type, 0);
+            ret = new_expr(s, s->type, 0);
             CHECK_NULL(ret);
 
             ret->function = s->function;
@@ -393,6 +423,7 @@ static te_expr *base(state *s) {
                     next_token(s);
                 }
             }
+            if (!seal(s, ret)) { te_free(ret); return NULL; } /* robosim */
 
             break;
 
@@ -409,7 +440,7 @@ static te_expr *base(state *s) {
             break;
 
         default:
-            ret = new_expr(0, 0);
+            ret = new_expr(s, 0, 0);
             CHECK_NULL(ret);
 
             s->type = TOK_ERROR;
@@ -417,6 +448,20 @@ static te_expr *base(state *s) {
             break;
     }
 
+    return ret;
+}
+
+
+/* robosim: every recursion of the parser passes through base(), so bounding its nesting
+ * bounds the parser's stack (parentheses, function calls, unary functions without them) */
+static te_expr *base(state *s) {
+    if (s->nesting > s->limits.max_nesting) { /* the top level and max_nesting inside it */
+        if (!s->limit_hit) s->limit_hit = TE_LIMIT_NESTING;
+        return NULL;
+    }
+    s->nesting++;
+    te_expr *ret = base_inner(s);
+    s->nesting--;
     return ret;
 }
 
@@ -447,6 +492,7 @@ static te_expr *power(state *s) {
 }
 
 #ifdef TE_POW_FROM_RIGHT
+#error "robosim: the tree depth bound (seal) assumes nodes are not re-parented after they are made"
 static te_expr *factor(state *s) {
     /* <factor>    =    <power> {"^" <power>} */
     te_expr *ret = power(s);
@@ -664,16 +710,21 @@ static void optimize(te_expr *n) {
 }
 
 
-te_expr *te_compile(const char *expression, const te_variable *variables, int var_count, int *error) {
+te_expr *te_compile_bounded(const char *expression, const te_variable *variables, int var_count,
+                            const te_limits *limits, int *error, int *limit_hit) {
     state s;
+    memset(&s, 0, sizeof s);
     s.start = s.next = expression;
     s.lookup = variables;
     s.lookup_len = var_count;
+    s.limits = *limits;
+    if (limit_hit) *limit_hit = TE_LIMIT_NONE;
 
     next_token(&s);
     te_expr *root = list(&s);
     if (root == NULL) {
         if (error) *error = -1;
+        if (limit_hit) *limit_hit = s.limit_hit;
         return NULL;
     }
 
@@ -689,6 +740,13 @@ te_expr *te_compile(const char *expression, const te_variable *variables, int va
         if (error) *error = 0;
         return root;
     }
+}
+
+
+te_expr *te_compile(const char *expression, const te_variable *variables, int var_count, int *error) {
+    static const te_limits defaults = {TE_DEFAULT_MAX_NESTING, TE_DEFAULT_MAX_NODES,
+                                       TE_DEFAULT_MAX_DEPTH};
+    return te_compile_bounded(expression, variables, var_count, &defaults, error, NULL);
 }
 
 

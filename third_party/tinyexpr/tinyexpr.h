@@ -35,6 +35,7 @@ extern "C" {
 
 typedef struct te_expr {
     int type;
+    int depth; /* robosim: 1 + the deepest parameter's depth (te_compile_bounded) */
     union {double value; const double *bound; const void *function;};
     void *parameters[1];
 } te_expr;
@@ -68,6 +69,22 @@ double te_interp(const char *expression, int *error);
 /* Parses the input expression and binds variables. */
 /* Returns NULL on error. */
 te_expr *te_compile(const char *expression, const te_variable *variables, int var_count, int *error);
+
+/* robosim: te_compile within bounds, so that neither the parser's recursion nor the
+ * recursion of te_eval, te_free and the optimizer over the tree can exhaust the stack:
+ * max_nesting levels of parentheses and function calls, max_nodes nodes, a tree max_depth
+ * nodes deep (a chain a+b+c+... is a left-deep tree as deep as its terms). Past a bound it
+ * returns NULL with *error -1 and *limit_hit the TE_LIMIT_* that was passed. te_compile
+ * applies the TE_DEFAULT_* bounds. */
+typedef struct te_limits {
+    int max_nesting, max_nodes, max_depth;
+} te_limits;
+enum { TE_LIMIT_NONE, TE_LIMIT_NESTING, TE_LIMIT_NODES, TE_LIMIT_DEPTH };
+#define TE_DEFAULT_MAX_NESTING 256
+#define TE_DEFAULT_MAX_NODES 65536
+#define TE_DEFAULT_MAX_DEPTH 1024
+te_expr *te_compile_bounded(const char *expression, const te_variable *variables, int var_count,
+                            const te_limits *limits, int *error, int *limit_hit);
 
 /* Evaluates the expression. */
 double te_eval(const te_expr *n);
