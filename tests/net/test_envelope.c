@@ -50,16 +50,20 @@ static char *make_big_spec(void)
     return doc;
 }
 
-/* A declared task extending FingerPush-v1 whose reward is a sum of `terms` quantities, the
- * document about `bytes` long. */
+/* A declared task extending FingerPush-v1 at the limits a document may reach (rs_limits.h):
+ * a reward of `terms` quantities in one chain (its tree as deep as its terms) and a
+ * description that fills the document to about 60 KB. */
 static char *make_task(const char *name, int terms)
 {
-    size_t cap = 64 + strlen(name) + (size_t)terms * 12;
+    size_t pad = 60000, cap = 128 + strlen(name) + (size_t)terms * 12 + pad;
     char *doc = malloc(cap);
     if (!doc)
         return NULL;
-    int at = snprintf(doc, cap, "{\"name\": \"%s\", \"extends\": \"FingerPush-v1\", \"reward\": \"",
+    int at = snprintf(doc, cap, "{\"name\": \"%s\", \"extends\": \"FingerPush-v1\", \"doc\": \"",
                       name);
+    memset(doc + at, 'x', pad);
+    at += (int)pad;
+    at += snprintf(doc + at, cap - (size_t)at, "\", \"reward\": \"");
     for (int i = 0; i < terms; i++)
         at += snprintf(doc + at, cap - (size_t)at, i ? " + distance" : "distance");
     snprintf(doc + at, cap - (size_t)at, "\"}");
@@ -108,7 +112,7 @@ static void fixture_setup(rsc_client_t *c)
     fx.nbatch = sizeof fx.batch / sizeof fx.batch[0];
     for (size_t i = 0; i < fx.nbatch; i++)
         fx.batch[i] = create(c, "workshop", NULL, 0);
-    fx.big_task = make_task("EnvelopeTask-v0", 5400); /* about 60 KB */
+    fx.big_task = make_task("EnvelopeTask-v0", 80); /* 80 terms: 959 characters */
 }
 
 /* ---- the attacks: one request of each operation's worst legal input ------------------- */
@@ -359,7 +363,7 @@ static void a_register_task(attacker_t *a)
     static int k;
     char name[64];
     snprintf(name, sizeof name, "EnvelopeReg%d-v0", k++);
-    char *doc = make_task(name, 5400);
+    char *doc = make_task(name, 80);
     rsc_error_t err;
     note(a, rsc_register_task(a->c, doc, NULL, 0, &err), &err);
     free(doc);
