@@ -903,6 +903,11 @@ void rs_integrator_set_abort(rs_integrator_t *in, const atomic_int *flag)
     in->abort = flag ? flag : &never_abort;
 }
 
+const atomic_int *rs_integrator_abort_flag(const rs_integrator_t *in)
+{
+    return in->abort == &never_abort ? NULL : in->abort;
+}
+
 int rs_integrator_aborted(const rs_integrator_t *in)
 {
     return atomic_load_explicit(in->abort, memory_order_relaxed) != 0;

@@ -75,6 +75,8 @@ long rs_integrator_take_steps(rs_integrator_t *in);
 /* The abort flag: non-zero interrupts an evolve within one right-hand-side evaluation (NULL:
  * a flag nobody sets). rs_integrator_aborted reads it. */
 void rs_integrator_set_abort(rs_integrator_t *in, const atomic_int *flag);
+/* The flag set by rs_integrator_set_abort, or NULL for none. */
+const atomic_int *rs_integrator_abort_flag(const rs_integrator_t *in);
 int rs_integrator_aborted(const rs_integrator_t *in);
 
 /* How many vectors of the integrator (the state and ARKODE's work vectors) live in its own

@@ -594,6 +594,8 @@ static void sens_flow(void *ctx, const rs_model_t *m, const rs_data_t *d)
     rs_status_t st;
     rs_status_clear(&st);
     double t = s->t;
+    /* interrupted by what interrupts the world's own integration (a stop, the budget) */
+    rs_integrator_set_abort(s->integ, rs_integrator_abort_flag(d->integ));
     /* on with the step the last interval ended with, as the world's own integration does: a
      * fresh estimate and ramp-up at every control step cost more than the flow itself */
     int rc = rs_integrator_restart(s->integ, t, fmin(s->h_next, d->t - t), d->t, &st);

@@ -554,10 +554,34 @@ static void test_walk(void)
           nops);
     rsc_free(h);
 
-    /* SIGTERM while the slowest request (a Step with its Jacobian on the slow arm) runs */
+    rsc_close(&prober);
+    rsc_close(&setup);
+    CHECK(server_stop(&sp) == 0, "server stops");
+    free(fx.big_spec);
+    free(fx.snapshot);
+    free(fx.big_task);
+}
+
+/* ---- SIGTERM in the slowest request ------------------------------------------------------ */
+
+/* SIGTERM while a Step with its Jacobian runs on a slow arm (whichever of its control steps or
+ * derivative integrations is under way): the seconds to the server's exit, and whether the
+ * Step in flight was answered UNAVAILABLE. */
+static double stop_in_jacobian_step(int *answered)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "30", NULL};
+    *answered = 0;
+    if (server_start(&sp, binary, extra) != 0)
+        return 1e9;
+    rsc_client_t *c = connect_to(&sp, 20000);
+    static const double dt5[] = {5.0}, tiny[] = {1e-6}, most[] = {1e7};
+    rsc_param_t slow[] = {{"", "control_dt", dt5, 1}, {"", "sim_step", tiny, 1},
+                          {"", "max_internal_steps", most, 1}};
+    fx.slow_arm = create(c, "serial_arm", slow, 3);
     run_t r = {.attack = NULL};
     r.a.c = connect_to(&sp, 5000);
-    rsc_set_world_token(r.a.c, fx.slow_arm, rsc_world_token(setup, fx.slow_arm));
+    rsc_set_world_token(r.a.c, fx.slow_arm, rsc_world_token(c, fx.slow_arm));
     pthread_t th;
     double cpu0 = cpu_seconds(sp.pid), t0 = now();
     pthread_create(&th, NULL, jacobian_step_main, &r);
@@ -566,18 +590,33 @@ static void test_walk(void)
         sleep_s(0.005);
     int status = 0;
     double took = stop_timed(&sp, &status);
-    printf("SIGTERM during a Step with its Jacobian: exited after %.3f s\n", took);
-    CHECK(took < GOAL_STOP, "exited within %.1f s of SIGTERM (%.3f s)", GOAL_STOP, took);
     CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "clean exit (status %d)", status);
     pthread_join(th, NULL);
-    CHECK(r.a.n == 1 && r.a.timeouts == 0 && r.a.replies[ROBOSIM__V1__ERROR_CODE__UNAVAILABLE] == 1,
-          "the Step in flight was answered UNAVAILABLE at the stop: %s", r.a.last);
+    *answered = r.a.n == 1 && r.a.timeouts == 0 &&
+                r.a.replies[ROBOSIM__V1__ERROR_CODE__UNAVAILABLE] == 1;
+    if (!*answered)
+        printf("the Step in flight: %s\n", r.a.last);
     rsc_close(&r.a.c);
-    rsc_close(&prober);
-    rsc_close(&setup);
-    free(fx.big_spec);
-    free(fx.snapshot);
-    free(fx.big_task);
+    rsc_close(&c);
+    return took;
+}
+
+/* The better of ATTEMPTS stops within GOAL_STOP: a machine busy with other work can slow one,
+ * a server that ignores the stop ignores it every time. */
+static void test_stop(void)
+{
+    double best = 1e9;
+    int answered_all = 1;
+    for (int attempt = 0; attempt < ATTEMPTS && best >= GOAL_STOP; attempt++) {
+        int answered = 0;
+        double took = stop_in_jacobian_step(&answered);
+        printf("SIGTERM during a Step with its Jacobian: exited after %.3f s\n", took);
+        best = fmin(best, took);
+        answered_all &= answered;
+    }
+    CHECK(best < GOAL_STOP, "exited within %.1f s of SIGTERM (%.3f s, the better of up to %d)",
+          GOAL_STOP, best, ATTEMPTS);
+    CHECK(answered_all, "the Step in flight was answered UNAVAILABLE at each stop");
 }
 
 /* ---- the envelope's own rules, one by one ----------------------------------------------- */
@@ -673,5 +712,6 @@ int main(int argc, char **argv)
     (void)print_probe, (void)steps_done, (void)send_request, (void)recv_reply; /* probe.h's */
     test_rules();
     test_walk();
+    test_stop();
     return rs_test_done("test_envelope");
 }
