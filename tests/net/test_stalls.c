@@ -648,8 +648,9 @@ static void test_queued_at_stop(void)
         for (double t = now(); now() - t < 5.0; sleep_s(0.005)) /* the clients wait 10 s */
             if ((unread = unread_connections(port)) >= NCLIENTS || unread < 0)
                 break;
-        if (unread != NCLIENTS) { char cmd[128]; snprintf(cmd, sizeof cmd, "grep -i ':%04X ' /proc/net/tcp; ps -L -o tid,stat,wchan:30,comm -p %d; ps -L -o tid,stat,wchan:30,comm -p %d", port, (int)sp.pid, (int)getpid()); if (system(cmd)) {} }
-        CHECK(unread == NCLIENTS, "round %d: the %d Steps wait in the paused server's socket "
+        /* at least the 8 clients' connections (a shard's own connection to the port may hold
+         * bytes as well) */
+        CHECK(unread >= NCLIENTS, "round %d: the %d Steps wait in the paused server's socket "
               "buffers (%d connections hold unread bytes)", round, NCLIENTS, unread);
         double t0 = now();
         kill(sp.pid, SIGTERM);
