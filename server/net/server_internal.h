@@ -276,11 +276,13 @@ int rs_shard_settled(const rs_server_t *s);
 struct rs_census *rs_shards_census(rs_server_t *front);
 
 /* Where a shard sends a serialized request it received, read without decoding it (its bytes
- * are the client's: any may come): ROUTE_WORLD to the shard of *world (Request.world_id, or a
- * StepBatch's first world), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard
- * its connection is placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable:
- * the handler answers). */
-enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
+ * are the client's: any may come) but as protobuf-c decodes it (the op is the oneof's last
+ * field present, the world the last world_id): ROUTE_WORLD to the shard of *world (an op whose
+ * row needs a world), ROUTE_BATCH by all its worlds (a StepBatch; *world its first, 0 if
+ * none), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard its connection is
+ * placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable: the handler
+ * answers). */
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE, ROUTE_BATCH };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
 
 /* ---- handlers_batch.c: a StepBatch whose worlds live on several shards ---- */
