@@ -66,6 +66,8 @@ typedef struct rs_server_config {
     double checkpoint_interval;     /* seconds between checkpoints into state_dir */
     int shards;                     /* request loops, each on its core with its own worlds,
                                        behind one socket (1: the loop serves the socket) */
+    size_t max_queued_bytes_per_peer; /* replies a connection has not taken, bytes, past which
+                                       its requests are refused unrun (RESOURCE_EXHAUSTED) */
     int shard_ports;                /* with shards > 1, each shard's own port as well (clients
                                        send a world's requests straight to its shard): 0 a free
                                        port each, B > 0 ports B, B+1, ..., -1 none */

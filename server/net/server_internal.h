@@ -11,6 +11,7 @@
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
+#include "sendq.h"
 #include "world_sched.h"
 #include "stream.h"
 
@@ -101,6 +102,12 @@ struct rs_server {
     uint8_t *out;          /* packed reply */
     size_t out_cap;
     uint64_t requests, errors;
+    struct rs_sendq *sendq;    /* the replies each peer of the router has not taken (sendq.c) */
+    uint64_t backlog_refused;  /* requests refused unrun: their peer's replies past
+                                  cfg.max_queued_bytes_per_peer */
+    uint64_t backlog_dropped;  /* replies dropped for a short error, their client's past it (a
+                                  shard: requests passed on before it was seen) */
+    double backlog_logged_at;  /* rs_clock() when such a refusal was last logged */
     const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
                                   a handler; an in-process caller has id "") */
     unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
@@ -194,6 +201,17 @@ const rs_op_t *rs_ops(size_t *n);
  * it until the next reply (dispatch.c; the loop refuses requests it does not run with it). */
 void rs_error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
                     const uint8_t **out, size_t *outlen);
+
+/* Send a reply (out, outlen) to the sender of request frames[0..n-1] on sock (the frames
+ * consumed), its bytes counted against that peer until its connection takes them (sendq.c). */
+void rs_send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const uint8_t *out,
+                   size_t outlen);
+
+/* A client's request (frames[0..n-1], its routing id first) that arrived while the replies
+ * its connection has not taken are past cfg.max_queued_bytes_per_peer: refused unrun with a
+ * short RESOURCE_EXHAUSTED (the frames consumed), counted in s->backlog_refused; returns 1.
+ * Else 0 and the frames untouched (server.c). */
+int rs_refuse_backlogged(rs_server_t *s, void *sock, zmq_msg_t *frames, int n);
 
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
 static inline int rs_server_stopping(const rs_server_t *s)

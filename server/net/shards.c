@@ -342,18 +342,36 @@ static void gather_take(gather_t *g, zmq_msg_t *frames, int n)
     zmq_msg_close(&frames[n - 1]);
 }
 
-/* Send `reply` (len bytes) to the client of gather g's envelope (consumed). */
+/* A reply to a client whose connection holds cfg.max_queued_bytes_per_peer of replies it
+ * has not read: its request was passed on before that was seen here and has run, so its reply
+ * (`len` bytes) is dropped for a short RESOURCE_EXHAUSTED saying so (in *out, *outlen: the
+ * server's reply buffer), counted in s->backlog_dropped. Whether it was. */
+static int backlog_drop(rs_server_t *s, zmq_msg_t *routing, const uint8_t *reply, size_t len,
+                        const uint8_t **out, size_t *outlen)
+{
+    size_t max = s->cfg.max_queued_bytes_per_peer, queued;
+    if (!max || (queued = rs_sendq_queued(s->sendq, routing)) < max)
+        return 0;
+    s->backlog_dropped++;
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "this request ran, but its reply of %zu bytes was dropped: this connection has %zu "
+             "bytes of replies it has not read, past the server's limit of %zu "
+             "(--max-queued-bytes-per-peer); read the replies (GetState tells where a world is)",
+             len, queued, max);
+    rs_arena_reset(&s->arena);
+    rs_error_reply(s, rs_wire_last_varint(reply, len, 1), RS_EEXHAUSTED, msg, out, outlen);
+    return 1;
+}
+
+/* Send `reply` (len bytes) to the client of gather g's envelope (consumed), counted against
+ * it (sendq.c). */
 static void gather_send(rs_server_t *s, gather_t *g, const uint8_t *reply, size_t len)
 {
-    zmq_msg_t m;
-    zmq_msg_init_size(&m, len);
-    memcpy(zmq_msg_data(&m), reply, len);
-    for (int i = 0; i < g->nenv; i++)
-        if (zmq_msg_send(&g->env[i], s->router, ZMQ_SNDMORE) < 0)
-            zmq_msg_close(&g->env[i]);
+    if (g->nenv > 0)
+        backlog_drop(s, &g->env[0], reply, len, &reply, &len);
+    rs_sendq_send(s->sendq, s->router, g->env, g->nenv + 1, reply, len);
     g->nenv = 0;
-    if (zmq_msg_send(&m, s->router, 0) < 0)
-        zmq_msg_close(&m);
 }
 
 /* Every part of a split StepBatch answered (or it had none): the merged reply. */
@@ -485,12 +503,7 @@ static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *o
         if (rc == 0)
             rs_fail(&st, RS_EEXHAUSTED, "server out of memory splitting the batch");
         rs_error_reply(s, id, st.code, st.message, &err, &errlen);
-        for (int i = 0; i < n - 1; i++)
-            if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)
-                zmq_msg_close(&frames[i]);
-        if (zmq_send(s->router, err, errlen, 0) < 0)
-            rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
-        zmq_msg_close(&frames[n - 1]);
+        rs_send_reply(s, s->router, frames, n, err, errlen);
         for (int k = 0; rc == 0 && k < p->n; k++)
             free(parts[k]);
         rs_batch_plan_free(&plan);
@@ -669,7 +682,12 @@ static void relay(rs_server_t *s, zmq_msg_t *frames, int n)
     }
     zmq_msg_close(&frames[n - 2]);
     frames[n - 2] = frames[n - 1];
-    send_frames(s->router, frames, n - 1);
+    /* the client's reply, counted against its connection (sendq.c) */
+    const uint8_t *reply = zmq_msg_data(&frames[n - 2]);
+    size_t len = zmq_msg_size(&frames[n - 2]);
+    backlog_drop(s, &frames[0], reply, len, &reply, &len);
+    rs_sendq_send(s->sendq, s->router, frames, n - 1, reply, len);
+    zmq_msg_close(&frames[n - 2]);
 }
 
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
@@ -753,6 +771,9 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             /* a client's: served here when its world is this shard's (or it names none), else
              * passed to the world's shard; while stopping, refused here (nothing is passed) */
             rs_caller_of(&frames[0], &frames[*n - 1], caller);
+            /* a client that does not read its replies: refused unrun */
+            if (!s->draining && rs_refuse_backlogged(s, s->router, frames, *n))
+                continue;
             if (s->draining) {
                 *sock = s->router;
                 return 0;
