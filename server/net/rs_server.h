@@ -57,6 +57,9 @@ typedef struct rs_server_config {
                                        claim (0: no limit) ... */
     double max_worlds_share;        /* ... and at most this share of max_worlds (0 < x <= 1),
                                        so one key never takes the whole server */
+    int max_tasks_per_client;       /* tasks one client (rs_caller_t.key) may declare
+                                       (RegisterTask, CreateWorld.task_document) and hold, at
+                                       most max_worlds_share of the process's registry */
     int max_inflight_per_client;    /* requests of one client held unanswered at a time (parked
                                        or waiting); more get RESOURCE_EXHAUSTED */
     double world_ttl;               /* a world whose controller sent nothing for this long is

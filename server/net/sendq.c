@@ -4,11 +4,14 @@
  * it has handed ZeroMQ that the peer has not taken. */
 #include "sendq.h"
 #include "rs_log.h"
+#include "rs_wire.h"
+#include "server_internal.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -181,6 +184,48 @@ int rs_sendq_tick(rs_sendq_t *q, double now)
 size_t rs_sendq_total(const rs_sendq_t *q)
 {
     return q->total;
+}
+
+/* ---- the server's replies ------------------------------------------------------------------ */
+
+/* Route a reply back: the envelope as received, then the reply; the frames are consumed. */
+void rs_send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const uint8_t *out,
+                   size_t outlen)
+{
+    if (rs_sendq_send(s->sendq, sock, frames, n, out, outlen) < 0)
+        rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
+    zmq_msg_close(&frames[n - 1]);
+}
+
+int rs_refuse_backlogged(rs_server_t *s, void *sock, zmq_msg_t *frames, int n)
+{
+    size_t max = s->cfg.max_queued_bytes_per_peer, queued;
+    if (!max || n < 2 || (queued = rs_sendq_queued(s->sendq, &frames[0])) < max)
+        return 0;
+    /* logged at most every 10 s (the count is in the stop's line) */
+    if (s->backlog_refused == 0 || s->backlog_logged_at + 10 < rs_clock()) {
+        rs_log(RS_LOG_WARN,
+               "a connection holds %zu MiB of replies it has not read (--max-queued-bytes-per-peer "
+               "%zu MiB): its requests are refused until it reads them (%llu refused so far)",
+               queued >> 20, max >> 20, (unsigned long long)s->backlog_refused + 1);
+        s->backlog_logged_at = rs_clock();
+    }
+    s->backlog_refused++;
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "this connection has %zu bytes of replies it has not read, past the server's "
+             "limit of %zu (--max-queued-bytes-per-peer): request not run; read the replies, "
+             "then send it again",
+             queued, max);
+    const uint8_t *out;
+    size_t outlen;
+    zmq_msg_t *payload = &frames[n - 1];
+    rs_arena_reset(&s->arena);
+    /* the request's id (field 1) read without decoding it */
+    rs_error_reply(s, rs_wire_last_varint(zmq_msg_data(payload), zmq_msg_size(payload), 1),
+                   RS_EEXHAUSTED, msg, &out, &outlen);
+    rs_send_reply(s, sock, frames, n, out, outlen);
+    return 1;
 }
 
 /* ---- the heap ---------------------------------------------------------------------------- */

@@ -4,6 +4,7 @@
 #include "rs_log.h"
 #include "rs_wire.h"
 #include "server_internal.h"
+#include "declared.h"
 #include "worlds.h"
 
 #include <arpa/inet.h>
@@ -53,6 +54,7 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->max_worlds_per_client = 64;
     cfg->max_worlds_share = 0.5;
     cfg->max_inflight_per_client = 4;
+    cfg->max_tasks_per_client = 8;
     cfg->max_queued_bytes_per_peer = (size_t)64 << 20;
     cfg->world_ttl = 3600.0;
     cfg->state_dir = NULL;
@@ -628,46 +630,6 @@ static void append(pending_t **list, pending_t *p)
     *list = p;
 }
 
-/* Route a reply back: the envelope as received, then the reply; the frames are consumed. */
-void rs_send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const uint8_t *out,
-                   size_t outlen)
-{
-    if (rs_sendq_send(s->sendq, sock, frames, n, out, outlen) < 0)
-        rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
-    zmq_msg_close(&frames[n - 1]);
-}
-
-int rs_refuse_backlogged(rs_server_t *s, void *sock, zmq_msg_t *frames, int n)
-{
-    size_t max = s->cfg.max_queued_bytes_per_peer, queued;
-    if (!max || n < 2 || (queued = rs_sendq_queued(s->sendq, &frames[0])) < max)
-        return 0;
-    /* logged at most every 10 s (the count is in the stop's line) */
-    if (s->backlog_refused == 0 || s->backlog_logged_at + 10 < rs_clock()) {
-        rs_log(RS_LOG_WARN,
-               "a connection holds %zu MiB of replies it has not read (--max-queued-bytes-per-peer "
-               "%zu MiB): its requests are refused until it reads them (%llu refused so far)",
-               queued >> 20, max >> 20, (unsigned long long)s->backlog_refused + 1);
-        s->backlog_logged_at = rs_clock();
-    }
-    s->backlog_refused++;
-    char msg[256];
-    snprintf(msg, sizeof msg,
-             "this connection has %zu bytes of replies it has not read, past the server's "
-             "limit of %zu (--max-queued-bytes-per-peer): request not run; read the replies, "
-             "then send it again",
-             queued, max);
-    const uint8_t *out;
-    size_t outlen;
-    zmq_msg_t *payload = &frames[n - 1];
-    rs_arena_reset(&s->arena);
-    /* the request's id (field 1) read without decoding it */
-    rs_error_reply(s, rs_wire_last_varint(zmq_msg_data(payload), zmq_msg_size(payload), 1),
-                   RS_EEXHAUSTED, msg, &out, &outlen);
-    rs_send_reply(s, sock, frames, n, out, outlen);
-    return 1;
-}
-
 static void pending_free(pending_t *p)
 {
     for (int i = 0; i < p->nframes; i++)
@@ -1064,6 +1026,7 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
         if (s->cfg.world_ttl > 0) {
             if (now >= s->next_expiry_check) {
                 expire_idle(s, now);
+                rs_declared_sweep(s, rs_worlds_owned);
                 s->next_expiry_check = now + fmin(1.0, s->cfg.world_ttl / 4);
             }
             int sweep = (int)ceil((s->next_expiry_check - now) * 1000.0);
