@@ -237,9 +237,31 @@ static size_t heap_in_use(void)
 {
 #ifdef SENDQ_ASAN
     return __sanitizer_get_current_allocated_bytes();
-#elif defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 33)
-    struct mallinfo2 mi = mallinfo2();
-    return mi.uordblks;
+#elif defined(__GLIBC__)
+    /* every arena's (mallinfo2 counts the main one only, and ZeroMQ's I/O threads free into
+     * theirs): malloc_info's totals, after the last heap, minus the free bytes */
+    char *xml = NULL;
+    size_t len = 0, used = 0;
+    FILE *f = open_memstream(&xml, &len);
+    if (!f)
+        return 0;
+    int ok = malloc_info(0, f) == 0;
+    fclose(f);
+    const char *at = ok && xml ? strstr(xml, "</heap>") : NULL, *next;
+    while (at && (next = strstr(at + 1, "</heap>")))
+        at = next;
+    unsigned long long fast = 0, rest = 0, current = 0;
+    const char *p;
+    if (at && (p = strstr(at, "<total type=\"fast\"")) &&
+        sscanf(p, "<total type=\"fast\" count=\"%*u\" size=\"%llu\"", &fast) == 1 &&
+        (p = strstr(at, "<total type=\"rest\"")) &&
+        sscanf(p, "<total type=\"rest\" count=\"%*u\" size=\"%llu\"", &rest) == 1 &&
+        (p = strstr(at, "<system type=\"current\"")) &&
+        sscanf(p, "<system type=\"current\" size=\"%llu\"", &current) == 1 &&
+        current >= fast + rest)
+        used = (size_t)(current - fast - rest);
+    free(xml);
+    return used;
 #else
     return 0;
 #endif

@@ -1023,6 +1023,10 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
         int sweep_q = rs_sendq_tick(s->sendq, now);
         if (want < 0 || sweep_q < want)
             want = sweep_q;
+        if (now >= s->stream_idle_at) { /* the stream's subscribers that left: let go */
+            rs_stream_idle(s);
+            s->stream_idle_at = now + 1.0;
+        }
         if (s->cfg.world_ttl > 0) {
             if (now >= s->next_expiry_check) {
                 expire_idle(s, now);

@@ -108,6 +108,7 @@ struct rs_server {
     uint64_t backlog_dropped;  /* replies dropped for a short error, their client's past it (a
                                   shard: requests passed on before it was seen) */
     double backlog_logged_at;  /* rs_clock() when such a refusal was last logged */
+    double stream_idle_at;     /* rs_clock() when rs_stream_idle is next due */
     const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
                                   a handler; an in-process caller has id "") */
     unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
@@ -463,6 +464,11 @@ void rs_stream_built_free(rs_stream_built_t *b);
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */
 int rs_stream_flush(rs_server_t *s);
+
+/* Between requests, now and then: read the subscriptions that came, which also lets the
+ * socket take in its subscribers' comings and goings; a subscriber gone while no frame is
+ * published would otherwise keep the frames queued for it (and its connection's buffers). */
+void rs_stream_idle(rs_server_t *s);
 
 /* Refuse (RS_ERANGE, saying the most allowed) a world parameter stream_max_hz above the
  * server's --stream-max-hz among a CreateWorld's or SetParams' n params; 0 when none is. */

@@ -131,6 +131,12 @@ static void poll_subscriptions(rs_server_t *s)
     }
 }
 
+void rs_stream_idle(rs_server_t *s)
+{
+    if (s->stream.xpub)
+        poll_subscriptions(s);
+}
+
 static int topic(char *buf, size_t n, uint64_t id)
 {
     return snprintf(buf, n, "world/%llu/", (unsigned long long)id);
