@@ -301,7 +301,8 @@ struct rs_census *rs_shards_census(rs_server_t *front);
  * none), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard its connection is
  * placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable: the handler
  * answers). */
-enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE, ROUTE_BATCH };
+/* (ROUTE_CREATE last: fuzz_request.c checks a route is within HERE..CREATE) */
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_BATCH, ROUTE_CREATE };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
 
 /* ---- handlers_batch.c: a StepBatch whose worlds live on several shards ---- */

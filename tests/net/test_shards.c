@@ -1188,8 +1188,9 @@ static void route_reading(void)
     const uint8_t create_then_list[] = {0x62, 0x00, 0x5a, 0x00};
     const uint8_t step_then_list[] = {0x10, 0x07, 0x82, 0x01, 0x00, 0x5a, 0x00};
     const uint8_t list_then_step[] = {0x10, 0x07, 0x5a, 0x00, 0x82, 0x01, 0x00};
-    CHECK(ROBOSIM__V1__REQUEST__OP_LIST_WORLDS == 11 && ROBOSIM__V1__REQUEST__OP_CREATE_WORLD == 12 &&
-          ROBOSIM__V1__REQUEST__OP_STEP == 16, "ListWorlds, CreateWorld, Step are fields 11, 12, 16");
+    CHECK(ROBOSIM__V1__REQUEST__OP_LIST_WORLDS == 11 &&
+              ROBOSIM__V1__REQUEST__OP_CREATE_WORLD == 12 && ROBOSIM__V1__REQUEST__OP_STEP == 16,
+          "ListWorlds, CreateWorld, Step are fields 11, 12, 16");
     CHECK(rs_route_of(list_then_create, sizeof list_then_create, &world) == ROUTE_CREATE,
           "ListWorlds then CreateWorld: a CreateWorld, to the placement");
     CHECK(rs_route_of(create_then_list, sizeof create_then_list, &world) == ROUTE_ALL,

@@ -380,7 +380,9 @@ static int declare_as(rs_server_t *s, const char *key, const char *name, int cre
     size_t outlen;
     rs_server_handle_from(s, &caller, buf, n, &out, &outlen);
     Robosim__V1__Response *rp = robosim__v1__response__unpack(NULL, outlen, out);
-    int code = !rp ? -1 : rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR ? (int)rp->error->code : 0;
+    int code = !rp                                                      ? -1
+               : rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR ? (int)rp->error->code
+                                                                        : 0;
     snprintf(msg, cap, "%s", code > 0 ? rp->error->message : "");
     if (rp)
         robosim__v1__response__free_unpacked(rp, NULL);
