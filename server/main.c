@@ -22,7 +22,8 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal ha
 enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
        OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
        OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS,
-       OPT_SHARD_PORTS, OPT_SPIN_US };
+       OPT_SHARD_PORTS, OPT_SPIN_US, OPT_QUEUED_PER_PEER,
+       OPT_TASKS_PER_CLIENT };
 
 static void on_signal(int sig)
 {
@@ -137,8 +138,23 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "  --max-worlds-share F       one client holds at most this share of --max-worlds\n"
             "                             (default %g; 1: the whole server), whatever\n"
             "                             --max-worlds-per-client says\n"
+            "  --max-tasks-per-client N   task documents one client may declare (RegisterTask,\n"
+            "                             CreateWorld.task_document) and hold (default %d), at\n"
+            "                             most --max-worlds-share of the %d the server holds;\n"
+            "                             with --world-ttl, a client's task no world has run\n"
+            "                             for that long, while the client holds no world, is\n"
+            "                             dropped (its name free again); --task-file's stay\n"
             "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
             "                             parked or waiting behind a long Step (default %d)\n"
+            "  --max-queued-bytes-per-peer BYTES  replies a connection has not read yet that\n"
+            "                             the server holds for it (default %zuM; suffix K, M\n"
+            "                             or G): while they are past BYTES, each request of\n"
+            "                             that connection is refused unrun with a short\n"
+            "                             RESOURCE_EXHAUSTED (with --shards, one already\n"
+            "                             passed to another shard runs, and its reply is\n"
+            "                             replaced by that error); counted in the stop's log\n"
+            "                             line. One reply may take it past BYTES, so a\n"
+            "                             connection holds at most BYTES plus its largest reply\n"
             "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
             "                             for this long, e.g. a killed client's (default %g; 0:\n"
             "                             never); the start-up world is kept until claimed\n"
@@ -176,7 +192,9 @@ static void usage(FILE *f, const rs_server_config_t *d)
             d->lease_seconds,
             d->max_request_seconds, d->slice_seconds * 1e3, d->spin_seconds * 1e6,
             d->max_worlds_per_client,
-            d->max_worlds_share, d->max_inflight_per_client, d->world_ttl,
+            d->max_worlds_share, d->max_tasks_per_client, RS_TASK_DOC_MAX_REGISTERED,
+            d->max_inflight_per_client, d->max_queued_bytes_per_peer >> 20,
+            d->world_ttl,
             d->checkpoint_interval);
 }
 
@@ -318,6 +336,8 @@ int main(int argc, char **argv)
         {"max-worlds-share", required_argument, 0, OPT_WORLDS_SHARE},
         {"max-inflight-per-client", required_argument, 0, OPT_INFLIGHT_PER_CLIENT},
         {"world-ttl", required_argument, 0, OPT_WORLD_TTL},
+        {"max-queued-bytes-per-peer", required_argument, 0, OPT_QUEUED_PER_PEER},
+        {"max-tasks-per-client", required_argument, 0, OPT_TASKS_PER_CLIENT},
         {"spin-us", required_argument, 0, OPT_SPIN_US},
         {"state-dir", required_argument, 0, 'D'},
         {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
@@ -366,6 +386,8 @@ int main(int argc, char **argv)
             break;
         case OPT_WORLDS_SHARE: cfg.max_worlds_share = parse_positive("--max-worlds-share", optarg, 1.0, "the server's worlds (a fraction)"); break;
         case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
+        case OPT_TASKS_PER_CLIENT: cfg.max_tasks_per_client = (int)parse_count("--max-tasks-per-client", optarg, RS_TASK_DOC_MAX_REGISTERED); break;
+        case OPT_QUEUED_PER_PEER: cfg.max_queued_bytes_per_peer = parse_bytes("--max-queued-bytes-per-peer", optarg, 65536); break;
         case OPT_SPIN_US: cfg.spin_seconds = strcmp(optarg, "0") == 0 ? 0.0 : 1e-6 * (double)parse_count("--spin-us", optarg, 100000); break;
         case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
         case 'D': cfg.state_dir = optarg; break;

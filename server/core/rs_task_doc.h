@@ -109,6 +109,12 @@ const char *rs_task_doc_source(const rs_task_t *t);
  * parse's error, or RS_EEXHAUSTED past RS_TASK_DOC_MAX_REGISTERED tasks. Thread-safe. */
 int rs_task_doc_register(const char *json, size_t len, const rs_task_t **out, rs_status_t *st);
 
+/* Take registered task t out of the registry (its name free for another document, its slot
+ * for another task) and hand it to the caller, who frees it (rs_task_doc_destroy) once nothing
+ * can still use it: worlds of it, and names rs_task_names handed out. NULL when t is not
+ * registered. Thread-safe. */
+rs_task_t *rs_task_doc_unregister(const rs_task_t *t);
+
 /* The tasks of family f declared as documents (f->documents: a JSON array of task documents,
  * each of which may extend an earlier one with "extends": its name, replacing the items it
  * gives), parsed once per process; *n their number. registry.c asks. */

@@ -1754,6 +1754,19 @@ int rs_task_doc_register(const char *json, size_t len, const rs_task_t **out, rs
     return rc;
 }
 
+rs_task_t *rs_task_doc_unregister(const rs_task_t *t)
+{
+    rs_task_t *out = NULL;
+    pthread_mutex_lock(&registry_lock);
+    for (int i = 0; i < nregistered && !out; i++)
+        if (registered[i] == t) {
+            out = registered[i];
+            registered[i] = registered[--nregistered];
+        }
+    pthread_mutex_unlock(&registry_lock);
+    return out;
+}
+
 const rs_task_t *rs_task_doc_find(const char *name)
 {
     pthread_mutex_lock(&registry_lock);

@@ -117,8 +117,5 @@ int rs_stopped_short(rs_server_t *s, const world_slot_t *w, uint64_t done, uint6
 int rs_apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__Step *sp,
                         uint64_t *n, rs_status_t *st);
 
-/* handlers_spec.c: register the task document `doc`; *name the registered task's name, which
- * `want` (when not empty) must be. */
-int rs_register_task(const char *doc, const char *want, const char **name, rs_status_t *st);
 
 #endif

@@ -2,6 +2,7 @@
  * motion specification (load, get, clear), and GetHistory (the frames the observer stream
  * published lately, which history.c keeps). */
 
+#include "declared.h"
 #include "handlers.h"
 #include "rs_motion_spec.h"
 #include "rs_task.h"
@@ -15,27 +16,12 @@
 static Robosim__V1__Ack ack = ROBOSIM__V1__ACK__INIT;
 
 
-/* Register the task document `doc` (rs_task_doc_register); *name the registered task's name.
- * `want`, when not empty, must be that name. */
-int rs_register_task(const char *doc, const char *want, const char **name, rs_status_t *st)
-{
-    const rs_task_t *t;
-    int rc = rs_task_doc_register(doc, strlen(doc), &t, st);
-    if (rc < 0)
-        return rc;
-    if (want && want[0] && strcmp(want, t->name) != 0)
-        return rs_fail(st, RS_EINVAL, "CreateWorld.task '%s' differs from the task document's "
-                       "name '%s'; leave task empty or name the document's task", want, t->name);
-    *name = t->name;
-    return 0;
-}
-
 int op_register_task(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t *w,
                      Robosim__V1__Response *rp, rs_status_t *st)
 {
     const char *doc = rq->register_task->document ? rq->register_task->document : "";
     const char *name;
-    int rc = rs_register_task(doc, NULL, &name, st);
+    int rc = rs_declared_register(s, doc, NULL, &name, st);
     if (rc < 0)
         return rc;
     Robosim__V1__RegisterTaskReply *r = rs_arena_alloc(&s->arena, sizeof *r);

@@ -1,6 +1,7 @@
 /* The handlers of the world table: CreateWorld, DestroyWorld, ListWorlds, ClaimWorld,
  * ForkWorld, and the per-client world quotas they check. */
 
+#include "declared.h"
 #include "handlers.h"
 #include "worlds.h"
 #include "rs_randomize.h"
@@ -92,7 +93,7 @@ int op_create_world(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
         return st->code;
     const char *task = c->task;
     if (c->task_document && c->task_document[0] &&
-        (rc = rs_register_task(c->task_document, c->task, &task, st)) < 0)
+        (rc = rs_declared_register(s, c->task_document, c->task, &task, st)) < 0)
         return rc;
     rs_world_t *world =
         task && task[0]

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -363,23 +364,21 @@ int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t 
     return 0;
 }
 
-/* Build w's world file in p->buf; its length in *len, its checksum in *mark (never 0). 0 or a
- * negative code. */
-static int build_world_file(rs_server_t *s, const world_slot_t *w, size_t *len, uint64_t *mark,
-                            rs_status_t *st)
+/* The bytes w's world file takes at most (build_image). */
+static size_t image_size(const world_slot_t *w)
 {
-    struct rs_persist *p = s->persist;
     size_t n;
     rs_snapshot_size(w->world, &n);
-    size_t need = WORLD_HEADER + n + 8;
-    if (need > p->cap) {
-        uint8_t *grown = realloc(p->buf, need);
-        if (!grown)
-            return rs_fail(st, RS_EEXHAUSTED, "out of memory for a world file of %zu bytes", need);
-        p->buf = grown;
-        p->cap = need;
-    }
-    uint8_t *b = p->buf;
+    return WORLD_HEADER + n + 8;
+}
+
+/* Build w's world file in b (image_size(w) bytes); its length in *len, its checksum in *mark
+ * (never 0). Reads w and the server's settings only (the final checkpoint builds several at
+ * once). 0 or a negative code. */
+static int build_image(rs_server_t *s, const world_slot_t *w, uint8_t *b, size_t cap,
+                       size_t *len, uint64_t *mark, rs_status_t *st)
+{
+    size_t n = cap - WORLD_HEADER - 8;
     memset(b, 0, WORLD_HEADER);
     memcpy(b, WORLD_MAGIC, 8);
     put_u32(b + 8, FILE_VERSION);
@@ -401,6 +400,23 @@ static int build_world_file(rs_server_t *s, const world_slot_t *w, size_t *len, 
     put_u64(b + WORLD_HEADER + n, h);
     *mark = h ? h : 1; /* 0 means "never written" */
     return 0;
+}
+
+/* Build w's world file in p->buf; its length in *len, its checksum in *mark. 0 or a negative
+ * code. */
+static int build_world_file(rs_server_t *s, const world_slot_t *w, size_t *len, uint64_t *mark,
+                            rs_status_t *st)
+{
+    struct rs_persist *p = s->persist;
+    size_t need = image_size(w);
+    if (need > p->cap) {
+        uint8_t *grown = realloc(p->buf, need);
+        if (!grown)
+            return rs_fail(st, RS_EEXHAUSTED, "out of memory for a world file of %zu bytes", need);
+        p->buf = grown;
+        p->cap = need;
+    }
+    return build_image(s, w, p->buf, need, len, mark, st);
 }
 
 /* Restore one world file, named for world `name_id`, into its place in s->worlds. 0, or a
@@ -730,27 +746,95 @@ int rs_server_take_id(rs_server_t *s, uint64_t *id, rs_status_t *st)
     return 0;
 }
 
-/* Write a job's files (each atomically), remove the files of worlds that are gone, fsync the
- * directory. Runs on the writer thread, or on the loop's thread at a final checkpoint; touches
- * only the job and the directory. 0 or the last failure's code (reason in st). */
-static int run_job(const struct rs_persist *p, job_t *job, rs_status_t *st)
+/* Write file i of a job atomically; its result in rcs[i] (and in the log). */
+typedef struct write_ctx {
+    const char *dir;
+    const job_t *job;
+    int *rcs;
+    rs_status_t *last;    /* the reason of a failure (any one) ... */
+    pthread_mutex_t lock; /* ... written under it */
+} write_ctx_t;
+
+static void write_one(void *arg, size_t i, int worker)
+{
+    (void)worker;
+    write_ctx_t *x = arg;
+    const job_file_t *f = &x->job->files[i];
+    char name[64];
+    rs_status_t st;
+    rs_status_clear(&st);
+    snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", f->id);
+    x->rcs[i] = write_atomic(x->dir, name, x->job->data + f->off, f->len, &st);
+    if (x->rcs[i] < 0) {
+        rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", f->id, st.message);
+        pthread_mutex_lock(&x->lock);
+        *x->last = st;
+        pthread_mutex_unlock(&x->lock);
+    }
+}
+
+/* Threads that write the final checkpoint's files: their time is the disk's (each file's
+ * fsync waits for it), so more of them than cores, and the file system gathers their fsyncs
+ * into fewer journal commits. */
+#define WRITERS_AT_STOP 16
+
+typedef struct writers {
+    write_ctx_t *x;
+    atomic_size_t next; /* the next file to take */
+    size_t n;
+} writers_t;
+
+static void *writer_thread(void *arg)
+{
+    writers_t *w = arg;
+    for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->n;)
+        write_one(w->x, i, 0);
+    return NULL;
+}
+
+/* write_one for files 0 .. n-1 on up to WRITERS_AT_STOP threads (this one among them). */
+static void write_parallel(write_ctx_t *x, size_t n)
+{
+    writers_t w = {x, 0, n};
+    pthread_t t[WRITERS_AT_STOP - 1];
+    int started = 0;
+    while (started < WRITERS_AT_STOP - 1 && (size_t)started + 1 < n &&
+           pthread_create(&t[started], NULL, writer_thread, &w) == 0)
+        started++;
+    writer_thread(&w);
+    for (int i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+}
+
+/* Write a job's files (each atomically: written, fsync'd, renamed), remove the files of worlds
+ * that are gone, fsync the directory. Runs on the writer thread, or on the loop's thread at a
+ * final checkpoint (`at_stop`), which writes the files on several threads at once, so their
+ * writes and fsyncs overlap; touches only the job and the directory. 0 or the last failure's
+ * code (reason in st). */
+static int run_job(const struct rs_persist *p, job_t *job, int at_stop, rs_status_t *st)
 {
     const char *dir = p->dir;
     int rc = 0, dirty = 0;
     job->nfailed = 0;
+    int *rcs = job->nfiles ? calloc((size_t)job->nfiles, sizeof *rcs) : NULL;
+    write_ctx_t x = {dir, job, rcs, st, PTHREAD_MUTEX_INITIALIZER};
+    if (rcs && at_stop && job->nfiles > 1)
+        write_parallel(&x, (size_t)job->nfiles);
+    else
+        for (int i = 0; rcs && i < job->nfiles; i++)
+            write_one(&x, (size_t)i, 0);
+    if (job->nfiles && !rcs)
+        rc = rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
     for (int i = 0; i < job->nfiles; i++) {
-        const job_file_t *f = &job->files[i];
-        char name[64];
-        snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", f->id);
-        int wrc = write_atomic(dir, name, job->data + f->off, f->len, st);
-        if (wrc < 0) {
-            rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", f->id, st->message);
-            job->failed[job->nfailed++] = f->id;
-            rc = wrc;
+        if (!rcs || rcs[i] < 0) {
+            job->failed[job->nfailed++] = job->files[i].id;
+            rc = rcs ? rcs[i] : rc;
             continue;
         }
         dirty = 1;
     }
+    free(rcs);
+    pthread_mutex_destroy(&x.lock);
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
@@ -794,7 +878,7 @@ static void *writer_main(void *arg)
         pthread_mutex_unlock(&p->lock);
         rs_status_t st;
         rs_status_clear(&st);
-        int rc = run_job(p, &p->job, &st);
+        int rc = run_job(p, &p->job, 0, &st);
         pthread_mutex_lock(&p->lock);
         p->last_rc = rc;
         snprintf(p->last_error, sizeof p->last_error, "%s", st.message);
@@ -827,6 +911,73 @@ static int wait_writer(rs_server_t *s, rs_status_t *st)
     return rc;
 }
 
+/* The final checkpoint's images, built in parallel by the pool straight into the job's data:
+ * world files[i] in its place there (its len and mark set), or rcs[i] < 0. */
+typedef struct build_ctx {
+    rs_server_t *s;
+    job_t *job;
+    world_slot_t **worlds; /* files[i]'s world */
+    int *rcs;
+} build_ctx_t;
+
+static void build_one(void *arg, size_t i, int worker)
+{
+    (void)worker;
+    build_ctx_t *x = arg;
+    job_file_t *f = &x->job->files[i];
+    rs_status_t st;
+    rs_status_clear(&st);
+    size_t len = 0;
+    x->rcs[i] = build_image(x->s, x->worlds[i], x->job->data + f->off, f->len, &len, &f->mark,
+                            &st);
+    f->len = len;
+    if (x->rcs[i] < 0)
+        rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", f->id, st.message);
+}
+
+/* build_job's whole pass on the pool (the loop's batches are over: the final checkpoint): the
+ * images of the changed worlds built at once, each into its own place of the job's data.
+ * The number of files, or a negative code. */
+static int build_all(rs_server_t *s, job_t *job, rs_status_t *st)
+{
+    int n = s->nworlds, k = 0;
+    world_slot_t **worlds = malloc((size_t)(n ? n : 1) * sizeof *worlds);
+    int *rcs = calloc((size_t)(n ? n : 1), sizeof *rcs);
+    size_t total = 0;
+    for (int i = 0; worlds && rcs && i < n; i++) {
+        world_slot_t *w = &s->worlds[i];
+        if (w->ckpt.clean)
+            continue;
+        size_t size = image_size(w);
+        worlds[k] = w;
+        job->files[k++] = (job_file_t){w->id, 0, total, size};
+        total += (size + 7) & ~(size_t)7;
+    }
+    uint8_t *data = worlds && rcs && total > job->cap ? realloc(job->data, total) : job->data;
+    if (!worlds || !rcs || (k && !data)) {
+        free(worlds);
+        free(rcs);
+        return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
+    }
+    if (total > job->cap)
+        job->data = data, job->cap = total;
+    build_ctx_t x = {s, job, worlds, rcs};
+    rs_pool_run(s->pool, (size_t)k, build_one, &x);
+    int kept = 0;
+    for (int i = 0; i < k; i++) {
+        if (rcs[i] < 0)
+            continue; /* logged; left unwritten, as a serial pass leaves it */
+        worlds[i]->ckpt.clean = 1;
+        worlds[i]->ckpt.mark = job->files[i].mark;
+        job->files[kept++] = job->files[i];
+    }
+    job->nfiles = kept;
+    job->used = total;
+    free(worlds);
+    free(rcs);
+    return kept;
+}
+
 /* Build the job of a checkpoint (the writer idle): the image of every world changed since its
  * last checkpoint (marked clean now; a failed write marks it again) and the live ids, from
  * the world with id p->resume_id on. With `part` it stops once PART_SECONDS have passed (after
@@ -855,6 +1006,10 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
     job->used = 0;
     uint64_t from = p->resume_id;
     p->resume_id = 0;
+    if (!part && !from && s->pool) {
+        int built = build_all(s, job, st);
+        return built < 0 ? built : built > 0 || gone;
+    }
     for (int i = 0; i < n; i++) {
         world_slot_t *w = &s->worlds[i];
         if (w->id < from || w->ckpt.clean)
@@ -913,7 +1068,7 @@ int rs_server_checkpoint(rs_server_t *s, rs_status_t *st)
     int todo = build_job(s, 0, st);
     if (todo < 0)
         return todo;
-    int jrc = todo ? run_job(p, &p->job, st) : 0;
+    int jrc = todo ? run_job(p, &p->job, 1, st) : 0;
     for (int i = 0; i < p->job.nfailed; i++) {
         world_slot_t *w = rs_worlds_find(s, p->job.failed[i]);
         if (w)

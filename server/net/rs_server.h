@@ -57,6 +57,9 @@ typedef struct rs_server_config {
                                        claim (0: no limit) ... */
     double max_worlds_share;        /* ... and at most this share of max_worlds (0 < x <= 1),
                                        so one key never takes the whole server */
+    int max_tasks_per_client;       /* tasks one client (rs_caller_t.key) may declare
+                                       (RegisterTask, CreateWorld.task_document) and hold, at
+                                       most max_worlds_share of the process's registry */
     int max_inflight_per_client;    /* requests of one client held unanswered at a time (parked
                                        or waiting); more get RESOURCE_EXHAUSTED */
     double world_ttl;               /* a world whose controller sent nothing for this long is
@@ -66,6 +69,8 @@ typedef struct rs_server_config {
     double checkpoint_interval;     /* seconds between checkpoints into state_dir */
     int shards;                     /* request loops, each on its core with its own worlds,
                                        behind one socket (1: the loop serves the socket) */
+    size_t max_queued_bytes_per_peer; /* replies a connection has not taken, bytes, past which
+                                       its requests are refused unrun (RESOURCE_EXHAUSTED) */
     int shard_ports;                /* with shards > 1, each shard's own port as well (clients
                                        send a world's requests straight to its shard): 0 a free
                                        port each, B > 0 ports B, B+1, ..., -1 none */

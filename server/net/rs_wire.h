@@ -25,6 +25,10 @@ int rs_wire_next(const uint8_t **p, const uint8_t *end, uint32_t *num, uint32_t 
  * over ten bytes. */
 int rs_wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *v);
 
+/* The value of the last varint field numbered `num` at the top level of the message in buf
+ * (len bytes), as protobuf-c keeps it: 0 when it has none or cannot be read. */
+uint64_t rs_wire_last_varint(const uint8_t *buf, size_t len, uint32_t num);
+
 /* Write v as a varint at p (p NULL: only count); the bytes it takes. */
 size_t rs_wire_put_varint(uint8_t *p, uint64_t v);
 

@@ -2,7 +2,9 @@
  * one reply frame, routed back to its sender (so any number of clients, REQ or DEALER, share the
  * socket and each sees only its own replies). */
 #include "rs_log.h"
+#include "rs_wire.h"
 #include "server_internal.h"
+#include "declared.h"
 #include "worlds.h"
 
 #include <arpa/inet.h>
@@ -52,6 +54,8 @@ void rs_server_config_defaults(rs_server_config_t *cfg)
     cfg->max_worlds_per_client = 64;
     cfg->max_worlds_share = 0.5;
     cfg->max_inflight_per_client = 4;
+    cfg->max_tasks_per_client = 8;
+    cfg->max_queued_bytes_per_peer = (size_t)64 << 20;
     cfg->world_ttl = 3600.0;
     cfg->state_dir = NULL;
     cfg->checkpoint_interval = 10.0;
@@ -393,6 +397,11 @@ static rs_server_t *server_new(const rs_server_config_t *cfg, rs_server_t *front
         return NULL;
     }
     rs_arena_init(&s->arena, 64 << 10);
+    if (!(s->sendq = rs_sendq_new())) {
+        rs_fail(st, RS_EEXHAUSTED, "out of memory");
+        rs_server_destroy(&s);
+        return NULL;
+    }
     if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st))) {
         rs_server_destroy(&s);
         return NULL;
@@ -502,6 +511,7 @@ void rs_server_destroy(rs_server_t **ps)
     if (s->zctx && !s->shared_zctx)
         zmq_ctx_term(s->zctx);
     rs_curve_close(s); /* its handler thread ends with the context */
+    rs_sendq_destroy(&s->sendq); /* (a shard's replies still queued free their peers' counts) */
     rs_worlds_close(s);
     rs_history_close(s);
     rs_persist_close(s);
@@ -620,18 +630,6 @@ static void append(pending_t **list, pending_t *p)
     *list = p;
 }
 
-/* Route a reply back: the envelope as received, then the reply; the frames are consumed. */
-static void send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n,
-                       const uint8_t *out, size_t outlen)
-{
-    for (int i = 0; i < n - 1; i++)
-        if (zmq_msg_send(&frames[i], sock, ZMQ_SNDMORE) < 0)
-            zmq_msg_close(&frames[i]);
-    if (zmq_send(sock, out, outlen, 0) < 0)
-        rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
-    zmq_msg_close(&frames[n - 1]);
-}
-
 static void pending_free(pending_t *p)
 {
     for (int i = 0; i < p->nframes; i++)
@@ -699,7 +697,7 @@ static int serve(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const rs_
             s->cont = c;
             rs_server_handle_from(s, caller, zmq_msg_data(payload), zmq_msg_size(payload), &out,
                                   &outlen);
-            send_reply(s, sock, frames, n, out, outlen);
+            rs_send_reply(s, sock, frames, n, out, outlen);
             return 0;
         }
         if (c != &p->cont)
@@ -724,7 +722,7 @@ static int serve(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const rs_
         }
         return 1;
     }
-    send_reply(s, sock, frames, n, out, outlen);
+    rs_send_reply(s, sock, frames, n, out, outlen);
     return 0;
 }
 
@@ -808,7 +806,7 @@ static void refuse(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, int cod
     rs_error_reply(s, rq ? rq->id : 0, code, message, &out, &outlen);
     if (rq)
         robosim__v1__request__free_unpacked(rq, NULL);
-    send_reply(s, sock, frames, n, out, outlen);
+    rs_send_reply(s, sock, frames, n, out, outlen);
 }
 
 /* A request arrived: served now, or (its world held) queued behind the parked Step. */
@@ -1021,9 +1019,18 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
         if (ckpt >= 0 && (want < 0 || ckpt < want))
             want = ckpt;
         double now = rs_clock();
+        /* the replies queued for peers: forget those taken, give the heap back once gone */
+        int sweep_q = rs_sendq_tick(s->sendq, now);
+        if (want < 0 || sweep_q < want)
+            want = sweep_q;
+        if (now >= s->stream_idle_at) { /* the stream's subscribers that left: let go */
+            rs_stream_idle(s);
+            s->stream_idle_at = now + 1.0;
+        }
         if (s->cfg.world_ttl > 0) {
             if (now >= s->next_expiry_check) {
                 expire_idle(s, now);
+                rs_declared_sweep(s, rs_worlds_owned);
                 s->next_expiry_check = now + fmin(1.0, s->cfg.world_ttl / 4);
             }
             int sweep = (int)ceil((s->next_expiry_check - now) * 1000.0);
@@ -1082,6 +1089,10 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
         }
         if (!s->front)
             rs_caller_of(&frames[0], &frames[n - 1], &caller);
+        /* a client that does not read its replies: refused unrun (a shard's are in
+         * rs_shard_next, where they arrive) */
+        if (!s->front && rs_refuse_backlogged(s, sock, frames, n))
+            continue;
         arrive(s, sock, frames, n, &caller);
         if (busy && rs_clock() - last_slice >= s->cfg.slice_seconds) {
             resume_next(s); /* requests keep coming: the parked ones still get their turn */
@@ -1102,9 +1113,12 @@ int rs_server_run(rs_server_t *s, rs_stop_flag_t *stop)
     serve_waiting(s);
     drain(s);
     s->stop = NULL;
-    rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors); %llu stream frames sent, %llu "
-           "not sent",
+    rs_log(RS_LOG_INFO, "stopping after %llu requests (%llu errors; %llu refused unrun and %llu "
+           "replies dropped, their connection's replies unread past --max-queued-bytes-per-peer); "
+           "%llu stream frames sent, %llu not sent",
            (unsigned long long)s->requests, (unsigned long long)s->errors,
-           (unsigned long long)s->stream.frames_sent, (unsigned long long)s->stream.frames_dropped);
+           (unsigned long long)s->backlog_refused, (unsigned long long)s->backlog_dropped,
+           (unsigned long long)s->stream.frames_sent,
+           (unsigned long long)s->stream.frames_dropped);
     return 0;
 }

@@ -11,6 +11,7 @@
 #include "pool.h"
 #include "robosim/v1/robosim.pb-c.h"
 #include "rs_server.h"
+#include "sendq.h"
 #include "world_sched.h"
 #include "stream.h"
 
@@ -101,6 +102,13 @@ struct rs_server {
     uint8_t *out;          /* packed reply */
     size_t out_cap;
     uint64_t requests, errors;
+    struct rs_sendq *sendq;    /* the replies each peer of the router has not taken (sendq.c) */
+    uint64_t backlog_refused;  /* requests refused unrun: their peer's replies past
+                                  cfg.max_queued_bytes_per_peer */
+    uint64_t backlog_dropped;  /* replies dropped for a short error, their client's past it (a
+                                  shard: requests passed on before it was seen) */
+    double backlog_logged_at;  /* rs_clock() when such a refusal was last logged */
+    double stream_idle_at;     /* rs_clock() when rs_stream_idle is next due */
     const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
                                   a handler; an in-process caller has id "") */
     unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
@@ -207,6 +215,17 @@ const rs_op_t *rs_ops(size_t *n);
 void rs_error_reply(rs_server_t *s, uint64_t id, int code, const char *message,
                     const uint8_t **out, size_t *outlen);
 
+/* Send a reply (out, outlen) to the sender of request frames[0..n-1] on sock (the frames
+ * consumed), its bytes counted against that peer until its connection takes them (sendq.c). */
+void rs_send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const uint8_t *out,
+                   size_t outlen);
+
+/* A client's request (frames[0..n-1], its routing id first) that arrived while the replies
+ * its connection has not taken are past cfg.max_queued_bytes_per_peer: refused unrun with a
+ * short RESOURCE_EXHAUSTED (the frames consumed), counted in s->backlog_refused; returns 1.
+ * Else 0 and the frames untouched (server.c). */
+int rs_refuse_backlogged(rs_server_t *s, void *sock, zmq_msg_t *frames, int n);
+
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
 static inline int rs_server_stopping(const rs_server_t *s)
 {
@@ -288,11 +307,14 @@ int rs_shard_settled(const rs_server_t *s);
 struct rs_census *rs_shards_census(rs_server_t *front);
 
 /* Where a shard sends a serialized request it received, read without decoding it (its bytes
- * are the client's: any may come): ROUTE_WORLD to the shard of *world (Request.world_id, or a
- * StepBatch's first world), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard
- * its connection is placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable:
- * the handler answers). */
-enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_CREATE };
+ * are the client's: any may come) but as protobuf-c decodes it (the op is the oneof's last
+ * field present, the world the last world_id): ROUTE_WORLD to the shard of *world (an op whose
+ * row needs a world), ROUTE_BATCH by all its worlds (a StepBatch; *world its first, 0 if
+ * none), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard its connection is
+ * placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable: the handler
+ * answers). */
+/* (ROUTE_CREATE last: fuzz_request.c checks a route is within HERE..CREATE) */
+enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_BATCH, ROUTE_CREATE };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
 
 /* ---- handlers_batch.c: a StepBatch whose worlds live on several shards ---- */
@@ -455,6 +477,11 @@ void rs_stream_built_free(rs_stream_built_t *b);
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns
  * the milliseconds until the next one is due, or -1 when none waits. */
 int rs_stream_flush(rs_server_t *s);
+
+/* Between requests, now and then: read the subscriptions that came, which also lets the
+ * socket take in its subscribers' comings and goings; a subscriber gone while no frame is
+ * published would otherwise keep the frames queued for it (and its connection's buffers). */
+void rs_stream_idle(rs_server_t *s);
 
 /* Refuse (RS_ERANGE, saying the most allowed) a world parameter stream_max_hz above the
  * server's --stream-max-hz among a CreateWorld's or SetParams' n params; 0 when none is. */

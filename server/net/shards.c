@@ -4,9 +4,10 @@
  * connections over the shards and no thread sees every request (shared nothing, as Seastar
  * does it). Each world belongs to exactly one shard, so its requests stay in order with no
  * lock: a world is created on the shard its connection was placed on (placement(), below),
- * and a request for a world of another shard (its world id is read without decoding: Request field 2, or a
- * StepBatch's first world) is passed to that shard over inproc and its reply relayed back. A
- * StepBatch over several shards' worlds is split where it arrives (handlers_batch.c checks
+ * and a request for a world of another shard (its op and world id are read without decoding,
+ * as protobuf-c would decode them: rs_route_of) is passed to that shard over inproc and its
+ * reply relayed back. A StepBatch goes by every world it names: whole to their shard when the
+ * existing ones are on one, else split where it arrives (handlers_batch.c checks
  * it whole and makes the parts), each part passed to its shard and the replies merged.
  * Ids stay one sequence (an atomic counter); each id's shard is written once, before the reply
  * naming the world leaves, into a table read without a lock. ListWorlds is asked of every
@@ -143,49 +144,66 @@ static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint
     return r;
 }
 
-/* Where a request goes: to the shard of *world (ROUTE_WORLD), the one its connection reached
- * (ROUTE_HERE: names no world, or cannot be read; the shard answers), or to all (ListWorlds). */
+/* Where a request goes, read as protobuf-c decodes it: the op is the last field of the
+ * Request's oneof that occurs (an earlier one is replaced), the world the last world_id.
+ * ROUTE_WORLD: a world's op, to the shard of *world; ROUTE_BATCH: a StepBatch (*world its
+ * first world id, if any), routed by all its worlds (batch_target); ROUTE_ALL: ListWorlds;
+ * ROUTE_CREATE: CreateWorld, to its connection's placement; ROUTE_HERE: the rest (names no
+ * world, or cannot be read: the shard that received it answers). */
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
 {
-    const uint8_t *p = req, *end = req + len, *sub = NULL, *subend = NULL;
-    uint64_t v = 0;
-    /* the op: the oneof's fields are 10 and up; a ListWorlds is field 11 */
-    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_LIST_WORLDS, &v, &sub, &subend) == 1)
-        return ROUTE_ALL;
-    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_STEP_BATCH, &v, &sub, &subend) == 1) {
+    const uint8_t *p = req, *end = req + len, *sub, *subend, *batch = NULL, *batchend = NULL;
+    uint32_t num, type, op = 0;
+    uint64_t v, world_id = 0;
+    int r;
+    while ((r = rs_wire_next(&p, end, &num, &type, &v, &sub, &subend)) == 1) {
+        if (num == 2 && type == 0) {
+            world_id = v;
+            continue;
+        }
+        const ProtobufCFieldDescriptor *f =
+            num >= 10 ? protobuf_c_message_descriptor_get_field(&robosim__v1__request__descriptor,
+                                                                 num)
+                      : NULL;
+        if (f && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && type == 2) {
+            op = num;
+            if (num == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && !batch)
+                batch = sub, batchend = subend;
+        }
+    }
+    if (r < 0)
+        return ROUTE_HERE;
+    switch (op) {
+    case ROBOSIM__V1__REQUEST__OP_LIST_WORLDS: return ROUTE_ALL;
+    case ROBOSIM__V1__REQUEST__OP_CREATE_WORLD: return ROUTE_CREATE;
+    case ROBOSIM__V1__REQUEST__OP_STEP_BATCH: {
+        /* its first world: StepBatch.arrays (2) world_ids (1: packed or not), or
+         * StepBatch.items (3) items (1) world_id (1) */
         const uint8_t *form = NULL, *formend = NULL, *item = NULL, *itemend = NULL;
-        /* StepBatch.arrays (2) world_ids (1: packed or not); StepBatch.items (3) items (1)
-         * world_id (1) */
-        if (find_field(sub, subend, 2, &v, &form, &formend) == 1) {
+        *world = 0;
+        if (find_field(batch, batchend, 2, &v, &form, &formend) == 1) {
             const uint8_t *ids = NULL, *idsend = NULL;
-            int r = find_field(form, formend, 1, &v, &ids, &idsend);
-            if (r == 1 && ids && rs_wire_varint(&ids, idsend, &v) == 0 && v) {
+            int rr = find_field(form, formend, 1, &v, &ids, &idsend);
+            if (rr == 1 && ids && rs_wire_varint(&ids, idsend, &v) == 0)
                 *world = v;
-                return ROUTE_WORLD;
-            }
-            if (r == 1 && !ids && v) {
+            else if (rr == 1 && !ids)
                 *world = v;
-                return ROUTE_WORLD;
-            }
-        } else if (find_field(sub, subend, 3, &v, &form, &formend) == 1 &&
+        } else if (find_field(batch, batchend, 3, &v, &form, &formend) == 1 &&
                    find_field(form, formend, 1, &v, &item, &itemend) == 1 && item &&
-                   (v = 0, find_field(item, itemend, 1, &v, &sub, &subend)) == 1 && v) {
+                   (v = 0, find_field(item, itemend, 1, &v, &sub, &subend)) == 1) {
             *world = v;
+        }
+        return ROUTE_BATCH;
+    }
+    default: {
+        const rs_op_t *row = op ? rs_op_find((Robosim__V1__Request__OpCase)op) : NULL;
+        if (row && row->needs_world && world_id) {
+            *world = world_id;
             return ROUTE_WORLD;
         }
         return ROUTE_HERE;
     }
-    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_CREATE_WORLD, &v, &sub, &subend) == 1)
-        return ROUTE_CREATE;
-    if (find_field(p, end, ROBOSIM__V1__REQUEST__OP_HELLO, &v, &sub, &subend) == 1)
-        return ROUTE_HERE;
-    v = 0;
-    sub = NULL;
-    if (find_field(p, end, 2, &v, &sub, &subend) == 1 && !sub && v) {
-        *world = v;
-        return ROUTE_WORLD;
     }
-    return ROUTE_HERE;
 }
 
 
@@ -324,18 +342,36 @@ static void gather_take(gather_t *g, zmq_msg_t *frames, int n)
     zmq_msg_close(&frames[n - 1]);
 }
 
-/* Send `reply` (len bytes) to the client of gather g's envelope (consumed). */
+/* A reply to a client whose connection holds cfg.max_queued_bytes_per_peer of replies it
+ * has not read: its request was passed on before that was seen here and has run, so its reply
+ * (`len` bytes) is dropped for a short RESOURCE_EXHAUSTED saying so (in *out, *outlen: the
+ * server's reply buffer), counted in s->backlog_dropped. Whether it was. */
+static int backlog_drop(rs_server_t *s, zmq_msg_t *routing, const uint8_t *reply, size_t len,
+                        const uint8_t **out, size_t *outlen)
+{
+    size_t max = s->cfg.max_queued_bytes_per_peer, queued;
+    if (!max || (queued = rs_sendq_queued(s->sendq, routing)) < max)
+        return 0;
+    s->backlog_dropped++;
+    char msg[400];
+    snprintf(msg, sizeof msg,
+             "this request ran, but its reply of %zu bytes was dropped: this connection has %zu "
+             "bytes of replies it has not read, past the server's limit of %zu "
+             "(--max-queued-bytes-per-peer); read the replies (GetState tells where a world is)",
+             len, queued, max);
+    rs_arena_reset(&s->arena);
+    rs_error_reply(s, rs_wire_last_varint(reply, len, 1), RS_EEXHAUSTED, msg, out, outlen);
+    return 1;
+}
+
+/* Send `reply` (len bytes) to the client of gather g's envelope (consumed), counted against
+ * it (sendq.c). */
 static void gather_send(rs_server_t *s, gather_t *g, const uint8_t *reply, size_t len)
 {
-    zmq_msg_t m;
-    zmq_msg_init_size(&m, len);
-    memcpy(zmq_msg_data(&m), reply, len);
-    for (int i = 0; i < g->nenv; i++)
-        if (zmq_msg_send(&g->env[i], s->router, ZMQ_SNDMORE) < 0)
-            zmq_msg_close(&g->env[i]);
+    if (g->nenv > 0)
+        backlog_drop(s, &g->env[0], reply, len, &reply, &len);
+    rs_sendq_send(s->sendq, s->router, g->env, g->nenv + 1, reply, len);
     g->nenv = 0;
-    if (zmq_msg_send(&m, s->router, 0) < 0)
-        zmq_msg_close(&m);
 }
 
 /* Every part of a split StepBatch answered (or it had none): the merged reply. */
@@ -356,61 +392,67 @@ static void batch_answer(rs_server_t *s, gather_t *g)
     free(out);
 }
 
-/* Whether world id is on another shard than *first, the shard of the worlds seen so far
- * (-1: none yet; an unknown world is on none). */
-static int elsewhere(struct rs_census *c, uint64_t id, int *first)
+/* The shard a StepBatch request goes to, read without decoding it: that of its worlds when the
+ * worlds it names that exist are all on one shard (an unknown one is answered NOT_FOUND there
+ * as anywhere), this one when none exists, or BATCH_SPLIT when they are on several. Every id
+ * of every occurrence of the batch and of both its forms is looked at (a superset of what
+ * protobuf-c keeps), so a batch sent whole holds no world of another shard; a split decodes
+ * it. */
+#define BATCH_SPLIT (-2)
+static int batch_target(const rs_server_t *s, const uint8_t *req, size_t len)
 {
-    int k = rs_census_shard_of(c, id);
-    if (k >= 0 && *first >= 0 && k != *first)
-        return 1;
-    if (k >= 0)
-        *first = k;
-    return 0;
-}
-
-/* Whether StepBatch request req names worlds of more than one shard (the census's; an unknown
- * world none), read without decoding it. */
-static int batch_spans(struct rs_census *c, const uint8_t *req, size_t len)
-{
-    const uint8_t *end = req + len, *sub = NULL, *subend = NULL;
-    uint64_t v = 0;
-    if (find_field(req, end, ROBOSIM__V1__REQUEST__OP_STEP_BATCH, &v, &sub, &subend) != 1 || !sub)
-        return 0;
-    int first = -1;
-    /* StepBatch.arrays (2) world_ids (1, packed or not); StepBatch.items (3) items (1),
-     * each's world_id (1) */
-    for (uint32_t form = 2; form <= 3; form++) {
-        const uint8_t *f = NULL, *fend = NULL;
-        if (find_field(sub, subend, form, &v, &f, &fend) != 1 || !f)
+    struct rs_census *c = s->census;
+    const uint8_t *p = req, *end = req + len, *sub, *subend;
+    uint32_t num, type;
+    uint64_t v;
+    int first = -1, r;
+    while ((r = rs_wire_next(&p, end, &num, &type, &v, &sub, &subend)) == 1) {
+        if (num != ROBOSIM__V1__REQUEST__OP_STEP_BATCH || type != 2)
             continue;
-        uint32_t num, type;
-        uint64_t x;
-        const uint8_t *e, *eend, *w = NULL, *wend = NULL;
-        int r;
-        while ((r = rs_wire_next(&f, fend, &num, &type, &x, &e, &eend)) == 1) {
-            if (num != 1 || (type != 0 && type != 2))
+        /* StepBatch.arrays (2) world_ids (1, packed or not); StepBatch.items (3) items (1),
+         * each's world_id (1) */
+        const uint8_t *f = sub, *fend = subend, *form, *formend;
+        uint32_t fnum, ftype;
+        int fr;
+        while ((fr = rs_wire_next(&f, fend, &fnum, &ftype, &v, &form, &formend)) == 1) {
+            if ((fnum != 2 && fnum != 3) || ftype != 2)
                 continue;
-            if (type == 0) {
-                if (form == 2 && elsewhere(c, x, &first))
-                    return 1;
-                continue;
-            }
-            if (form == 2) {
-                while (e < eend) { /* packed ids */
-                    if (rs_wire_varint(&e, eend, &x) < 0)
-                        return 0;
-                    if (elsewhere(c, x, &first))
-                        return 1;
+            const uint8_t *e, *eend, *w = NULL, *wend = NULL;
+            uint64_t x;
+            int er;
+            while ((er = rs_wire_next(&form, formend, &num, &type, &x, &e, &eend)) == 1) {
+                if (num != 1 || (type != 0 && type != 2))
+                    continue;
+                int k = -1, many = 0;
+                if (type == 0 && fnum == 2) {
+                    k = rs_census_shard_of(c, x);
+                    many = k >= 0 && first >= 0 && k != first;
+                } else if (type == 2 && fnum == 2) {
+                    while (e < eend && !many) { /* packed ids */
+                        if (rs_wire_varint(&e, eend, &x) < 0)
+                            return s->shard_index; /* malformed: answered here */
+                        k = rs_census_shard_of(c, x);
+                        many = k >= 0 && first >= 0 && k != first;
+                        if (k >= 0 && first < 0)
+                            first = k;
+                    }
+                } else if (type == 2 && (x = 0, find_field(e, eend, 1, &x, &w, &wend)) == 1 &&
+                           !w) {
+                    k = rs_census_shard_of(c, x);
+                    many = k >= 0 && first >= 0 && k != first;
                 }
-            } else if ((x = 0, find_field(e, eend, 1, &x, &w, &wend)) == 1 && !w &&
-                       elsewhere(c, x, &first)) {
-                return 1;
+                if (many)
+                    return BATCH_SPLIT;
+                if (k >= 0 && first < 0)
+                    first = k;
             }
+            if (er < 0)
+                return s->shard_index;
         }
-        if (r < 0)
-            return 0;
+        if (fr < 0)
+            return s->shard_index;
     }
-    return 0;
+    return first >= 0 ? first : s->shard_index;
 }
 
 /* The routing id of shard k's socket to the others (ZMQ_ROUTING_ID), in buf: the front's
@@ -437,8 +479,7 @@ static int from_peer(const struct rs_peers *p, zmq_msg_t *routing)
  * refused as a whole here. This shard's own part is not queued behind the client's later
  * requests: it comes back in frames[0..*own-1] (as if passed by this shard to itself) to be
  * served at once, so a world's requests stay in order. Returns 0 when it is dealt with (*own
- * 0: nothing to serve now), 1 when it is not a batch to split (its first world's shard
- * answers it). */
+ * 0: nothing to serve now), 1 when it is not a batch to split (this shard answers it). */
 static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *own,
                        const rs_caller_t *caller)
 {
@@ -462,12 +503,7 @@ static int split_batch(rs_server_t *s, zmq_msg_t *frames, int n, int cap, int *o
         if (rc == 0)
             rs_fail(&st, RS_EEXHAUSTED, "server out of memory splitting the batch");
         rs_error_reply(s, id, st.code, st.message, &err, &errlen);
-        for (int i = 0; i < n - 1; i++)
-            if (zmq_msg_send(&frames[i], s->router, ZMQ_SNDMORE) < 0)
-                zmq_msg_close(&frames[i]);
-        if (zmq_send(s->router, err, errlen, 0) < 0)
-            rs_log(RS_LOG_DEBUG, "reply not sent: %s", zmq_strerror(zmq_errno()));
-        zmq_msg_close(&frames[n - 1]);
+        rs_send_reply(s, s->router, frames, n, err, errlen);
         for (int k = 0; rc == 0 && k < p->n; k++)
             free(parts[k]);
         rs_batch_plan_free(&plan);
@@ -646,7 +682,12 @@ static void relay(rs_server_t *s, zmq_msg_t *frames, int n)
     }
     zmq_msg_close(&frames[n - 2]);
     frames[n - 2] = frames[n - 1];
-    send_frames(s->router, frames, n - 1);
+    /* the client's reply, counted against its connection (sendq.c) */
+    const uint8_t *reply = zmq_msg_data(&frames[n - 2]);
+    size_t len = zmq_msg_size(&frames[n - 2]);
+    backlog_drop(s, &frames[0], reply, len, &reply, &len);
+    rs_sendq_send(s->sendq, s->router, frames, n - 1, reply, len);
+    zmq_msg_close(&frames[n - 2]);
 }
 
 int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
@@ -730,15 +771,20 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             /* a client's: served here when its world is this shard's (or it names none), else
              * passed to the world's shard; while stopping, refused here (nothing is passed) */
             rs_caller_of(&frames[0], &frames[*n - 1], caller);
+            /* a client that does not read its replies: refused unrun */
+            if (!s->draining && rs_refuse_backlogged(s, s->router, frames, *n))
+                continue;
             if (s->draining) {
                 *sock = s->router;
                 return 0;
             }
             uint64_t world = 0;
-            int route = rs_route_of(zmq_msg_data(&frames[*n - 1]), zmq_msg_size(&frames[*n - 1]),
-                                 &world);
+            const uint8_t *req = zmq_msg_data(&frames[*n - 1]);
+            size_t reqlen = zmq_msg_size(&frames[*n - 1]);
+            int route = rs_route_of(req, reqlen, &world);
             int k = route == ROUTE_WORLD    ? rs_census_shard_of(s->census, world)
                     : route == ROUTE_CREATE ? placement(s, &frames[0])
+                    : route == ROUTE_BATCH  ? batch_target(s, req, reqlen)
                                             : -1;
             if (route == ROUTE_ALL && *n < PEER_MAX_FRAMES) {
                 scatter(s, frames, *n, caller);
@@ -747,9 +793,7 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             /* a StepBatch over several shards' worlds: split here, the parts passed on, this
              * shard's served now */
             int own = 0;
-            if (route == ROUTE_WORLD && *n < PEER_MAX_FRAMES &&
-                batch_spans(s->census, zmq_msg_data(&frames[*n - 1]),
-                            zmq_msg_size(&frames[*n - 1])) &&
+            if (k == BATCH_SPLIT && *n < PEER_MAX_FRAMES &&
                 split_batch(s, frames, *n, cap, &own, caller) == 0) {
                 if (!own)
                     continue;

@@ -11,7 +11,12 @@
 #include <string.h>
 #include <zmq.h>
 
-#define STREAM_SNDHWM 1000  /* frames queued per subscriber before PUB drops for it */
+/* Frames queued per subscriber before XPUB drops them for it: one that does not read holds
+ * this many frames' queue entries (two messages of 64 bytes each) and keeps the frames alive
+ * (0.1 to 40 kB each, shared with the other subscribers); a shard's stream to its front (its
+ * one subscriber, inproc, read at once) keeps more, for bursts. */
+#define STREAM_SNDHWM 256
+#define STREAM_SNDHWM_INPROC 1000
 #define MAX_PREFIXES 4096   /* subscriptions tracked; beyond, every world counts as watched */
 #define MAX_PREFIX_LEN 64
 
@@ -25,7 +30,7 @@ int rs_stream_open(rs_server_t *s, rs_status_t *st)
     if (!ep || !ep[0])
         return 0;
     s->stream.xpub = zmq_socket(s->zctx, ZMQ_XPUB);
-    int linger = 0, hwm = STREAM_SNDHWM;
+    int linger = 0, hwm = strncmp(ep, "inproc://", 9) == 0 ? STREAM_SNDHWM_INPROC : STREAM_SNDHWM;
     char bound[sizeof s->stream_endpoint];
     size_t blen = sizeof bound;
     void *pub = s->stream.xpub;
@@ -124,6 +129,12 @@ static void poll_subscriptions(rs_server_t *s)
         track_subscription(s, zmq_msg_data(&m), zmq_msg_size(&m));
         zmq_msg_close(&m);
     }
+}
+
+void rs_stream_idle(rs_server_t *s)
+{
+    if (s->stream.xpub)
+        poll_subscriptions(s);
 }
 
 static int topic(char *buf, size_t n, uint64_t id)

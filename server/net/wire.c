@@ -206,3 +206,15 @@ size_t rs_wire_put_varint(uint8_t *p, uint64_t v)
     } while (v);
     return n;
 }
+
+uint64_t rs_wire_last_varint(const uint8_t *buf, size_t len, uint32_t num)
+{
+    const uint8_t *p = buf, *end = buf + len, *sub, *subend;
+    uint32_t n, type;
+    uint64_t v, last = 0;
+    int r;
+    while ((r = rs_wire_next(&p, end, &n, &type, &v, &sub, &subend)) == 1)
+        if (n == num && type == 0)
+            last = v;
+    return r < 0 ? 0 : last;
+}

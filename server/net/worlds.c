@@ -1,5 +1,6 @@
 /* The world table and the world counts (worlds.h). */
 #include "worlds.h"
+#include "declared.h"
 #include "rs_task.h"
 
 #include <math.h>
@@ -41,6 +42,7 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
     slot->sched.last_active = rs_monotonic();
     s->nworlds++;
     rs_worlds_count(s, slot->owner, 1, 1);
+    rs_declared_world(world->task, 1); /* a declared task stays while a world runs it */
     if (s->census)
         census_set_shape(s->census, id, world);
     /* its steps interruptible by the request budget and a stop, like any */
@@ -51,6 +53,7 @@ world_slot_t *rs_worlds_insert(rs_server_t *s, uint64_t id, rs_world_t *world,
 /* Free what the server keeps beside world w (its history) and the world. */
 static void forget(world_slot_t *w)
 {
+    rs_declared_world(w->world->task, -1);
     rs_history_destroy(&w->history);
     rs_world_destroy(&w->world);
 }

@@ -1158,15 +1158,17 @@ static void route_reading(void)
     batch.step_batch = &sb;
     n = packed(&batch, buf, sizeof buf);
     world = 0;
-    CHECK(rs_route_of(buf, n, &world) == ROUTE_WORLD && world == 9,
-          "StepBatch.arrays (packed ids): its first world, 9 (%llu)", (unsigned long long)world);
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_BATCH && world == 9,
+          "StepBatch.arrays (packed ids): by its worlds, the first 9 (%llu)",
+          (unsigned long long)world);
     /* the same ids unpacked (a writer may send them so): step_batch (field 25) { arrays (2)
      * { world_ids (1): 9, 1: 3 } } */
     const uint8_t unpacked[] = {0xca, 0x01, 0x06, 0x12, 0x04, 0x08, 0x09, 0x08, 0x03};
     world = 0;
     CHECK(ROBOSIM__V1__REQUEST__OP_STEP_BATCH == 25, "StepBatch is Request field 25");
-    CHECK(rs_route_of(unpacked, sizeof unpacked, &world) == ROUTE_WORLD && world == 9,
-          "StepBatch.arrays (unpacked ids): its first world, 9 (%llu)", (unsigned long long)world);
+    CHECK(rs_route_of(unpacked, sizeof unpacked, &world) == ROUTE_BATCH && world == 9,
+          "StepBatch.arrays (unpacked ids): by its worlds, the first 9 (%llu)",
+          (unsigned long long)world);
 
     Robosim__V1__BatchItem item = ROBOSIM__V1__BATCH_ITEM__INIT, *items[1] = {&item};
     item.world_id = 12;
@@ -1178,8 +1180,34 @@ static void route_reading(void)
     sb.items = &bi;
     n = packed(&batch, buf, sizeof buf);
     world = 0;
-    CHECK(rs_route_of(buf, n, &world) == ROUTE_WORLD && world == 12,
-          "StepBatch.items: its first item's world, 12 (%llu)", (unsigned long long)world);
+    CHECK(rs_route_of(buf, n, &world) == ROUTE_BATCH && world == 12,
+          "StepBatch.items: by its worlds, the first 12 (%llu)", (unsigned long long)world);
+
+    /* several ops in one request: protobuf-c keeps the last, and so does the route */
+    const uint8_t list_then_create[] = {0x5a, 0x00, 0x62, 0x00};  /* list_worlds, create_world */
+    const uint8_t create_then_list[] = {0x62, 0x00, 0x5a, 0x00};
+    const uint8_t step_then_list[] = {0x10, 0x07, 0x82, 0x01, 0x00, 0x5a, 0x00};
+    const uint8_t list_then_step[] = {0x10, 0x07, 0x5a, 0x00, 0x82, 0x01, 0x00};
+    CHECK(ROBOSIM__V1__REQUEST__OP_LIST_WORLDS == 11 &&
+              ROBOSIM__V1__REQUEST__OP_CREATE_WORLD == 12 && ROBOSIM__V1__REQUEST__OP_STEP == 16,
+          "ListWorlds, CreateWorld, Step are fields 11, 12, 16");
+    CHECK(rs_route_of(list_then_create, sizeof list_then_create, &world) == ROUTE_CREATE,
+          "ListWorlds then CreateWorld: a CreateWorld, to the placement");
+    CHECK(rs_route_of(create_then_list, sizeof create_then_list, &world) == ROUTE_ALL,
+          "CreateWorld then ListWorlds: a ListWorlds, to every shard");
+    CHECK(rs_route_of(step_then_list, sizeof step_then_list, &world) == ROUTE_ALL,
+          "Step then ListWorlds: a ListWorlds");
+    world = 0;
+    CHECK(rs_route_of(list_then_step, sizeof list_then_step, &world) == ROUTE_WORLD && world == 7,
+          "ListWorlds then Step: a Step of world 7 (%llu)", (unsigned long long)world);
+    /* world_id twice: the last; an op that names no world (Hello) goes nowhere else */
+    const uint8_t two_ids[] = {0x10, 0x07, 0x82, 0x01, 0x00, 0x10, 0x09};
+    const uint8_t hello_with_id[] = {0x10, 0x07, 0x52, 0x00};
+    world = 0;
+    CHECK(rs_route_of(two_ids, sizeof two_ids, &world) == ROUTE_WORLD && world == 9,
+          "world_id 7 then 9: world 9 (%llu)", (unsigned long long)world);
+    CHECK(rs_route_of(hello_with_id, sizeof hello_with_id, &world) == ROUTE_HERE,
+          "Hello with a world_id: here");
 
     /* unreadable: a wire type 7 tag, a length past the end, a varint of eleven bytes */
     const uint8_t bad_type[] = {0x17, 0x01};
@@ -1192,10 +1220,124 @@ static void route_reading(void)
           "an eleven-byte varint: here");
 }
 
+/* Worlds ListWorlds lists, or -1. */
+static int worlds_listed(rsc_client_t *c)
+{
+    rsc_error_t err;
+    Robosim__V1__ListWorldsReply *lw = NULL;
+    int n = rsc_list_worlds(c, &lw, &err) == 0 && lw ? (int)lw->n_worlds : -1;
+    rsc_free(lw);
+    return n;
+}
+
+/* At 4 shards, a request is routed by the op it decodes to, not by the fields it holds: one
+ * carrying a ListWorlds and then a CreateWorld makes one world (as one server does), not one
+ * per shard; a StepBatch whose first world does not exist still steps its other worlds on
+ * every shard, the unknown one NOT_FOUND in its slot. */
+static void routing_by_op(void)
+{
+    fleet_t f;
+    if (fleet_start(&f, 4, "5") < 0) {
+        CHECK(0, "server of 4 shards started");
+        return;
+    }
+    rsc_error_t err;
+    int before = worlds_listed(f.c);
+    CHECK(before == NB + 1, "%d worlds to start with (%d)", NB + 1, before);
+    /* list_worlds {} then a CreateWorld request's bytes (its op field last) */
+    Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
+    cw.preset = "finger";
+    Robosim__V1__Request create = ROBOSIM__V1__REQUEST__INIT;
+    create.id = 41;
+    create.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+    create.create_world = &cw;
+    uint8_t buf[256] = {0x5a, 0x00};
+    size_t n = 2 + packed(&create, buf + 2, sizeof buf - 2);
+    Robosim__V1__Response *rp = NULL;
+    int rc = rsc_send_raw(f.c, buf, n, &rp, &err);
+    CHECK(rc == 0 && rp && rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_CREATE_WORLD &&
+              rp->create_world->world && rp->create_world->world->world_id > 0 &&
+              rp->create_world->token &&
+              strlen(rp->create_world->token) == 32,
+          "ListWorlds then CreateWorld: answered as a CreateWorld with one token (%d %s)", rc,
+          rc ? err.message : "");
+    rsc_free(rp);
+    int after = worlds_listed(f.c);
+    CHECK(after == before + 1, "it made one world on one shard: %d worlds before, %d after",
+          before, after);
+    /* the other way round: a ListWorlds, nothing made */
+    uint8_t rev[256];
+    size_t m = packed(&create, rev, sizeof rev - 2);
+    rev[m++] = 0x5a;
+    rev[m++] = 0x00;
+    rp = NULL;
+    rc = rsc_send_raw(f.c, rev, m, &rp, &err);
+    CHECK(rc == 0 && rp && rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_LIST_WORLDS &&
+              rp->list_worlds->n_worlds == (size_t)after,
+          "CreateWorld then ListWorlds: the list of every shard's %d worlds (%d)", after, rc);
+    rsc_free(rp);
+    CHECK(worlds_listed(f.c) == after, "and no world made");
+
+    /* a batch: the unknown world first, then the finger worlds of every shard */
+    int on[4] = {0}, shards_used = 0;
+    for (int i = 0; i < NB; i++) {
+        int k = shard_of(f.c, f.ids[i]);
+        if (k >= 0 && k < 4 && !on[k]++)
+            shards_used++;
+    }
+    CHECK(shards_used >= 2, "the batch's worlds are on %d shards", shards_used);
+    rsc_batch_item_t items[NB + 1];
+    static double force[NB + 1];
+    static rsc_command_t cmds[NB + 1];
+    for (int i = 0; i < NB + 1; i++) {
+        force[i] = 0.1 * i;
+        cmds[i] = (rsc_command_t){"finger", &force[i], 1};
+        items[i] = (rsc_batch_item_t){.world_id = i == 0 ? NOWORLD : f.ids[i - 1], .steps = 1,
+                                      .cmds = &cmds[i], .ncmds = 1};
+    }
+    Robosim__V1__StepBatchReply *out = NULL;
+    rc = rsc_step_batch(f.c, items, NB + 1, &out, &err);
+    CHECK(rc == 0 && out && out->n_results == NB + 1, "the batch answered: %d %s", rc,
+          rc ? err.message : "");
+    int stepped = 0, missing = 0;
+    for (size_t i = 0; out && i < out->n_results; i++) {
+        const Robosim__V1__BatchResult *r = out->results[i];
+        if (i == 0)
+            missing = r->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR &&
+                      r->error->code == CODE(NOT_FOUND) && r->world_id == NOWORLD;
+        else
+            stepped += r->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                       r->world_id == f.ids[i - 1] && r->state->step_count == 1;
+    }
+    CHECK(missing, "the unknown first world: NOT_FOUND in its slot");
+    CHECK(stepped == NB, "every existing world stepped once, whatever its shard: %d of %d",
+          stepped, NB);
+    rsc_free(out);
+    /* the unknown world first and the worlds of one other shard only: sent whole there */
+    int k0 = shard_of(f.c, f.ids[0]), nk = 0;
+    rsc_batch_item_t one[NB + 1];
+    one[nk++] = items[0];
+    for (int i = 0; i < NB; i++)
+        if (shard_of(f.c, f.ids[i]) == k0)
+            one[nk++] = items[i + 1];
+    out = NULL;
+    rc = rsc_step_batch(f.c, one, (size_t)nk, &out, &err);
+    stepped = 0;
+    for (size_t i = 1; rc == 0 && out && i < out->n_results; i++)
+        stepped += out->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                   out->results[i]->state->step_count == 2;
+    CHECK(rc == 0 && out && out->n_results == (size_t)nk && stepped == nk - 1,
+          "the unknown world and shard %d's %d worlds: all %d stepped (%d %s)", k0, nk - 1,
+          stepped, rc, rc ? err.message : "");
+    rsc_free(out);
+    fleet_stop(&f);
+}
+
 int main(int argc, char **argv)
 {
     binary = server_arg(argc, argv);
     route_reading();
+    routing_by_op();
     worlds_and_bits();
     limits();
     stream();

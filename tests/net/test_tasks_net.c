@@ -1,10 +1,18 @@
 /* Task worlds through the real server: Hello lists the tasks, CreateWorld with a task, GetSpec's
  * TaskSpec, Reset / Step / GetState carrying TaskStep, and every bad action or mix refused with
  * its specific code while the server keeps serving; a declared task registered and run. */
+#include "inproc_server.h"
 #include "rs_test.h"
 #include "server_proc.h"
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 static server_proc_t server;
 static rsc_client_t *client;
@@ -472,6 +480,142 @@ static void non_finite_over_protocol(void)
     Robosim__V1__HelloReply *h = NULL;
     CHECK(rsc_hello(client, 1, 0, &h, &err) == 0, "hello after: %s", err.message);
     rsc_free(h);
+
+/* A small task document named `name` (buf of cap bytes). */
+static const char *task_doc(char *buf, size_t cap, const char *name)
+{
+    snprintf(buf, cap,
+             "{\"name\": \"%s\", \"preset\": \"finger\", \"entity\": \"finger\", "
+             "\"quantities\": {\"x\": \"finger.x_f\"}, \"observation\": [\"x\"], "
+             "\"action\": [{\"actuator\": \"force\", \"low\": -1, \"high\": 1}], "
+             "\"reward\": \"-abs(x)\", \"max_steps\": 100000}",
+             name);
+    return buf;
+}
+
+/* RegisterTask (or CreateWorld.task_document when `create`) of task `name` in-process from
+ * quota key `key`: the reply's error code (0: registered), its message in msg. */
+static int declare_as(rs_server_t *s, const char *key, const char *name, int create, char *msg,
+                      size_t cap)
+{
+    char doc[1024];
+    task_doc(doc, sizeof doc, name);
+    Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+    Robosim__V1__RegisterTask reg = ROBOSIM__V1__REGISTER_TASK__INIT;
+    Robosim__V1__CreateWorld cw = ROBOSIM__V1__CREATE_WORLD__INIT;
+    if (create) {
+        cw.task_document = doc;
+        rq.op_case = ROBOSIM__V1__REQUEST__OP_CREATE_WORLD;
+        rq.create_world = &cw;
+    } else {
+        reg.document = doc;
+        rq.op_case = ROBOSIM__V1__REQUEST__OP_REGISTER_TASK;
+        rq.register_task = &reg;
+    }
+    uint8_t buf[2048];
+    size_t n = robosim__v1__request__pack(&rq, buf);
+    rs_caller_t caller = {0};
+    snprintf(caller.id, sizeof caller.id, "conn:%s", key);
+    snprintf(caller.key, sizeof caller.key, "%s", key);
+    const uint8_t *out;
+    size_t outlen;
+    rs_server_handle_from(s, &caller, buf, n, &out, &outlen);
+    Robosim__V1__Response *rp = robosim__v1__response__unpack(NULL, outlen, out);
+    int code = !rp                                                      ? -1
+               : rp->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR ? (int)rp->error->code
+                                                                        : 0;
+    snprintf(msg, cap, "%s", code > 0 ? rp->error->message : "");
+    if (rp)
+        robosim__v1__response__free_unpacked(rp, NULL);
+    return code;
+}
+
+/* Declared tasks are counted per client (quota key), as worlds are: one client at its quota
+ * is refused RegisterTask and CreateWorld.task_document while another still declares (in
+ * process, two keys); a document registered already goes through at the quota. */
+static void declared_quota_per_key(void)
+{
+    rs_server_config_t cfg;
+    inproc_config(&cfg);
+    cfg.max_tasks_per_client = 2;
+    rs_server_t *s = inproc_server(&cfg);
+    if (!s)
+        return;
+    char msg[512];
+    const char *a = "ip:192.0.2.1", *b = "ip:192.0.2.2";
+    CHECK(declare_as(s, a, "QuotaA0-v0", 0, msg, sizeof msg) == 0, "A's first task: %s", msg);
+    CHECK(declare_as(s, a, "QuotaA1-v0", 1, msg, sizeof msg) == 0, "A's second (CreateWorld): %s",
+          msg);
+    CHECK(declare_as(s, a, "QuotaA2-v0", 0, msg, sizeof msg) == CODE(RESOURCE_EXHAUSTED) &&
+              strstr(msg, "--max-tasks-per-client"),
+          "A's third refused, naming the flag: %s", msg);
+    CHECK(declare_as(s, a, "QuotaA2-v0", 1, msg, sizeof msg) == CODE(RESOURCE_EXHAUSTED),
+          "and as CreateWorld.task_document: %s", msg);
+    CHECK(declare_as(s, a, "QuotaA0-v0", 0, msg, sizeof msg) == 0,
+          "A's own document again goes through at its quota: %s", msg);
+    CHECK(declare_as(s, b, "QuotaB0-v0", 0, msg, sizeof msg) == 0, "B registers meanwhile: %s",
+          msg);
+    CHECK(declare_as(s, b, "QuotaB1-v0", 1, msg, sizeof msg) == 0,
+          "and creates a world of another in one request: %s", msg);
+    rs_server_destroy(&s);
+}
+
+/* Through the real server with --world-ttl 1: a client at its quota of declared tasks that
+ * holds no world gets its slots back once its tasks have been unused for the TTL (their names
+ * leave Hello's list); a task whose world runs stays. */
+static void declared_tasks_expire(const char *binary)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--no-world", "--world-ttl", "1", "--max-tasks-per-client", "3", NULL};
+    server_start_or_exit(&sp, binary, extra);
+    rsc_client_t *c = client_of(sp.endpoint, 5000);
+    rsc_error_t err;
+    char doc[1024], name[64];
+    const char *names[] = {"Expire0-v0", "Expire1-v0", "Expire2-v0", "Expire3-v0"};
+    for (int i = 0; i < 3; i++)
+        CHECK(rsc_register_task(c, task_doc(doc, sizeof doc, names[i]), name, sizeof name,
+                                &err) == 0,
+              "task %d: %s", i, err.message);
+    CHECK(rsc_register_task(c, task_doc(doc, sizeof doc, names[3]), name, sizeof name, &err) ==
+              CODE(RESOURCE_EXHAUSTED),
+          "the fourth refused at the quota of 3: %s", err.message);
+    /* a world of the first, kept running */
+    uint64_t id = 0;
+    CHECK(rsc_create_task_world(c, names[0], NULL, NULL, 0, 1, &id, &err) == 0, "world: %s",
+          err.message);
+    double t0 = now_s(), a = 0.1;
+    int registered = 0;
+    while (!registered && now_s() - t0 < 4.0) {
+        Robosim__V1__State *st = NULL;
+        rsc_step(c, id, 1, 0.0, NULL, 0, &st, &err); /* keeps the world (and its owner) alive */
+        rsc_free(st);
+        (void)a;
+        sleep_s(0.2);
+        registered = rsc_register_task(c, task_doc(doc, sizeof doc, names[3]), name,
+                                       sizeof name, &err) == 0;
+    }
+    CHECK(!registered, "no task expires while its client holds a world (%.1f s)", now_s() - t0);
+    CHECK(rsc_destroy_world(c, id, &err) == 0, "destroy: %s", err.message);
+    t0 = now_s();
+    while (!registered && now_s() - t0 < 8.0) {
+        sleep_s(0.25);
+        registered = rsc_register_task(c, task_doc(doc, sizeof doc, names[3]), name,
+                                       sizeof name, &err) == 0;
+    }
+    printf("declared tasks expired %.1f s after their client's last world went (--world-ttl 1)\n",
+           now_s() - t0);
+    CHECK(registered, "the client's unused tasks expired and its quota is free again: %s",
+          err.message);
+    Robosim__V1__HelloReply *h = NULL;
+    CHECK(rsc_hello(c, 1, 0, &h, &err) == 0, "hello: %s", err.message);
+    int listed[4] = {0};
+    for (size_t i = 0; h && i < h->n_tasks; i++)
+        for (int k = 0; k < 4; k++)
+            listed[k] |= strcmp(h->tasks[i], names[k]) == 0;
+    rsc_free(h);
+    CHECK(!listed[1] && !listed[2] && listed[3], "Hello lists the new task, not the expired ones");
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "clean stop");
 }
 
 int main(int argc, char **argv)
@@ -487,6 +631,8 @@ int main(int argc, char **argv)
     declared_task_over_protocol();
     limits_over_protocol();
     non_finite_over_protocol();
+    declared_quota_per_key();
+    declared_tasks_expire(binary);
     rsc_close(&client);
     CHECK(server_stop(&server) == 0, "clean stop");
     return rs_test_done("test_tasks_net");
