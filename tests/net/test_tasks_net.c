@@ -480,6 +480,7 @@ static void non_finite_over_protocol(void)
     Robosim__V1__HelloReply *h = NULL;
     CHECK(rsc_hello(client, 1, 0, &h, &err) == 0, "hello after: %s", err.message);
     rsc_free(h);
+}
 
 /* A small task document named `name` (buf of cap bytes). */
 static const char *task_doc(char *buf, size_t cap, const char *name)
