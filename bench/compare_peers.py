@@ -325,8 +325,8 @@ def drake_brick(scn, dt, approximation="sap"):
         ctx.SetTime(0.0)
         plant.SetFreeBodyPose(pctx, body, RigidTransform(RotationMatrix.MakeYRotation(-s["th"]),
                                                          [s["x"], 0, s["y"]]))
-        plant.SetFreeBodySpatialVelocity(body, SpatialVelocity([0, -s["w"], 0],
-                                                               [s["vx"], 0, s["vy"]]), pctx)
+        plant.SetFreeBodySpatialVelocity(pctx, body, SpatialVelocity([0, -s["w"], 0],
+                                                                     [s["vx"], 0, s["vy"]]))
         sim.Initialize()
 
     def state():
@@ -529,7 +529,6 @@ def dominates(a, b):
         return min(e for cc, e in env_ if cc <= c)
 
     cs = sorted({c for c, _ in ea + eb})
-    lo, hi = max(ea[0][0], eb[0][0]), min(ea[-1][0], eb[-1][0])
     sign = set()
     for c in cs:
         if c < max(ea[0][0], eb[0][0]):
@@ -542,32 +541,49 @@ def dominates(a, b):
     if not sign:
         return "equal"
     if len(sign) == 1:
-        return sign.pop() + ("" if lo <= hi else " (no common CPU range: the envelopes)")
+        return sign.pop()
     return "crossing"
 
 
 def table(results):
-    print("\n| scenario | robosim (best formulation) | vs MuJoCo | vs PyBullet | vs Drake SAP |")
-    print("|---|---|---|---|---|")
+    """Two tables: who is below whom (each robosim formulation's work-precision curve against
+    each peer's) and, per simulator, its least error with the CPU it took, its deepest
+    penetration and its largest energy gain over all its runs."""
+    short = {"robosim hybrid": "hybrid", "robosim time_stepping": "time-stepping",
+             "robosim compliant": "compliant"}
+    print("\n| scenario | vs MuJoCo | vs PyBullet | vs Drake SAP |")
+    print("|---|---|---|---|")
     for scn in dict.fromkeys(r["scenario"] for r in results):
         rows = [r for r in results if r["scenario"] == scn]
-        best = None
-        for form in ("robosim hybrid", "robosim time_stepping", "robosim compliant"):
-            rr = [r for r in rows if r["simulator"] == form and math.isfinite(r["error"])]
-            if rr and (best is None or min(r["error"] for r in rr) <
-                       min(r["error"] for r in best[1])):
-                best = (form, rr)
         cells = []
         for peer in ("MuJoCo", "PyBullet", "Drake SAP"):
             pr = [r for r in rows if r["simulator"] == peer]
             if not pr:
                 cells.append("not run")
                 continue
-            rel = {form: dominates([r for r in rows if r["simulator"] == form], pr)
-                   for form in ("robosim hybrid", "robosim time_stepping", "robosim compliant")}
-            cells.append("; ".join(f"{f.split()[1]} {v}" for f, v in rel.items() if v != "n/a"))
-        print(f"| {scn} | {best[0] if best else 'n/a'} | " + " | ".join(cells) + " |")
-
+            rel = {short[f]: dominates([r for r in rows if r["simulator"] == f], pr)
+                   for f in short}
+            cells.append(", ".join(f"{f} {v}" for f, v in rel.items() if v != "n/a"))
+        print(f"| {scn} | " + " | ".join(cells) + " |")
+    print("\n(a curve 'below' a peer's: at every CPU per simulated second where the peer has a "
+          "run (or robosim has, from where both have one), robosim's best error with at most that "
+          "CPU is lower; 'crossing': lower at some, higher at others)")
+    print("\n| scenario | simulator | least error | at CPU s/s | deepest penetration (m) | "
+          "largest energy gain (J) | runs |")
+    print("|---|---|---|---|---|---|---|")
+    for scn in dict.fromkeys(r["scenario"] for r in results):
+        rows = [r for r in results if r["scenario"] == scn]
+        for sim in dict.fromkeys(r["simulator"] for r in rows):
+            rr = [r for r in rows if r["simulator"] == sim]
+            ok = [r for r in rr if math.isfinite(r.get("error", math.nan))]
+            if not ok:
+                print(f"| {scn} | {sim} | failed | | | | {len(rr)} |")
+                continue
+            best = min(ok, key=lambda r: r["error"])
+            pen = max(r.get("penetration", 0.0) for r in ok)
+            gain = max(r.get("energy_gain", 0.0) for r in ok)
+            print(f"| {scn} | {sim} | {best['error']:.3g} ({best['setting']}) | "
+                  f"{best['cpu_per_s']:.3g} | {pen:.3g} | {gain:.3g} | {len(ok)}/{len(rr)} |")
 
 
 # ---- brick_tilted: the rest pose against the rigid-body model at tolerance 1e-12 ----------
@@ -879,14 +895,303 @@ def arm_reference_checked():
     return ref
 
 
+# ---- finger_push: the finger pushes the resting object, which slips and sticks ---------------
+# m_f = m_o = 1 kg, no drag, F = 0.5 N on the finger from 0.1 m before the object, a plastic
+# touch, Coulomb friction of 1 N (static = kinetic) on the object: touch at t1 = sqrt(2 gap /
+# (F / m_f)), the pair slides at v1 / 2 and decelerates at (F - 1 N) / 2; it sticks (0.5 N
+# pushing is below the 1 N static level) at t_stick = t1 + v1 / (2 |a|), x_o = gap + v^2/(2|a|)
+FINGER = dict(F=0.5, gap=0.1, mf=1.0, mo=1.0, fric=1.0, T=2.0, r=0.02, ow=0.1, k=1e6)
+
+
+def finger_exact():
+    f = FINGER
+    t1 = math.sqrt(2 * f["gap"] / (f["F"] / f["mf"]))
+    v1 = f["F"] / f["mf"] * t1
+    v = f["mf"] * v1 / (f["mf"] + f["mo"])
+    a = (f["F"] - f["fric"]) / (f["mf"] + f["mo"])
+    return dict(t1=t1, t_stick=t1 + v / -a, x_rest=f["gap"] + v * v / (-2 * a))
+
+
+def robosim_finger(form, setting):
+    f = FINGER
+    c = 2 * math.sqrt(f["k"] * 0.5)  # critical damping for the reduced mass: plastic
+    p = {"finger.contact_model": FORMULATIONS[form], ".control_dt": 0.01,
+         "finger.finger_drag": 0.0, "finger.object_drag": 0.0, "finger.static_friction": f["fric"],
+         "finger.kinetic_friction": f["fric"], "finger.restitution": 0.0,
+         "finger.object_x0": f["gap"], "finger.finger_padding": 0.0,
+         "finger.object_padding": 0.0, "finger.finger_stiffness": f["k"],
+         "finger.object_stiffness": f["k"], "finger.finger_damping": c,
+         "finger.object_damping": c}
+    if form == "time_stepping":
+        p["finger.ts_step"] = setting
+    else:
+        p[".rtol"], p[".atol"] = setting, setting * 1e-2
+    xs, evs, cpu, fail = robosim_run("finger", f["T"], p, ("finger", (f["F"],)))
+    t = np.concatenate([[0.0], xs[:, 0]])
+    st = np.vstack([[0, 0, f["gap"], 0], xs[:, 1:5]])
+    tc = next((te for te, k in evs if k == "touch"), math.nan)
+    return Traj(t, dict(xf=st[:, 0], vf=st[:, 1], xo=st[:, 2], vo=st[:, 3]), tc, cpu / f["T"],
+                fail)
+
+
+def finger_traj(rows, dt, t_contact, cpu):
+    a = np.array(rows)
+    return Traj(dt * np.arange(len(a)), dict(xf=a[:, 0], vf=a[:, 1], xo=a[:, 2], vo=a[:, 3]),
+                t_contact, cpu)
+
+
+def mujoco_finger(dt):
+    import mujoco
+
+    f = FINGER
+    mu = f["fric"] / (f["mo"] * G)
+    h = f["ow"] / 2
+    # the finger: a sphere on a slide joint at the object's mid height, touching only the object
+    # (contype/conaffinity); plastic: critically damped (dampratio 1) at MuJoCo's stiffest
+    # stable time constant
+    xml = f"""<mujoco><option timestep='{dt}' gravity='0 0 -{G}' cone='pyramidal'/>
+      <worldbody>
+        <geom name='floor' type='plane' size='0 0 1' friction='{mu} 0 0' contype='1'
+              conaffinity='1'/>
+        <body name='finger' pos='{-f['r']} 0 {h}'>
+          <joint name='slide' type='slide' axis='1 0 0'/>
+          <geom type='sphere' size='{f['r']}' mass='{f['mf']}' friction='0 0 0' contype='2'
+                conaffinity='2' solref='{2 * dt} 1' solimp='0.99 0.99 0.001'/></body>
+        <body name='object' pos='{f['gap'] + h} 0 {h}'><freejoint/>
+          <geom type='box' size='{h} {h} {h}' mass='{f['mo']}' friction='{mu} 0 0' contype='3'
+                conaffinity='3' solref='{2 * dt} 1' solimp='0.99 0.99 0.001'/></body>
+      </worldbody>
+      <actuator><motor joint='slide'/></actuator></mujoco>"""
+    model = mujoco.MjModel.from_xml_string(xml)
+    data = mujoco.MjData(model)
+    n = int(round(f["T"] / dt))
+
+    def reset():
+        mujoco.mj_resetData(model, data)
+        data.ctrl[0] = f["F"]
+
+    reset()
+    rows, tc = [(0.0, 0.0, f["gap"], 0.0)], math.nan
+    fid = model.body("finger").id
+    for k in range(n):
+        mujoco.mj_step(model, data)
+        if math.isnan(tc) and any(fid in (model.geom_bodyid[c.geom1], model.geom_bodyid[c.geom2])
+                                  for c in data.contact[:data.ncon]):
+            tc = data.time
+        # finger tip = the slide's displacement; the object's near face = its centre - h
+        rows.append((data.qpos[0], data.qvel[0], data.qpos[1] - h, data.qvel[1]))
+
+    def timed():
+        reset()
+        mujoco.mj_step(model, data, nstep=n)
+
+    return finger_traj(rows, dt, tc, cpu_timed(timed) / f["T"])
+
+
+def pybullet_finger(dt):
+    import pybullet as p
+
+    f = FINGER
+    mu = f["fric"] / (f["mo"] * G)
+    h = f["ow"] / 2
+    cid = p.connect(p.DIRECT)
+    try:
+        n = int(round(f["T"] / dt))
+
+        def build():
+            p.resetSimulation(physicsClientId=cid)
+            p.setGravity(0, 0, -G, physicsClientId=cid)
+            p.setPhysicsEngineParameter(fixedTimeStep=dt, numSubSteps=0, physicsClientId=cid)
+            plane = p.createMultiBody(0, p.createCollisionShape(p.GEOM_PLANE,
+                                                                physicsClientId=cid),
+                                      physicsClientId=cid)
+            sph = p.createCollisionShape(p.GEOM_SPHERE, radius=f["r"], physicsClientId=cid)
+            finger = p.createMultiBody(
+                0, -1, basePosition=[-f["r"], 0, h], linkMasses=[f["mf"]],
+                linkCollisionShapeIndices=[sph], linkVisualShapeIndices=[-1],
+                linkPositions=[[0, 0, 0]], linkOrientations=[[0, 0, 0, 1]],
+                linkInertialFramePositions=[[0, 0, 0]],
+                linkInertialFrameOrientations=[[0, 0, 0, 1]], linkParentIndices=[0],
+                linkJointTypes=[p.JOINT_PRISMATIC], linkJointAxis=[[1, 0, 0]],
+                physicsClientId=cid)
+            obj = p.createMultiBody(f["mo"], p.createCollisionShape(
+                p.GEOM_BOX, halfExtents=[h, h, h], physicsClientId=cid),
+                basePosition=[f["gap"] + h, 0, h], physicsClientId=cid)
+            p.setCollisionFilterPair(finger, plane, 0, -1, 0, physicsClientId=cid)
+            # Bullet multiplies the coefficients: the plane's friction 1, the finger's 0
+            p.changeDynamics(plane, -1, lateralFriction=1.0, restitution=0.0, physicsClientId=cid)
+            p.changeDynamics(obj, -1, lateralFriction=mu, restitution=0.0, linearDamping=0.0,
+                             angularDamping=0.0, physicsClientId=cid)
+            p.changeDynamics(finger, 0, lateralFriction=0.0, restitution=0.0, linearDamping=0.0,
+                             angularDamping=0.0, jointDamping=0.0, physicsClientId=cid)
+            p.setJointMotorControl2(finger, 0, p.VELOCITY_CONTROL, force=0, physicsClientId=cid)
+            return finger, obj
+
+        def step(finger):
+            p.setJointMotorControl2(finger, 0, p.TORQUE_CONTROL, force=f["F"],
+                                    physicsClientId=cid)
+            p.stepSimulation(physicsClientId=cid)
+
+        finger, obj = build()
+        rows, tc = [(0.0, 0.0, f["gap"], 0.0)], math.nan
+        for k in range(n):
+            step(finger)
+            if math.isnan(tc) and p.getContactPoints(bodyA=finger, bodyB=obj,
+                                                     physicsClientId=cid):
+                tc = (k + 1) * dt
+            js = p.getJointState(finger, 0, physicsClientId=cid)
+            pos, _ = p.getBasePositionAndOrientation(obj, physicsClientId=cid)
+            lin, _ = p.getBaseVelocity(obj, physicsClientId=cid)
+            rows.append((js[0], js[1], pos[0] - h, lin[0]))
+
+        def timed():
+            fg, _ = build()
+            for _ in range(n):
+                step(fg)
+
+        cpu = cpu_timed(timed)
+    finally:
+        p.disconnect(cid)
+    return finger_traj(rows, dt, tc, cpu / f["T"])
+
+
+def drake_finger(dt, approximation="sap"):
+    from pydrake.geometry import (AddContactMaterial, Box, CollisionFilterDeclaration,
+                                  GeometrySet, HalfSpace, ProximityProperties, Sphere)
+    from pydrake.math import RigidTransform
+    from pydrake.multibody.math import SpatialVelocity
+    from pydrake.multibody.plant import (AddMultibodyPlant, CoulombFriction,
+                                         MultibodyPlantConfig)
+    from pydrake.multibody.tree import PrismaticJoint, SpatialInertia
+    from pydrake.systems.analysis import Simulator
+    from pydrake.systems.framework import DiagramBuilder
+
+    f = FINGER
+    mu = f["fric"] / (f["mo"] * G)
+    h = f["ow"] / 2
+    n = int(round(f["T"] / dt))
+    builder = DiagramBuilder()
+    plant, sg = AddMultibodyPlant(MultibodyPlantConfig(time_step=dt,
+                                                       discrete_contact_approximation=approximation,
+                                                       contact_model="point"), builder)
+
+    def props(k, friction, tau):
+        pp = ProximityProperties()
+        AddContactMaterial(dissipation=0.0, point_stiffness=k,
+                           friction=CoulombFriction(friction, friction), properties=pp)
+        pp.AddProperty("material", "relaxation_time", tau)
+        return pp
+
+    # plastic: an over-damped Kelvin-Voigt finger-object contact (relaxation time 2 / omega for
+    # the reduced mass, zeta = 1); the object stands on 8 corner spheres (as the brick)
+    tau_fo = 2.0 / math.sqrt(f["k"] / 0.5)
+    finger = plant.AddRigidBody("finger", SpatialInertia.SolidSphereWithMass(f["mf"], f["r"]))
+    obj = plant.AddRigidBody("object", SpatialInertia.SolidBoxWithMass(f["mo"], 2 * h, 2 * h,
+                                                                       2 * h))
+    joint = plant.AddJoint(PrismaticJoint("slide", plant.world_frame(), finger.body_frame(),
+                                          [1, 0, 0]))
+    plant.AddJointActuator("push", joint)
+    plant.RegisterCollisionGeometry(finger, RigidTransform(), Sphere(f["r"]), "tip",
+                                    props(f["k"], 0.0, tau_fo))
+    r = 1e-4
+    tau_floor = 2.0 / math.sqrt(4 * f["k"] / f["mo"])
+    corners = []
+    for i, (sx, sy, sz) in enumerate([(a, c, z) for a in (-1, 1) for c in (-1, 1)
+                                      for z in (-1, 1)]):
+        corners.append(plant.RegisterCollisionGeometry(
+            obj, RigidTransform([sx * h, sy * h, sz * (h - r)]), Sphere(r), f"c{i}",
+            props(f["k"], mu, tau_floor)))
+    face = plant.RegisterCollisionGeometry(obj, RigidTransform(), Box(2 * h, 2 * h, 2 * h),
+                                           "face", props(f["k"], 0.0, tau_fo))
+    ground = plant.RegisterCollisionGeometry(plant.world_body(), RigidTransform(), HalfSpace(),
+                                             "ground", props(1e12, mu, 0.0))
+    tip = plant.GetCollisionGeometriesForBody(finger)
+    plant.Finalize()
+    # the finger meets only the box; the box never the ground (its corners do)
+    decl = CollisionFilterDeclaration()
+    decl.ExcludeBetween(GeometrySet(tip), GeometrySet(corners + [ground]))
+    decl.ExcludeBetween(GeometrySet([face]), GeometrySet([ground]))
+    sg.collision_filter_manager().Apply(decl)
+    diagram = builder.Build()
+    sim = Simulator(diagram)
+    ctx = sim.get_mutable_context()
+    pctx = plant.GetMyMutableContextFromRoot(ctx)
+    plant.get_actuation_input_port().FixValue(pctx, [f["F"]])
+
+    def reset():
+        ctx.SetTime(0.0)
+        plant.SetFreeBodyPose(pctx, obj, RigidTransform([f["gap"] + h, 0, h]))
+        plant.SetFreeBodySpatialVelocity(pctx, obj, SpatialVelocity([0, 0, 0], [0, 0, 0]))
+        joint.set_translation(pctx, -f["r"])
+        joint.set_translation_rate(pctx, 0.0)
+        sim.Initialize()
+
+    port = plant.get_contact_results_output_port()
+    reset()
+    rows, tc = [(0.0, 0.0, f["gap"], 0.0)], math.nan
+    for k in range(n):
+        sim.AdvanceTo((k + 1) * dt)
+        if math.isnan(tc):
+            cr = port.Eval(pctx)
+            for i in range(cr.num_point_pair_contacts()):
+                info = cr.point_pair_contact_info(i)
+                if finger.index() in (info.bodyA_index(), info.bodyB_index()):
+                    tc = (k + 1) * dt
+        xo = plant.EvalBodyPoseInWorld(pctx, obj).translation()[0] - h
+        vo = plant.EvalBodySpatialVelocityInWorld(pctx, obj).translational()[0]
+        rows.append((joint.get_translation(pctx) + f["r"], joint.get_translation_rate(pctx), xo,
+                     vo))
+
+    def timed():
+        reset()
+        sim.AdvanceTo(n * dt)
+
+    return finger_traj(rows, dt, tc, cpu_timed(timed) / f["T"])
+
+
+def finger_metrics(scn, tr, ref):
+    ex = finger_exact()
+    stuck = np.nonzero((tr.t > ex["t1"] + 0.05) & (np.abs(tr.c["vo"]) < 1e-6))[0]
+    E = 0.5 * FINGER["mf"] * tr.c["vf"] ** 2 + 0.5 * FINGER["mo"] * tr.c["vo"] ** 2
+    # the energy balance: kinetic energy less the push's work F (x_f - x_f0); nothing else adds
+    bal = E - FINGER["F"] * (tr.c["xf"] - tr.c["xf"][0])
+    return dict(error=abs(float(tr.c["xo"][-1]) - ex["x_rest"]),
+                penetration=max(0.0, float((tr.c["xf"] - tr.c["xo"]).max())),
+                energy_gain=max(0.0, float((bal - bal[0]).max())),
+                impact_err=abs(tr.t_contact - ex["t1"]),
+                stick_err=abs(tr.t[stuck[0]] - ex["t_stick"]) if len(stuck) else math.nan)
+
+
+def finger_runs(scn, quick, peers):
+    tol, steps, ts = settings(quick)
+    ex = finger_exact()
+    print(f"[compare] finger_push closed form: touch {ex['t1']:.6f} s, stick {ex['t_stick']:.6f} s,"
+          f" object at rest at x_o = {ex['x_rest']:.6f} m")
+    runs = [("robosim hybrid", "rtol", v, lambda v=v: robosim_finger("hybrid", v)) for v in tol]
+    runs += [("robosim time_stepping", "h", v, lambda v=v: robosim_finger("time_stepping", v))
+             for v in ts]
+    runs += [("robosim compliant", "rtol", v, lambda v=v: robosim_finger("compliant", v))
+             for v in tol[:3]]
+    if "mujoco" in peers:
+        runs += [("MuJoCo", "h", v, lambda v=v: mujoco_finger(v)) for v in steps]
+    if "pybullet" in peers:
+        runs += [("PyBullet", "h", v, lambda v=v: pybullet_finger(v)) for v in steps]
+    if "pydrake" in peers:
+        runs += [("Drake SAP", "h", v, lambda v=v: drake_finger(v)) for v in steps]
+    return runs
+
+
 # filled in below, per scenario
-SCENARIOS = {"brick_flat": brick_runs, "brick_tilted": brick_runs, "arm_stop": arm_runs}
+SCENARIOS = {"brick_flat": brick_runs, "brick_tilted": brick_runs, "arm_stop": arm_runs,
+             "finger_push": finger_runs}
 METRICS = {"brick_flat": lambda scn, tr, ref: brick_metrics(scn, tr),
-           "brick_tilted": brick_tilted_metrics, "arm_stop": arm_metrics}
+           "brick_tilted": brick_tilted_metrics, "arm_stop": arm_metrics,
+           "finger_push": finger_metrics}
 REFERENCES = {"brick_tilted": brick_tilted_reference, "arm_stop": arm_reference_checked}
 ERROR_LABEL = {"brick_flat": "rebound apex error, max of h1, h2 (relative)",
                "brick_tilted": "rest pose error (m): centre + R |dtheta|",
-               "arm_stop": "max joint-angle error over 1 s (rad)"}
+               "arm_stop": "max joint-angle error over 1 s (rad)",
+               "finger_push": "object rest position error (m)"}
 
 if __name__ == "__main__":
     sys.exit(main())
