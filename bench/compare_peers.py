@@ -943,8 +943,12 @@ def robosim_finger(form, setting):
     t = np.concatenate([[0.0], xs[:, 0]])
     st = np.vstack([[0, 0, f["gap"], 0], xs[:, 1:5]])
     tc = next((te for te, k in evs if k == "touch"), math.nan)
-    return Traj(t, dict(xf=st[:, 0], vf=st[:, 1], xo=st[:, 2], vo=st[:, 3]), tc, cpu / f["T"],
-                fail)
+    tr = Traj(t, dict(xf=st[:, 0], vf=st[:, 1], xo=st[:, 2], vo=st[:, 3]), tc, cpu / f["T"],
+              fail)
+    # the exact stick time where the formulation has the event (hybrid, compliant)
+    sticks = [te for te, k in evs if k == "stick"]
+    tr.t_stick = sticks[-1] if sticks else math.nan
+    return tr
 
 
 def finger_traj(rows, dt, t_contact, cpu):
@@ -1172,7 +1176,9 @@ def finger_metrics(scn, tr, ref):
                 penetration=max(0.0, float((tr.c["xf"] - tr.c["xo"]).max())),
                 energy_gain=max(0.0, float((bal - bal[0]).max())),
                 impact_err=abs(tr.t_contact - ex["t1"]),
-                stick_err=abs(tr.t[stuck[0]] - ex["t_stick"]) if len(stuck) else math.nan)
+                stick_err=abs(getattr(tr, "t_stick", math.nan) - ex["t_stick"])
+                if math.isfinite(getattr(tr, "t_stick", math.nan)) else
+                abs(tr.t[stuck[0]] - ex["t_stick"]) if len(stuck) else math.nan)
 
 
 def finger_runs(scn, quick, peers):
