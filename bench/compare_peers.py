@@ -274,6 +274,31 @@ def pybullet_brick(scn, dt):
 
 
 # Drake ----------------------------------------------------------------------------------------
+def hc_dissipation(e, v):
+    """Hunt-Crossley dissipation d (s/m) for which a linear-stiffness contact
+    F = k x (1 + d x'), clipped at 0, returns restitution e at approach speed v. Scaled, the
+    rebound depends on d v only: x'' = -x (1 + c x'), x(0) = 0, x'(0) = 1, c = d v; bisection."""
+    from scipy.integrate import solve_ivp
+
+    def rebound(c):
+        def f(t, y):
+            return [y[1], -y[0] * max(0.0, 1 + c * y[1])]
+
+        def out(t, y):
+            return y[0]
+
+        out.terminal, out.direction = True, -1
+        sol = solve_ivp(f, (0, 50), [0.0, 1.0], events=out, rtol=1e-10, atol=1e-12,
+                        first_step=1e-6)
+        return -sol.y[1, -1]
+
+    lo, hi = 0.0, 50.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if rebound(mid) > e else (lo, mid)
+    return 0.5 * (lo + hi) / v
+
+
 def drake_brick(scn, dt, approximation="sap"):
     from pydrake.geometry import AddContactMaterial, HalfSpace, ProximityProperties, Sphere
     from pydrake.math import RigidTransform, RotationMatrix
@@ -300,12 +325,17 @@ def drake_brick(scn, dt, approximation="sap"):
     tau = 2 * zeta / math.sqrt(4 * b["k"] / b["m"])
     r = 1e-4
 
+    # TAMSI: Hunt-Crossley dissipation d, set for e at this drop's impact speed (its
+    # restitution depends on the speed: e(d v))
+    d_hc = hc_dissipation(b["e"], math.sqrt(2 * G * 0.45))
+
     def props(k, relax):
         pp = ProximityProperties()
-        AddContactMaterial(dissipation=0.0,
+        AddContactMaterial(dissipation=d_hc if approximation == "tamsi" else 0.0,
                            point_stiffness=k, friction=CoulombFriction(b["mu"], b["mu"]),
                            properties=pp)
-        pp.AddProperty("material", "relaxation_time", relax)
+        if approximation != "tamsi":
+            pp.AddProperty("material", "relaxation_time", relax)
         return pp
 
     for i, (sx, sy, sz) in enumerate([(a, c, z) for a in (-1, 1) for c in (-1, 1)
@@ -406,7 +436,7 @@ def brick_metrics(scn, tr):
 def settings(quick):
     tol = [1e-4, 1e-6, 1e-8, 1e-10] if not quick else [1e-4, 1e-8]
     steps = [2e-3, 1e-3, 5e-4, 2e-4, 1e-4] if not quick else [1e-3, 2e-4]
-    ts = [1e-3, 3e-4, 1e-4, 3e-5] if not quick else [1e-3, 1e-4]
+    ts = [1e-3, 3e-4, 1e-4, 3e-5, 1e-5] if not quick else [1e-3, 1e-4]
     return tol, steps, ts
 
 
@@ -424,6 +454,8 @@ def brick_runs(scn, quick, peers):
         runs += [("PyBullet", "h", v, lambda v=v: pybullet_brick(scn, v)) for v in steps]
     if "pydrake" in peers:
         runs += [("Drake SAP", "h", v, lambda v=v: drake_brick(scn, v)) for v in steps]
+        runs += [("Drake TAMSI", "h", v, lambda v=v: drake_brick(scn, v, "tamsi"))
+                 for v in steps]
     return runs
 
 
@@ -479,7 +511,8 @@ def plot(results, out):
 
     styles = {"robosim hybrid": ("tab:red", "o-"), "robosim time_stepping": ("tab:orange", "s-"),
               "robosim compliant": ("tab:pink", "^-"), "MuJoCo": ("tab:blue", "D--"),
-              "PyBullet": ("tab:green", "v--"), "Drake SAP": ("tab:purple", "P--")}
+              "PyBullet": ("tab:green", "v--"), "Drake SAP": ("tab:purple", "P--"),
+              "Drake TAMSI": ("tab:brown", "X:")}
     for scn in dict.fromkeys(r["scenario"] for r in results):
         rows = [r for r in results if r["scenario"] == scn]
         fig, axes = plt.subplots(2, 2, figsize=(12, 9))
@@ -556,12 +589,12 @@ def table(results):
     penetration and its largest energy gain over all its runs."""
     short = {"robosim hybrid": "hybrid", "robosim time_stepping": "time-stepping",
              "robosim compliant": "compliant"}
-    print("\n| scenario | vs MuJoCo | vs PyBullet | vs Drake SAP |")
-    print("|---|---|---|---|")
+    print("\n| scenario | vs MuJoCo | vs PyBullet | vs Drake SAP | vs Drake TAMSI |")
+    print("|---|---|---|---|---|")
     for scn in dict.fromkeys(r["scenario"] for r in results):
         rows = [r for r in results if r["scenario"] == scn]
         cells = []
-        for peer in ("MuJoCo", "PyBullet", "Drake SAP"):
+        for peer in ("MuJoCo", "PyBullet", "Drake SAP", "Drake TAMSI"):
             pr = [r for r in rows if r["simulator"] == peer]
             if not pr:
                 cells.append("not run")
@@ -898,6 +931,7 @@ def arm_runs(scn, quick, peers):
         runs += [("PyBullet", "h", v, lambda v=v: pybullet_arm(v)) for v in steps]
     if "pydrake" in peers:
         runs += [("Drake SAP", "h", v, lambda v=v: drake_arm(v)) for v in steps]
+        runs += [("Drake TAMSI", "h", v, lambda v=v: drake_arm(v, "tamsi")) for v in steps]
     return runs
 
 
