@@ -14,16 +14,20 @@ Scenarios (docs/comparison.md describes each model, per simulator, and every dif
                 joint 1's lower stop (-1.0 rad, inelastic): against an independent reference
                 (scipy DOP853 at rtol 1e-12 on the closed-form Lagrange equations, with the stop
                 found by its event and the plastic impulse applied in closed form);
-  finger_push   the 1D finger pushed by 0.8 N into a resting 1 kg object (plastic impact); the
-                object slips under kinetic friction 1 N and sticks (0.8 N < static 1 N): closed
-                forms for the touch time, the stick time and the rest position.
+  finger_push   the 1D finger pushed by 0.5 N into a resting 1 kg object (plastic impact); the
+                object slips under kinetic friction 1 N and sticks (0.5 N < static 1 N): closed
+                forms for the touch time, the stick time and the rest position;
+  dd_obstacle,  the diff-drive robot driving into a disk / into the wedge between two: closed
+  dd_wedge      forms for the contact time and the blocked position; robosim only (its robot is
+                kinematic; no peer has one).
 Each simulator runs at several time steps (peers, robosim's time-stepping) or tolerances
 (robosim's hybrid and compliant). Per run: the scenario's error (the work-precision diagram's
 y), the deepest penetration, the largest energy gained above the start (nothing drives these
 systems: any gain is created by the method), CPU seconds per simulated second (process CPU time
 of the stepping alone, the least over repetitions; robosim in-process through its C core,
 bench_core_compare; peers through their Python bindings, MuJoCo's mj_step with nstep so the loop
-runs in C, Drake's Simulator.AdvanceTo, PyBullet's stepSimulation per step).
+runs in C, Drake's Simulator.AdvanceTo (SAP, and TAMSI on the bricks and the arm), PyBullet's
+stepSimulation per step).
 
 Writes DIR/comparison.csv, one DIR/comparison_<scenario>.png each (work precision, penetration, energy
 created against CPU) and prints the table. A peer that does not import is reported and skipped
@@ -538,7 +542,7 @@ def plot(results, out):
         axes[0].set_title(f"{scn}: work-precision (lower left is better)")
         axes[1].set_title("event time error")
         axes[2].set_title("penetration (1e-16: none)")
-        axes[3].set_title("energy created (1e-16: none)")
+        axes[3].set_title("energy created (1e-16: none; empty: no energy, a kinematic robot)")
         fig.tight_layout()
         fig.savefig(out / f"comparison_{scn}.png", dpi=70)
         plt.close(fig)
@@ -621,7 +625,7 @@ def table(results):
             pen = max(r.get("penetration", 0.0) for r in ok)
             gain = max(r.get("energy_gain", 0.0) for r in ok)
             print(f"| {scn} | {sim} | {best['error']:.3g} ({best['setting']}) | "
-                  f"{best['cpu_per_s']:.3g} | {pen:.3g} | {gain:.3g} | {len(ok)}/{len(rr)} |")
+                  f"{best['cpu_per_s']:.3g} | {pen:.3g} | {gain:.3g} | {len(ok)}/{len(rr)} |".replace("| nan |", "| n/a |"))
 
 
 # ---- brick_tilted: the rest pose against the rigid-body model at tolerance 1e-12 ----------
@@ -1234,23 +1238,71 @@ def finger_runs(scn, quick, peers):
     return runs
 
 
+# ---- dd_obstacle and dd_wedge: the diff-drive robot (kinematic), robosim only -------------------
+# The robot (radius 0.15 m, wheels 0.09 m) drives straight along x at both wheels 1 rad/s
+# (0.09 m/s) into a disk (0.1 m at (1, 0)) or into the wedge between two (0.1 m at (1, +-0.2)):
+# contact when the centre reaches the inflated circle, x = 0.75 m (t = 8.3333 s) or x = 0.85 m
+# (t = 9.4444 s), blocked there. The peers have no kinematic robot (docs/comparison.md).
+DD = {"dd_obstacle": ([1.0, 0.0, 0.1], 0.75), "dd_wedge": ([1.0, 0.2, 0.1, 1.0, -0.2, 0.1], 0.85)}
+DD_V, DD_R, DD_T = 0.09, 0.15, 11.0
+
+
+def robosim_dd(scn, form, setting):
+    obst, _ = DD[scn]
+    p = {"robot.contact_model": FORMULATIONS[form], ".control_dt": 0.01,
+         "robot.obstacles": ",".join(map(repr, obst)), "robot.padding": 0.0}
+    if form == "time_stepping":
+        p["robot.ts_step"] = setting
+    else:
+        p[".rtol"], p[".atol"] = setting, setting * 1e-2
+    xs, evs, cpu, fail = robosim_run("diff_drive", DD_T, p, ("robot", (1.0, 1.0)))
+    t = np.concatenate([[0.0], xs[:, 0]])
+    st = np.vstack([[0.0, 0.0, 0.0], xs[:, 1:4]])
+    tc = next((te for te, k in evs if k == "contact"), math.nan)
+    return Traj(t, dict(x=st[:, 0], y=st[:, 1], th=st[:, 2]), tc, cpu / DD_T, fail)
+
+
+def dd_metrics(scn, tr, ref):
+    obst, x_stop = DD[scn]
+    pen = 0.0
+    for i in range(0, len(obst), 3):
+        d = np.hypot(tr.c["x"] - obst[i], tr.c["y"] - obst[i + 1])
+        pen = max(pen, float((DD_R + obst[i + 2] - d).max()))
+    return dict(error=abs(float(tr.c["x"][-1]) - x_stop) + abs(float(tr.c["y"][-1])),
+                penetration=max(0.0, pen), energy_gain=math.nan,
+                impact_err=abs(tr.t_contact - x_stop / DD_V))
+
+
+def dd_runs(scn, quick, peers):
+    tol, _, ts = settings(quick)
+    print(f"[compare] {scn}: robosim only (the diff-drive robot is kinematic; no peer models it)")
+    runs = [("robosim hybrid", "rtol", v, lambda v=v: robosim_dd(scn, "hybrid", v)) for v in tol]
+    runs += [("robosim time_stepping", "h", v, lambda v=v: robosim_dd(scn, "time_stepping", v))
+             for v in ts]
+    runs += [("robosim compliant", "rtol", v, lambda v=v: robosim_dd(scn, "compliant", v))
+             for v in tol[:3]]
+    return runs
+
+
 # filled in below, per scenario
 SCENARIOS = {"brick_flat": brick_runs, "brick_tilted": brick_runs, "arm_stop": arm_runs,
-             "finger_push": finger_runs}
+             "finger_push": finger_runs, "dd_obstacle": dd_runs, "dd_wedge": dd_runs}
 METRICS = {"brick_flat": lambda scn, tr, ref: brick_metrics(scn, tr),
            "brick_tilted": brick_tilted_metrics, "arm_stop": arm_metrics,
-           "finger_push": finger_metrics}
+           "finger_push": finger_metrics, "dd_obstacle": dd_metrics, "dd_wedge": dd_metrics}
 REFERENCES = {"brick_tilted": brick_tilted_reference, "arm_stop": arm_reference_checked}
 ERROR_LABEL = {"brick_flat": "rebound apex error, max of h1, h2 (relative)",
                "brick_tilted": "rest pose error (m): centre + R |dtheta|",
                "arm_stop": "max joint-angle error, first 0.3 s (rad)",
-               "finger_push": "object rest position error (m)"}
+               "finger_push": "object rest position error (m)",
+               "dd_obstacle": "final position error (m)", "dd_wedge": "final position error (m)"}
 EVENT_KEY = {"brick_flat": "impact_err", "brick_tilted": "impact_err", "arm_stop": "impact_err",
-             "finger_push": "stick_err"}
+             "finger_push": "stick_err", "dd_obstacle": "impact_err", "dd_wedge": "impact_err"}
 EVENT_LABEL = {"brick_flat": "first impact time error (s)",
                "brick_tilted": "first impact time error (s)",
                "arm_stop": "time joint 1 first reaches its stop: error (s)",
-               "finger_push": "time the object sticks: error (s)"}
+               "finger_push": "time the object sticks: error (s)",
+               "dd_obstacle": "contact time error (s)", "dd_wedge": "contact time error (s)"}
 
 if __name__ == "__main__":
     sys.exit(main())
