@@ -29,7 +29,8 @@ bench_core_compare; peers through their Python bindings, MuJoCo's mj_step with n
 runs in C, Drake's Simulator.AdvanceTo (SAP, and TAMSI on the bricks and the arm), PyBullet's
 stepSimulation per step).
 
-Writes DIR/comparison.csv, one DIR/comparison_<scenario>.png each (work precision, penetration, energy
+Writes DIR/comparison.csv, one DIR/comparison_<scenario>.png each (work precision, event time,
+penetration, energy
 created against CPU) and prints the table. A peer that does not import is reported and skipped
 (pip install -r bench/requirements-compare.txt); the run still exits 0.
 robosim's binary: $ROBOSIM_BIN_DIR/bench_core_compare, else build/release/bin (scripts/build
@@ -48,7 +49,8 @@ import numpy as np
 
 G = 9.81
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(os.environ.get("ROBOSIM_BIN_DIR", ROOT / "build" / "release" / "bin")) / "bench_core_compare"
+BIN = (Path(os.environ.get("ROBOSIM_BIN_DIR", ROOT / "build" / "release" / "bin"))
+       / "bench_core_compare")
 
 # ---- the bodies, shared by every simulator ------------------------------------------------
 BRICK = dict(m=1.0, w=0.2, h=0.1, d=0.1, e=0.5, mu=0.5, k=1e6)
@@ -624,8 +626,9 @@ def table(results):
             best = min(ok, key=lambda r: r["error"])
             pen = max(r.get("penetration", 0.0) for r in ok)
             gain = max(r.get("energy_gain", 0.0) for r in ok)
-            print(f"| {scn} | {sim} | {best['error']:.3g} ({best['setting']}) | "
-                  f"{best['cpu_per_s']:.3g} | {pen:.3g} | {gain:.3g} | {len(ok)}/{len(rr)} |".replace("| nan |", "| n/a |"))
+            line = (f"| {scn} | {sim} | {best['error']:.3g} ({best['setting']}) | "
+                    f"{best['cpu_per_s']:.3g} | {pen:.3g} | {gain:.3g} | {len(ok)}/{len(rr)} |")
+            print(line.replace("| nan |", "| n/a |"))
 
 
 # ---- brick_tilted: the rest pose against the rigid-body model at tolerance 1e-12 ----------
@@ -634,7 +637,8 @@ def brick_tilted_reference():
     chk = robosim_brick("brick_tilted", "hybrid", 1e-10)
     pose = (ref.c["x"][-1], ref.c["y"][-1], ref.c["th"][-1])
     diff = abs(chk.c["x"][-1] - pose[0]) + abs(chk.c["th"][-1] - pose[2])
-    print(f"[compare] brick_tilted reference (robosim hybrid, rtol 1e-12): rest x = {pose[0]:.9f} m,"
+    print(f"[compare] brick_tilted reference (robosim hybrid, rtol 1e-12): "
+          f"rest x = {pose[0]:.9f} m,"
           f" y = {pose[1]:.9f} m, theta = {pose[2]:.3g} rad; at rtol 1e-10 it differs by "
           f"{diff:.2g}")
     return pose
@@ -665,7 +669,8 @@ def arm_dyn(q1, q2, d1, d2):
     """M, and the bias b = C qd + G, of the closed-form Lagrange equations (serial_arm.c's)."""
     a, lc1, lc2, I1, I2 = arm_consts()
     c2, h = np.cos(q2), a["m2"] * a["a1"] * lc2 * np.sin(q2)
-    M11 = I1 + I2 + a["m1"] * lc1 ** 2 + a["m2"] * (a["a1"] ** 2 + lc2 ** 2 + 2 * a["a1"] * lc2 * c2)
+    M11 = (I1 + I2 + a["m1"] * lc1 ** 2
+           + a["m2"] * (a["a1"] ** 2 + lc2 ** 2 + 2 * a["a1"] * lc2 * c2))
     M12 = I2 + a["m2"] * (lc2 ** 2 + a["a1"] * lc2 * c2)
     M22 = I2 + a["m2"] * lc2 ** 2
     g1 = (a["m1"] * lc1 + a["m2"] * a["a1"]) * G * np.cos(q1) + a["m2"] * lc2 * G * np.cos(q1 + q2)
@@ -873,7 +878,7 @@ def drake_arm(dt, approximation="sap"):
         return plant.AddRigidBody(name, M)
 
     l1, l2 = rod("link1", a["m1"], a["a1"]), rod("link2", a["m2"], a["a2"])
-    j1 = plant.AddJoint(RevoluteJoint("j1", plant.world_frame(), l1.body_frame(), [0, 0, 1],
+    plant.AddJoint(RevoluteJoint("j1", plant.world_frame(), l1.body_frame(), [0, 0, 1],
                                       a["q_min"], 100.0))
     tip = plant.AddFrame(FixedOffsetFrame("link1_tip", l1.body_frame(),
                                           RigidTransform([a["a1"], 0, 0])))
@@ -883,7 +888,6 @@ def drake_arm(dt, approximation="sap"):
     sim = Simulator(diagram)
     ctx = sim.get_mutable_context()
     pctx = plant.GetMyMutableContextFromRoot(ctx)
-    del j1
 
     def reset():
         ctx.SetTime(0.0)
