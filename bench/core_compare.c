@@ -9,8 +9,9 @@
  *   ev,t,entity,kind      every event, with its exact time
  *   cpu,seconds,reps,internal_steps,rhs_evals
  * CPU time is the process's (CLOCK_PROCESS_CPUTIME_ID) over the stepping only (no output, no
- * world creation), the least over `reps` repetitions (default: repeat until 0.2 s of CPU or 20
- * repetitions): on a shared machine a run's CPU time varies from one run to the next. */
+ * world creation), the least over the timed repetitions (default: until 0.2 s of CPU or 20;
+ * reps=N: N - 1 timed after the recorded one): on a shared machine a run's CPU time varies from
+ * one run to the next. */
 #include "rs_core.h"
 
 #include <math.h>
@@ -87,11 +88,15 @@ int main(int argc, char **argv)
         }
     }
 
-    double best = INFINITY;
+    /* repetition 0 is recorded (state and events printed after each control step, outside any
+     * timing); repetitions 1.. are timed, the loop alone: at least one, then until 0.2 s of CPU
+     * or 20 in all, or exactly reps - 1 of them with reps=N (N >= 2) */
+    double best = INFINITY, spent = 0.0;
     int done = 0, rc = 0;
-    double spent = 0.0;
     uint64_t isteps = 0, rhs = 0;
-    for (int r = 0; reps ? r < reps : (r < 20 && (r < 1 || spent < 0.2)); r++) {
+    if (reps == 1)
+        reps = 2;
+    for (int r = 0; reps ? r < reps : (r < 20 && (r < 2 || spent < 0.2)); r++) {
         rs_status_t st;
         rs_world_t *w = rs_world_new(preset, p, (size_t)np, 1, &st);
         if (!w) {
@@ -108,14 +113,10 @@ int main(int argc, char **argv)
         const rs_model_t *m = w->model;
         rs_data_t *d = w->data;
         long nsteps = lround(t_end / m->control_dt);
-        uint64_t is0 = d->internal_steps, rh0 = d->rhs_evals;
         if (r == 0) {
-            /* the recorded run: output after each step is kept out of the timing */
-            double cpu = 0.0;
+            uint64_t is0 = d->internal_steps, rh0 = d->rhs_evals;
             for (long k = 0; k < nsteps; k++) {
-                double c0 = cpu_now();
                 int s = rs_step(m, d, 1, &st);
-                cpu += cpu_now() - c0;
                 for (int i = 0; i < d->nevents; i++)
                     printf("ev,%.17g,%d,%s\n", d->events[i].t, d->events[i].entity,
                            rs_event_kind_name(m, &d->events[i]));
@@ -132,40 +133,17 @@ int main(int argc, char **argv)
             }
             isteps = d->internal_steps - is0;
             rhs = d->rhs_evals - rh0;
-            (void)cpu;
-        }
-        if (rc) {
-            rs_world_destroy(&w);
-            break;
-        }
-        if (r > 0 || reps == 1) {
-            /* timed repetitions: the loop alone */
-            if (r > 0) {
-                double c0 = cpu_now();
-                rs_step(m, d, (uint64_t)nsteps, &st);
-                double c = cpu_now() - c0;
-                best = fmin(best, c);
-                spent += c;
-            }
         } else {
-            spent += 1e-9; /* the recorded run counts as no time: it is repeated */
-        }
-        done++;
-        rs_world_destroy(&w);
-    }
-    if (!isfinite(best)) {
-        /* one repetition only: time a second run after all */
-        rs_status_t st;
-        rs_world_t *w = rs_world_new(preset, p, (size_t)np, 1, &st);
-        if (w && nu > 0)
-            rs_set_commands(w->model, w->data, rs_model_entity(w->model, u_ent), u, (size_t)nu,
-                            &st);
-        if (w) {
             double c0 = cpu_now();
-            rs_step(w->model, w->data, (uint64_t)lround(t_end / w->model->control_dt), &st);
-            best = cpu_now() - c0;
-            rs_world_destroy(&w);
+            rs_step(m, d, (uint64_t)nsteps, &st);
+            double c = cpu_now() - c0;
+            best = fmin(best, c);
+            spent += c;
+            done++;
         }
+        rs_world_destroy(&w);
+        if (rc)
+            break;
     }
     printf("cpu,%.9g,%d,%llu,%llu\n", best, done, (unsigned long long)isteps,
            (unsigned long long)rhs);
