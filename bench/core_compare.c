@@ -2,9 +2,13 @@
  * in-process for a given simulated time, its trajectory, its events and its CPU time as CSV.
  *
  *   bench_core_compare PRESET T_END [entity.name=v1,v2,... ...] [u:entity=v1,v2,...] [reps=N]
+ *                      [sample=DT]
  *
  * An override's entity is empty for world parameters (".control_dt=0.01"). `u:entity=...`
- * holds that entity's commands for the whole run. Output, after the run:
+ * holds that entity's commands for the whole run. sample=DT records the trajectory at control
+ * steps of DT instead of the model's control_dt (the timed runs keep control_dt): a control step
+ * only stops the integrator, so the recorded run is the same solution sampled finer (to see a
+ * compliant contact's deepest compression, over in a millisecond). Output, after the run:
  *   x,t,state...          the world state after every control step (the first repetition's)
  *   ev,t,entity,kind      every event, with its exact time
  *   cpu,seconds,reps,internal_steps,rhs_evals
@@ -20,7 +24,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAXP 32
+#define MAXP 33 /* 32 overrides and the recorded run's control_dt */
 #define MAXV 16
 
 static double cpu_now(void)
@@ -56,6 +60,7 @@ int main(int argc, char **argv)
     static double vals[MAXP][MAXV];
     rs_param_t p[MAXP];
     int np = 0, reps = 0;
+    double sample = 0.0;
     char u_ent[RS_NAME_MAX] = "";
     double u[MAXV];
     int nu = 0;
@@ -67,12 +72,14 @@ int main(int argc, char **argv)
         }
         if (!strncmp(a, "reps=", 5)) {
             reps = atoi(a + 5);
+        } else if (!strncmp(a, "sample=", 7)) {
+            sample = atof(a + 7);
         } else if (!strncmp(a, "u:", 2)) {
             snprintf(u_ent, sizeof u_ent, "%.*s", (int)(eq - a - 2), a + 2);
             nu = parse_values(eq + 1, u);
         } else {
             const char *dot = strchr(a, '.');
-            if (!dot || dot > eq || np == MAXP) {
+            if (!dot || dot > eq || np == MAXP - 1) {
                 fprintf(stderr, "bad parameter %s\n", a);
                 return 2;
             }
@@ -98,7 +105,10 @@ int main(int argc, char **argv)
         reps = 2;
     for (int r = 0; reps ? r < reps : (r < 20 && (r < 2 || spent < 0.2)); r++) {
         rs_status_t st;
-        rs_world_t *w = rs_world_new(preset, p, (size_t)np, 1, &st);
+        /* the recorded run at control steps of `sample` (an override after the others wins) */
+        p[np] = (rs_param_t){"", "control_dt", &sample, 1};
+        int npr = np + (r == 0 && sample > 0.0);
+        rs_world_t *w = rs_world_new(preset, p, (size_t)npr, 1, &st);
         if (!w) {
             fprintf(stderr, "%s: %s\n", preset, st.message);
             return 1;
