@@ -569,7 +569,8 @@ def plot(results, out):
         axes[0].set_title(f"{scn}: work-precision (lower left is better)")
         axes[1].set_title("event time error")
         axes[2].set_title("penetration (1e-16: none)")
-        axes[3].set_title("energy created (1e-16: none; empty: no energy, a kinematic robot)")
+        axes[3].set_title("energy created (1e-16: none)" if not scn.startswith("dd_") else
+                          "energy: none (a kinematic robot)")
         fig.tight_layout()
         fig.savefig(out / f"comparison_{scn}.png", dpi=70)
         plt.close(fig)
