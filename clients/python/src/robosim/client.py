@@ -27,13 +27,29 @@ import zmq
 from . import curve
 from ._proto import pb
 from ._closing import Closing
+from ._logs import keep_log
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1
 PROTOCOL_MINOR = 2  # 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI units, base_pose
-DEFAULT_TIMEOUT = 10.0
+# seconds a call waits for its reply unless told (timeout=, $ROBOSIM_TIMEOUT): long enough for a
+# loaded machine (a 10 s default ended training runs at a load average of 22)
+DEFAULT_TIMEOUT = 60.0
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def default_timeout() -> float:
+    """$ROBOSIM_TIMEOUT (seconds) when set and positive, else DEFAULT_TIMEOUT."""
+    value = os.environ.get("ROBOSIM_TIMEOUT", "").strip()
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise ValueError("ROBOSIM_TIMEOUT=%r: a number of seconds is required" % value)
+        if seconds > 0:
+            return seconds
+    return DEFAULT_TIMEOUT
 
 
 def env_endpoint():
@@ -290,7 +306,7 @@ def _varint(n):
 _STEP_FIELD = b"\x82\x01"   # Request.step: field 16, length-delimited
 _ONE_STEP = b"\x10\x01"     # Step.steps = 1
 _ACTION_FIELD = b"\x22"      # Step.action: field 4, packed doubles
-_STEP_HEADS = {}             # action bytes -> the bytes before them (step_request_tail)
+_STEP_HEADS: dict = {}       # action bytes -> the bytes before them (step_request_tail)
 
 
 def step_request_tail(rid, action):
@@ -391,7 +407,7 @@ class Client(Closing):
     this client controls go straight to their shard's port (probed with Hello once, at most
     2 s; a port that does not answer is not tried again)."""
 
-    def __init__(self, endpoint: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, endpoint: Optional[str] = None, timeout: Optional[float] = None,
                  hello: bool = True, client_name: str = "robosim-python",
                  context: Optional[zmq.Context] = None, server_key: Optional[str] = None,
                  client_key_file: Optional[str] = None, one_connection: bool = False) -> None:
@@ -399,17 +415,20 @@ class Client(Closing):
         if hello:
             check_listening(endpoint)
         self.endpoint = endpoint
-        self.timeout = float(timeout)
+        self.timeout = default_timeout() if timeout is None else float(timeout)
+        # the log file of the server this process started for this client (LocalServer), named
+        # in a TimeoutError and then kept
+        self.server_log: Optional[str] = None
         self.client_name = client_name
         keys = curve.resolve(server_key, client_key_file)
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
-        self._rcvtimeos = {}    # socket -> the RCVTIMEO last set on it
+        self._rcvtimeos: dict = {}  # socket -> the RCVTIMEO last set on it
         self._keys = keys
         self._shard_ports = []  # each shard's own port (HelloReply.shard_ports)
-        self._shard_of = {}     # world id -> its shard, for the worlds this client controls
-        self._links = {}        # shard -> its socket, or None: its port does not answer
+        self._shard_of: dict = {}  # world id -> its shard, for the worlds this client controls
+        self._links: dict = {}     # shard -> its socket, or None: its port does not answer
         try:
             curve.apply(self._sock, keys)
             self._sock.connect(endpoint)
@@ -423,8 +442,8 @@ class Client(Closing):
         world, token = os.environ.get("ROBOSIM_WORLD"), os.environ.get("ROBOSIM_TOKEN")
         if world and token and world.isdigit():
             self._tokens[int(world)] = token
-        self._heads = {}  # world id -> (token, its serialized Request head): step_msg
-        self.server = None
+        self._heads: dict = {}  # world id -> (token, its serialized Request head): step_msg
+        self.server: Any = None
         if hello:
             self.server = self.hello()
             if (not one_connection and len(self.server["shard_ports"]) > 1
@@ -579,7 +598,13 @@ class Client(Closing):
         try:
             return sock.recv()
         except zmq.Again:
-            raise TimeoutError(self.endpoint, timeout, op or "request") from None
+            raise self._timeout_error(timeout, op or "request") from None
+
+    def _timeout_error(self, timeout, what):
+        """The TimeoutError of a call, naming the auto-started server's log (kept) if any."""
+        if self.server_log:
+            keep_log(self.server_log)
+        return TimeoutError(self.endpoint, timeout, what, self.server_log)
 
     def _set_rcvtimeo(self, sock, ms):
         """RCVTIMEO on `sock`, set only when it changes (the same value every call)."""
@@ -749,7 +774,7 @@ class Client(Closing):
         try:
             reply = sock.recv()
         except zmq.Again:
-            raise TimeoutError(self.endpoint, timeout, "step") from None
+            raise self._timeout_error(timeout, "step") from None
         try:
             resp = pb.Response.FromString(reply)
         except Exception:  # DecodeError: reported as call_bytes reports it

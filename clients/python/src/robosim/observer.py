@@ -79,11 +79,11 @@ class Observer(Closing):
         self._sock.setsockopt(zmq.SUBSCRIBE, self.topic)
         curve.apply(self._sock, keys)
         self._sock.connect(stream_endpoint)
-        self._last = {}  # world id -> last seq yielded (or accounted for)
+        self._last: dict = {}  # world id -> last seq yielded (or accounted for)
         self.missed = 0
         self.dropped = 0
         self.received = 0
-        self._queue = collections.deque()  # (frame, raw) from the history, to yield first
+        self._queue: collections.deque = collections.deque()  # (frame, raw) from the history, to yield first
         self._client = None
         if history:
             self._client = Client(endpoint, timeout=timeout, server_key=server_key,

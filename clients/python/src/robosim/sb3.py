@@ -11,6 +11,10 @@ observation after an episode's end is the next episode's first, the last one is 
 infos[i]["terminal_observation"], and infos[i]["TimeLimit.truncated"] says the episode was cut
 by its time limit rather than ended by the task. The spaces are float32 (robosim.vector's
 default, what SB3 expects); dtype=np.float64 passes through to robosim.vector."""
+from __future__ import annotations
+
+from typing import Any, Optional
+
 import numpy as np
 from gymnasium.vector.vector_env import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv
@@ -75,7 +79,16 @@ class RobosimVecEnv(VecEnv):
         return [False for _ in self._get_indices(indices)]
 
 
-def make_vec_env(id, num_envs=1, **kwargs):
-    """robosim.vector.make(id, num_envs, autoreset_mode=SAME_STEP, **kwargs) as an SB3 VecEnv."""
-    return RobosimVecEnv(vector.make(id, num_envs=num_envs,
+def make_vec_env(id: str, num_envs: int = 1, seed: Optional[int] = None,
+                 n_envs: Optional[int] = None, **kwargs: Any) -> RobosimVecEnv:
+    """robosim.vector.make(id, num_envs, autoreset_mode=SAME_STEP, **kwargs) as an SB3 VecEnv.
+
+    seed: as in SB3's own make_vec_env, sub-environment i is reset with seed + i at the first
+    reset (None: each from its own generator). n_envs: SB3's name for num_envs."""
+    if n_envs is not None:
+        num_envs = n_envs
+    venv = RobosimVecEnv(vector.make(id, num_envs=num_envs,
                                      autoreset_mode=AutoresetMode.SAME_STEP, **kwargs))
+    if seed is not None:
+        venv.seed(int(seed))
+    return venv
