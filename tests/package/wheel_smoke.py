@@ -1,5 +1,5 @@
 """Run by scripts/test with the Python of a fresh venv (outside the repository) into which only
-build/dist/robosim-*.whl[video] and its dependencies were installed, from a folder outside the
+build/dist/robosim_gym-*.whl[video] and its dependencies were installed, from a folder outside the
 repository, with no ROBOSIM_* variable set. Asserts that the installed package is the wheel's,
 that it starts the robosim-server it carries (with the libzmq it carries), that gym.make, reset
 and step work, that robosim-server and robosim-cli run from PATH (a server started from PATH

@@ -61,7 +61,7 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                   help="split the episodes over a Ray cluster (pip install robosim[ray]): its "
+                   help="split the episodes over a Ray cluster (pip install robosim-gym[ray]): its "
                         "address (default: auto, the cluster this machine belongs to; 'local' "
                         "starts one here); each worker runs its own robosim-server")
     p.add_argument("--workers", type=int, default=2, help="with --ray: how many workers")

@@ -1,4 +1,4 @@
-"""robosim on Ray (pip install "robosim[ray]"): every node runs its own robosim-server next to
+"""robosim on Ray (pip install "robosim-gym[ray]"): every node runs its own robosim-server next to
 the work that uses it, and Ray places the work.
 
     import ray, robosim.ray as rr
