@@ -538,3 +538,46 @@ def test_public_api_is_typed():
         if sig.return_annotation is inspect.Signature.empty:
             missing.append("%s -> ?" % fn.__qualname__)
     assert not missing, missing
+
+
+# modules another change is reworking (recordings, fitting, verification, the command line):
+# annotated and checked by mypy once that work lands
+NOT_YET_TYPED = {"cli.py", "fit.py", "record.py", "recording.py", "verify.py"}
+
+
+def test_every_public_function_is_annotated():
+    """Every public function and method of the package's public modules annotates each
+    parameter and its return (the package ships py.typed)."""
+    import ast
+    pkg = os.path.dirname(robosim.__file__)
+    missing = []
+
+    def visit(nodes, where, in_class):
+        for n in nodes:
+            if isinstance(n, ast.ClassDef) and not n.name.startswith("_"):
+                visit(n.body, where + n.name + ".", True)
+            elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if n.name.startswith("_") and n.name != "__init__":
+                    continue
+                args = n.args.posonlyargs + n.args.args + n.args.kwonlyargs
+                if in_class and args and args[0].arg in ("self", "cls"):
+                    args = args[1:]
+                args += [a for a in (n.args.vararg, n.args.kwarg) if a]
+                if any(a.annotation is None for a in args) or n.returns is None:
+                    missing.append(where + n.name)
+    for name in sorted(os.listdir(pkg)):
+        if not name.endswith(".py") or name in NOT_YET_TYPED or \
+                (name.startswith("_") and name != "__init__.py"):
+            continue
+        with open(os.path.join(pkg, name)) as f:
+            visit(ast.parse(f.read()).body, name[:-3] + ".", False)
+    assert not missing, missing
+
+
+def test_mypy_passes_on_the_package():
+    """mypy, configured in clients/python/pyproject.toml, finds nothing in the package."""
+    r = subprocess.run([sys.executable, "-m", "mypy", "--config-file",
+                        os.path.join(ROOT, "clients/python/pyproject.toml"),
+                        os.path.join(ROOT, "clients/python/src/robosim")],
+                       capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]

@@ -18,7 +18,7 @@ import itertools
 import os
 import socket
 import time
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -52,12 +52,12 @@ def default_timeout() -> float:
     return DEFAULT_TIMEOUT
 
 
-def env_endpoint():
+def env_endpoint() -> Optional[str]:
     """$ROBOSIM_ENDPOINT (as the C tools read it), or None when unset or empty."""
     return os.environ.get("ROBOSIM_ENDPOINT") or None
 
 
-def check_listening(endpoint, timeout=1.0):
+def check_listening(endpoint: str, timeout: float = 1.0) -> None:
     """For a tcp endpoint on this machine: raise RobosimError UNAVAILABLE at once when nothing
     listens there (the connection is refused), rather than letting the first request wait its
     whole timeout. Other endpoints are left to ZeroMQ."""
@@ -92,7 +92,7 @@ def _param_spec(p):
             "doc": p.doc}
 
 
-def world_info_dict(wi):
+def world_info_dict(wi: Any) -> dict:
     return {"world_id": wi.world_id, "preset": wi.preset, "time": wi.time,
             "step_count": wi.step_count, "entities": list(wi.entities),
             "control_dt": wi.control_dt, "task": wi.task,
@@ -105,13 +105,13 @@ def _f64(values):
     return np.fromiter(values, np.float64, len(values))
 
 
-def task_step_dict(ts):
+def task_step_dict(ts: Any) -> dict:
     return {"observation": _f64(ts.observation),
             "reward": ts.reward, "terminated": ts.terminated, "truncated": ts.truncated,
             "info": dict(zip(ts.info_keys, ts.info_values))}
 
 
-def event_dict(e):
+def event_dict(e: Any) -> dict:
     return {"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
             "before": list(e.before), "after": list(e.after)}
 
@@ -124,7 +124,7 @@ def task_document_text(document: Union[str, dict]) -> str:
     return json.dumps(document)
 
 
-def state_dict(s):
+def state_dict(s: Any) -> dict:
     """A State message as a dict: world_id, time, step_count, entities {name: {kind, state,
     commands, sensors (numpy arrays), mode}}, events [dict], events_dropped, stats, seq,
     snapshot (bytes or None), task (dict or None: observation, reward, terminated, truncated,
@@ -168,7 +168,7 @@ def state_dict(s):
     }
 
 
-def jacobian_dict(j):
+def jacobian_dict(j: Any) -> dict:
     """A Jacobian message as a dict: "state" (n x n), "commands" (n x m) numpy arrays, "params"
     {name: n-vector}, "differentiable" and, when it is False, "not_differentiable" (why; the
     arrays are then None)."""
@@ -183,7 +183,7 @@ def jacobian_dict(j):
             "differentiable": True, "not_differentiable": ""}
 
 
-def spec_dict(sp):
+def spec_dict(sp: Any) -> dict:
     """A Spec message as a dict: world (WorldInfo), entities {name: {kind, state, actuators,
     sensors (lists of var dicts: name, unit, lower, upper, size, doc), params {name: dict},
     modes, event_kinds, base_pose [x m, y m, theta rad]: the entity's base frame in the world
@@ -232,7 +232,7 @@ def _params(params):
     return out
 
 
-def operations():
+def operations() -> dict:
     """The protocol's operations (Request's `op` oneof) as {name: message class}, in proto
     order: what Client.call takes by name, read from the generated descriptors."""
     req = pb.Request()
@@ -240,7 +240,7 @@ def operations():
             for f in pb.Request.DESCRIPTOR.oneofs_by_name["op"].fields}
 
 
-def op_message(op, fields, endpoint=None):
+def op_message(op: str, fields: dict, endpoint: Optional[str] = None) -> Any:
     """(name, message) of operation `op` (its field name, dashed name or message name) with
     `fields` set; RobosimError INVALID_ARGUMENT naming the operations or the message's fields
     when `op` or a field is unknown or a value does not fit its field."""
@@ -309,7 +309,7 @@ _ACTION_FIELD = b"\x22"      # Step.action: field 4, packed doubles
 _STEP_HEADS: dict = {}       # action bytes -> the bytes before them (step_request_tail)
 
 
-def step_request_tail(rid, action):
+def step_request_tail(rid: int, action: Any) -> bytes:
     """The bytes of Request{id: rid, step: Step{steps: 1, action}} in protobuf's wire format,
     to follow a serialized Request holding world_id and token (serialized messages concatenate
     into their merge). Built directly, without message objects: the single environment's step
@@ -350,7 +350,7 @@ def _samplers(samplers):
     return out
 
 
-def randomize_samplers(randomize):
+def randomize_samplers(randomize: Optional[dict]) -> list:
     """Sampler messages for randomized parameters: {"finger.static_friction": "uniform(0.5,
     1.5)", "arm.link_mass[1]": ("normal", 1.0, 0.1), ...} or strings "item ~ dist(a, b)"
     (the Monte Carlo samplers' syntax)."""
@@ -521,7 +521,8 @@ class Client(Closing):
         getattr(req, op).CopyFrom(msg)
         return req
 
-    def call(self, req, timeout=None, *, world_id=0, token=None, **fields):
+    def call(self, req: Any, timeout: Optional[float] = None, *, world_id: int = 0,
+             token: Optional[str] = None, **fields: Any) -> Any:
         """Any operation, and return the Response's result message (a protobuf message);
         raise RobosimError for an Error reply, TimeoutError when none comes in time.
 
@@ -551,7 +552,8 @@ class Client(Closing):
         return self.call_bytes(req.SerializeToString(), req.id, req.WhichOneof("op"), timeout,
                                sock)
 
-    def call_bytes(self, data, rid, op, timeout=None, sock=None):
+    def call_bytes(self, data: bytes, rid: int, op: Optional[str], timeout: Optional[float] = None,
+                   sock: Any = None) -> Any:
         """call() for a Request already serialized (`data`, with id `rid`, operation `op`), on
         `sock` (None: the client's connection)."""
         if self._sock is None:
@@ -617,11 +619,11 @@ class Client(Closing):
 
     # -- tokens
 
-    def token(self, world_id):
+    def token(self, world_id: int) -> str:
         """The controller token this client holds for world_id ("" if none)."""
         return self._tokens.get(int(world_id), "")
 
-    def set_token(self, world_id, token):
+    def set_token(self, world_id: int, token: str) -> None:
         """Hold `token` for world_id (a token saved by another process)."""
         if token:
             self._tokens[int(world_id)] = token
@@ -637,7 +639,7 @@ class Client(Closing):
 
     # -- operations
 
-    def hello(self, major=PROTOCOL_MAJOR, minor=PROTOCOL_MINOR):
+    def hello(self, major: int = PROTOCOL_MAJOR, minor: int = PROTOCOL_MINOR) -> dict:
         """Hello: the server's protocol version, release, capabilities, presets, tasks, stream
         endpoint and build fingerprint ("build": what its bits depend on: commit, compiler,
         floating-point flags, SUNDIALS, architecture, math library), as a dict. A server of
@@ -725,7 +727,7 @@ class Client(Closing):
         msg = _step_msg(steps, duration, commands, action, parts, jacobian, jacobian_params)
         return state_dict(self._call("step", msg, world_id))
 
-    def step_msg(self, world_id, action):
+    def step_msg(self, world_id: int, action: Any) -> Any:
         """One control step of a task world with `action` (values, or bytes already packed as
         little-endian doubles); the State *message* (robosim.v1.State), undecoded: the
         environments read only what they need."""
@@ -739,7 +741,7 @@ class Client(Closing):
         return self._step_call(head[1] + step_request_tail(rid, action), rid,
                                self._shard_of.get(wid))
 
-    def stepper(self, world_id):
+    def stepper(self, world_id: int) -> Callable[[Any], Any]:
         """step_msg bound to one world: a function of the action (values, or packed bytes)
         returning the State message, with the per-call work of finding the world's request
         head done once (the token is still read at every call, so set_token and claims take
@@ -783,7 +785,7 @@ class Client(Closing):
             return resp.step
         return self._answer(resp, rid, "step", deadline, timeout, sock)
 
-    def reset_msg(self, world_id, seed):
+    def reset_msg(self, world_id: int, seed: int) -> Any:
         """Reset reseeded with `seed`; the State message, undecoded."""
         return self._call("reset", pb.Reset(seed=int(seed)), world_id)
 
@@ -792,10 +794,10 @@ class Client(Closing):
         return state_dict(self._call("get_state", pb.GetState(snapshot=bool(snapshot)),
                                      world_id))
 
-    def set_force(self, world_id, entity, values):
+    def set_force(self, world_id: int, entity: str, values: Any) -> None:
         self._call("set_force", pb.SetForce(entity=entity, values=_floats(values)), world_id)
 
-    def apply_wrench(self, world_id, entity, body, values):
+    def apply_wrench(self, world_id: int, entity: str, body: str, values: Any) -> None:
         """An external wrench on `body` of `entity` during the next control step only: the
         finger's "finger" ([force N]), the serial arm's "end_effector" ([fx, fy, tau_z]),
         "link1" and "link2" ([tau_z])."""
@@ -805,15 +807,17 @@ class Client(Closing):
     def set_params(self, world_id: int, params: dict) -> None:
         self._call("set_params", pb.SetParams(params=_params(params)), world_id)
 
-    def set_schedule(self, world_id, entity, actuator, times, values):
+    def set_schedule(self, world_id: int, entity: str, actuator: str, times: Any,
+                     values: Any) -> None:
         self._call("set_schedule", pb.SetSchedule(entity=entity, actuator=int(actuator),
                                                   times=_floats(times), values=_floats(values)),
                    world_id)
 
-    def set_target(self, world_id, entity, target):
+    def set_target(self, world_id: int, entity: str, target: Any) -> None:
         self._call("set_target", pb.SetTarget(entity=entity, target=_floats(target)), world_id)
 
-    def get_workspace(self, world_id, entity, samples=0, query=None):
+    def get_workspace(self, world_id: int, entity: str, samples: int = 0,
+                      query: Any = None) -> dict:
         """{"boundary": (n, 2) array, "reachable": bool array, one per query point}."""
         q = [] if query is None else _floats(query)
         r = self._call("get_workspace", pb.GetWorkspace(entity=entity, samples=int(samples),
@@ -849,7 +853,7 @@ class Client(Closing):
         """Remove the world's motion specification."""
         self._call("clear_motion_spec", pb.ClearMotionSpec(), world_id)
 
-    def set_state(self, world_id, snapshot):
+    def set_state(self, world_id: int, snapshot: bytes) -> dict:
         """Restore a snapshot (bytes from get_state(snapshot=True)); the State."""
         return state_dict(self._call("set_state", pb.SetState(snapshot=snapshot), world_id))
 
@@ -858,19 +862,20 @@ class Client(Closing):
         r = self._call("fork_world", pb.ForkWorld(snapshot=snapshot or b""), world_id)
         return self._keep(r)
 
-    def get_history(self, world_id, from_seq=1, max_frames=0):
+    def get_history(self, world_id: int, from_seq: int = 1, max_frames: int = 0) -> Any:
         """The observer stream's kept frames of a world from seq `from_seq` on: the
         GetHistoryReply (frames: serialized StreamFrames; first_seq, last_seq, dropped, more)."""
         return self._call("get_history", pb.GetHistory(from_seq=int(from_seq),
                                                        max_frames=int(max_frames)), world_id)
 
-    def claim(self, world_id):
+    def claim(self, world_id: int) -> str:
         """Take control of a world whose controller's lease lapsed; the new token is kept."""
         r = self._call("claim", pb.Claim(), world_id)
         self._keep(r)
         return r.token
 
-    def step_batch(self, items, timeout=None, raw=False):
+    def step_batch(self, items: Sequence[dict], timeout: Optional[float] = None,
+                   raw: bool = False) -> list:
         """Step many worlds in one request. items: dicts with world_id and optionally action,
         commands, steps, duration, parts (the per-item form of StepBatch: for worlds of
         different shapes or step counts, or to get each world's events; step_arrays is the
@@ -887,7 +892,7 @@ class Client(Closing):
         r = self._call("step_batch", msg, timeout=timeout)
         if raw:
             return list(r.results)
-        out = []
+        out: list = []
         for res in r.results:
             if res.WhichOneof("result") == "error":
                 out.append(RobosimError(res.error.code, res.error.message, self.endpoint))
@@ -895,8 +900,9 @@ class Client(Closing):
                 out.append(state_dict(res.state))
         return out
 
-    def monte_carlo(self, world_id, runs, duration, samplers, returns, seed=0, first_run=0,
-                    timeout=None):
+    def monte_carlo(self, world_id: int, runs: int, duration: float, samplers: Any,
+                    returns: Sequence[str], seed: int = 0, first_run: int = 0,
+                    timeout: Optional[float] = None) -> dict:
         """Monte Carlo runs of a world on the server's workers (Klamp't's monteCarloSim; the
         world is not changed). samplers: {"arm.theta0[0]": ("uniform", -pi, pi), ...} or
         strings "arm.theta0[0] ~ uniform(-pi, pi)" / "finger.finger_x0 ~ normal(0.1, 0.01)"
@@ -916,8 +922,9 @@ class Client(Closing):
                 "final": np.array(r.final, dtype=np.float64).reshape(r.runs, nr),
                 "samplers": list(r.samplers), "returns": list(r.returns), "time": r.time}
 
-    def step_arrays(self, world_ids, commands=None, actions=None, steps=1, timeout=None,
-                    reset=None, reset_seeds=None):
+    def step_arrays(self, world_ids: Any, commands: Any = None, actions: Any = None,
+                    steps: int = 1, timeout: Optional[float] = None, reset: Any = None,
+                    reset_seeds: Any = None) -> Any:
         """Step many worlds of one shape (the same preset and task) in the columnar form
         (StepBatch.arrays, capability "step_batch.arrays"): no message per world either way.
         commands: array (n_worlds, n_actuators), each row a world's actuator commands in spec
@@ -966,7 +973,7 @@ class Client(Closing):
                        info_keys=list(r.info_keys), info=rows(r.info, r.info_size))
         return out
 
-    def step_pipelined(self, items, timeout=None):
+    def step_pipelined(self, items: Sequence[dict], timeout: Optional[float] = None) -> list:
         """As step_batch, for servers without StepBatch: one Step request per item, all sent
         before the first reply is read (replies come back in request order)."""
         timeout = self.timeout if timeout is None else float(timeout)
@@ -976,7 +983,7 @@ class Client(Closing):
         for rq in reqs:
             self._sock.send(rq.SerializeToString())
         pending = {rq.id: i for i, rq in enumerate(reqs)}
-        out = [None] * len(reqs)
+        out: list = [None] * len(reqs)
         deadline = _now() + timeout
         while pending:
             data = self._recv(deadline, timeout, "step")

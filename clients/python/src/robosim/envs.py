@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 import weakref
-from typing import Any, Optional, SupportsFloat, Union
+from typing import Any, Callable, Optional, Sequence, SupportsFloat, Union
 
 import gymnasium as gym
 import numpy as np
@@ -88,7 +88,8 @@ def box(vars_: list[dict], dtype: Any = np.float32) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=dtype)
 
 
-def info_builder(info_keys, sensor_list, full=True):
+def info_builder(info_keys: Sequence[str], sensor_list: list,
+                 full: bool = True) -> Callable[[Any, Any], dict]:
     """The function (State message, its TaskStep) -> the info dict of a step: the task's info
     figures by name, is_success (where the task has "success"), the step's events and each
     entity's sensor readings by name, the time. info_keys: the task's info names (read once,

@@ -18,6 +18,7 @@ bad arguments.
 --ray [ADDRESS] --workers N splits the episodes over N workers of a Ray cluster (robosim.ray:
 each worker a Ray actor with its own robosim-server on its node); the JSON is the same as a
 local run's (plus "ray" and each episode's "node_id"), with the same per-episode results."""
+from typing import Optional, Sequence
 import argparse
 import json
 import sys
@@ -42,7 +43,7 @@ def _evaluate_on_ray(args, env_kwargs, bar):
                              args.obs_norm, args.timeout, progress=progress), pool.nodes()
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="robosim-eval", description=__doc__.split("\n\n")[0])
     from ._util import version_text
     p.add_argument("--version", action="version", version=version_text("robosim-eval"))

@@ -94,7 +94,7 @@ class Observer(Closing):
                 self._catch_up(wid, max(1, int(from_seq)))
 
     @property
-    def last_seq(self):
+    def last_seq(self) -> Optional[int]:
         """The last seq yielded of the world (with world_id=None: of the last frame's world)."""
         if self.world_id is not None:
             return self._last.get(self.world_id)
@@ -132,7 +132,7 @@ class Observer(Closing):
                 break
         return last
 
-    def next_frame(self, timeout=None):
+    def next_frame(self, timeout: Optional[float] = None) -> tuple:
         """The next frame: (StreamFrame message, its serialized bytes as the server sent them);
         TimeoutError after `timeout` s."""
         timeout = self.timeout if timeout is None else timeout
@@ -174,7 +174,7 @@ class Observer(Closing):
         self.received += 1
         return msg, raw
 
-    def next(self, timeout=None):
+    def next(self, timeout: Optional[float] = None) -> dict:
         """The next State dict (with "seq"); TimeoutError after `timeout` s."""
         msg, _ = self.next_frame(timeout)
         state = state_dict(msg.state)

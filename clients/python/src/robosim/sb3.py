@@ -25,26 +25,26 @@ from . import vector
 class RobosimVecEnv(VecEnv):
     """SB3 VecEnv of a RobosimVectorEnv (made here in SAME_STEP autoreset mode, SB3's)."""
 
-    def __init__(self, venv):
+    def __init__(self, venv: vector.RobosimVectorEnv) -> None:
         if venv.autoreset_mode != AutoresetMode.SAME_STEP:
             raise ValueError("RobosimVecEnv needs a RobosimVectorEnv in SAME_STEP autoreset "
                              "mode (SB3's convention), got %s" % venv.autoreset_mode)
         self.venv = venv
-        self._actions = None
+        self._actions: Optional[np.ndarray] = None
         super().__init__(venv.num_envs, venv.single_observation_space,
                          venv.single_action_space)
 
-    def reset(self):
+    def reset(self) -> np.ndarray:
         seeds = list(self._seeds)  # VecEnv.seed(s) gives s + i; None: the env's own generator
         obs, _ = self.venv.reset(seed=None if all(s is None for s in seeds) else seeds)
         self._reset_seeds()
         self._reset_options()
         return obs
 
-    def step_async(self, actions):
+    def step_async(self, actions: np.ndarray) -> None:
         self._actions = np.asarray(actions)
 
-    def step_wait(self):
+    def step_wait(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[dict]]:
         obs, rewards, terminated, truncated, infos = self.venv.step(self._actions)
         dones = terminated | truncated
         keys = [k for k in infos if not k.startswith("_") and k not in ("final_obs",
@@ -59,23 +59,24 @@ class RobosimVecEnv(VecEnv):
             out.append(info)
         return obs, rewards.astype(np.float32), dones, out
 
-    def close(self):
+    def close(self) -> None:
         self.venv.close()
 
-    def get_images(self):
+    def get_images(self) -> list:
         return list(self.venv.render() or ())
 
-    def get_attr(self, attr_name, indices=None):
+    def get_attr(self, attr_name: str, indices: Any = None) -> list:
         return [getattr(self.venv, attr_name) for _ in self._get_indices(indices)]
 
-    def set_attr(self, attr_name, value, indices=None):
+    def set_attr(self, attr_name: str, value: Any, indices: Any = None) -> None:
         setattr(self.venv, attr_name, value)
 
-    def env_method(self, method_name, *method_args, indices=None, **method_kwargs):
+    def env_method(self, method_name: str, *method_args: Any, indices: Any = None,
+                   **method_kwargs: Any) -> list:
         fn = getattr(self.venv, method_name)
         return [fn(*method_args, **method_kwargs) for _ in self._get_indices(indices)]
 
-    def env_is_wrapped(self, wrapper_class, indices=None):
+    def env_is_wrapped(self, wrapper_class: type, indices: Any = None) -> list[bool]:
         return [False for _ in self._get_indices(indices)]
 
 

@@ -37,7 +37,7 @@ from .server import LocalServer
 NEEDS = ("step_batch.arrays.reset", "step_batch.arrays.info")
 
 
-def autoreset_mode_of(mode):
+def autoreset_mode_of(mode: Any) -> AutoresetMode:
     """An AutoresetMode from itself, its value ("NextStep") or its name ("next_step")."""
     if isinstance(mode, AutoresetMode):
         return mode
@@ -264,7 +264,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                 self.task, obs, self.task_spec["observation"])))
         return tuple(frames)
 
-    def close_extras(self, **kwargs):
+    def close_extras(self, **kwargs: Any) -> None:
         if self.client is not None:
             for wid in self.world_ids:
                 try:
@@ -272,7 +272,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                 except RobosimError:
                     pass
             self.client.close()
-            self.client = None
+            self.client = None  # type: ignore[assignment]
         if self._server is not None:
             self._server.close()
             self._server = None
