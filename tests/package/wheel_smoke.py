@@ -4,7 +4,7 @@ dependencies were installed, from a folder outside the
 repository, with no ROBOSIM_* variable set. Asserts that the installed package is the wheel's,
 that it starts the robosim-server it carries (with the libzmq it carries), that gym.make, reset
 and step work, that robosim-server and robosim-cli run from PATH (a server started from PATH
-answers robosim-cli hello; the README's recipe for remote users, CURVE keys from robosim-cli
+answers robosim-cli hello; docs/python.md's recipe for remote users, CURVE keys from robosim-cli
 keygen), that the README's first loop runs warning-free, that the example
 specifications load from the package data and MobileAlign-v1's baseline runs, that
 RecordVideo writes a video (the video extra) and that the package ships its stubs; exits
@@ -95,7 +95,7 @@ finally:
     proc.wait(10)
     proc.stderr.close()
 
-# the README's recipe for serving remote users from the wheel alone: keys from robosim-cli
+# docs/python.md's recipe for serving remote users from the wheel alone: keys from robosim-cli
 # keygen, a CURVE server from PATH, a Python env connecting with the keys from the environment
 # (on loopback here; the recipe binds 0.0.0.0)
 keys = os.path.abspath("keys")
@@ -195,6 +195,6 @@ check(not [r for r in requires("robosim-gym") if "==" in r.split(";")[0]],
       "an exact pin: %s" % requires("robosim-gym"))
 
 print("wheel smoke test ok: robosim %s from %s, server %s, 5 FingerPush-v1 steps, "
-      "robosim-server and robosim-cli from PATH, a CURVE server as the README serves remote "
+      "robosim-server and robosim-cli from PATH, a CURVE server as docs/python.md serves remote "
       "users, the README's loop, MobileAlign-v1's "
       "baseline, RecordVideo" % (robosim.__version__, pkg, server))

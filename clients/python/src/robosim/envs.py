@@ -449,7 +449,7 @@ def register_task(env_id: str, task: str, entry_point: str = "robosim.envs:Robos
 def register_task_document(env_id: str, document: Union[str, dict], **kwargs: Any) -> str:
     """Register the Gymnasium id env_id for a declared task: `document` is a task document
     (a dict, or its JSON text) naming the observation, action, reward, success, termination,
-    truncation and resets (the Python README's "Tasks without C" describes the format). Each
+    truncation and resets (docs/python.md, "Tasks without C", describes the format). Each
     env made from env_id sends the document with its CreateWorld, so the task runs on any
     server (a local one or `endpoint=`); the server validates it and names a bad item in its
     error. Returns the task's name. gym.make(env_id) and gym.make_vec(env_id, n,
