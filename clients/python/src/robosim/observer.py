@@ -83,7 +83,8 @@ class Observer(Closing):
         self.missed = 0
         self.dropped = 0
         self.received = 0
-        self._queue: collections.deque = collections.deque()  # (frame, raw) from the history, to yield first
+        # (frame, raw) from the history, to yield first
+        self._queue: collections.deque = collections.deque()
         self._client = None
         if history:
             self._client = Client(endpoint, timeout=timeout, server_key=server_key,

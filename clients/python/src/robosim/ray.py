@@ -64,7 +64,8 @@ class ServerActor:
         """{"endpoint", "node_id", "node_ip", "server_pid", "actor_pid"}."""
         ctx = ray.get_runtime_context()
         return {"endpoint": self.server.endpoint, "node_id": ctx.get_node_id(),
-                "node_ip": ray.util.get_node_ip_address(), "server_pid": self.server.proc.pid if self.server.proc else None,
+                "node_ip": ray.util.get_node_ip_address(),
+                "server_pid": self.server.proc.pid if self.server.proc else None,
                 "actor_pid": os.getpid()}
 
     def evaluate(self, env_id: str, policy: Any, seed: int, indices: Any,

@@ -231,7 +231,8 @@ def draw_diff_drive(spec_ent: dict, st: dict, target: Any = None, width: int = W
     for i in range(0, len(obst) - 2, 3):
         c.disk(obst[i], obst[i + 1], obst[i + 2], GREY)
     if target and "point" in target:
-        c.ring(target["point"][0], target["point"][1], 0.1, RED, 2)  # the task's goal tolerance, 0.1 m
+        # the task's goal tolerance, 0.1 m
+        c.ring(target["point"][0], target["point"][1], 0.1, RED, 2)
         c.cross(target["point"][0], target["point"][1], 5, RED)
     bumper = _value(spec_ent, st, "sensors", "bumper")
     c.disk(x, y, R, RED if bumper > 0.5 else BLUE)
