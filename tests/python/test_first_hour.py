@@ -12,7 +12,6 @@ from gymnasium.utils.env_checker import check_env
 
 import robosim
 from robosim import baselines
-from robosim.client import DEFAULT_TIMEOUT, default_timeout
 
 
 def test_sb3_make_vec_env_takes_seed_as_sb3_does(endpoint):
@@ -87,6 +86,7 @@ def test_mobile_align_v1_baseline(endpoint):
 
 def test_default_timeout_is_long_and_configurable(monkeypatch):
     """60 s unless told: $ROBOSIM_TIMEOUT sets it for every client an env makes."""
+    from robosim.client import DEFAULT_TIMEOUT, default_timeout
     monkeypatch.delenv("ROBOSIM_TIMEOUT", raising=False)
     assert DEFAULT_TIMEOUT >= 60 and default_timeout() == DEFAULT_TIMEOUT
     monkeypatch.setenv("ROBOSIM_TIMEOUT", "123")
