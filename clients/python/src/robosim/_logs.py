@@ -6,9 +6,10 @@ _KEPT_LOGS: set = set()  # log files an error message named: never removed
 
 
 def log_dir() -> str:
-    """Where auto-started servers write their logs: $ROBOSIM_LOG_DIR, else robosim-logs in the
-    temporary folder (created as needed)."""
-    d = os.environ.get("ROBOSIM_LOG_DIR") or os.path.join(tempfile.gettempdir(), "robosim-logs")
+    """Where auto-started servers write their logs: $ROBOSIM_LOG_DIR, else robosim-logs-UID in
+    the temporary folder (one per user; created as needed)."""
+    d = os.environ.get("ROBOSIM_LOG_DIR") or os.path.join(
+        tempfile.gettempdir(), "robosim-logs-%d" % os.getuid())
     os.makedirs(d, exist_ok=True)
     return d
 
