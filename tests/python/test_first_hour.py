@@ -127,3 +127,20 @@ def test_an_empty_log_is_removed_at_close(tmp_path, monkeypatch):
     with robosim.LocalServer() as s:
         assert os.path.exists(s.log_path)
     assert os.listdir(tmp_path) == []
+
+
+def test_empty_logs_of_dead_processes_are_swept(tmp_path, monkeypatch):
+    """An empty log whose process is gone (killed before it could remove it) is removed when
+    the next server starts; a log with something in it stays."""
+    import subprocess
+    import sys
+    monkeypatch.setenv("ROBOSIM_LOG_DIR", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    empty = tmp_path / ("robosim-server-%s-abc.log" % dead)
+    full = tmp_path / ("robosim-server-%s-def.log" % dead)
+    empty.write_text("")
+    full.write_text("robosim-server: something to keep\n")
+    with robosim.LocalServer():
+        assert not empty.exists() and full.exists()
+

@@ -1,5 +1,6 @@
 """Where auto-started servers write their logs, and which of them are kept at close."""
 import os
+import re
 import tempfile
 
 _KEPT_LOGS: set = set()  # log files an error message named: never removed
@@ -12,6 +13,35 @@ def log_dir() -> str:
         tempfile.gettempdir(), "robosim-logs-%d" % os.getuid())
     os.makedirs(d, exist_ok=True)
     return d
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's: alive
+        return True
+    return True
+
+
+def sweep_empty_logs(d: str) -> None:
+    """Remove the empty server logs in `d` whose starting process is gone (killed before it
+    could remove them); logs with anything in them stay."""
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return
+    for name in names:
+        m = re.fullmatch(r"robosim-server-(\d+)-\w+\.log", name)
+        if not m or _alive(int(m.group(1))):
+            continue
+        path = os.path.join(d, name)
+        try:
+            if os.path.getsize(path) == 0:
+                os.remove(path)
+        except OSError:
+            pass
 
 
 def keep_log(path: str) -> None:

@@ -18,7 +18,7 @@ import weakref
 from typing import Optional, Sequence
 
 from ._closing import Closing
-from ._logs import is_kept, keep_log, log_dir
+from ._logs import is_kept, keep_log, log_dir, sweep_empty_logs
 from .errors import RobosimError
 
 BINARY = "robosim-server"
@@ -137,8 +137,10 @@ class LocalServer(Closing):
             sizing += ["--max-worlds", n] + (["--max-batch", n] if int(n) > 4096 else [])
         # a named file, so that an error can say where it is: removed at close when empty and
         # no error named it, kept otherwise (log_dir())
+        logs = log_dir()
+        sweep_empty_logs(logs)
         fd, self.log_path = tempfile.mkstemp(prefix="robosim-server-%d-" % os.getpid(),
-                                             suffix=".log", dir=log_dir())
+                                             suffix=".log", dir=logs)
         self._log = os.fdopen(fd, "w+b")
         last: Optional[RobosimError] = None
         self.proc: Optional[subprocess.Popen] = None
