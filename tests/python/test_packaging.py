@@ -129,6 +129,11 @@ def test_cmake_install_and_the_readme_c_example(tmp_path):
     lines = readme_block("`cmake --install` puts the server", "sh",
                          "docs/c-client.md").splitlines()
     assert lines[0] == "scripts/build release"  # done: the tests' own build
+    # the README's agent loop is built by the same commands (run below), then run the same way
+    readme = readme_block("## A first agent loop in C", "sh").splitlines()
+    assert readme[-1].startswith("build/example/agent ") and \
+        readme[-2] == '"$HOME/.local/bin/robosim-server" --no-world &'
+    assert all(line in lines for line in readme[:-2]), readme
     server_line = [i for i, line in enumerate(lines) if "robosim-server" in line][0]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ROBOSIM_", "PKG_CONFIG"))}
     env["HOME"] = str(tmp_path)
