@@ -561,8 +561,8 @@ class Client(Closing):
                                          self.endpoint)
         timeout = self.timeout if timeout is None else float(timeout)
         sock = sock or self._sock
-        sock.send(data)
         deadline = _now() + timeout
+        self._send(sock, data, deadline, timeout, op or "request")
         return self._answer(self._response(self._recv(deadline, timeout, op, sock)), rid, op,
                             deadline, timeout, sock)
 
@@ -601,6 +601,26 @@ class Client(Closing):
             return sock.recv()
         except zmq.Again:
             raise self._timeout_error(timeout, op or "request") from None
+
+    def _send(self, sock, data, deadline, timeout, what):
+        """Send `data` on `sock` before `deadline`: at once when the connection takes it (the
+        common case), else once it does. A peer that drops the handshake (a CURVE server and a
+        client it does not admit) leaves no connection to send on: that is a TimeoutError at
+        the deadline, not a send that blocks for ever."""
+        try:
+            sock.send(data, zmq.NOBLOCK)
+            return
+        except zmq.Again:
+            pass
+        while True:
+            left = deadline - _now()
+            if left <= 0 or not sock.poll(max(1, int(left * 1000)), zmq.POLLOUT):
+                raise self._timeout_error(timeout, what)
+            try:
+                sock.send(data, zmq.NOBLOCK)
+                return
+            except zmq.Again:
+                continue
 
     def _timeout_error(self, timeout, what):
         """The TimeoutError of a call, naming the auto-started server's log (kept) if any."""
@@ -771,8 +791,8 @@ class Client(Closing):
         timeout = self.timeout
         sock = self._shard_socket(shard) or self._sock
         self._set_rcvtimeo(sock, int(timeout * 1000))
-        sock.send(data)
         deadline = _now() + timeout
+        self._send(sock, data, deadline, timeout, "step")
         try:
             reply = sock.recv()
         except zmq.Again:
@@ -980,11 +1000,11 @@ class Client(Closing):
         reqs = [self._request("step", _step_msg(it.get("steps"), it.get("duration"),
                                                 it.get("commands"), it.get("action")),
                               it["world_id"]) for it in items]
+        deadline = _now() + timeout
         for rq in reqs:
-            self._sock.send(rq.SerializeToString())
+            self._send(self._sock, rq.SerializeToString(), deadline, timeout, "step")
         pending = {rq.id: i for i, rq in enumerate(reqs)}
         out: list = [None] * len(reqs)
-        deadline = _now() + timeout
         while pending:
             data = self._recv(deadline, timeout, "step")
             try:
