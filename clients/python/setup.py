@@ -4,6 +4,7 @@ generated module is written into the source tree (so editable installs see it to
 committed. A regular (not editable) build also copies examples/specs/*.jsonld into the package
 (robosim/data/specs/)."""
 import os
+import re
 import sys
 
 from setuptools import setup
@@ -36,4 +37,11 @@ class build_py_with_proto(build_py):
                     self.copy_file(os.path.join(specs, name), os.path.join(out_specs, name))
 
 
-setup(cmdclass={"build_py": build_py_with_proto})
+def cmake_version():
+    """The release's version, from the repository's CMakeLists.txt (project() VERSION), the one
+    place it is written."""
+    with open(os.path.join(HERE, "..", "..", "CMakeLists.txt")) as f:
+        return re.search(r"project\(robosim VERSION ([0-9.]+)", f.read()).group(1)
+
+
+setup(version=cmake_version(), cmdclass={"build_py": build_py_with_proto})

@@ -22,7 +22,11 @@
 
 #include "rs_errors.h"
 
-#define RS_VERSION "0.1.0"
+/* RS_VERSION, the release ("0.1.0"), is defined by the build from CMakeLists.txt's project()
+ * VERSION, the one place it is written */
+#ifndef RS_VERSION
+#error "RS_VERSION is defined by the build (CMakeLists.txt's project VERSION)"
+#endif
 
 /* The version of SUNDIALS the integrator was built with, e.g. "6.4.1". */
 const char *rs_sundials_version(void);

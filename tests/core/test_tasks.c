@@ -54,7 +54,7 @@ static void table_and_creation(void)
     int n = 0;
     while (names[n])
         n++;
-    CHECK(n == 11, "eleven tasks (five, each in v0 and v1, and MobileAlign-v0), got %d", n);
+    CHECK(n == 12, "twelve tasks (six, each in v0 and v1), got %d", n);
     for (int i = 0; i < n; i++) {
         const rs_task_t *t = rs_task_find(names[i]);
         CHECK(t && t->nobs <= RS_TASK_MAX_OBS && t->nact <= RS_TASK_MAX_ACT &&

@@ -102,7 +102,7 @@ static void hello_lists_tasks(void)
     int n = 0, push = 0;
     for (size_t i = 0; h && i < h->n_tasks; i++, n++)
         push |= strcmp(h->tasks[i], "FingerPush-v0") == 0;
-    CHECK(n == 11 && push, "HelloReply.tasks lists the eleven tasks (%d)", n);
+    CHECK(n == 12 && push, "HelloReply.tasks lists the twelve tasks (%d)", n);
     rsc_free(h);
 }
 

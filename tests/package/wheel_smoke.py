@@ -1,11 +1,12 @@
 """Run by scripts/test with the Python of a fresh venv (outside the repository) into which only
-build/dist/robosim-*.whl[video] and its dependencies were installed, from a folder outside the
+`pip install robosim-gym[video]` (from the wheel CI built from the source distribution) and its
+dependencies were installed, from a folder outside the
 repository, with no ROBOSIM_* variable set. Asserts that the installed package is the wheel's,
 that it starts the robosim-server it carries (with the libzmq it carries), that gym.make, reset
 and step work, that robosim-server and robosim-cli run from PATH (a server started from PATH
-answers robosim-cli hello; the README's recipe for remote users, CURVE keys from robosim-cli
+answers robosim-cli hello; docs/python.md's recipe for remote users, CURVE keys from robosim-cli
 keygen), that the README's first loop runs warning-free, that the example
-specifications load from the package data and MobileAlign-v0's baseline runs, that
+specifications load from the package data and MobileAlign-v1's baseline runs, that
 RecordVideo writes a video (the video extra) and that the package ships its stubs; exits
 non-zero on the first failure. The README's loop is passed as the first argument (a file)."""
 import os
@@ -42,7 +43,7 @@ check(os.path.realpath(server) == os.path.join(pkg, "bin", "robosim-server"),
 ldd = subprocess.run(["ldd", server], capture_output=True, text=True).stdout
 zmq = [line.split("=>")[1].split("(")[0].strip() for line in ldd.splitlines()
        if "libzmq" in line and "=>" in line]
-check(zmq and os.path.dirname(os.path.realpath(zmq[0])) == os.path.join(here, "robosim.libs"),
+check(zmq and os.path.dirname(os.path.realpath(zmq[0])) == os.path.join(here, "robosim_gym.libs"),
       "libzmq is not the wheel's own: %s" % (zmq or ldd))
 out = subprocess.run([server, "--version"], capture_output=True, text=True).stdout
 check(out.startswith("robosim-server %s " % robosim.__version__), "--version said %r" % out)
@@ -94,7 +95,7 @@ finally:
     proc.wait(10)
     proc.stderr.close()
 
-# the README's recipe for serving remote users from the wheel alone: keys from robosim-cli
+# docs/python.md's recipe for serving remote users from the wheel alone: keys from robosim-cli
 # keygen, a CURVE server from PATH, a Python env connecting with the keys from the environment
 # (on loopback here; the recipe binds 0.0.0.0)
 keys = os.path.abspath("keys")
@@ -145,24 +146,24 @@ r = subprocess.run([sys.executable, "-X", "dev", "-W", "error", "-c",
                    capture_output=True, text=True, timeout=300)
 check(r.returncode == 0 and "Warning" not in r.stderr, "the README's loop: %s" % r.stderr[-2000:])
 
-# the example specifications are package data; MobileAlign-v0's baseline loads one
+# the example specifications are package data; MobileAlign-v1's baseline loads one
 spec = robosim.example_spec("dual_arm_alignment.jsonld")
 check(os.path.dirname(spec) == os.path.join(pkg, "data", "specs"), "example_spec gave %s" % spec)
 check(set(robosim.example_spec_names()) >= {"dual_arm_alignment.jsonld", "single_arm.jsonld",
                                              "dual_arm_alignment_passive.jsonld"},
       "example specs: %s" % robosim.example_spec_names())
-env = gym.make("robosim/MobileAlign-v0")
+env = gym.make("robosim/MobileAlign-v1")
 try:
     policy = robosim.baselines.auto(env)
     obs, _ = env.reset(seed=3)
     check(env.unwrapped.client.get_motion_spec(env.unwrapped.world_id)["loaded"],
-          "the MobileAlign-v0 baseline loaded no specification")
+          "the MobileAlign-v1 baseline loaded no specification")
     start = abs(obs[0])
     for _ in range(300):
         obs, reward, terminated, truncated, info = env.step(policy(obs))
         if terminated:
             break
-    check(abs(obs[0]) < start, "MobileAlign-v0's baseline: heading error %g from %g"
+    check(abs(obs[0]) < start, "MobileAlign-v1's baseline: heading error %g from %g"
           % (abs(obs[0]), start))
     os.chdir(os.path.dirname(os.path.abspath(__file__)))  # no examples/ here: package data
     env.unwrapped.client.load_motion_spec(env.unwrapped.world_id,
@@ -186,11 +187,14 @@ check([f for f in os.listdir(videos) if f.endswith(".mp4")], "RecordVideo wrote 
 # typed: py.typed and the generated code's stub
 for f in ("py.typed", os.path.join("_pb", "robosim_pb2.pyi")):
     check(os.path.isfile(os.path.join(pkg, f)), "%s missing from the wheel" % f)
-from importlib.metadata import requires  # noqa: E402
-check(not [r for r in requires("robosim") if "==" in r.split(";")[0]],
-      "an exact pin: %s" % requires("robosim"))
+from importlib.metadata import requires, version  # noqa: E402
+# the distribution is robosim-gym (the index's robosim is another project); the import robosim
+check(version("robosim-gym") == robosim.__version__,
+      "robosim-gym %s, robosim.__version__ %s" % (version("robosim-gym"), robosim.__version__))
+check(not [r for r in requires("robosim-gym") if "==" in r.split(";")[0]],
+      "an exact pin: %s" % requires("robosim-gym"))
 
 print("wheel smoke test ok: robosim %s from %s, server %s, 5 FingerPush-v1 steps, "
-      "robosim-server and robosim-cli from PATH, a CURVE server as the README serves remote "
-      "users, the README's loop, MobileAlign-v0's "
+      "robosim-server and robosim-cli from PATH, a CURVE server as docs/python.md serves remote "
+      "users, the README's loop, MobileAlign-v1's "
       "baseline, RecordVideo" % (robosim.__version__, pkg, server))

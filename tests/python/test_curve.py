@@ -139,3 +139,30 @@ def test_observer_reads_and_watches_but_cannot_change(curve_server):
             assert outsider.received == 0
         assert obs.get_state(wid)["step_count"] == ctl.get_state(wid)["step_count"]
         ctl.destroy_world(wid)
+
+
+def test_a_client_not_admitted_times_out_on_every_call(curve_server):
+    """Each call of a plaintext client to the CURVE server ends in a TimeoutError near its
+    timeout: the server drops the handshake, so at times there is no connection to send on,
+    and the send waits for one no longer than the call's timeout (it used to block for ever)."""
+    import threading
+    outcomes = []
+
+    def calls():
+        c = robosim.Client(curve_server["endpoint"], timeout=0.2, hello=False, server_key="",
+                           client_key_file="")
+        try:
+            for _ in range(15):
+                t0 = time.monotonic()
+                try:
+                    c.list_worlds()
+                    outcomes.append("answered")
+                except robosim.TimeoutError:
+                    outcomes.append(time.monotonic() - t0)
+        finally:
+            c.close()
+    t = threading.Thread(target=calls, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "a call blocked: %d of 15 done" % len(outcomes)
+    assert len(outcomes) == 15 and all(isinstance(o, float) and o < 5 for o in outcomes), outcomes

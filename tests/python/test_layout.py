@@ -1,4 +1,4 @@
-"""The README's "Layout" section matches the tree: every path it names exists, every top-level
+"""The source layout (docs/layout.md) matches the tree: every path it names exists, every top-level
 folder and file of the repository is in it, and every source file of server/core (the core's
 files by concern) is named there."""
 import os
@@ -8,9 +8,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def layout_block():
-    with open(os.path.join(ROOT, "README.md")) as f:
+    with open(os.path.join(ROOT, "docs", "layout.md")) as f:
         text = f.read()
-    section = text[text.index("## Layout\n"):]
+    section = text[text.index("# Source layout\n"):]
     return re.search(r"```\n(.*?)```", section, re.S).group(1)
 
 
@@ -31,7 +31,7 @@ def test_top_level_is_listed():
     for name in os.listdir(ROOT):
         if name.startswith(".") or name in ignored:
             continue
-        assert name in listed, "%s is in the tree but not in the README's Layout" % name
+        assert name in listed, "%s is in the tree but not in docs/layout.md" % name
 
 
 def test_core_files_named():
@@ -40,4 +40,4 @@ def test_core_files_named():
     for name in os.listdir(core):
         if name.endswith(".c"):
             assert re.search(r"\b%s\b" % re.escape(name), block), \
-                "server/core/%s is not named in the README's Layout" % name
+                "server/core/%s is not named in docs/layout.md" % name

@@ -174,9 +174,9 @@ def test_eval_env_kwargs_obs_norm_and_endpoint_from_environment(endpoint, tmp_pa
 
 
 def test_readme_carries_the_servers_reward_text(client):
-    """The rewards are documented once, in the server's task table; the README quotes it."""
-    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "clients",
-                          "python", "README.md")
+    """The rewards are documented once, in the server's task table; the Python page quotes it."""
+    readme = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs",
+                          "python.md")
     text = open(readme).read()
     for task in robosim.TASKS:
         wid = client.create_world(task=task)

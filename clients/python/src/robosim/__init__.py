@@ -19,7 +19,9 @@ from .specs import example_spec, example_spec_names
 from .goal import GOAL_TASKS, register_goal_envs
 from . import baselines, goal, specs, vector  # noqa: F401
 
-__version__: str = "0.1.0"
+from ._util import package_version
+
+__version__: str = package_version()
 
 register_envs()
 register_goal_envs()

@@ -34,7 +34,7 @@ def _load():
         except ImportError:
             warnings.warn("robosim: %s changed since robosim_pb2.py was generated and "
                           "grpcio-tools is not installed to regenerate it (pip install "
-                          "'robosim[dev]')" % proto, stacklevel=2)
+                          "'robosim-gym[dev]')" % proto, stacklevel=2)
     if not os.path.isfile(os.path.join(_PKG_OUT, _protogen.MODULE)):
         raise ImportError("robosim: the generated protocol module %s is missing; reinstall the "
                           "package (pip install clients/python) so that its build generates it"

@@ -49,3 +49,28 @@ class NoProgress:
 
     def __exit__(self, *exc):
         self.close()
+
+
+DISTRIBUTION = "robosim-gym"  # the name on the package index; the import name is robosim
+
+
+def package_version() -> str:
+    """The release's version: in a checkout, CMakeLists.txt's project() VERSION (the one place
+    it is written); else the installed distribution's metadata (the wheel's, read from there at
+    build time)."""
+    import os
+    import re
+    here = os.path.dirname(os.path.abspath(__file__))
+    cmakelists = os.path.join(here, "..", "..", "..", "..", "CMakeLists.txt")
+    try:
+        with open(cmakelists) as f:
+            m = re.search(r"project\(robosim VERSION ([0-9.]+)", f.read())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    from importlib import metadata
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "0+unknown"

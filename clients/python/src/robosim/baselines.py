@@ -6,28 +6,34 @@
 A policy maps an observation to an action. A *policy factory* (marked with @policy_factory) is
 called once with the environment and returns the policy; robosim-eval knows the difference.
 `auto` is a factory that picks the baseline of the environment's task."""
+from __future__ import annotations
+
 import math
+from typing import Any, Callable
 
 import numpy as np
 
 from .render import unit_scale
 
+# a policy maps an observation to an action
+Policy = Callable[[Any], Any]
 
-def policy_factory(fn):
+
+def policy_factory(fn: Callable[[Any], Policy]) -> Callable[[Any], Policy]:
     """Mark fn(env) -> policy as a factory."""
-    fn.robosim_policy_factory = True
+    fn.robosim_policy_factory = True  # type: ignore[attr-defined]
     return fn
 
 
-def _wrap(a):
+def _wrap(a: float) -> float:
     return math.atan2(math.sin(a), math.cos(a))
 
 
-def _clip(v, lo, hi):
+def _clip(v: float, lo: float, hi: float) -> float:
     return lo if v < lo else hi if v > hi else v
 
 
-def finger_push(obs):
+def finger_push(obs: Any) -> np.ndarray:
     """Push until the object, released, would coast to the target (kinetic friction stops a free
     object at >= 0.5 m/s^2), then pull back and let it slide to rest."""
     x_f, v_f, x_o, v_o, target, _tip = obs
@@ -37,7 +43,7 @@ def finger_push(obs):
     return np.array([_clip(8.0 * (min(0.8, math.sqrt(dist)) - v_f), -5.0, 5.0)])
 
 
-def finger_touch(obs):
+def finger_touch(obs: Any) -> np.ndarray:
     """Approach slowly (an impact kicks the object), let a sliding object stop, then press
     with the target force (below static friction the object stays put)."""
     gap, v_f, _disp, v_o, _tip, target = obs
@@ -47,19 +53,19 @@ def finger_touch(obs):
     return np.array([0.0 if abs(v_o) > 0 else target])
 
 
-def _params(env):
+def _params(env: Any) -> dict:
     spec = env.unwrapped.world_spec
     (ent,) = spec["entities"].values()
     return {k: p["values"] for k, p in ent["params"].items()}
 
 
 @policy_factory
-def serial_arm_reach(env):
+def serial_arm_reach(env: Any) -> Policy:
     """Setpoints from the closed-form inverse kinematics (elbow up) of the target point."""
     p = _params(env)
     a1, a2 = p["a1"][0], p["a2"][0]
 
-    def policy(obs):
+    def policy(obs: Any) -> np.ndarray:
         x, y = obs[6], obs[7]
         D = (x * x + y * y - a1 * a1 - a2 * a2) / (2 * a1 * a2)
         D = _clip(D, -1.0, 1.0)
@@ -69,13 +75,13 @@ def serial_arm_reach(env):
     return policy
 
 
-def _parallel_ik(p):
+def _parallel_ik(p: dict) -> Callable[[float, float], np.ndarray]:
     """(x, y) -> servo angles, the parallel arm's closed-form inverse kinematics (two circle
     intersections)."""
     L0, L1, L2 = p["L0"][0], p["L1"][0], p["L2"][0]
     lo, hi = p["theta_min"], p["theta_max"]
 
-    def ik(x, y):
+    def ik(x: float, y: float) -> np.ndarray:
         G = math.hypot(x - L0 / 2, y)
         H = math.hypot(x + L0 / 2, y)
         ca = _clip((G * G + L0 * L0 - H * H) / (2 * G * L0), -1, 1)
@@ -90,14 +96,14 @@ def _parallel_ik(p):
 
 
 @policy_factory
-def parallel_arm_reach(env):
+def parallel_arm_reach(env: Any) -> Policy:
     """Servo setpoints from the parallel arm's inverse kinematics."""
     ik = _parallel_ik(_params(env))
     return lambda obs: ik(obs[6], obs[7])
 
 
 @policy_factory
-def parallel_arm_reach_torque(env):
+def parallel_arm_reach_torque(env: Any) -> Policy:
     """ParallelArmReach-v1: a joint-space PD law on the servo torques towards the inverse
     kinematics of the target, tau = 0.5 (q* - q) - 0.12 q_dot (about critically damped with
     the task's J = 0.01 kg m^2), as fractions of 0.5 N*m. The observation is scaled (rates in
@@ -106,7 +112,7 @@ def parallel_arm_reach_torque(env):
     # the observation in radians, rad/s and metres: each value times its unit's factor
     scale = np.array([unit_scale(v["unit"]) for v in env.unwrapped.task_spec["observation"]])
 
-    def policy(obs):
+    def policy(obs: Any) -> np.ndarray:
         o = np.asarray(obs, dtype=np.float64) * scale
         q_star = ik(o[6], o[7])
         tau = 0.5 * (q_star - o[0:2]) - 0.12 * o[2:4]
@@ -114,7 +120,7 @@ def parallel_arm_reach_torque(env):
     return policy
 
 
-def diff_drive_goal(obs):
+def diff_drive_goal(obs: Any) -> np.ndarray:
     """Head for the goal, pushed sideways by the nearest obstacle when it is close: a
     potential field in the robot's observation, then a turn-and-drive wheel law."""
     _x, _y, c, s, gdx, gdy, odx, ody, clearance, bumper = obs
@@ -136,7 +142,7 @@ def diff_drive_goal(obs):
     return np.array([_clip(fwd + turn, -10, 10), _clip(fwd - turn, -10, 10)])
 
 
-def v1_scaling(env):
+def v1_scaling(env: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """How a -v1 task relates to its -v0, as GetSpec gives it: the factor of each v1
     observation to v0's units (its unit's number: "5 N" is 5, "10 rad/s" 10, "cm" 0.01), and
     v0's action bounds (low, high), from a v0 world's TaskSpec on the env's server (v1's
@@ -154,11 +160,11 @@ def v1_scaling(env):
     return scale, low, high
 
 
-def _normalized(v0_policy):
+def _normalized(v0_policy: Any) -> Callable[[Any], Policy]:
     """A -v1 task's baseline from its v0 one (v1_scaling): the observation back to v0's units,
     v0's action mapped onto [-1, 1]."""
     @policy_factory
-    def factory(env):
+    def factory(env: Any) -> Policy:
         scale, low, high = v1_scaling(env)
         policy = make_policy(v0_policy, env)
         return lambda obs: np.clip(2.0 * (policy(np.asarray(obs, dtype=np.float64) * scale)
@@ -182,7 +188,7 @@ BASELINES = {
 
 
 @policy_factory
-def mobile_align(env):
+def mobile_align(env: Any) -> Policy:
     """MobileAlign-v0: the alignment specification examples/specs/dual_arm_alignment.jsonld (the
     package's copy: robosim.example_spec) loaded on the env's world does the work; the agent
     adds zero wheel speed."""
@@ -193,9 +199,10 @@ def mobile_align(env):
 
 
 BASELINES["MobileAlign-v0"] = mobile_align
+BASELINES["MobileAlign-v1"] = _normalized(mobile_align)
 
 
-def make_policy(obj, env):
+def make_policy(obj: Any, env: Any) -> Policy:
     """A policy (obs -> action) from a policy or a policy factory."""
     if getattr(obj, "robosim_policy_factory", False):
         return obj(env)
@@ -203,9 +210,15 @@ def make_policy(obj, env):
 
 
 @policy_factory
-def auto(env):
-    """The baseline of env's task."""
-    task = env.unwrapped.task
+def auto(env: Any) -> Policy:
+    """The baseline of env's task. A goal-conditioned env (robosim.goal) gets its -v1 task's
+    baseline, fed the "observation" part of its dict observations."""
+    base = env.unwrapped
+    task = base.task
     if task not in BASELINES:
         raise ValueError("no baseline for task %r" % task)
-    return make_policy(BASELINES[task], env)
+    inner = getattr(base, "goal_task", None) and getattr(base, "env", None)
+    if inner is None:
+        return make_policy(BASELINES[task], env)
+    policy = make_policy(BASELINES[task], inner)
+    return lambda obs: policy(obs["observation"] if isinstance(obs, dict) else obs)

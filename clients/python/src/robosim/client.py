@@ -18,7 +18,7 @@ import itertools
 import os
 import socket
 import time
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Sequence, Union
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -27,21 +27,37 @@ import zmq
 from . import curve
 from ._proto import pb
 from ._closing import Closing
+from ._logs import keep_log
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1
 PROTOCOL_MINOR = 2  # 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI units, base_pose
-DEFAULT_TIMEOUT = 10.0
+# seconds a call waits for its reply unless told (timeout=, $ROBOSIM_TIMEOUT): long enough for a
+# loaded machine (a 10 s default ended training runs at a load average of 22)
+DEFAULT_TIMEOUT = 60.0
 DEFAULT_ENDPOINT = "tcp://127.0.0.1:5555"
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
 
 
-def env_endpoint():
+def default_timeout() -> float:
+    """$ROBOSIM_TIMEOUT (seconds) when set and positive, else DEFAULT_TIMEOUT."""
+    value = os.environ.get("ROBOSIM_TIMEOUT", "").strip()
+    if value:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise ValueError("ROBOSIM_TIMEOUT=%r: a number of seconds is required" % value)
+        if seconds > 0:
+            return seconds
+    return DEFAULT_TIMEOUT
+
+
+def env_endpoint() -> Optional[str]:
     """$ROBOSIM_ENDPOINT (as the C tools read it), or None when unset or empty."""
     return os.environ.get("ROBOSIM_ENDPOINT") or None
 
 
-def check_listening(endpoint, timeout=1.0):
+def check_listening(endpoint: str, timeout: float = 1.0) -> None:
     """For a tcp endpoint on this machine: raise RobosimError UNAVAILABLE at once when nothing
     listens there (the connection is refused), rather than letting the first request wait its
     whole timeout. Other endpoints are left to ZeroMQ."""
@@ -76,7 +92,7 @@ def _param_spec(p):
             "doc": p.doc}
 
 
-def world_info_dict(wi):
+def world_info_dict(wi: Any) -> dict:
     return {"world_id": wi.world_id, "preset": wi.preset, "time": wi.time,
             "step_count": wi.step_count, "entities": list(wi.entities),
             "control_dt": wi.control_dt, "task": wi.task,
@@ -89,13 +105,13 @@ def _f64(values):
     return np.fromiter(values, np.float64, len(values))
 
 
-def task_step_dict(ts):
+def task_step_dict(ts: Any) -> dict:
     return {"observation": _f64(ts.observation),
             "reward": ts.reward, "terminated": ts.terminated, "truncated": ts.truncated,
             "info": dict(zip(ts.info_keys, ts.info_values))}
 
 
-def event_dict(e):
+def event_dict(e: Any) -> dict:
     return {"entity": e.entity, "kind": e.kind, "time": e.time, "value": e.value,
             "before": list(e.before), "after": list(e.after)}
 
@@ -108,7 +124,7 @@ def task_document_text(document: Union[str, dict]) -> str:
     return json.dumps(document)
 
 
-def state_dict(s):
+def state_dict(s: Any) -> dict:
     """A State message as a dict: world_id, time, step_count, entities {name: {kind, state,
     commands, sensors (numpy arrays), mode}}, events [dict], events_dropped, stats, seq,
     snapshot (bytes or None), task (dict or None: observation, reward, terminated, truncated,
@@ -152,7 +168,7 @@ def state_dict(s):
     }
 
 
-def jacobian_dict(j):
+def jacobian_dict(j: Any) -> dict:
     """A Jacobian message as a dict: "state" (n x n), "commands" (n x m) numpy arrays, "params"
     {name: n-vector}, "differentiable" and, when it is False, "not_differentiable" (why; the
     arrays are then None)."""
@@ -167,7 +183,7 @@ def jacobian_dict(j):
             "differentiable": True, "not_differentiable": ""}
 
 
-def spec_dict(sp):
+def spec_dict(sp: Any) -> dict:
     """A Spec message as a dict: world (WorldInfo), entities {name: {kind, state, actuators,
     sensors (lists of var dicts: name, unit, lower, upper, size, doc), params {name: dict},
     modes, event_kinds, base_pose [x m, y m, theta rad]: the entity's base frame in the world
@@ -216,7 +232,7 @@ def _params(params):
     return out
 
 
-def operations():
+def operations() -> dict:
     """The protocol's operations (Request's `op` oneof) as {name: message class}, in proto
     order: what Client.call takes by name, read from the generated descriptors."""
     req = pb.Request()
@@ -224,7 +240,7 @@ def operations():
             for f in pb.Request.DESCRIPTOR.oneofs_by_name["op"].fields}
 
 
-def op_message(op, fields, endpoint=None):
+def op_message(op: str, fields: dict, endpoint: Optional[str] = None) -> Any:
     """(name, message) of operation `op` (its field name, dashed name or message name) with
     `fields` set; RobosimError INVALID_ARGUMENT naming the operations or the message's fields
     when `op` or a field is unknown or a value does not fit its field."""
@@ -290,10 +306,10 @@ def _varint(n):
 _STEP_FIELD = b"\x82\x01"   # Request.step: field 16, length-delimited
 _ONE_STEP = b"\x10\x01"     # Step.steps = 1
 _ACTION_FIELD = b"\x22"      # Step.action: field 4, packed doubles
-_STEP_HEADS = {}             # action bytes -> the bytes before them (step_request_tail)
+_STEP_HEADS: dict = {}       # action bytes -> the bytes before them (step_request_tail)
 
 
-def step_request_tail(rid, action):
+def step_request_tail(rid: int, action: Any) -> bytes:
     """The bytes of Request{id: rid, step: Step{steps: 1, action}} in protobuf's wire format,
     to follow a serialized Request holding world_id and token (serialized messages concatenate
     into their merge). Built directly, without message objects: the single environment's step
@@ -334,7 +350,7 @@ def _samplers(samplers):
     return out
 
 
-def randomize_samplers(randomize):
+def randomize_samplers(randomize: Optional[dict]) -> list:
     """Sampler messages for randomized parameters: {"finger.static_friction": "uniform(0.5,
     1.5)", "arm.link_mass[1]": ("normal", 1.0, 0.1), ...} or strings "item ~ dist(a, b)"
     (the Monte Carlo samplers' syntax)."""
@@ -391,7 +407,7 @@ class Client(Closing):
     this client controls go straight to their shard's port (probed with Hello once, at most
     2 s; a port that does not answer is not tried again)."""
 
-    def __init__(self, endpoint: Optional[str] = None, timeout: float = DEFAULT_TIMEOUT,
+    def __init__(self, endpoint: Optional[str] = None, timeout: Optional[float] = None,
                  hello: bool = True, client_name: str = "robosim-python",
                  context: Optional[zmq.Context] = None, server_key: Optional[str] = None,
                  client_key_file: Optional[str] = None, one_connection: bool = False) -> None:
@@ -399,17 +415,20 @@ class Client(Closing):
         if hello:
             check_listening(endpoint)
         self.endpoint = endpoint
-        self.timeout = float(timeout)
+        self.timeout = default_timeout() if timeout is None else float(timeout)
+        # the log file of the server this process started for this client (LocalServer), named
+        # in a TimeoutError and then kept
+        self.server_log: Optional[str] = None
         self.client_name = client_name
         keys = curve.resolve(server_key, client_key_file)
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.DEALER)
         self._sock.setsockopt(zmq.LINGER, 0)
-        self._rcvtimeos = {}    # socket -> the RCVTIMEO last set on it
+        self._rcvtimeos: dict = {}  # socket -> the RCVTIMEO last set on it
         self._keys = keys
         self._shard_ports = []  # each shard's own port (HelloReply.shard_ports)
-        self._shard_of = {}     # world id -> its shard, for the worlds this client controls
-        self._links = {}        # shard -> its socket, or None: its port does not answer
+        self._shard_of: dict = {}  # world id -> its shard, for the worlds this client controls
+        self._links: dict = {}     # shard -> its socket, or None: its port does not answer
         try:
             curve.apply(self._sock, keys)
             self._sock.connect(endpoint)
@@ -423,8 +442,8 @@ class Client(Closing):
         world, token = os.environ.get("ROBOSIM_WORLD"), os.environ.get("ROBOSIM_TOKEN")
         if world and token and world.isdigit():
             self._tokens[int(world)] = token
-        self._heads = {}  # world id -> (token, its serialized Request head): step_msg
-        self.server = None
+        self._heads: dict = {}  # world id -> (token, its serialized Request head): step_msg
+        self.server: Any = None
         if hello:
             self.server = self.hello()
             if (not one_connection and len(self.server["shard_ports"]) > 1
@@ -502,7 +521,8 @@ class Client(Closing):
         getattr(req, op).CopyFrom(msg)
         return req
 
-    def call(self, req, timeout=None, *, world_id=0, token=None, **fields):
+    def call(self, req: Any, timeout: Optional[float] = None, *, world_id: int = 0,
+             token: Optional[str] = None, **fields: Any) -> Any:
         """Any operation, and return the Response's result message (a protobuf message);
         raise RobosimError for an Error reply, TimeoutError when none comes in time.
 
@@ -532,7 +552,8 @@ class Client(Closing):
         return self.call_bytes(req.SerializeToString(), req.id, req.WhichOneof("op"), timeout,
                                sock)
 
-    def call_bytes(self, data, rid, op, timeout=None, sock=None):
+    def call_bytes(self, data: bytes, rid: int, op: Optional[str], timeout: Optional[float] = None,
+                   sock: Any = None) -> Any:
         """call() for a Request already serialized (`data`, with id `rid`, operation `op`), on
         `sock` (None: the client's connection)."""
         if self._sock is None:
@@ -540,8 +561,8 @@ class Client(Closing):
                                          self.endpoint)
         timeout = self.timeout if timeout is None else float(timeout)
         sock = sock or self._sock
-        sock.send(data)
         deadline = _now() + timeout
+        self._send(sock, data, deadline, timeout, op or "request")
         return self._answer(self._response(self._recv(deadline, timeout, op, sock)), rid, op,
                             deadline, timeout, sock)
 
@@ -579,7 +600,33 @@ class Client(Closing):
         try:
             return sock.recv()
         except zmq.Again:
-            raise TimeoutError(self.endpoint, timeout, op or "request") from None
+            raise self._timeout_error(timeout, op or "request") from None
+
+    def _send(self, sock, data, deadline, timeout, what):
+        """Send `data` on `sock` before `deadline`: at once when the connection takes it (the
+        common case), else once it does. A peer that drops the handshake (a CURVE server and a
+        client it does not admit) leaves no connection to send on: that is a TimeoutError at
+        the deadline, not a send that blocks for ever."""
+        try:
+            sock.send(data, zmq.NOBLOCK)
+            return
+        except zmq.Again:
+            pass
+        while True:
+            left = deadline - _now()
+            if left <= 0 or not sock.poll(max(1, int(left * 1000)), zmq.POLLOUT):
+                raise self._timeout_error(timeout, what)
+            try:
+                sock.send(data, zmq.NOBLOCK)
+                return
+            except zmq.Again:
+                continue
+
+    def _timeout_error(self, timeout, what):
+        """The TimeoutError of a call, naming the auto-started server's log (kept) if any."""
+        if self.server_log:
+            keep_log(self.server_log)
+        return TimeoutError(self.endpoint, timeout, what, self.server_log)
 
     def _set_rcvtimeo(self, sock, ms):
         """RCVTIMEO on `sock`, set only when it changes (the same value every call)."""
@@ -592,11 +639,11 @@ class Client(Closing):
 
     # -- tokens
 
-    def token(self, world_id):
+    def token(self, world_id: int) -> str:
         """The controller token this client holds for world_id ("" if none)."""
         return self._tokens.get(int(world_id), "")
 
-    def set_token(self, world_id, token):
+    def set_token(self, world_id: int, token: str) -> None:
         """Hold `token` for world_id (a token saved by another process)."""
         if token:
             self._tokens[int(world_id)] = token
@@ -612,7 +659,7 @@ class Client(Closing):
 
     # -- operations
 
-    def hello(self, major=PROTOCOL_MAJOR, minor=PROTOCOL_MINOR):
+    def hello(self, major: int = PROTOCOL_MAJOR, minor: int = PROTOCOL_MINOR) -> dict:
         """Hello: the server's protocol version, release, capabilities, presets, tasks, stream
         endpoint and build fingerprint ("build": what its bits depend on: commit, compiler,
         floating-point flags, SUNDIALS, architecture, math library), as a dict. A server of
@@ -700,7 +747,7 @@ class Client(Closing):
         msg = _step_msg(steps, duration, commands, action, parts, jacobian, jacobian_params)
         return state_dict(self._call("step", msg, world_id))
 
-    def step_msg(self, world_id, action):
+    def step_msg(self, world_id: int, action: Any) -> Any:
         """One control step of a task world with `action` (values, or bytes already packed as
         little-endian doubles); the State *message* (robosim.v1.State), undecoded: the
         environments read only what they need."""
@@ -714,7 +761,7 @@ class Client(Closing):
         return self._step_call(head[1] + step_request_tail(rid, action), rid,
                                self._shard_of.get(wid))
 
-    def stepper(self, world_id):
+    def stepper(self, world_id: int) -> Callable[[Any], Any]:
         """step_msg bound to one world: a function of the action (values, or packed bytes)
         returning the State message, with the per-call work of finding the world's request
         head done once (the token is still read at every call, so set_token and claims take
@@ -744,12 +791,12 @@ class Client(Closing):
         timeout = self.timeout
         sock = self._shard_socket(shard) or self._sock
         self._set_rcvtimeo(sock, int(timeout * 1000))
-        sock.send(data)
         deadline = _now() + timeout
+        self._send(sock, data, deadline, timeout, "step")
         try:
             reply = sock.recv()
         except zmq.Again:
-            raise TimeoutError(self.endpoint, timeout, "step") from None
+            raise self._timeout_error(timeout, "step") from None
         try:
             resp = pb.Response.FromString(reply)
         except Exception:  # DecodeError: reported as call_bytes reports it
@@ -758,7 +805,7 @@ class Client(Closing):
             return resp.step
         return self._answer(resp, rid, "step", deadline, timeout, sock)
 
-    def reset_msg(self, world_id, seed):
+    def reset_msg(self, world_id: int, seed: int) -> Any:
         """Reset reseeded with `seed`; the State message, undecoded."""
         return self._call("reset", pb.Reset(seed=int(seed)), world_id)
 
@@ -767,10 +814,10 @@ class Client(Closing):
         return state_dict(self._call("get_state", pb.GetState(snapshot=bool(snapshot)),
                                      world_id))
 
-    def set_force(self, world_id, entity, values):
+    def set_force(self, world_id: int, entity: str, values: Any) -> None:
         self._call("set_force", pb.SetForce(entity=entity, values=_floats(values)), world_id)
 
-    def apply_wrench(self, world_id, entity, body, values):
+    def apply_wrench(self, world_id: int, entity: str, body: str, values: Any) -> None:
         """An external wrench on `body` of `entity` during the next control step only: the
         finger's "finger" ([force N]), the serial arm's "end_effector" ([fx, fy, tau_z]),
         "link1" and "link2" ([tau_z])."""
@@ -780,15 +827,17 @@ class Client(Closing):
     def set_params(self, world_id: int, params: dict) -> None:
         self._call("set_params", pb.SetParams(params=_params(params)), world_id)
 
-    def set_schedule(self, world_id, entity, actuator, times, values):
+    def set_schedule(self, world_id: int, entity: str, actuator: str, times: Any,
+                     values: Any) -> None:
         self._call("set_schedule", pb.SetSchedule(entity=entity, actuator=int(actuator),
                                                   times=_floats(times), values=_floats(values)),
                    world_id)
 
-    def set_target(self, world_id, entity, target):
+    def set_target(self, world_id: int, entity: str, target: Any) -> None:
         self._call("set_target", pb.SetTarget(entity=entity, target=_floats(target)), world_id)
 
-    def get_workspace(self, world_id, entity, samples=0, query=None):
+    def get_workspace(self, world_id: int, entity: str, samples: int = 0,
+                      query: Any = None) -> dict:
         """{"boundary": (n, 2) array, "reachable": bool array, one per query point}."""
         q = [] if query is None else _floats(query)
         r = self._call("get_workspace", pb.GetWorkspace(entity=entity, samples=int(samples),
@@ -824,7 +873,7 @@ class Client(Closing):
         """Remove the world's motion specification."""
         self._call("clear_motion_spec", pb.ClearMotionSpec(), world_id)
 
-    def set_state(self, world_id, snapshot):
+    def set_state(self, world_id: int, snapshot: bytes) -> dict:
         """Restore a snapshot (bytes from get_state(snapshot=True)); the State."""
         return state_dict(self._call("set_state", pb.SetState(snapshot=snapshot), world_id))
 
@@ -833,19 +882,20 @@ class Client(Closing):
         r = self._call("fork_world", pb.ForkWorld(snapshot=snapshot or b""), world_id)
         return self._keep(r)
 
-    def get_history(self, world_id, from_seq=1, max_frames=0):
+    def get_history(self, world_id: int, from_seq: int = 1, max_frames: int = 0) -> Any:
         """The observer stream's kept frames of a world from seq `from_seq` on: the
         GetHistoryReply (frames: serialized StreamFrames; first_seq, last_seq, dropped, more)."""
         return self._call("get_history", pb.GetHistory(from_seq=int(from_seq),
                                                        max_frames=int(max_frames)), world_id)
 
-    def claim(self, world_id):
+    def claim(self, world_id: int) -> str:
         """Take control of a world whose controller's lease lapsed; the new token is kept."""
         r = self._call("claim", pb.Claim(), world_id)
         self._keep(r)
         return r.token
 
-    def step_batch(self, items, timeout=None, raw=False):
+    def step_batch(self, items: Sequence[dict], timeout: Optional[float] = None,
+                   raw: bool = False) -> list:
         """Step many worlds in one request. items: dicts with world_id and optionally action,
         commands, steps, duration, parts (the per-item form of StepBatch: for worlds of
         different shapes or step counts, or to get each world's events; step_arrays is the
@@ -862,7 +912,7 @@ class Client(Closing):
         r = self._call("step_batch", msg, timeout=timeout)
         if raw:
             return list(r.results)
-        out = []
+        out: list = []
         for res in r.results:
             if res.WhichOneof("result") == "error":
                 out.append(RobosimError(res.error.code, res.error.message, self.endpoint))
@@ -870,8 +920,9 @@ class Client(Closing):
                 out.append(state_dict(res.state))
         return out
 
-    def monte_carlo(self, world_id, runs, duration, samplers, returns, seed=0, first_run=0,
-                    timeout=None):
+    def monte_carlo(self, world_id: int, runs: int, duration: float, samplers: Any,
+                    returns: Sequence[str], seed: int = 0, first_run: int = 0,
+                    timeout: Optional[float] = None) -> dict:
         """Monte Carlo runs of a world on the server's workers (Klamp't's monteCarloSim; the
         world is not changed). samplers: {"arm.theta0[0]": ("uniform", -pi, pi), ...} or
         strings "arm.theta0[0] ~ uniform(-pi, pi)" / "finger.finger_x0 ~ normal(0.1, 0.01)"
@@ -891,8 +942,9 @@ class Client(Closing):
                 "final": np.array(r.final, dtype=np.float64).reshape(r.runs, nr),
                 "samplers": list(r.samplers), "returns": list(r.returns), "time": r.time}
 
-    def step_arrays(self, world_ids, commands=None, actions=None, steps=1, timeout=None,
-                    reset=None, reset_seeds=None):
+    def step_arrays(self, world_ids: Any, commands: Any = None, actions: Any = None,
+                    steps: int = 1, timeout: Optional[float] = None, reset: Any = None,
+                    reset_seeds: Any = None) -> Any:
         """Step many worlds of one shape (the same preset and task) in the columnar form
         (StepBatch.arrays, capability "step_batch.arrays"): no message per world either way.
         commands: array (n_worlds, n_actuators), each row a world's actuator commands in spec
@@ -941,18 +993,18 @@ class Client(Closing):
                        info_keys=list(r.info_keys), info=rows(r.info, r.info_size))
         return out
 
-    def step_pipelined(self, items, timeout=None):
+    def step_pipelined(self, items: Sequence[dict], timeout: Optional[float] = None) -> list:
         """As step_batch, for servers without StepBatch: one Step request per item, all sent
         before the first reply is read (replies come back in request order)."""
         timeout = self.timeout if timeout is None else float(timeout)
         reqs = [self._request("step", _step_msg(it.get("steps"), it.get("duration"),
                                                 it.get("commands"), it.get("action")),
                               it["world_id"]) for it in items]
-        for rq in reqs:
-            self._sock.send(rq.SerializeToString())
-        pending = {rq.id: i for i, rq in enumerate(reqs)}
-        out = [None] * len(reqs)
         deadline = _now() + timeout
+        for rq in reqs:
+            self._send(self._sock, rq.SerializeToString(), deadline, timeout, "step")
+        pending = {rq.id: i for i, rq in enumerate(reqs)}
+        out: list = [None] * len(reqs)
         while pending:
             data = self._recv(deadline, timeout, "step")
             try:

@@ -11,6 +11,7 @@ environment:
 
 None means "from the environment", "" means "none" (plaintext). Key files are ZeroMQ
 certificates, read with pyzmq's zmq.auth.load_certificate (the format of CZMQ's zcert too)."""
+from typing import Any, Optional
 import os
 
 import zmq
@@ -34,7 +35,7 @@ def _is_key(text):
         return False
 
 
-def load_keys(path, secret=True):
+def load_keys(path: str, secret: bool = True) -> tuple:
     """(public, secret) Z85 keys as bytes from a key file; secret is None when not asked for.
     RobosimError INVALID_ARGUMENT when the file is missing, holds no (valid) key, or (secret)
     holds no secret key or one that does not belong to its public key."""
@@ -55,7 +56,7 @@ def load_keys(path, secret=True):
     return public, sec
 
 
-def server_public_key(key_or_file):
+def server_public_key(key_or_file: str) -> bytes:
     """The server's public key (bytes) from 40 Z85 characters or a file holding it."""
     text = os.fsdecode(key_or_file)
     if _is_key(text) and not os.path.exists(text):
@@ -63,7 +64,8 @@ def server_public_key(key_or_file):
     return load_keys(text, secret=False)[0]
 
 
-def resolve(server_key=None, client_key_file=None):
+def resolve(server_key: Optional[str] = None,
+            client_key_file: Optional[str] = None) -> Optional[tuple]:
     """(server_key, public_key, secret_key) as bytes, or None for plaintext. None arguments
     come from $ROBOSIM_SERVER_KEY / $ROBOSIM_CLIENT_KEY_FILE; both or neither must be set."""
     if server_key is None:
@@ -83,7 +85,7 @@ def resolve(server_key=None, client_key_file=None):
     return server_public_key(server_key), public, secret
 
 
-def apply(sock, keys):
+def apply(sock: Any, keys: Optional[tuple]) -> None:
     """Make `sock` (before its connect) a CURVE client with keys from resolve(); nothing for
     None."""
     if keys is None:

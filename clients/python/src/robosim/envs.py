@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import struct
 import weakref
-from typing import Any, Optional, SupportsFloat, Union
+from typing import Any, Callable, Optional, Sequence, SupportsFloat, Union
 
 import gymnasium as gym
 import numpy as np
@@ -43,7 +43,8 @@ from .server import LocalServer
 # the server's tasks registered as Gymnasium ids (their limits come from the TaskSpec)
 TASKS = ("FingerPush-v0", "FingerPush-v1", "FingerTouch-v0", "FingerTouch-v1",
          "SerialArmReach-v0", "SerialArmReach-v1", "ParallelArmReach-v0", "ParallelArmReach-v1",
-         "DiffDriveGoal-v0", "DiffDriveGoal-v1", "MobileAlign-v0")
+         "DiffDriveGoal-v0", "DiffDriveGoal-v1", "MobileAlign-v0",
+         "MobileAlign-v1")
 
 # each task's episode limit (TaskSpec.max_episode_steps) as the servers this process talked to
 # report it: filled by every env made here, else on demand by task_limit()
@@ -87,7 +88,8 @@ def box(vars_: list[dict], dtype: Any = np.float32) -> gym.spaces.Box:
     return gym.spaces.Box(low=low, high=high, dtype=dtype)
 
 
-def info_builder(info_keys, sensor_list, full=True):
+def info_builder(info_keys: Sequence[str], sensor_list: list,
+                 full: bool = True) -> Callable[[Any, Any], dict]:
     """The function (State message, its TaskStep) -> the info dict of a step: the task's info
     figures by name, is_success (where the task has "success"), the step's events and each
     entity's sensor readings by name, the time. info_keys: the task's info names (read once,
@@ -191,7 +193,8 @@ class RobosimEnv(gym.Env):
     parameter overrides for CreateWorld ({"entity.name": values}). randomize: parameters drawn
     at every reset, from the reset's seed (so a seed fixes the episode's physics), e.g.
     {"finger.static_friction": "uniform(0.5, 1.5)"} (the Monte Carlo samplers' syntax, uniform
-    or normal); reset's info["randomized"] holds the draws. timeout: seconds per request.
+    or normal); reset's info["randomized"] holds the draws. timeout: seconds per request
+    (None: $ROBOSIM_TIMEOUT, else 60).
     max_episode_steps: the server's episode limit for this world (None: the task's).
     server_time_limit: False lifts the server's limit (gym.make's TimeLimit truncates instead;
     the registration sets it).
@@ -211,7 +214,7 @@ class RobosimEnv(gym.Env):
 
     def __init__(self, task: str = "FingerPush-v0", endpoint: Optional[str] = None,
                  render_mode: Optional[str] = None, params: Optional[dict] = None,
-                 timeout: float = 10.0, client: Optional[Client] = None,
+                 timeout: Optional[float] = None, client: Optional[Client] = None,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
                  dtype: Any = np.float32, task_document: Union[str, dict, None] = None,
@@ -231,8 +234,9 @@ class RobosimEnv(gym.Env):
         self.render_mode = render_mode
         self._server = None
         self._owns_client = client is None
-        self.client = None
-        self.world_id = None
+        # set below; None once closed (the methods check that first: _check_open)
+        self.client: Client = None  # type: ignore[assignment]
+        self.world_id: int = None  # type: ignore[assignment]
         self._closed = False
         params = episode_params(params, max_episode_steps, server_time_limit)
         try:
@@ -242,6 +246,8 @@ class RobosimEnv(gym.Env):
                     self._server = LocalServer()
                     endpoint = self._server.endpoint
                 client = Client(endpoint, timeout=timeout)
+                if self._server is not None:
+                    client.server_log = self._server.log_path
             self.client = client
             self.endpoint = client.endpoint
             # an env never closed releases its socket and its server when collected or at exit
@@ -273,8 +279,8 @@ class RobosimEnv(gym.Env):
         # the same in the spec's entity order, which States keep (info_builder)
         self._sensor_list = list(self._sensor_names.items())
         self._msg = None  # the last State message (decoded on demand: see `state`)
-        self._info = None  # the info dict's builder, made at the first reset (info_builder)
-        self._step = None  # step_msg on this world, once reset; None again once closed
+        self._info: Any = None  # the info dict's builder, made at the first reset (info_builder)
+        self._step: Any = None  # step_msg on this world, once reset; None again once closed
         self._pack = self._actions.packed
 
     # -- gymnasium API
@@ -321,7 +327,7 @@ class RobosimEnv(gym.Env):
         finalizer = getattr(self, "_finalizer", None)
         if finalizer is not None:
             finalizer.detach()
-        client, self.client = getattr(self, "client", None), None
+        client, self.client = getattr(self, "client", None), None  # type: ignore[assignment]
         if client is not None and self.world_id is not None:
             try:
                 client.destroy_world(self.world_id)
@@ -436,14 +442,14 @@ def register_task(env_id: str, task: str, entry_point: str = "robosim.envs:Robos
     spec = TaskEnvSpec(
         id=env_id, entry_point=entry_point, vector_entry_point=vector_entry_point,
         kwargs=dict(kwargs, task=task, server_time_limit=False), disable_env_checker=False)
-    spec.task = task  # kept apart from kwargs, which gym.make_vec moves out of its copy
+    setattr(spec, "task", task)  # kept apart from kwargs, which gym.make_vec moves out of its copy
     gym.registry[env_id] = spec
 
 
 def register_task_document(env_id: str, document: Union[str, dict], **kwargs: Any) -> str:
     """Register the Gymnasium id env_id for a declared task: `document` is a task document
     (a dict, or its JSON text) naming the observation, action, reward, success, termination,
-    truncation and resets (the Python README's "Tasks without C" describes the format). Each
+    truncation and resets (docs/python.md, "Tasks without C", describes the format). Each
     env made from env_id sends the document with its CreateWorld, so the task runs on any
     server (a local one or `endpoint=`); the server validates it and names a bad item in its
     error. Returns the task's name. gym.make(env_id) and gym.make_vec(env_id, n,

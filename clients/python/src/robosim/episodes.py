@@ -1,6 +1,7 @@
 """Evaluation episodes, shared by robosim-eval (robosim.evaluate) and its Ray workers
 (robosim.ray): the environment with its policy, and the per-episode results. Its own module so
 that neither of those imports the other."""
+from typing import Any, Callable, Optional
 import json
 import time
 
@@ -19,7 +20,7 @@ class ObsNormalizer:
     """VecNormalize's observation transform with frozen statistics: clip((obs - mean) /
     sqrt(var + epsilon), -clip_obs, clip_obs)."""
 
-    def __init__(self, mean, var, epsilon=1e-8, clip_obs=10.0):
+    def __init__(self, mean: Any, var: Any, epsilon: float = 1e-8, clip_obs: float = 10.0) -> None:
         self.mean = np.asarray(mean, dtype=np.float64)
         self.var = np.asarray(var, dtype=np.float64)
         self.epsilon, self.clip_obs = float(epsilon), float(clip_obs)
@@ -28,7 +29,7 @@ class ObsNormalizer:
                              % (self.mean.shape, self.var.shape))
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str) -> "ObsNormalizer":
         """From .npz (arrays mean, var[, epsilon, clip_obs]) or .json (the same keys)."""
         if path.endswith(".json"):
             with open(path) as f:
@@ -48,7 +49,8 @@ class ObsNormalizer:
         return np.clip(z, -self.clip_obs, self.clip_obs)
 
 
-def evaluate_episodes(env, policy, seed, indices, progress=None):
+def evaluate_episodes(env: Any, policy: Callable[[Any], Any], seed: int, indices: Any,
+                      progress: Any = None) -> list:
     """Run episodes `indices` (episode i is reset with seed + i); a list of per-episode dicts.
     An episode's result depends on its seed alone, so any split of the indices (robosim.ray)
     gives the same dicts, but for wall_seconds."""
@@ -72,12 +74,15 @@ def evaluate_episodes(env, policy, seed, indices, progress=None):
     return out
 
 
-def evaluate(env, policy, episodes, seed, progress=None):
+def evaluate(env: Any, policy: Callable[[Any], Any], episodes: int, seed: int,
+             progress: Any = None) -> list:
     """Run `episodes` episodes; a list of per-episode dicts."""
     return evaluate_episodes(env, policy, seed, range(episodes), progress)
 
 
-def make_eval_env(env_id, policy, endpoint, env_kwargs=None, obs_norm=None, timeout=30.0):
+def make_eval_env(env_id: str, policy: Any, endpoint: Optional[str],
+                  env_kwargs: Optional[dict] = None, obs_norm: Optional[str] = None,
+                  timeout: float = 30.0) -> tuple:
     """(env, policy) as robosim-eval runs them: gym.make(env_id) on `endpoint` (None: a local
     server) with env_kwargs, observations normalized by the obs_norm file if given, and the
     policy ("module:callable" or a callable) made for the env."""

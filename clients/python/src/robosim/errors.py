@@ -5,6 +5,7 @@ negated C return code), `code_name` ("INVALID_ARGUMENT", ...) and `message` (the
 explanation). TimeoutError is a RobosimError (and a builtins.TimeoutError) naming the endpoint
 that did not answer and how long the client waited."""
 import builtins
+from typing import Optional
 
 # robosim.v1.ErrorCode, kept here so the exceptions need no generated code
 ERROR_CODES = {
@@ -37,7 +38,7 @@ class RobosimError(Exception):
 
     Attributes: code (int), code_name (str), message (str), endpoint (str or None)."""
 
-    def __init__(self, code, message, endpoint=None):
+    def __init__(self, code: int, message: str, endpoint: Optional[str] = None) -> None:
         self.code = int(code)
         self.code_name = ERROR_CODES.get(self.code) or CLIENT_CODES.get(self.code, "UNKNOWN")
         self.message = message
@@ -45,23 +46,30 @@ class RobosimError(Exception):
         super().__init__("%s (%d): %s" % (self.code_name, self.code, message))
 
     @classmethod
-    def from_name(cls, name, message, endpoint=None):
+    def from_name(cls, name: str, message: str, endpoint: Optional[str] = None) -> "RobosimError":
         return cls(CODE_BY_NAME[name], message, endpoint)
 
 
 class TimeoutError(RobosimError, builtins.TimeoutError):  # noqa: A001 (robosim.TimeoutError)
     """No answer from `endpoint` within `timeout` seconds."""
 
-    def __init__(self, endpoint, timeout, what="request"):
+    def __init__(self, endpoint: Optional[str], timeout: float, what: str = "request",
+                 server_log: Optional[str] = None) -> None:
         self.timeout = timeout
+        self.server_log = server_log
+        if server_log:
+            hint = ("the server was started by this process; its log is kept in %s; a busy "
+                    "machine may need a longer timeout (timeout=, $ROBOSIM_TIMEOUT)" % server_log)
+        else:
+            hint = "is a robosim-server running there?"
         RobosimError.__init__(
             self, TIMEOUT,
-            "no answer from %s within %.3g s to a %s (is a robosim-server running there?)"
-            % (endpoint, timeout, what), endpoint)
+            "no answer from %s within %.3g s to a %s (%s)" % (endpoint, timeout, what, hint),
+            endpoint)
 
 
 class ProtocolError(RobosimError):
     """The peer answered with something that is not a robosim.v1 Response."""
 
-    def __init__(self, message, endpoint=None):
+    def __init__(self, message: str, endpoint: Optional[str] = None) -> None:
         RobosimError.__init__(self, PROTOCOL, message, endpoint)

@@ -18,6 +18,7 @@ bad arguments.
 --ray [ADDRESS] --workers N splits the episodes over N workers of a Ray cluster (robosim.ray:
 each worker a Ray actor with its own robosim-server on its node); the JSON is the same as a
 local run's (plus "ray" and each episode's "node_id"), with the same per-episode results."""
+from typing import Optional, Sequence
 import argparse
 import json
 import sys
@@ -42,7 +43,7 @@ def _evaluate_on_ray(args, env_kwargs, bar):
                              args.obs_norm, args.timeout, progress=progress), pool.nodes()
 
 
-def main(argv=None):
+def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(prog="robosim-eval", description=__doc__.split("\n\n")[0])
     from ._util import version_text
     p.add_argument("--version", action="version", version=version_text("robosim-eval"))
@@ -61,7 +62,7 @@ def main(argv=None):
     p.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--ray", nargs="?", const="auto", metavar="ADDRESS",
-                   help="split the episodes over a Ray cluster (pip install robosim[ray]): its "
+                   help="split the episodes over a Ray cluster (pip install robosim-gym[ray]): its "
                         "address (default: auto, the cluster this machine belongs to; 'local' "
                         "starts one here); each worker runs its own robosim-server")
     p.add_argument("--workers", type=int, default=2, help="with --ray: how many workers")

@@ -80,6 +80,8 @@ class RobosimGoalEnv(gym.Env):
         self._desired = np.array([names.index(n) for n in desired])
         self._scale = np.array([unit_scale(v.get("unit")) for v in obs_vars])
         inner = self.env.observation_space
+        assert isinstance(inner, gym.spaces.Box) and isinstance(self.env.action_space,
+                                                                gym.spaces.Box)
         goal_low = np.minimum(inner.low[self._achieved] * self._scale[self._achieved],
                               inner.low[self._desired] * self._scale[self._desired])
         goal_high = np.maximum(inner.high[self._achieved] * self._scale[self._achieved],
@@ -93,6 +95,27 @@ class RobosimGoalEnv(gym.Env):
         self.action_space = gym.spaces.Box(
             self.env.action_space.low.astype(self._dtype),
             self.env.action_space.high.astype(self._dtype), dtype=self._dtype)
+
+    # the -v1 task's world, as RobosimEnv has them (robosim.baselines reads them)
+    @property
+    def task_spec(self) -> dict:
+        """The -v1 task's TaskSpec (GetSpec's "task")."""
+        return self.env.task_spec
+
+    @property
+    def world_spec(self) -> dict:
+        """The -v1 task's world's GetSpec."""
+        return self.env.world_spec
+
+    @property
+    def client(self) -> Any:
+        """The robosim.Client of the -v1 task's world."""
+        return self.env.client
+
+    @property
+    def world_id(self) -> Optional[int]:
+        """The -v1 task's world's id."""
+        return self.env.world_id
 
     def _goal_obs(self, obs: np.ndarray) -> dict:
         metres = obs * self._scale
@@ -128,15 +151,15 @@ class RobosimGoalEnv(gym.Env):
             env.close()
         super().close()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict:
         return {"args": dict(self.env._init_args, goal_task=self.goal_task,
                              reward_type=self.reward_type, dtype=self._dtype)}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict) -> None:
         args = dict(state["args"])
         args.pop("task", None)
         args.pop("dtype", None)
-        self.__init__(dtype=state["args"]["dtype"], **args)
+        RobosimGoalEnv.__init__(self, dtype=state["args"]["dtype"], **args)
 
 
 def register_goal_envs() -> None:

@@ -79,11 +79,12 @@ class Observer(Closing):
         self._sock.setsockopt(zmq.SUBSCRIBE, self.topic)
         curve.apply(self._sock, keys)
         self._sock.connect(stream_endpoint)
-        self._last = {}  # world id -> last seq yielded (or accounted for)
+        self._last: dict = {}  # world id -> last seq yielded (or accounted for)
         self.missed = 0
         self.dropped = 0
         self.received = 0
-        self._queue = collections.deque()  # (frame, raw) from the history, to yield first
+        # (frame, raw) from the history, to yield first
+        self._queue: collections.deque = collections.deque()
         self._client = None
         if history:
             self._client = Client(endpoint, timeout=timeout, server_key=server_key,
@@ -94,7 +95,7 @@ class Observer(Closing):
                 self._catch_up(wid, max(1, int(from_seq)))
 
     @property
-    def last_seq(self):
+    def last_seq(self) -> Optional[int]:
         """The last seq yielded of the world (with world_id=None: of the last frame's world)."""
         if self.world_id is not None:
             return self._last.get(self.world_id)
@@ -132,7 +133,7 @@ class Observer(Closing):
                 break
         return last
 
-    def next_frame(self, timeout=None):
+    def next_frame(self, timeout: Optional[float] = None) -> tuple:
         """The next frame: (StreamFrame message, its serialized bytes as the server sent them);
         TimeoutError after `timeout` s."""
         timeout = self.timeout if timeout is None else timeout
@@ -174,7 +175,7 @@ class Observer(Closing):
         self.received += 1
         return msg, raw
 
-    def next(self, timeout=None):
+    def next(self, timeout: Optional[float] = None) -> dict:
         """The next State dict (with "seq"); TimeoutError after `timeout` s."""
         msg, _ = self.next_frame(timeout)
         state = state_dict(msg.state)

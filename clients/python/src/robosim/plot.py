@@ -7,6 +7,7 @@ time, and the tip force sensor with the applied force against time, the events (
     robosim.plot.plot_finger_run(states, "figure1.png")
     robosim.plot.write_gif(spec, states, "finger.gif")
 """
+from typing import Any, Callable, Optional
 import matplotlib
 
 matplotlib.use("Agg")
@@ -32,8 +33,9 @@ def _progress(total, desc, unit, enabled):
     return tqdm(total=total, desc=desc, unit=unit, disable=not enabled or None, leave=False)
 
 
-def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False, article_law=False,
-                seed000=False):
+def figure1_run(client: Any, seconds: float = 7.0, control_dt: float = 0.01, seed: int = 0,
+                progress: bool = False, article_law: bool = False,
+                seed000: bool = False) -> tuple:
     """Run the Figure 1 scenario on a new finger world (destroyed afterwards); the list of
     State dicts, one per control step, starting with the reset state. progress: a bar on a
     terminal's stderr. article_law: under the 1D Robot article's own contact law (friction_law =
@@ -59,7 +61,8 @@ def figure1_run(client, seconds=7.0, control_dt=0.01, seed=0, progress=False, ar
         client.destroy_world(wid)
 
 
-def episode_run(env, policy, seed=0, max_steps=None):
+def episode_run(env: Any, policy: Callable[[Any], Any], seed: int = 0,
+                max_steps: Optional[int] = None) -> tuple:
     """Run one episode of a robosim environment with `policy` (obs -> action); the list of
     State dicts (the reset state first) and the episode return."""
     obs, _ = env.reset(seed=seed)
@@ -78,7 +81,8 @@ def _series(states, entity, group, index):
     return np.array([s["entities"][entity][group][index] for s in states])
 
 
-def plot_finger_run(states, out, entity="finger", title=None, target=None):
+def plot_finger_run(states: list, out: str, entity: str = "finger", title: Optional[str] = None,
+                    target: Optional[float] = None) -> str:
     """Draw the Figure 1 plot of a finger run (State dicts) to `out` (PNG). Returns out."""
     t = np.array([s["time"] for s in states])
     x_f = _series(states, entity, "state", 0)
@@ -124,8 +128,9 @@ def plot_finger_run(states, out, entity="finger", title=None, target=None):
     return out
 
 
-def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=240,
-              progress=False):
+def write_gif(spec: dict, states: list, out: str, task: Optional[str] = None, every: int = 5,
+              fps: int = 20, width: int = 480, height: int = 240,
+              progress: bool = False) -> str:
     """An animated GIF of the robots over the run (every `every`-th state). Returns out.
     progress: a bar of the frames drawn on a terminal's stderr."""
     from PIL import Image
@@ -153,7 +158,8 @@ def write_gif(spec, states, out, task=None, every=5, fps=20, width=480, height=2
 ALIGNMENT_PRESETS = {1: "mobile_manipulator", 2: "mobile_manipulator_passive"}
 
 
-def alignment_run(client, spec_path, angle=0.2, seconds=30.0, every=5, scenario=1):
+def alignment_run(client: Any, spec_path: str, angle: float = 0.2, seconds: float = 30.0,
+                  every: int = 5, scenario: int = 1) -> tuple:
     """The dual-arm alignment tutorial's alignment: a mobile_manipulator world started at `angle`
     (rad) from facing the table edge, the specification at spec_path loaded, run for `seconds`; the
     State dicts every `every` control steps (the first included), and the world's MotionSpecReply.
@@ -174,7 +180,7 @@ def alignment_run(client, spec_path, angle=0.2, seconds=30.0, every=5, scenario=
         client.destroy_world(wid)
 
 
-def alignment_figures(states):
+def alignment_figures(states: list) -> tuple:
     """(t, heading error in degrees, left and right distances, left and right normal forces)
     of an alignment run, as arrays."""
     t = np.array([s["time"] for s in states])
@@ -184,7 +190,8 @@ def alignment_figures(states):
     return t, ang, sens[:, 7], sens[:, 15], sens[:, 2], sens[:, 10]
 
 
-def plot_alignment(states, out, title=None, tube=(0.68, 0.72)):
+def plot_alignment(states: list, out: str, title: Optional[str] = None,
+                   tube: tuple = (0.68, 0.72)) -> str:
     """Angle, distances (with the tube) and contact forces against time, to `out` (PNG)."""
     t, ang, dl, dr, fl, fr = alignment_figures(states)
     fig, (a1, a2, a3) = plt.subplots(3, 1, sharex=True, figsize=(10, 8), dpi=100)

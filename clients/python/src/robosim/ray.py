@@ -1,4 +1,4 @@
-"""robosim on Ray (pip install "robosim[ray]"): every node runs its own robosim-server next to
+"""robosim on Ray (pip install "robosim-gym[ray]"): every node runs its own robosim-server next to
 the work that uses it, and Ray places the work.
 
     import ray, robosim.ray as rr
@@ -21,6 +21,7 @@ the work that uses it, and Ray places the work.
 Results are deterministic: an episode's result depends only on the env, the policy and its
 seed, never on which node or worker ran it (tests/python/test_ray.py checks a pool's results
 against a local serial run, bit for bit)."""
+from typing import Any, Optional, Sequence
 import os
 import tempfile
 
@@ -42,7 +43,8 @@ class ServerActor:
     --snapshot-key-file) so that a snapshot taken on one restores on every other; None: a random
     key per server."""
 
-    def __init__(self, server_args=(), max_worlds=None, snapshot_key=None):
+    def __init__(self, server_args: Sequence[str] = (), max_worlds: Optional[int] = None,
+                 snapshot_key: Optional[bytes] = None) -> None:
         self._key_file = None
         args = list(server_args)
         if snapshot_key is not None:
@@ -52,21 +54,23 @@ class ServerActor:
                 f.write(bytes(snapshot_key))
             args += ["--snapshot-key-file", self._key_file]
         self.server = LocalServer(args=args, max_worlds=max_worlds)
-        self._envs = {}  # evaluation envs kept between chunks, by their arguments
+        self._envs: dict = {}  # evaluation envs kept between chunks, by their arguments
 
-    def endpoint(self):
+    def endpoint(self) -> str:
         """The server's endpoint (tcp://127.0.0.1:port: reachable from this node only)."""
         return self.server.endpoint
 
-    def info(self):
+    def info(self) -> dict:
         """{"endpoint", "node_id", "node_ip", "server_pid", "actor_pid"}."""
         ctx = ray.get_runtime_context()
         return {"endpoint": self.server.endpoint, "node_id": ctx.get_node_id(),
-                "node_ip": ray.util.get_node_ip_address(), "server_pid": self.server.proc.pid,
+                "node_ip": ray.util.get_node_ip_address(),
+                "server_pid": self.server.proc.pid if self.server.proc else None,
                 "actor_pid": os.getpid()}
 
-    def evaluate(self, env_id, policy, seed, indices, env_kwargs=None, obs_norm=None,
-                 timeout=30.0):
+    def evaluate(self, env_id: str, policy: Any, seed: int, indices: Any,
+                 env_kwargs: Optional[dict] = None, obs_norm: Optional[str] = None,
+                 timeout: float = 30.0) -> list:
         """Episodes `indices` (episode i is reset with seed + i) of env_id under `policy`
         ("module:callable"), on this node's server; robosim.evaluate's per-episode dicts, each
         with "node_id" added."""
@@ -79,7 +83,8 @@ class ServerActor:
         node = ray.get_runtime_context().get_node_id()
         return [dict(e, node_id=node) for e in evaluate_episodes(env, pol, seed, indices)]
 
-    def snapshot(self, preset, params=None, seed=0, warmup_steps=0, commands=None):
+    def snapshot(self, preset: str, params: Optional[dict] = None, seed: int = 0,
+                 warmup_steps: int = 0, commands: Any = None) -> bytes:
         """A snapshot (bytes) of a new `preset` world (no task: its parameters may change) with
         `params`, after warmup_steps control steps under `commands` ({entity: values})."""
         from .client import Client
@@ -92,7 +97,8 @@ class ServerActor:
             finally:
                 c.destroy_world(wid)
 
-    def sweep(self, preset, snapshot, variants, steps, commands=None, first_index=0):
+    def sweep(self, preset: str, snapshot: bytes, variants: Sequence[dict], steps: int,
+              commands: Any = None, first_index: int = 0) -> list:
         """For each variant (a {"entity.param": values} dict): fork the world of `snapshot`
         (made from `preset`), set the variant's parameters, run `steps` control steps under
         `commands` and report {"index", "variant", "time", "entities" ({name: state list}),
@@ -124,7 +130,7 @@ class ServerActor:
                 c.destroy_world(base)
         return out
 
-    def close(self):
+    def close(self) -> None:
         """Stop the server (also done when the actor goes)."""
         for env, _ in self._envs.values():
             env.close()
@@ -154,8 +160,8 @@ class ServerPool:
     on small machines). strategy: Ray's scheduling strategy ("SPREAD": one node after the other).
     A shared random snapshot key lets every server restore every other's snapshots (sweep)."""
 
-    def __init__(self, workers=2, num_cpus=1, server_args=(), max_worlds=None,
-                 strategy="SPREAD"):
+    def __init__(self, workers: int = 2, num_cpus: float = 1, server_args: Sequence[str] = (),
+                 max_worlds: Optional[int] = None, strategy: str = "SPREAD") -> None:
         if workers < 1:
             raise ValueError("workers must be at least 1, got %r" % (workers,))
         key = os.urandom(32)
@@ -165,12 +171,14 @@ class ServerPool:
             for _ in range(workers)]
         self.infos = ray.get([a.info.remote() for a in self.actors])
 
-    def nodes(self):
+    def nodes(self) -> list:
         """The node ids the actors run on (one entry per actor)."""
         return [i["node_id"] for i in self.infos]
 
-    def evaluate(self, env_id, policy, episodes, seed=0, env_kwargs=None, obs_norm=None,
-                 timeout=30.0, chunk=None, progress=None):
+    def evaluate(self, env_id: str, policy: Any, episodes: int, seed: int = 0,
+                 env_kwargs: Optional[dict] = None, obs_norm: Optional[str] = None,
+                 timeout: float = 30.0, chunk: Optional[int] = None,
+                 progress: Any = None) -> list:
         """Episodes 0..episodes-1 (seed + i) split in chunks over the actors; per-episode dicts
         in episode order. progress: called with each finished chunk's list (e.g. a tqdm
         update)."""
@@ -186,14 +194,17 @@ class ServerPool:
                 progress(eps)
         return sorted(out, key=lambda e: e["episode"])
 
-    def snapshot(self, preset, params=None, seed=0, warmup_steps=0, commands=None):
+    def snapshot(self, preset: str, params: Optional[dict] = None, seed: int = 0,
+                 warmup_steps: int = 0, commands: Any = None) -> bytes:
         """A snapshot from the first actor's server (it restores on every server of the pool:
         they share a snapshot key)."""
         return ray.get(self.actors[0].snapshot.remote(preset, params, seed, warmup_steps,
                                                       commands))
 
-    def sweep(self, preset, variants, steps, snapshot=None, params=None, seed=0,
-              warmup_steps=0, commands=None, chunk=None, progress=None):
+    def sweep(self, preset: str, variants: Sequence[dict], steps: int,
+              snapshot: Optional[bytes] = None, params: Optional[dict] = None, seed: int = 0,
+              warmup_steps: int = 0, commands: Any = None, chunk: Optional[int] = None,
+              progress: Any = None) -> list:
         """Monte Carlo / parameter sweep: every variant ({"entity.param": values}, e.g. drawn
         at random) forked from one snapshot (given, or of a `preset` world with `params` after
         warmup_steps under `commands`), set to its parameters and run for `steps` control
@@ -213,7 +224,7 @@ class ServerPool:
                 progress(rows)
         return results
 
-    def close(self):
+    def close(self) -> None:
         """Stop every actor's server and the actors."""
         actors, self.actors = self.actors, []
         try:
@@ -233,7 +244,8 @@ class ServerPool:
 _node_server = None  # this process's handle of its node's server actor
 
 
-def node_server(num_cpus=0, server_args=(), max_worlds=4096):
+def node_server(num_cpus: float = 0, server_args: Sequence[str] = (),
+                max_worlds: int = 4096) -> Any:
     """The handle of this node's robosim-server actor: started on first use, pinned to this
     node, named per node in namespace "robosim" and detached (it outlives the task or env runner
     that started it, so every worker of the node shares it); stop_node_servers() ends them,
@@ -250,7 +262,7 @@ def node_server(num_cpus=0, server_args=(), max_worlds=4096):
     return _node_server[1]
 
 
-def stop_node_servers():
+def stop_node_servers() -> int:
     """Stop every node's server actor (node_server); how many were stopped."""
     global _node_server
     _node_server = None
@@ -265,13 +277,13 @@ def stop_node_servers():
     return n
 
 
-def node_endpoint():
+def node_endpoint() -> str:
     """The endpoint of this node's own robosim-server (see node_server): call it from a task or
     actor on a Ray worker to give an env a server on its machine."""
     return ray.get(node_server().endpoint.remote())
 
 
-def make_env(config=None):
+def make_env(config: Optional[dict] = None) -> Any:
     """Env creator (RLlib's tune.register_env, or any Ray worker): a robosim env on this node's
     server. config: "env" (default "robosim/FingerPush-v0") and keyword arguments for gym.make;
     with "num_envs" (RLlib's vector_entry_point mode) a RobosimVectorEnv of that many worlds,

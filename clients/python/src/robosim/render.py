@@ -4,6 +4,7 @@ gymnasium.wrappers.RecordVideo and the animated GIF of `robosim plot`.
 Each robot kind has a drawing: the finger and its object from the side, the two arms from the
 front, the differential-drive robot from above among its obstacles. A task's target (x*, the
 target point, the goal) is drawn in red."""
+from typing import Any, Optional
 import math
 
 import numpy as np
@@ -22,7 +23,8 @@ GREEN = (60, 160, 80)
 class Canvas:
     """An RGB image with a world-to-pixel map (x right, y up unless flip_y is False)."""
 
-    def __init__(self, width=WIDTH, height=HEIGHT, xlim=(-1, 1), ylim=None, flip_y=True):
+    def __init__(self, width: int = WIDTH, height: int = HEIGHT, xlim: tuple = (-1, 1),
+                 ylim: Optional[tuple] = None, flip_y: bool = True) -> None:
         self.img = np.empty((height, width, 3), dtype=np.uint8)
         self.img[:] = BACKGROUND
         self.w, self.h = width, height
@@ -37,7 +39,7 @@ class Canvas:
         yy, xx = np.mgrid[0:height, 0:width]
         self._xx, self._yy = xx + 0.5, yy + 0.5
 
-    def px(self, x, y):
+    def px(self, x: float, y: float) -> tuple:
         u = (x - self.x0) * self.sx
         v = (y - self.y0) * self.sy
         return u, (self.h - v if self.flip_y else v)
@@ -45,18 +47,18 @@ class Canvas:
     def _paint(self, mask, color):
         self.img[mask] = color
 
-    def disk(self, x, y, r, color, r_px_min=1.5):
+    def disk(self, x: float, y: float, r: float, color: Any, r_px_min: float = 1.5) -> None:
         u, v = self.px(x, y)
         rp = max(r * self.sx, r_px_min)
         self._paint((self._xx - u) ** 2 + (self._yy - v) ** 2 <= rp * rp, color)
 
-    def ring(self, x, y, r, color, width_px=2.0):
+    def ring(self, x: float, y: float, r: float, color: Any, width_px: float = 2.0) -> None:
         u, v = self.px(x, y)
         rp = r * self.sx
         d = np.sqrt((self._xx - u) ** 2 + (self._yy - v) ** 2)
         self._paint(np.abs(d - rp) <= width_px / 2, color)
 
-    def rect(self, x0, y0, x1, y1, color):
+    def rect(self, x0: float, y0: float, x1: float, y1: float, color: Any) -> None:
         u0, v0 = self.px(x0, y0)
         u1, v1 = self.px(x1, y1)
         ua, ub = sorted((u0, u1))
@@ -64,7 +66,8 @@ class Canvas:
         self._paint((self._xx >= ua) & (self._xx <= max(ub, ua + 1)) & (self._yy >= va) &
                     (self._yy <= max(vb, va + 1)), color)
 
-    def line(self, x0, y0, x1, y1, color, width_px=3.0):
+    def line(self, x0: float, y0: float, x1: float, y1: float, color: Any,
+             width_px: float = 3.0) -> None:
         u0, v0 = self.px(x0, y0)
         u1, v1 = self.px(x1, y1)
         du, dv = u1 - u0, v1 - v0
@@ -76,7 +79,7 @@ class Canvas:
         d2 = (self._xx - u0 - t * du) ** 2 + (self._yy - v0 - t * dv) ** 2
         self._paint(d2 <= (width_px / 2) ** 2, color)
 
-    def cross(self, x, y, size_px, color, width_px=2.0):
+    def cross(self, x: float, y: float, size_px: float, color: Any, width_px: float = 2.0) -> None:
         s = size_px / self.sx
         self.line(x - s, y - s, x + s, y + s, color, width_px)
         self.line(x - s, y + s, x + s, y - s, color, width_px)
@@ -105,7 +108,7 @@ def _value(spec_ent, ent_state, group, name):
 _PREFIXED_UNITS = {"cm": 0.01, "mm": 0.001}
 
 
-def unit_scale(unit):
+def unit_scale(unit: Optional[str]) -> float:
     """The factor that turns a value in `unit` into its base unit: 0.1 for "0.1 m", 5 for
     "5 N", 0.01 for "cm", 1.0 for "m", "1" or "" (a TaskSpec variable's unit, as GetSpec gives
     it)."""
@@ -119,7 +122,7 @@ def unit_scale(unit):
         return 1.0
 
 
-def task_targets(task_name, obs, obs_vars=None):
+def task_targets(task_name: Optional[str], obs: Any, obs_vars: Optional[list] = None) -> dict:
     """What to draw as the target of a task, from its observation; obs_vars: the TaskSpec's
     observation variables, whose units ("0.1 m" in a -v1 task) scale the values to metres."""
     if obs is None or not task_name:
@@ -137,7 +140,8 @@ def task_targets(task_name, obs, obs_vars=None):
     return {}
 
 
-def draw_finger(spec_ent, st, target=None, width=WIDTH, height=HEIGHT, xlim=None):
+def draw_finger(spec_ent: dict, st: dict, target: Any = None, width: int = WIDTH,
+                height: int = HEIGHT, xlim: Optional[tuple] = None) -> np.ndarray:
     xf = _value(spec_ent, st, "state", "x_f")
     xo = _value(spec_ent, st, "state", "x_o")
     if xlim is None:
@@ -166,7 +170,8 @@ def draw_finger(spec_ent, st, target=None, width=WIDTH, height=HEIGHT, xlim=None
     return c.img
 
 
-def draw_serial_arm(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
+def draw_serial_arm(spec_ent: dict, st: dict, target: Any = None, width: int = WIDTH,
+                    height: int = HEIGHT) -> np.ndarray:
     a1, a2 = _param(spec_ent, "a1", 0, 0.15), _param(spec_ent, "a2", 0, 0.10)
     q1 = _value(spec_ent, st, "state", "theta1")
     q2 = _value(spec_ent, st, "state", "theta2")
@@ -182,11 +187,12 @@ def draw_serial_arm(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
     c.disk(ex, ey, 0.008 * reach, INK)
     c.disk(px, py, 0.006 * reach, INK)
     if target and "point" in target:
-        c.cross(*target["point"], 7, RED)
+        c.cross(target["point"][0], target["point"][1], 7, RED)
     return c.img
 
 
-def draw_parallel_arm(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
+def draw_parallel_arm(spec_ent: dict, st: dict, target: Any = None, width: int = WIDTH,
+                      height: int = HEIGHT) -> np.ndarray:
     L0 = _param(spec_ent, "L0", 0, 0.08)
     L1 = _param(spec_ent, "L1", 0, 0.05)
     L2 = _param(spec_ent, "L2", 0, 0.10)
@@ -206,13 +212,14 @@ def draw_parallel_arm(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
     c.line(*A, x, y, ORANGE, 5)
     c.line(*B, x, y, ORANGE, 5)
     for p in (A, B, (x, y), (-L0 / 2, 0), (L0 / 2, 0)):
-        c.disk(*p, 0.012 * span, INK)
+        c.disk(p[0], p[1], 0.012 * span, INK)
     if target and "point" in target:
-        c.cross(*target["point"], 7, RED)
+        c.cross(target["point"][0], target["point"][1], 7, RED)
     return c.img
 
 
-def draw_diff_drive(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
+def draw_diff_drive(spec_ent: dict, st: dict, target: Any = None, width: int = WIDTH,
+                    height: int = HEIGHT) -> np.ndarray:
     x = _value(spec_ent, st, "state", "x")
     y = _value(spec_ent, st, "state", "y")
     th = _value(spec_ent, st, "state", "theta")
@@ -224,15 +231,17 @@ def draw_diff_drive(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
     for i in range(0, len(obst) - 2, 3):
         c.disk(obst[i], obst[i + 1], obst[i + 2], GREY)
     if target and "point" in target:
-        c.ring(*target["point"], 0.1, RED, 2)  # the task's goal tolerance, 0.1 m
-        c.cross(*target["point"], 5, RED)
+        # the task's goal tolerance, 0.1 m
+        c.ring(target["point"][0], target["point"][1], 0.1, RED, 2)
+        c.cross(target["point"][0], target["point"][1], 5, RED)
     bumper = _value(spec_ent, st, "sensors", "bumper")
     c.disk(x, y, R, RED if bumper > 0.5 else BLUE)
     c.line(x, y, x + R * math.cos(th), y + R * math.sin(th), (255, 255, 255), 3)
     return c.img
 
 
-def draw_mobile_manipulator(spec_ent, st, target=None, width=WIDTH, height=HEIGHT):
+def draw_mobile_manipulator(spec_ent: dict, st: dict, target: Any = None, width: int = WIDTH,
+                            height: int = HEIGHT) -> np.ndarray:
     """The base (a disk with its heading), both arms and the table edge, from above."""
     x, y, th = (_value(spec_ent, st, "state", n) for n in ("x", "y", "theta"))
     sx, sy = _param(spec_ent, "shoulder_x", 0, 0.2), _param(spec_ent, "shoulder_y", 0, 0.3)
@@ -265,7 +274,8 @@ DRAWERS = {"finger": draw_finger, "serial_arm": draw_serial_arm,
            "mobile_manipulator": draw_mobile_manipulator}
 
 
-def draw_world(spec, state, targets=None, width=WIDTH, height=HEIGHT, finger_xlim=None):
+def draw_world(spec: dict, state: dict, targets: Optional[dict] = None, width: int = WIDTH,
+               height: int = HEIGHT, finger_xlim: Optional[tuple] = None) -> np.ndarray:
     """One picture of every entity of a world (side by side when there are several).
     finger_xlim fixes the finger's view (x range, m), e.g. for all frames of an animation."""
     names = list(state["entities"])

@@ -18,14 +18,15 @@ import weakref
 from typing import Optional, Sequence
 
 from ._closing import Closing
+from ._logs import is_kept, keep_log, log_dir, sweep_empty_logs
 from .errors import RobosimError
 
 BINARY = "robosim-server"
 
-_LIVE = weakref.WeakSet()  # the LocalServers this process started
+_LIVE: "weakref.WeakSet[LocalServer]" = weakref.WeakSet()  # the LocalServers started here
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     """A forked child (multiprocessing, AsyncVectorEnv) drops its copies of the parent's
     servers: it closes its copy of their stdin pipes, so that the servers still end with the
     parent, and it never stops them (stop() acts only in the process that started them)."""
@@ -83,9 +84,9 @@ def find_program(name: str = BINARY, search_path: bool = True) -> str:
         if os.access(path, os.X_OK):
             return path
         tried.append(path)
-    path = packaged_program(name)
-    if path:
-        return path
+    packaged = packaged_program(name)
+    if packaged:
+        return packaged
     d = os.path.dirname(os.path.abspath(__file__))
     for _ in range(8):
         path = os.path.join(d, "build", "release", "bin", name)
@@ -97,9 +98,9 @@ def find_program(name: str = BINARY, search_path: bool = True) -> str:
         d = parent
     tried.append("build/release/bin/%s above %s" % (name, os.path.dirname(__file__)))
     if search_path:
-        path = _program_on_path(name)
-        if path:
-            return path
+        on_path = _program_on_path(name)
+        if on_path:
+            return on_path
         tried.append("PATH")
     raise RobosimError.from_name(
         "NOT_FOUND", "cannot find %s (looked in %s); build it with scripts/build release, set "
@@ -134,9 +135,15 @@ class LocalServer(Closing):
         if max_worlds is not None and int(max_worlds) > 64:
             n = str(int(max_worlds))
             sizing += ["--max-worlds", n] + (["--max-batch", n] if int(n) > 4096 else [])
-        self.proc = None
-        self._log = tempfile.TemporaryFile()
-        last = None
+        # a named file, so that an error can say where it is: removed at close when empty and
+        # no error named it, kept otherwise (log_dir())
+        logs = log_dir()
+        sweep_empty_logs(logs)
+        fd, self.log_path = tempfile.mkstemp(prefix="robosim-server-%d-" % os.getpid(),
+                                             suffix=".log", dir=logs)
+        self._log = os.fdopen(fd, "w+b")
+        last: Optional[RobosimError] = None
+        self.proc: Optional[subprocess.Popen] = None
         for _ in range(3):  # a port taken between free_port() and the bind: try another
             self.endpoint = "tcp://127.0.0.1:%d" % free_port()
             # the stream on a free port too, unless args choose (Hello says where it is)
@@ -153,25 +160,32 @@ class LocalServer(Closing):
             except RobosimError as exc:
                 last = exc
                 self.stop()
+        assert last is not None
         raise last
 
-    def _wait_ready(self, timeout):
+    def _wait_ready(self, timeout: float) -> None:
         from .client import Client
         deadline = time.monotonic() + timeout
+        proc = self.proc
+        assert proc is not None
         while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
+            if proc.poll() is not None:
+                keep_log(self.log_path)
                 raise RobosimError.from_name(
-                    "INTERNAL", "%s exited with status %s at start-up: %s"
-                    % (self.binary, self.proc.returncode, self.log_tail()))
+                    "INTERNAL", "%s exited with status %s at start-up (log: %s): %s"
+                    % (self.binary, proc.returncode, self.log_path, self.log_tail()))
             try:
                 Client(self.endpoint, timeout=0.25).close()
                 return
             except RobosimError:
                 time.sleep(0.01)  # refused at once while the server starts: do not spin
-        raise RobosimError.from_name("INTERNAL", "%s did not answer on %s within %g s: %s"
-                                     % (self.binary, self.endpoint, timeout, self.log_tail()))
+        keep_log(self.log_path)
+        raise RobosimError.from_name("INTERNAL", "%s did not answer on %s within %g s (log: %s): %s"
+                                     % (self.binary, self.endpoint, timeout, self.log_path,
+                                        self.log_tail()))
 
-    def log_tail(self, n=2000):
+    def log_tail(self, n: int = 2000) -> str:
+        """The last n characters of the server's log."""
         try:
             self._log.seek(0)
             return self._log.read().decode(errors="replace")[-n:].strip() or "(no output)"
@@ -203,4 +217,11 @@ class LocalServer(Closing):
             self._log.close()
         except OSError:
             pass
+        path = getattr(self, "log_path", None)
+        if path and os.getpid() == self._pid and not is_kept(path):
+            try:
+                if os.path.getsize(path) == 0:
+                    os.remove(path)
+            except OSError:
+                pass
 

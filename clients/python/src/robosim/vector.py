@@ -37,7 +37,7 @@ from .server import LocalServer
 NEEDS = ("step_batch.arrays.reset", "step_batch.arrays.info")
 
 
-def autoreset_mode_of(mode):
+def autoreset_mode_of(mode: Any) -> AutoresetMode:
     """An AutoresetMode from itself, its value ("NextStep") or its name ("next_step")."""
     if isinstance(mode, AutoresetMode):
         return mode
@@ -60,7 +60,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
     def __init__(self, task: str, num_envs: int, endpoint: Optional[str] = None,
-                 params: Optional[dict] = None, timeout: float = 30.0,
+                 params: Optional[dict] = None, timeout: Optional[float] = None,
                  render_mode: Optional[str] = None,
                  autoreset_mode: Union[AutoresetMode, str] = AutoresetMode.NEXT_STEP,
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
@@ -75,7 +75,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         self.render_mode = render_mode
         self._dtype = space_dtype(dtype)
         self._server = None
-        self.client = None
+        self.client: Client = None  # type: ignore[assignment]  # set below; None once closed
         self.world_ids = []
         self.closed = False
         params = episode_params(params, max_episode_steps, server_time_limit)
@@ -85,6 +85,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                 self._server = LocalServer(max_worlds=self.num_envs)
                 endpoint = self._server.endpoint
             self.client = Client(endpoint, timeout=timeout)
+            if self._server is not None:
+                self.client.server_log = self._server.log_path
             self.endpoint = endpoint
             missing = [c for c in NEEDS if c not in self.client.server["capabilities"]]
             if missing:
@@ -113,7 +115,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         self.metadata["render_fps"] = max(1, int(round(1.0 / self.world_spec["world"]["control_dt"])))
         self._rngs = [seeding.np_random(None)[0] for _ in range(self.num_envs)]
         self._needs_reset = np.zeros(self.num_envs, dtype=bool)  # NEXT_STEP: ended last step
-        self._obs = None
+        self._obs: Optional[np.ndarray] = None
         self._all = np.ones(self.num_envs, dtype=bool)
 
     # -- the batched request and its infos
@@ -183,8 +185,9 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             if mask.shape != (self.num_envs,):
                 raise ValueError("reset_mask has shape %s for %d environments"
                                  % (mask.shape, self.num_envs))
+        seeds: Optional[list] = None
         if seed is None:
-            seeds = None
+            pass
         elif isinstance(seed, (int, np.integer)):
             seeds = [int(seed) + i for i in range(self.num_envs)]
         else:
@@ -197,7 +200,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         r = self._batch(mask, reset=np.ones(int(mask.sum()), dtype=bool),
                         seeds=server_seeds[mask])
         if self._obs is None:
-            self._obs = np.zeros(self.observation_space.shape, dtype=self._dtype)
+            self._obs = np.zeros(self.observation_space.shape or (), dtype=self._dtype)
         self._obs[mask] = r["observation"]
         self._needs_reset[mask] = False
         infos = self._infos(r, mask)
@@ -261,7 +264,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                 self.task, obs, self.task_spec["observation"])))
         return tuple(frames)
 
-    def close_extras(self, **kwargs):
+    def close_extras(self, **kwargs: Any) -> None:
         if self.client is not None:
             for wid in self.world_ids:
                 try:
@@ -269,7 +272,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                 except RobosimError:
                     pass
             self.client.close()
-            self.client = None
+            self.client = None  # type: ignore[assignment]
         if self._server is not None:
             self._server.close()
             self._server = None
