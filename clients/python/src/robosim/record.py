@@ -19,7 +19,8 @@ import sys
 import time
 
 from ._proto import pb
-from .recording import TOPIC, read, read_worlds  # noqa: F401  (robosim.record.read)
+from .recording import (END_RECORD, INPUT_TOPIC, TOPIC, Chain, read,  # noqa: F401
+                        read_worlds)
 
 PROFILE = "robosim"
 
@@ -29,7 +30,11 @@ def _ns(seconds):
 
 
 class Recorder:
-    """Write StreamFrames (their bytes as sent) into an MCAP file, a channel per world."""
+    """Write StreamFrames (their bytes as sent) into an MCAP file, a channel per world; the
+    Steps that led to them (write_input), when known, on a channel of their own; and at close,
+    per world, an end record: its frame count, its last frame's digest and a chain over its
+    messages in file order (robosim.recording.Chain), so that a recording cut short at a frame,
+    or with frames dropped or reordered, does not verify."""
 
     def __init__(self, path, metadata=None):
         from mcap.writer import Writer
@@ -40,10 +45,19 @@ class Recorder:
         self._writer = Writer(self._file, enable_crcs=True, enable_data_crcs=True)
         self._writer.start(profile=PROFILE, library="robosim record")
         self._schema = register_schema(self._writer, pb.StreamFrame)
+        self._input_schema = None
         self._channels = {}
+        self._inputs = {}
+        self._ends = {}  # {world id: [frames, last digest, Chain]}
         self.frames = 0
         if metadata:
             self._writer.add_metadata("robosim", {k: str(v) for k, v in metadata.items()})
+
+    def _end(self, wid):
+        e = self._ends.get(wid)
+        if e is None:
+            e = self._ends[wid] = [0, b"", Chain()]
+        return e
 
     def write(self, frame, raw):
         """Add one frame: `frame` the StreamFrame message, `raw` its serialized bytes."""
@@ -55,7 +69,28 @@ class Recorder:
         t = _ns(frame.wall_time) if frame.wall_time else time.time_ns()
         self._writer.add_message(channel_id=ch, log_time=t, data=raw, publish_time=t,
                                  sequence=frame.seq & 0xFFFFFFFF)
+        e = self._end(frame.world_id)
+        e[0] += 1
+        e[1] = frame.state.digest
+        e[2].add(b"f", raw)
         self.frames += 1
+
+    def write_input(self, world_id, seq, step):
+        """Add the Step (a robosim.v1.Step message) that led to world `world_id`'s frame `seq`:
+        verify replays it as it was sent (a task's action, commands, its length)."""
+        from mcap_protobuf.schema import register_schema
+        if self._input_schema is None:
+            self._input_schema = register_schema(self._writer, pb.Step)
+        ch = self._inputs.get(world_id)
+        if ch is None:
+            ch = self._inputs[world_id] = self._writer.register_channel(
+                topic=INPUT_TOPIC % world_id, message_encoding="protobuf",
+                schema_id=self._input_schema)
+        raw = step.SerializeToString()
+        t = time.time_ns()
+        self._writer.add_message(channel_id=ch, log_time=t, data=raw, publish_time=t,
+                                 sequence=seq & 0xFFFFFFFF)
+        self._end(world_id)[2].add(b"i", raw)
 
     def add_world(self, info):
         """Keep a world's description (a JSON-able dict with "id") as metadata."""
@@ -64,6 +99,10 @@ class Recorder:
 
     def close(self):
         if self._file is not None:
+            for wid, (n, digest, chain) in sorted(self._ends.items()):
+                self._writer.add_metadata(END_RECORD, {
+                    "world": str(wid), "frames": str(n), "digest": bytes(digest).hex(),
+                    "chain": chain.hexdigest()})
             self._writer.finish()
             self._file.close()
             self._file = None
@@ -73,6 +112,64 @@ class Recorder:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def record_episodes(env, path):
+    """A Gymnasium wrapper around a robosim environment (robosim.envs) that records its
+    episodes into the MCAP file `path` as robosim record does, with each Step's action on the
+    world's input channel, so that robosim verify replays them: every reset a frame (the
+    reset's seed), every step the action as the environment sent it and the State it got.
+    The file is complete (its end records written) when the wrapper is closed."""
+    import gymnasium
+
+    class _RecordEpisodes(gymnasium.Wrapper):
+        def __init__(self, env, path):
+            super().__init__(env)
+            self.recorder = Recorder(path, {"library": "robosim.record.record_episodes"})
+            self._seq = 0
+            self._described = False
+
+        def _frame(self):
+            base = self.env.unwrapped
+            msg = base._msg
+            self._seq += 1
+            frame = pb.StreamFrame(world_id=base.world_id, seq=self._seq, state=msg,
+                                   wall_time=time.time())
+            return frame
+
+        def reset(self, **kwargs):
+            out = self.env.reset(**kwargs)
+            base = self.env.unwrapped
+            if not self._described:
+                from .view.messages import world_message
+                info = world_message(base.client, base.world_id)
+                info["task"] = base.task
+                self.recorder.add_world(info)
+                self._described = True
+            frame = self._frame()
+            self.recorder.write(frame, frame.SerializeToString())
+            return out
+
+        def step(self, action):
+            base = self.env.unwrapped
+            packed = base._pack(action, base.endpoint)
+            import numpy as np
+            values = (np.frombuffer(packed, "<f8").tolist()
+                      if isinstance(packed, (bytes, bytearray, memoryview))
+                      else [float(v) for v in np.ravel(packed)])
+            out = self.env.step(action)
+            frame = self._frame()
+            self.recorder.write_input(base.world_id, frame.seq, pb.Step(steps=1, action=values))
+            self.recorder.write(frame, frame.SerializeToString())
+            return out
+
+        def close(self):
+            try:
+                self.recorder.close()
+            finally:
+                super().close()
+
+    return _RecordEpisodes(env, path)
 
 
 def record(endpoint, out, world_id=None, duration=None, max_frames=None, idle=None,

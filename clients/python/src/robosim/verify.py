@@ -22,7 +22,8 @@ import sys
 import numpy as np
 
 from . import recording
-from .recording import RecordingError
+from ._proto import pb
+from .recording import Chain, RecordingError
 
 MAX_STEP_GAP = 100_000      # control steps replayed between two frames of a world, at most
 MAX_STEPS = 10_000_000      # control steps replayed in all, at most
@@ -30,6 +31,39 @@ MAX_STEPS = 10_000_000      # control steps replayed in all, at most
 
 def _bits(a):
     return np.asarray(a, dtype=np.float64).tobytes()
+
+
+def _hex(digest):
+    return bytes(digest).hex() if isinstance(digest, (bytes, bytearray)) else str(digest)
+
+
+def whole(rec, wid):
+    """None when world `wid`'s frames in Recording `rec` are the ones its recorder wrote, all
+    of them and in that order (its end record's frame count, last digest and chain over its
+    messages); else the reason, one line."""
+    end = rec.ends.get(wid)
+    if end is None:
+        return ("world %d: the recording has no end record for it (its frame count and last "
+                "digest): it may have been cut short; not verified" % wid)
+    frames = [(seq, raw) for w, seq, _, raw in rec.frames if w == wid]
+    if len(frames) != end["frames"]:
+        return ("world %d: %d frames, its end record says %d were recorded: frames were cut or "
+                "dropped" % (wid, len(frames), end["frames"]))
+    seqs = [seq for seq, _ in frames]
+    bad = next((i for i in range(1, len(seqs)) if seqs[i] <= seqs[i - 1]), None)
+    if bad is not None:
+        return ("world %d: frame seq %d comes after seq %d in the file: frames reordered or "
+                "repeated" % (wid, seqs[bad], seqs[bad - 1]))
+    if frames:
+        last = pb.StreamFrame.FromString(frames[-1][1]).state.digest.hex()
+        if last != end["digest"]:
+            return ("world %d: its last frame's digest is %s, its end record says %s: the "
+                    "recording does not end where it was recorded" % (wid, last, end["digest"]))
+    if rec.chains.get(wid, Chain().hexdigest()) != end["chain"]:
+        return ("world %d: its frames and inputs are not the ones recorded in that order (the "
+                "chain over them is %s, its end record says %s)"
+                % (wid, rec.chains.get(wid, ""), end["chain"]))
+    return None
 
 
 def first_difference(want, got, names=None):
@@ -57,7 +91,7 @@ def first_difference(want, got, names=None):
     if want["digest"] != got["digest"]:
         return "digest only (%s recorded, %s replayed): a part of the state a frame does not " \
                "show (random generator, the robots' run variables, the integrator's next step)" \
-               % (want["digest"][:16], got["digest"][:16])
+               % (_hex(want["digest"]), _hex(got["digest"]))
     return None
 
 
@@ -94,20 +128,29 @@ def plan(rec, world_id=None, max_step_gap=MAX_STEP_GAP, max_steps=MAX_STEPS):
     return by_world
 
 
-def verify_world(client, wid, frames, info, out=print):
+def _step_kwargs(raw):
+    """Client._call's Step message from an input's bytes (robosim.v1.Step)."""
+    return pb.Step.FromString(raw)
+
+
+def verify_world(client, wid, frames, info, out=print, inputs=None):
     """Replay one world's frames (StreamFrame messages, seq ascending; a list or an iterable);
-    returns (ok, message)."""
+    returns (ok, message). inputs: {frame seq: [raw robosim.v1.Step, ...]}, the Steps recorded
+    as leading to that frame (replayed as sent); a frame without any is reached by stepping
+    from the frame before it with the commands it shows."""
     from .client import state_dict
+    inputs = inputs or {}
     frames = iter(frames)
     first = next(frames, None)
     if first is None:
         return True, "world %d: no frames" % wid
     if info is None:
         return False, "world %d: the recording does not describe it (preset, parameters)" % wid
-    if info.get("task"):
-        return False, "world %d runs task %s: its actions are not in the frames; not verified" % (
-            wid, info["task"])
-    if not info.get("preset"):
+    if info.get("task") and not inputs:
+        return False, ("world %d runs task %s and the recording holds no inputs for it (its "
+                       "actions): record it with robosim.record.record_episodes; not verified"
+                       % (wid, info["task"]))
+    if not info.get("preset") and not info.get("task"):
         return False, "world %d: the recording names no preset for it" % wid
     names = {e: {"state": d["state"], "sensors": d["sensors"], "commands": d["actuators"]}
              for e, d in info["entities"].items()}
@@ -117,20 +160,28 @@ def verify_world(client, wid, frames, info, out=print):
     if unknown:  # the description keeps a non-finite value as null
         return False, "world %d: the recording does not hold %s's value (not finite)" % (
             wid, unknown)
-    w = client.create_world(info["preset"], params=params, seed=first.state.seed)
+    if info.get("task"):
+        w = client.create_world(task=info["task"], params=params, seed=first.state.seed)
+    else:
+        w = client.create_world(info["preset"], params=params, seed=first.state.seed)
     try:
         done = count = 0
         frame = first
         while frame is not None:
             count += 1
             want = state_dict(frame.state)
+            steps = inputs.get(frame.seq)
             if want["step_count"] < done or (want["step_count"] == 0 and done):
                 client.reset(w, seed=want["seed"])
                 done = 0
             n = want["step_count"] - done
-            cmds = {e: list(d["commands"]) for e, d in want["entities"].items()
-                    if len(d["commands"])}
-            got = client.step(w, steps=n, commands=cmds) if n else client.get_state(w)
+            if steps:
+                for raw in steps:
+                    got = state_dict(client._call("step", _step_kwargs(raw), w))
+            else:
+                cmds = {e: list(d["commands"]) for e, d in want["entities"].items()
+                        if len(d["commands"])}
+                got = client.step(w, steps=n, commands=cmds) if n else client.get_state(w)
             diff = first_difference(want, got, names)
             if diff:
                 where = ("control step %d" % want["step_count"] if n <= 1 else
@@ -140,7 +191,7 @@ def verify_world(client, wid, frames, info, out=print):
             done = want["step_count"]
             last, frame = frame, next(frames, None)
         return True, "world %d: %d frames, %d control steps, every digest reproduced (%s)" % (
-            wid, count, done, last.state.digest.hex()[:16])
+            wid, count, done, last.state.digest.hex())
     finally:
         client.destroy_world(w)
 
@@ -152,7 +203,6 @@ def verify(path, endpoint=None, world_id=None, out=print, limits=None,
     Raises RecordingError (before any server starts) for a file the reader refuses
     (robosim.recording.Limits `limits`) or whose replay is past max_step_gap / max_steps."""
     from .client import Client
-    from .recording import pb
     rec = recording.load(path, limits)
     by_world = plan(rec, world_id, max_step_gap, max_steps)
     local = None
@@ -165,8 +215,16 @@ def verify(path, endpoint=None, world_id=None, out=print, limits=None,
     try:
         with Client(endpoint, **keys) as client:
             for wid in sorted(by_world):
+                reason = whole(rec, wid)
+                if reason:
+                    out("FAILED: " + reason)
+                    ok_all = False
+                    continue
                 frames = (pb.StreamFrame.FromString(raw) for _, _, raw in by_world[wid])
-                ok, msg = verify_world(client, wid, frames, rec.worlds.get(wid), out)
+                inputs = {}
+                for seq, raw in rec.inputs.get(wid, ()):
+                    inputs.setdefault(seq, []).append(raw)
+                ok, msg = verify_world(client, wid, frames, rec.worlds.get(wid), out, inputs)
                 out(("ok: " if ok else "FAILED: ") + msg)
                 ok_all &= ok
     finally:
