@@ -112,6 +112,7 @@ def coverage(client, preset, scenario, steps, sigma, count, seed_name):
         t = np.array([truth[n] for n in res["names"]])
         # a fit that says it did not converge claims no interval: counted as not covering
         res["covered"] = (lo <= t) & (t <= hi) & res["success"]
+        res["truth"], res["noisy"], res["fixed"], res["obs"] = t, noisy, base, obs
         yield res
 
 

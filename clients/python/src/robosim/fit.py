@@ -167,7 +167,8 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
     trust-region reflective) starts from the lowest. Its Jacobian is the replay's forward
     sensitivities, exact through contact events; where the server reports a Step not
     differentiable (a mode change its derivatives do not cover), that evaluation's Jacobian is
-    central differences of whole replays instead, and the result says how many Steps were.
+    differences of whole replays instead (central, or one-sided where one side jumps), and the
+    result says how many Steps were.
 
     Intervals: the Gauss-Newton covariance s^2 (J^T J)^-1 at the optimum, s^2 the residual
     variance (sum of squares / (residuals - parameters)), with Student's t quantiles: "interval"
@@ -177,7 +178,7 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
     Returns {"names", "estimates", "stderr", "interval" (99 %, (q, 2)), "interval_level",
     "level", "residual_rms", "cost", "nfev", "success", "message", "not_differentiable" (Steps
     not differentiable at the estimate), "jacobian" ("sensitivities" or "central
-    differences"), "start", "simulated" (K, n), "recorded", "state_names", "observed"}."""
+    differences of replays"), "start", "simulated" (K, n), "recorded", "state_names", "observed"}."""
     from scipy.optimize import least_squares
     from scipy.stats import t as student_t
 
@@ -231,19 +232,32 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
         return scaled(evaluate(p, jac=False)[0])
 
     def central(p):
-        """d residuals / d p by central differences of whole replays (one-sided at a bound)."""
+        """d residuals / d p by differences of whole replays, steps of 1e-3 of the parameter's
+        range. A replay is only piecewise smooth in a parameter (an event that happens or not, a
+        body that stops or slides on): a difference across a jump reports the jump as a slope.
+        So the forward and the backward differences are compared: within a factor of 4 of each
+        other, their mean (central) is taken; else the smaller, the side without the jump."""
+        r0 = residuals(p)
         cols = []
         for i in range(len(p)):
-            h = 1e-6 * max(1.0, abs(p[i]))
-            a, b = p.copy(), p.copy()
-            a[i], b[i] = min(p[i] + h, upper[i]), max(p[i] - h, lower[i])
-            if a[i] == b[i]:
-                cols.append(np.zeros(len(at) * len(obs)))
+            span = upper[i] - lower[i]
+            h = 1e-3 * (span if np.isfinite(span) and span > 0 else max(1.0, abs(p[i])))
+            side = []
+            for sgn in (1, -1):
+                a = p.copy()
+                a[i] = min(max(p[i] + sgn * h, lower[i]), upper[i])
+                if a[i] != p[i]:
+                    ra = scaled(replay.run(a, U, jacobian=False)[0])
+                    side.append((ra - r0) / (a[i] - p[i]))
+            if not side:
+                cols.append(np.zeros(len(r0)))
                 continue
-            ra = scaled(replay.run(a, U, jacobian=False)[0])
-            rb = scaled(replay.run(b, U, jacobian=False)[0])
-            cols.append((ra - rb) / (a[i] - b[i]))
-        return np.column_stack(cols) if cols else np.zeros((len(at) * len(obs), 0))
+            norms = [np.linalg.norm(d) for d in side]
+            if len(side) == 2 and max(norms) <= 4 * min(norms):
+                cols.append((side[0] + side[1]) / 2)
+            else:
+                cols.append(side[int(np.argmin(norms))])
+        return np.column_stack(cols) if cols else np.zeros((len(r0), 0))
 
     def jacobian(p):
         _, ss, nd = evaluate(p)
@@ -275,6 +289,29 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
             best, start = r, pts[i]
         if 2 * best.cost <= implausible:
             break
+    # still no plausible fit: the event structure (a bounce more or less) cuts the truth's
+    # basin off from where the search stopped; look around it at shrinking radii
+    span = np.where(np.isfinite(upper - lower), upper - lower, np.abs(best.x) + 1.0)
+    for radius in (0.1, 0.03, 0.01):
+        if 2 * best.cost <= implausible:
+            break
+        near = _starts(best.x, np.maximum(lower, best.x - radius * span),
+                       np.minimum(upper, best.x + radius * span), 8 * len(names),
+                       np.random.default_rng(1))[1:]
+        costs = []
+        for p in near:
+            try:
+                r0 = scaled(replay.run(p, U, jacobian=False)[0])
+            except RobosimError:
+                r0 = np.array([np.inf])
+            costs.append(0.5 * float(r0 @ r0) if np.all(np.isfinite(r0)) else np.inf)
+        i = int(np.argmin(costs))
+        if costs[i] < best.cost:
+            r = least_squares(residuals, near[i], jac=jacobian, bounds=(lower, upper),
+                              method="trf", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                              max_nfev=MAX_NFEV, verbose=verbose)
+            if r.cost < best.cost:
+                best, start = r, near[i]
     r = best
     xs, ss, nd = evaluate(r.x)
     J = jacobian(r.x)
@@ -310,7 +347,7 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
             "nfev": int(r.nfev), "success": success, "message": message,
             "not_differentiable": len(nd), "replayed_steps": len(U),
             "not_differentiable_reasons": [why for _, why in nd],
-            "jacobian": "sensitivities" if ss is not None else "central differences",
+            "jacobian": "sensitivities" if ss is not None else "differences of replays",
             "start": start, "simulated": xs[at], "recorded": X,
             "state_names": replay.state_names, "observed": [replay.state_names[i] for i in obs]}
 
@@ -491,7 +528,8 @@ def report(result: dict) -> str:
     nd = result.get("not_differentiable", 0)
     if nd:
         lines.append("%d of %d replayed steps not differentiable at the estimate (%s): the "
-                     "Jacobian there is central differences of whole replays"
+                     "Jacobian there is differences of whole replays (central, or one-sided "
+                     "where a side jumps)"
                      % (nd, result["replayed_steps"], result["not_differentiable_reasons"][0]))
     else:
         lines.append("every replayed step differentiable at the estimate: the Jacobian is the "
@@ -537,6 +575,10 @@ def add_parser(sub):
                    "initial conditions among them), e.g. '{\"finger.object_x0\": [0.1]}'")
     p.add_argument("--observe", default="", help="state variables compared, comma-separated "
                    "(default all)")
+    p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
+                   help="the measurement noise's standard deviation, when known: residuals "
+                   "are scaled by it, and a fit whose residuals are implausibly large for it "
+                   "(chi-square, p < 1e-4) is reported as not converged")
     p.add_argument("--world", type=int, default=None, help="MCAP: the recorded world's id")
     p.add_argument("--plot", default=None, help="write recorded vs fitted trajectories here")
     p.add_argument("--endpoint", default=None)
@@ -581,6 +623,8 @@ def _run(args):
     from .client import env_endpoint
     from .server import LocalServer
     params, fixed = _params(args.param), _fixed(args.fixed)
+    if args.noise is not None and not (np.isfinite(args.noise) and args.noise > 0):
+        raise UsageError("--noise %r: not a positive number" % args.noise)
     rec = load_recording(args.recording, args.world, recording.limits_from_args(args),
                          args.max_steps)
     endpoint = args.endpoint or env_endpoint()
@@ -588,7 +632,7 @@ def _run(args):
     try:
         with Client(endpoint or server.endpoint) as c:
             try:
-                res = fit(c, rec, params, args.preset, fixed=fixed,
+                res = fit(c, rec, params, args.preset, fixed=fixed, scale=args.noise,
                           observed=[o for o in args.observe.split(",") if o] or None)
             except FitError as exc:
                 raise recording.CommandFailed(str(exc)) from None

@@ -160,10 +160,17 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
     if unknown:  # the description keeps a non-finite value as null
         return False, "world %d: the recording does not hold %s's value (not finite)" % (
             wid, unknown)
-    if info.get("task"):
-        w = client.create_world(task=info["task"], params=params, seed=first.state.seed)
-    else:
-        w = client.create_world(info["preset"], params=params, seed=first.state.seed)
+    from .errors import ProtocolError, RobosimError, TimeoutError
+    try:
+        if info.get("task"):
+            w = client.create_world(task=info["task"], params=params, seed=first.state.seed)
+        else:
+            w = client.create_world(info["preset"], params=params, seed=first.state.seed)
+    except (TimeoutError, ProtocolError):
+        raise  # the replay could not run (exit status 3)
+    except RobosimError as exc:  # the recording's description is not a world this build makes
+        return False, "world %d: the server refuses the recording's description of it: %s" % (
+            wid, exc)
     try:
         done = count = 0
         frame = first
@@ -175,13 +182,19 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
                 client.reset(w, seed=want["seed"])
                 done = 0
             n = want["step_count"] - done
-            if steps:
-                for raw in steps:
-                    got = state_dict(client._call("step", _step_kwargs(raw), w))
-            else:
-                cmds = {e: list(d["commands"]) for e, d in want["entities"].items()
-                        if len(d["commands"])}
-                got = client.step(w, steps=n, commands=cmds) if n else client.get_state(w)
+            try:
+                if steps:
+                    for raw in steps:
+                        got = state_dict(client._call("step", _step_kwargs(raw), w))
+                else:
+                    cmds = {e: list(d["commands"]) for e, d in want["entities"].items()
+                            if len(d["commands"])}
+                    got = client.step(w, steps=n, commands=cmds) if n else client.get_state(w)
+            except (TimeoutError, ProtocolError):
+                raise
+            except RobosimError as exc:  # what the frame asks is not a Step this world takes
+                return False, ("world %d: the server refuses the replay of frame seq %d: %s"
+                               % (wid, frame.seq, exc))
             diff = first_difference(want, got, names)
             if diff:
                 where = ("control step %d" % want["step_count"] if n <= 1 else
