@@ -6,10 +6,15 @@ initial conditions, and the commands u_0 .. u_{K-1} held over each step. For a g
 parameters the server replays the commands from the same start, one control step per request
 with the step's Jacobian (Client.step(jacobian=True)), and the sensitivities
 S_k = dx_k / dp follow from S_{k+1} = (dx_{k+1}/dx_k) S_k + dx_{k+1}/dp, exactly through the
-contact events (saltation matrices). SciPy's least_squares (trust-region reflective, with
-bounds) minimises the scaled residuals sim - recorded with that Jacobian (Gauss-Newton /
-Levenberg-Marquardt steps). Standard errors come from the Jacobian at the optimum,
-cov = s^2 (J^T J)^-1 with s^2 the residual variance.
+contact events (saltation matrices). The search starts from the lowest cost among the guess and
+points spread over the bounds (replays without derivatives), then SciPy's least_squares
+(trust-region reflective, with bounds) minimises the scaled residuals sim - recorded with that
+Jacobian (Gauss-Newton / Levenberg-Marquardt steps). A Step the server reports not
+differentiable does not stop the fit: that evaluation's Jacobian is differences of whole
+replays, and the result counts those Steps. Standard errors come from the Jacobian at the
+optimum, cov = s^2 (J^T J)^-1 with s^2 the residual variance; the intervals (95 % and 99 %) use
+Student's t. docs/derivatives-and-fitting.md says what they mean and how their coverage is
+tested.
 
     robosim fit run.npz --preset finger --param finger.kinetic_friction=0.4,0,2 ...
 
@@ -108,6 +113,15 @@ class Replay:
             S = ss[0]
             self.events = []
             self.not_differentiable = []
+            if not jacobian and len(commands):  # every Step sent before the first reply is read
+                states = c.step_pipelined([{"world_id": wid, "steps": 1,
+                                            "commands": self.commands(u)} for u in commands])
+                for s in states:
+                    if isinstance(s, Exception):
+                        raise s
+                    xs.append(np.concatenate([e["state"] for e in s["entities"].values()]))
+                    self.events.extend(e["kind"] for e in s["events"])
+                return np.array(xs), None, []
             for k, u in enumerate(commands):
                 s = c.step(wid, steps=1, commands=self.commands(u), jacobian=jacobian,
                            jacobian_params=self.names if jacobian else None,
@@ -177,8 +191,8 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
 
     Returns {"names", "estimates", "stderr", "interval" (99 %, (q, 2)), "interval_level",
     "level", "residual_rms", "cost", "nfev", "success", "message", "not_differentiable" (Steps
-    not differentiable at the estimate), "jacobian" ("sensitivities" or "central
-    differences of replays"), "start", "simulated" (K, n), "recorded", "state_names", "observed"}."""
+    not differentiable at the estimate), "jacobian" ("sensitivities" or "differences of
+    replays"), "start", "simulated" (K, n), "recorded", "state_names", "observed"}."""
     from scipy.optimize import least_squares
     from scipy.stats import t as student_t
 
@@ -541,7 +555,12 @@ def report(result: dict) -> str:
 
 HELP = """\
 Estimates a world's parameters from a recorded run: the server replays the recorded commands
-one control step a request with the step's Jacobian; SciPy's least_squares fits the states.
+one control step a request with the step's Jacobian; SciPy's least_squares fits the states,
+starting from the lowest cost among the guess and 8 points per parameter spread over the bounds.
+A replayed step the server reports not differentiable is counted and differentiated by whole
+replays instead. The report gives each estimate with its standard error and its 95 %% and 99 %%
+intervals (Gauss-Newton covariance from the residual variance, Student's t); with --noise a fit
+whose residuals are implausibly large for that noise is reported as not converged.
 
 The recording is an MCAP from robosim record (a frame at every control step from the world's
 first) or an .npz with states (K+1, n) and commands (K, m), told apart by their first bytes.
@@ -552,7 +571,8 @@ against the member's) and never unpickled. The recording holds at most --max-ste
 
 exit status:
   0  the fit converged
-  1  it did not converge, or a replayed step was not differentiable
+  1  it did not converge (the search did not settle, the recording does not determine every
+     parameter, or with --noise the residuals are implausible for that noise)
   2  the file cannot be used (not a regular file, unreadable, truncated, damaged, past a limit,
      not matching the world) or an option is wrong
   3  the replay could not run: the server refused a request, timed out or could not start

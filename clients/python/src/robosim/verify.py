@@ -3,13 +3,20 @@ the commands its frames show, and check every frame's state digest and state bit
 
     robosim verify run.mcap [--endpoint E] [--world ID] [--max-step-gap N] [--max-steps N]
 
-A world is rebuilt from the recording's description of it (preset and parameters) and the seed
-its frames carry, then stepped from frame to frame with that frame's commands; a frame whose
-step_count is 0 is a Reset (with its seed). The first frame that differs is reported with the
-control steps it covers and the first field that differs. What the frames cannot show is not
-replayed: task actions, schedules, wrenches, motion specifications, parameter changes, and
-command changes between two frames (record with a stream rate that publishes every Step,
-e.g. a server started with --stream-max-hz 1000000).
+First, each world must be whole: the recorder's end record for it (frame count, last frame's
+digest, a chain over its frames and inputs in file order: robosim.recording.Chain) must match
+the frames the file holds, so a recording cut short at a frame, or with frames dropped,
+repeated or reordered, fails; a recording without end records is not verified. Then the world
+is rebuilt from the recording's description of it (preset or task, and parameters) and the seed
+its frames carry, and replayed: a frame with recorded inputs (the Steps sent, on the world's
+input channel: robosim.record.record_episodes records a Gymnasium environment's actions so) is
+reached by sending them as they were sent; a frame without is reached by stepping from the frame
+before it with the commands it shows; a frame whose step_count is 0 is a Reset (with its seed).
+The first frame that differs is reported with the control steps it covers and the first field
+that differs, digests in full. What neither the frames nor inputs show is not replayed:
+schedules, wrenches, motion specifications, parameter changes and command changes between two
+frames of the observer stream (record it with a stream rate that publishes every Step, e.g. a
+server started with --stream-max-hz 1000000).
 
 The file is read within the reader's limits (robosim.recording.Limits) and the replay is
 planned before a world is created: a world whose frames ask more than --max-step-gap control
@@ -260,7 +267,10 @@ def cmd_verify(args):
 
 
 HELP = """Replays each world of the recording from its creation on a server of this build and checks
-every frame's state digest and state bit for bit; one line per world on stdout.
+every frame's state digest and state bit for bit; one line per world on stdout. Each world must
+first be whole: its end record (frame count, last digest, a chain over its messages) matches the
+frames in the file, so a cut, a dropped or a reordered frame fails. Recorded inputs (a task's
+actions: robosim.record.record_episodes) are replayed as sent.
 
 %s
 The replay is planned before any world is created: a world whose frames ask more than
@@ -270,7 +280,8 @@ creation), or frames asking more than --max-steps control steps in all (default 
 exit status:
   0  every world reproduced
   1  a world did not reproduce (its first differing frame is named) or could not be verified
-     (a task world, a world the recording does not describe)
+     (no end record or one that does not match, a task world without recorded inputs, a world
+     the recording does not describe or the server will not rebuild)
   2  the file cannot be used: not a regular file, unreadable, truncated, damaged, past a limit,
      or an option is wrong
   3  the replay could not run: the server refused a request, timed out or could not start
