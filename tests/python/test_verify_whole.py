@@ -164,13 +164,59 @@ def test_gymnasium_episodes_verify(endpoint, tmp_path):
             out.add_world(info)
         for _, seq, frame, raw in r.decoded():
             if seq in inputs:
-                step = pb.Step.FromString(inputs[seq])
+                req = pb.Request.FromString(inputs[seq])
                 if seq == target:
-                    step.action[0] = float(np.nextafter(step.action[0], np.inf))
-                out.write_input(wid, seq, step)
+                    assert req.WhichOneof("op") == "step"
+                    req.step.action[0] = float(np.nextafter(req.step.action[0], np.inf))
+                out.write_input(wid, seq, req)
             out.write(frame, raw)
     rc, lines = _verify(forged, endpoint)
     assert rc == 1 and "frame seq %d" % target in lines[0], lines
+
+
+def test_recorded_client_verifies(endpoint, tmp_path):
+    """robosim.record.record_client: what the observer stream cannot show (commands changed
+    between frames, a wrench, a schedule, several steps in one request, a reset) is on the
+    input channel; the run verifies, and a forged recording (one force changed, its end record
+    rewritten to match) fails at that frame."""
+    from robosim._proto import pb
+    path = str(tmp_path / "client.mcap")
+    with robosim.Client(endpoint) as c:
+        with rec.record_client(c, path):
+            wid = c.create_world("finger", params={"finger.object_x0": 0.05}, seed=4)
+            c.set_force(wid, "finger", [2.0])
+            c.step(wid, steps=7)
+            c.set_force(wid, "finger", [1.1])
+            c.step(wid, steps=3, parts=["state"])
+            c.set_schedule(wid, "finger", 0, [0.0, 0.05, 0.1], [0.5, -0.5, 0.3])
+            c.step(wid, steps=12)
+            c.reset(wid, seed=8)
+            c.step(wid, steps=2, commands={"finger": [3.0]})
+            c.step(wid, steps=1, commands={"finger": [-1.0]})
+            c.destroy_world(wid)
+        assert "_call" not in c.__dict__  # the client is left as it was
+    r = R.load(path)
+    wid = r.frames[0][0]
+    ops = [pb.Request.FromString(raw).WhichOneof("op") for _, raw in r.inputs[wid]]
+    assert ops == ["set_force", "step", "set_force", "step", "set_schedule", "step", "reset",
+                   "step", "step"], ops
+    rc, lines = _verify(path, endpoint)
+    assert rc == 0 and lines[0].startswith("ok: ") and "6 frames" in lines[0], lines
+
+    forged = str(tmp_path / "forged_client.mcap")
+    with rec.Recorder(forged) as out:
+        for info in rec.read_worlds(path):
+            out.add_world(info)
+        pending = list(r.inputs[wid])
+        for _, seq, frame, raw in r.decoded():
+            for s, inp in [p for p in pending if p[0] == seq]:
+                req = pb.Request.FromString(inp)
+                if req.WhichOneof("op") == "set_force" and req.set_force.values[0] == 1.1:
+                    req.set_force.values[0] = 1.1000000000000003
+                out.write_input(wid, s, req)
+            out.write(frame, raw)
+    rc, lines = _verify(forged, endpoint)
+    assert rc == 1 and "frame seq 2" in lines[0], lines
 
 
 def _flip(data, bit):

@@ -75,18 +75,27 @@ class Recorder:
         e[2].add(b"f", raw)
         self.frames += 1
 
-    def write_input(self, world_id, seq, step):
-        """Add the Step (a robosim.v1.Step message) that led to world `world_id`'s frame `seq`:
-        verify replays it as it was sent (a task's action, commands, its length)."""
+    def write_input(self, world_id, seq, request):
+        """Add a request (a robosim.v1.Request, or a Step message) that changed world `world_id`
+        before its frame `seq`: verify replays the inputs of a frame as they were sent (a task's
+        action, commands, a wrench, a schedule, a motion specification...). Its id, world and
+        token are not kept."""
         from mcap_protobuf.schema import register_schema
+        if isinstance(request, pb.Step):
+            request = pb.Request(step=request)
+        else:
+            request = pb.Request.FromString(request.SerializeToString())
+            request.ClearField("id")
+            request.ClearField("world_id")
+            request.ClearField("token")
         if self._input_schema is None:
-            self._input_schema = register_schema(self._writer, pb.Step)
+            self._input_schema = register_schema(self._writer, pb.Request)
         ch = self._inputs.get(world_id)
         if ch is None:
             ch = self._inputs[world_id] = self._writer.register_channel(
                 topic=INPUT_TOPIC % world_id, message_encoding="protobuf",
                 schema_id=self._input_schema)
-        raw = step.SerializeToString()
+        raw = request.SerializeToString()
         t = time.time_ns()
         self._writer.add_message(channel_id=ch, log_time=t, data=raw, publish_time=t,
                                  sequence=seq & 0xFFFFFFFF)
@@ -140,6 +149,7 @@ def record_episodes(env, path):
         def reset(self, **kwargs):
             out = self.env.reset(**kwargs)
             base = self.env.unwrapped
+            seed = out[1].get("seed") if isinstance(out[1], dict) else None
             if not self._described:
                 from .view.messages import world_message
                 info = world_message(base.client, base.world_id)
@@ -147,6 +157,9 @@ def record_episodes(env, path):
                 self.recorder.add_world(info)
                 self._described = True
             frame = self._frame()
+            if seed is not None:
+                self.recorder.write_input(base.world_id, frame.seq,
+                                          pb.Request(reset=pb.Reset(seed=int(seed))))
             self.recorder.write(frame, frame.SerializeToString())
             return out
 
@@ -170,6 +183,63 @@ def record_episodes(env, path):
                 super().close()
 
     return _RecordEpisodes(env, path)
+
+
+def record_client(client, path):
+    """Record what `client` (a robosim.Client) does to the worlds it creates from now on into
+    the MCAP file `path`: each world's description, every request that changes it (Step,
+    Reset, SetForce, ApplyWrench, SetSchedule, SetParams, SetTarget, LoadMotionSpec,
+    ClearMotionSpec, SetState) on its input channel as sent, and the State each Step or Reset
+    returned as a frame; robosim verify replays them. Returns the Recorder: close it (or use it
+    as a context manager) to finish the file; the client is then left as it was.
+
+        with robosim.record.record_client(c, "run.mcap"):
+            wid = c.create_world("finger")
+            c.set_force(wid, "finger", [2.0]); c.step(wid, steps=50)"""
+    from .recording import REPLAYABLE
+    from .view.messages import world_message
+    rec = Recorder(path, {"library": "robosim.record.record_client"})
+    seqs = {}  # {world id: frames written}: the worlds created since
+    call, step_call = client._call, client._step_call
+
+    def frame_of(wid, state):
+        seqs[wid] += 1
+        frame = pb.StreamFrame(world_id=wid, seq=seqs[wid], state=state, wall_time=time.time())
+        rec.write(frame, frame.SerializeToString())
+
+    def recorded(op, msg, wid, reply):
+        if wid in seqs and op in REPLAYABLE:
+            rec.write_input(wid, seqs[wid] + 1, pb.Request(**{op: msg}))
+            if isinstance(reply, pb.State):
+                frame_of(wid, reply)
+
+    def _call(op, msg, world_id=0, token=None, timeout=None):
+        reply = call(op, msg, world_id, token, timeout)
+        if op == "create_world" and rec._file is not None:
+            wid = int(client._keep(reply))  # its token kept first (create_world does it again)
+            seqs[wid] = 0
+            info = world_message(client, wid)
+            rec.add_world(info)
+        elif rec._file is not None:
+            recorded(op, msg, int(world_id), reply)
+        return reply
+
+    def _step_call(data, rid, shard=None):
+        reply = step_call(data, rid, shard)
+        if rec._file is not None:
+            req = pb.Request.FromString(data)
+            recorded("step", req.step, int(req.world_id), reply)
+        return reply
+
+    client._call, client._step_call = _call, _step_call
+    close = rec.close
+
+    def finish():
+        client.__dict__.pop("_call", None)
+        client.__dict__.pop("_step_call", None)
+        close()
+    rec.close = finish
+    return rec
 
 
 def record(endpoint, out, world_id=None, duration=None, max_frames=None, idle=None,

@@ -29,7 +29,11 @@ from ._proto import pb
 TOPIC = "/world/%d"
 INPUT_TOPIC = "/world/%d/input"
 SCHEMA_NAME = "robosim.v1.StreamFrame"
-INPUT_SCHEMA_NAME = "robosim.v1.Step"
+INPUT_SCHEMA_NAME = "robosim.v1.Request"
+# the requests an input channel may hold: those that change a world, which verify replays
+REPLAYABLE = frozenset({"reset", "step", "set_force", "set_params", "set_schedule",
+                        "set_target", "apply_wrench", "load_motion_spec", "clear_motion_spec",
+                        "set_state"})
 END_RECORD = "robosim.end"  # metadata: a world's frame count, last digest and chain
 MAGIC = b"\x89MCAP0\r\n"
 
@@ -64,7 +68,8 @@ class Recording:
     frames: list = field(default_factory=list)
     worlds: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
-    # {world id: [(seq of the frame it leads to, raw bytes of a robosim.v1.Step)]}, file order
+    # {world id: [(seq of the frame it leads to, raw bytes of a robosim.v1.Request)]}, file
+    # order: the requests that led to that frame, as sent (REPLAYABLE ones)
     inputs: dict = field(default_factory=dict)
     # {world id: {"frames": n, "digest": hex, "chain": hex}}: the recorder's end records
     ends: dict = field(default_factory=dict)
@@ -393,10 +398,13 @@ class _Reader:
         wid = int(m.group(1))
         if is_input:
             try:
-                pb.Step.FromString(raw)
+                op = pb.Request.FromString(raw).WhichOneof("op")
             except Exception as exc:  # protobuf's DecodeError (upb or Python)
-                raise RecordingError("an input on %s is not a Step (%s)"
+                raise RecordingError("an input on %s is not a Request (%s)"
                                      % (topic, str(exc)[:60] or type(exc).__name__)) from None
+            if op not in REPLAYABLE:
+                raise RecordingError("an input on %s is a %s request, not one that changes a "
+                                     "world" % (topic, op or "empty"))
             self.inputs += 1
             self.out.inputs.setdefault(wid, []).append((sequence, raw))
             self._chain(wid).add(b"i", raw)

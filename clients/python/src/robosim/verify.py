@@ -135,16 +135,25 @@ def plan(rec, world_id=None, max_step_gap=MAX_STEP_GAP, max_steps=MAX_STEPS):
     return by_world
 
 
-def _step_kwargs(raw):
-    """Client._call's Step message from an input's bytes (robosim.v1.Step)."""
-    return pb.Step.FromString(raw)
+def _replay_inputs(client, w, raws):
+    """Send a frame's recorded requests (robosim.v1.Request bytes) to world w as they were sent;
+    the State the last Step or Reset among them returned (GetState's when none did)."""
+    from .client import state_dict
+    got = None
+    for raw in raws:
+        req = pb.Request.FromString(raw)
+        op = req.WhichOneof("op")
+        reply = client._call(op, getattr(req, op), w)
+        if isinstance(reply, pb.State):
+            got = reply
+    return state_dict(got) if got is not None else client.get_state(w)
 
 
 def verify_world(client, wid, frames, info, out=print, inputs=None):
     """Replay one world's frames (StreamFrame messages, seq ascending; a list or an iterable);
-    returns (ok, message). inputs: {frame seq: [raw robosim.v1.Step, ...]}, the Steps recorded
-    as leading to that frame (replayed as sent); a frame without any is reached by stepping
-    from the frame before it with the commands it shows."""
+    returns (ok, message). inputs: {frame seq: [raw robosim.v1.Request, ...]}, the requests
+    recorded as leading to that frame (replayed as sent); a frame without any is reached by
+    stepping from the frame before it with the commands it shows."""
     from .client import state_dict
     inputs = inputs or {}
     frames = iter(frames)
@@ -155,7 +164,8 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
         return False, "world %d: the recording does not describe it (preset, parameters)" % wid
     if info.get("task") and not inputs:
         return False, ("world %d runs task %s and the recording holds no inputs for it (its "
-                       "actions): record it with robosim.record.record_episodes; not verified"
+                       "actions): record it with robosim.record.record_episodes or "
+                       "record_client; not verified"
                        % (wid, info["task"]))
     if not info.get("preset") and not info.get("task"):
         return False, "world %d: the recording names no preset for it" % wid
@@ -185,14 +195,13 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
             count += 1
             want = state_dict(frame.state)
             steps = inputs.get(frame.seq)
-            if want["step_count"] < done or (want["step_count"] == 0 and done):
+            if not steps and (want["step_count"] < done or (want["step_count"] == 0 and done)):
                 client.reset(w, seed=want["seed"])
                 done = 0
             n = want["step_count"] - done
             try:
-                if steps:
-                    for raw in steps:
-                        got = state_dict(client._call("step", _step_kwargs(raw), w))
+                if steps:  # the requests that led to this frame, as they were sent
+                    got = _replay_inputs(client, w, steps)
                 else:
                     cmds = {e: list(d["commands"]) for e, d in want["entities"].items()
                             if len(d["commands"])}
