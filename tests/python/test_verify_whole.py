@@ -218,6 +218,22 @@ def test_recorded_client_verifies(endpoint, tmp_path):
     rc, lines = _verify(forged, endpoint)
     assert rc == 1 and "frame seq 2" in lines[0], lines
 
+    # an input asking far more steps than its frame shows is refused before it is sent
+    greedy = str(tmp_path / "greedy.mcap")
+    with rec.Recorder(greedy) as out:
+        for info in rec.read_worlds(path):
+            out.add_world(info)
+        for _, seq, frame, raw in r.decoded():
+            for s, inp in [p for p in r.inputs[wid] if p[0] == seq]:
+                req = pb.Request.FromString(inp)
+                if seq == 3 and req.WhichOneof("op") == "step":
+                    req.step.steps = 10 ** 9
+                out.write_input(wid, s, req)
+            out.write(frame, raw)
+    rc, lines = _verify(greedy, endpoint)
+    assert rc == 1 and "frame seq 3" in lines[0] and "1000000000 control steps" in lines[0], \
+        lines
+
 
 def _flip(data, bit):
     b = bytearray(data)

@@ -135,6 +135,31 @@ def plan(rec, world_id=None, max_step_gap=MAX_STEP_GAP, max_steps=MAX_STEPS):
     return by_world
 
 
+def _inputs_fit(raws, want, done, prev_time):
+    """None when a frame's recorded Steps ask no more than the frame shows (its control steps
+    since the frame before, or since a Reset among them; its simulated time likewise); else the
+    reason: a forged input must not make verify run longer than the frames it checks."""
+    steps, seconds, t0, n0 = 0, 0.0, prev_time, done
+    for raw in raws:
+        req = pb.Request.FromString(raw)
+        op = req.WhichOneof("op")
+        if op in ("reset", "set_state"):
+            steps, seconds, t0, n0 = 0, 0.0, 0.0, 0
+            if op == "set_state":
+                return None  # the snapshot sets the clock: the server bounds the rest
+        elif op == "step":
+            if req.step.WhichOneof("length") == "duration":
+                seconds += req.step.duration
+            else:
+                steps += req.step.steps or 1
+    if steps > max(0, want["step_count"] - n0) or \
+            seconds > max(0.0, want["time"] - t0) * (1 + 1e-9) + 1e-9:
+        return ("its recorded inputs ask %d control steps and %.9g s, more than the frame is "
+                "after the one before it (%d steps, %.9g s)"
+                % (steps, seconds, want["step_count"] - n0, want["time"] - t0))
+    return None
+
+
 def _replay_inputs(client, w, raws):
     """Send a frame's recorded requests (robosim.v1.Request bytes) to world w as they were sent;
     the State the last Step or Reset among them returned (GetState's when none did)."""
@@ -190,6 +215,7 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
             wid, exc)
     try:
         done = count = 0
+        prev_time = 0.0
         frame = first
         while frame is not None:
             count += 1
@@ -201,6 +227,9 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
             n = want["step_count"] - done
             try:
                 if steps:  # the requests that led to this frame, as they were sent
+                    why = _inputs_fit(steps, want, done, prev_time)
+                    if why:
+                        return False, "world %d, frame seq %d: %s" % (wid, frame.seq, why)
                     got = _replay_inputs(client, w, steps)
                 else:
                     cmds = {e: list(d["commands"]) for e, d in want["entities"].items()
@@ -217,7 +246,7 @@ def verify_world(client, wid, frames, info, out=print, inputs=None):
                          "control steps %d-%d" % (done + 1, want["step_count"]))
                 return False, ("world %d diverges at frame seq %d, %s (t = %.9g s): %s" % (
                     wid, frame.seq, where, want["time"], diff))
-            done = want["step_count"]
+            done, prev_time = want["step_count"], want["time"]
             last, frame = frame, next(frames, None)
         return True, "world %d: %d frames, %d control steps, every digest reproduced (%s)" % (
             wid, count, done, last.state.digest.hex())
