@@ -297,7 +297,7 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
     best = None
     for i in order[:MAX_STARTS]:
         r = least_squares(residuals, pts[i], jac=jacobian, bounds=(lower, upper),
-                          method="trf", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                          method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12,
                           max_nfev=MAX_NFEV, verbose=verbose)
         if best is None or r.cost < best.cost:
             best, start = r, pts[i]
@@ -322,7 +322,7 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
         i = int(np.argmin(costs))
         if costs[i] < best.cost:
             r = least_squares(residuals, near[i], jac=jacobian, bounds=(lower, upper),
-                              method="trf", x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15,
+                              method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12,
                               max_nfev=MAX_NFEV, verbose=verbose)
             if r.cost < best.cost:
                 best, start = r, near[i]
