@@ -89,10 +89,14 @@ def _full(params, truth):
 
 def coverage(client, preset, scenario, steps, sigma, count, seed_name):
     rng = np.random.default_rng(zlib.crc32(seed_name.encode()))
+    wid = client.create_world(preset)
+    try:
+        spec_params = client.get_spec(wid)["entities"]
+    finally:
+        client.destroy_world(wid)
     for _ in range(count):
         truth, fixed, u, bounds, obs = scenario(rng, steps)
         base = {k: list(v) for k, v in fixed.items()}
-        spec_params = client.get_spec(_probe(client, preset, base))["entities"]
         for item in truth:  # a vector parameter's other elements: the world's own
             entity, name, k = F._split(item)
             key = "%s.%s" % (entity, name)
@@ -116,16 +120,6 @@ def coverage(client, preset, scenario, steps, sigma, count, seed_name):
         yield res
 
 
-_PROBES = {}
-
-
-def _probe(client, preset, params):
-    key = preset
-    if key not in _PROBES:
-        _PROBES[key] = client.create_world(preset, params=params)
-    return _PROBES[key]
-
-
 @pytest.mark.parametrize("preset,scenario,steps,sigma,count",
                          [pytest.param(*r, id=r[0]) for r in ROBOTS])
 def test_fit_interval_coverage(client, preset, scenario, steps, sigma, count):
@@ -142,8 +136,8 @@ def test_fit_interval_coverage(client, preset, scenario, steps, sigma, count):
     print("\n%s: nominal 95 %% intervals cover the truth in %s of %d recordings (%d fits did "
           "not converge) in %.1f s" % (preset, figures, n, failed, time.monotonic() - t0))
     assert failed <= 0.02 * n  # a fit may say it found no fit, rarely
-    # 200 recordings: the band, 90-98 %; fewer: 95 % +- 2.6 binomial deviations (a
-    # correct 95 % interval falls outside it about once in a hundred runs)
+    # 200 recordings: 90-98 %; fewer: 95 % +- 2.6 binomial deviations (a correct 95 % interval
+    # falls outside it about once in a hundred runs)
     half = 2.6 * np.sqrt(0.95 * 0.05 / n)
     lo, hi = (0.90, 0.98) if n >= 200 else (0.95 - half, min(1.0, 0.95 + half))
     for nm, c in zip(names, per_param):
