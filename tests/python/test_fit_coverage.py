@@ -59,8 +59,9 @@ def _parallel_arm(rng, k):
     truth = {"delta.mu_V[0]": rng.uniform(0.0005, 0.003), "delta.J[1]": rng.uniform(5e-5, 2e-4)}
     fixed = {"delta.actuator_mode": [0, 0]}
     t = np.arange(k) * 0.01
-    u = np.column_stack([0.02 * np.sin(rng.uniform(2, 6) * t),
-                         0.02 * np.cos(rng.uniform(2, 6) * t)])
+    a = rng.uniform(1e-4, 3e-4, 2)  # torques that keep both joints off their stops
+    u = np.column_stack([a[0] * np.sin(rng.uniform(2, 6) * t),
+                         a[1] * np.cos(rng.uniform(2, 6) * t)])
     bounds = {"delta.mu_V[0]": (0.0, 0.05), "delta.J[1]": (1e-6, 1e-2)}
     return truth, fixed, u, bounds, ["delta.theta1", "delta.theta2", "delta.theta1_dot",
                                      "delta.theta2_dot"]
