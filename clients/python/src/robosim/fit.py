@@ -38,7 +38,6 @@ MAX_STEPS = 20_000  # control steps a recording may hold (each evaluation replay
 MAX_NFEV = 200      # evaluations of the replay least_squares may make
 MAX_STARTS = 4      # local searches, from the lowest-cost starting points, at most
 
-Z99 = 2.5758293035489  # two-sided 99 % normal quantile: the reported intervals
 
 
 class FitError(RuntimeError):

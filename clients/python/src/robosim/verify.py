@@ -24,8 +24,6 @@ steps from one frame to the next, or more than --max-steps in all, is refused. E
 every world reproduced, 1 one did not, 2 the file (or an option) cannot be used, 3 the replay
 could not run (the server refused or timed out); every error is one line on stderr.
 """
-import sys
-
 import numpy as np
 
 from . import recording
