@@ -6,10 +6,15 @@ initial conditions, and the commands u_0 .. u_{K-1} held over each step. For a g
 parameters the server replays the commands from the same start, one control step per request
 with the step's Jacobian (Client.step(jacobian=True)), and the sensitivities
 S_k = dx_k / dp follow from S_{k+1} = (dx_{k+1}/dx_k) S_k + dx_{k+1}/dp, exactly through the
-contact events (saltation matrices). SciPy's least_squares (trust-region reflective, with
-bounds) minimises the scaled residuals sim - recorded with that Jacobian (Gauss-Newton /
-Levenberg-Marquardt steps). Standard errors come from the Jacobian at the optimum,
-cov = s^2 (J^T J)^-1 with s^2 the residual variance.
+contact events (saltation matrices). The search starts from the lowest cost among the guess and
+points spread over the bounds (replays without derivatives), then SciPy's least_squares
+(trust-region reflective, with bounds) minimises the scaled residuals sim - recorded with that
+Jacobian (Gauss-Newton / Levenberg-Marquardt steps). A Step the server reports not
+differentiable does not stop the fit: that evaluation's Jacobian is differences of whole
+replays, and the result counts those Steps. Standard errors come from the Jacobian at the
+optimum, cov = s^2 (J^T J)^-1 with s^2 the residual variance; the intervals (95 % and 99 %) use
+Student's t. docs/derivatives-and-fitting.md says what they mean and how their coverage is
+tested.
 
     robosim fit run.npz --preset finger --param finger.kinetic_friction=0.4,0,2 ...
 
@@ -26,12 +31,13 @@ import numpy as np
 
 from . import recording
 from .client import Client
+from .errors import RobosimError
 from .recording import RecordingError, UsageError
 
 MAX_STEPS = 20_000  # control steps a recording may hold (each evaluation replays them all)
 MAX_NFEV = 200      # evaluations of the replay least_squares may make
+MAX_STARTS = 4      # local searches, from the lowest-cost starting points, at most
 
-Z99 = 2.5758293035489  # two-sided 99 % normal quantile: the reported intervals
 
 
 class FitError(RuntimeError):
@@ -92,7 +98,10 @@ class Replay:
         return out
 
     def run(self, values, commands, jacobian=True):
-        """(states (K+1, n), sensitivities (K+1, n, q) or None) for the commands (K, m)."""
+        """(states (K+1, n), sensitivities (K+1, n, q) or None, steps not differentiable) for
+        the commands (K, m). A Step the server reports not differentiable (a mode change inside
+        it that its derivatives do not cover) breaks the chain of sensitivities: its index is
+        listed and the sensitivities are then None (fit() differentiates whole replays)."""
         c = self.client
         wid = c.create_world(self.preset, params=self.params(values))
         try:
@@ -102,6 +111,16 @@ class Replay:
             xs, ss = [x], [np.zeros((n, q))]
             S = ss[0]
             self.events = []
+            self.not_differentiable = []
+            if not jacobian and len(commands):  # every Step sent before the first reply is read
+                states = c.step_pipelined([{"world_id": wid, "steps": 1,
+                                            "commands": self.commands(u)} for u in commands])
+                for s in states:
+                    if isinstance(s, Exception):
+                        raise s
+                    xs.append(np.concatenate([e["state"] for e in s["entities"].values()]))
+                    self.events.extend(e["kind"] for e in s["events"])
+                return np.array(xs), None, []
             for k, u in enumerate(commands):
                 s = c.step(wid, steps=1, commands=self.commands(u), jacobian=jacobian,
                            jacobian_params=self.names if jacobian else None,
@@ -111,29 +130,70 @@ class Replay:
                 if jacobian:
                     j = s["jacobian"]
                     if not j["differentiable"]:
-                        raise FitError("step %d of the replay is not differentiable: %s"
-                                       % (k, j["not_differentiable"]))
-                    P = np.column_stack([j["params"][nm] for nm in self.names]) if q else \
-                        np.zeros((n, 0))
-                    S = j["state"] @ S + P
+                        self.not_differentiable.append((k, j["not_differentiable"]))
+                        S = None
+                    elif S is not None:
+                        P = np.column_stack([j["params"][nm] for nm in self.names]) if q else \
+                            np.zeros((n, 0))
+                        S = j["state"] @ S + P
                     ss.append(S)
-            return np.array(xs), (np.array(ss) if jacobian else None)
+            nd = list(self.not_differentiable)
+            if not jacobian or nd:
+                return np.array(xs), None, nd
+            return np.array(xs), np.array(ss), nd
         finally:
             c.destroy_world(wid)
 
 
+def _starts(guess, lower, upper, count, rng):
+    """The guess and `count` points spread over the bounds (a Latin hypercube; a parameter
+    without finite bounds is spread over [guess / 4, 4 guess] or [-1, 1] about it)."""
+    q = len(guess)
+    lo, hi = lower.copy(), upper.copy()
+    for i in range(q):
+        if not np.isfinite(lo[i]) or not np.isfinite(hi[i]):
+            span = 3 * abs(guess[i]) if guess[i] else 1.0
+            lo[i] = max(lower[i], guess[i] - span)
+            hi[i] = min(upper[i], guess[i] + span)
+    pts = [guess]
+    if count and q:
+        u = (np.argsort(rng.random((q, count)), axis=1).T + rng.random((count, q))) / count
+        pts.extend(lo + u * (hi - lo))
+    return np.array(pts)
+
+
 def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[dict] = None,
         observed: Optional[list] = None, scale=None, world_params: Optional[dict] = None,
-        verbose: int = 0) -> dict:
+        verbose: int = 0, starts: Optional[int] = None, level: float = 0.95) -> dict:
     """Estimate `params` ({"finger.kinetic_friction": (guess, lower, upper), ...}) from a
     recording ({"states": (K+1, n), "commands": (K, m)}) of a world of `preset` with `fixed`
     parameters (its initial conditions among them). observed: the state variables compared
-    ("finger.x_f", ...; default all); scale: each observed variable's residual scale (the
-    measurement noise's deviation when known; default 1). world_params: e.g. {"rtol": 1e-12}
-    for the replays. Returns {"names", "estimates", "stderr", "interval" (99 %, (q, 2)),
-    "residual_rms", "cost", "nfev", "success", "message", "simulated" (K+1, n), "recorded",
-    "state_names", "observed"}."""
+    ("finger.x_f", ...; default all); scale: each observed variable's residual scale (default
+    1: the residuals' variance is estimated from the fit either way). world_params: e.g.
+    {"rtol": 1e-12} for the replays.
+
+    The residual sum of squares is not convex in parameters that decide which contact events
+    happen (a restitution, a friction): a local search from a guess on the wrong side of an
+    event ends in a wrong minimum. So the cost is first evaluated (replays without
+    derivatives, cheap) at the guess and at `starts` points spread over the bounds (default
+    8 per parameter, 0: the guess only), and the local search (SciPy's least_squares,
+    trust-region reflective) starts from the lowest. Its Jacobian is the replay's forward
+    sensitivities, exact through contact events; where the server reports a Step not
+    differentiable (a mode change its derivatives do not cover), that evaluation's Jacobian is
+    differences of whole replays instead (central, or one-sided where one side jumps), and the
+    result says how many Steps were.
+
+    Intervals: the Gauss-Newton covariance s^2 (J^T J)^-1 at the optimum, s^2 the residual
+    variance (sum of squares / (residuals - parameters)), with Student's t quantiles: "interval"
+    at 99 %, "interval_level" at `level` (0.95). They are as good as the model is linear over
+    them and the noise is independent with one scale per observed variable (`scale`).
+
+    Returns {"names", "estimates", "stderr", "interval" (99 %, (q, 2)), "interval_level",
+    "level", "residual_rms", "cost", "nfev", "success", "message", "not_differentiable" (Steps
+    not differentiable at the estimate), "jacobian" ("sensitivities" or "differences of
+    replays"), "start", "simulated" (K, n), "recorded", "state_names", "observed"}."""
     from scipy.optimize import least_squares
+    from scipy.stats import t as student_t
 
     names = list(params)
     guess = np.array([params[nm][0] for nm in names], dtype=float)
@@ -168,40 +228,141 @@ def fit(client: Client, recording, params: dict, preset: str, fixed: Optional[di
                                                                 (len(obs),))
     cache = {}
 
-    def evaluate(p):
+    def evaluate(p, jac=True):
+        """The replay at p: with its sensitivities (jac) or without (a residual evaluation at a
+        trial point, about ten times cheaper)."""
         key = p.tobytes()
-        if key not in cache:
+        hit = cache.get(key)
+        if hit is None or (jac and hit[3] is False):
             cache.clear()
-            cache[key] = replay.run(p, U)
-        return cache[key]
+            cache[key] = hit = replay.run(p, U, jacobian=jac) + (jac,)
+        return hit[:3]
 
-    def residuals(p):
-        xs, _ = evaluate(p)
+    def scaled(xs):
         return ((xs[at][:, obs] - X[:, obs]) / sc).ravel()
 
+    def residuals(p):
+        return scaled(evaluate(p, jac=False)[0])
+
+    def central(p):
+        """d residuals / d p by differences of whole replays, steps of 1e-3 of the parameter's
+        range. A replay is only piecewise smooth in a parameter (an event that happens or not, a
+        body that stops or slides on): a difference across a jump reports the jump as a slope.
+        So the forward and the backward differences are compared: within a factor of 4 of each
+        other, their mean (central) is taken; else the smaller, the side without the jump."""
+        r0 = residuals(p)
+        cols = []
+        for i in range(len(p)):
+            span = upper[i] - lower[i]
+            h = 1e-3 * (span if np.isfinite(span) and span > 0 else max(1.0, abs(p[i])))
+            side = []
+            for sgn in (1, -1):
+                a = p.copy()
+                a[i] = min(max(p[i] + sgn * h, lower[i]), upper[i])
+                if a[i] != p[i]:
+                    ra = scaled(replay.run(a, U, jacobian=False)[0])
+                    side.append((ra - r0) / (a[i] - p[i]))
+            if not side:
+                cols.append(np.zeros(len(r0)))
+                continue
+            norms = [np.linalg.norm(d) for d in side]
+            if len(side) == 2 and max(norms) <= 4 * min(norms):
+                cols.append((side[0] + side[1]) / 2)
+            else:
+                cols.append(side[int(np.argmin(norms))])
+        return np.column_stack(cols) if cols else np.zeros((len(r0), 0))
+
     def jacobian(p):
-        _, ss = evaluate(p)
+        _, ss, nd = evaluate(p)
+        if ss is None:
+            return central(p)
         return (ss[at][:, obs, :] / sc[None, :, None]).reshape(-1, len(names))
 
-    r = least_squares(residuals, guess, jac=jacobian, bounds=(lower, upper), method="trf",
-                      x_scale="jac", xtol=1e-15, ftol=1e-15, gtol=1e-15, max_nfev=MAX_NFEV,
-                      verbose=verbose)
+    # where to start the local search: the lowest costs among the guess and spread points
+    count = 8 * len(names) if starts is None else int(starts)
+    pts = _starts(guess, lower, upper, count, np.random.default_rng(0))
+    costs = []
+    for p in pts:
+        try:
+            r0 = scaled(replay.run(p, U, jacobian=False)[0])
+        except RobosimError:  # parameters the world refuses (kinetic above static friction)
+            r0 = np.array([np.inf])
+        costs.append(float(r0 @ r0) if np.all(np.isfinite(r0)) else np.inf)
+    order = [i for i in np.argsort(costs, kind="stable") if np.isfinite(costs[i])] or [0]
+    dof = max(1, len(at) * len(obs) - len(names))
+    # with the noise's scale given, a sum of squares past this is no fit (chi-square, 1e-4)
+    from scipy.stats import chi2
+    implausible = chi2.ppf(1 - 1e-4, dof) if scale is not None else np.inf
+    best = None
+    for i in order[:MAX_STARTS]:
+        r = least_squares(residuals, pts[i], jac=jacobian, bounds=(lower, upper),
+                          method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12,
+                          max_nfev=MAX_NFEV, verbose=verbose)
+        if best is None or r.cost < best.cost:
+            best, start = r, pts[i]
+        if 2 * best.cost <= implausible:
+            break
+    # still no plausible fit: the event structure (a bounce more or less) cuts the truth's
+    # basin off from where the search stopped; look around it at shrinking radii
+    span = np.where(np.isfinite(upper - lower), upper - lower, np.abs(best.x) + 1.0)
+    for radius in (0.1, 0.03, 0.01):
+        if 2 * best.cost <= implausible:
+            break
+        near = _starts(best.x, np.maximum(lower, best.x - radius * span),
+                       np.minimum(upper, best.x + radius * span), 8 * len(names),
+                       np.random.default_rng(1))[1:]
+        costs = []
+        for p in near:
+            try:
+                r0 = scaled(replay.run(p, U, jacobian=False)[0])
+            except RobosimError:
+                r0 = np.array([np.inf])
+            costs.append(0.5 * float(r0 @ r0) if np.all(np.isfinite(r0)) else np.inf)
+        i = int(np.argmin(costs))
+        if costs[i] < best.cost:
+            r = least_squares(residuals, near[i], jac=jacobian, bounds=(lower, upper),
+                              method="trf", x_scale="jac", xtol=1e-12, ftol=1e-12, gtol=1e-12,
+                              max_nfev=MAX_NFEV, verbose=verbose)
+            if r.cost < best.cost:
+                best, start = r, near[i]
+    r = best
+    xs, ss, nd = evaluate(r.x)
     J = jacobian(r.x)
     res = residuals(r.x)
     dof = max(1, res.size - len(names))
     s2 = float(res @ res) / dof
-    try:
-        cov = np.linalg.inv(J.T @ J) * s2
-        se = np.sqrt(np.clip(np.diag(cov), 0, None))
-    except np.linalg.LinAlgError:
-        se = np.full(len(names), np.inf)
-    xs, _ = evaluate(r.x)
+    success, message = bool(r.status > 0), str(r.message)
+    if 2 * r.cost > implausible:
+        success = False
+        message = ("the residuals are %.3g times the noise's stated scale (from %d starts): "
+                   "a local minimum, or a model that does not fit the recording"
+                   % (np.sqrt(2 * r.cost / dof), min(len(order), MAX_STARTS)))
+    se = np.full(len(names), np.inf)
+    if not np.all(np.isfinite(J)):
+        success, message = False, "the Jacobian at the estimate is not finite"
+    else:
+        JtJ = J.T @ J
+        if len(names) and np.linalg.matrix_rank(JtJ) < len(names):
+            success = False
+            message = ("the recording does not determine every parameter (the Jacobian's "
+                       "columns are dependent at the estimate): " + message)
+        else:
+            cov = np.linalg.pinv(JtJ) * s2
+            se = np.sqrt(np.clip(np.diag(cov), 0, None))
+    if r.nfev >= MAX_NFEV and r.status <= 0:
+        success, message = False, "%d evaluations without converging" % r.nfev
+    t99 = float(student_t.ppf(0.995, dof))
+    tl = float(student_t.ppf(0.5 + level / 2, dof))
     return {"names": names, "estimates": r.x.copy(), "stderr": se, "steps": at,
-            "interval": np.column_stack([r.x - Z99 * se, r.x + Z99 * se]),
+            "interval": np.column_stack([r.x - t99 * se, r.x + t99 * se]),
+            "interval_level": np.column_stack([r.x - tl * se, r.x + tl * se]), "level": level,
             "residual_rms": float(np.sqrt(np.mean(res ** 2))), "cost": float(r.cost),
-            "nfev": int(r.nfev), "success": bool(r.success), "message": r.message,
-            "simulated": xs[at], "recorded": X, "state_names": replay.state_names,
-            "observed": [replay.state_names[i] for i in obs]}
+            "nfev": int(r.nfev), "success": success, "message": message,
+            "not_differentiable": len(nd), "replayed_steps": len(U),
+            "not_differentiable_reasons": [why for _, why in nd],
+            "jacobian": "sensitivities" if ss is not None else "differences of replays",
+            "start": start, "simulated": xs[at], "recorded": X,
+            "state_names": replay.state_names, "observed": [replay.state_names[i] for i in obs]}
 
 
 def record_run(client: Client, preset: str, params: dict, commands, world_params=None):
@@ -209,7 +370,7 @@ def record_run(client: Client, preset: str, params: dict, commands, world_params
     driven by `commands` (K, m), as fit() reads them ({"states", "commands", "times"})."""
     replay = Replay(client, preset, params, [], world_params)
     U = np.asarray(commands, dtype=float)
-    xs, _ = replay.run(np.zeros(0), U, jacobian=False)
+    xs, _, _ = replay.run(np.zeros(0), U, jacobian=False)
     dt = replay.spec["world"]["control_dt"]
     return {"states": xs, "commands": U, "times": dt * np.arange(len(xs)),
             "state_names": replay.state_names, "events": list(replay.events)}
@@ -367,18 +528,38 @@ def plot(result: dict, path: str) -> None:
 
 
 def report(result: dict) -> str:
-    lines = ["%-28s %14s %12s   %s" % ("parameter", "estimate", "std error", "99 % interval")]
-    for nm, v, se, (lo, hi) in zip(result["names"], result["estimates"], result["stderr"],
-                                   result["interval"]):
-        lines.append("%-28s %14.8g %12.3g   [%.8g, %.8g]" % (nm, v, se, lo, hi))
+    pct = "%g %%" % (100 * result.get("level", 0.95))
+    lines = ["%-28s %14s %12s   %-28s %s" % ("parameter", "estimate", "std error",
+                                             pct + " interval", "99 % interval")]
+    for nm, v, se, (l2, h2), (lo, hi) in zip(result["names"], result["estimates"],
+                                             result["stderr"], result["interval_level"],
+                                             result["interval"]):
+        lines.append("%-28s %14.8g %12.3g   %-28s [%.8g, %.8g]"
+                     % (nm, v, se, "[%.8g, %.8g]" % (l2, h2), lo, hi))
     lines.append("residual rms %.3g (scaled), %d evaluations: %s"
                  % (result["residual_rms"], result["nfev"], result["message"]))
+    nd = result.get("not_differentiable", 0)
+    if nd:
+        lines.append("%d of %d replayed steps not differentiable at the estimate (%s): the "
+                     "Jacobian there is differences of whole replays (central, or one-sided "
+                     "where a side jumps)"
+                     % (nd, result["replayed_steps"], result["not_differentiable_reasons"][0]))
+    else:
+        lines.append("every replayed step differentiable at the estimate: the Jacobian is the "
+                     "replay's forward sensitivities")
+    if not result["success"]:
+        lines.append("NOT CONVERGED: the estimates and intervals above are not a fit")
     return "\n".join(lines)
 
 
 HELP = """\
 Estimates a world's parameters from a recorded run: the server replays the recorded commands
-one control step a request with the step's Jacobian; SciPy's least_squares fits the states.
+one control step a request with the step's Jacobian; SciPy's least_squares fits the states,
+starting from the lowest cost among the guess and 8 points per parameter spread over the bounds.
+A replayed step the server reports not differentiable is counted and differentiated by whole
+replays instead. The report gives each estimate with its standard error and its 95 %% and 99 %%
+intervals (Gauss-Newton covariance from the residual variance, Student's t); with --noise a fit
+whose residuals are implausibly large for that noise is reported as not converged.
 
 The recording is an MCAP from robosim record (a frame at every control step from the world's
 first) or an .npz with states (K+1, n) and commands (K, m), told apart by their first bytes.
@@ -389,7 +570,8 @@ against the member's) and never unpickled. The recording holds at most --max-ste
 
 exit status:
   0  the fit converged
-  1  it did not converge, or a replayed step was not differentiable
+  1  it did not converge (the search did not settle, the recording does not determine every
+     parameter, or with --noise the residuals are implausible for that noise)
   2  the file cannot be used (not a regular file, unreadable, truncated, damaged, past a limit,
      not matching the world) or an option is wrong
   3  the replay could not run: the server refused a request, timed out or could not start
@@ -412,6 +594,10 @@ def add_parser(sub):
                    "initial conditions among them), e.g. '{\"finger.object_x0\": [0.1]}'")
     p.add_argument("--observe", default="", help="state variables compared, comma-separated "
                    "(default all)")
+    p.add_argument("--noise", type=float, default=None, metavar="SIGMA",
+                   help="the measurement noise's standard deviation, when known: residuals "
+                   "are scaled by it, and a fit whose residuals are implausibly large for it "
+                   "(chi-square, p < 1e-4) is reported as not converged")
     p.add_argument("--world", type=int, default=None, help="MCAP: the recorded world's id")
     p.add_argument("--plot", default=None, help="write recorded vs fitted trajectories here")
     p.add_argument("--endpoint", default=None)
@@ -456,6 +642,8 @@ def _run(args):
     from .client import env_endpoint
     from .server import LocalServer
     params, fixed = _params(args.param), _fixed(args.fixed)
+    if args.noise is not None and not (np.isfinite(args.noise) and args.noise > 0):
+        raise UsageError("--noise %r: not a positive number" % args.noise)
     rec = load_recording(args.recording, args.world, recording.limits_from_args(args),
                          args.max_steps)
     endpoint = args.endpoint or env_endpoint()
@@ -463,7 +651,7 @@ def _run(args):
     try:
         with Client(endpoint or server.endpoint) as c:
             try:
-                res = fit(c, rec, params, args.preset, fixed=fixed,
+                res = fit(c, rec, params, args.preset, fixed=fixed, scale=args.noise,
                           observed=[o for o in args.observe.split(",") if o] or None)
             except FitError as exc:
                 raise recording.CommandFailed(str(exc)) from None

@@ -19,7 +19,8 @@ import sys
 import time
 
 from ._proto import pb
-from .recording import TOPIC, read, read_worlds  # noqa: F401  (robosim.record.read)
+from .recording import (END_RECORD, INPUT_TOPIC, TOPIC, Chain, read,  # noqa: F401
+                        read_worlds)
 
 PROFILE = "robosim"
 
@@ -29,7 +30,11 @@ def _ns(seconds):
 
 
 class Recorder:
-    """Write StreamFrames (their bytes as sent) into an MCAP file, a channel per world."""
+    """Write StreamFrames (their bytes as sent) into an MCAP file, a channel per world; the
+    Steps that led to them (write_input), when known, on a channel of their own; and at close,
+    per world, an end record: its frame count, its last frame's digest and a chain over its
+    messages in file order (robosim.recording.Chain), so that a recording cut short at a frame,
+    or with frames dropped or reordered, does not verify."""
 
     def __init__(self, path, metadata=None):
         from mcap.writer import Writer
@@ -40,10 +45,19 @@ class Recorder:
         self._writer = Writer(self._file, enable_crcs=True, enable_data_crcs=True)
         self._writer.start(profile=PROFILE, library="robosim record")
         self._schema = register_schema(self._writer, pb.StreamFrame)
+        self._input_schema = None
         self._channels = {}
+        self._inputs = {}
+        self._ends = {}  # {world id: [frames, last digest, Chain]}
         self.frames = 0
         if metadata:
             self._writer.add_metadata("robosim", {k: str(v) for k, v in metadata.items()})
+
+    def _end(self, wid):
+        e = self._ends.get(wid)
+        if e is None:
+            e = self._ends[wid] = [0, b"", Chain()]
+        return e
 
     def write(self, frame, raw):
         """Add one frame: `frame` the StreamFrame message, `raw` its serialized bytes."""
@@ -55,7 +69,37 @@ class Recorder:
         t = _ns(frame.wall_time) if frame.wall_time else time.time_ns()
         self._writer.add_message(channel_id=ch, log_time=t, data=raw, publish_time=t,
                                  sequence=frame.seq & 0xFFFFFFFF)
+        e = self._end(frame.world_id)
+        e[0] += 1
+        e[1] = frame.state.digest
+        e[2].add(b"f", raw)
         self.frames += 1
+
+    def write_input(self, world_id, seq, request):
+        """Add a request (a robosim.v1.Request, or a Step message) that changed world `world_id`
+        before its frame `seq`: verify replays the inputs of a frame as they were sent (a task's
+        action, commands, a wrench, a schedule, a motion specification...). Its id, world and
+        token are not kept."""
+        from mcap_protobuf.schema import register_schema
+        if isinstance(request, pb.Step):
+            request = pb.Request(step=request)
+        else:
+            request = pb.Request.FromString(request.SerializeToString())
+            request.ClearField("id")
+            request.ClearField("world_id")
+            request.ClearField("token")
+        if self._input_schema is None:
+            self._input_schema = register_schema(self._writer, pb.Request)
+        ch = self._inputs.get(world_id)
+        if ch is None:
+            ch = self._inputs[world_id] = self._writer.register_channel(
+                topic=INPUT_TOPIC % world_id, message_encoding="protobuf",
+                schema_id=self._input_schema)
+        raw = request.SerializeToString()
+        t = time.time_ns()
+        self._writer.add_message(channel_id=ch, log_time=t, data=raw, publish_time=t,
+                                 sequence=seq & 0xFFFFFFFF)
+        self._end(world_id)[2].add(b"i", raw)
 
     def add_world(self, info):
         """Keep a world's description (a JSON-able dict with "id") as metadata."""
@@ -64,6 +108,10 @@ class Recorder:
 
     def close(self):
         if self._file is not None:
+            for wid, (n, digest, chain) in sorted(self._ends.items()):
+                self._writer.add_metadata(END_RECORD, {
+                    "world": str(wid), "frames": str(n), "digest": bytes(digest).hex(),
+                    "chain": chain.hexdigest()})
             self._writer.finish()
             self._file.close()
             self._file = None
@@ -73,6 +121,125 @@ class Recorder:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def record_episodes(env, path):
+    """A Gymnasium wrapper around a robosim environment (robosim.envs) that records its
+    episodes into the MCAP file `path` as robosim record does, with each Step's action on the
+    world's input channel, so that robosim verify replays them: every reset a frame (the
+    reset's seed), every step the action as the environment sent it and the State it got.
+    The file is complete (its end records written) when the wrapper is closed."""
+    import gymnasium
+
+    class _RecordEpisodes(gymnasium.Wrapper):
+        def __init__(self, env, path):
+            super().__init__(env)
+            self.recorder = Recorder(path, {"library": "robosim.record.record_episodes"})
+            self._seq = 0
+            self._described = False
+
+        def _frame(self):
+            base = self.env.unwrapped
+            msg = base._msg
+            self._seq += 1
+            frame = pb.StreamFrame(world_id=base.world_id, seq=self._seq, state=msg,
+                                   wall_time=time.time())
+            return frame
+
+        def reset(self, **kwargs):
+            out = self.env.reset(**kwargs)
+            base = self.env.unwrapped
+            seed = out[1].get("seed") if isinstance(out[1], dict) else None
+            if not self._described:
+                from .view.messages import world_message
+                info = world_message(base.client, base.world_id)
+                info["task"] = base.task
+                self.recorder.add_world(info)
+                self._described = True
+            frame = self._frame()
+            if seed is not None:
+                self.recorder.write_input(base.world_id, frame.seq,
+                                          pb.Request(reset=pb.Reset(seed=int(seed))))
+            self.recorder.write(frame, frame.SerializeToString())
+            return out
+
+        def step(self, action):
+            base = self.env.unwrapped
+            packed = base._pack(action, base.endpoint)
+            import numpy as np
+            values = (np.frombuffer(packed, "<f8").tolist()
+                      if isinstance(packed, (bytes, bytearray, memoryview))
+                      else [float(v) for v in np.ravel(packed)])
+            out = self.env.step(action)
+            frame = self._frame()
+            self.recorder.write_input(base.world_id, frame.seq, pb.Step(steps=1, action=values))
+            self.recorder.write(frame, frame.SerializeToString())
+            return out
+
+        def close(self):
+            try:
+                self.recorder.close()
+            finally:
+                super().close()
+
+    return _RecordEpisodes(env, path)
+
+
+def record_client(client, path):
+    """Record what `client` (a robosim.Client) does to the worlds it creates from now on into
+    the MCAP file `path`: each world's description, every request that changes it (Step,
+    Reset, SetForce, ApplyWrench, SetSchedule, SetParams, SetTarget, LoadMotionSpec,
+    ClearMotionSpec, SetState) on its input channel as sent, and the State each Step or Reset
+    returned as a frame; robosim verify replays them. Returns the Recorder: close it (or use it
+    as a context manager) to finish the file; the client is then left as it was.
+
+        with robosim.record.record_client(c, "run.mcap"):
+            wid = c.create_world("finger")
+            c.set_force(wid, "finger", [2.0]); c.step(wid, steps=50)"""
+    from .recording import REPLAYABLE
+    from .view.messages import world_message
+    rec = Recorder(path, {"library": "robosim.record.record_client"})
+    seqs = {}  # {world id: frames written}: the worlds created since
+    call, step_call = client._call, client._step_call
+
+    def frame_of(wid, state):
+        seqs[wid] += 1
+        frame = pb.StreamFrame(world_id=wid, seq=seqs[wid], state=state, wall_time=time.time())
+        rec.write(frame, frame.SerializeToString())
+
+    def recorded(op, msg, wid, reply):
+        if wid in seqs and op in REPLAYABLE:
+            rec.write_input(wid, seqs[wid] + 1, pb.Request(**{op: msg}))
+            if isinstance(reply, pb.State):
+                frame_of(wid, reply)
+
+    def _call(op, msg, world_id=0, token=None, timeout=None):
+        reply = call(op, msg, world_id, token, timeout)
+        if op == "create_world" and rec._file is not None:
+            wid = int(client._keep(reply))  # its token kept first (create_world does it again)
+            seqs[wid] = 0
+            info = world_message(client, wid)
+            rec.add_world(info)
+        elif rec._file is not None:
+            recorded(op, msg, int(world_id), reply)
+        return reply
+
+    def _step_call(data, rid, shard=None):
+        reply = step_call(data, rid, shard)
+        if rec._file is not None:
+            req = pb.Request.FromString(data)
+            recorded("step", req.step, int(req.world_id), reply)
+        return reply
+
+    client._call, client._step_call = _call, _step_call
+    close = rec.close
+
+    def finish():
+        client.__dict__.pop("_call", None)
+        client.__dict__.pop("_step_call", None)
+        close()
+    rec.close = finish
+    return rec
 
 
 def record(endpoint, out, world_id=None, duration=None, max_frames=None, idle=None,

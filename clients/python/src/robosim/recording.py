@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from ._proto import pb
 
 TOPIC = "/world/%d"
+INPUT_TOPIC = "/world/%d/input"
 SCHEMA_NAME = "robosim.v1.StreamFrame"
+INPUT_SCHEMA_NAME = "robosim.v1.Request"
+# the requests an input channel may hold: those that change a world, which verify replays
+REPLAYABLE = frozenset({"reset", "step", "set_force", "set_params", "set_schedule",
+                        "set_target", "apply_wrench", "load_motion_spec", "clear_motion_spec",
+                        "set_state"})
+END_RECORD = "robosim.end"  # metadata: a world's frame count, last digest and chain
 MAGIC = b"\x89MCAP0\r\n"
 
 MIB = 1 << 20
@@ -61,6 +68,13 @@ class Recording:
     frames: list = field(default_factory=list)
     worlds: dict = field(default_factory=dict)
     metadata: dict = field(default_factory=dict)
+    # {world id: [(seq of the frame it leads to, raw bytes of a robosim.v1.Request)]}, file
+    # order: the requests that led to that frame, as sent (REPLAYABLE ones)
+    inputs: dict = field(default_factory=dict)
+    # {world id: {"frames": n, "digest": hex, "chain": hex}}: the recorder's end records
+    ends: dict = field(default_factory=dict)
+    # {world id: hex}: the chain (Chain) of the world's frames and inputs, file order, as read
+    chains: dict = field(default_factory=dict)
 
     def decoded(self, world_id=None):
         """[(world_id, seq, StreamFrame, raw)] in file order, of `world_id` only if given."""
@@ -68,10 +82,42 @@ class Recording:
                 if world_id is None or w == world_id]
 
 
+class Chain:
+    """BLAKE2b-256 over a world's messages in file order (each a tag byte, its length and its
+    bytes): the recorder writes it in the world's end record, the reader computes it, so a
+    frame dropped, added, changed or moved is told apart from the recording as written."""
+
+    def __init__(self):
+        import hashlib
+        self._h = hashlib.blake2b(digest_size=32)
+
+    def add(self, tag, raw):
+        self._h.update(tag + struct.pack("<Q", len(raw)))
+        self._h.update(raw)
+
+    def hexdigest(self):
+        return self._h.hexdigest()
+
+
+def _end_record(meta):
+    """A robosim.end metadata record: (world id, {"frames", "digest", "chain"})."""
+    try:
+        wid, frames = int(meta.get("world", "")), int(meta.get("frames", ""))
+    except ValueError:
+        raise RecordingError("an end record whose world or frame count is not an integer") \
+            from None
+    digest, chain = meta.get("digest", ""), meta.get("chain", "")
+    if not (0 <= wid <= _U64 and 0 <= frames and re.fullmatch(r"[0-9a-f]{0,128}", digest)
+            and re.fullmatch(r"[0-9a-f]{64}", chain)):
+        raise RecordingError("an end record that is not a world id, a frame count, a digest "
+                             "and a chain (hexadecimal)")
+    return wid, {"frames": frames, "digest": digest, "chain": chain}
+
+
 # opcodes (the MCAP specification, version 0)
 HEADER, FOOTER, SCHEMA, CHANNEL, MESSAGE, CHUNK = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06
 METADATA, DATA_END = 0x0C, 0x0F
-_TOPIC_RE = re.compile(r"/world/([0-9]{1,20})\Z")
+_TOPIC_RE = re.compile(r"/world/([0-9]{1,20})(/input)?\Z")
 _U64 = (1 << 64) - 1
 
 
@@ -270,6 +316,8 @@ class _Reader:
         self.schemas, self.channels = {}, {}
         self.out = Recording()
         self.budget = limits.total_bytes
+        self.inputs = 0  # input messages read (they count against the frames' limit)
+        self.chains = {}  # {world id: Chain}
 
     def spend(self, n):
         self.budget -= n
@@ -311,6 +359,14 @@ class _Reader:
                 self.out.worlds[info["id"]] = info
             elif name == "robosim":
                 self.out.metadata.update(meta)
+            elif name == END_RECORD:
+                wid, end = _end_record(meta)
+                if wid in self.out.ends:
+                    raise RecordingError("two end records of world %d" % wid)
+                if len(self.out.ends) >= self.limits.worlds:
+                    raise RecordingError("more than the limit of %d end records"
+                                         % self.limits.worlds)
+                self.out.ends[wid] = end
         # other records (indexes, attachments, statistics, unknown opcodes) are skipped
 
     def _define(self, table, key, value, what):
@@ -321,30 +377,54 @@ class _Reader:
     def message(self, body):
         b = _Buf(body, "a message record")
         cid = b.u16()
-        b.u32(), b.u64(), b.u64()  # sequence, log time, publish time
+        sequence = b.u32()
+        b.u64(), b.u64()  # log time, publish time
         raw = bytes(b.rest())
         ch = self.channels.get(cid)
         if ch is None:
             raise RecordingError("a message on channel %d, which no channel record defines"
                                  % cid)
         sid, topic, enc = ch
-        if self.schemas.get(sid) != (SCHEMA_NAME, "protobuf") or enc != "protobuf":
-            raise RecordingError("a message on %.60r is not a protobuf %s" % (topic, SCHEMA_NAME))
         m = _TOPIC_RE.match(topic)
         if m is None:
-            raise RecordingError("a message on topic %.60r (a recording's topics are /world/<id>)"
-                                 % topic)
-        if len(self.out.frames) >= self.limits.frames:
+            raise RecordingError("a message on topic %.60r (a recording's topics are /world/<id>"
+                                 " and /world/<id>/input)" % topic)
+        is_input = m.group(2) is not None
+        want = INPUT_SCHEMA_NAME if is_input else SCHEMA_NAME
+        if self.schemas.get(sid) != (want, "protobuf") or enc != "protobuf":
+            raise RecordingError("a message on %.60r is not a protobuf %s" % (topic, want))
+        if len(self.out.frames) + self.inputs >= self.limits.frames:
             raise RecordingError("more than the limit of %d frames" % self.limits.frames)
+        wid = int(m.group(1))
+        if is_input:
+            try:
+                op = pb.Request.FromString(raw).WhichOneof("op")
+            except Exception as exc:  # protobuf's DecodeError (upb or Python)
+                raise RecordingError("an input on %s is not a Request (%s)"
+                                     % (topic, str(exc)[:60] or type(exc).__name__)) from None
+            if op not in REPLAYABLE:
+                raise RecordingError("an input on %s is a %s request, not one that changes a "
+                                     "world" % (topic, op or "empty"))
+            self.inputs += 1
+            self.out.inputs.setdefault(wid, []).append((sequence, raw))
+            self._chain(wid).add(b"i", raw)
+            return
         try:
             frame = pb.StreamFrame.FromString(raw)
         except Exception as exc:  # protobuf's DecodeError (upb or Python)
             raise RecordingError("a frame on %s is not a StreamFrame (%s)"
                                  % (topic, str(exc)[:60] or type(exc).__name__)) from None
-        if frame.world_id != int(m.group(1)) or frame.state.world_id != frame.world_id:
+        if frame.world_id != wid or frame.state.world_id != frame.world_id:
             raise RecordingError("a frame on %s says world %d (its state: %d)"
                                  % (topic, frame.world_id, frame.state.world_id))
         self.out.frames.append((frame.world_id, frame.seq, frame.state.step_count, raw))
+        self._chain(wid).add(b"f", raw)
+
+    def _chain(self, wid):
+        c = self.chains.get(wid)
+        if c is None:
+            c = self.chains[wid] = Chain()
+        return c
 
     def chunk(self, body):
         b = _Buf(body, "a chunk record")
@@ -441,6 +521,7 @@ def _read(f, size, limits):
                 raise RecordingError("the footer is not followed by MCAP's magic")
             if f.read(1):
                 raise RecordingError("bytes after the closing magic")
+            rd.out.chains = {w: c.hexdigest() for w, c in rd.chains.items()}
             return rd.out
         if section == "summary":
             read_exact(n, "a summary record")
