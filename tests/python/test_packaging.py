@@ -55,7 +55,7 @@ def test_wheel_metadata_is_the_developer_installs():
     dev, wheel = toml("clients/python/pyproject.toml")["project"], toml("pyproject.toml")["project"]
     for key in ("name", "dependencies", "scripts", "requires-python", "description"):
         assert wheel[key] == dev[key], key
-    # the users' extras (pip install robosim[ray]); dev is the developer install's alone
+    # the users' extras (pip install robosim-gym[ray]); dev is the developer install's alone
     for extra in ("plot", "video", "rl", "ray", "record", "view", "fit"):
         assert wheel["optional-dependencies"][extra] == dev["optional-dependencies"][extra], extra
     assert set(wheel["optional-dependencies"]) == set(dev["optional-dependencies"]) - {"dev"}
@@ -509,7 +509,7 @@ def test_core_runs_without_the_optional_packages():
                              r.stdout.rsplit("(protocol 1.", 1)[1]), r.stdout
     assert "success 100%" in r.stdout, r.stdout
     assert "robosim plot needs matplotlib, which the plot extra installs: pip install " \
-        "'robosim[plot]'" in r.stderr, r.stderr
+        "'robosim-gym[plot]'" in r.stderr, r.stderr
 
 
 def test_public_api_is_typed():

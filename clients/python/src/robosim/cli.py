@@ -219,7 +219,7 @@ def main(argv=None):
         extra = EXTRAS.get((exc.name or "").split(".")[0])
         if extra is None:
             raise
-        print("robosim %s needs %s, which the %s extra installs: pip install 'robosim[%s]'"
+        print("robosim %s needs %s, which the %s extra installs: pip install 'robosim-gym[%s]'"
               % (args.cmd, exc.name, extra, extra), file=sys.stderr)
         return 1
 
