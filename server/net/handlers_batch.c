@@ -237,8 +237,9 @@ static int batch_offload(rs_server_t *s, world_slot_t *const *where, size_t n,
     size_t going = 0;
     for (size_t i = 0; i < n; i++)
         going += c->items[i].phase == RS_ITEM_RUNNING;
+    /* b->rb serves when the stepper has no pool: whether it has is the stepper's to read */
     if (!b || !(b->off = calloc(going ? going : 1, sizeof *b->off)) ||
-        (!s->off_pool && !(b->rb = rs_rollback_new()))) {
+        !(b->rb = rs_rollback_new())) {
         batch_job_free(b);
         return OOM(st);
     }

@@ -312,6 +312,10 @@ double rs_arm_budget(rs_server_t *s)
 void rs_disarm_budget(rs_server_t *s, double deadline)
 {
     atomic_store_explicit(&s->abort_at, INFINITY, memory_order_relaxed);
+    /* a flag the budget or a StepBatch's fuse set stops nothing after the request (a task
+     * world's next Reset draws under it): only a stop's stays */
+    if (!rs_server_stopping(s))
+        atomic_store_explicit(&s->abort, 0, memory_order_relaxed);
     s->cont->used = s->cfg.max_request_seconds - (deadline - rs_clock());
 }
 
