@@ -276,6 +276,9 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
             return 0;
         }
         if (rc == 0 && k == 0 && now < deadline && !rs_server_stopping(s)) {
+            /* the control step's start (settle, its events) may have run: back to the
+             * boundary, so the step runs whole when it runs */
+            restore_boundary(w, rb);
             if (fuse == RS_FUSE_ARMED)
                 return RUN_OFF_LOOP;
             /* stopped at the first boundary by a flag the watchdog set late (see above) */

@@ -4,6 +4,7 @@
  * it has handed ZeroMQ that the peer has not taken. */
 #include "sendq.h"
 #include "rs_log.h"
+#include "rs_tsan.h"
 #include "rs_wire.h"
 #include "server_internal.h"
 
@@ -142,6 +143,7 @@ int rs_sendq_send(rs_sendq_t *q, void *sock, zmq_msg_t *frames, int n, const voi
         payload_free(base + HEADER, p);
         return zmq_send(sock, data, len, 0) < 0 ? -1 : 0;
     }
+    RS_TSAN_RELEASE(base + HEADER); /* a shard that receives it reads it on its thread */
     if (zmq_msg_send(&m, sock, 0) < 0) {
         int e = zmq_errno();
         zmq_msg_close(&m); /* frees it: counted no more */

@@ -16,6 +16,7 @@
  * claimed, never by a Step). The observer stream: each shard publishes on an inproc XPUB; the
  * front thread forwards frames to the public XPUB and subscriptions back (XSUB), so each shard
  * sees who watches. */
+#include "rs_tsan.h"
 #include "rs_log.h"
 #include "rs_wire.h"
 #include "server_internal.h"
@@ -652,6 +653,7 @@ static void relay(rs_server_t *s, zmq_msg_t *frames, int n)
         return;
     }
     peer_meta_t meta;
+    RS_TSAN_ACQUIRE(zmq_msg_data(&frames[n - 1])); /* a reply another shard wrote (sendq.c) */
     memcpy(&meta, zmq_msg_data(&frames[n - 2]), sizeof meta);
     if (meta.gather) {
         gather_t **link = &p->gathers;
