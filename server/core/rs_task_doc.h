@@ -67,7 +67,9 @@
  * give "name", "unit" and "doc" for GetSpec. The info figure "success" (the success flag) goes
  * where "info" lists it, else last. "extends": "Name-v0" takes that declared task's document
  * (a registered one's or a built-in family's, itself resolved, at most 4 levels) with this
- * document's items in place of its own: a -v1 from its -v0, a user's variant of a built-in.
+ * document's items in place of its own: a -v1 from its -v0, a user's variant of a built-in. A
+ * document that sets its own "reward" takes "reward_scale" and "reward_doc" from itself alone
+ * (1 and the expression when it gives none), not the base's.
  *
  * Limits (rs_limits.h, docs/limits.md): a document of at most 64 KiB and 16 JSON levels; an
  * expression of at most 1024 characters, 32 levels of parentheses and calls, 512 nodes and a

@@ -1492,6 +1492,8 @@ static int parse(parser_t *P, json_object *root, rs_model_t *m)
         (reset && (rc = parse_reset(P, reset)) < 0) || (rc = parse_info(P, info)) < 0 ||
         (require && (rc = parse_require(P, require)) < 0) || (rc = check_work(k, st)) < 0)
         return rc;
+    if (!k->reward_doc[0] && k->reward_src)
+        k->task.reward = k->reward_src; /* no text for GetSpec: the expression itself */
     k->task.obs = k->obs;
     k->task.act = k->act;
     k->task.names = k->names;
@@ -1553,6 +1555,14 @@ static json_object *extend(json_object *root, const known_docs_t *known, int dep
     if (!(base = extend(base, known, depth + 1, st))) {
         json_object_put(root);
         return NULL;
+    }
+    /* a reward of its own comes with its own scale and text: the base's (FingerPush-v1's
+     * 0.1, its description of another reward) would apply to it silently */
+    if (json_object_object_get_ex(root, "reward", NULL)) {
+        if (!json_object_object_get_ex(root, "reward_scale", NULL))
+            json_object_object_del(base, "reward_scale");
+        if (!json_object_object_get_ex(root, "reward_doc", NULL))
+            json_object_object_del(base, "reward_doc");
     }
     json_object_object_foreach(root, key, val)
         if (strcmp(key, "extends") != 0)

@@ -244,6 +244,25 @@ static void registration(void)
     }
     rs_world_destroy(&mine);
     rs_world_destroy(&theirs);
+
+    /* a variant with a reward of its own and no scale or text: not FingerPush-v1's 0.1 and
+     * its description of another reward, but 1 and its own expression */
+    const char *own = "{\"name\": \"MyPush-v2\", \"extends\": \"FingerPush-v1\", "
+                      "\"reward\": \"-distance\"}";
+    const rs_task_t *t2 = NULL, *base = rs_task_find("FingerPush-v1");
+    CHECK_OK(rs_task_doc_register(own, strlen(own), &t2, &st), st);
+    CHECK(t2 && base && base->reward_scale == 0.1 && (t2->reward_scale == 0.0 || t2->reward_scale == 1.0) &&
+              t2->reward && strcmp(t2->reward, "-distance") == 0,
+          "a reward of its own: scale %g (0: 1; the base's %g), text '%s'", t2 ? t2->reward_scale : -1,
+          base ? base->reward_scale : -1, t2 && t2->reward ? t2->reward : "(none)");
+    /* one that keeps the base's reward keeps its scale and text */
+    const char *same = "{\"name\": \"MyPush-v3\", \"extends\": \"FingerPush-v1\", "
+                       "\"max_steps\": 50}";
+    const rs_task_t *t3 = NULL;
+    CHECK_OK(rs_task_doc_register(same, strlen(same), &t3, &st), st);
+    CHECK(t3 && base && t3->reward_scale == base->reward_scale &&
+              strcmp(t3->reward, base->reward) == 0,
+          "the base's reward, scale and text kept");
 }
 
 /* A bad edit of a good document: `from` replaced by `to` is refused with `code` and a message
