@@ -570,3 +570,19 @@ int parallel_ik(double L0, double L1, double L2, double x, double y, double q[2]
     q[1] = M_PI - acos(ca) - acos(cg);
     return 0;
 }
+
+int arm_admissible_stops(const rs_entity_model_t *em, const double *x, rs_status_t *st)
+{
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    for (int j = 0; j < 2 && jc.limited; j++) {
+        double q = x[ARM_Q1 + j], past = fmax(jc.q_min[j] - q, q - jc.q_max[j]);
+        if (past > 1e-9 * (1.0 + fabs(q)))
+            return rs_fail(st, RS_EPRECOND,
+                           "joint %d of '%s' would be %.6g rad past its stop under the new "
+                           "parameters (theta%d = %.9g rad, stops [%.9g, %.9g]); Reset or "
+                           "SetState the joint within the stops first, or keep them around it",
+                           j + 1, em->name, past, j + 1, q, jc.q_min[j], jc.q_max[j]);
+    }
+    return 0;
+}

@@ -1242,6 +1242,25 @@ static void brick_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
         pick_mode(em, ed, t, x, u);
     else if (family == RS_CONTACT_HYBRID)
         resolve(em, ed, t, x, u); /* new commands may tip, slide or free it */
+    else if (family == RS_CONTACT_COMPLIANT) {
+        /* a new padding or shape may put a corner on the other side of the layer's surface
+         * than its mark (beyond the root finder's tolerance, which an event leaves the marks
+         * within): the mark follows, so that its guard starts armed and the layer pushes
+         * only where the corner is in it */
+        int flipped = 0;
+        for (int i = 0; i < NCORNERS; i++) {
+            double off = gap(em, x, i) - pad_of(em);
+            if (fabs(off) > gap_tol(em) && (off < 0.0) != (ed->aux[AUX_S0 + i] < 0.0)) {
+                ed->aux[AUX_S0 + i] = off < 0.0 ? -1.0 : 1.0;
+                flipped |= 1 << i;
+            }
+        }
+        if (flipped) {
+            ed->aux[AUX_SLACK] = (double)((int)ed->aux[AUX_SLACK] & ~flipped);
+            set_slack(em, ed, x, ~flipped & ((1 << NCORNERS) - 1));
+            ed->aux[AUX_IN] = corners_inside(ed) > 0;
+        }
+    }
 }
 
 static void brick_step_begin(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
@@ -1434,6 +1453,48 @@ static int brick_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed
     return 0;
 }
 
+/* Whether the live state fits new parameters (rs_robot_t.admissible; docs/physics-edges.md):
+ * under a rigid formulation no corner deeper below the ground than the hybrid tolerance (or
+ * than it already was under the same formulation); under compliant none deeper below the
+ * ground than before, and the layer's springs, sum over the corners of 1/2 k d^2 (d the depth
+ * below the padding surface), holding no more energy than under the old parameters (none
+ * under a rigid formulation): a change that stored some would release it as motion (a resting
+ * brick switched to compliant jumps; a thicker padding throws it). */
+static int brick_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                            const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    (void)ed;
+    int model = model_of(em), same = model_of(was) == model;
+    double below = -lowest_corner(em, x), before = same ? fmax(0.0, -lowest_corner(was, x)) : 0.0;
+    if (below > before + pen_tol(em))
+        return rs_fail(st, RS_EPRECOND,
+                       "brick '%s': under the new parameters its lowest corner would be %.6g m "
+                       "below the ground (y = %.9g m, theta = %.9g rad); Reset it or SetState "
+                       "it clear of the ground (y at least %.9g m) first",
+                       em->name, below, x[Y], x[TH], x[Y] + below);
+    if (model != RS_CONTACT_COMPLIANT)
+        return 0;
+    double k = rs_blend_harmonic(em->p[P_K], em->p[P_GK]), e_new = 0.0, deepest = 0.0;
+    double k_was = rs_blend_harmonic(was->p[P_K], was->p[P_GK]), e_was = 0.0;
+    for (int i = 0; i < NCORNERS; i++) {
+        double d = pad_of(em) - gap(em, x, i), d_was = pad_of(was) - gap(was, x, i);
+        if (d > 0.0)
+            e_new += 0.5 * k * d * d;
+        if (same && d_was > 0.0)
+            e_was += 0.5 * k_was * d_was * d_was;
+        deepest = fmax(deepest, d);
+    }
+    if (e_new > e_was * (1.0 + 1e-9) + 1e-12)
+        return rs_fail(st, RS_EPRECOND,
+                       "brick '%s': under the new parameters a corner would be %.6g m deep in the "
+                       "%.6g m compliant layer, whose springs would hold %.6g J (%.6g J before) "
+                       "and release it as motion; Reset it or SetState it clear of the layer "
+                       "(y at least %.9g m) first, or change the padding or stiffness while it "
+                       "is clear of the ground",
+                       em->name, deepest, pad_of(em), e_new, e_was, x[Y] + deepest);
+    return 0;
+}
+
 const rs_robot_t rs_robot_brick = {
     .kind = "brick",
     .doc = "planar rigid brick falling onto the ground, three contact formulations",
@@ -1465,4 +1526,5 @@ const rs_robot_t rs_robot_brick = {
     .contacts = brick_contacts,
     .sense = brick_sense,
     .failure = brick_failure,
+    .admissible = brick_admissible,
 };

@@ -281,10 +281,13 @@ static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     g[n] = ed->mode == MODE_BLOCKED ? -outward_speed(em, x, u, (int)ed->aux[AUX_OBSTACLE]) : 1.0;
 }
 
-/* Move the centre along obstacle i's normal until side * (clearance - target) >= 0 (side +1:
+/* Move the centre along obstacle i's normal until side * (clearance - target) > 0 (side +1:
  * out to the boundary at clearance target, -1: in to it): an event's state, located to the root
  * finder's tolerance or placed to rounding, may lie a little on the wrong side, where the new
- * mode's guard (watched for + to - crossings only) would start below 0 and never fire. */
+ * mode's guard (watched for + to - crossings only) would start below 0 and never fire. Strictly
+ * past it: a guard exactly 0 at a restart is set aside by the root finder until it moves off 0
+ * (SUNDIALS' rootfinding), and one that moves off to the negative side is then never seen to
+ * cross (a robot released at a wedge's corner turned into the other obstacle unseen). */
 static void place_at(const rs_entity_model_t *em, double *x, int i, double target, int side)
 {
     const double *o = obstacle(em, i);
@@ -292,7 +295,7 @@ static void place_at(const rs_entity_model_t *em, double *x, int i, double targe
                                 em->p[P_RADIUS]);
     for (int it = 0; it < 60; it++) {
         double nx, ny, g = side * (clearance(em, x, i, &nx, &ny) - target);
-        if (g >= 0)
+        if (g > 0)
             return;
         double step = side * (-g + ulp * (double)(1 << (it < 30 ? it : 30)));
         x[X] += step * nx;
@@ -342,21 +345,46 @@ static int block_touching(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
 
 /* Released from obstacle `held`: blocked again by another it touches while heading into it, or
  * free, out of every obstacle it touches to rounding (a centre placed on one boundary may lie
- * an ulp inside another's: that guard then starts below 0 and never fires, and the robot,
- * heading out at release, curved back into the obstacle 0.7 mm deep with no event) */
+ * an ulp inside another's, or exactly on it: that guard then starts below or at 0 and never
+ * fires, and the robot, heading out at release, curved back into the obstacle 0.7 mm deep with
+ * no event) */
 static void release_from(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                          const double *u, int held)
 {
     release(ed, t, x);
     if (block_touching(em, ed, t, x, u, held))
         return;
-    for (int pass = 0; pass < 2; pass++)
+    /* out of all it touches at once (those within rounding of their boundaries, either side),
+     * along the sum of their outward normals, which takes each one's clearance up
+     * (1 + n_i . n_j > 0): placed out of one at a time, a robot wedged between two (normals
+     * nearly opposite) went back an ulp into the other, and turned into it unseen */
+    double ulp = DBL_EPSILON * (fabs(x[X]) + fabs(x[Y]) + em->p[P_RADIUS]);
+    for (int it = 0; it < 60; it++) {
+        double sx = 0.0, sy = 0.0, need[MAX_OBSTACLES], n[MAX_OBSTACLES][2];
+        int touching[MAX_OBSTACLES], inside_any = 0;
         for (int i = 0; i < n_obstacles(em); i++) {
             double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
-            double c = clearance(em, x, i, NULL, NULL);
-            if (c < 0.0 && c >= -1e-12 * scale)
-                place_at(em, x, i, 0.0, 1);
+            double c = clearance(em, x, i, &n[i][0], &n[i][1]);
+            touching[i] = fabs(c) <= 1e-12 * scale; /* on its boundary, either side */
+            need[i] = -c;
+            inside_any |= touching[i] && c <= 0.0;
+            if (touching[i])
+                sx += n[i][0], sy += n[i][1];
         }
+        double norm = rs_hypot(sx, sy);
+        if (!inside_any || !(norm > 0.0))
+            return;
+        sx /= norm, sy /= norm;
+        double step = 0.0;
+        for (int i = 0; i < n_obstacles(em); i++) {
+            double along = n[i][0] * sx + n[i][1] * sy;
+            if (touching[i] && along > 0.0)
+                step = fmax(step, need[i] / along);
+        }
+        step += ulp * (double)(1 << (it < 30 ? it : 30));
+        x[X] += step * sx;
+        x[Y] += step * sy;
+    }
 }
 
 static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -407,6 +435,21 @@ static void dd_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
                                               : RS_CONTACT_HYBRID;
     if (family != model_of(em))
         pick_mode(em, ed, x);
+    if (ed->mode == MODE_COMPLIANT) {
+        /* new obstacles or padding may put the centre on the other side of a layer's surface
+         * than its bit (beyond the root finder's tolerance, which an event leaves the bits
+         * within): the bit follows, so that its guard starts armed */
+        int bits = (int)ed->aux[AUX_INSIDE];
+        for (int i = 0; i < n_obstacles(em); i++) {
+            double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+            double off = clearance(em, x, i, NULL, NULL) - pad_of(em);
+            if (fabs(off) > 1e-9 * scale && (off < 0.0) != inside(ed, i))
+                bits ^= 1 << i;
+        }
+        for (int i = n_obstacles(em); i < MAX_OBSTACLES; i++)
+            bits &= ~(1 << i); /* obstacles taken away */
+        ed->aux[AUX_INSIDE] = bits;
+    }
     if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
         return;
     if (ed->mode == MODE_BLOCKED) {
@@ -529,6 +572,44 @@ static int dd_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     return 0;
 }
 
+/* Whether the live state fits new parameters (rs_robot_t.admissible; docs/physics-edges.md):
+ * the centre no deeper inside an inflated obstacle than rounding (hybrid, time_stepping; or
+ * than it already was under the same formulation and obstacle), and, compliant, no deeper in
+ * an obstacle's boundary layer than it was in that layer before: a layer the robot did not
+ * enter through its surface has no event to start its push, and a deeper one would push the
+ * robot out at once (a jump the layer's law does not allow). */
+static int dd_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                         const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    int model = model_of(em), same = model_of(was) == model;
+    for (int i = 0; i < n_obstacles(em); i++) {
+        double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+        double c = clearance(em, x, i, NULL, NULL), before = 0.0, layer_before = 0.0;
+        if (same && i < n_obstacles(was)) {
+            double c_was = clearance(was, x, i, NULL, NULL);
+            before = fmax(0.0, -c_was);
+            if (model == RS_CONTACT_COMPLIANT && inside(ed, i))
+                layer_before = fmax(0.0, pad_of(was) - c_was);
+        }
+        if (-c > before + 1e-9 * scale)
+            return rs_fail(st, RS_EPRECOND,
+                           "'%s': under the new parameters the robot's centre (%.9g, %.9g) would "
+                           "be %.6g m inside obstacle %d (robot_radius + its radius); Reset or "
+                           "SetState the robot clear of it first, or place the obstacle clear "
+                           "of the robot",
+                           em->name, x[X], x[Y], -c, i);
+        double layer = pad_of(em) - c;
+        if (model == RS_CONTACT_COMPLIANT && layer > layer_before + 1e-9 * scale)
+            return rs_fail(st, RS_EPRECOND,
+                           "'%s': under the new parameters the robot would be %.6g m deep in "
+                           "obstacle %d's %.6g m compliant layer (%.6g m before), which it did "
+                           "not enter by moving; Reset or SetState the robot clear of the layer "
+                           "first, or place the obstacle or choose the padding clear of it",
+                           em->name, layer, i, pad_of(em), layer_before);
+    }
+    return 0;
+}
+
 const rs_robot_t rs_robot_diff_drive = {
     .kind = "diff_drive",
     .doc = "differential-drive disk robot among disk obstacles",
@@ -556,6 +637,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .settle = dd_settle,
     .advance = dd_advance,
     .failure = dd_failure,
+    .admissible = dd_admissible,
     .time_scale = dd_time_scale,
     .contacts = dd_contacts,
     .sense = dd_sensors,

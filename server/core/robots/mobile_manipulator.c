@@ -821,6 +821,29 @@ static int mm_validate(const rs_entity_model_t *em, rs_status_t *st)
     return 0;
 }
 
+/* rs_robot_t.admissible (docs/physics-edges.md): under the new parameters (the table, the
+ * links, the shoulders) neither end effector inside the table beyond rounding; the contact
+ * modes cannot start from inside it, and the next step would push it out at once. */
+static int mm_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                         const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    (void)was, (void)ed;
+    for (int k = 0; k < 2; k++) {
+        double p[2];
+        ee_position(em, x, k, p);
+        double depth = -table_distance(em, p, NULL);
+        if (depth > 1e-9 * (1.0 + fabs(p[0]) + fabs(p[1])))
+            return rs_fail(st, RS_EPRECOND,
+                           "the %s end effector of '%s' would be %.6g m inside the table under "
+                           "the new parameters (at (%.9g, %.9g); the table x in [%g, %g], y >= "
+                           "%g); Reset or SetState the arm clear of the table first, or place "
+                           "the table clear of it",
+                           k == 0 ? "left" : "right", em->name, depth, p[0], p[1],
+                           em->p[P_TABLE + 1], em->p[P_TABLE + 2], em->p[P_TABLE]);
+    }
+    return 0;
+}
+
 static void mm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
 {
     x[BX] = em->p[P_X0];
@@ -1524,6 +1547,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .aux_vars = mm_aux,
     .nguards = mm_nguards,
     .validate = mm_validate,
+    .admissible = mm_admissible,
     .init = mm_init,
     .derivs = mm_derivs,
     .guards = mm_guards,
