@@ -403,6 +403,20 @@ void arm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     arm_joints_from(em, &jc);
     arm_settle_integrals(em, ed, x);
     arm_saturation_from_values(em, ed, x, u);
+    /* a joint held at a stop that new parameters moved away from it (or removed) is no longer
+     * held there: taken as stuck, the choice below is made afresh; kept, arm_update would put
+     * it on the new stop, a jump of the angle with no motion to make it (and its energy) */
+    if (ed->mode < ARM_JOINT_MODES) {
+        int st[2];
+        arm_status_of(ed->mode, st);
+        for (int j = 0; j < 2; j++) {
+            double q = x[ARM_Q1 + j];
+            if ((st[j] == ARM_MIN && !(jc.limited && fabs(q - jc.q_min[j]) <= 1e-9 * (1.0 + fabs(q)))) ||
+                (st[j] == ARM_MAX && !(jc.limited && fabs(q - jc.q_max[j]) <= 1e-9 * (1.0 + fabs(q)))))
+                st[j] = ARM_STICK;
+        }
+        ed->mode = st[0] + 4 * st[1];
+    }
     int hit = 0;
     for (int j = 0; j < 2; j++) {
         if (!jc.limited)

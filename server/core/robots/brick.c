@@ -114,6 +114,10 @@ enum { FAIL_NONE, FAIL_PAINLEVE, FAIL_NO_MODE };
 #define NGUARDS_COMPLIANT 8 /* 4 corners at the padding surface, 4 layer forces at 0 */
 #define G_LAYER 4           /* compliant: the first layer-force guard (corner 0's) */
 #define MAX_SWEEPS 200
+/* compliant: the largest k / m served, sqrt of it 3.2e4 rad/s (at 1e12 1/s^2 a drop ended in
+ * "more than 1000 events in one control step"; at 1e9 a tumbling drop comes to rest with about
+ * 900 integrator steps per 10 ms control step) */
+#define BRICK_K_OVER_M_MAX 1e9
 
 static const rs_var_desc_t brick_state[NX] = {
     {"x", "m", -INFINITY, INFINITY, "centre of mass, horizontal"},
@@ -146,7 +150,8 @@ static const rs_var_desc_t brick_sensors[NS] = {
 };
 
 static const rs_param_desc_t brick_params[NP] = {
-    {"mass", "kg", 1e-9, 1e9, P_M, 1, 1, 1.0, "m"},
+    {"mass", "kg", 1e-3, 1e9, P_M, 1, 1, 1.0,
+     "m (compliant: with the stiffness, k / m at most 1e9 1/s^2, k the blended stiffness)"},
     {"width", "m", 1e-6, 1e3, P_W, 1, 1, 0.2, "w, along the brick's x axis"},
     {"height", "m", 1e-6, 1e3, P_H, 1, 1, 0.1, "h, along the brick's y axis"},
     {"gravity", "m/s^2", 0.0, 1e3, P_G, 1, 1, 9.81, "g, along -y"},
@@ -161,13 +166,16 @@ static const rs_param_desc_t brick_params[NP] = {
      "Painleve's paradox, reported as an error)"},
     {"padding", "m", 0, 1, P_PAD, 1, 1, 0.0025,
      "the brick's boundary layer (compliant only; default 2.5 mm)"},
-    {"stiffness", "N/m", 1e-6, 1e12, P_K, 1, 1, 1e6, "the brick's surface stiffness (compliant)"},
+    {"stiffness", "N/m", 1e-6, 1e9, P_K, 1, 1, 1e6,
+     "the brick's surface stiffness (compliant; the blended k over the mass at most 1e9 1/s^2: "
+     "the layer's frequency sqrt(k / m) at most 3.2e4 rad/s, which the integrator resolves)"},
     {"damping", "N s/m", 0, 1e9, P_C, 1, 1, 0.0,
      "the brick's surface damping added to the one restitution sets (compliant)"},
     {"ground_restitution", "1", 0, 1, P_GE, 1, 1, 0.5, "the ground's coefficient of restitution"},
     {"ground_friction", "1", 0, 1e3, P_GMU, 1, 1, 0.5, "the ground's friction coefficient"},
     {"ground_padding", "m", 0, 1, P_GPAD, 1, 1, 0.0, "the ground's boundary layer (compliant)"},
-    {"ground_stiffness", "N/m", 1e-6, 1e12, P_GK, 1, 1, 1e6, "the ground's stiffness (compliant)"},
+    {"ground_stiffness", "N/m", 1e-6, 1e9, P_GK, 1, 1, 1e6,
+     "the ground's stiffness (compliant; see stiffness for its bound with the mass)"},
     {"ground_damping", "N s/m", 0, 1e9, P_GC, 1, 1, 0.0,
      "the ground's damping added to the one restitution sets (compliant)"},
     {"ts_step", "s", 1e-7, 1.0, P_TS_STEP, 1, 1, 1e-3,
@@ -835,6 +843,13 @@ static int brick_validate(const rs_entity_model_t *em, rs_status_t *st)
     if (model_of(em) != em->p[P_MODEL])
         return rs_fail(st, RS_EINVAL, "contact_model must be 0 (hybrid), 1 (time_stepping) or 2 "
                                       "(compliant), not %g", em->p[P_MODEL]);
+    double k = rs_blend_harmonic(em->p[P_K], em->p[P_GK]);
+    if (model_of(em) == RS_CONTACT_COMPLIANT && k / em->p[P_M] > BRICK_K_OVER_M_MAX)
+        return rs_fail(st, RS_EINVAL,
+                       "brick '%s': the compliant layer's stiffness %g N/m (blended) over the mass "
+                       "%g kg is %g 1/s^2, above %g (a layer frequency the integrator cannot "
+                       "resolve in a control step); lower the stiffness or raise the mass",
+                       em->name, k, em->p[P_M], k / em->p[P_M], BRICK_K_OVER_M_MAX);
     double lo = lowest_corner(em, x);
     if (lo < -tol_of(em))
         return rs_fail(st, RS_EINVAL,

@@ -53,6 +53,10 @@ enum { AUX_OBSTACLE, AUX_INSIDE, NAUX }; /* index of the obstacle the robot is b
                                             compliant: bit i set while inside obstacle i's layer */
 
 #define MAX_OBSTACLES 16
+/* compliant: the largest layer rate k / c served (at 1e12 1/s: "more than 20000 guard crossings"
+ * or ARK_TOO_MUCH_WORK driving into an obstacle; at 1e6 about 2,000 integrator steps per 10 ms
+ * control step in the layer) */
+#define DD_LAYER_RATE_MAX 1e6
 
 /* parameter slots in rs_entity_model_t.p */
 enum { P_R, P_L, P_RADIUS, P_X0, P_Y0, P_THETA0, P_OBSTACLES, P_END = P_OBSTACLES + 3 * MAX_OBSTACLES,
@@ -90,11 +94,16 @@ static const rs_param_desc_t dd_params[] = {
      "(velocity-level LCP), 2 compliant (boundary layer)"},
     {"ts_step", "s", 1e-7, 1.0, P_TS_STEP, 1, 1, 1e-3, "time_stepping: largest internal step"},
     {"padding", "m", 0, 10.0, P_PAD, 1, 1, 0.0025, "the robot's boundary layer (compliant)"},
-    {"stiffness", "N/m", 1e-7, 1e14, P_K, 1, 1, 1e4, "the robot's surface stiffness (compliant)"},
-    {"damping", "N s/m", 1e-7, 1e14, P_C, 1, 1, 100.0, "the robot's surface damping (compliant)"},
+    {"stiffness", "N/m", 1e-7, 1e8, P_K, 1, 1, 1e4,
+     "the robot's surface stiffness (compliant; the layer's rate k / c, harmonic means, at most "
+     "1e6 1/s: its time constant c / k at least 1 us, which the integrator resolves)"},
+    {"damping", "N s/m", 1e-2, 1e14, P_C, 1, 1, 100.0,
+     "the robot's surface damping (compliant; see stiffness for the rate k / c)"},
     {"obstacle_padding", "m", 0, 10.0, P_OPAD, 1, 1, 0.0, "the obstacles' boundary layer"},
-    {"obstacle_stiffness", "N/m", 1e-7, 1e14, P_OK, 1, 1, 1e4, "the obstacles' stiffness"},
-    {"obstacle_damping", "N s/m", 1e-7, 1e14, P_OC, 1, 1, 100.0, "the obstacles' damping"},
+    {"obstacle_stiffness", "N/m", 1e-7, 1e8, P_OK, 1, 1, 1e4,
+     "the obstacles' stiffness (see stiffness for the rate k / c)"},
+    {"obstacle_damping", "N s/m", 1e-2, 1e14, P_OC, 1, 1, 100.0,
+     "the obstacles' damping (see stiffness for the rate k / c)"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
      "1: report (robot, obstacle i) pairs with contact in the last step in State.contacts"},
 };
@@ -170,6 +179,15 @@ static int dd_validate(const rs_entity_model_t *em, rs_status_t *st)
         return rs_fail(st, RS_EINVAL,
                        "'%s.obstacles' takes x, y, radius triples; got %d values", em->name,
                        em->plen[PI_OBSTACLES]);
+    double rate = rs_blend_harmonic(em->p[P_K], em->p[P_OK]) /
+                  rs_blend_harmonic(em->p[P_C], em->p[P_OC]);
+    if (model_of(em) == RS_CONTACT_COMPLIANT && rate > DD_LAYER_RATE_MAX)
+        return rs_fail(st, RS_EINVAL,
+                       "'%s': the compliant layer's rate k / c (harmonic means of the stiffnesses "
+                       "and the dampings) is %g 1/s, above %g (a time constant the integrator "
+                       "cannot resolve in a control step); lower the stiffness or raise the "
+                       "damping",
+                       em->name, rate, DD_LAYER_RATE_MAX);
     double start[NX] = {em->p[P_X0], em->p[P_Y0], em->p[P_THETA0]};
     for (int i = 0; i < n_obstacles(em); i++) {
         if (obstacle(em, i)[2] < 0)

@@ -494,11 +494,16 @@ static void taut_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         for (int j = 0; j < 2; j++)
             if (jc.limited && (fired[5 * j + 3] || fired[5 * j + 4])) {
                 x[ARM_Q1 + j] = fired[5 * j + 3] ? jc.q_min[j] : jc.q_max[j];
-                hit = 1;
+                hit |= 1 << j;
                 rs_emit_event(ed, ARM_EV_STOP, t, j + 1, before, x, ARM_NX);
             }
         if (!hit && !fired[2])
             return;
+        /* the stopped servo put on its stop moved the elbows off u = 2 L2 by the root's
+         * tolerance: back on the set with it held, else the set's stabilisation drove the
+         * pair back into the stop from rest, a stop every 2 us without end */
+        if (hit)
+            place_taut(em, x, hit);
         x[ARM_QD1] = x[ARM_QD2] = 0.0; /* a stop holds the set's one freedom; or at rest */
         arm_saturation_from_values(em, ed, x, u);
         taut_resolve(em, ed, x, u);
