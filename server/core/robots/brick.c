@@ -55,8 +55,9 @@
  *     sign of k d + c d' switches the mark, so no integration step holds the kink (a step in
  *     the force's rate k d', which an error test cannot pass over where an event left the
  *     state beside it). With friction above 4/3 the layer can jam (the
- *     compliant face of Painleve's paradox: the forces grow until the integrator gives up,
- *     which the step reports; Genot & Brogliato 1999). Penetration bound
+ *     compliant face of Painleve's paradox: the forces grow until the integrator gives up;
+ *     Genot & Brogliato 1999), so a compliant brick's blended friction is at most 4/3
+ *     (brick_validate). Penetration bound
  *     (energy: the layer stores at most the approach energy): the spring's compression stays
  *     below v_n sqrt(m_n / k) + 2 m g / k, v_n the normal approach speed.
  *
@@ -163,7 +164,8 @@ static const rs_param_desc_t brick_params[NP] = {
      "the brick's coefficient of restitution (every formulation; compliant: sets the damping)"},
     {"friction", "1", 0, 1e3, P_MU, 1, 1, 0.5,
      "the brick's Coulomb friction coefficient (hybrid: above 4/3 a sliding corner can meet "
-     "Painleve's paradox, reported as an error)"},
+     "Painleve's paradox, reported as an error; compliant: the blended friction at most 4/3, "
+     "above which the layer can jam)"},
     {"padding", "m", 0, 1, P_PAD, 1, 1, 0.0025,
      "the brick's boundary layer (compliant only; default 2.5 mm)"},
     {"stiffness", "N/m", 1e-6, 1e9, P_K, 1, 1, 1e6,
@@ -850,6 +852,14 @@ static int brick_validate(const rs_entity_model_t *em, rs_status_t *st)
                        "%g kg is %g 1/s^2, above %g (a layer frequency the integrator cannot "
                        "resolve in a control step); lower the stiffness or raise the mass",
                        em->name, k, em->p[P_M], k / em->p[P_M], BRICK_K_OVER_M_MAX);
+    if (model_of(em) == RS_CONTACT_COMPLIANT && mu_of(em) > 4.0 / 3.0)
+        return rs_fail(st, RS_EINVAL,
+                       "brick '%s': under compliant contact the blended friction %g may not "
+                       "exceed 4/3: above it the layer can jam (Painleve's paradox in its "
+                       "compliant form, the forces growing until the integrator gives up; Genot "
+                       "& Brogliato 1999); lower the friction, or use contact_model 0, which "
+                       "reports the paradox where it arises, or 1",
+                       em->name, mu_of(em));
     double lo = lowest_corner(em, x);
     if (lo < -tol_of(em))
         return rs_fail(st, RS_EINVAL,
