@@ -1887,7 +1887,9 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
     for (int e = 0; e < m->nentities; e++) {
         r.t_rest[e] = INFINITY;
         checker_of(m->ent[e].robot)->begin(&r, e);
-        if (isfinite(r.t_rest[e]) && r.t_rest[e] + 3 * m->control_dt > steps * m->control_dt)
+        /* long enough to reach the rest bound (not with --set-params: the change voids it) */
+        if (!set_params_mode && isfinite(r.t_rest[e]) &&
+            r.t_rest[e] + 3 * m->control_dt > steps * m->control_dt)
             steps = (int)fmin(MAX_REST_STEPS, ceil(r.t_rest[e] / m->control_dt) + 3);
     }
     if (r.invalid) {
