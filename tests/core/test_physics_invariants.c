@@ -635,14 +635,20 @@ static double pa_energy(const run_t *r, int e, const double *x)
     return 0.5 * P("J", 0) * x[2] * x[2] + 0.5 * P("J", 1) * x[3] * x[3];
 }
 
-/* Rest without torques: each servo's dry friction mu_D stops it by J |qd0| / mu_D (the taut
- * linkage's stops only take speed away). */
+/* Rest without torques: the servos' dry friction takes dE/dt <= -mu_min (|qd1| + |qd2|), and
+ * E <= J_max (|qd1| + |qd2|)^2 / 2, so d sqrt(E)/dt <= -mu_min / sqrt(2 J_max): at rest by
+ * sqrt(2 J_max E0) / mu_min. The taut linkage's impacts and the stops only take energy away;
+ * not speed from each servo: a taut impact can pass one servo's momentum to the other, so a
+ * bound per servo, J |qd0| / mu_D, does not hold (a servo still turning at 0.028 rad/s twice
+ * past it). */
 static void pa_begin(run_t *r, int e)
 {
-    if (!r->s->passive || !(P("mu_D", 0) > 0) || !(P("mu_D", 1) > 0))
+    double mu = fmin(P("mu_D", 0), P("mu_D", 1));
+    if (!r->s->passive || !(mu > 0))
         return;
     const double *x = r->d->x + r->m->ent[e].x_off;
-    r->t_rest[e] = fmax(P("J", 0) * fabs(x[2]) / P("mu_D", 0), P("J", 1) * fabs(x[3]) / P("mu_D", 1));
+    double J = fmax(P("J", 0), P("J", 1));
+    r->t_rest[e] = sqrt(2 * J * pa_energy(r, e, x)) / mu;
 }
 
 static void pa_check(run_t *r, int e, const double *x0, const double *x1)
