@@ -475,7 +475,11 @@ void rs_world_destroy(rs_world_t **w);
  * stepping many worlds in turn can fetch the next world's while stepping this one. */
 void rs_world_prefetch(const rs_world_t *w);
 
-/* Validate and apply parameter changes, then restart the integrator; unchanged on error. */
+/* Validate and apply parameter changes, then restart the integrator; unchanged on error. Beside
+ * the model's own checks (RS_EINVAL, RS_ERANGE, RS_ENOTFOUND), the live state must fit the new
+ * parameters: RS_EPRECOND names a body the change would leave inside another, past a stop,
+ * unassemblable, or in a compliant layer holding more energy than before (rs_robot_t.admissible;
+ * docs/physics-edges.md). */
 int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, rs_status_t *st);
 
 #endif

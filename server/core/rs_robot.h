@@ -195,6 +195,15 @@ struct rs_robot {
     int (*holds)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                  int i);
 
+    /* Optional: whether the live state x of the entity (its mode and run variables in ed,
+     * reached under the parameters `was`) fits the new parameters em of a SetParams: 0, or
+     * RS_EPRECOND naming the body and the depth or angle by which it would be inside another
+     * body, past a stop or unassemblable under em, or the energy a compliant layer would hold
+     * beyond what it held under `was` (a change may not store energy the next step would
+     * release as motion). The rules: docs/physics-edges.md. */
+    int (*admissible)(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                      const rs_entity_data_t *ed, const double *x, rs_status_t *st);
+
     /* Fill ed->s at the end of a control step of length dt. Optional. */
     void (*sense)(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, const double *x,
                   const double *u, double dt);

@@ -46,9 +46,13 @@ void rs_world_destroy(rs_world_t **pw)
 }
 
 static int set_params_checked(const rs_world_t *w, rs_model_t *next, const rs_param_t *params,
-                              size_t nparams, rs_status_t *st);
+                              size_t nparams, int live, rs_status_t *st);
 
-int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, rs_status_t *st)
+/* rs_world_set_params; live: the new parameters must fit the live state (a SetParams), else
+ * only the run variables (a reset with randomized parameters, which then re-initialises the
+ * state under them) */
+static int world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, int live,
+                            rs_status_t *st)
 {
     /* copy on write: the new parameters make a new model, shared with any world that has the
      * same; the old one stays with the worlds that still use it */
@@ -56,7 +60,7 @@ int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams,
     if (!next)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory for a model");
     *next = *w->model;
-    int rc = set_params_checked(w, next, params, nparams, st);
+    int rc = set_params_checked(w, next, params, nparams, live, st);
     const rs_model_t *shared = rc == 0 ? rs_model_share(next, st) : NULL;
     free(next);
     if (rc == 0 && !shared)
@@ -70,9 +74,14 @@ int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams,
     return rc;
 }
 
+int rs_world_set_params(rs_world_t *w, const rs_param_t *params, size_t nparams, rs_status_t *st)
+{
+    return world_set_params(w, params, nparams, 1, st);
+}
+
 /* rs_model_set_params on `next`, then the checks the world's task and state make of it. */
 static int set_params_checked(const rs_world_t *w, rs_model_t *next, const rs_param_t *params,
-                              size_t nparams, rs_status_t *st)
+                              size_t nparams, int live, rs_status_t *st)
 {
     int rc = rs_model_set_params(next, params, nparams, st);
     if (rc < 0)
@@ -87,6 +96,15 @@ static int set_params_checked(const rs_world_t *w, rs_model_t *next, const rs_pa
         if (rs_robot_check_data(&next->ent[e], &w->data->ent[e], &why) < 0)
             return rs_fail(st, RS_EPRECOND, "the new parameters do not fit the world's state: %s",
                            why.message);
+    }
+    /* and the continuous state: no body left inside another, past a stop, unassemblable, or
+     * in a compliant layer holding more energy than before (the robots' admissible) */
+    for (int e = 0; e < next->nentities && live; e++) {
+        const rs_robot_t *r = next->ent[e].robot;
+        if (r->admissible &&
+            (rc = r->admissible(&next->ent[e], &w->model->ent[e], &w->data->ent[e],
+                                w->data->x + next->ent[e].x_off, st)) < 0)
+            return rc;
     }
     return 0;
 }
@@ -163,7 +181,7 @@ int rs_world_reset(rs_world_t *w, uint64_t seed, rs_status_t *st)
         const rs_param_t *drawn;
         size_t n = rs_randomize_draw(w->randomize, w->model, seed, &drawn);
         if ((rc = rs_reset(w->model, w->data, seed, st)) < 0 ||
-            (rc = rs_world_set_params(w, drawn, n, st)) < 0)
+            (rc = world_set_params(w, drawn, n, 0, st)) < 0)
             return rc;
     }
     rc = rs_reset(w->model, w->data, seed, st);

@@ -7,6 +7,7 @@
 #include "rs_snapshot.h"
 #include "rs_test.h"
 #include "seeded_rng.h"
+#include "workshop_wedge.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -225,8 +226,79 @@ static void inside_is_an_error(void)
     rs_world_destroy(&w);
 }
 
+/* The wedge of workshop_wedge.h, in the workshop world (with the other entities, commands 0)
+ * and in the diff_drive preset alone: under hybrid contact the robot's centre never enters an
+ * inflated obstacle (1e-9 m of rounding), every control step succeeds, and the two worlds agree
+ * on the robot's path (its dynamics do not depend on the other entities'; the integrators'
+ * steps do, so to the tolerance's size, 1e-6 m). */
+static void workshop_wedge(void)
+{
+    rs_param_t p[sizeof wedge_params / sizeof wedge_params[0]];
+    size_t n = 0, nr = 0;
+    for (size_t i = 0; i < sizeof wedge_params / sizeof wedge_params[0]; i++)
+        p[n++] = (rs_param_t){wedge_params[i].entity, wedge_params[i].name, wedge_params[i].v,
+                              (size_t)wedge_params[i].n};
+    rs_param_t pr[16];
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(p[i].entity, "robot"))
+            pr[nr++] = p[i];
+    rs_status_t st;
+    rs_world_t *w[2] = {rs_world_new("workshop", p, n, 1, &st), NULL};
+    CHECK(w[0] != NULL, "workshop: %s", st.message);
+    w[1] = rs_world_new("diff_drive", pr, nr, 1, &st);
+    CHECK(w[1] != NULL, "diff_drive: %s", st.message);
+    if (!w[0] || !w[1]) {
+        rs_world_destroy(&w[0]);
+        rs_world_destroy(&w[1]);
+        return;
+    }
+    int e[2] = {rs_model_entity(w[0]->model, "robot"), rs_model_entity(w[1]->model, "robot")};
+    double worst[2] = {INFINITY, INFINITY}, apart = 0;
+    int failed[2] = {-1, -1}, row = 0;
+    for (int k = 0; k < WEDGE_STEPS; k++) {
+        while (row + 1 < (int)(sizeof wedge_commands / sizeof wedge_commands[0]) &&
+               wedge_commands[row + 1].from <= k)
+            row++;
+        for (int j = 0; j < 2; j++) {
+            if (failed[j] >= 0)
+                continue;
+            if (rs_set_commands(w[j]->model, w[j]->data, e[j], wedge_commands[row].phi, 2, &st) ||
+                rs_step(w[j]->model, w[j]->data, 1, &st)) {
+                failed[j] = k;
+                fprintf(stderr, "  %s, control step %d: %s\n", j ? "diff_drive" : "workshop", k,
+                        st.message);
+                continue;
+            }
+            const rs_entity_model_t *em = &w[j]->model->ent[e[j]];
+            const double *x = w[j]->data->x + em->x_off;
+            for (int i = 0; i < 2; i++) {
+                double ob[3];
+                for (int c = 0; c < 3; c++)
+                    ob[c] = rs_model_param(w[j]->model, e[j], "obstacles", 3 * i + c);
+                double c = hypot(x[0] - ob[0], x[1] - ob[1]) -
+                           rs_model_param(w[j]->model, e[j], "robot_radius", 0) - ob[2];
+                worst[j] = fmin(worst[j], c);
+            }
+        }
+        if (failed[0] < 0 && failed[1] < 0) {
+            const double *a = w[0]->data->x + w[0]->model->ent[e[0]].x_off;
+            const double *b = w[1]->data->x + w[1]->model->ent[e[1]].x_off;
+            apart = fmax(apart, hypot(a[0] - b[0], a[1] - b[1]));
+        }
+    }
+    CHECK(failed[0] < 0, "the workshop's wedge failed at control step %d", failed[0]);
+    CHECK(failed[1] < 0, "the diff_drive preset's wedge failed at control step %d", failed[1]);
+    for (int j = 0; j < 2; j++)
+        CHECK(worst[j] >= -1e-9, "%s: the centre %.3g m inside an obstacle",
+              j ? "diff_drive" : "workshop", -worst[j]);
+    CHECK(apart <= 1e-6, "the robot's paths in the two worlds differ by %.3g m", apart);
+    rs_world_destroy(&w[0]);
+    rs_world_destroy(&w[1]);
+}
+
 int main(void)
 {
+    workshop_wedge();
     inside_is_an_error();
     wedged();
     hybrid_random();

@@ -205,7 +205,7 @@ static void passive_energy(void)
     rs_world_destroy(&w);
 }
 
-/* The passive base coasting to rest: arms of (almost) no mass, the base set rolling at v0 and
+/* The passive base coasting to rest: arms of little mass, the base set rolling at v0 and
  * turning at w0; rolling resistance F and damping c: m v' = -F - c v, so
  *     v(t) = (v0 + F/c) exp(-c t / m) - F/c,  at rest at t* = (m/c) ln(1 + c v0 / F),
  *     having rolled s* = (m/c) v0 - F t* / c,
@@ -213,16 +213,20 @@ static void passive_energy(void)
  * (root finding), and the base then stays (F holds it: nothing pushes). */
 static void passive_coast(void)
 {
-    double one[] = {1.0}, light[] = {1e-6}, far[] = {100.0}, th[] = {0.0}, tol[] = {1e-11};
+    /* the lightest links the range serves: 4 x 1e-2 kg, 1e-3 of the base's 40 kg, swing freely
+     * as the base slows; the base follows the closed form to about that fraction (rolling),
+     * and the turn, whose inertia the arms' 1e-2 kg at up to 0.9 m change by about 1 %, to 2e-2 */
+    double one[] = {1.0}, light[] = {1e-2}, far[] = {100.0}, th[] = {0.0}, tol[] = {1e-11};
     rs_param_t p[] = {{"mm", "table_y", far, 1}, {"mm", "base_mode", one, 1},
                       {"mm", "m1", light, 1},    {"mm", "m2", light, 1},
                       {"mm", "theta0", th, 1},   {"", "rtol", tol, 1}, {"", "atol", tol, 1}};
     rs_world_t *w = world(p, 7);
     if (!w)
         return;
-    double v0 = 0.5, w0 = 1.0, m = 40.0 + 2 * (2e-6), F = 7.0, c = 40.0, T = 1.0, cw = 5.0;
-    /* the turn's inertia: the base's 2 kg m^2 and, to 1e-6, the arms' (left out: checked to
-     * 1e-4 relative below) */
+    double v0 = 0.5, w0 = 1.0, m = 40.0 + 4 * 1e-2, F = 7.0, c = 40.0, T = 1.0, cw = 5.0;
+    double rel = 4 * 1e-2 / 40.0 * 2; /* the arms' share of the mass, twice */
+    /* the turn's inertia: the base's 2 kg m^2 and, to about 1 %, the arms' (left out: checked to
+     * 2e-2 relative below) */
     double I = 2.0;
     double tv = m / c * log(1 + c * v0 / F), sv = m / c * v0 - F * tv / c;
     double tw = I / cw * log(1 + cw * w0 / T), aw = I / cw * w0 - T * tw / cw;
@@ -239,12 +243,12 @@ static void passive_coast(void)
             if (strcmp(rs_event_kind_name(w->model, &w->data->events[i]), "base_stop") == 0)
                 t_stop[(int)w->data->events[i].value] = w->data->events[i].t;
     }
-    CHECK(fabs(t_stop[0] - tv) < 1e-6 * tv, "rolling stops at t = %.12g s, closed form %.12g",
+    CHECK(fabs(t_stop[0] - tv) < rel * tv, "rolling stops at t = %.12g s, closed form %.12g",
           t_stop[0], tv);
-    CHECK(fabs(t_stop[1] - tw) < 1e-4 * tw, "turning stops at t = %.12g s, closed form %.12g",
+    CHECK(fabs(t_stop[1] - tw) < 2e-2 * tw, "turning stops at t = %.12g s, closed form %.12g",
           t_stop[1], tw);
-    CHECK(fabs(s - sv) < 1e-6 * sv, "rolled %.12g m, closed form %.12g", s, sv);
-    CHECK(fabs(w->data->x[2] - aw) < 1e-4 * aw, "turned %.12g rad, closed form %.12g",
+    CHECK(fabs(s - sv) < rel * sv, "rolled %.12g m, closed form %.12g", s, sv);
+    CHECK(fabs(w->data->x[2] - aw) < 2e-2 * aw, "turned %.12g rad, closed form %.12g",
           w->data->x[2], aw);
     CHECK(w->data->x[11] == 0.0 && w->data->x[12] == 0.0, "at rest: v %g w %g", w->data->x[11],
           w->data->x[12]);

@@ -27,8 +27,14 @@
  *   - bit-exact determinism: a fork (rs_data_copy) made halfway runs the same commands and stays
  *     bit-identical to the original after every step.
  *
+ * With --set-params (or ROBOSIM_PHYSICS_SET_PARAMS=1) every scenario is short (1 to 20 control
+ * steps, a SetParams of random parameters drawn around the live state, 20 steps more) and the
+ * change itself is checked (change_params): a refusal changes nothing, an accepted change
+ * leaves no body inside another, past a stop or unassemblable, and no compliant layer holding
+ * more than before; the steps after it are checked as above under the new parameters.
+ *
  * Usage: test_physics_invariants [--scenarios N] [--seconds S] [--groups a,b] [--list]
- *                                [--base-seed S] [--no-shrink]
+ *                                [--base-seed S] [--no-shrink] [--set-params]
  *   N scenarios per group (default 40), at most S seconds in all (default 60), shared evenly by the
  *   groups; groups are "preset/formulation" (--list prints them; ROBOSIM_PHYSICS_GROUPS is the
  *   same as --groups). ROBOSIM_PHYSICS_SEED=group:seed runs that one scenario and shrinks it;
@@ -98,6 +104,7 @@ typedef struct scenario {
     int formulation;
     int passive;            /* zero commands, no wrenches: the rest checks apply */
     int nsteps, hold;
+    int change;             /* --set-params: the control step before which the change comes */
     gen_param_t p[MAX_PARAMS];
     int np;
 } scenario_t;
@@ -186,6 +193,7 @@ typedef struct run {
     double wrench[RS_MAX_ENTITIES][RS_WRENCH_MAX]; /* applied during this step, table order */
     double t_rest[RS_MAX_ENTITIES];  /* the rest bound (INFINITY: no rest check) */
     int invalid;       /* begin() found the start outside the scenario space */
+    int at_change;     /* checking the state at a SetParams: the sensors are the last step's */
     uint64_t nsteps;   /* the integrator's internal steps in this control step */
     verdict_t *v;
 } run_t;
@@ -264,6 +272,13 @@ typedef struct checker {
     void (*begin)(run_t *r, int e);
     /* the checks after a control step: x0, x1 the entity's states at its ends */
     void (*check)(run_t *r, int e, const double *x0, const double *x1);
+    /* --set-params: a random change of entity e's parameters into ch, drawn around its live
+     * state x (stops around the angles, obstacles and tables at the body, paddings, shapes) */
+    void (*mutate)(scenario_t *ch, const run_t *r, int e, const double *x);
+    /* --set-params, after an accepted change: the compliant layer's oracle, the layer under the
+     * new parameters (now) holding no more than under the old (was) at the live state x; NULL
+     * where the robot has no compliant layer */
+    void (*layer)(run_t *now, const run_t *was, int e, const double *x);
 } checker_t;
 
 #define P(name, i) rs_model_param(r->m, e, name, i)
@@ -620,14 +635,20 @@ static double pa_energy(const run_t *r, int e, const double *x)
     return 0.5 * P("J", 0) * x[2] * x[2] + 0.5 * P("J", 1) * x[3] * x[3];
 }
 
-/* Rest without torques: each servo's dry friction mu_D stops it by J |qd0| / mu_D (the taut
- * linkage's stops only take speed away). */
+/* Rest without torques: the servos' dry friction takes dE/dt <= -mu_min (|qd1| + |qd2|), and
+ * E <= J_max (|qd1| + |qd2|)^2 / 2, so d sqrt(E)/dt <= -mu_min / sqrt(2 J_max): at rest by
+ * sqrt(2 J_max E0) / mu_min. The taut linkage's impacts and the stops only take energy away;
+ * not speed from each servo: a taut impact can pass one servo's momentum to the other, so a
+ * bound per servo, J |qd0| / mu_D, does not hold (a servo still turning at 0.028 rad/s twice
+ * past it). */
 static void pa_begin(run_t *r, int e)
 {
-    if (!r->s->passive || !(P("mu_D", 0) > 0) || !(P("mu_D", 1) > 0))
+    double mu = fmin(P("mu_D", 0), P("mu_D", 1));
+    if (!r->s->passive || !(mu > 0))
         return;
     const double *x = r->d->x + r->m->ent[e].x_off;
-    r->t_rest[e] = fmax(P("J", 0) * fabs(x[2]) / P("mu_D", 0), P("J", 1) * fabs(x[3]) / P("mu_D", 1));
+    double J = fmax(P("J", 0), P("J", 1));
+    r->t_rest[e] = sqrt(2 * J * pa_energy(r, e, x)) / mu;
 }
 
 static void pa_check(run_t *r, int e, const double *x0, const double *x1)
@@ -641,7 +662,7 @@ static void pa_check(run_t *r, int e, const double *x0, const double *x1)
     double da = hypot(sn[0] - A[0], sn[1] - A[1]), db = hypot(sn[0] - B[0], sn[1] - B[1]);
     if (u > 2 * L2 * (1 + 1e-9))
         violate(r, "closure", "elbows %.12g m apart, the passive links reach %.12g m", u, 2 * L2);
-    else if (fabs(da - L2) > 1e-9 * (1 + L2) || fabs(db - L2) > 1e-9 * (1 + L2))
+    else if (!r->at_change && (fabs(da - L2) > 1e-9 * (1 + L2) || fabs(db - L2) > 1e-9 * (1 + L2)))
         violate(r, "closure", "end effector (%.9g, %.9g) at %.12g and %.12g m from the elbows; "
                 "the passive links are %.12g m", sn[0], sn[1], da, db, L2);
     double tau[2];
@@ -1367,17 +1388,206 @@ static int mm_lock_holds(run_t *r, int e, const double *x, char *why, size_t nwh
     return out > 0 && inside;
 }
 
+/* ---- mid-run parameter changes (--set-params) -------------------------------------------- */
+
+/* The draws aim at the live state: a change that fits it and one that does not are both
+ * likely, so the refusals and the accepted changes are both exercised. */
+
+static void finger_mutate(scenario_t *ch, const run_t *r, int e, const double *x)
+{
+    (void)r;
+    double gap = x[F_XO] - x[F_XF];
+    if (coin(&ch->r, 0.5) && ch->formulation >= 0)
+        set1(ch, e, "contact_model", (int)unif(&ch->r, 0, 3));
+    if (coin(&ch->r, 0.5)) /* around the gap: the tip inside the new layer or clear of it */
+        set1(ch, e, "finger_padding", fmax(0.0, gap * unif(&ch->r, 0.5, 2) + unif(&ch->r, -0.01, 0.01)));
+    if (coin(&ch->r, 0.3))
+        unif1(ch, e, "object_padding", 0, 0.01);
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "finger_stiffness", 100);
+    if (coin(&ch->r, 0.2))
+        scale1(ch, e, "object_damping", 10);
+    if (coin(&ch->r, 0.2))
+        scale1(ch, e, "finger_mass", 3);
+}
+
+static void finger_layer(run_t *now, const run_t *was, int e, const double *x)
+{
+    if (rs_model_param(now->m, e, "contact_model", 0) != RS_CONTACT_COMPLIANT)
+        return;
+    double gap = x[F_XO] - x[F_XF], d = finger_pad(now, e) - gap, d0 = finger_pad(was, e) - gap;
+    double E1 = d > 0 ? 0.5 * finger_k(now, e) * d * d : 0.0;
+    double E0 = rs_model_param(was->m, e, "contact_model", 0) == RS_CONTACT_COMPLIANT && d0 > 0
+                    ? 0.5 * finger_k(was, e) * d0 * d0
+                    : 0.0;
+    if (E1 > E0 * (1 + 1e-6) + 1e-9)
+        violate(now, "layer", "after SetParams the finger's layer holds %.9g J at depth %.6g m, "
+                "%.9g J before", E1, d, E0);
+}
+
+static void arm_mutate_stops(scenario_t *ch, int e, const double *x, double lo_bound, double hi_bound)
+{
+    double lo[2], hi[2], q0[2];
+    for (int j = 0; j < 2; j++) {
+        /* stops around the live angle, or cutting it off by up to 0.3 rad */
+        lo[j] = fmax(lo_bound, x[j] - unif(&ch->r, -0.3, 0.5));
+        hi[j] = fmin(hi_bound, fmax(lo[j] + 0.05, x[j] + unif(&ch->r, -0.3, 0.5)));
+        q0[j] = 0.5 * (lo[j] + hi[j]); /* the initial angles within them (a Reset starts there) */
+    }
+    set_values(ch, e, "theta_min", lo, 2);
+    set_values(ch, e, "theta_max", hi, 2);
+    if (coin(&ch->r, 0.7))
+        set_values(ch, e, "theta0", q0, 2);
+}
+
+static void serial_mutate(scenario_t *ch, const run_t *r, int e, const double *x)
+{
+    (void)r;
+    if (coin(&ch->r, 0.6))
+        arm_mutate_stops(ch, e, x, -1e3, 1e3);
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "a2", 2);
+    if (coin(&ch->r, 0.3)) {
+        double mu[2] = {unif(&ch->r, 0, 0.05), unif(&ch->r, 0, 0.05)};
+        set_values(ch, e, "mu_D", mu, 2);
+    }
+}
+
+static void pa_mutate(scenario_t *ch, const run_t *r, int e, const double *x)
+{
+    if (coin(&ch->r, 0.5)) {
+        double lo, hi;
+        bounds(ch, e, "theta0", &lo, &hi);
+        arm_mutate_stops(ch, e, x, lo, hi);
+    }
+    if (coin(&ch->r, 0.6)) { /* about half the elbows' live distance: taut or not assemblable */
+        double A[2], B[2];
+        pa_elbows(r, e, x, A, B);
+        set1(ch, e, "L2", 0.5 * hypot(B[0] - A[0], B[1] - A[1]) * unif(&ch->r, 0.7, 1.5));
+    }
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "L1", 1.3);
+}
+
+static void dd_mutate(scenario_t *ch, const run_t *r, int e, const double *x)
+{
+    if (coin(&ch->r, 0.4) && ch->formulation >= 0)
+        set1(ch, e, "contact_model", (int)unif(&ch->r, 0, 3));
+    if (coin(&ch->r, 0.3))
+        unif1(ch, e, "padding", 0, 0.05);
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "robot_radius", 1.5);
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "stiffness", 10);
+    if (coin(&ch->r, 0.6)) { /* the obstacles kept, one more at the robot: overlapping or not */
+        double ob[12];
+        int n = 0;
+        while (n < 3 && !isnan(rs_model_param(r->m, e, "obstacles", 3 * n))) {
+            for (int c = 0; c < 3; c++)
+                ob[3 * n + c] = rs_model_param(r->m, e, "obstacles", 3 * n + c);
+            n++;
+        }
+        double r0 = unif(&ch->r, 0.05, 0.3), a = unif(&ch->r, -M_PI, M_PI);
+        double dist = rs_model_param(r->m, e, "robot_radius", 0) + r0 + unif(&ch->r, -0.1, 0.1);
+        ob[3 * n] = x[0] + dist * cos(a), ob[3 * n + 1] = x[1] + dist * sin(a), ob[3 * n + 2] = r0;
+        set_values(ch, e, "obstacles", ob, 3 * (n + 1));
+    }
+}
+
+/* compliant: the depth into each obstacle's layer no deeper than it was (in the same layer
+ * under a compliant formulation before), to rounding */
+static void dd_layer(run_t *now, const run_t *was, int e, const double *x)
+{
+    if (rs_model_param(now->m, e, "contact_model", 0) != RS_CONTACT_COMPLIANT)
+        return;
+    int before = rs_model_param(was->m, e, "contact_model", 0) == RS_CONTACT_COMPLIANT;
+    for (int i = 0; i < 16 && !isnan(rs_model_param(now->m, e, "obstacles", 3 * i)); i++) {
+        const rs_model_t *M[2] = {now->m, was->m};
+        double d[2] = {0, 0};
+        for (int k = 0; k < (before ? 2 : 1); k++) {
+            if (isnan(rs_model_param(M[k], e, "obstacles", 3 * i)))
+                continue;
+            double ox = rs_model_param(M[k], e, "obstacles", 3 * i);
+            double oy = rs_model_param(M[k], e, "obstacles", 3 * i + 1);
+            double ro = rs_model_param(M[k], e, "obstacles", 3 * i + 2);
+            double pad = rs_model_param(M[k], e, "padding", 0) + rs_model_param(M[k], e, "obstacle_padding", 0);
+            d[k] = pad - (hypot(x[0] - ox, x[1] - oy) - rs_model_param(M[k], e, "robot_radius", 0) - ro);
+        }
+        double scale = fabs(x[0]) + fabs(x[1]) + 1;
+        if (d[0] > fmax(d[1], 0.0) + 1e-8 * scale)
+            violate(now, "layer", "after SetParams the robot is %.9g m deep in obstacle %d's layer "
+                    "(%.9g m before)", d[0], i, fmax(d[1], 0.0));
+    }
+}
+
+static void brick_mutate(scenario_t *ch, const run_t *r, int e, const double *x)
+{
+    (void)r, (void)x;
+    if (coin(&ch->r, 0.4) && ch->formulation >= 0)
+        set1(ch, e, "contact_model", (int)unif(&ch->r, 0, 3));
+    if (coin(&ch->r, 0.4))
+        scale1(ch, e, "height", 2);
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "width", 2);
+    if (coin(&ch->r, 0.4))
+        unif1(ch, e, "padding", 0, 0.05);
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "stiffness", 100);
+    if (coin(&ch->r, 0.2))
+        unif1(ch, e, "friction", 0.1, 1.2);
+}
+
+/* compliant: the springs hold no more than before, and no corner is deeper below the ground
+ * than before */
+static void brick_layer(run_t *now, const run_t *was, int e, const double *x)
+{
+    if (rs_model_param(now->m, e, "contact_model", 0) != RS_CONTACT_COMPLIANT)
+        return;
+    double s1, s0;
+    brick_energy(now, e, x, &s1);
+    brick_energy(was, e, x, &s0); /* 0 under a rigid formulation */
+    if (s1 > s0 * (1 + 1e-6) + 1e-9)
+        violate(now, "layer", "after SetParams the brick's layer holds %.9g J, %.9g J before", s1, s0);
+    int same = rs_model_param(was->m, e, "contact_model", 0) == RS_CONTACT_COMPLIANT;
+    double tol = tol_len(RS_CONTACT_HYBRID, rs_model_param(now->m, e, "width", 0) +
+                         rs_model_param(now->m, e, "height", 0) + fabs(x[B_Y]));
+    for (int i = 0; i < 4; i++) {
+        double d1 = brick_depth(now, e, x, i, 0), d0 = same ? brick_depth(was, e, x, i, 0) : 0;
+        if (d1 > fmax(d0, 0.0) + tol)
+            violate(now, "penetration", "after SetParams corner %d is %.3g m below the ground "
+                    "(%.3g m before)", i, d1, fmax(d0, 0.0));
+    }
+}
+
+static void mm_mutate(scenario_t *ch, const run_t *r, int e, const double *x)
+{
+    if (coin(&ch->r, 0.6)) { /* the table's edge near an end effector: under it or above */
+        double p[2];
+        mm_ee(r, e, x, (int)unif(&ch->r, 0, 2), p);
+        set1(ch, e, "table_y", p[1] + unif(&ch->r, -0.1, 0.2));
+        double xmin = p[0] - unif(&ch->r, -0.2, 0.5);
+        set1(ch, e, "table_x_min", xmin);
+        set1(ch, e, "table_x_max", xmin + unif(&ch->r, 0.1, 1.5));
+    }
+    if (coin(&ch->r, 0.3))
+        scale1(ch, e, "a2", 1.3);
+    if (coin(&ch->r, 0.2))
+        unif1(ch, e, "mu", 0, 1);
+}
+
 /* ---- the robots --------------------------------------------------------------------------- */
 
 static void no_begin(run_t *r, int e) { (void)r, (void)e; }
 
 static const checker_t checkers[] = {
-    {"finger", finger_sample, finger_commands, finger_begin, finger_check},
-    {"serial_arm", serial_sample, serial_commands, serial_begin, serial_check},
-    {"parallel_arm", pa_sample, pa_commands, pa_begin, pa_check},
-    {"diff_drive", dd_sample, dd_commands, no_begin, dd_check},
-    {"brick", brick_sample, brick_commands, brick_begin, brick_check},
-    {"mobile_manipulator", mm_sample, mm_commands, mm_begin, mm_check},
+    {"finger", finger_sample, finger_commands, finger_begin, finger_check, finger_mutate,
+     finger_layer},
+    {"serial_arm", serial_sample, serial_commands, serial_begin, serial_check, serial_mutate,
+     NULL},
+    {"parallel_arm", pa_sample, pa_commands, pa_begin, pa_check, pa_mutate, NULL},
+    {"diff_drive", dd_sample, dd_commands, no_begin, dd_check, dd_mutate, dd_layer},
+    {"brick", brick_sample, brick_commands, brick_begin, brick_check, brick_mutate, brick_layer},
+    {"mobile_manipulator", mm_sample, mm_commands, mm_begin, mm_check, mm_mutate, NULL},
 };
 
 static const checker_t *checker_of(const rs_robot_t *robot)
@@ -1397,6 +1607,7 @@ typedef struct group {
     const rs_model_t *base;
     int selected;
     long scenarios, violations, painleve; /* painleve: verified reports, not violations */
+    long changes_taken, changes_refused;  /* --set-params: the mid-run changes' outcomes */
     char painleve_example[480];
     long by_check[NKINDS];
     char example[NKINDS][480];
@@ -1404,6 +1615,7 @@ typedef struct group {
 
 static group_t groups[64];
 static int ngroups;
+static int set_params_mode; /* --set-params: every scenario changes parameters mid-run */
 /* the kinds of check a group's summary counts; geometry: penetration, obstacles, the table,
  * joint stops and the closure */
 static const char *const check_names[NKINDS] = {"step", "finite", "geometry", "energy",
@@ -1473,6 +1685,10 @@ static void generate(scenario_t *s, int group, uint64_t seed)
     for (int e = 0; e < s->base->nentities; e++)
         checker_of(s->base->ent[e].robot)->sample(s, e);
     s->nsteps = (int)fmin(MAX_STEPS, ceil(T / s->base->control_dt));
+    if (set_params_mode) { /* short: a change after 1 to 20 steps, then 20 steps under it */
+        s->change = 1 + (int)unif(&s->r, 0, 20);
+        s->nsteps = s->change + 20;
+    }
 }
 
 /* A step that stopped with a reported Painleve inconsistency (or, lock set, a self-locking):
@@ -1567,6 +1783,86 @@ static void accept_report(run_t *r, int rc, const rs_status_t *st, int lock)
         printf("  accepted: %s\n", r->v->what);
 }
 
+/* --set-params: a random change of the parameters of the running world w (drawn around its
+ * live state), applied with rs_world_set_params. Refused: the code is one SetParams documents
+ * for a change that does not fit (RS_EPRECOND: the live state; RS_EINVAL, RS_ERANGE: values or
+ * initial conditions), the message names the entity, and nothing changed (the model and the
+ * state bit for bit). Taken: at the live state, under the new parameters, no penetration beyond
+ * the formulation's tolerance, no joint past a stop, the linkage closed, no end effector in the
+ * table (the checkers' own checks with the state as both ends of a step), and no compliant
+ * layer holding more energy or depth than under the old ones (the checkers' layer oracles);
+ * the steps after it are checked under the new parameters (the energy balance among them).
+ * The rest bounds, computed from the start, no longer apply. */
+static void change_params(run_t *r, rs_world_t *w)
+{
+    const scenario_t *s = r->s;
+    static scenario_t ch; /* large: not on the stack */
+    memset(&ch, 0, sizeof ch);
+    ch.base = s->base;
+    ch.formulation = s->formulation;
+    ch.r.s = s->seed ^ 0xA5A5A5A5DEADBEEFull;
+    const rs_model_t *was = rs_model_retain(w->model);
+    int nx = was->nx;
+    for (int tries = 0; tries < 20 && ch.np == 0; tries++)
+        for (int e = 0; e < was->nentities; e++)
+            if (coin(&ch.r, 0.7))
+                checker_of(was->ent[e].robot)->mutate(&ch, r, e, w->data->x + was->ent[e].x_off);
+    rs_param_t p[MAX_PARAMS];
+    for (int i = 0; i < ch.np; i++)
+        p[i] = (rs_param_t){ch.p[i].entity, ch.p[i].name, ch.p[i].v, (size_t)ch.p[i].n};
+    double *x = malloc(sizeof(double) * (size_t)nx);
+    memcpy(x, w->data->x, sizeof(double) * (size_t)nx);
+    rs_status_t st;
+    int rc = rs_world_set_params(w, p, (size_t)ch.np, &st);
+    group_t *G = &groups[s->group];
+    if (verbose_run) {
+        printf("SetParams before step %d:", r->step);
+        for (int i = 0; i < ch.np; i++) {
+            printf(" %s.%s=", ch.p[i].entity, ch.p[i].name);
+            for (int j = 0; j < ch.p[i].n; j++)
+                printf("%s%.9g", j ? "," : "", ch.p[i].v[j]);
+        }
+        printf(" -> %d %s\n", rc, rc ? st.message : "");
+    }
+    if (rc) {
+        G->changes_refused++;
+        int named = 0;
+        for (int e = 0; e < was->nentities; e++)
+            named |= strstr(st.message, was->ent[e].name) != NULL;
+        if (rc != RS_EPRECOND && rc != RS_EINVAL && rc != RS_ERANGE)
+            violate(r, "set_params", "SetParams refused with %d: %s", rc, st.message);
+        else if (w->model != was || memcmp(x, w->data->x, sizeof(double) * (size_t)nx))
+            violate(r, "set_params", "a refused SetParams changed the world: %s", st.message);
+        else if (rc == RS_EPRECOND && !named)
+            violate(r, "set_params", "the refusal names no entity: %s", st.message);
+    } else {
+        G->changes_taken++;
+        if (memcmp(x, w->data->x, sizeof(double) * (size_t)nx) && verbose_run)
+            printf("  (the change's settle moved the state)\n");
+        run_t old = *r;
+        old.m = was;
+        r->m = w->model;
+        int nev = r->d->nevents; /* the last step's events were checked under the old model */
+        r->d->nevents = 0;
+        r->at_change = 1;
+        for (int e = 0; e < r->m->nentities && !r->v->failed; e++) {
+            const checker_t *c = checker_of(r->m->ent[e].robot);
+            const double *xe = w->data->x + r->m->ent[e].x_off;
+            r->t_rest[e] = INFINITY;
+            c->check(r, e, xe, xe);
+            if (c->layer && !r->v->failed)
+                c->layer(r, &old, e, x + r->m->ent[e].x_off);
+        }
+        r->d->nevents = nev;
+        r->at_change = 0;
+        if (r->v->failed)
+            snprintf(r->v->check + strlen(r->v->check), sizeof r->v->check - strlen(r->v->check),
+                     "@set");
+    }
+    free(x);
+    rs_model_release(&was);
+}
+
 /* Run scenario s with the parameters whose flag is set in keep (NULL: all), commands zeroed if
  * zero_commands, at most max_steps steps; the first violation into v. verbose: print each
  * step's states. */
@@ -1597,7 +1893,9 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
     for (int e = 0; e < m->nentities; e++) {
         r.t_rest[e] = INFINITY;
         checker_of(m->ent[e].robot)->begin(&r, e);
-        if (isfinite(r.t_rest[e]) && r.t_rest[e] + 3 * m->control_dt > steps * m->control_dt)
+        /* long enough to reach the rest bound (not with --set-params: the change voids it) */
+        if (!set_params_mode && isfinite(r.t_rest[e]) &&
+            r.t_rest[e] + 3 * m->control_dt > steps * m->control_dt)
             steps = (int)fmin(MAX_REST_STEPS, ceil(r.t_rest[e] / m->control_dt) + 3);
     }
     if (r.invalid) {
@@ -1615,7 +1913,13 @@ static void run_scenario(const scenario_t *s, const unsigned char *keep, int zer
             v->step = -2;
             break;
         }
-        if (k == steps / 2 && !fork) { /* determinism: a fork runs the rest beside */
+        if (set_params_mode && k == s->change) {
+            change_params(&r, w);
+            m = w->model;
+            if (v->failed)
+                break;
+        }
+        if (k == steps / 2 && !fork && !set_params_mode) { /* determinism: a fork runs the rest beside */
             fork = rs_data_new(m, 0, &st);
             if (!fork || rs_data_copy(m, fork, w->data, &st)) {
                 violate(&r, "other", "fork: %s", st.message);
@@ -1933,11 +2237,29 @@ static const struct regression {
     {"finger/time_stepping", 250809112757652, 0},  /* a drag on the free velocity only */
 };
 
+/* The same, for --set-params: scenarios whose mid-run change once broke the physics */
+static const struct regression set_params_regressions[] = {
+    /* a joint held at its lower stop, the stop lowered 0.26 rad: snapped onto it (+0.014 J) */
+    {"workshop/time_stepping", 233430705868962, 0},
+    /* an end effector stuck on a table moved away: pinned in the air, its force working */
+    {"mobile_manipulator_passive/hybrid", 30740117218202, 0},
+    {"mobile_manipulator_passive/hybrid", 83598768482195, 0},
+    /* a link length changed under an end effector on the table: energy created (now refused) */
+    {"mobile_manipulator_passive/hybrid", 132635384306993, 0},
+    {"mobile_manipulator_passive/hybrid", 270341317122050, 0},
+    /* (a refused change) the parallel arm taut with a servo put on its stop: the set's
+     * stabilisation drove it back into the stop every 2 us, 1000 events in a control step */
+    {"workshop/time_stepping", 122497298520164, 0},
+};
+
 static int run_regressions(void)
 {
     int bad = 0;
-    for (size_t i = 0; i < sizeof regressions / sizeof regressions[0]; i++) {
-        const struct regression *q = &regressions[i];
+    const struct regression *list = set_params_mode ? set_params_regressions : regressions;
+    size_t count = set_params_mode ? sizeof set_params_regressions / sizeof set_params_regressions[0]
+                                   : sizeof regressions / sizeof regressions[0];
+    for (size_t i = 0; i < count; i++) {
+        const struct regression *q = &list[i];
         int g = 0;
         while (g < ngroups && strcmp(groups[g].name, q->group))
             g++;
@@ -1981,12 +2303,16 @@ int main(int argc, char **argv)
             do_shrink = 0;
         else if (!strcmp(argv[i], "--list"))
             list = 1;
+        else if (!strcmp(argv[i], "--set-params"))
+            set_params_mode = 1;
         else {
             fprintf(stderr, "usage: %s [--scenarios N] [--seconds S] [--groups a,b] [--list] "
-                    "[--base-seed S] [--no-shrink]\n", argv[0]);
+                    "[--base-seed S] [--no-shrink] [--set-params]\n", argv[0]);
             return 2;
         }
     }
+    if (getenv("ROBOSIM_PHYSICS_SET_PARAMS"))
+        set_params_mode = 1;
     make_groups();
     if (list) {
         for (int g = 0; g < ngroups; g++)
@@ -2054,6 +2380,15 @@ int main(int argc, char **argv)
         for (int c = 0; c < NKINDS; c++)
             if (G->by_check[c])
                 printf(" [%s %ld, e.g. %s]", check_names[c], G->by_check[c], G->example[c]);
+        if (set_params_mode) {
+            printf("; SetParams mid-run: %ld taken, %ld refused", G->changes_taken,
+                   G->changes_refused);
+            /* the generator must exercise both sides of the rule */
+            if (G->scenarios >= 30 && (!G->changes_taken || !G->changes_refused)) {
+                printf(" (one side never drawn: the generator misses the rule)");
+                bad++;
+            }
+        }
         printf("\n");
         fflush(stdout);
         total += G->scenarios;

@@ -722,8 +722,9 @@ static void bad_params(void)
     rs_world_destroy(&a.w);
 }
 
-/* New stops under a running arm: it is clamped to them and stopped with a stop event; a switch
- * of actuator mode zeroes that joint's integral. */
+/* New stops under a running arm: stops the live angles lie outside are refused (the state
+ * unchanged), stops around them are taken and the joints then reach them with stop events; a
+ * switch of actuator mode zeroes that joint's integral. */
 static void params_while_running(void)
 {
     arm_t a = make_arm(NULL, 0);
@@ -737,14 +738,27 @@ static void params_while_running(void)
      * guards with them (the count follows the model) */
     CHECK(a.w->model->ent[a.e].ng == ARM_NSAT_GUARDS, "%d guards without friction and stops",
           a.w->model->ent[a.e].ng);
-    double lo[] = {-0.2, -0.2}, hi[] = {0.2, 0.2};
+    double lo[] = {-0.2, -0.2}, hi[] = {0.2, 0.2}, q[2] = {a.x[0], a.x[1]};
+    const rs_model_t *before = a.w->model;
     rs_param_t p[] = {{"arm", "theta_min", lo, 2}, {"arm", "theta_max", hi, 2}};
     int rc = rs_world_set_params(a.w, p, 2, &st);
+    CHECK(rc == RS_EPRECOND && strstr(st.message, "joint 1 of 'arm'") &&
+              strstr(st.message, "past its stop"),
+          "stops below the live angle %.6g refused: %d %s", q[0], rc, st.message);
+    CHECK(a.w->model == before && a.x[0] == q[0] && a.x[1] == q[1], "the world unchanged");
+    hi[0] = q[0] + 0.05, hi[1] = q[1] + 0.05;
+    rc = rs_world_set_params(a.w, p, 2, &st);
     CHECK_OK(rc, st);
     CHECK(a.w->model->ent[a.e].ng == ARM_NGUARDS, "%d guards with stops", a.w->model->ent[a.e].ng);
-    step(&a, 1);
-    CHECK(count_events(&a, "stop", NULL, NULL) == 2, "two stop events");
-    CHECK(a.x[0] == 0.2 && a.x[1] == 0.2, "clamped to the stops (%g, %g)", a.x[0], a.x[1]);
+    CHECK(a.x[0] == q[0] && a.x[1] == q[1], "the state unchanged by the new stops");
+    int stops = 0;
+    command(&a, q[0] + 1, q[1] + 1); /* setpoints past the stops */
+    for (int k = 0; k < 200 && strcmp(mode(&a), "max,max"); k++) {
+        step(&a, 1);
+        stops += count_events(&a, "stop", NULL, NULL);
+    }
+    CHECK(stops >= 2, "stop events (%d)", stops);
+    CHECK(a.x[0] == hi[0] && a.x[1] == hi[1], "at the stops (%.17g, %.17g)", a.x[0], a.x[1]);
     CHECK(strcmp(mode(&a), "max,max") == 0, "mode %s", mode(&a));
     double torque[] = {0, 1};
     rs_param_t pm = {"arm", "actuator_mode", torque, 2};

@@ -412,6 +412,20 @@ void arm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     arm_joints_from(em, &jc);
     arm_settle_integrals(em, ed, x);
     arm_saturation_from_values(em, ed, x, u);
+    /* a joint held at a stop that new parameters moved away from it (or removed) is no longer
+     * held there: taken as stuck, the choice below is made afresh; kept, arm_update would put
+     * it on the new stop, a jump of the angle with no motion to make it (and its energy) */
+    if (ed->mode < ARM_JOINT_MODES) {
+        int st[2];
+        arm_status_of(ed->mode, st);
+        for (int j = 0; j < 2; j++) {
+            double q = x[ARM_Q1 + j];
+            if ((st[j] == ARM_MIN && !(jc.limited && fabs(q - jc.q_min[j]) <= 1e-9 * (1.0 + fabs(q)))) ||
+                (st[j] == ARM_MAX && !(jc.limited && fabs(q - jc.q_max[j]) <= 1e-9 * (1.0 + fabs(q)))))
+                st[j] = ARM_STICK;
+        }
+        ed->mode = st[0] + 4 * st[1];
+    }
     int hit = 0;
     for (int j = 0; j < 2; j++) {
         if (!jc.limited)
@@ -577,5 +591,21 @@ int parallel_ik(double L0, double L1, double L2, double x, double y, double q[2]
     cb = cb > 1 ? 1 : cb < -1 ? -1 : cb;
     q[0] = M_PI - acos(cb) - acos(ce);
     q[1] = M_PI - acos(ca) - acos(cg);
+    return 0;
+}
+
+int arm_admissible_stops(const rs_entity_model_t *em, const double *x, rs_status_t *st)
+{
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    for (int j = 0; j < 2 && jc.limited; j++) {
+        double q = x[ARM_Q1 + j], past = fmax(jc.q_min[j] - q, q - jc.q_max[j]);
+        if (past > 1e-9 * (1.0 + fabs(q)))
+            return rs_fail(st, RS_EPRECOND,
+                           "joint %d of '%s' would be %.6g rad past its stop under the new "
+                           "parameters (theta%d = %.9g rad, stops [%.9g, %.9g]); Reset or "
+                           "SetState the joint within the stops first, or keep them around it",
+                           j + 1, em->name, past, j + 1, q, jc.q_min[j], jc.q_max[j]);
+    }
     return 0;
 }

@@ -258,6 +258,11 @@ void arm_joint_sensors(int mode, double *stick, double *limit);
 /* Validation shared by both arms: integer actuator modes, ordered stops, the start inside. */
 int arm_validate_joints(const rs_entity_model_t *em, rs_status_t *st);
 
+/* Whether the live state x has each limited joint within its stops under the parameters em (to
+ * rounding, 1e-9 (1 + |q|) rad): 0, or RS_EPRECOND naming the joint and the angle past the
+ * stop (rs_robot_t.admissible: a SetParams may not leave a joint past a stop). */
+int arm_admissible_stops(const rs_entity_model_t *em, const double *x, rs_status_t *st);
+
 /* Initial state shared by both arms: angles and rates from theta0, theta_dot0; integrals 0;
  * every joint sliding until the first settle resolves it. */
 void arm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);

@@ -53,6 +53,10 @@ enum { AUX_OBSTACLE, AUX_INSIDE, NAUX }; /* index of the obstacle the robot is b
                                             compliant: bit i set while inside obstacle i's layer */
 
 #define MAX_OBSTACLES 16
+/* compliant: the largest layer rate k / c served (at 1e12 1/s: "more than 20000 guard crossings"
+ * or ARK_TOO_MUCH_WORK driving into an obstacle; at 1e6 about 2,000 integrator steps per 10 ms
+ * control step in the layer) */
+#define DD_LAYER_RATE_MAX 1e6
 
 /* parameter slots in rs_entity_model_t.p */
 enum { P_R, P_L, P_RADIUS, P_X0, P_Y0, P_THETA0, P_OBSTACLES, P_END = P_OBSTACLES + 3 * MAX_OBSTACLES,
@@ -90,11 +94,16 @@ static const rs_param_desc_t dd_params[] = {
      "(velocity-level LCP), 2 compliant (boundary layer)"},
     {"ts_step", "s", 1e-7, 1.0, P_TS_STEP, 1, 1, 1e-3, "time_stepping: largest internal step"},
     {"padding", "m", 0, 10.0, P_PAD, 1, 1, 0.0025, "the robot's boundary layer (compliant)"},
-    {"stiffness", "N/m", 1e-7, 1e14, P_K, 1, 1, 1e4, "the robot's surface stiffness (compliant)"},
-    {"damping", "N s/m", 1e-7, 1e14, P_C, 1, 1, 100.0, "the robot's surface damping (compliant)"},
+    {"stiffness", "N/m", 1e-7, 1e8, P_K, 1, 1, 1e4,
+     "the robot's surface stiffness (compliant; the layer's rate k / c, harmonic means, at most "
+     "1e6 1/s: its time constant c / k at least 1 us, which the integrator resolves)"},
+    {"damping", "N s/m", 1e-2, 1e14, P_C, 1, 1, 100.0,
+     "the robot's surface damping (compliant; see stiffness for the rate k / c)"},
     {"obstacle_padding", "m", 0, 10.0, P_OPAD, 1, 1, 0.0, "the obstacles' boundary layer"},
-    {"obstacle_stiffness", "N/m", 1e-7, 1e14, P_OK, 1, 1, 1e4, "the obstacles' stiffness"},
-    {"obstacle_damping", "N s/m", 1e-7, 1e14, P_OC, 1, 1, 100.0, "the obstacles' damping"},
+    {"obstacle_stiffness", "N/m", 1e-7, 1e8, P_OK, 1, 1, 1e4,
+     "the obstacles' stiffness (see stiffness for the rate k / c)"},
+    {"obstacle_damping", "N s/m", 1e-2, 1e14, P_OC, 1, 1, 100.0,
+     "the obstacles' damping (see stiffness for the rate k / c)"},
     {"contact_feedback", "1", 0, 1, P_FEEDBACK, 1, 1, 0,
      "1: report (robot, obstacle i) pairs with contact in the last step in State.contacts"},
 };
@@ -175,6 +184,15 @@ static int dd_validate(const rs_entity_model_t *em, rs_status_t *st)
         return rs_fail(st, RS_EINVAL,
                        "'%s.obstacles' takes x, y, radius triples; got %d values", em->name,
                        em->plen[PI_OBSTACLES]);
+    double rate = rs_blend_harmonic(em->p[P_K], em->p[P_OK]) /
+                  rs_blend_harmonic(em->p[P_C], em->p[P_OC]);
+    if (model_of(em) == RS_CONTACT_COMPLIANT && rate > DD_LAYER_RATE_MAX)
+        return rs_fail(st, RS_EINVAL,
+                       "'%s': the compliant layer's rate k / c (harmonic means of the stiffnesses "
+                       "and the dampings) is %g 1/s, above %g (a time constant the integrator "
+                       "cannot resolve in a control step); lower the stiffness or raise the "
+                       "damping",
+                       em->name, rate, DD_LAYER_RATE_MAX);
     double start[NX] = {em->p[P_X0], em->p[P_Y0], em->p[P_THETA0]};
     for (int i = 0; i < n_obstacles(em); i++) {
         if (obstacle(em, i)[2] < 0)
@@ -286,10 +304,13 @@ static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     g[n] = ed->mode == MODE_BLOCKED ? -outward_speed(em, x, u, (int)ed->aux[AUX_OBSTACLE]) : 1.0;
 }
 
-/* Move the centre along obstacle i's normal until side * (clearance - target) >= 0 (side +1:
+/* Move the centre along obstacle i's normal until side * (clearance - target) > 0 (side +1:
  * out to the boundary at clearance target, -1: in to it): an event's state, located to the root
  * finder's tolerance or placed to rounding, may lie a little on the wrong side, where the new
- * mode's guard (watched for + to - crossings only) would start below 0 and never fire. */
+ * mode's guard (watched for + to - crossings only) would start below 0 and never fire. Strictly
+ * past it: a guard exactly 0 at a restart is set aside by the root finder until it moves off 0
+ * (SUNDIALS' rootfinding), and one that moves off to the negative side is then never seen to
+ * cross (a robot released at a wedge's corner turned into the other obstacle unseen). */
 static void place_at(const rs_entity_model_t *em, double *x, int i, double target, int side)
 {
     const double *o = obstacle(em, i);
@@ -297,7 +318,7 @@ static void place_at(const rs_entity_model_t *em, double *x, int i, double targe
                                 em->p[P_RADIUS]);
     for (int it = 0; it < 60; it++) {
         double nx, ny, g = side * (clearance(em, x, i, &nx, &ny) - target);
-        if (g >= 0)
+        if (g > 0)
             return;
         double step = side * (-g + ulp * (double)(1 << (it < 30 ? it : 30)));
         x[X] += step * nx;
@@ -347,21 +368,46 @@ static int block_touching(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
 
 /* Released from obstacle `held`: blocked again by another it touches while heading into it, or
  * free, out of every obstacle it touches to rounding (a centre placed on one boundary may lie
- * an ulp inside another's: that guard then starts below 0 and never fires, and the robot,
- * heading out at release, curved back into the obstacle 0.7 mm deep with no event) */
+ * an ulp inside another's, or exactly on it: that guard then starts below or at 0 and never
+ * fires, and the robot, heading out at release, curved back into the obstacle 0.7 mm deep with
+ * no event) */
 static void release_from(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                          const double *u, int held)
 {
     release(ed, t, x);
     if (block_touching(em, ed, t, x, u, held))
         return;
-    for (int pass = 0; pass < 2; pass++)
+    /* out of all it touches at once (those within rounding of their boundaries, either side),
+     * along the sum of their outward normals, which takes each one's clearance up
+     * (1 + n_i . n_j > 0): placed out of one at a time, a robot wedged between two (normals
+     * nearly opposite) went back an ulp into the other, and turned into it unseen */
+    double ulp = DBL_EPSILON * (fabs(x[X]) + fabs(x[Y]) + em->p[P_RADIUS]);
+    for (int it = 0; it < 60; it++) {
+        double sx = 0.0, sy = 0.0, need[MAX_OBSTACLES], n[MAX_OBSTACLES][2];
+        int touching[MAX_OBSTACLES], inside_any = 0;
         for (int i = 0; i < n_obstacles(em); i++) {
             double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
-            double c = clearance(em, x, i, NULL, NULL);
-            if (c < 0.0 && c >= -1e-12 * scale)
-                place_at(em, x, i, 0.0, 1);
+            double c = clearance(em, x, i, &n[i][0], &n[i][1]);
+            touching[i] = fabs(c) <= 1e-12 * scale; /* on its boundary, either side */
+            need[i] = -c;
+            inside_any |= touching[i] && c <= 0.0;
+            if (touching[i])
+                sx += n[i][0], sy += n[i][1];
         }
+        double norm = rs_hypot(sx, sy);
+        if (!inside_any || !(norm > 0.0))
+            return;
+        sx /= norm, sy /= norm;
+        double step = 0.0;
+        for (int i = 0; i < n_obstacles(em); i++) {
+            double along = n[i][0] * sx + n[i][1] * sy;
+            if (touching[i] && along > 0.0)
+                step = fmax(step, need[i] / along);
+        }
+        step += ulp * (double)(1 << (it < 30 ? it : 30));
+        x[X] += step * sx;
+        x[Y] += step * sy;
+    }
 }
 
 static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
@@ -412,6 +458,21 @@ static void dd_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
                                               : RS_CONTACT_HYBRID;
     if (family != model_of(em))
         pick_mode(em, ed, x);
+    if (ed->mode == MODE_COMPLIANT) {
+        /* new obstacles or padding may put the centre on the other side of a layer's surface
+         * than its bit (beyond the root finder's tolerance, which an event leaves the bits
+         * within): the bit follows, so that its guard starts armed */
+        int bits = (int)ed->aux[AUX_INSIDE];
+        for (int i = 0; i < n_obstacles(em); i++) {
+            double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+            double off = clearance(em, x, i, NULL, NULL) - pad_of(em);
+            if (fabs(off) > 1e-9 * scale && (off < 0.0) != inside(ed, i))
+                bits ^= 1 << i;
+        }
+        for (int i = n_obstacles(em); i < MAX_OBSTACLES; i++)
+            bits &= ~(1 << i); /* obstacles taken away */
+        ed->aux[AUX_INSIDE] = bits;
+    }
     if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
         return;
     if (ed->mode == MODE_BLOCKED) {
@@ -534,6 +595,44 @@ static int dd_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     return 0;
 }
 
+/* Whether the live state fits new parameters (rs_robot_t.admissible; docs/physics-edges.md):
+ * the centre no deeper inside an inflated obstacle than rounding (hybrid, time_stepping; or
+ * than it already was under the same formulation and obstacle), and, compliant, no deeper in
+ * an obstacle's boundary layer than it was in that layer before: a layer the robot did not
+ * enter through its surface has no event to start its push, and a deeper one would push the
+ * robot out at once (a jump the layer's law does not allow). */
+static int dd_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                         const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    int model = model_of(em), same = model_of(was) == model;
+    for (int i = 0; i < n_obstacles(em); i++) {
+        double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+        double c = clearance(em, x, i, NULL, NULL), before = 0.0, layer_before = 0.0;
+        if (same && i < n_obstacles(was)) {
+            double c_was = clearance(was, x, i, NULL, NULL);
+            before = fmax(0.0, -c_was);
+            if (model == RS_CONTACT_COMPLIANT && inside(ed, i))
+                layer_before = fmax(0.0, pad_of(was) - c_was);
+        }
+        if (-c > before + 1e-9 * scale)
+            return rs_fail(st, RS_EPRECOND,
+                           "'%s': under the new parameters the robot's centre (%.9g, %.9g) would "
+                           "be %.6g m inside obstacle %d (robot_radius + its radius); Reset or "
+                           "SetState the robot clear of it first, or place the obstacle clear "
+                           "of the robot",
+                           em->name, x[X], x[Y], -c, i);
+        double layer = pad_of(em) - c;
+        if (model == RS_CONTACT_COMPLIANT && layer > layer_before + 1e-9 * scale)
+            return rs_fail(st, RS_EPRECOND,
+                           "'%s': under the new parameters the robot would be %.6g m deep in "
+                           "obstacle %d's %.6g m compliant layer (%.6g m before), which it did "
+                           "not enter by moving; Reset or SetState the robot clear of the layer "
+                           "first, or place the obstacle or choose the padding clear of it",
+                           em->name, layer, i, pad_of(em), layer_before);
+    }
+    return 0;
+}
+
 /* the parameters that choose (rs_robot_t.choices) */
 static const char *const dd_choices[] = {"contact_model", "contact_feedback", NULL};
 
@@ -565,6 +664,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .settle = dd_settle,
     .advance = dd_advance,
     .failure = dd_failure,
+    .admissible = dd_admissible,
     .time_scale = dd_time_scale,
     .contacts = dd_contacts,
     .sense = dd_sensors,

@@ -992,6 +992,13 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
     if (family != (int)em->p[P_MODEL] && pick_formulation(em, ed, x))
         return; /* switched to time_stepping or compliant */
     if (family == (int)em->p[P_MODEL] && family == RS_CONTACT_COMPLIANT) {
+        /* a new padding may put the layer's surface on the other side of the tip: the side
+         * follows (beyond the root finder's tolerance, which an event leaves the mark within),
+         * so that the touch guard starts armed */
+        double off = x[X_O] - x[X_F] - pad_of(em);
+        if (fabs(off) > 1e-9 * (1.0 + fabs(x[X_F]) + fabs(x[X_O])) &&
+            (off < 0.0) != (ed->aux[AUX_SIDE] < 0.0))
+            ed->aux[AUX_SIDE] = off < 0.0 ? -1.0 : 1.0;
         /* no modes; but a new wrench on the object (or its end) changes the push static
          * friction must hold on an object at rest: it sticks or slips at once */
         int stuck = ed->aux[AUX_STUCK] != 0.0;
@@ -1134,6 +1141,43 @@ static int finger_failure(const rs_entity_model_t *em, const rs_entity_data_t *e
                    "'%s': the finger's tip is %g m past the object's face (x_f = %.9g, x_o = "
                    "%.9g); the contact formulation cannot go on from this state",
                    em->name, -gap, x[X_F], x[X_O]);
+}
+
+/* Whether the live state fits new parameters (rs_robot_t.admissible; docs/physics-edges.md).
+ * The gap x_o - x_f depends on no parameter, so a change can only switch a tip already past
+ * the face (compliant) to a rigid formulation, which cannot go on from there, or make the
+ * compliant layer hold more than it held: 1/2 k d^2 (d = padding - gap, k the harmonic mean of
+ * the stiffnesses) above its value under the old parameters (0 under a rigid formulation),
+ * which the next steps would release as motion (a thicker padding throws the object off). */
+static int finger_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                             const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    (void)ed;
+    double gap = x[X_O] - x[X_F];
+    if (em->p[P_MODEL] != RS_CONTACT_COMPLIANT) {
+        if (gap < -1e-9 * (1.0 + fabs(x[X_F]) + fabs(x[X_O])))
+            return rs_fail(st, RS_EPRECOND,
+                           "'%s': the finger's tip is %.6g m past the object's face, which a "
+                           "rigid contact_model cannot start from; Reset or SetState the finger "
+                           "behind the face (x_f <= x_o = %.9g m) first",
+                           em->name, -gap, x[X_O]);
+        return 0;
+    }
+    double d = pad_of(em) - gap, d_was = pad_of(was) - gap;
+    double k = rs_blend_harmonic(em->p[P_K_F], em->p[P_K_O]);
+    double k_was = rs_blend_harmonic(was->p[P_K_F], was->p[P_K_O]);
+    double e_new = d > 0.0 ? 0.5 * k * d * d : 0.0;
+    double e_was = was->p[P_MODEL] == RS_CONTACT_COMPLIANT && d_was > 0.0
+                       ? 0.5 * k_was * d_was * d_was
+                       : 0.0;
+    if (e_new > e_was * (1.0 + 1e-9) + 1e-12)
+        return rs_fail(st, RS_EPRECOND,
+                       "'%s': under the new parameters the finger would be %.6g m deep in the "
+                       "%.6g m compliant layer, whose spring would hold %.6g J (%.6g J before) "
+                       "and release it as motion; Reset or SetState the bodies at least %.9g m "
+                       "apart first, or change the padding or stiffness while they are",
+                       em->name, d, pad_of(em), e_new, e_was, pad_of(em));
+    return 0;
 }
 
 /* ---- the right-hand side's Jacobian (rs_robot_t.jacobian) ------------------------------------ */
@@ -1330,6 +1374,7 @@ const rs_robot_t rs_robot_finger = {
     .step_begin = finger_step_begin,
     .advance = finger_advance,
     .failure = finger_failure,
+    .admissible = finger_admissible,
     .contacts = finger_contacts,
     .sense = finger_sense,
 };

@@ -159,13 +159,16 @@ static const rs_param_desc_t mm_params[] = {
      "shoulders, lateral offset (left at +shoulder_y, right at -shoulder_y)"},
     {"a1", "m", 1e-3, 1e3, P_LINK, 1, 1, 0.45, "link 1 length (both arms)"},
     {"a2", "m", 1e-3, 1e3, P_LINK + 1, 1, 1, 0.40, "link 2 length (both arms)"},
-    {"m1", "kg", 1e-6, 1e6, P_MASS, 1, 1, 2.0, "link 1 mass (uniform rod)"},
-    {"m2", "kg", 1e-6, 1e6, P_MASS + 1, 1, 1, 1.5, "link 2 mass (uniform rod)"},
+    {"m1", "kg", 1e-2, 1e6, P_MASS, 1, 1, 2.0, "link 1 mass (uniform rod)"},
+    {"m2", "kg", 1e-2, 1e6, P_MASS + 1, 1, 1, 1.5, "link 2 mass (uniform rod)"},
     {"table_y", "m", -1e6, 1e6, P_TABLE, 1, 1, 0.9,
      "the table edge's y (the table is the solid y >= this between its sides)"},
     {"table_x_min", "m", -1e6, 1e6, P_TABLE + 1, 1, 1, -2.0, "the table's left side x"},
     {"table_x_max", "m", -1e6, 1e6, P_TABLE + 2, 1, 1, 2.0, "the table's right side x"},
-    {"mu", "1", 0.0, 10.0, P_MU, 1, 1, 0.5, "Coulomb friction coefficient end effector/table"},
+    {"mu", "1", 0.0, 10.0, P_MU, 1, 1, 0.5,
+     "Coulomb friction coefficient end effector/table (a sliding end effector can meet "
+     "Painleve's paradox, no consistent contact mode, in some poses at any mu: the step then "
+     "fails with an error naming it, the world kept at that state)"},
     /* 0.002, not 0.01: with the base's motion in the arms' equations, a base driven at up to
      * 0.01 * 80 N = 0.8 m/s jerks the arms (their momentum about the shoulders) past what the
      * alignment spec's end-effector controllers hold; at 0.002 scenario 1 aligns from 0.3 rad
@@ -821,6 +824,41 @@ static int mm_validate(const rs_entity_model_t *em, rs_status_t *st)
     return 0;
 }
 
+/* rs_robot_t.admissible (docs/physics-edges.md): under the new parameters (the table, the
+ * links, the shoulders) neither end effector inside the table beyond rounding; the contact
+ * modes cannot start from inside it, and the next step would push it out at once. */
+static int mm_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                         const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    /* an end effector on the table keeps its arm's geometry: new links or shoulders would move
+     * the contact point under the contact's own impulses and modes (the soak found energy
+     * created after such a change, 0.02 to 0.35 J in a control step) */
+    int geometry = em->p[P_LINK] != was->p[P_LINK] || em->p[P_LINK + 1] != was->p[P_LINK + 1] ||
+                   em->p[P_SHOULDER] != was->p[P_SHOULDER] ||
+                   em->p[P_SHOULDER + 1] != was->p[P_SHOULDER + 1];
+    for (int k = 0; k < 2 && geometry; k++)
+        if (contact_of(ed->mode, k) != C_FREE)
+            return rs_fail(st, RS_EPRECOND,
+                           "the %s end effector of '%s' is on the table: its arm's links and "
+                           "shoulders (a1, a2, shoulder_x, shoulder_y) cannot change under the "
+                           "contact; Reset or SetState the arm off the table first",
+                           k == 0 ? "left" : "right", em->name);
+    for (int k = 0; k < 2; k++) {
+        double p[2];
+        ee_position(em, x, k, p);
+        double depth = -table_distance(em, p, NULL);
+        if (depth > 1e-9 * (1.0 + fabs(p[0]) + fabs(p[1])))
+            return rs_fail(st, RS_EPRECOND,
+                           "the %s end effector of '%s' would be %.6g m inside the table under "
+                           "the new parameters (at (%.9g, %.9g); the table x in [%g, %g], y >= "
+                           "%g); Reset or SetState the arm clear of the table first, or place "
+                           "the table clear of it",
+                           k == 0 ? "left" : "right", em->name, depth, p[0], p[1],
+                           em->p[P_TABLE + 1], em->p[P_TABLE + 2], em->p[P_TABLE]);
+    }
+    return 0;
+}
+
 static void mm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
 {
     x[BX] = em->p[P_X0];
@@ -1439,6 +1477,15 @@ static void mm_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         double p[2];
         ee_position(em, x, k, p);
         double tol = touch_tolerance(em);
+        if (c != C_FREE && table_distance(em, p, NULL) > tol) {
+            /* on a table that new parameters moved away from it (or shorter links): it lets
+             * go where it is; held, the contact would pin the end effector in the air and
+             * its force would work on the arm */
+            ed->mode = mode_with(ed->mode, k, C_FREE);
+            ed->aux[AUX_DIR_L + k] = 0.0;
+            rs_emit_event(ed, EV_RELEASE, t, k, x, x, NX);
+            c = C_FREE;
+        }
         if (c == C_FREE && table_distance(em, p, NULL) <= tol)
             touch_face(em, ed, x, k);
         if (c != C_FREE || table_distance(em, p, NULL) <= tol) {
@@ -1528,6 +1575,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .aux_vars = mm_aux,
     .nguards = mm_nguards,
     .validate = mm_validate,
+    .admissible = mm_admissible,
     .init = mm_init,
     .derivs = mm_derivs,
     .guards = mm_guards,

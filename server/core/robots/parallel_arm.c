@@ -388,6 +388,28 @@ static int pa_validate(const rs_entity_model_t *em, rs_status_t *st)
     return 0;
 }
 
+/* rs_robot_t.admissible (docs/physics-edges.md): the servos within the new stops, and the
+ * linkage assemblable, the elbows at most 2 L2 apart (to rounding): a shorter L2 or L1 that
+ * the pose cannot assemble would have the stretch map pull the servos to u = 2 L2 at once. */
+static int pa_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                         const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    (void)was, (void)ed;
+    int rc = arm_admissible_stops(em, x, st);
+    if (rc < 0)
+        return rc;
+    double u = elbow_gap(em, x, NULL), L2 = em->p[P_L2];
+    if (u > 2.0 * L2 * (1.0 + 1e-9))
+        return rs_fail(st, RS_EPRECOND,
+                       "the linkage of '%s' cannot be assembled under the new parameters at the "
+                       "servos' angles (%.9g, %.9g) rad: the elbows are u = %.9g m apart, %.6g "
+                       "m more than 2 L2 = %.9g m (u / 2 L2 = %.6g); Reset or SetState the "
+                       "servos to an assemblable pose first, or keep L2 at least %.9g m",
+                       em->name, x[ARM_Q1], x[ARM_Q1 + 1], u, u - 2.0 * L2, 2.0 * L2,
+                       u / (2.0 * L2), 0.5 * u);
+    return 0;
+}
+
 static void pa_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
 {
     arm_init(em, ed, x);
@@ -472,11 +494,16 @@ static void taut_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         for (int j = 0; j < 2; j++)
             if (jc.limited && (fired[5 * j + 3] || fired[5 * j + 4])) {
                 x[ARM_Q1 + j] = fired[5 * j + 3] ? jc.q_min[j] : jc.q_max[j];
-                hit = 1;
+                hit |= 1 << j;
                 rs_emit_event(ed, ARM_EV_STOP, t, j + 1, before, x, ARM_NX);
             }
         if (!hit && !fired[2])
             return;
+        /* the stopped servo put on its stop moved the elbows off u = 2 L2 by the root's
+         * tolerance: back on the set with it held, else the set's stabilisation drove the
+         * pair back into the stop from rest, a stop every 2 us without end */
+        if (hit)
+            place_taut(em, x, hit);
         x[ARM_QD1] = x[ARM_QD2] = 0.0; /* a stop holds the set's one freedom; or at rest */
         arm_saturation_from_values(em, ed, x, u);
         taut_resolve(em, ed, x, u);
@@ -667,6 +694,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .wrench = pa_wrench,
     .nguards = pa_nguards,
     .validate = pa_validate,
+    .admissible = pa_admissible,
     .init = pa_init,
     .derivs = pa_derivs,
     .guards = pa_guards,

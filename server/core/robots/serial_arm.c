@@ -416,6 +416,14 @@ static int sa_failure(const rs_entity_model_t *em, const rs_entity_data_t *ed, c
     return 0;
 }
 
+/* rs_robot_t.admissible: the joints within the new stops (docs/physics-edges.md). */
+static int sa_admissible(const rs_entity_model_t *em, const rs_entity_model_t *was,
+                         const rs_entity_data_t *ed, const double *x, rs_status_t *st)
+{
+    (void)was, (void)ed;
+    return arm_admissible_stops(em, x, st);
+}
+
 /* ---- the right-hand side's Jacobian (rs_robot_t.jacobian) ------------------------------------ */
 
 /* Columns of the partials below: the state (ARM_NX), the commands (2), then the link masses m1,
@@ -595,6 +603,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .settle = sa_settle,
     .holds = arm_holds,
     .failure = sa_failure,
+    .admissible = sa_admissible,
     .sense = sa_sense,
     .target_to_commands = sa_target,
     .reachable = sa_reachable,
