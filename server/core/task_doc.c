@@ -840,6 +840,9 @@ static int parse_quantity(parser_t *P, const char *qname, json_object *v)
         rs_mc_item_t it;
         if (rs_mc_parse_item(m, json_object_get_string(v), &it, st) < 0)
             return at(st, where);
+        if (it.entity < 0 || it.entity >= m->nentities) /* "task.return": a Monte Carlo item */
+            return rs_fail(st, RS_EINVAL, "%s: '%s' is no entity's state or sensor "
+                           "(\"entity.name\")", where, json_object_get_string(v));
         const rs_entity_model_t *em = &m->ent[it.entity];
         q.kind = it.sensor ? Q_SENSOR : Q_STATE;
         q.index = (it.sensor ? em->s_off : em->x_off) + it.index;

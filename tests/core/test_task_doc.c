@@ -294,6 +294,8 @@ static void validation(void)
         {"\"preset\": \"serial_arm\"", "\"preset\": \"no_such\"", RS_ENOTFOUND, "preset"},
         {"\"entity\": \"arm\"", "\"entity\": \"leg\"", RS_ENOTFOUND, "entity: preset"},
         {"\"arm.x\"", "\"arm.nope\"", RS_ENOTFOUND, "quantities.x"},
+        /* a Monte Carlo return item names no entity: it read ent[-1] (found by fuzz_task_doc) */
+        {"\"arm.x\"", "\"task.return\"", RS_EINVAL, "quantities.x"},
         {"\"arm.y\"", "\"hand.y\"", RS_ENOTFOUND, "quantities.y"},
         {"\"arm.joint1\"", "\"arm.joint9\"", RS_ENOTFOUND, "quantities.u1"},
         {"\"arm.stop\"", "\"arm.bang\"", RS_ENOTFOUND, "quantities.stops"},
