@@ -160,7 +160,7 @@ def robosim_brick(scn, form, setting):
         # no padding: the layer is the ground itself, as in the penalty peers
         p["brick.padding"] = 0.0
         p["brick.stiffness"] = b["k"]
-        p["brick.ground_stiffness"] = 1e12
+        p["brick.ground_stiffness"] = 1e9  # the served maximum (docs/physics-edges.md)
     T = brick_t_end(scn)
     xs, evs, cpu, fail, fine = robosim_run("brick_drop", T, p)
     x0 = [s["x"], s["y"], s["th"], s["vx"], s["vy"], s["w"]]
