@@ -4,6 +4,9 @@
 #ifndef RS_TEST_MOTION_SPEC_FIXTURE_H
 #define RS_TEST_MOTION_SPEC_FIXTURE_H
 
+#include <stdlib.h>
+#include <string.h>
+
 #define RS_TEST_BASE_SPEC \
     "{\"@context\": {\"rs\": \"https://robosim.example/motion#\", \"qk\": \"rs:quantity-kind\"},\n" \
     " \"@graph\": [\n"                                                                          \
@@ -47,5 +50,19 @@
     " {\"@id\": \"slv\", \"@type\": \"SolverWithInputAndOutput\", \"motion-drivers\": "         \
     "[\"prio\"], \"solver\": \"JacobianTranspose\"}\n"                                          \
     " ]}\n"
+
+/* RS_TEST_BASE_SPEC padded with blanks to about 1 MB (the size the tests load and checkpoint),
+ * malloc'd; NULL when out of memory. */
+static inline char *rs_test_big_spec(void)
+{
+    size_t n = strlen(RS_TEST_BASE_SPEC), total = 1000000;
+    char *doc = malloc(total + 1);
+    if (!doc)
+        return NULL;
+    memcpy(doc, RS_TEST_BASE_SPEC, n);
+    memset(doc + n, ' ', total - n);
+    doc[total] = '\0';
+    return doc;
+}
 
 #endif

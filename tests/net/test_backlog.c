@@ -36,20 +36,6 @@ static long rss_kib(pid_t pid)
     return kib;
 }
 
-/* The tests' motion specification padded with blanks to about 1 MB. Malloc'd. */
-static char *big_spec(void)
-{
-    static const char *spec = RS_TEST_BASE_SPEC;
-    size_t n = strlen(spec), total = 1000000;
-    char *doc = malloc(total + 1);
-    if (!doc)
-        return NULL;
-    memcpy(doc, spec, n);
-    memset(doc + n, ' ', total - n);
-    doc[total] = '\0';
-    return doc;
-}
-
 /* A DEALER to the server that takes in as little as ZeroMQ lets it: a one-message receive
  * queue and a small kernel buffer, so the replies pile up on the server's side. */
 static void *reluctant_reader(void *ctx, const char *endpoint)
@@ -216,7 +202,7 @@ int main(int argc, char **argv)
     rsc_client_t *c = client_of(sp.endpoint, 20000);
     rsc_error_t err;
     uint64_t id = 0;
-    char *doc = big_spec();
+    char *doc = rs_test_big_spec();
     CHECK(doc && rsc_create_world(c, "mobile_manipulator", NULL, 0, 1, &id, &err) == 0, "%s",
           err.message);
     CHECK(rsc_load_motion_spec(c, id, doc, &err) == 0, "a 1 MB motion specification: %s",

@@ -37,19 +37,6 @@ typedef struct fixture {
 
 static fixture_t fx;
 
-static char *make_big_spec(void)
-{
-    static const char *spec = RS_TEST_BASE_SPEC;
-    size_t n = strlen(spec), total = 1000000;
-    char *doc = malloc(total + 1);
-    if (!doc)
-        return NULL;
-    memcpy(doc, spec, n);
-    memset(doc + n, ' ', total - n);
-    doc[total] = '\0';
-    return doc;
-}
-
 /* A declared task extending FingerPush-v1 at the limits a document may reach (rs_limits.h):
  * a reward of `terms` quantities in one chain (its tree as deep as its terms) and a
  * description that fills the document to about 60 KB. */
@@ -90,7 +77,7 @@ static void fixture_setup(rsc_client_t *c)
                           {"", "max_internal_steps", most, 1}};
     fx.slow_arm = create(c, "serial_arm", slow, 3);
     fx.spec_world = create(c, "mobile_manipulator", NULL, 0);
-    fx.big_spec = make_big_spec();
+    fx.big_spec = rs_test_big_spec();
     CHECK(rsc_load_motion_spec(c, fx.spec_world, fx.big_spec, &err) == 0,
           "load the 1 MB motion specification: %s", err.message);
     Robosim__V1__State *snap = NULL;

@@ -487,19 +487,6 @@ static void test_monte_carlo(void)
 
 /* The tests' small valid specification for mobile_manipulator (motion_spec_fixture.h),
  * padded with blanks to about 1 MB. Malloc'd. */
-static char *big_spec(void)
-{
-    static const char *spec = RS_TEST_BASE_SPEC;
-    size_t n = strlen(spec), total = 1000000;
-    char *doc = malloc(total + 1);
-    if (!doc)
-        return NULL;
-    memcpy(doc, spec, n);
-    memset(doc + n, ' ', total - n);
-    doc[total] = '\0';
-    return doc;
-}
-
 /* The modification time of dir/world-<id>.rsw in ns, or -1. */
 static long long file_mtime(const char *dir, uint64_t id)
 {
@@ -522,7 +509,7 @@ static void test_checkpoints(void)
     CHECK(server_start(&sp, binary, extra) == 0, "server start");
     rsc_client_t *c = connect_to(&sp, 30000), *b = connect_to(&sp, 20000);
     rsc_error_t err;
-    char *doc = big_spec();
+    char *doc = rs_test_big_spec();
     uint64_t ids[NWORLDS] = {0}, other = 0;
     int loaded = 0;
     for (int i = 0; i < NWORLDS && doc; i++) {
@@ -765,7 +752,7 @@ static double stop_with_big_worlds(int loaded)
     CHECK(server_start(&sp, binary, extra) == 0, "server start");
     rsc_client_t *c = connect_to(&sp, 30000);
     rsc_error_t err;
-    char *doc = loaded ? big_spec() : NULL;
+    char *doc = loaded ? rs_test_big_spec() : NULL;
     uint64_t ids[NWORLDS] = {0};
     int made = 0;
     for (int i = 0; i < NWORLDS; i++) {
