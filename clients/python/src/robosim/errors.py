@@ -7,24 +7,10 @@ that did not answer and how long the client waited."""
 import builtins
 from typing import Optional
 
-# robosim.v1.ErrorCode, kept here so the exceptions need no generated code
-ERROR_CODES = {
-    0: "OK",
-    1: "INVALID_ARGUMENT",
-    2: "NOT_FOUND",
-    3: "FAILED_PRECONDITION",
-    4: "PERMISSION_DENIED",
-    5: "RESOURCE_EXHAUSTED",
-    6: "INTERNAL",
-    7: "UNIMPLEMENTED",
-    8: "MALFORMED",
-    9: "VERSION_MISMATCH",
-    10: "OUT_OF_RANGE",
-    11: "SIMULATION_FAILED",
-    12: "DEADLINE_EXCEEDED",
-    13: "UNAUTHENTICATED",
-    14: "UNAVAILABLE",
-}
+from ._proto import pb
+
+# robosim.v1.ErrorCode: number -> name, read from the generated descriptors
+ERROR_CODES = {v.number: v.name for v in pb.ErrorCode.DESCRIPTOR.values}
 CODE_BY_NAME = {name: code for code, name in ERROR_CODES.items()}
 
 # codes of failures the client itself detects (no server code applies)

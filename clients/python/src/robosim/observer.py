@@ -75,6 +75,7 @@ class Observer(Closing):
         self.topic = b"world/" if self.world_id is None else ("world/%d/" % self.world_id).encode()
         self._ctx = context or zmq.Context.instance()
         self._sock = self._ctx.socket(zmq.SUB)
+        self._release_on_collect(self._sock.close, 0)
         self._sock.setsockopt(zmq.LINGER, 0)
         self._sock.setsockopt(zmq.SUBSCRIBE, self.topic)
         curve.apply(self._sock, keys)
@@ -196,6 +197,6 @@ class Observer(Closing):
             self._client.close()
             self._client = None
         if self._sock is not None:
-            self._sock.close(0)
+            self._release_now()
             self._sock = None
 

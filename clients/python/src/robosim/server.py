@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 import time
 import weakref
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ._closing import Closing
 from ._logs import is_kept, keep_log, log_dir, sweep_empty_logs
@@ -156,11 +156,14 @@ class LocalServer(Closing):
             try:
                 self._wait_ready(startup_timeout)
                 _LIVE.add(self)
+                self._release_on_collect(_release, self.proc, self._pid, self._log,
+                                         self.log_path)
                 return
             except RobosimError as exc:
                 last = exc
                 self.stop()
         assert last is not None
+        _close_log(self._log, self.log_path, self._pid)  # kept: the error names it
         raise last
 
     def _wait_ready(self, timeout: float) -> None:
@@ -195,33 +198,53 @@ class LocalServer(Closing):
     def stop(self, timeout: float = 5.0) -> None:
         """SIGTERM, wait, SIGKILL if it hangs. Idempotent."""
         p, self.proc = self.proc, None
-        if p is None or os.getpid() != self._pid:
-            return  # not started here (a forked child's copy): the parent's to stop
-        if p.stdin is not None:
-            try:
-                p.stdin.close()
-            except OSError:
-                pass
-        if p.poll() is None:
-            p.terminate()
-            try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        _stop(p, self._pid, timeout)
 
     def close(self) -> None:
-        """Stop the server and close its log."""
-        self.stop()
+        """Stop the server and close its log (removed when empty and no error named it)."""
+        if self._finalizer is not None:
+            self.proc = None
+            self._release_now()
+        else:  # never started: only the log
+            self.stop()
+            _close_log(self._log, getattr(self, "log_path", None), self._pid)
+
+
+def _stop(p: Optional[subprocess.Popen], pid: int, timeout: float = 5.0) -> None:
+    """Stop the server process p started by process `pid`: SIGTERM, wait, SIGKILL if it
+    hangs. Nothing in another process (a forked child's copy is the parent's to stop)."""
+    if p is None or os.getpid() != pid:
+        return
+    if p.stdin is not None:
         try:
-            self._log.close()
+            p.stdin.close()
         except OSError:
             pass
-        path = getattr(self, "log_path", None)
-        if path and os.getpid() == self._pid and not is_kept(path):
-            try:
-                if os.path.getsize(path) == 0:
-                    os.remove(path)
-            except OSError:
-                pass
+    if p.poll() is None:
+        p.terminate()
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
 
+
+def _close_log(log: Any, path: Optional[str], pid: int) -> None:
+    """Close a server's log file; remove it when empty and no error named it (is_kept)."""
+    try:
+        log.close()
+    except OSError:
+        pass
+    if path and os.getpid() == pid and not is_kept(path):
+        try:
+            if os.path.getsize(path) == 0:
+                os.remove(path)
+        except OSError:
+            pass
+
+
+def _release(p: Optional[subprocess.Popen], pid: int, log: Any, path: Optional[str]) -> None:
+    """What a LocalServer holds, released: by close(), or by weakref.finalize when one is
+    collected unclosed or the interpreter exits."""
+    _stop(p, pid)
+    _close_log(log, path, pid)

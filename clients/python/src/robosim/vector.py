@@ -19,6 +19,23 @@ draw their seeds from each sub-environment's own generator, the same way a singl
 environment does, so the vector environment and N separate environments given the same seeds
 and actions see the same observations.
 
+Async mode, as EnvPool runs it (batch_size=B < num_envs, B dividing num_envs): the worlds are
+split into num_envs / B fixed groups of B consecutive sub-environments, one pipelined
+StepBatch.arrays request each, so the server steps some groups while the agent thinks about
+others:
+
+    venv = robosim.vector.make("FingerPush-v1", num_envs=4096, batch_size=1024)
+    venv.async_reset(seed=0)                  # every group's reset sent, none awaited
+    while training:
+        obs, rew, term, trunc, info = venv.recv()     # the next group the server finished
+        venv.send(policy(obs), info["env_id"])        # that group's actions, not awaited
+
+recv returns B rows: info["env_id"] names the sub-environments (a group's, in order), and the
+arrays are the group's own buffers, filled straight from the reply's bytes and overwritten
+by that group's next recv (copy what you keep). Autoreset is NEXT_STEP (EnvPool's): the
+send after a sub-environment's episode ended resets it. step() and reset() still work once
+nothing is in flight. With batch_size=num_envs, send and recv pipeline one request.
+
 An auto-started server (no endpoint and no $ROBOSIM_ENDPOINT) is sized for num_envs worlds."""
 from typing import Any, Optional, Sequence, Union
 
@@ -66,9 +83,14 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                  max_episode_steps: Optional[int] = None, clip_actions: bool = True,
                  normalize_actions: bool = False, server_time_limit: bool = True,
                  dtype: Any = np.float32, task_document: Union[str, dict, None] = None,
-                 randomize: Optional[dict] = None) -> None:
+                 randomize: Optional[dict] = None, batch_size: Optional[int] = None) -> None:
         if num_envs < 1:
             raise ValueError("num_envs must be at least 1, got %r" % (num_envs,))
+        batch_size = int(num_envs if batch_size is None else batch_size)
+        if not 1 <= batch_size <= num_envs or num_envs % batch_size:
+            raise ValueError("batch_size %d: a divisor of num_envs (%d) is needed, the size of "
+                             "the groups send() and recv() take" % (batch_size, num_envs))
+        self.batch_size = batch_size
         self.autoreset_mode = autoreset_mode_of(autoreset_mode)
         self.task = task
         self.num_envs = int(num_envs)
@@ -117,6 +139,10 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         self._needs_reset = np.zeros(self.num_envs, dtype=bool)  # NEXT_STEP: ended last step
         self._obs: Optional[np.ndarray] = None
         self._all = np.ones(self.num_envs, dtype=bool)
+        self._all_request = None  # the request encoder of all the worlds (_batch)
+        self._groups: list = []   # async mode: per group its request encoder and buffers
+        self._sent: dict = {}     # request id -> its group, in flight
+        self._last_group: Optional[int] = None  # the group recv() returned last
 
     # -- the batched request and its infos
 
@@ -132,9 +158,44 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
                 out[i] = next_seed(self._rngs[i])
         return out
 
+    def _seed_list(self, seed):
+        """reset's seed as one per sub-environment (None: none given); seeds the vector env's
+        own np_random from the first."""
+        seeds: Optional[list] = None
+        if seed is None:
+            pass
+        elif isinstance(seed, (int, np.integer)):
+            seeds = [int(seed) + i for i in range(self.num_envs)]
+        else:
+            seeds = list(seed)
+            if len(seeds) != self.num_envs:
+                raise ValueError("%d seeds for %d environments" % (len(seeds), self.num_envs))
+        if seeds is not None and seeds[0] is not None:
+            self._np_random, self._np_random_seed = seeding.np_random(seeds[0])
+        return seeds
+
+    def _idle(self, what):
+        """FAILED_PRECONDITION when async requests are in flight (step/reset would not see
+        them)."""
+        if self._sent:
+            raise RobosimError.from_name(
+                "FAILED_PRECONDITION", "%s with %d async groups in flight: recv() them first"
+                % (what, len(self._sent)), self.endpoint)
+
     def _batch(self, idx, actions=None, reset=None, seeds=None):
-        r = self.client.step_arrays(self._ids[idx], actions=actions, reset=reset,
-                                    reset_seeds=seeds)
+        """One StepBatch.arrays of the sub-environments in idx (a mask), awaited: its columns
+        as Client.recv_arrays gives them (views over the reply: copied by the callers)."""
+        if idx is self._all:
+            if self._all_request is None:
+                self._all_request = self.client.arrays_request(self._ids)
+            request = self._all_request
+        else:
+            request = self.client.arrays_request(self._ids[idx])
+        if actions is not None:
+            actions = actions.reshape(request.n, -1)
+        self.client.send_arrays(None, actions=actions, request=request, reset=reset,
+                                reset_seeds=seeds)
+        _, r = self.client.recv_arrays()
         if r["errors"]:
             i, err = next(iter(r["errors"].items()))
             raise RobosimError(err.code, "sub-environment %d: %s" % (int(np.arange(
@@ -179,23 +240,14 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         if self.closed:
             raise RobosimError.from_name("FAILED_PRECONDITION", "reset() after close()",
                                          self.endpoint)
+        self._idle("reset()")
         mask = self._all
         if options and "reset_mask" in options:
             mask = np.asarray(options["reset_mask"], dtype=bool)
             if mask.shape != (self.num_envs,):
                 raise ValueError("reset_mask has shape %s for %d environments"
                                  % (mask.shape, self.num_envs))
-        seeds: Optional[list] = None
-        if seed is None:
-            pass
-        elif isinstance(seed, (int, np.integer)):
-            seeds = [int(seed) + i for i in range(self.num_envs)]
-        else:
-            seeds = list(seed)
-            if len(seeds) != self.num_envs:
-                raise ValueError("%d seeds for %d environments" % (len(seeds), self.num_envs))
-        if seeds is not None and seeds[0] is not None:
-            self._np_random, self._np_random_seed = seeding.np_random(seeds[0])
+        seeds = self._seed_list(seed)
         server_seeds = self._seeds(mask, seeds)
         r = self._batch(mask, reset=np.ones(int(mask.sum()), dtype=bool),
                         seeds=server_seeds[mask])
@@ -218,6 +270,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
             raise RobosimError.from_name(
                 "FAILED_PRECONDITION", "%s x %d: call reset() before step()"
                 % (self.task, self.num_envs), self.endpoint)
+        self._idle("step()")
         acts = self._actions(actions, self.endpoint, self.action_space.shape)
         if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._needs_reset.any():
             resetting = self._needs_reset.copy()
@@ -226,8 +279,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         else:
             resetting = None
             r = self._batch(self._all, actions=acts)
-        obs, rewards = r["observation"].astype(self._dtype, copy=False), r["reward"]
-        terminated, truncated = r["terminated"], r["truncated"]
+        obs, rewards = r["observation"].astype(self._dtype), r["reward"].copy()
+        terminated, truncated = r["terminated"].copy(), r["truncated"].copy()
         infos = self._infos(r, self._all)
         ended = terminated | truncated
         if resetting is not None:
@@ -253,6 +306,141 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
         self._obs = obs
         return obs, rewards, terminated, truncated, infos
 
+    # -- async mode (EnvPool's send / recv)
+
+    def _group_buffers(self):
+        """Per group: its ids, request encoder and the preallocated arrays recv() fills."""
+        if not self._groups:
+            b, obs_shape = self.batch_size, self.single_observation_space.shape or ()
+            for g in range(self.num_envs // b):
+                env_ids = np.arange(g * b, (g + 1) * b)
+                self._groups.append({
+                    "env_id": env_ids,
+                    "request": self.client.arrays_request(self._ids[env_ids]),
+                    "obs": np.zeros((b,) + obs_shape, dtype=self._dtype),
+                    "reward": np.zeros(b, dtype=np.float64),
+                    "terminated": np.zeros(b, dtype=bool),
+                    "truncated": np.zeros(b, dtype=bool)})
+        return self._groups
+
+    def _check_async(self, what):
+        if self.closed:
+            raise RobosimError.from_name("FAILED_PRECONDITION", "%s after close()" % what,
+                                         self.endpoint)
+        if self.autoreset_mode == AutoresetMode.SAME_STEP:
+            raise RobosimError.from_name(
+                "FAILED_PRECONDITION", "%s: async mode resets on the next step (EnvPool's "
+                "autoreset); make the env with autoreset_mode='next_step' or 'disabled'" % what,
+                self.endpoint)
+
+    def _send_group(self, g, actions=None, reset=None, seeds=None):
+        grp = self._groups[g]
+        rid = self.client.send_arrays(None, actions=actions, reset=reset, reset_seeds=seeds,
+                                      request=grp["request"])
+        self._sent[rid] = g
+
+    def async_reset(self, *, seed: Union[int, Sequence[Optional[int]], None] = None) -> None:
+        """Reset every sub-environment, group by group, without waiting: the new episodes'
+        first observations come from recv(), one group at a time (EnvPool's async_reset).
+        seed: as reset()'s."""
+        self._check_async("async_reset()")
+        if self._sent:
+            raise RobosimError.from_name(
+                "FAILED_PRECONDITION", "async_reset() with %d groups in flight: recv() them "
+                "first" % len(self._sent), self.endpoint)
+        seeds = self._seed_list(seed)
+        server_seeds = self._seeds(self._all, seeds)
+        self._needs_reset[:] = False
+        if self._obs is None:
+            self._obs = np.zeros(self.observation_space.shape or (), dtype=self._dtype)
+        for g, grp in enumerate(self._group_buffers()):
+            ids = grp["env_id"]
+            self._send_group(g, reset=np.ones(len(ids), dtype=bool), seeds=server_seeds[ids])
+
+    def send(self, actions: Any, env_id: Any = None) -> None:
+        """Send the actions of one group (the batch_size sub-environments recv() returned last,
+        or those `env_id` names, a group's ids as recv's info["env_id"] gave them) and return
+        without waiting: recv() returns the group once the server has stepped it. A
+        sub-environment whose episode ended at its last step is reset instead (its action
+        ignored), as step() does."""
+        self._check_async("send()")
+        groups = self._group_buffers()
+        if env_id is None:
+            if self._last_group is None:
+                raise RobosimError.from_name(
+                    "FAILED_PRECONDITION", "send() without env_id before any recv(): name the "
+                    "sub-environments (info['env_id'] of a recv)", self.endpoint)
+            g = self._last_group
+        else:
+            ids = np.asarray(env_id, dtype=np.int64).reshape(-1)
+            g = int(ids[0]) // self.batch_size if len(ids) else -1
+            if not (0 <= g < len(groups)) or not np.array_equal(ids, groups[g]["env_id"]):
+                raise ValueError("env_id must be one group's sub-environments as recv() "
+                                 "returned them (%d groups of %d consecutive ids)"
+                                 % (len(groups), self.batch_size))
+        if g in self._sent.values():
+            raise RobosimError.from_name(
+                "FAILED_PRECONDITION", "send(): group %d (sub-environments %d..%d) is in "
+                "flight already; recv() it first" % (g, g * self.batch_size,
+                                                   (g + 1) * self.batch_size - 1),
+                self.endpoint)
+        grp = groups[g]
+        acts = self._actions(actions, self.endpoint, (self.batch_size,)
+                             + tuple(self.single_action_space.shape or ()))
+        reset = seeds = None
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            mask = self._needs_reset[grp["env_id"]]
+            if mask.any():
+                reset = mask
+                full = np.zeros(self.num_envs, dtype=bool)
+                full[grp["env_id"]] = mask
+                seeds = self._seeds(full)[grp["env_id"]]
+        self._send_group(g, acts.reshape(self.batch_size, -1), reset, seeds)
+        if self._last_group == g:
+            self._last_group = None
+
+    def recv(self, timeout: Optional[float] = None) -> tuple:
+        """(obs, rewards, terminated, truncated, info) of the next group the server finished,
+        whichever that is (EnvPool's recv): batch_size rows, info["env_id"] their
+        sub-environments, info[key] the task's info figures, info["time"]. The arrays are the
+        group's own buffers (see the module's text)."""
+        self._check_async("recv()")
+        if not self._sent:
+            raise RobosimError.from_name("FAILED_PRECONDITION", "recv() with nothing in "
+                                         "flight: async_reset() or send() first", self.endpoint)
+        rid, r = self.client.recv_arrays(timeout)
+        g = self._sent.pop(rid)
+        grp = self._groups[g]
+        ids = grp["env_id"]
+        if r["errors"]:
+            i, err = next(iter(r["errors"].items()))
+            raise RobosimError(err.code, "sub-environment %d: %s" % (int(ids[i]), err.message),
+                               self.endpoint)
+        obs, term, trunc = grp["obs"], grp["terminated"], grp["truncated"]
+        np.copyto(obs, r["observation"].reshape(obs.shape), casting="same_kind")
+        np.copyto(grp["reward"], r["reward"])
+        np.copyto(term, r["terminated"])
+        np.copyto(trunc, r["truncated"])
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+            self._needs_reset[ids] = term | trunc
+        info = {"env_id": ids, "time": r["time"]}
+        for k, key in enumerate(r["info_keys"]):
+            info[key] = r["info"][:, k]
+        if "success" in info:
+            info["is_success"] = info["success"] != 0
+        self._last_group = g
+        return obs, grp["reward"], term, trunc, info
+
+    def _drain(self, timeout: float = 10.0) -> None:
+        """Receive every answer still in flight (close(): no request left behind)."""
+        while self._sent and self.client is not None:
+            try:
+                rid, _ = self.client.recv_arrays(timeout)
+            except RobosimError:
+                break
+            self._sent.pop(rid, None)
+        self._sent.clear()
+
     def render(self) -> Optional[tuple]:
         if self.render_mode != "rgb_array":
             return None
@@ -266,6 +454,7 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
 
     def close_extras(self, **kwargs: Any) -> None:
         if self.client is not None:
+            self._drain()
             for wid in self.world_ids:
                 try:
                     self.client.destroy_world(wid)
