@@ -200,6 +200,14 @@ def test_varints_round_trip():
     assert list(pb.BatchArrays.FromString(
         _wire._len_field(_wire._A_SEEDS, data)).reset_seeds) == [int(v) for v in values]
     np.testing.assert_array_equal(_wire.read_varints(data), values)
+    # each of the reader's ways: one byte each, one width each, mixed widths, few values
+    rng = np.random.default_rng(4)
+    for v in (rng.integers(0, 128, 500), rng.integers(2 ** 14, 2 ** 21, 500),
+              rng.integers(0, 2 ** 63, 500), np.full(300, 2 ** 64 - 1, dtype=np.uint64),
+              rng.integers(0, 300, 5)):
+        v = v.astype(np.uint64)
+        for n in (len(v), None):
+            np.testing.assert_array_equal(_wire.read_varints(_wire.varints(v), n), v)
 
 
 def test_read_arrays_reply_against_protobuf():

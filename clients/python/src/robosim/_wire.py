@@ -87,12 +87,31 @@ def varints(values: np.ndarray) -> bytes:
     return groups[np.arange(10) < width[:, None]].tobytes()
 
 
-def read_varints(buf: Any) -> np.ndarray:
-    """A packed repeated integer field's payload (bytes or memoryview) as a uint64 array."""
+def read_varints(buf: Any, n: Optional[int] = None) -> np.ndarray:
+    """A packed repeated integer field's payload (bytes or memoryview) as a uint64 array; n:
+    the number of values when known (n values in n bytes are one byte each)."""
+    size = len(buf)
+    if size == n:
+        return np.frombuffer(buf, dtype=np.uint8).astype(np.uint64)
+    if size <= 64:  # a few values: a plain loop costs less than numpy's calls
+        out, v, shift = [], 0, 0
+        for c in bytes(buf):
+            v |= (c & 0x7F) << shift
+            shift += 7
+            if c < 0x80:
+                out.append(v)
+                v = shift = 0
+        return np.array(out, dtype=np.uint64)
     b = np.frombuffer(buf, dtype=np.uint8)
+    if n and size % n == 0 and size // n <= 10:  # all of one width (step counts, mostly)
+        w = b.reshape(n, size // n)
+        if (w[:, -1] < 0x80).all() and (w[:, :-1] >= 0x80).all():
+            low = (w & 0x7F).astype(np.uint64)
+            out = low[:, 0].copy()
+            for k in range(1, w.shape[1]):
+                out |= low[:, k] << np.uint64(7 * k)
+            return out
     ends = np.flatnonzero(b < 0x80)
-    if len(ends) == len(b):
-        return b.astype(np.uint64)
     starts = np.concatenate(([0], ends[:-1] + 1))
     group = np.repeat(np.arange(len(ends)), ends - starts + 1)
     shifts = (7 * (np.arange(len(b)) - starts[group])).astype(np.uint64)
@@ -113,20 +132,29 @@ def _read_varint(buf: memoryview, i: int) -> tuple:
 
 def _scan(buf: memoryview, start: int, end: int) -> Optional[dict]:
     """The fields of the message in buf[start:end]: {number: [(wire type, value or (begin,
-    end) of a LEN payload)]}; None when the bytes do not parse."""
+    end) of a LEN payload)]}; None when the bytes do not parse. One-byte keys and lengths (the
+    common case) are read inline."""
     out: dict = {}
     i = start
     try:
         while i < end:
-            key, i = _read_varint(buf, i)
+            key = buf[i]
+            if key < 0x80:
+                i += 1
+            else:
+                key, i = _read_varint(buf, i)
             wt = key & 7
             v: Any
-            if wt == VARINT:
-                v, i = _read_varint(buf, i)
-            elif wt == LEN:
-                n, i = _read_varint(buf, i)
+            if wt == LEN:
+                n = buf[i]
+                if n < 0x80:
+                    i += 1
+                else:
+                    n, i = _read_varint(buf, i)
                 v = (i, i + n)
                 i += n
+            elif wt == VARINT:
+                v, i = _read_varint(buf, i)
             elif wt == I64:
                 v = (i, i + 8)
                 i += 8
@@ -135,7 +163,11 @@ def _scan(buf: memoryview, start: int, end: int) -> Optional[dict]:
                 i += 4
             else:
                 return None
-            out.setdefault(key >> 3, []).append((wt, v))
+            field = key >> 3
+            if field in out:
+                out[field].append((wt, v))
+            else:
+                out[field] = [(wt, v)]
     except IndexError:
         return None
     return out if i == end else None
@@ -280,12 +312,14 @@ def read_arrays_reply(data: bytes, n: int) -> Optional[dict]:
         out[name] = entries[-1][1] if entries else 0
 
     def payload(name):
-        entries = f.get(_R_NUM[name], ())
-        if any(wt != LEN for wt, _ in entries):
-            raise ValueError(name)  # an unpacked scalar: left to the generated classes
-        if len(entries) == 1:
+        entries = f.get(_R_NUM[name])
+        if entries is None:
+            return b""
+        if len(entries) == 1 and entries[0][0] == LEN:
             s, e = entries[0][1]
             return buf[s:e]
+        if any(wt != LEN for wt, _ in entries):
+            raise ValueError(name)  # an unpacked scalar: left to the generated classes
         return b"".join(bytes(buf[s:e]) for _, (s, e) in entries)
 
     try:
@@ -294,7 +328,7 @@ def read_arrays_reply(data: bytes, n: int) -> Optional[dict]:
         for name in _BOOLS:
             out[name] = np.frombuffer(payload(name), dtype=np.bool_)
         for name in ("codes", "events", "step_count"):
-            out[name] = read_varints(payload(name))
+            out[name] = read_varints(payload(name), n)
     except ValueError:
         return None
     for name in ("info_keys", "randomized_items"):
