@@ -14,7 +14,10 @@ figure once, in turn; the figures are medians over the rounds):
               cold, as in a large batch).
 
 It prints world-steps per second, the CPU time per world-step of this process and of the server,
-and async / (--cores x in-process), --cores being the CPUs this machine has unless told:
+and async / (--cores x in-process), --cores being the CPUs this machine has unless told; and,
+as a figure a shared machine's load moves less, the in-process CPU time per world-step over
+the async one's (this process and the server together): the ratio the async figure reaches
+where the cores are free and the server keeps them busy:
 
     .venv/bin/python bench/python_async.py [--worlds 4096] [--groups 4] [--rounds 5]
         [--seconds 2] [--cores N] [--server-args "--shards 2 --threads 1"]
@@ -24,6 +27,7 @@ PATH) on a free loopback port, with --server-args added."""
 import argparse
 import os
 import re
+import resource
 import shlex
 import statistics
 import subprocess
@@ -97,13 +101,19 @@ def run_sync(c, world_ids, all_ids, seconds, pid, state_out):
 
 
 def run_in_process(binary, seconds):
-    """bench_core_many_worlds' 1024-world figure, world-steps per second."""
+    """bench_core_many_worlds' 1024-world figure, world-steps per second, and its CPU time per
+    world-step estimated as the share of its run it spent on a CPU (its CPU over its wall time)
+    times its wall time per world-step."""
+    c0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     out = subprocess.run([binary, str(seconds)], capture_output=True, text=True,
                          check=True).stdout
+    c1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
     m = re.search(r"^\s*1024 worlds:\s+([0-9.]+) world-steps/s", out, re.M)
     if not m:
         raise RuntimeError("bench_core_many_worlds printed no 1024-world figure:\n" + out)
-    return {"rate": float(m.group(1))}
+    on_cpu = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) / wall
+    rate = float(m.group(1))
+    return {"rate": rate, "cpu_us": 1e6 * on_cpu / rate}
 
 
 def main():
@@ -142,6 +152,8 @@ def main():
             figs["async"].append(run_async(c, requests, ids, args.seconds, pid, group_state))
             figs["sync"].append(run_sync(c, wids, all_ids, args.seconds, pid, state))
             figs["in-process"].append(run_in_process(core_bench, args.seconds / 4))
+        cpu_ratios = [i["cpu_us"] / (a["client_us"] + a["server_us"])
+                      for a, i in zip(figs["async"], figs["in-process"])]
         ratios = [a["rate"] / (args.cores * i["rate"])
                   for a, i in zip(figs["async"], figs["in-process"])]
         sync_ratios = [s["rate"] / (args.cores * i["rate"])
@@ -151,6 +163,8 @@ def main():
         line = "%-10s %10.0f world-steps/s (median; %0.f-%0.f)" % (
             name, med(r["rate"] for r in rows), min(r["rate"] for r in rows),
             max(r["rate"] for r in rows))
+        if "cpu_us" in rows[0]:
+            line += "  CPU per world-step (estimated): %.3f us" % med(r["cpu_us"] for r in rows)
         if "client_us" in rows[0]:
             line += "  CPU per world-step: client %.3f us, server %.3f us" % (
                 med(r["client_us"] for r in rows), med(r["server_us"] for r in rows))
@@ -159,6 +173,8 @@ def main():
         args.cores, med(ratios), ", ".join("%.2f" % r for r in ratios)))
     print("sync  / (%d x in-process): %.2f (rounds %s)" % (
         args.cores, med(sync_ratios), ", ".join("%.2f" % r for r in sync_ratios)))
+    print("in-process CPU / async CPU (client + server) per world-step: %.2f (rounds %s)" % (
+        med(cpu_ratios), ", ".join("%.2f" % r for r in cpu_ratios)))
 
 
 if __name__ == "__main__":
