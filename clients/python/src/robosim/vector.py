@@ -72,7 +72,8 @@ class RobosimVectorEnv(gym.vector.VectorEnv):
     task's). clip_actions / normalize_actions / dtype / randomize: as RobosimEnv (each
     sub-environment draws its randomized parameters from its own reset seed; the draws are in
     the reset's infos["randomized"], {item: array over the sub-environments}, masked like the
-    other infos)."""
+    other infos). batch_size: the size of the groups the async mode's send() and recv() take
+    (EnvPool's batch_size; a divisor of num_envs; None: num_envs)."""
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AutoresetMode.NEXT_STEP}
 
