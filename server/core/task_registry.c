@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The documents a family's earlier documents extend, then the registered ones. */
@@ -63,16 +64,14 @@ static int is_builtin(const rs_task_t *t)
 
 /* ---- the server's own tasks declared as documents (a family's JSON array) ---------------- */
 
-#define MAX_FAMILIES 8
 #define MAX_FAMILY_TASKS 16
 
 static pthread_mutex_t family_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct family_tasks {
-    const rs_task_family_t *family;
+    int parsed;
     int n;
     const rs_task_t *tasks[MAX_FAMILY_TASKS];
-} families[MAX_FAMILIES];
-static int nfamilies;
+} *families; /* one per built-in family (rs_task_families), each parsed when first asked for */
 
 /* Parse family f's documents (each may extend an earlier one); 0 or the first error. */
 static int parse_family(const rs_task_family_t *f, struct family_tasks *out, rs_status_t *st)
@@ -84,8 +83,11 @@ static int parse_family(const rs_task_family_t *f, struct family_tasks *out, rs_
         return st->code;
     int rc = 0, n = json_object_is_type(list, json_type_array)
                         ? (int)json_object_array_length(list) : 0;
+    if (n < 1 || n > MAX_FAMILY_TASKS)
+        rc = rs_fail(st, RS_EINVAL, "a family is a JSON array of 1 to %d task documents",
+                     MAX_FAMILY_TASKS);
     const char *sources[MAX_FAMILY_TASKS];
-    for (int i = 0; i < n && i < MAX_FAMILY_TASKS && rc == 0; i++) {
+    for (int i = 0; i < n && rc == 0; i++) {
         const char *src = json_object_to_json_string_ext(json_object_array_get_idx(list, (size_t)i),
                                                          JSON_C_TO_STRING_PLAIN);
         known_docs_t known = {i, sources};
@@ -104,18 +106,20 @@ static int parse_family(const rs_task_family_t *f, struct family_tasks *out, rs_
 
 const rs_task_t *const *rs_task_doc_family(const rs_task_family_t *f, int *n)
 {
-    pthread_mutex_lock(&family_lock);
+    int nfam;
+    const rs_task_family_t *all = rs_task_families(&nfam);
     struct family_tasks *ft = NULL;
-    for (int i = 0; i < nfamilies && !ft; i++)
-        if (families[i].family == f)
-            ft = &families[i];
-    if (!ft && nfamilies < MAX_FAMILIES) {
+    pthread_mutex_lock(&family_lock);
+    if (!families)
+        families = calloc((size_t)nfam, sizeof *families); /* kept for the process's life */
+    if (families && f >= all && f < all + nfam)
+        ft = &families[f - all];
+    if (ft && !ft->parsed) {
         rs_status_t st;
-        ft = &families[nfamilies++];
-        ft->family = f;
+        ft->parsed = 1;
         if (parse_family(f, ft, &st) < 0) /* a document of the server's own: a test catches it */
-            fprintf(stderr, "robosim: a built-in task document does not parse: %s\n",
-                    st.message);
+            fprintf(stderr, "robosim: built-in task family tasks/%s.json does not parse: %s\n",
+                    f->name, st.message);
     }
     pthread_mutex_unlock(&family_lock);
     *n = ft ? ft->n : 0;
@@ -201,13 +205,9 @@ int rs_task_doc_names(const char **names, int max)
 
 /* ---- task lookup: the built-in families' rows and the declared tasks, by name ---------- */
 
-/* Family f's rows: its C rows, or its documents parsed. */
+/* Row i of family f (NULL past its last), *n its rows. */
 static const rs_task_t *family_task(const rs_task_family_t *f, int i, int *n)
 {
-    if (!f->documents) {
-        *n = f->n;
-        return i < f->n ? &f->tasks[i] : NULL;
-    }
     const rs_task_t *const *t = rs_task_doc_family(f, n);
     return i < *n ? t[i] : NULL;
 }
@@ -215,11 +215,11 @@ static const rs_task_t *family_task(const rs_task_family_t *f, int i, int *n)
 const rs_task_t *rs_task_find(const char *name)
 {
     int nfam;
-    const rs_task_family_t *const *fam = rs_task_families(&nfam);
+    const rs_task_family_t *fam = rs_task_families(&nfam);
     for (int f = 0; name && f < nfam; f++) {
         int n = 0;
         const rs_task_t *t;
-        for (int i = 0; (t = family_task(fam[f], i, &n)) != NULL; i++)
+        for (int i = 0; (t = family_task(&fam[f], i, &n)) != NULL; i++)
             if (strcmp(t->name, name) == 0)
                 return t;
     }
@@ -234,11 +234,11 @@ const char *const *rs_task_names(void)
     static _Thread_local const char *names[MAX_TASKS + 1];
     int n = 0;
     int nfam;
-    const rs_task_family_t *const *fam = rs_task_families(&nfam);
+    const rs_task_family_t *fam = rs_task_families(&nfam);
     for (int f = 0; f < nfam; f++) {
         int nf = 0;
         const rs_task_t *t;
-        for (int i = 0; n < MAX_TASKS && (t = family_task(fam[f], i, &nf)) != NULL; i++)
+        for (int i = 0; n < MAX_TASKS && (t = family_task(&fam[f], i, &nf)) != NULL; i++)
             names[n++] = t->name;
     }
     n += rs_task_doc_names(names + n, MAX_TASKS - n);
