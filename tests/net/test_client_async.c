@@ -287,6 +287,45 @@ static void errors_stay_with_their_request(rsc_client_t *c)
         rsc_destroy_world(c, w[i], &err);
 }
 
+/* Autoreset in the pipelined request: a flagged world is reset (reseeded) instead of stepped,
+ * its rows the new episode's first, as a synchronous Reset with that seed gives them; the
+ * unflagged world beside it is stepped. */
+static void reset_in_the_request(rsc_client_t *c)
+{
+    rsc_error_t err;
+    uint64_t x[2], twin;
+    for (int i = 0; i < 2; i++)
+        CHECK(rsc_create_world(c, "finger", NULL, 0, 5, &x[i], &err) == 0, "create: %s",
+              err.message);
+    CHECK(rsc_create_world(c, "finger", NULL, 0, 5, &twin, &err) == 0, "create: %s", err.message);
+    double f[2] = {12, 12};
+    uint64_t t, steps[2];
+    uint8_t dig[2 * 32];
+    rsc_batch_done_t done;
+    for (int k = 0; k < 3; k++) {
+        uint8_t reset[2] = {k == 2, 0};
+        uint64_t seeds[2] = {9, 0};
+        rsc_batch_in_t in = {.world_ids = x, .n = 2, .steps = 1, .commands = f, .ncommands = 2,
+                             .reset = reset, .reset_seeds = seeds};
+        CHECK(rsc_batch_send(c, &in, &(rsc_batch_out_t){.step_count = steps, .digests = dig}, &t,
+                             &err) == 0 &&
+                  rsc_batch_recv(c, 30000, &done, &err) == 0 && done.ticket == t,
+              "autoreset round %d: %s", k, err.message);
+    }
+    Robosim__V1__State *s = NULL;
+    CHECK(rsc_reset(c, twin, 1, 9, &s, &err) == 0 && s && s->digest.len == 32,
+          "synchronous reset: %s", err.message);
+    CHECK(steps[0] == 0 && steps[1] == 3, "the flagged world reset (%llu steps), the other stepped "
+                                          "(%llu)",
+          (unsigned long long)steps[0], (unsigned long long)steps[1]);
+    CHECK(s && s->digest.len == 32 && memcmp(dig, s->digest.data, 32) == 0,
+          "the reset world's digest is a synchronous Reset's with the same seed");
+    rsc_free(s);
+    for (int i = 0; i < 2; i++)
+        rsc_destroy_world(c, x[i], &err);
+    rsc_destroy_world(c, twin, &err);
+}
+
 /* A synchronous call while batches are in flight reads their answers first: they are kept for
  * rsc_batch_recv. Then forgetting, and closing, with requests in flight. */
 static void sync_calls_forget_and_close(const char *endpoint)
@@ -366,6 +405,7 @@ int main(int argc, char **argv)
     pipelined_equals_sync(c, NULL, 200, slow, 16);
     pipelined_equals_sync(c, "FingerPush-v1", 300, NULL, 0);
     errors_stay_with_their_request(c);
+    reset_in_the_request(c);
     rsc_close(&c);
     sync_calls_forget_and_close(sp.endpoint);
     CHECK(server_stop(&sp) == 0, "server exits 0");
