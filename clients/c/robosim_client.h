@@ -480,10 +480,13 @@ int rsc_batch_send(rsc_client_t *c, const rsc_batch_in_t *in, const rsc_batch_ou
  * in flight; its rows are then in the arrays given at its send and done->ticket names it. Returns
  * 0 when the server stepped the batch (each world's code in out->codes; done->nfailed counts
  * failures); the server's code (> 0) when it refused the request as a whole (err->message says
- * why; nothing written); RSC_EARG when the reply's rows are not the widths out declared, or no
- * request is in flight; RSC_EPROTOCOL for an answer that is not a StepBatch.arrays reply. Each of
- * these ends that request (done->ticket) and no other. RSC_ETIMEOUT (done->ticket 0): nothing
- * was answered in time, and every request stays in flight. `done` may be NULL. */
+ * why; nothing written); RSC_EARG when the reply's rows are not the widths out declared (and,
+ * with done->ticket 0, when no request is in flight); RSC_EPROTOCOL for an answer that is not a StepBatch.arrays reply. Each of
+ * these ends that request (done->ticket) and no other. With done->ticket 0 nothing is ended and
+ * every request stays in flight: RSC_ETIMEOUT (nothing answered in time), RSC_EPROTOCOL (a
+ * message that is not a Response), or the code of an Error the server sent with id 0 (it could
+ * not read one of the requests, so cannot say which; that one will not be answered: its
+ * rsc_batch_recv times out, rsc_batch_forget gives it up). `done` may be NULL. */
 int rsc_batch_recv(rsc_client_t *c, int timeout_ms, rsc_batch_done_t *done, rsc_error_t *err);
 
 /* The requests this client has in flight (sent, not yet received). */

@@ -269,6 +269,29 @@ static void errors_stay_with_their_request(rsc_client_t *c)
     CHECK(rsc_get_state(c, w[2], &s, &err) == 0 && s && s->step_count == 0,
           "the refused request stepped nothing");
     rsc_free(s);
+    /* a request the server cannot read (over --max-message-size) is answered with id 0: reported
+     * with no ticket, nothing ended; the one behind it is answered as usual */
+    static double big[20000];
+    uint64_t tb, tg;
+    int32_t gc[1] = {-1};
+    CHECK(rsc_batch_send(c, &(rsc_batch_in_t){.world_ids = w, .n = 1, .commands = big,
+                                              .ncommands = 20000},
+                         &(rsc_batch_out_t){0}, &tb, &err) == 0 &&
+              rsc_batch_send(c, &(rsc_batch_in_t){.world_ids = &w[1], .n = 1},
+                             &(rsc_batch_out_t){.codes = gc}, &tg, &err) == 0,
+          "send an oversized request and a good one: %s", err.message);
+    rsc_batch_done_t unread;
+    int rc = rsc_batch_recv(c, 30000, &unread, &err);
+    CHECK(rc == CODE(RESOURCE_EXHAUSTED) && unread.ticket == 0 && rsc_batch_pending(c) == 2,
+          "the unreadable request: %d, ticket %llu, %zu in flight: %s", rc,
+          (unsigned long long)unread.ticket, rsc_batch_pending(c), err.message);
+    rc = rsc_batch_recv(c, 30000, &unread, &err);
+    CHECK(rc == 0 && unread.ticket == tg && gc[0] == 0, "the good one behind it: %d %s", rc,
+          err.message);
+    CHECK(rsc_batch_recv(c, 200, &unread, &err) == RSC_ETIMEOUT && unread.ticket == 0 &&
+              rsc_batch_pending(c) == 1,
+          "the unreadable one is never answered: %s", err.message);
+    CHECK(rsc_batch_forget(c) == 1 && rsc_batch_pending(c) == 0, "given up");
     /* misuse */
     rsc_batch_done_t done;
     CHECK(rsc_batch_recv(c, 100, &done, &err) == RSC_EARG && done.ticket == 0 &&
@@ -390,7 +413,8 @@ int main(int argc, char **argv)
 {
     const char *binary = server_arg(argc, argv);
     const char *extra[] = {"--threads", "2", "--max-worlds", "400", "--max-worlds-per-client", "0",
-                           "--max-worlds-share", "1", "--no-world", NULL};
+                           "--max-worlds-share", "1", "--max-message-size", "65536",
+                           "--no-world", NULL};
     server_proc_t sp;
     CHECK(server_start(&sp, binary, extra) == 0, "server starts");
     if (sp.pid <= 0)
