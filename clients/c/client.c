@@ -1643,7 +1643,7 @@ int rsc_batch_recv(rsc_client_t *c, int timeout_ms, rsc_batch_done_t *done, rsc_
         if (q->slots[i].kept && (!s || q->slots[i].id < s->id))
             s = &q->slots[i];
     Robosim__V1__Response *r = s ? s->kept : NULL;
-    int wait_ms = clamp_timeout(timeout_ms);
+    int wait_ms = timeout_ms > 0 ? timeout_ms : c->timeout_ms;
     int64_t deadline = now_ms() + wait_ms;
     while (!r) {
         int rc = recv_response(c, c->sock, deadline, &r, err);

@@ -9,6 +9,7 @@
  * build's leak check). */
 #include "rs_test.h"
 #include "server_proc.h"
+#include "timing.h"
 
 #define CODE(name) ROBOSIM__V1__ERROR_CODE__##name
 #define NW 48     /* worlds per set */
@@ -355,8 +356,8 @@ static void sync_calls_forget_and_close(const char *endpoint)
 {
     rsc_error_t err;
     rsc_client_t *c = client_of(endpoint, 30000);
-    uint64_t w[3];
-    for (int i = 0; i < 3; i++)
+    uint64_t w[4];
+    for (int i = 0; i < 4; i++)
         CHECK(rsc_create_world(c, "finger", NULL, 0, 70 + (uint64_t)i, &w[i], &err) == 0,
               "create: %s", err.message);
     uint64_t counts[2] = {0, 0}, t[2];
@@ -375,6 +376,22 @@ static void sync_calls_forget_and_close(const char *endpoint)
     }
     CHECK(counts[0] == 3 && counts[1] == 3, "both kept answers written: %llu %llu",
           (unsigned long long)counts[0], (unsigned long long)counts[1]);
+
+    /* a timeout of 0 is the client's own: a long batch not answered within it stays in flight */
+    uint64_t long_count = 0, tl;
+    CHECK(rsc_batch_send(c, &(rsc_batch_in_t){.world_ids = &w[3], .n = 1, .steps = 300000},
+                         &(rsc_batch_out_t){.step_count = &long_count}, &tl, &err) == 0,
+          "send a long batch: %s", err.message);
+    rsc_set_timeout(c, 100);
+    double t0 = now();
+    rsc_batch_done_t waited;
+    int rc = rsc_batch_recv(c, 0, &waited, &err);
+    double waited_s = now() - t0;
+    rsc_set_timeout(c, 30000);
+    CHECK(rc == RSC_ETIMEOUT && waited.ticket == 0 && rsc_batch_pending(c) == 1 &&
+              strstr(err.message, "within 100 ms") && waited_s < 2.0,
+          "recv with the client's 100 ms timeout: %d after %.2f s: %s", rc, waited_s, err.message);
+    CHECK(rsc_batch_forget(c) == 1, "the long batch given up");
 
     /* forget: the late answers are dropped, the next batch's answer is its own */
     uint64_t late = 0, fresh = 0, tf;
