@@ -48,6 +48,15 @@ typedef struct figure {
     double wall, client_cpu, server_cpu;
 } figure_t;
 
+static server_proc_t sp; /* the server this benchmark started */
+
+/* A failure the figures cannot go on after: the server stopped with the benchmark. */
+static void die(void)
+{
+    server_stop(&sp);
+    exit(1);
+}
+
 static void new_forces(double *u, size_t n)
 {
     for (size_t i = 0; i < n; i++)
@@ -63,7 +72,7 @@ static long sync_once(rig_t *r, size_t k, size_t g)
     Robosim__V1__BatchArraysReply *a = NULL;
     if (rsc_step_arrays(r->c, r->ids + lo, n, 1, r->u + lo, n, NULL, 0, &a, &err) != 0) {
         fprintf(stderr, "bench_net_async: sync: %s\n", err.message);
-        exit(1);
+        die();
     }
     long failed = (long)a->n_errors;
     rsc_free(a);
@@ -83,7 +92,7 @@ static void send_group(rig_t *r, size_t k, size_t g, uint64_t *ticket)
     rsc_error_t err;
     if (rsc_batch_send(r->c, &in, &out, ticket, &err) != 0) {
         fprintf(stderr, "bench_net_async: send: %s\n", err.message);
-        exit(1);
+        die();
     }
 }
 
@@ -95,7 +104,7 @@ static void recv_group(rig_t *r, const uint64_t *tickets, size_t k, size_t *g, l
     int rc = rsc_batch_recv(r->c, 0, &done, &err);
     if (rc != 0 && done.ticket == 0) {
         fprintf(stderr, "bench_net_async: recv: %s\n", err.message);
-        exit(1);
+        die();
     }
     *failed = rc != 0 ? (long)done.n : (long)done.nfailed;
     if (rc != 0)
@@ -155,7 +164,7 @@ static void inproc_block(rs_world_t **w, size_t n, double seconds, figure_t *f)
             if (rs_set_commands(w[i]->model, w[i]->data, 0, &u, 1, &st) != 0 ||
                 rs_step(w[i]->model, w[i]->data, 1, &st) != 0) {
                 fprintf(stderr, "bench_net_async: in-process: %s\n", st.message);
-                exit(1);
+                die();
             }
         }
         steps += (long)n;
@@ -200,7 +209,6 @@ int main(int argc, char **argv)
     for (char *tok = strtok(args, " "); tok && nextra < 22; tok = strtok(NULL, " "))
         extra[nextra++] = tok;
     extra[nextra] = NULL;
-    server_proc_t sp;
     if (server_start(&sp, server, extra) != 0) {
         fprintf(stderr, "bench_net_async: %s did not start\n", server);
         return 1;
