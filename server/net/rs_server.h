@@ -12,7 +12,8 @@
 #include "rs_core.h"
 
 #define RS_PROTOCOL_MAJOR 1
-#define RS_PROTOCOL_MINOR 2 /* 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI, base_pose */
+#define RS_PROTOCOL_MINOR 3 /* 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI, base_pose;
+                              1.3: HelloReply.routes */
 
 typedef struct rs_server_config {
     const char *bind;               /* ROUTER endpoint, e.g. tcp://127.0.0.1:5555 */

@@ -190,6 +190,8 @@ typedef struct rs_op {
                            targets, parameters): refused on task worlds */
     rs_cost_t cost;     /* what one request may cost the loop (above) */
     size_t max_bytes;   /* the largest request of this op, or 0: --max-message-size */
+    Robosim__V1__Route route; /* how a server of several shards routes it (shards.c's
+                           rs_route_of; published in HelloReply.routes) */
 } rs_op_t;
 
 /* The policy of op's row for a request naming world w (NULL for rows without one) with

@@ -127,6 +127,7 @@ static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
 {
     const uint8_t *p = req, *end = req + len, *sub, *subend, *batch = NULL, *batchend = NULL;
+    const uint8_t *first[64] = {0}, *firstend[64] = {0}; /* each op field's first occurrence */
     uint32_t num, type, op = 0;
     uint64_t v, world_id = 0;
     int r;
@@ -141,16 +142,17 @@ int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
                       : NULL;
         if (f && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && type == 2) {
             op = num;
-            if (num == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && !batch)
-                batch = sub, batchend = subend;
+            if (num < 64 && !first[num])
+                first[num] = sub, firstend[num] = subend;
         }
     }
-    if (r < 0)
-        return ROUTE_HERE;
-    switch (op) {
-    case ROBOSIM__V1__REQUEST__OP_LIST_WORLDS: return ROUTE_ALL;
-    case ROBOSIM__V1__REQUEST__OP_CREATE_WORLD: return ROUTE_CREATE;
-    case ROBOSIM__V1__REQUEST__OP_STEP_BATCH: {
+    if (op < 64) /* a ROUTE_WORLDS op's message: the StepBatch its worlds are read from */
+        batch = first[op], batchend = firstend[op];
+    const rs_op_t *row = op && r == 0 ? rs_op_find((Robosim__V1__Request__OpCase)op) : NULL;
+    switch (row ? row->route : ROBOSIM__V1__ROUTE__ROUTE_ANY) {
+    case ROBOSIM__V1__ROUTE__ROUTE_ALL_SHARDS: return ROUTE_ALL;
+    case ROBOSIM__V1__ROUTE__ROUTE_PLACEMENT: return ROUTE_CREATE;
+    case ROBOSIM__V1__ROUTE__ROUTE_WORLDS: {
         /* its first world: StepBatch.arrays (2) world_ids (1: packed or not), or
          * StepBatch.items (3) items (1) world_id (1) */
         const uint8_t *form = NULL, *formend = NULL, *item = NULL, *itemend = NULL;
@@ -169,14 +171,12 @@ int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
         }
         return ROUTE_BATCH;
     }
-    default: {
-        const rs_op_t *row = op ? rs_op_find((Robosim__V1__Request__OpCase)op) : NULL;
-        if (row && row->needs_world && world_id) {
-            *world = world_id;
-            return ROUTE_WORLD;
-        }
-        return ROUTE_HERE;
-    }
+    case ROBOSIM__V1__ROUTE__ROUTE_WORLD:
+        if (!world_id)
+            return ROUTE_HERE;
+        *world = world_id;
+        return ROUTE_WORLD;
+    default: return ROUTE_HERE;
     }
 }
 

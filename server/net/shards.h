@@ -31,11 +31,12 @@ int rs_shard_settled(const rs_server_t *s);
 
 /* Where a shard sends a serialized request it received, read without decoding it (its bytes
  * are the client's: any may come) but as protobuf-c decodes it (the op is the oneof's last
- * field present, the world the last world_id): ROUTE_WORLD to the shard of *world (an op whose
- * row needs a world), ROUTE_BATCH by all its worlds (a StepBatch; *world its first, 0 if
- * none), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard its connection is
- * placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable: the handler
- * answers). */
+ * field present, the world the last world_id), by its op's route in the dispatch table
+ * (rs_op_t.route): ROUTE_WORLD to the shard of *world (ROUTE_WORLD rows), ROUTE_BATCH by all
+ * its worlds (ROUTE_WORLDS: a StepBatch; *world its first, 0 if none), ROUTE_ALL to every
+ * shard (ROUTE_ALL_SHARDS: ListWorlds), ROUTE_CREATE to the shard its connection is placed on
+ * (ROUTE_PLACEMENT: CreateWorld), ROUTE_HERE to this one (ROUTE_ANY, no world_id, or
+ * unreadable: the handler answers). */
 /* (ROUTE_CREATE last: fuzz_request.c checks a route is within HERE..CREATE) */
 enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_BATCH, ROUTE_CREATE };
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
