@@ -31,6 +31,8 @@ struct rsc_client {
     struct shard_link *links;          /* each shard's own port (nshards of them), or NULL */
     uint32_t *ports;
     size_t nshards;
+    uint8_t route[64];                 /* Request op case -> its Route (HelloReply.routes; 0:
+                                          not said, a 1.2 server) */
     char *endpoint;
     int timeout_ms;
     int curve;                         /* connected with CURVE keys */
@@ -230,6 +232,12 @@ rsc_client_t *rsc_connect_with(const char *endpoint, const rsc_options_t *o, rsc
             memcpy(c->ports, hello->shard_ports, hello->n_shard_ports * sizeof *c->ports);
             c->nshards = hello->n_shard_ports;
         } /* else: every request by the one connection, which serves them all */
+        for (size_t i = 0; i < hello->n_routes; i++) { /* each op's route, by its field */
+            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(
+                &robosim__v1__request__descriptor, hello->routes[i]->op);
+            if (f && f->id < 64 && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+                c->route[f->id] = (uint8_t)hello->routes[i]->route;
+        }
     }
     rsc_free(hello);
     if (rc != 0) {
@@ -553,11 +561,18 @@ static int hand_reply(Robosim__V1__Response *r, Robosim__V1__Response **resp, rs
  * for another shard's world between its threads; it lists each shard's own port in Hello, so
  * requests for the worlds this client controls go straight to their shard's port instead. */
 
-/* The shard every world a request names lives on, or -1 (unknown, none, or several). */
+/* The shard every world a request names lives on, by its op's route in the server's Hello, or
+ * -1 (unknown, none, several, or an op no world routes). A 1.2 server's Hello has no routes:
+ * its StepBatch went by its worlds and every other op by Request.world_id. */
 static int request_shard(const rsc_client_t *c, const Robosim__V1__Request *req)
 {
-    int k = -1;
-    if (req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && req->step_batch) {
+    int k = -1, route = req->op_case < 64 ? c->route[req->op_case] : 0;
+    if (!route)
+        route = req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH
+                    ? ROBOSIM__V1__ROUTE__ROUTE_WORLDS
+                    : ROBOSIM__V1__ROUTE__ROUTE_WORLD;
+    if (route == ROBOSIM__V1__ROUTE__ROUTE_WORLDS &&
+        req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && req->step_batch) {
         const Robosim__V1__StepBatch *b = req->step_batch;
         const Robosim__V1__BatchArrays *a =
             b->form_case == ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS ? b->arrays : NULL;
@@ -573,6 +588,8 @@ static int request_shard(const rsc_client_t *c, const Robosim__V1__Request *req)
         }
         return k;
     }
+    if (route != ROBOSIM__V1__ROUTE__ROUTE_WORLD)
+        return -1;
     const struct world_token *t = req->world_id ? find_token(c, req->world_id) : NULL;
     return t ? t->shard : -1;
 }

@@ -28,7 +28,8 @@ extern "C" {
 #endif
 
 #define RSC_PROTOCOL_MAJOR 1
-#define RSC_PROTOCOL_MINOR 2 /* 1.2: oneofs, Step.parts, SI units, EntitySpec.base_pose */
+#define RSC_PROTOCOL_MINOR 3 /* 1.2: oneofs, Step.parts, SI units, EntitySpec.base_pose; 1.3:
+                                HelloReply.routes */
 #define RSC_DEFAULT_TIMEOUT_MS 5000 /* used when a timeout <= 0 is given */
 #define RSC_TOKEN_MAX 64            /* a controller token, with its NUL, fits in this */
 

@@ -31,7 +31,7 @@ from ._logs import keep_log
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1
-PROTOCOL_MINOR = 2  # 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI units, base_pose
+PROTOCOL_MINOR = 3  # 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI, base_pose; 1.3: routes
 # seconds a call waits for its reply unless told (timeout=, $ROBOSIM_TIMEOUT): long enough for a
 # loaded machine (a 10 s default ended training runs at a load average of 22)
 DEFAULT_TIMEOUT = 60.0
@@ -428,6 +428,7 @@ class Client(Closing):
         self._keys = keys
         self._shard_ports = []  # each shard's own port (HelloReply.shard_ports)
         self._shard_of: dict = {}  # world id -> its shard, for the worlds this client controls
+        self._routes: dict = {}    # op -> its pb.Route (HelloReply.routes; {}: a 1.2 server)
         self._links: dict = {}     # shard -> its socket, or None: its port does not answer
         try:
             curve.apply(self._sock, keys)
@@ -449,6 +450,7 @@ class Client(Closing):
             if (not one_connection and len(self.server["shard_ports"]) > 1
                     and endpoint.startswith("tcp://")):
                 self._shard_ports = self.server["shard_ports"]
+                self._routes = self.server["routes"]
 
     # -- plumbing
 
@@ -498,18 +500,22 @@ class Client(Closing):
         return sock
 
     def _route(self, req):
-        """The socket for Request `req`: its world's shard's, a StepBatch's when all its
-        worlds share a shard, else the first connection."""
+        """The socket for Request `req`, by its op's route in the server's Hello: the shard of
+        the world it names (ROUTE_WORLD), of all the worlds a StepBatch names when they share
+        one (ROUTE_WORLDS), else the first connection. A 1.2 server's Hello has no routes: its
+        StepBatch went by its worlds and every other op by Request.world_id."""
         if not self._shard_ports:
             return self._sock
         op = req.WhichOneof("op")
-        if op == "step_batch":
-            b = req.step_batch
+        route = self._routes.get(op, pb.ROUTE_WORLDS if op == "step_batch" else pb.ROUTE_WORLD)
+        k = None
+        if route == pb.ROUTE_WORLDS:
+            b = getattr(req, op)
             ids = (b.arrays.world_ids if b.WhichOneof("form") == "arrays"
                    else [it.world_id for it in b.items.items])
             shards = {self._shard_of.get(w) for w in ids}
             k = shards.pop() if len(shards) == 1 else None
-        else:
+        elif route == pb.ROUTE_WORLD:
             k = self._shard_of.get(req.world_id)
         return self._shard_socket(k) or self._sock
 
@@ -675,6 +681,7 @@ class Client(Closing):
                 "capabilities": list(r.capabilities), "presets": list(r.presets),
                 "tasks": list(r.tasks), "stream_endpoint": r.stream_endpoint,
                 "shard_ports": list(r.shard_ports),
+                "routes": {route.op: route.route for route in r.routes},
                 "build": {"version": b.version, "commit": b.commit, "compiler": b.compiler,
                           "fp_flags": b.fp_flags, "sundials": b.sundials, "arch": b.arch,
                           "libm": b.libm, "build_type": b.build_type}}
