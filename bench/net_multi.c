@@ -16,7 +16,8 @@
  * environment: BENCH_MULTI_N=N (default 2), BENCH_MULTI_WORKLOADS=step,arrays64,arrays1024
  *        (a subset), BENCH_MULTI_K=2,8 (client counts; default N and 4N), BENCH_MULTI_AMDAHL=0
  *        (skip the serial fraction), BENCH_MULTI_ONE=default (the one server started with no
- *        --shards or --threads at all: what a user gets without tuning) */
+ *        --shards or --threads at all: what a user gets without tuning) or
+ *        BENCH_MULTI_ONE="--shards 2 --threads 2" (the one server's own flags) */
 #include "server_proc.h"
 #include "bench_util.h"
 
@@ -176,7 +177,7 @@ int main(int argc, char **argv)
     const char *env_n = getenv("BENCH_MULTI_N"), *env_w = getenv("BENCH_MULTI_WORKLOADS"),
                *env_k = getenv("BENCH_MULTI_K"), *env_a = getenv("BENCH_MULTI_AMDAHL"),
                *env_one = getenv("BENCH_MULTI_ONE");
-    int untuned = env_one && !strcmp(env_one, "default");
+    int untuned = env_one && *env_one;
     int n = env_n && atoi(env_n) > 0 ? atoi(env_n) : 2;
     if (n > MAX_SERVERS)
         n = MAX_SERVERS;
@@ -198,8 +199,17 @@ int main(int argc, char **argv)
     const char *one[] = {"--shards", shards, "--threads", "1", "--max-worlds", maxw,
                          "--no-world", "--max-worlds-per-client", "0", "--max-worlds-share", "1",
                          NULL};
-    const char *one_default[] = {"--max-worlds", maxw, "--no-world", "--max-worlds-per-client",
-                                 "0", "--max-worlds-share", "1", NULL};
+    const char *one_default[32] = {"--max-worlds", maxw, "--no-world", "--max-worlds-per-client",
+                                   "0", "--max-worlds-share", "1", NULL};
+    char one_flags[256];
+    snprintf(one_flags, sizeof one_flags, "%s", untuned ? env_one : "");
+    if (untuned && strcmp(one_flags, "default")) {
+        int na = 7;
+        for (char *save = NULL, *tok = strtok_r(one_flags, " ", &save); tok && na < 31;
+             tok = strtok_r(NULL, " ", &save))
+            one_default[na++] = tok;
+        one_default[na] = NULL;
+    }
     const char **first = untuned ? one_default : one;
     const char *indep[] = {"--threads", "1", "--max-worlds", maxw, "--no-world",
                            "--max-worlds-per-client", "0", "--max-worlds-share", "1", NULL};
@@ -209,7 +219,8 @@ int main(int argc, char **argv)
     } loads[] = {{"step", 1}, {"arrays64", 64}, {"arrays1024", 1024}};
     char first_flags[64];
     if (untuned)
-        snprintf(first_flags, sizeof first_flags, "default flags");
+        snprintf(first_flags, sizeof first_flags, "%s", strcmp(env_one, "default") ? env_one
+                                                                                  : "default flags");
     else
         snprintf(first_flags, sizeof first_flags, "--shards %d --threads 1", n);
     printf("bench_net_multi: K client processes vs one server (%s) and vs %d servers "

@@ -53,16 +53,17 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal ha
       cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000),                          \
       "  --max-batch N              items one StepBatch may hold (default %d)\n", d->max_batch) \
     X(THREADS, "threads", 'j', required_argument,                                               \
-      cfg.threads = (int)parse_count("--threads", optarg, 256),                                  \
-      "  --threads N                worker threads stepping a StepBatch's worlds in\n"          \
-      "                             parallel (default %d: the online CPUs)\n",                   \
-      d->threads)                                                                                \
+      cfg.threads = parse_auto_count("--threads", optarg, 256),                                  \
+      "  --threads N|auto           worker threads stepping a StepBatch's worlds in\n"          \
+      "                             parallel, per shard (default auto: the CPUs this\n"          \
+      "                             process may use, %d here)\n",                                \
+      rs_cpus_online())                                                                          \
     X(SHARDS, "shards", 0, required_argument,                                                   \
-      cfg.shards = (int)parse_count("--shards", optarg, 256),                                    \
-      "  --shards N                 N request loops, each on its thread with its own\n"         \
+      cfg.shards = parse_auto_count("--shards", optarg, RS_MAX_SHARDS),                          \
+      "  --shards N|auto            N request loops, each on its thread with its own\n"         \
       "                             listening socket on the --bind port (tcp:// only)\n"         \
-      "                             and its own worlds (default 1); for many clients,\n"         \
-      "                             e.g. --shards <cores> --threads 1\n")                        \
+      "                             and its own worlds (default auto: one per CPU\n"             \
+      "                             with a tcp:// --bind, else 1; --shards 1: one loop)\n")      \
     X(SHARD_PORTS, "shard-ports", 0, required_argument,                                         \
       cfg.shard_ports = parse_shard_ports(optarg),                                               \
       "  --shard-ports auto|off|BASE with --shards: each shard also listens on its own\n"       \
@@ -409,6 +410,12 @@ static unsigned long long parse_count(const char *flag, const char *arg, unsigne
         exit(2);
     }
     return v;
+}
+
+/* A count or "auto" (0: rs_server_config_resolve decides); or exit with a message. */
+static int parse_auto_count(const char *flag, const char *arg, unsigned long long max)
+{
+    return !strcmp(arg, "auto") ? 0 : (int)parse_count(flag, arg, max);
 }
 
 /* --shard-ports: auto (0), off (-1) or a base port; or exit with a message. */

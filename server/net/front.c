@@ -241,8 +241,8 @@ static int open_shards(rs_server_t *s, const rs_server_config_t *server_cfg, rs_
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     s->shards = f;
     f->group.n = n;
-    if (n > 255)
-        return rs_fail(st, RS_EINVAL, "--shards %d: at most 255", n);
+    if (n > RS_MAX_SHARDS)
+        return rs_fail(st, RS_EINVAL, "--shards %d: at most %d", n, RS_MAX_SHARDS);
     rs_census_init(&f->census);
     f->group.census = &f->census;
     if (rs_token_generate(f->group.peer_key, st) < 0)

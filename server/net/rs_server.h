@@ -29,7 +29,8 @@
      * lapsed (claimable) */                                                                     \
     X(const char *, controller_token, NULL)                                                      \
     X(int, max_batch, 4096) /* StepBatch items at most (more: RESOURCE_EXHAUSTED) */             \
-    X(int, threads, rs_cpus_online()) /* workers stepping a batch (the loop's thread included) */ \
+    /* workers stepping a batch (the loop's thread included); 0: auto (rs_server_config_resolve) */ \
+    X(int, threads, 0)                                                                           \
     X(const char *, stream_endpoint, "tcp://127.0.0.1:5556") /* observer stream PUB endpoint, or \
                                                                 NULL for none */                 \
     X(int, stream_explicit, 0) /* the endpoint was asked for: failing to bind it is fatal */     \
@@ -79,8 +80,8 @@
     X(const char *, state_dir, NULL)                                                             \
     X(double, checkpoint_interval, 10.0) /* seconds between checkpoints into state_dir */        \
     /* request loops, each on its core with its own worlds, behind one socket (1: the loop      \
-     * serves the socket) */                                                                     \
-    X(int, shards, 1)                                                                            \
+     * serves the socket; 0: auto, rs_server_config_resolve) */                                  \
+    X(int, shards, 0)                                                                            \
     /* with shards > 1, each shard's own port as well (clients send a world's requests straight \
      * to its shard): 0 a free port each, B > 0 ports B, B+1, ..., -1 none */                    \
     X(int, shard_ports, 0)
@@ -92,8 +93,20 @@ typedef struct rs_server_config {
     unsigned char snapshot_key[32]; /* the snapshot key itself, used when snapshot_key_set */
 } rs_server_config_t;
 
-/* The CPUs online (at least 1): the default of threads. */
+/* The CPUs this process may run on (its affinity mask: a container's or taskset's share;
+ * at least 1). */
 int rs_cpus_online(void);
+
+#define RS_MAX_SHARDS 255
+
+/* Fill in what the configuration leaves to the server (rs_server_new does): shards 0 (auto)
+ * becomes one per CPU when the server binds tcp:// (a front spreads connections over
+ * shards only on TCP), else 1; threads 0 (auto) becomes the CPUs, for each shard: a
+ * connection's worlds all live on the shard it was placed on, so one client's StepBatch runs on
+ * one shard's pool, and only a pool as wide as the machine lets it use every core (the pools
+ * take items in small chunks as they go, so shards busy at once share the cores without one
+ * waiting on another's straggler). */
+void rs_server_config_resolve(rs_server_config_t *cfg);
 
 /* The defaults every flag starts from. */
 void rs_server_config_defaults(rs_server_config_t *cfg);

@@ -1008,12 +1008,16 @@ class Client(Closing):
                                                 it.get("commands"), it.get("action")),
                               it["world_id"]) for it in items]
         deadline = _now() + timeout
+        # all on the worlds' shard's own port when they share one (as a single Step goes), so
+        # no shard holds them on the way; else on the first connection
+        socks = {id(s): s for s in (self._route(rq) for rq in reqs)}
+        sock = next(iter(socks.values())) if len(socks) == 1 else self._sock
         for rq in reqs:
-            self._send(self._sock, rq.SerializeToString(), deadline, timeout, "step")
+            self._send(sock, rq.SerializeToString(), deadline, timeout, "step")
         pending = {rq.id: i for i, rq in enumerate(reqs)}
         out: list = [None] * len(reqs)
         while pending:
-            data = self._recv(deadline, timeout, "step")
+            data = self._recv(deadline, timeout, "step", sock)
             try:
                 resp = pb.Response.FromString(data)
             except Exception as exc:
