@@ -15,7 +15,9 @@
  *        next to this binary)
  * environment: BENCH_MULTI_N=N (default 2), BENCH_MULTI_WORKLOADS=step,arrays64,arrays1024
  *        (a subset), BENCH_MULTI_K=2,8 (client counts; default N and 4N), BENCH_MULTI_AMDAHL=0
- *        (skip the serial fraction) */
+ *        (skip the serial fraction), BENCH_MULTI_ONE=default (the one server started with no
+ *        --shards or --threads at all: what a user gets without tuning) or
+ *        BENCH_MULTI_ONE="--shards 2 --threads 2" (the one server's own flags) */
 #include "server_proc.h"
 #include "bench_util.h"
 
@@ -173,7 +175,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const char *env_n = getenv("BENCH_MULTI_N"), *env_w = getenv("BENCH_MULTI_WORKLOADS"),
-               *env_k = getenv("BENCH_MULTI_K"), *env_a = getenv("BENCH_MULTI_AMDAHL");
+               *env_k = getenv("BENCH_MULTI_K"), *env_a = getenv("BENCH_MULTI_AMDAHL"),
+               *env_one = getenv("BENCH_MULTI_ONE");
+    int untuned = env_one && *env_one;
     int n = env_n && atoi(env_n) > 0 ? atoi(env_n) : 2;
     if (n > MAX_SERVERS)
         n = MAX_SERVERS;
@@ -195,15 +199,33 @@ int main(int argc, char **argv)
     const char *one[] = {"--shards", shards, "--threads", "1", "--max-worlds", maxw,
                          "--no-world", "--max-worlds-per-client", "0", "--max-worlds-share", "1",
                          NULL};
+    const char *one_default[32] = {"--max-worlds", maxw, "--no-world", "--max-worlds-per-client",
+                                   "0", "--max-worlds-share", "1", NULL};
+    char one_flags[256];
+    snprintf(one_flags, sizeof one_flags, "%s", untuned ? env_one : "");
+    if (untuned && strcmp(one_flags, "default")) {
+        int na = 7;
+        for (char *save = NULL, *tok = strtok_r(one_flags, " ", &save); tok && na < 31;
+             tok = strtok_r(NULL, " ", &save))
+            one_default[na++] = tok;
+        one_default[na] = NULL;
+    }
+    const char **first = untuned ? one_default : one;
     const char *indep[] = {"--threads", "1", "--max-worlds", maxw, "--no-world",
                            "--max-worlds-per-client", "0", "--max-worlds-share", "1", NULL};
     struct {
         const char *name;
         int worlds;
     } loads[] = {{"step", 1}, {"arrays64", 64}, {"arrays1024", 1024}};
-    printf("bench_net_multi: K client processes vs one server (--shards %d --threads 1) and vs "
-           "%d servers (--threads 1); %g s per run, ABAB; %ld online CPUs\n",
-           n, n, seconds, sysconf(_SC_NPROCESSORS_ONLN));
+    char first_flags[64];
+    if (untuned)
+        snprintf(first_flags, sizeof first_flags, "%s", strcmp(env_one, "default") ? env_one
+                                                                                  : "default flags");
+    else
+        snprintf(first_flags, sizeof first_flags, "--shards %d --threads 1", n);
+    printf("bench_net_multi: K client processes vs one server (%s) and vs %d servers "
+           "(--threads 1); %g s per run, ABAB; %ld online CPUs\n",
+           first_flags, n, seconds, sysconf(_SC_NPROCESSORS_ONLN));
     printf("%-11s %4s %16s %16s %8s %14s %14s %7s %7s\n", "workload", "K", "one server",
            "N servers", "ratio", "CPU/Mstep one", "CPU/Mstep N", "front", "zmq io");
     for (size_t l = 0; l < sizeof loads / sizeof loads[0]; l++) {
@@ -214,7 +236,7 @@ int main(int argc, char **argv)
             result_t a[2] = {{0}}, b[2] = {{0}};
             int ok = 1;
             for (int round = 0; round < 2 && ok; round++)
-                ok = run(server, 1, one, k, loads[l].worlds, seconds, &a[round]) == 0 &&
+                ok = run(server, 1, first, k, loads[l].worlds, seconds, &a[round]) == 0 &&
                      run(server, n, indep, k, loads[l].worlds, seconds, &b[round]) == 0;
             if (!ok) {
                 printf("%-11s %4d   (failed: see above)\n", loads[l].name, k);

@@ -18,12 +18,255 @@
 static rs_stop_flag_t stop_requested; /* set from on_signal: a lock-free atomic may be */
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal handler");
 
-/* long options without a short letter */
-enum { OPT_WORLDS_PER_CLIENT = 1000, OPT_WORLDS_SHARE, OPT_INFLIGHT_PER_CLIENT, OPT_WORLD_TTL,
-       OPT_CHECKPOINT_INTERVAL, OPT_HISTORY_FRAMES, OPT_HISTORY_SECONDS,
-       OPT_HISTORY_BYTES_PER_WORLD, OPT_HISTORY_BYTES, OPT_TASK_FILE, OPT_SHARDS,
-       OPT_SHARD_PORTS, OPT_SPIN_US, OPT_QUEUED_PER_PEER,
-       OPT_TASKS_PER_CLIENT };
+/* The flags, one line each, in the order --help lists them: an id, the long name, its short
+ * letter (0: none), whether it takes an argument, what it does to the configuration `cfg` (or
+ * the other settings of main) with its argument `optarg`, and its --help text (a printf format
+ * and its arguments, read from the defaults `d`). The enum of option codes, --help, the option
+ * table, the short options and the parsing switch are all made from this list; the
+ * configuration's fields and defaults are rs_server.h's RS_SERVER_CONFIG. */
+#define RS_SERVER_FLAGS(X)                                                                       \
+    X(BIND, "bind", 'b', required_argument, cfg.bind = optarg,                                  \
+      "  --bind ENDPOINT            ZeroMQ endpoint to serve on (default %s;\n"                  \
+      "                             loopback only unless you name another address,\n"           \
+      "                             which needs CURVE keys or --insecure)\n",                    \
+      d->bind)                                                                                   \
+    X(WORLD, "world", 'w', required_argument, cfg.default_preset = optarg,                      \
+      "  --world PRESET             world created at start-up as world 1 (default %s;\n"        \
+      "                             presets:%s)\n",                                              \
+      d->default_preset, preset_list())                                                          \
+    X(NO_WORLD, "no-world", 'n', no_argument, cfg.default_preset = NULL,                        \
+      "  --no-world                 start with no world\n")                                     \
+    X(MAX_WORLDS, "max-worlds", 'W', required_argument,                                         \
+      cfg.max_worlds = (int)parse_count("--max-worlds", optarg, 1000000),                        \
+      "  --max-worlds N             worlds the server holds at most (default %d)\n",            \
+      d->max_worlds)                                                                             \
+    X(MAX_MESSAGE_SIZE, "max-message-size", 'M', required_argument,                             \
+      cfg.max_message_size = parse_count("--max-message-size", optarg, 1ull << 30),              \
+      "  --max-message-size BYTES   largest request served (default %zu); larger ones get\n"    \
+      "                             RESOURCE_EXHAUSTED\n",                                       \
+      d->max_message_size)                                                                       \
+    X(MAX_STEPS, "max-steps-per-request", 'S', required_argument,                               \
+      cfg.max_steps_per_request = parse_count("--max-steps-per-request", optarg, 1ull << 40),   \
+      "  --max-steps-per-request N  control steps one Step may ask for (default %llu)\n",       \
+      (unsigned long long)d->max_steps_per_request)                                              \
+    X(MAX_BATCH, "max-batch", 'B', required_argument,                                           \
+      cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000),                          \
+      "  --max-batch N              items one StepBatch may hold (default %d)\n", d->max_batch) \
+    X(THREADS, "threads", 'j', required_argument,                                               \
+      cfg.threads = parse_auto_count("--threads", optarg, 256),                                  \
+      "  --threads N|auto           worker threads stepping a StepBatch's worlds in\n"          \
+      "                             parallel, per shard (default auto: the CPUs this\n"          \
+      "                             process may use, %d here)\n",                                \
+      rs_cpus_online())                                                                          \
+    X(SHARDS, "shards", 0, required_argument,                                                   \
+      cfg.shards = parse_auto_count("--shards", optarg, RS_MAX_SHARDS),                          \
+      "  --shards N|auto            N request loops, each on its thread with its own\n"         \
+      "                             listening socket on the --bind port (tcp:// only)\n"         \
+      "                             and its own worlds (default auto: one per CPU\n"             \
+      "                             with a tcp:// --bind, else 1; --shards 1: one loop)\n")      \
+    X(SHARD_PORTS, "shard-ports", 0, required_argument,                                         \
+      cfg.shard_ports = parse_shard_ports(optarg),                                               \
+      "  --shard-ports auto|off|BASE with --shards: each shard also listens on its own\n"       \
+      "                             port (auto: free ones; BASE: BASE, BASE+1, ...),\n"          \
+      "                             listed in Hello.shard_ports, so a client sends a\n"          \
+      "                             world's requests straight to its shard (default\n"           \
+      "                             auto; publish them too when mapping ports)\n")               \
+    X(STREAM, "stream", 'P', required_argument,                                                 \
+      (cfg.stream_endpoint = optarg, cfg.stream_explicit = 1),                                   \
+      "  --stream ENDPOINT          observer stream: a PUB socket on which every world\n"       \
+      "                             publishes its state after each step, reset and\n"            \
+      "                             set_state, topic \"world/<id>/\" then a StreamFrame\n"       \
+      "                             (default %s; a port of * picks a free one;\n"                \
+      "                             Hello.stream_endpoint says where it is)\n",                  \
+      d->stream_endpoint)                                                                        \
+    X(NO_STREAM, "no-stream", 'N', no_argument, cfg.stream_endpoint = NULL,                     \
+      "  --no-stream                no observer stream\n")                                      \
+    X(STREAM_MAX_HZ, "stream-max-hz", 'H', required_argument,                                   \
+      cfg.stream_max_hz = parse_positive("--stream-max-hz", optarg, 1e6, "states per second"),  \
+      "  --stream-max-hz HZ         states a world publishes per second at most (default\n"     \
+      "                             %g; a world's stream_max_hz parameter may lower it,\n"       \
+      "                             never raise it); the latest state is published when\n"       \
+      "                             the limit allows\n",                                         \
+      d->stream_max_hz)                                                                          \
+    X(HISTORY_FRAMES, "history-frames", 0, required_argument,                                   \
+      cfg.history_frames = strcmp(optarg, "0") == 0                                              \
+                               ? 0                                                               \
+                               : (int)parse_count("--history-frames", optarg, 10000000),         \
+      "  --history-frames N         frames of stream history each world keeps for late\n"       \
+      "                             watchers (GetHistory, robosim view/record; default\n"        \
+      "                             %d; 0: none)\n",                                             \
+      d->history_frames)                                                                         \
+    X(HISTORY_SECONDS, "history-seconds", 0, required_argument,                                 \
+      cfg.history_seconds = strcmp(optarg, "0") == 0                                             \
+                                ? 0.0                                                            \
+                                : parse_positive("--history-seconds", optarg, 1e9, "seconds"),  \
+      "  --history-seconds S        ... dropping frames older than S s (default %g; 0:\n"       \
+      "                             kept until newer ones push them out)\n",                     \
+      d->history_seconds)                                                                        \
+    X(HISTORY_BYTES_PER_WORLD, "history-bytes-per-world", 0, required_argument,                 \
+      cfg.history_bytes_per_world = parse_bytes("--history-bytes-per-world", optarg, 4096),      \
+      "  --history-bytes-per-world BYTES  ... and the oldest past BYTES of one world's\n"       \
+      "                             history (default %zuM; suffix K, M or G: KiB, MiB,\n"        \
+      "                             GiB). A frame holds a whole state with the events of\n"      \
+      "                             its step: 0.1 to 40 kB\n",                                   \
+      d->history_bytes_per_world >> 20)                                                          \
+    X(HISTORY_BYTES, "history-bytes", 0, required_argument,                                     \
+      cfg.history_bytes = parse_bytes("--history-bytes", optarg, 4096),                          \
+      "  --history-bytes BYTES      all worlds' history together at most (default %zuM);\n"     \
+      "                             past it the largest history drops its oldest frames\n",      \
+      d->history_bytes >> 20)                                                                    \
+    X(LEASE, "lease", 'L', required_argument,                                                   \
+      cfg.lease_seconds = parse_positive("--lease", optarg, 1e9, "seconds"),                     \
+      "  --lease SECONDS            a world's controller lease (default %g): every accepted\n"  \
+      "                             change renews it; once it lapses another client may\n"       \
+      "                             Claim the world and the old token stops working\n",          \
+      d->lease_seconds)                                                                          \
+    X(CONTROLLER_TOKEN, "controller-token", 'T', required_argument,                             \
+      cfg.controller_token = parse_token("--controller-token", optarg),                          \
+      "  --controller-token TOKEN   world 1's controller token (32 hex digits, e.g. from\n"     \
+      "                             'openssl rand -hex 16'); its lease runs from start-up.\n"    \
+      "                             Without it world 1 gets a random token, printed in the\n"    \
+      "                             log, and is claimable at once (robosim-cli claim)\n")        \
+    X(SNAPSHOT_KEY_FILE, "snapshot-key-file", 'K', required_argument,                           \
+      cfg.snapshot_key_file = optarg,                                                            \
+      "  --snapshot-key-file FILE   the key snapshots are authenticated with (HMAC-SHA512-\n"   \
+      "                             256): 32 random bytes or 64 hex digits, mode 600\n"          \
+      "                             (head -c 32 /dev/urandom > FILE; chmod 600 FILE).\n"         \
+      "                             Servers given the same file restore each other's\n"          \
+      "                             snapshots; without it the key is random per process\n"       \
+      "                             and a snapshot restores only on the server that made it\n")  \
+    X(CURVE_SECRET_FILE, "curve-secret-file", 'C', required_argument,                           \
+      curve_secret_file = optarg,                                                                \
+      "  --curve-secret-file FILE   run CurveZMQ on both sockets with the server's key\n"       \
+      "                             pair from FILE (PREFIX.key_secret from 'robosim-cli\n"       \
+      "                             keygen --out PREFIX'; give clients PREFIX.key or the\n"      \
+      "                             public key the log prints). Needs --authorized-keys\n")      \
+    X(AUTHORIZED_KEYS, "authorized-keys", 'A', required_argument, cfg.authorized_keys = optarg, \
+      "  --authorized-keys FILE     the clients admitted with CURVE, one per line: its\n"       \
+      "                             public key (40 Z85 characters, the public-key of its\n"      \
+      "                             .key file) and its role, 'controller' (may create,\n"        \
+      "                             fork, claim and change worlds) or 'observer' (may\n"         \
+      "                             read and watch only); a comment starts with '#' at\n"        \
+      "                             the start of a line or after the role. Any other\n"          \
+      "                             key, and any plaintext client, gets no answer\n")            \
+    X(INSECURE, "insecure", 'I', no_argument, cfg.insecure = 1,                                 \
+      "  --insecure                 allow --bind or --stream on a non-loopback address\n"       \
+      "                             without CURVE (refused otherwise: anyone on the\n"           \
+      "                             network could read and forge requests and tokens)\n")        \
+    X(EXIT_WITH_STDIN, "exit-with-stdin", 'E', no_argument, exit_with_stdin = 1,                \
+      "  --exit-with-stdin          stop when stdin reaches end of file: a parent that\n"       \
+      "                             passes a pipe takes the server down when it dies\n")         \
+    X(MAX_REQUEST_SECONDS, "max-request-seconds", 'R', required_argument,                       \
+      cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"), \
+      "  --max-request-seconds S    compute budget of one request (default %g): a Step\n"       \
+      "                             still running past it stops at a control-step\n"             \
+      "                             boundary and gets DEADLINE_EXCEEDED saying how far it\n"     \
+      "                             got; the world can be stepped on. Long Steps and\n"          \
+      "                             StepBatches run in slices of %g ms, other clients\n"         \
+      "                             served in between\n",                                        \
+      d->max_request_seconds, d->slice_seconds * 1e3)                                            \
+    X(SPIN_US, "spin-us", 0, required_argument,                                                 \
+      cfg.spin_seconds = strcmp(optarg, "0") == 0                                                \
+                             ? 0.0                                                               \
+                             : 1e-6 * (double)parse_count("--spin-us", optarg, 100000),          \
+      "  --spin-us N                after a reply, a request loop polls its socket for\n"       \
+      "                             the next request up to N us before it sleeps, while\n"       \
+      "                             its requests lately came back that soon and the\n"           \
+      "                             machine has a core to spare (a client stepping in a\n"       \
+      "                             tight loop: no wake-up in its round trip); cores\n"          \
+      "                             counted within the affinity mask and the cgroup's\n"         \
+      "                             CPU quota; default %g, 0: never (the poll costs\n"           \
+      "                             CPU: give it back where latency matters less)\n",            \
+      d->spin_seconds * 1e6)                                                                     \
+    X(WORLDS_PER_CLIENT, "max-worlds-per-client", 0, required_argument,                         \
+      cfg.max_worlds_per_client =                                                                \
+          strcmp(optarg, "0") == 0                                                               \
+              ? 0                                                                                \
+              : (int)parse_count("--max-worlds-per-client", optarg, 1000000),                    \
+      "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"        \
+      "                             created, forked or claimed; a client is its CURVE\n"         \
+      "                             key, else its address (every loopback client is one\n"       \
+      "                             client; an IPv6 client is its /64). 0: no per-client\n"      \
+      "                             limit (a server for one client, sized by --max-worlds)\n",   \
+      d->max_worlds_per_client)                                                                  \
+    X(WORLDS_SHARE, "max-worlds-share", 0, required_argument,                                   \
+      cfg.max_worlds_share = parse_positive("--max-worlds-share", optarg, 1.0,                   \
+                                            "the server's worlds (a fraction)"),                 \
+      "  --max-worlds-share F       one client holds at most this share of --max-worlds\n"      \
+      "                             (default %g; 1: the whole server), whatever\n"               \
+      "                             --max-worlds-per-client says\n",                             \
+      d->max_worlds_share)                                                                       \
+    X(TASKS_PER_CLIENT, "max-tasks-per-client", 0, required_argument,                           \
+      cfg.max_tasks_per_client =                                                                 \
+          (int)parse_count("--max-tasks-per-client", optarg, RS_TASK_DOC_MAX_REGISTERED),        \
+      "  --max-tasks-per-client N   task documents one client may declare (RegisterTask,\n"     \
+      "                             CreateWorld.task_document) and hold (default %d), at\n"      \
+      "                             most --max-worlds-share of the %d the server holds;\n"       \
+      "                             with --world-ttl, a client's task no world has run\n"        \
+      "                             for that long, while the client holds no world, is\n"        \
+      "                             dropped (its name free again); --task-file's stay\n",        \
+      d->max_tasks_per_client, RS_TASK_DOC_MAX_REGISTERED)                                       \
+    X(INFLIGHT_PER_CLIENT, "max-inflight-per-client", 0, required_argument,                     \
+      cfg.max_inflight_per_client =                                                              \
+          (int)parse_count("--max-inflight-per-client", optarg, 1000000),                        \
+      "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"      \
+      "                             parked or waiting behind a long Step (default %d)\n",        \
+      d->max_inflight_per_client)                                                                \
+    X(QUEUED_PER_PEER, "max-queued-bytes-per-peer", 0, required_argument,                       \
+      cfg.max_queued_bytes_per_peer = parse_bytes("--max-queued-bytes-per-peer", optarg, 65536), \
+      "  --max-queued-bytes-per-peer BYTES  replies a connection has not read yet that\n"       \
+      "                             the server holds for it (default %zuM; suffix K, M\n"        \
+      "                             or G): while they are past BYTES, each request of\n"         \
+      "                             that connection is refused unrun with a short\n"             \
+      "                             RESOURCE_EXHAUSTED (with --shards, one already\n"            \
+      "                             passed to another shard runs, and its reply is\n"            \
+      "                             replaced by that error); counted in the stop's log\n"        \
+      "                             line. One reply may take it past BYTES, so a\n"              \
+      "                             connection holds at most BYTES plus its largest reply\n",    \
+      d->max_queued_bytes_per_peer >> 20)                                                        \
+    X(WORLD_TTL, "world-ttl", 0, required_argument,                                             \
+      cfg.world_ttl = strcmp(optarg, "0") == 0                                                   \
+                          ? 0.0                                                                  \
+                          : parse_positive("--world-ttl", optarg, 1e9, "seconds"),               \
+      "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"      \
+      "                             for this long, e.g. a killed client's (default %g; 0:\n"     \
+      "                             never); the start-up world is kept until claimed\n",         \
+      d->world_ttl)                                                                              \
+    X(TASK_FILE, "task-file", 0, required_argument, register_task_file(optarg),                 \
+      "  --task-file FILE           register the task document in FILE (JSON, as\n"             \
+      "                             RegisterTask takes it) before serving; repeatable.\n"        \
+      "                             Worlds of it kept in --state-dir need it at restart\n")      \
+    X(STATE_DIR, "state-dir", 'D', required_argument, cfg.state_dir = optarg,                   \
+      "  --state-dir DIR            keep every world in DIR (created 0700): its snapshot,\n"    \
+      "                             controller token and lease are checkpointed every\n"         \
+      "                             --checkpoint-interval and when the server stops\n"           \
+      "                             (SIGINT, SIGTERM), and restored with the same ids and\n"     \
+      "                             tokens at the next start; world ids are never reused.\n"     \
+      "                             A state dir that held worlds replaces --world;\n"            \
+      "                             with --shards its worlds are spread over the shards\n"       \
+      "                             (any --shards may reopen it)\n")                             \
+    X(CHECKPOINT_INTERVAL, "checkpoint-interval", 0, required_argument,                         \
+      cfg.checkpoint_interval =                                                                  \
+          parse_positive("--checkpoint-interval", optarg, 1e6, "seconds"),                       \
+      "  --checkpoint-interval SECONDS  seconds between checkpoints (default %g); only\n"       \
+      "                             worlds changed since their last one are written\n",          \
+      d->checkpoint_interval)                                                                    \
+    X(LOG_LEVEL, "log-level", 'l', required_argument, level = parse_level(optarg),              \
+      "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"    \
+      "                             stderr\n")                                                   \
+    X(VERSION, "version", 'v', no_argument, return print_version(),                             \
+      "  --version                  print the version and exit\n")                              \
+    X(HELP, "help", 'h', no_argument, return (usage(stdout, &cfg), 0),                          \
+      "  --help                     print this help and exit\n")
+
+/* Each flag's code for getopt_long: its short letter, or an OPT_ code past every letter. */
+enum {
+    OPT_FIRST = 1000,
+#define X(ID, name, letter, arg, action, ...) OPT_##ID,
+    RS_SERVER_FLAGS(X)
+#undef X
+};
+#define FLAG_CODE(ID, letter) ((letter) ? (letter) : OPT_##ID)
 
 static void on_signal(int sig)
 {
@@ -31,150 +274,28 @@ static void on_signal(int sig)
     atomic_store(&stop_requested, 1);
 }
 
+/* " preset1 preset2 ...": the presets --world takes, for --help. */
+static const char *preset_list(void)
+{
+    static char list[1024];
+    size_t n = 0;
+    list[0] = '\0';
+    for (const char *const *p = rs_preset_names(); *p && n < sizeof list; p++)
+        n += (size_t)snprintf(list + n, sizeof list - n, " %s", *p);
+    return list;
+}
+
 static void usage(FILE *f, const rs_server_config_t *d)
 {
+    fprintf(f, "usage: robosim-server [options]\n"
+               "\n"
+               "Serves robosim worlds over ZeroMQ (ROUTER socket, protocol robosim.v1).\n"
+               "\n"
+               "options:\n");
+#define X(ID, name, letter, arg, action, ...) fprintf(f, __VA_ARGS__);
+    RS_SERVER_FLAGS(X)
+#undef X
     fprintf(f,
-            "usage: robosim-server [options]\n"
-            "\n"
-            "Serves robosim worlds over ZeroMQ (ROUTER socket, protocol robosim.v1).\n"
-            "\n"
-            "options:\n"
-            "  --bind ENDPOINT            ZeroMQ endpoint to serve on (default %s;\n"
-            "                             loopback only unless you name another address,\n"
-            "                             which needs CURVE keys or --insecure)\n"
-            "  --world PRESET             world created at start-up as world 1 (default %s;\n"
-            "                             presets:",
-            d->bind, d->default_preset);
-    for (const char *const *p = rs_preset_names(); *p; p++)
-        fprintf(f, " %s", *p);
-    fprintf(f,
-            ")\n"
-            "  --no-world                 start with no world\n"
-            "  --max-worlds N             worlds the server holds at most (default %d)\n"
-            "  --max-message-size BYTES   largest request served (default %zu); larger ones get\n"
-            "                             RESOURCE_EXHAUSTED\n"
-            "  --max-steps-per-request N  control steps one Step may ask for (default %llu)\n"
-            "  --max-batch N              items one StepBatch may hold (default %d)\n"
-            "  --threads N                worker threads stepping a StepBatch's worlds in\n"
-            "                             parallel (default %d: the online CPUs)\n"
-            "  --shards N                 N request loops, each on its thread with its own\n"
-            "                             listening socket on the --bind port (tcp:// only)\n"
-            "                             and its own worlds (default 1); for many clients,\n"
-            "                             e.g. --shards <cores> --threads 1\n"
-            "  --shard-ports auto|off|BASE with --shards: each shard also listens on its own\n"
-            "                             port (auto: free ones; BASE: BASE, BASE+1, ...),\n"
-            "                             listed in Hello.shard_ports, so a client sends a\n"
-            "                             world's requests straight to its shard (default\n"
-            "                             auto; publish them too when mapping ports)\n"
-            "  --stream ENDPOINT          observer stream: a PUB socket on which every world\n"
-            "                             publishes its state after each step, reset and\n"
-            "                             set_state, topic \"world/<id>/\" then a StreamFrame\n"
-            "                             (default %s; a port of * picks a free one;\n"
-            "                             Hello.stream_endpoint says where it is)\n"
-            "  --no-stream                no observer stream\n"
-            "  --stream-max-hz HZ         states a world publishes per second at most (default\n"
-            "                             %g; a world's stream_max_hz parameter may lower it,\n"
-            "                             never raise it); the latest state is published when\n"
-            "                             the limit allows\n"
-            "  --history-frames N         frames of stream history each world keeps for late\n"
-            "                             watchers (GetHistory, robosim view/record; default\n"
-            "                             %d; 0: none)\n"
-            "  --history-seconds S        ... dropping frames older than S s (default %g; 0:\n"
-            "                             kept until newer ones push them out)\n"
-            "  --history-bytes-per-world BYTES  ... and the oldest past BYTES of one world's\n"
-            "                             history (default %zuM; suffix K, M or G: KiB, MiB,\n"
-            "                             GiB). A frame holds a whole state with the events of\n"
-            "                             its step: 0.1 to 40 kB\n"
-            "  --history-bytes BYTES      all worlds' history together at most (default %zuM);\n"
-            "                             past it the largest history drops its oldest frames\n"
-            "  --lease SECONDS            a world's controller lease (default %g): every accepted\n"
-            "                             change renews it; once it lapses another client may\n"
-            "                             Claim the world and the old token stops working\n"
-            "  --controller-token TOKEN   world 1's controller token (32 hex digits, e.g. from\n"
-            "                             'openssl rand -hex 16'); its lease runs from start-up.\n"
-            "                             Without it world 1 gets a random token, printed in the\n"
-            "                             log, and is claimable at once (robosim-cli claim)\n"
-            "  --snapshot-key-file FILE   the key snapshots are authenticated with (HMAC-SHA512-\n"
-            "                             256): 32 random bytes or 64 hex digits, mode 600\n"
-            "                             (head -c 32 /dev/urandom > FILE; chmod 600 FILE).\n"
-            "                             Servers given the same file restore each other's\n"
-            "                             snapshots; without it the key is random per process\n"
-            "                             and a snapshot restores only on the server that made it\n"
-            "  --curve-secret-file FILE   run CurveZMQ on both sockets with the server's key\n"
-            "                             pair from FILE (PREFIX.key_secret from 'robosim-cli\n"
-            "                             keygen --out PREFIX'; give clients PREFIX.key or the\n"
-            "                             public key the log prints). Needs --authorized-keys\n"
-            "  --authorized-keys FILE     the clients admitted with CURVE, one per line: its\n"
-            "                             public key (40 Z85 characters, the public-key of its\n"
-            "                             .key file) and its role, 'controller' (may create,\n"
-            "                             fork, claim and change worlds) or 'observer' (may\n"
-            "                             read and watch only); a comment starts with '#' at\n"
-            "                             the start of a line or after the role. Any other\n"
-            "                             key, and any plaintext client, gets no answer\n"
-            "  --insecure                 allow --bind or --stream on a non-loopback address\n"
-            "                             without CURVE (refused otherwise: anyone on the\n"
-            "                             network could read and forge requests and tokens)\n"
-            "  --exit-with-stdin          stop when stdin reaches end of file: a parent that\n"
-            "                             passes a pipe takes the server down when it dies\n"
-            "  --max-request-seconds S    compute budget of one request (default %g): a Step\n"
-            "                             still running past it stops at a control-step\n"
-            "                             boundary and gets DEADLINE_EXCEEDED saying how far it\n"
-            "                             got; the world can be stepped on. Long Steps and\n"
-            "                             StepBatches run in slices of %g ms, other clients\n"
-            "                             served in between\n"
-            "  --spin-us N                after a reply, a request loop polls its socket for\n"
-            "                             the next request up to N us before it sleeps, while\n"
-            "                             its requests lately came back that soon and the\n"
-            "                             machine has a core to spare (a client stepping in a\n"
-            "                             tight loop: no wake-up in its round trip); cores\n"
-            "                             counted within the affinity mask and the cgroup's\n"
-            "                             CPU quota; default %g, 0: never (the poll costs\n"
-            "                             CPU: give it back where latency matters less)\n"
-            "  --max-worlds-per-client N  worlds one client may hold (default %d): those it\n"
-            "                             created, forked or claimed; a client is its CURVE\n"
-            "                             key, else its address (every loopback client is one\n"
-            "                             client; an IPv6 client is its /64). 0: no per-client\n"
-            "                             limit (a server for one client, sized by --max-worlds)\n"
-            "  --max-worlds-share F       one client holds at most this share of --max-worlds\n"
-            "                             (default %g; 1: the whole server), whatever\n"
-            "                             --max-worlds-per-client says\n"
-            "  --max-tasks-per-client N   task documents one client may declare (RegisterTask,\n"
-            "                             CreateWorld.task_document) and hold (default %d), at\n"
-            "                             most --max-worlds-share of the %d the server holds;\n"
-            "                             with --world-ttl, a client's task no world has run\n"
-            "                             for that long, while the client holds no world, is\n"
-            "                             dropped (its name free again); --task-file's stay\n"
-            "  --max-inflight-per-client N  requests of one client held unanswered at a time,\n"
-            "                             parked or waiting behind a long Step (default %d)\n"
-            "  --max-queued-bytes-per-peer BYTES  replies a connection has not read yet that\n"
-            "                             the server holds for it (default %zuM; suffix K, M\n"
-            "                             or G): while they are past BYTES, each request of\n"
-            "                             that connection is refused unrun with a short\n"
-            "                             RESOURCE_EXHAUSTED (with --shards, one already\n"
-            "                             passed to another shard runs, and its reply is\n"
-            "                             replaced by that error); counted in the stop's log\n"
-            "                             line. One reply may take it past BYTES, so a\n"
-            "                             connection holds at most BYTES plus its largest reply\n"
-            "  --world-ttl SECONDS        destroy a world whose controller sent it no request\n"
-            "                             for this long, e.g. a killed client's (default %g; 0:\n"
-            "                             never); the start-up world is kept until claimed\n"
-            "  --task-file FILE           register the task document in FILE (JSON, as\n"
-            "                             RegisterTask takes it) before serving; repeatable.\n"
-            "                             Worlds of it kept in --state-dir need it at restart\n"
-            "  --state-dir DIR            keep every world in DIR (created 0700): its snapshot,\n"
-            "                             controller token and lease are checkpointed every\n"
-            "                             --checkpoint-interval and when the server stops\n"
-            "                             (SIGINT, SIGTERM), and restored with the same ids and\n"
-            "                             tokens at the next start; world ids are never reused.\n"
-            "                             A state dir that held worlds replaces --world;\n"
-            "                             with --shards its worlds are spread over the shards\n"
-            "                             (any --shards may reopen it)\n"
-            "  --checkpoint-interval SECONDS  seconds between checkpoints (default %g); only\n"
-            "                             worlds changed since their last one are written\n"
-            "  --log-level LEVEL          error, warn, info or debug (default info); logs go to\n"
-            "                             stderr\n"
-            "  --version                  print the version and exit\n"
-            "  --help                     print this help and exit\n"
             "\n"
             "Roles: CreateWorld, ForkWorld and Claim reply with a controller token; requests\n"
             "that change a world (step, reset, set_force, set_params, set_schedule, set_target,\n"
@@ -185,17 +306,7 @@ static void usage(FILE *f, const rs_server_config_t *d)
             "(PERMISSION_DENIED) every create, fork, claim and change whatever token they show.\n"
             "\n"
             "SIGINT or SIGTERM stop the server within a second, whatever runs: every world\n"
-            "at a control-step boundary, requests in flight answered UNAVAILABLE.\n",
-            d->max_worlds, d->max_message_size, (unsigned long long)d->max_steps_per_request,
-            d->max_batch, d->threads, d->stream_endpoint, d->stream_max_hz, d->history_frames,
-            d->history_seconds, d->history_bytes_per_world >> 20, d->history_bytes >> 20,
-            d->lease_seconds,
-            d->max_request_seconds, d->slice_seconds * 1e3, d->spin_seconds * 1e6,
-            d->max_worlds_per_client,
-            d->max_worlds_share, d->max_tasks_per_client, RS_TASK_DOC_MAX_REGISTERED,
-            d->max_inflight_per_client, d->max_queued_bytes_per_peer >> 20,
-            d->world_ttl,
-            d->checkpoint_interval);
+            "at a control-step boundary, requests in flight answered UNAVAILABLE.\n");
 }
 
 /* --exit-with-stdin: read stdin until EOF (the process holding its write end died, however it
@@ -301,6 +412,46 @@ static unsigned long long parse_count(const char *flag, const char *arg, unsigne
     return v;
 }
 
+/* A count or "auto" (0: rs_server_config_resolve decides); or exit with a message. */
+static int parse_auto_count(const char *flag, const char *arg, unsigned long long max)
+{
+    return !strcmp(arg, "auto") ? 0 : (int)parse_count(flag, arg, max);
+}
+
+/* --shard-ports: auto (0), off (-1) or a base port; or exit with a message. */
+static int parse_shard_ports(const char *arg)
+{
+    if (!strcmp(arg, "auto"))
+        return 0;
+    if (!strcmp(arg, "off"))
+        return -1;
+    if (strspn(arg, "0123456789") != strlen(arg) || atoi(arg) < 1 || atoi(arg) > 65535) {
+        fprintf(stderr, "robosim-server: --shard-ports wants auto, off or a port from 1 "
+                        "to 65535 (shard k listens on it plus k), got '%s'\n", arg);
+        exit(2);
+    }
+    return atoi(arg);
+}
+
+/* --log-level: the level, or exit with a message. */
+static enum rs_log_level parse_level(const char *arg)
+{
+    enum rs_log_level level;
+    if (rs_log_parse_level(arg, &level) < 0) {
+        fprintf(stderr, "robosim-server: --log-level wants error, warn, info or debug, got '%s'\n",
+                arg);
+        exit(2);
+    }
+    return level;
+}
+
+static int print_version(void)
+{
+    printf("robosim-server %s (protocol %d.%d)\n", RS_VERSION, RS_PROTOCOL_MAJOR,
+           RS_PROTOCOL_MINOR);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     rs_server_config_t cfg;
@@ -310,108 +461,28 @@ int main(int argc, char **argv)
     char curve_public[RSC_KEY_LEN + 1], curve_secret[RSC_KEY_LEN + 1] = "";
     int exit_with_stdin = 0;
     static const struct option opts[] = {
-        {"bind", required_argument, 0, 'b'},
-        {"world", required_argument, 0, 'w'},
-        {"no-world", no_argument, 0, 'n'},
-        {"max-worlds", required_argument, 0, 'W'},
-        {"max-message-size", required_argument, 0, 'M'},
-        {"max-steps-per-request", required_argument, 0, 'S'},
-        {"log-level", required_argument, 0, 'l'},
-        {"lease", required_argument, 0, 'L'},
-        {"controller-token", required_argument, 0, 'T'},
-        {"max-batch", required_argument, 0, 'B'},
-        {"stream", required_argument, 0, 'P'},
-        {"no-stream", no_argument, 0, 'N'},
-        {"stream-max-hz", required_argument, 0, 'H'},
-        {"threads", required_argument, 0, 'j'},
-        {"shards", required_argument, 0, OPT_SHARDS},
-        {"shard-ports", required_argument, 0, OPT_SHARD_PORTS},
-        {"snapshot-key-file", required_argument, 0, 'K'},
-        {"curve-secret-file", required_argument, 0, 'C'},
-        {"authorized-keys", required_argument, 0, 'A'},
-        {"insecure", no_argument, 0, 'I'},
-        {"exit-with-stdin", no_argument, 0, 'E'},
-        {"max-request-seconds", required_argument, 0, 'R'},
-        {"max-worlds-per-client", required_argument, 0, OPT_WORLDS_PER_CLIENT},
-        {"max-worlds-share", required_argument, 0, OPT_WORLDS_SHARE},
-        {"max-inflight-per-client", required_argument, 0, OPT_INFLIGHT_PER_CLIENT},
-        {"world-ttl", required_argument, 0, OPT_WORLD_TTL},
-        {"max-queued-bytes-per-peer", required_argument, 0, OPT_QUEUED_PER_PEER},
-        {"max-tasks-per-client", required_argument, 0, OPT_TASKS_PER_CLIENT},
-        {"spin-us", required_argument, 0, OPT_SPIN_US},
-        {"state-dir", required_argument, 0, 'D'},
-        {"checkpoint-interval", required_argument, 0, OPT_CHECKPOINT_INTERVAL},
-        {"history-frames", required_argument, 0, OPT_HISTORY_FRAMES},
-        {"history-seconds", required_argument, 0, OPT_HISTORY_SECONDS},
-        {"history-bytes-per-world", required_argument, 0, OPT_HISTORY_BYTES_PER_WORLD},
-        {"history-bytes", required_argument, 0, OPT_HISTORY_BYTES},
-        {"task-file", required_argument, 0, OPT_TASK_FILE},
-        {"version", no_argument, 0, 'v'},
-        {"help", no_argument, 0, 'h'},
+#define X(ID, name, letter, arg, action, ...) {name, arg, 0, FLAG_CODE(ID, letter)},
+        RS_SERVER_FLAGS(X)
+#undef X
         {0, 0, 0, 0},
     };
+    char shorts[2 * sizeof opts / sizeof opts[0] + 1], *sp = shorts;
+#define X(ID, name, letter, arg, action, ...)                                                   \
+    if (letter) {                                                                                \
+        *sp++ = (char)(letter);                                                                  \
+        if ((arg) == required_argument)                                                          \
+            *sp++ = ':';                                                                         \
+    }
+    RS_SERVER_FLAGS(X)
+#undef X
+    *sp = '\0';
     int c;
-    while ((c = getopt_long(argc, argv, "b:w:nW:M:S:l:L:T:B:j:P:NH:K:C:A:IER:D:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, shorts, opts, NULL)) != -1) {
         switch (c) {
-        case 'b': cfg.bind = optarg; break;
-        case 'w': cfg.default_preset = optarg; break;
-        case 'n': cfg.default_preset = NULL; break;
-        case 'W': cfg.max_worlds = (int)parse_count("--max-worlds", optarg, 1000000); break;
-        case 'M': cfg.max_message_size = parse_count("--max-message-size", optarg, 1ull << 30); break;
-        case 'S': cfg.max_steps_per_request = parse_count("--max-steps-per-request", optarg, 1ull << 40); break;
-        case 'L': cfg.lease_seconds = parse_positive("--lease", optarg, 1e9, "seconds"); break;
-        case 'P': cfg.stream_endpoint = optarg; cfg.stream_explicit = 1; break;
-        case 'N': cfg.stream_endpoint = NULL; break;
-        case 'H': cfg.stream_max_hz = parse_positive("--stream-max-hz", optarg, 1e6, "states per second"); break;
-        case 'B': cfg.max_batch = (int)parse_count("--max-batch", optarg, 1000000); break;
-        case 'j': cfg.threads = (int)parse_count("--threads", optarg, 256); break;
-        case OPT_SHARDS: cfg.shards = (int)parse_count("--shards", optarg, 256); break;
-        case OPT_SHARD_PORTS:
-            if (!strcmp(optarg, "auto"))
-                cfg.shard_ports = 0;
-            else if (!strcmp(optarg, "off"))
-                cfg.shard_ports = -1;
-            else if (strspn(optarg, "0123456789") != strlen(optarg) || atoi(optarg) < 1 ||
-                     atoi(optarg) > 65535) {
-                fprintf(stderr, "robosim-server: --shard-ports wants auto, off or a port from 1 "
-                                "to 65535 (shard k listens on it plus k), got '%s'\n", optarg);
-                exit(2);
-            } else
-                cfg.shard_ports = atoi(optarg);
-            break;
-        case 'E': exit_with_stdin = 1; break;
-        case 'R': cfg.max_request_seconds = parse_positive("--max-request-seconds", optarg, 1e9, "seconds"); break;
-        case OPT_WORLDS_PER_CLIENT:
-            cfg.max_worlds_per_client = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--max-worlds-per-client", optarg, 1000000);
-            break;
-        case OPT_WORLDS_SHARE: cfg.max_worlds_share = parse_positive("--max-worlds-share", optarg, 1.0, "the server's worlds (a fraction)"); break;
-        case OPT_INFLIGHT_PER_CLIENT: cfg.max_inflight_per_client = (int)parse_count("--max-inflight-per-client", optarg, 1000000); break;
-        case OPT_TASKS_PER_CLIENT: cfg.max_tasks_per_client = (int)parse_count("--max-tasks-per-client", optarg, RS_TASK_DOC_MAX_REGISTERED); break;
-        case OPT_QUEUED_PER_PEER: cfg.max_queued_bytes_per_peer = parse_bytes("--max-queued-bytes-per-peer", optarg, 65536); break;
-        case OPT_SPIN_US: cfg.spin_seconds = strcmp(optarg, "0") == 0 ? 0.0 : 1e-6 * (double)parse_count("--spin-us", optarg, 100000); break;
-        case OPT_WORLD_TTL: cfg.world_ttl = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--world-ttl", optarg, 1e9, "seconds"); break;
-        case 'D': cfg.state_dir = optarg; break;
-        case OPT_TASK_FILE: register_task_file(optarg); break;
-        case OPT_HISTORY_FRAMES:
-            cfg.history_frames = strcmp(optarg, "0") == 0 ? 0 : (int)parse_count("--history-frames", optarg, 10000000);
-            break;
-        case OPT_HISTORY_SECONDS: cfg.history_seconds = strcmp(optarg, "0") == 0 ? 0.0 : parse_positive("--history-seconds", optarg, 1e9, "seconds"); break;
-        case OPT_HISTORY_BYTES_PER_WORLD: cfg.history_bytes_per_world = parse_bytes("--history-bytes-per-world", optarg, 4096); break;
-        case OPT_HISTORY_BYTES: cfg.history_bytes = parse_bytes("--history-bytes", optarg, 4096); break;
-        case OPT_CHECKPOINT_INTERVAL: cfg.checkpoint_interval = parse_positive("--checkpoint-interval", optarg, 1e6, "seconds"); break;
-        case 'T': cfg.controller_token = parse_token("--controller-token", optarg); break;
-        case 'K': cfg.snapshot_key_file = optarg; break;
-        case 'C': curve_secret_file = optarg; break;
-        case 'A': cfg.authorized_keys = optarg; break;
-        case 'I': cfg.insecure = 1; break;
-        case 'l':
-            if (rs_log_parse_level(optarg, &level) < 0) {
-                fprintf(stderr, "robosim-server: --log-level wants error, warn, info or debug, got '%s'\n", optarg);
-                return 2;
-            }
-            break;
-        case 'v': printf("robosim-server %s (protocol %d.%d)\n", RS_VERSION, RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR); return 0;
-        case 'h': usage(stdout, &cfg); return 0;
+#define X(ID, name, letter, arg, action, ...)                                                   \
+    case FLAG_CODE(ID, letter): action; break;
+            RS_SERVER_FLAGS(X)
+#undef X
         default: usage(stderr, &cfg); return 2;
         }
     }

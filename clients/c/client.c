@@ -31,6 +31,8 @@ struct rsc_client {
     struct shard_link *links;          /* each shard's own port (nshards of them), or NULL */
     uint32_t *ports;
     size_t nshards;
+    uint8_t route[64];                 /* Request op case -> its Route (HelloReply.routes; 0:
+                                          not said, a 1.2 server) */
     char *endpoint;
     int timeout_ms;
     int curve;                         /* connected with CURVE keys */
@@ -40,7 +42,11 @@ struct rsc_client {
     unsigned raw_pending;              /* rsc_send_raw calls that timed out (reply id unknown) */
     struct world_token *tokens;        /* controller tokens of the worlds this client controls */
     size_t ntokens, captokens;
+    struct batch_queue *batches;       /* pipelined StepBatch requests in flight, or NULL */
 };
+
+static void batch_queue_free(struct batch_queue **q);
+static int batch_keep(rsc_client_t *c, Robosim__V1__Response *r);
 
 struct world_token {
     uint64_t world_id;
@@ -226,6 +232,12 @@ rsc_client_t *rsc_connect_with(const char *endpoint, const rsc_options_t *o, rsc
             memcpy(c->ports, hello->shard_ports, hello->n_shard_ports * sizeof *c->ports);
             c->nshards = hello->n_shard_ports;
         } /* else: every request by the one connection, which serves them all */
+        for (size_t i = 0; i < hello->n_routes; i++) { /* each op's route, by its field */
+            const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(
+                &robosim__v1__request__descriptor, hello->routes[i]->op);
+            if (f && f->id < 64 && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+                c->route[f->id] = (uint8_t)hello->routes[i]->route;
+        }
     }
     rsc_free(hello);
     if (rc != 0) {
@@ -251,6 +263,7 @@ void rsc_close(rsc_client_t **c)
         zmq_ctx_term(p->ctx);
     free(p->endpoint);
     free(p->tokens);
+    batch_queue_free(&p->batches);
     free(p);
     *c = NULL;
 }
@@ -467,6 +480,8 @@ static int await_reply(rsc_client_t *c, void *sock, uint64_t want_id, int64_t de
         int rc = recv_response(c, sock, deadline, &r, err);
         if (rc != 0)
             return rc;
+        if (r->id != want_id && batch_keep(c, r))
+            continue; /* a pipelined batch's answer: kept for rsc_batch_recv */
         int accept;
         if (want_id == 0) {
             accept = !take_abandoned(c, r->id);
@@ -546,11 +561,18 @@ static int hand_reply(Robosim__V1__Response *r, Robosim__V1__Response **resp, rs
  * for another shard's world between its threads; it lists each shard's own port in Hello, so
  * requests for the worlds this client controls go straight to their shard's port instead. */
 
-/* The shard every world a request names lives on, or -1 (unknown, none, or several). */
+/* The shard every world a request names lives on, by its op's route in the server's Hello, or
+ * -1 (unknown, none, several, or an op no world routes). A 1.2 server's Hello has no routes:
+ * its StepBatch went by its worlds and every other op by Request.world_id. */
 static int request_shard(const rsc_client_t *c, const Robosim__V1__Request *req)
 {
-    int k = -1;
-    if (req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && req->step_batch) {
+    int k = -1, route = req->op_case < 64 ? c->route[req->op_case] : 0;
+    if (!route)
+        route = req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH
+                    ? ROBOSIM__V1__ROUTE__ROUTE_WORLDS
+                    : ROBOSIM__V1__ROUTE__ROUTE_WORLD;
+    if (route == ROBOSIM__V1__ROUTE__ROUTE_WORLDS &&
+        req->op_case == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && req->step_batch) {
         const Robosim__V1__StepBatch *b = req->step_batch;
         const Robosim__V1__BatchArrays *a =
             b->form_case == ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS ? b->arrays : NULL;
@@ -566,6 +588,8 @@ static int request_shard(const rsc_client_t *c, const Robosim__V1__Request *req)
         }
         return k;
     }
+    if (route != ROBOSIM__V1__ROUTE__ROUTE_WORLD)
+        return -1;
     const struct world_token *t = req->world_id ? find_token(c, req->world_id) : NULL;
     return t ? t->shard : -1;
 }
@@ -1259,6 +1283,44 @@ int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
     return rc;
 }
 
+/* The columnar StepBatch of in's worlds, in *arr, *op and *req (which point at each other and
+ * at in's arrays): tokens[n] and, with in->reset, reset[n] are the caller's room for each
+ * world's token and flag. */
+static void arrays_request(rsc_client_t *c, const rsc_batch_in_t *in, char **tokens,
+                           protobuf_c_boolean *reset, Robosim__V1__BatchArrays *arr,
+                           Robosim__V1__StepBatch *op, Robosim__V1__Request *req)
+{
+    size_t n = in->n;
+    for (size_t i = 0; i < n; i++)
+        tokens[i] = token_for(c, in->world_ids[i]);
+    robosim__v1__batch_arrays__init(arr);
+    arr->n_world_ids = n;
+    arr->world_ids = (uint64_t *)in->world_ids;
+    arr->n_tokens = n;
+    arr->tokens = tokens;
+    arr->steps = in->steps;
+    arr->n_commands = in->ncommands;
+    arr->commands = (double *)in->commands;
+    arr->n_actions = in->nactions;
+    arr->actions = (double *)in->actions;
+    if (in->reset) {
+        for (size_t i = 0; i < n; i++)
+            reset[i] = in->reset[i] != 0;
+        arr->n_reset = n;
+        arr->reset = reset;
+    }
+    if (in->reset_seeds) {
+        arr->n_reset_seeds = n;
+        arr->reset_seeds = (uint64_t *)in->reset_seeds;
+    }
+    robosim__v1__step_batch__init(op);
+    op->form_case = ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS;
+    op->arrays = arr;
+    robosim__v1__request__init(req);
+    req->op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
+    req->step_batch = op;
+}
+
 int rsc_step_arrays(rsc_client_t *c, const uint64_t *world_ids, size_t n, uint32_t steps,
                     const double *commands, size_t ncommands, const double *actions,
                     size_t nactions, Robosim__V1__BatchArraysReply **out, rsc_error_t *err)
@@ -1270,24 +1332,12 @@ int rsc_step_arrays(rsc_client_t *c, const uint64_t *world_ids, size_t n, uint32
     char **tokens = calloc(n ? n : 1, sizeof *tokens);
     if (!tokens)
         return set_err(err, RSC_ENOMEM, "out of memory building a batch of %zu worlds", n);
-    for (size_t i = 0; i < n; i++)
-        tokens[i] = token_for(c, world_ids[i]);
-    Robosim__V1__BatchArrays arr = ROBOSIM__V1__BATCH_ARRAYS__INIT;
-    arr.n_world_ids = n;
-    arr.world_ids = (uint64_t *)world_ids;
-    arr.n_tokens = n;
-    arr.tokens = tokens;
-    arr.steps = steps;
-    arr.n_commands = ncommands;
-    arr.commands = (double *)commands;
-    arr.n_actions = nactions;
-    arr.actions = (double *)actions;
-    Robosim__V1__StepBatch op = ROBOSIM__V1__STEP_BATCH__INIT;
-    op.form_case = ROBOSIM__V1__STEP_BATCH__FORM_ARRAYS;
-    op.arrays = &arr;
-    Robosim__V1__Request req = ROBOSIM__V1__REQUEST__INIT;
-    req.op_case = ROBOSIM__V1__REQUEST__OP_STEP_BATCH;
-    req.step_batch = &op;
+    rsc_batch_in_t in = {.world_ids = world_ids, .n = n, .steps = steps, .commands = commands,
+                         .ncommands = ncommands, .actions = actions, .nactions = nactions};
+    Robosim__V1__BatchArrays arr;
+    Robosim__V1__StepBatch op;
+    Robosim__V1__Request req;
+    arrays_request(c, &in, tokens, NULL, &arr, &op, &req);
     Robosim__V1__Response *r;
     int rc = call_expect(c, &req, ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH, &r, err);
     free(tokens);
@@ -1359,4 +1409,286 @@ int rsc_apply_wrench(rsc_client_t *c, uint64_t world_id, const char *entity, con
     op.values = (double *)values;
     return CALL_OP_CHECKED("rsc_apply_wrench values", values, n, c, world_id, APPLY_WRENCH, &op,
                            NULL, err);
+}
+
+/* ---- pipelined batches ----------------------------------------------------------------------
+ * Each request in flight is a slot: its Request.id, its worlds' count and the caller's arrays.
+ * Its answer is found by id, whichever order the server answers in. The buffers that build a
+ * request (tokens, reset flags, the packed bytes) are the queue's and grow to the largest batch
+ * sent, so the send path allocates nothing once warm, and the receive path only what unpacking
+ * the reply takes (one array per column, none per world). */
+
+struct batch_slot {
+    uint64_t id;
+    size_t n;
+    rsc_batch_out_t out;
+    Robosim__V1__Response *kept; /* its answer, read by a synchronous call meanwhile */
+};
+
+struct batch_queue {
+    struct batch_slot *slots; /* nslots in flight, in no particular order */
+    size_t nslots, capslots;
+    char **tokens;
+    size_t captokens;
+    protobuf_c_boolean *reset;
+    size_t capreset;
+    uint8_t *buf;
+    size_t capbuf;
+};
+
+static void batch_queue_free(struct batch_queue **q)
+{
+    if (!*q)
+        return;
+    for (size_t i = 0; i < (*q)->nslots; i++)
+        rsc_free((*q)->slots[i].kept);
+    free((*q)->slots);
+    free((*q)->tokens);
+    free((*q)->reset);
+    free((*q)->buf);
+    free(*q);
+    *q = NULL;
+}
+
+/* Make room for `want` elements of `size` bytes in *p (capacity *cap). 0, or -1. */
+static int grow(void *p, size_t *cap, size_t want, size_t size)
+{
+    if (want <= *cap)
+        return 0;
+    size_t n = *cap ? *cap : 4;
+    while (n < want)
+        n *= 2;
+    void *grown = realloc(*(void **)p, n * size);
+    if (!grown)
+        return -1;
+    *(void **)p = grown;
+    *cap = n;
+    return 0;
+}
+
+static struct batch_slot *batch_slot_of(const rsc_client_t *c, uint64_t id)
+{
+    struct batch_queue *q = c->batches;
+    for (size_t i = 0; q && id && i < q->nslots; i++)
+        if (q->slots[i].id == id)
+            return &q->slots[i];
+    return NULL;
+}
+
+/* If r answers a batch in flight, keep it for rsc_batch_recv and return 1. */
+static int batch_keep(rsc_client_t *c, Robosim__V1__Response *r)
+{
+    struct batch_slot *s = batch_slot_of(c, r->id);
+    if (!s || s->kept)
+        return 0;
+    s->kept = r;
+    return 1;
+}
+
+size_t rsc_batch_pending(const rsc_client_t *c)
+{
+    return c && c->batches ? c->batches->nslots : 0;
+}
+
+size_t rsc_batch_forget(rsc_client_t *c)
+{
+    struct batch_queue *q = c ? c->batches : NULL;
+    if (!q)
+        return 0;
+    size_t n = q->nslots;
+    for (size_t i = 0; i < n; i++) {
+        if (!q->slots[i].kept)
+            abandon_id(c, q->slots[i].id);
+        rsc_free(q->slots[i].kept);
+    }
+    q->nslots = 0;
+    return n;
+}
+
+int rsc_batch_send(rsc_client_t *c, const rsc_batch_in_t *in, const rsc_batch_out_t *out,
+                   uint64_t *ticket, rsc_error_t *err)
+{
+    if (ticket)
+        *ticket = 0;
+    clear_err(err);
+    if (!c || !in || !out)
+        return set_err(err, RSC_EARG, "rsc_batch_send: %s is NULL",
+                       !c ? "the client" : !in ? "the batch" : "the output arrays");
+    size_t n = in->n;
+    if (n == 0 || !in->world_ids)
+        return set_err(err, RSC_EARG, "rsc_batch_send: no worlds (world_ids %s, n %zu)",
+                       in->world_ids ? "given" : "NULL", n);
+    if ((in->ncommands && !in->commands) || (in->nactions && !in->actions))
+        return set_err(err, RSC_EARG,
+                       "rsc_batch_send: %s values announced but the array is NULL",
+                       in->ncommands && !in->commands ? "command" : "action");
+    if (!c->batches && !(c->batches = calloc(1, sizeof *c->batches)))
+        return set_err(err, RSC_ENOMEM, "out of memory for the batches in flight");
+    struct batch_queue *q = c->batches;
+    if (grow(&q->slots, &q->capslots, q->nslots + 1, sizeof *q->slots) != 0 ||
+        grow(&q->tokens, &q->captokens, n, sizeof *q->tokens) != 0 ||
+        (in->reset && grow(&q->reset, &q->capreset, n, sizeof *q->reset) != 0))
+        return set_err(err, RSC_ENOMEM, "out of memory building a batch of %zu worlds", n);
+    Robosim__V1__BatchArrays arr;
+    Robosim__V1__StepBatch op;
+    Robosim__V1__Request req;
+    arrays_request(c, in, q->tokens, q->reset, &arr, &op, &req);
+    req.id = ++c->next_id;
+    size_t len = protobuf_c_message_get_packed_size(&req.base);
+    if (grow(&q->buf, &q->capbuf, len, 1) != 0)
+        return set_err(err, RSC_ENOMEM, "out of memory packing a %zu-byte request", len);
+    protobuf_c_message_pack(&req.base, q->buf);
+    int rc = send_frame(c, c->sock, q->buf, len, now_ms() + c->timeout_ms, c->timeout_ms, err);
+    if (rc != 0)
+        return rc;
+    q->slots[q->nslots++] = (struct batch_slot){.id = req.id, .n = n, .out = *out};
+    if (ticket)
+        *ticket = req.id;
+    return 0;
+}
+
+/* Column `name` of a: `have` values, `width` per world, into dst (NULL: not wanted) whose
+ * rows are `want` wide. 0; RSC_EARG when the widths differ or the reply lacks the column. */
+static int column_check(const rsc_client_t *c, const char *name, const void *dst, size_t want,
+                        size_t width, size_t have, size_t n, rsc_error_t *err)
+{
+    if (!dst)
+        return 0;
+    if (want != width)
+        return set_err(err, RSC_EARG,
+                       "the reply's rows hold %zu %s values per world; the arrays given to "
+                       "rsc_batch_send are %zu wide (rsc_batch_out_t.%s_size)",
+                       width, name, want, name);
+    if (have != n * width)
+        return set_err(err, width && !have ? RSC_EARG : RSC_EPROTOCOL,
+                       "%s answered %zu %s values for %zu worlds of %zu (%s)", c->endpoint, have,
+                       name, n, width,
+                       have ? "not one row per world" : "these worlds have none: a task's");
+    return 0;
+}
+
+/* Write the answer r to the request of slot s into its arrays. */
+static int batch_write(rsc_client_t *c, const struct batch_slot *s,
+                       const Robosim__V1__Response *r, rsc_batch_done_t *done, rsc_error_t *err)
+{
+    if (r->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR)
+        return response_code(r, err);
+    const Robosim__V1__BatchArraysReply *a =
+        r->result_case == ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH && r->step_batch
+            ? r->step_batch->arrays
+            : NULL;
+    if (!a)
+        return set_err(err, RSC_EPROTOCOL, "%s answered a StepBatch.arrays request with %s",
+                       c->endpoint,
+                       r->result_case == ROBOSIM__V1__RESPONSE__RESULT_STEP_BATCH
+                           ? "StepBatch items"
+                           : result_name((int)r->result_case));
+    const rsc_batch_out_t *o = &s->out;
+    size_t n = s->n;
+    if (a->n_codes != n || a->n_time != n || a->n_step_count != n)
+        return set_err(err, RSC_EPROTOCOL, "%s answered %zu worlds for a batch of %zu",
+                       c->endpoint, a->n_codes, n);
+    size_t nfailed = 0;
+    for (size_t i = 0; i < n; i++) {
+        nfailed += a->codes[i] != 0;
+        if (o->codes)
+            o->codes[i] = (int32_t)a->codes[i];
+    }
+    int rc = column_check(c, "state", o->state, o->state_size, a->state_size, a->n_state, n,
+                          err);
+    if (rc == 0)
+        rc = column_check(c, "sensor", o->sensors, o->sensor_size, a->sensor_size,
+                          a->n_sensors, n, err);
+    if (rc == 0)
+        rc = column_check(c, "observation", o->observation, o->observation_size,
+                          a->observation_size, a->n_observation, n, err);
+    if (rc == 0)
+        rc = column_check(c, "info", o->info, o->info_size, a->info_size, a->n_info, n, err);
+    if (rc == 0)
+        rc = column_check(c, "reward", o->reward, 1, 1, a->n_reward, n, err);
+    if (rc == 0)
+        rc = column_check(c, "terminated", o->terminated, 1, 1, a->n_terminated, n, err);
+    if (rc == 0)
+        rc = column_check(c, "truncated", o->truncated, 1, 1, a->n_truncated, n, err);
+    if (rc == 0)
+        rc = column_check(c, "digest", o->digests, 32, 32, a->digests.len, n, err);
+    if (rc != 0)
+        return rc;
+    if (o->state)
+        memcpy(o->state, a->state, a->n_state * sizeof *a->state);
+    if (o->sensors)
+        memcpy(o->sensors, a->sensors, a->n_sensors * sizeof *a->sensors);
+    if (o->observation)
+        memcpy(o->observation, a->observation, a->n_observation * sizeof *a->observation);
+    if (o->info)
+        memcpy(o->info, a->info, a->n_info * sizeof *a->info);
+    if (o->reward)
+        memcpy(o->reward, a->reward, n * sizeof *a->reward);
+    if (o->time)
+        memcpy(o->time, a->time, n * sizeof *a->time);
+    if (o->step_count)
+        memcpy(o->step_count, a->step_count, n * sizeof *a->step_count);
+    if (o->digests)
+        memcpy(o->digests, a->digests.data, a->digests.len);
+    for (size_t i = 0; i < n; i++) {
+        if (o->terminated)
+            o->terminated[i] = a->terminated[i] != 0;
+        if (o->truncated)
+            o->truncated[i] = a->truncated[i] != 0;
+    }
+    if (done) {
+        done->nfailed = nfailed;
+        if (nfailed && a->n_errors && a->errors[0]->error && a->errors[0]->error->message)
+            snprintf(done->message, sizeof done->message, "world %llu: %s",
+                     (unsigned long long)a->errors[0]->world_id, a->errors[0]->error->message);
+    }
+    return 0;
+}
+
+int rsc_batch_recv(rsc_client_t *c, int timeout_ms, rsc_batch_done_t *done, rsc_error_t *err)
+{
+    if (done)
+        memset(done, 0, sizeof *done);
+    clear_err(err);
+    struct batch_queue *q = c ? c->batches : NULL;
+    if (!q || !q->nslots)
+        return set_err(err, RSC_EARG, "rsc_batch_recv: %s",
+                       c ? "no batch in flight (send one with rsc_batch_send)" : "no client");
+    /* an answer a synchronous call has read already, the oldest first */
+    struct batch_slot *s = NULL;
+    for (size_t i = 0; i < q->nslots; i++)
+        if (q->slots[i].kept && (!s || q->slots[i].id < s->id))
+            s = &q->slots[i];
+    Robosim__V1__Response *r = s ? s->kept : NULL;
+    int wait_ms = timeout_ms > 0 ? timeout_ms : c->timeout_ms;
+    int64_t deadline = now_ms() + wait_ms;
+    while (!r) {
+        int rc = recv_response(c, c->sock, deadline, &r, err);
+        if (rc == RSC_ETIMEOUT)
+            return set_err(err, RSC_ETIMEOUT,
+                           "no batch answered by %s within %d ms (%zu in flight, still awaited)",
+                           c->endpoint, wait_ms, q->nslots);
+        if (rc != 0)
+            return rc;
+        if ((s = batch_slot_of(c, r->id)))
+            break;
+        if (r->id == 0 && r->result_case == ROBOSIM__V1__RESPONSE__RESULT_ERROR) {
+            /* the server could not read a request, so cannot say which: none is ended */
+            rc = response_code(r, err);
+            rsc_free(r);
+            return rc;
+        }
+        take_abandoned(c, r->id);
+        rsc_free(r); /* a late answer to a call that timed out, or a forgotten batch's */
+        r = NULL;
+    }
+    struct batch_slot mine = *s;
+    *s = q->slots[--q->nslots]; /* the request is over, whatever its answer */
+    if (done) {
+        done->ticket = mine.id;
+        done->n = mine.n;
+    }
+    int rc = batch_write(c, &mine, r, done, err);
+    rsc_free(r);
+    return rc;
 }

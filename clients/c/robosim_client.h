@@ -28,7 +28,8 @@ extern "C" {
 #endif
 
 #define RSC_PROTOCOL_MAJOR 1
-#define RSC_PROTOCOL_MINOR 2 /* 1.2: oneofs, Step.parts, SI units, EntitySpec.base_pose */
+#define RSC_PROTOCOL_MINOR 3 /* 1.2: oneofs, Step.parts, SI units, EntitySpec.base_pose; 1.3:
+                                HelloReply.routes */
 #define RSC_DEFAULT_TIMEOUT_MS 5000 /* used when a timeout <= 0 is given */
 #define RSC_TOKEN_MAX 64            /* a controller token, with its NUL, fits in this */
 
@@ -396,6 +397,105 @@ int rsc_step_batch(rsc_client_t *c, const rsc_batch_item_t *items, size_t n,
 int rsc_step_arrays(rsc_client_t *c, const uint64_t *world_ids, size_t n, uint32_t steps,
                     const double *commands, size_t ncommands, const double *actions,
                     size_t nactions, Robosim__V1__BatchArraysReply **out, rsc_error_t *err);
+
+/* ---- pipelined batches: send now, receive whichever is answered first -------------------------
+ * EnvPool's async mode over the columnar StepBatch: rsc_batch_send sends a batch for some worlds
+ * and returns at once; rsc_batch_recv waits for whichever request in flight is answered first and
+ * writes its rows straight into the caller's arrays named at its send. Several requests may be in
+ * flight on the one connection, so the server steps the next batch while the caller works on the
+ * last one's results. The server may answer them in another order than they were sent (a large
+ * batch it serves in slices lets a smaller one after it finish first); each reply carries its
+ * request's id, by which the client finds the request and its arrays. A world should be in at most
+ * one request in flight: the server runs two requests naming the same world in the order they
+ * arrived, but the caller's rows would race.
+ *
+ * The server bounds what one client may have held unanswered (--max-inflight-per-client, 4 by
+ * default): a request beyond it is refused with 5 RESOURCE_EXHAUSTED, for that request only.
+ * Pipelined requests go on the connection rsc_connect opened (a server of several shards
+ * passes a world's part of the batch to its shard). Synchronous calls may be made while
+ * requests are in flight: a batch reply that arrives meanwhile is kept for rsc_batch_recv. */
+
+/* One request's worlds and inputs, as rsc_step_arrays takes them: n worlds of one shape, each
+ * taking `steps` control steps (0 means 1), with `commands` (n x actuators, or NULL to hold
+ * those in force) or a task world's `actions` (n x action size). `reset` (n flags, or NULL):
+ * world i with reset[i] != 0 is reset instead of stepped (capability "step_batch.arrays.reset"),
+ * reseeded with reset_seeds[i] when reset_seeds is given, else with its last seed; its rows are
+ * then the new episode's first. Everything is copied into the request at the send: the arrays
+ * may be reused as soon as rsc_batch_send returns. Initialise with designated initializers:
+ * fields may be added. */
+typedef struct rsc_batch_in {
+    const uint64_t *world_ids;
+    size_t n;
+    uint32_t steps;
+    const double *commands;
+    size_t ncommands;
+    const double *actions;
+    size_t nactions;
+    const uint8_t *reset;
+    const uint64_t *reset_seeds;
+} rsc_batch_in_t;
+
+/* Where a request's answer goes: the caller's arrays, row i for the request's world i. A NULL
+ * pointer: that column is not wanted. A row's width (state_size, sensor_size, observation_size,
+ * info_size) must be the server's for these worlds (WorldSpec, TaskSpec, or one rsc_step_arrays'
+ * reply); a reply of another width is refused for that request (RSC_EARG) with nothing written
+ * but codes. Rows of a world whose code is not 0 hold NaN. The arrays must stay valid until
+ * rsc_batch_recv has reported the request, or rsc_close. */
+typedef struct rsc_batch_out {
+    int32_t *codes;        /* n: 0, or the world's robosim.v1.ErrorCode */
+    double *state;         /* n x state_size */
+    size_t state_size;
+    double *sensors;       /* n x sensor_size */
+    size_t sensor_size;
+    double *observation;   /* n x observation_size (task worlds) */
+    size_t observation_size;
+    double *reward;        /* n (task worlds) */
+    uint8_t *terminated;   /* n: 1 or 0 (task worlds) */
+    uint8_t *truncated;    /* n: 1 or 0 (task worlds) */
+    double *info;          /* n x info_size: the task's info figures (capability
+                              "step_batch.arrays.info"), named by the reply's info_keys */
+    size_t info_size;
+    double *time;          /* n, s */
+    uint64_t *step_count;  /* n */
+    uint8_t *digests;      /* n x 32: each world's State.digest */
+} rsc_batch_out_t;
+
+/* What rsc_batch_recv reports about the request it received. */
+typedef struct rsc_batch_done {
+    uint64_t ticket;   /* the request (rsc_batch_send's *ticket); 0 when none is named */
+    size_t n;          /* its worlds */
+    size_t nfailed;    /* worlds whose code is not 0 */
+    char message[256]; /* the first failed world's error message, "" when none failed */
+} rsc_batch_done_t;
+
+/* Send a columnar StepBatch for in->n worlds without waiting for its answer, which
+ * rsc_batch_recv will write into `out`'s arrays. The client attaches each world's token. Returns
+ * 0 with the request's ticket (its Request.id, > 0) in *ticket; RSC_EARG (NULL arguments, no
+ * worlds, values announced but NULL), RSC_ENOMEM, or RSC_ETIMEOUT (the send queue stayed full
+ * for the per-call timeout), with nothing in flight. What the server thinks of the request
+ * comes with its answer. */
+int rsc_batch_send(rsc_client_t *c, const rsc_batch_in_t *in, const rsc_batch_out_t *out,
+                   uint64_t *ticket, rsc_error_t *err);
+
+/* Wait up to timeout_ms (<= 0: the client's per-call timeout) for the first answer to a request
+ * in flight; its rows are then in the arrays given at its send and done->ticket names it. Returns
+ * 0 when the server stepped the batch (each world's code in out->codes; done->nfailed counts
+ * failures); the server's code (> 0) when it refused the request as a whole (err->message says
+ * why; nothing written); RSC_EARG when the reply's rows are not the widths out declared (and,
+ * with done->ticket 0, when no request is in flight); RSC_EPROTOCOL for an answer that is not a StepBatch.arrays reply. Each of
+ * these ends that request (done->ticket) and no other. With done->ticket 0 nothing is ended and
+ * every request stays in flight: RSC_ETIMEOUT (nothing answered in time), RSC_EPROTOCOL (a
+ * message that is not a Response), or the code of an Error the server sent with id 0 (it could
+ * not read one of the requests, so cannot say which; that one will not be answered: its
+ * rsc_batch_recv times out, rsc_batch_forget gives it up). `done` may be NULL. */
+int rsc_batch_recv(rsc_client_t *c, int timeout_ms, rsc_batch_done_t *done, rsc_error_t *err);
+
+/* The requests this client has in flight (sent, not yet received). */
+size_t rsc_batch_pending(const rsc_client_t *c);
+
+/* Stop waiting for every request in flight: their answers, when they come, are dropped, and
+ * their arrays are no longer written. Returns how many there were. */
+size_t rsc_batch_forget(rsc_client_t *c);
 
 /* An external wrench on `body` of `entity` for the next control step only (ApplyWrench): the
  * finger's "finger" (1 value, N), the serial arm's "end_effector" (fx, fy, tau_z), "link1",

@@ -1,15 +1,14 @@
-/* The state digest: XXH3-128 (xxHash, inlined from its header) over the bits of the fields the
- * field table marks (rs_core.h, RS_DATA_FIELDS' `digest` column), chained from control step to
- * control step, twice with two seeds: the 32 bytes are two 128-bit hashes of the same bytes.
- * The digest detects divergence between runs, which a fast non-cryptographic hash does with a
- * chance of an accidental match far below anything that matters (2^-128 per hash); nothing
+/* The state digest: XXH3-128 (xxHash, inlined from its header) over the link before it and the
+ * bits of the fields the field table marks (rs_core.h, RS_DATA_FIELDS' `digest` column), chained
+ * from control step to control step; the 32 bytes are the chain's last two links. The digest
+ * detects divergence between runs, which a fast non-cryptographic 128-bit hash does with a
+ * chance of an accidental match far below anything that matters (about 2^-128); nothing
  * authenticates by it (snapshots carry their own MAC, snapmac.c), so a cryptographic hash only
- * cost time (BLAKE2b-256 took about as long as the finger's control step itself). The only core
- * file that includes xxhash.h.
+ * cost time. The only core file that includes xxhash.h.
  *
  * The bytes are gathered into one buffer and hashed in one call: only the slots a world uses
  * (nx, nu; each robot's naux and wrench values; the task's used state), so a finger control
- * step hashes 252 bytes with the link before. Values are hashed in the machine's byte order;
+ * step hashes 252 bytes, the link included. Values are hashed in the machine's byte order;
  * every target the project builds for (x86-64, arm64) is little-endian, as the snapshot format
  * is; XXH3's values are the same on every platform. */
 #include "rs_data.h"
@@ -23,59 +22,54 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/* the two hashes' seeds: any two different constants */
-#define SEED_A 0x726f626f73696d31ULL
-#define SEED_B 0x646967657374322eULL
 
 #define GATHER_BYTES 2048 /* flushed into the hash when full: one call for any ordinary world */
 
 typedef struct gather {
-    XXH3_state_t st[2]; /* the two hashes, once the buffer overflowed: what came before */
-    uint64_t seed[2];
+    XXH3_state_t st; /* the hash, once the buffer overflowed: what came before */
     int streaming;
     size_t len;
     unsigned char buf[GATHER_BYTES];
 } gather_t;
 
-static void update_both(gather_t *g, const void *p, size_t n)
-{
-    XXH3_128bits_update(&g->st[0], p, n);
-    XXH3_128bits_update(&g->st[1], p, n);
-}
-
-static void put_slow(gather_t *g, const void *p, size_t n)
+__attribute__((noinline)) static void put_slow(gather_t *g, const void *p, size_t n)
 {
     if (!g->streaming) {
-        XXH3_128bits_reset_withSeed(&g->st[0], g->seed[0]);
-        XXH3_128bits_reset_withSeed(&g->st[1], g->seed[1]);
+        XXH3_128bits_reset(&g->st);
         g->streaming = 1;
     }
-    update_both(g, g->buf, g->len);
+    XXH3_128bits_update(&g->st, g->buf, g->len);
     g->len = 0;
     if (n > sizeof g->buf) {
-        update_both(g, p, n);
+        XXH3_128bits_update(&g->st, p, n);
         return;
     }
     memcpy(g->buf, p, n);
     g->len = n;
 }
 
-/* n bytes into the buffer; the values are 4 or 8 bytes each, so fixed-size copies (inlined
- * moves) do it without a call to memcpy for each field */
+/* n bytes into the buffer (a fixed-size field's copy compiles to a few moves) */
 static inline void put(gather_t *g, const void *p, size_t n)
 {
-    if (g->len + n > sizeof g->buf) {
+    if (__builtin_expect(g->len + n > sizeof g->buf, 0)) {
         put_slow(g, p, n);
         return;
     }
-    const unsigned char *src = p;
-    unsigned char *dst = g->buf + g->len;
-    size_t k = 0;
-    for (; k + 8 <= n; k += 8)
-        memcpy(dst + k, src + k, 8);
-    if (k < n)
-        memcpy(dst + k, src + k, 4);
+    memcpy(g->buf + g->len, p, n);
     g->len += n;
+}
+
+/* n doubles: copied one 8-byte move at a time (short vectors; a call to memcpy costs more) */
+static inline void put_f64s(gather_t *g, const double *v, size_t n)
+{
+    if (__builtin_expect(g->len + 8 * n > sizeof g->buf, 0)) {
+        put_slow(g, v, 8 * n);
+        return;
+    }
+    unsigned char *dst = g->buf + g->len;
+    for (size_t k = 0; k < n; k++)
+        memcpy(dst + 8 * k, &v[k], 8);
+    g->len += 8 * n;
 }
 
 static void put_u32(gather_t *g, uint32_t v) { put(g, &v, sizeof v); }
@@ -94,12 +88,24 @@ static size_t used_wrench(const rs_entity_model_t *em)
 
 /* The task's state less the last Step's reward and the return (they depend on how the control
  * steps were split into Steps), up to its last nonzero value. */
+/* a task slot's value as bits, less its sign (so +-0 read as 0); the last Step's reward and the
+ * return read as 0 */
+static inline uint64_t slot_bits(const double *task, uint32_t i)
+{
+    uint64_t bits;
+    memcpy(&bits, &task[i], sizeof bits);
+    return i == RS_TASK_REWARD || i == RS_TASK_RETURN ? 0 : bits << 1;
+}
+
 static void put_episode(gather_t *g, const double *task)
 {
-    uint32_t used = 0;
-    for (uint32_t i = 0; i < RS_TASK_STATE; i++)
-        if (i != RS_TASK_REWARD && i != RS_TASK_RETURN && task[i] != 0.0)
-            used = i + 1;
+    /* the last slot in use, found from the end four slots at a time */
+    uint32_t used = RS_TASK_STATE;
+    while (used >= 4 && !(slot_bits(task, used - 1) | slot_bits(task, used - 2) |
+                          slot_bits(task, used - 3) | slot_bits(task, used - 4)))
+        used -= 4;
+    while (used > 0 && !slot_bits(task, used - 1))
+        used--;
     put_u32(g, used);
     for (uint32_t i = 0; i < used; i++)
         if (i != RS_TASK_REWARD && i != RS_TASK_RETURN)
@@ -121,10 +127,8 @@ static void put_schedules(gather_t *g, const rs_model_t *m, const rs_data_t *d)
     }
 }
 
-static void put_spec(gather_t *g, const rs_data_t *d)
+__attribute__((noinline)) static void put_spec(gather_t *g, const rs_data_t *d)
 {
-    if (!d->spec)
-        return;
     double state[2 + 6 * 256]; /* as data.c keeps it */
     size_t n = rs_motion_spec_state_len(d->spec);
     if (n > sizeof state / sizeof state[0])
@@ -149,7 +153,7 @@ static int any_schedule(const rs_model_t *m, const rs_data_t *d)
 #define LEN_NU m->nu
 #define LEN_NS m->ns
 #define PUT_HASH_VALUE(name, length) put(g, &d->name, sizeof d->name);
-#define PUT_HASH_VECTOR(name, length) put(g, d->name, (size_t)LEN_##length * sizeof *d->name);
+#define PUT_HASH_VECTOR(name, length) put_f64s(g, d->name, (size_t)LEN_##length);
 #define PUT_HASH_ENTITY(name, length)                                                          \
     for (int e = 0; e < m->nentities; e++)                                                     \
         put(g, &d->ent[e].name, sizeof d->ent[e].name);
@@ -161,7 +165,7 @@ static int any_schedule(const rs_model_t *m, const rs_data_t *d)
         PUT_HASH_VECTOR(name, length)
 #define PUT_USED_ENTITY(name, length)                                                          \
     for (int e = 0; e < m->nentities; e++)                                                     \
-        put(g, d->ent[e].name, used_##name(&m->ent[e]) * sizeof d->ent[e].name[0]);
+        put_f64s(g, d->ent[e].name, used_##name(&m->ent[e]));
 #define PUT_EPISODE_VALUE(name, length) put_episode(g, d->name);
 #define PUT_SKIP_VALUE(name, length)
 #define PUT_SKIP_VECTOR(name, length)
@@ -174,47 +178,42 @@ static void put_state(gather_t *g, const rs_model_t *m, const rs_data_t *d)
     int sched = any_schedule(m, d);
     RS_DATA_FIELDS(PUT_FIELD)
     put_schedules(g, m, d);
-    put_spec(g, d);
+    if (d->spec)
+        put_spec(g, d);
 }
 
-static void chain(const rs_model_t *m, rs_data_t *d, const uint64_t prev[4])
+/* One link: XXH3-128 over the link before (16 bytes) and the state. The 32 bytes of the digest
+ * are this link and the one before it: equal digests mean equal links, and a link covers every
+ * state since the chain's start through the link it hashes. */
+static void chain(const rs_model_t *m, rs_data_t *d, const uint64_t prev[2])
 {
     gather_t g;
     g.streaming = 0;
     g.len = 0;
-    /* the previous link enters as the two hashes' seeds (each half of it folded into 64 bits):
-     * a seed costs nothing up to 240 bytes of input, where the link as bytes would have pushed
-     * a finger's 220 bytes of state past it, onto XXH3's slower long-input path */
-    uint64_t seed_a = SEED_A ^ prev[0] ^ XXH_rotl64(prev[1], 29),
-             seed_b = SEED_B ^ prev[2] ^ XXH_rotl64(prev[3], 29);
-    g.seed[0] = seed_a;
-    g.seed[1] = seed_b;
+    put(&g, prev, 2 * sizeof prev[0]);
     put_state(&g, m, d);
-    XXH128_hash_t a, b;
+    XXH128_hash_t h;
     if (g.streaming) {
-        update_both(&g, g.buf, g.len);
-        a = XXH3_128bits_digest(&g.st[0]);
-        b = XXH3_128bits_digest(&g.st[1]);
+        XXH3_128bits_update(&g.st, g.buf, g.len);
+        h = XXH3_128bits_digest(&g.st);
     } else {
-        a = XXH3_128bits_withSeed(g.buf, g.len, seed_a);
-        b = XXH3_128bits_withSeed(g.buf, g.len, seed_b);
+        h = XXH3_128bits(g.buf, g.len);
     }
-    d->digest[0] = a.low64;
-    d->digest[1] = a.high64;
-    d->digest[2] = b.low64;
-    d->digest[3] = b.high64;
+    d->digest[2] = prev[0];
+    d->digest[3] = prev[1];
+    d->digest[0] = h.low64;
+    d->digest[1] = h.high64;
 }
 
 void rs_digest_start(const rs_model_t *m, rs_data_t *d)
 {
-    static const uint64_t zero[4];
+    static const uint64_t zero[2];
     chain(m, d, zero);
 }
 
 void rs_digest_step(const rs_model_t *m, rs_data_t *d)
 {
-    uint64_t prev[4];
-    memcpy(prev, d->digest, sizeof prev);
+    uint64_t prev[2] = {d->digest[0], d->digest[1]};
     chain(m, d, prev);
 }
 

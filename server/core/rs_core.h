@@ -269,11 +269,11 @@ typedef struct rs_data {
 double rs_hypot(double x, double y);
 
 /* ---- the state digest (digest.c) --------------------------------------------------------
- * Two XXH3-128 hashes over the bits of the fields that determine the future (the `digest`
- * column of RS_DATA_FIELDS), chained: after every control step digest = H(state) seeded from the
- * digest before, and a reset starts the chain from 32 zero bytes. One value therefore certifies the whole
- * history since the reset, however the steps were split into requests. rs_data_t.digest holds
- * the 32 bytes as four little-endian 64-bit words. */
+ * A chain of XXH3-128 links over the bits of the fields that determine the future (the
+ * `digest` column of RS_DATA_FIELDS): after every control step link = H(link before, state), and
+ * a reset starts the chain from a zero link. The 32 bytes are the last link and the one before
+ * it; one value therefore certifies the whole history since the reset, however the steps were
+ * split into requests. rs_data_t.digest holds them as four little-endian 64-bit words. */
 #define RS_DIGEST_BYTES 32
 
 /* Start d's chain from its current state (after a reset or a new episode). */

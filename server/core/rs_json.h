@@ -17,4 +17,27 @@
 json_object *rs_json_parse(const char *json, size_t len, const char *what, size_t max_len,
                            int max_depth, rs_status_t *st);
 
+/* The members of a parsed document, each error naming its place `where` ("quantities.d"):
+ * all return 0 or RS_EINVAL with st. */
+
+/* Object o has no member but those in keys[0 ... n - 1] (the error lists them). */
+int rs_json_check_keys(json_object *o, const char *where, const char *const *keys, int n,
+                       rs_status_t *st);
+
+/* Member `key` of o as a non-empty string into *out (NULL when absent or null and not
+ * required); the string lives as long as o. */
+int rs_json_string(json_object *o, const char *key, const char *where, int required,
+                   const char **out, rs_status_t *st);
+
+/* Value v as a finite number into *out. */
+int rs_json_as_number(json_object *v, const char *where, double *out, rs_status_t *st);
+
+/* Member `key` of o as a finite number into *out (def when absent and not required). */
+int rs_json_number(json_object *o, const char *key, const char *where, int required,
+                   double def, double *out, rs_status_t *st);
+
+/* Put "where: " before st's message (an error from a part of the document, placed); returns
+ * st's code. */
+int rs_json_at(rs_status_t *st, const char *where);
+
 #endif

@@ -28,8 +28,9 @@ typedef struct rs_preset {
 /* The preset called `name`, or NULL. */
 const rs_preset_t *rs_preset_find(const char *name);
 
-/* The task families (tasks/), *n of them; task lookup by name is rs_task_find. */
+/* The built-in task families (tasks/NAME.json, in the order of their names), *n of them; task
+ * lookup by name is rs_task_find. */
 struct rs_task_family;
-const struct rs_task_family *const *rs_task_families(int *n);
+const struct rs_task_family *rs_task_families(int *n);
 
 #endif

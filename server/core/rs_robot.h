@@ -1,5 +1,5 @@
 /* The robot module interface: one file per robot kind exports one rs_robot_t table, and the
- * registry (registry.c) lists them. Adding a robot is one file plus one registry line.
+ * registry (registry.c) lists them. Adding a robot is one file plus one line in RS_ROBOTS.
  *
  * The world concatenates the entities' state, command, sensor and guard vectors. Each callback
  * sees only its own entity's slices (x, xdot, g point at the entity's part).
@@ -277,11 +277,19 @@ int rs_robot_param_is_choice(const rs_robot_t *r, int param);
  * model em: 0, or RS_EINVAL naming the variable and its value. */
 int rs_robot_check_data(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                         rs_status_t *st);
-extern const rs_robot_t rs_robot_diff_drive;
-extern const rs_robot_t rs_robot_serial_arm;
-extern const rs_robot_t rs_robot_parallel_arm;
-extern const rs_robot_t rs_robot_finger;
-extern const rs_robot_t rs_robot_brick;
-extern const rs_robot_t rs_robot_mobile_manipulator;
+
+/* The robot modules, one line each: X(NAME) for robots/NAME.c's `rs_robot_NAME` table. The
+ * declarations below and the registry's list (registry.c) are made from it. */
+#define RS_ROBOTS(X)                                                                             \
+    X(diff_drive)                                                                                \
+    X(serial_arm)                                                                                \
+    X(parallel_arm)                                                                              \
+    X(finger)                                                                                    \
+    X(brick)                                                                                     \
+    X(mobile_manipulator)
+
+#define RS_ROBOT_DECLARE(name) extern const rs_robot_t rs_robot_##name;
+RS_ROBOTS(RS_ROBOT_DECLARE)
+#undef RS_ROBOT_DECLARE
 
 #endif

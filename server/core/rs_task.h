@@ -1,5 +1,7 @@
-/* Tasks: a world run as a Gym-style episode. One file per task family (tasks/FAMILY.c) exports
- * its rows, like the robot modules, and registry.c lists the families; one row per task says which entity the agent drives, which variables form the
+/* Tasks: a world run as a Gym-style episode. The built-in tasks are task documents
+ * (rs_task_doc.h), one family per file tasks/FAMILY.json, which the build compiles in and lists
+ * (cmake/embed_documents.cmake); a program may also run a task written as a C row (rs_task_t
+ * with its callbacks) with rs_world_new_with_task. One row per task says which entity the agent drives, which variables form the
  * observation, which actuators form the action (with bounds), the reward (documented in the
  * row's `reward` string, the one place it is written down), when the episode terminates
  * (success) and when it is truncated (max_episode_steps control steps), and how a reset samples
@@ -102,18 +104,14 @@ struct rs_task {
                     rs_status_t *st);
 };
 
-/* The task called `name`, or NULL. */
-/* The rows one task family file exports (tasks/FAMILY.c); registry.c lists the families. */
+/* A built-in task family: tasks/NAME.json, a JSON array of task documents (rs_task_doc.h). The
+ * build generates the table of them, one row per file (rs_registry.h's rs_task_families). */
 typedef struct rs_task_family {
-    int n;
-    const rs_task_t *tasks;
-    const char *documents; /* or the family's tasks as task documents (rs_task_doc.h), a JSON
-                              array: then n and tasks are unused */
+    const char *name;      /* the file's name without .json */
+    const char *documents; /* its text */
 } rs_task_family_t;
 
-extern const rs_task_family_t rs_tasks_finger, rs_tasks_serial_arm, rs_tasks_parallel_arm,
-    rs_tasks_diff_drive, rs_tasks_mobile_align;
-
+/* The task called `name` (a built-in family's or a registered one), or NULL. */
 const rs_task_t *rs_task_find(const char *name);
 
 /* Names of the tasks, NULL-terminated. */

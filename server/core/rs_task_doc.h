@@ -117,12 +117,13 @@ int rs_task_doc_register(const char *json, size_t len, const rs_task_t **out, rs
  * registered. Thread-safe. */
 rs_task_t *rs_task_doc_unregister(const rs_task_t *t);
 
-/* The tasks of family f declared as documents (f->documents: a JSON array of task documents,
- * each of which may extend an earlier one with "extends": its name, replacing the items it
- * gives), parsed once per process; *n their number. registry.c asks. */
+/* The tasks of built-in family f (a row of rs_task_families: f->documents, a JSON array of
+ * task documents, each of which may extend an earlier one with "extends": its name, replacing
+ * the items it gives), parsed once per process; *n their number (0 for a family that does not
+ * parse, with a line on stderr; NULL for an f not in the table). */
 const rs_task_t *const *rs_task_doc_family(const rs_task_family_t *f, int *n);
 
-/* The registered task called `name`, or NULL (registry.c's rs_task_find asks). */
+/* The registered task called `name`, or NULL (rs_task_find asks it after the built-in ones). */
 const rs_task_t *rs_task_doc_find(const char *name);
 
 /* Write the names of the registered tasks into names[0 ... max - 1]; returns how many. */

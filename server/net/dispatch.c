@@ -112,6 +112,18 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
         caps[nops + i] = (char *)features[i];
     r->n_capabilities = nops + nfeatures;
     r->capabilities = caps;
+    Robosim__V1__OpRoute *routes = rs_arena_alloc(&s->arena, nops * sizeof *routes);
+    Robosim__V1__OpRoute **route_ptrs = rs_arena_alloc(&s->arena, nops * sizeof *route_ptrs);
+    if (!routes || !route_ptrs)
+        return OOM(st);
+    for (size_t i = 0; i < nops; i++) {
+        robosim__v1__op_route__init(&routes[i]);
+        routes[i].op = (char *)ops[i].name;
+        routes[i].route = ops[i].route;
+        route_ptrs[i] = &routes[i];
+    }
+    r->n_routes = nops;
+    r->routes = route_ptrs;
     r->n_presets = npresets;
     r->presets = (char **)presets;
     const char *const *tasks = rs_task_names();
@@ -138,45 +150,52 @@ static int op_hello(rs_server_t *s, const Robosim__V1__Request *rq, world_slot_t
 
 /* columns: request case, name, handler, needs a world, changes it (token), makes a world or a
  * controller (refused to observer-only clients; counted by quotas), spends compute time
- * (refused to observer-only clients), and its envelope: its cost to the loop (rs_cost_t) and
- * its largest request (SMALL, or 0: --max-message-size). The request path (handle, below)
- * enforces the size, and test_envelope.c sends every row its worst legal input. */
-#define OP(CASE, name, fn, needs_world, mutates, creates, computes, cost, max_bytes)          \
+ * (refused to observer-only clients), and its envelope: its cost to the loop (rs_cost_t), its
+ * largest request (SMALL, or 0: --max-message-size) and how a server of several shards routes
+ * it (Route in the proto: ANY, WORLD, WORLDS, ALL_SHARDS, PLACEMENT; shards.c reads it, Hello
+ * publishes it for the clients). The request path (handle, below) enforces the size, and
+ * test_envelope.c sends every row its worst legal input. */
+#define OP(CASE, name, fn, needs_world, mutates, creates, computes, cost, max_bytes, route)   \
     {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 0, \
-     RS_COST_##cost, max_bytes}
+     RS_COST_##cost, max_bytes, ROBOSIM__V1__ROUTE__ROUTE_##route}
 /* ... and refused on task worlds (refuse_on_task) */
-#define OP_NOT_ON_TASK(CASE, name, fn, needs_world, mutates, creates, computes, cost, max_bytes) \
-    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 1, \
-     RS_COST_##cost, max_bytes}
+#define OP_NOT_ON_TASK(CASE, name, fn, needs_world, mutates, creates, computes, cost, max_bytes, \
+                       route)                                                                 \
+    {ROBOSIM__V1__REQUEST__OP_##CASE, name, fn, needs_world, mutates, creates, computes, 1,  \
+     RS_COST_##cost, max_bytes, ROBOSIM__V1__ROUTE__ROUTE_##route}
 /* the requests that carry no list or document: ids, a few names and values */
 #define SMALL (64u << 10)
 
 static const rs_op_t ops[] = {
-    OP(HELLO, "hello", op_hello, 0, 0, 0, 0, BOUNDED, SMALL),
-    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0, 0, BOUNDED, SMALL),
+    OP(HELLO, "hello", op_hello, 0, 0, 0, 0, BOUNDED, SMALL, ANY),
+    OP(LIST_WORLDS, "list_worlds", op_list_worlds, 0, 0, 0, 0, BOUNDED, SMALL, ALL_SHARDS),
     /* a task document: its size, nesting and rejection sampling bounded (rs_task_doc.h) */
-    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1, 0, BOUNDED, 0),
-    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0, 0, BOUNDED, SMALL),
-    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0, 0, BOUNDED, SMALL),
-    OP(RESET, "reset", op_reset, 1, 1, 0, 0, BOUNDED, 0),
-    OP(STEP, "step", op_step, 1, 1, 0, 0, SLICED, SMALL), /* with its Jacobian: the stepper */
-    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0, BOUNDED, SMALL),
-    OP_NOT_ON_TASK(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0, BOUNDED, SMALL),
-    OP_NOT_ON_TASK(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0, BOUNDED, 0),
-    OP_NOT_ON_TASK(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0, BOUNDED, 0),
-    OP_NOT_ON_TASK(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0, BOUNDED, SMALL),
-    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0, BOUNDED, 0),
-    OP(CLAIM, "claim", op_claim, 1, 0, 1, 0, BOUNDED, SMALL),
-    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0, BOUNDED, 0),
-    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1, 0, BOUNDED, 0),
-    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0, 0, SLICED, 0), /* tokens per item */
-    OP(GET_HISTORY, "get_history", rs_op_get_history, 1, 0, 0, 0, BOUNDED, SMALL),
-    OP(MONTE_CARLO, "monte_carlo", op_monte_carlo, 1, 0, 0, 1, BACKGROUND, SMALL),
-    OP(APPLY_WRENCH, "apply_wrench", op_apply_wrench, 1, 1, 0, 0, BOUNDED, SMALL),
-    OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0, 0, BOUNDED, 0),
-    OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0, BOUNDED, SMALL),
-    OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0, BOUNDED, SMALL),
-    OP(REGISTER_TASK, "register_task", op_register_task, 0, 0, 1, 0, BOUNDED, 0), /* no world */
+    OP(CREATE_WORLD, "create_world", op_create_world, 0, 1, 1, 0, BOUNDED, 0, PLACEMENT),
+    OP(DESTROY_WORLD, "destroy_world", op_destroy_world, 1, 1, 0, 0, BOUNDED, SMALL, WORLD),
+    OP(GET_SPEC, "get_spec", op_get_spec, 1, 0, 0, 0, BOUNDED, SMALL, WORLD),
+    OP(RESET, "reset", op_reset, 1, 1, 0, 0, BOUNDED, 0, WORLD),
+    /* with its Jacobian: the stepper */
+    OP(STEP, "step", op_step, 1, 1, 0, 0, SLICED, SMALL, WORLD),
+    OP(GET_STATE, "get_state", op_get_state, 1, 0, 0, 0, BOUNDED, SMALL, WORLD),
+    OP_NOT_ON_TASK(SET_FORCE, "set_force", op_set_force, 1, 1, 0, 0, BOUNDED, SMALL, WORLD),
+    OP_NOT_ON_TASK(SET_PARAMS, "set_params", op_set_params, 1, 1, 0, 0, BOUNDED, 0, WORLD),
+    OP_NOT_ON_TASK(SET_SCHEDULE, "set_schedule", op_set_schedule, 1, 1, 0, 0, BOUNDED, 0, WORLD),
+    OP_NOT_ON_TASK(SET_TARGET, "set_target", op_set_target, 1, 1, 0, 0, BOUNDED, SMALL, WORLD),
+    OP(GET_WORKSPACE, "get_workspace", op_get_workspace, 1, 0, 0, 0, BOUNDED, 0, WORLD),
+    OP(CLAIM, "claim", op_claim, 1, 0, 1, 0, BOUNDED, SMALL, WORLD),
+    OP(SET_STATE, "set_state", op_set_state, 1, 1, 0, 0, BOUNDED, 0, WORLD),
+    OP(FORK_WORLD, "fork_world", op_fork_world, 1, 0, 1, 0, BOUNDED, 0, WORLD),
+    /* tokens per item */
+    OP(STEP_BATCH, "step_batch", op_step_batch, 0, 1, 0, 0, SLICED, 0, WORLDS),
+    OP(GET_HISTORY, "get_history", rs_op_get_history, 1, 0, 0, 0, BOUNDED, SMALL, WORLD),
+    OP(MONTE_CARLO, "monte_carlo", op_monte_carlo, 1, 0, 0, 1, BACKGROUND, SMALL, WORLD),
+    OP(APPLY_WRENCH, "apply_wrench", op_apply_wrench, 1, 1, 0, 0, BOUNDED, SMALL, WORLD),
+    OP(LOAD_MOTION_SPEC, "load_motion_spec", op_load_motion_spec, 1, 1, 0, 0, BOUNDED, 0, WORLD),
+    OP(GET_MOTION_SPEC, "get_motion_spec", op_get_motion_spec, 1, 0, 0, 0, BOUNDED, SMALL, WORLD),
+    OP(CLEAR_MOTION_SPEC, "clear_motion_spec", op_clear_motion_spec, 1, 1, 0, 0, BOUNDED, SMALL,
+       WORLD),
+    /* the tasks are the process's, not a world's */
+    OP(REGISTER_TASK, "register_task", op_register_task, 0, 0, 1, 0, BOUNDED, 0, ANY),
 };
 
 int rs_op_allowed(rs_server_t *s, const rs_op_t *op, world_slot_t *w, const char *token,

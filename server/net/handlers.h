@@ -118,4 +118,35 @@ int rs_apply_step_commands(rs_server_t *s, world_slot_t *w, const Robosim__V1__S
                         uint64_t *n, rs_status_t *st);
 
 
+/* ---- batch_checks.c: a StepBatch checked as a whole (the handler, a shard's split) ---- */
+
+/* A part's places: none, or one per world. */
+int rs_batch_places_ok(size_t nplaces, size_t n, rs_status_t *st);
+
+/* The batch's size within limits: not empty, not over --max-batch. `what` names the part. */
+int rs_batch_size_ok(const rs_server_t *s, size_t n, const char *what, rs_status_t *st);
+
+/* The whole batch may ask for as many control steps as one Step may: a request must not hold
+ * the server for hours. */
+int rs_batch_total_ok(const rs_server_t *s, uint64_t total, rs_status_t *st);
+
+/* The request's lengths against the number of worlds n, before anything is looked up. */
+int rs_batch_arrays_check(rs_server_t *s, const Robosim__V1__BatchArrays *in, size_t n,
+                          rs_status_t *st);
+
+/* The commands or actions of n worlds of `preset` and `task` (NULL: none) with nu actuators
+ * and na action values each: n times as many, or none. */
+int rs_batch_arrays_fit(const Robosim__V1__BatchArrays *in, size_t n, const char *preset,
+                        const char *task, size_t nu, size_t na, rs_status_t *st);
+
+/* World `id` at place `at`, of preset and task (NULL: none), is not like the batch's first
+ * world like_id: its INVALID_ARGUMENT. */
+int rs_batch_not_like(rs_status_t *st, size_t at, uint64_t id, const char *preset, const char *task,
+                      uint64_t like_id, const char *like_preset, const char *like_task);
+
+/* The reply's sizes and counts for n worlds of nx state, ns sensor, nobs observation and
+ * ninfo info values (the info keys, nkeys of them, when nobs). */
+void rs_batch_arrays_sizes(Robosim__V1__BatchArraysReply *out, size_t n, size_t nx, size_t ns,
+                           size_t nobs, size_t ninfo, char **keys, size_t nkeys);
+
 #endif

@@ -668,7 +668,7 @@ static int step_with_jacobian(rs_server_t *s, world_slot_t *w, const Robosim__V1
 }
 
 /* Step: on the loop (s->cont->can_park) a Step not done within one slice is parked and resumed
- * between other requests (server.c) until it is done, its budget runs out or the server stops;
+ * between other requests (scheduler.c) until it is done, its budget runs out or the server stops;
  * the reply then carries every event of the whole Step. A control step too long for the loop
  * (the fuse, see run_control_steps) sends the rest of the Step to the stepper thread, and so
  * does a world known slow; the world's other requests wait for it. In-process it runs to its end

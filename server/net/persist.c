@@ -1,5 +1,6 @@
 /* --state-dir: the server's worlds on disk, checkpointed atomically, so a restart loses nothing
  * (the file formats and checkpoint rules: docs/design.md, "Rationale and measurements"). */
+#include "persist_file.h"
 #include "rs_data.h"
 #include "rs_log.h"
 #include "rs_snapshot.h"
@@ -21,22 +22,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define WORLD_MAGIC "RSIMWRLD"
-#define SERVER_MAGIC "RSIMSRVR"
-#define FILE_VERSION 2        /* world files written; version 1 is read too */
-#define SERVER_FILE_VERSION 1 /* server.state */
-#define SERVER_FILE "server.state"
-#define LOCK_FILE "lock"
-#define ID_BLOCK 1024 /* world ids reserved per server.state write */
-#define NAME_LEN 32   /* preset and task name fields (RS_NAME_MAX) */
-#define OWNER_LEN 80  /* the owner field: rs_caller_t.key */
-#define WORLD_HEADER_V1 (8 + 4 + 4 + 8 + 2 * RS_TOKEN_LEN + 8 + 2 * NAME_LEN + 8)
-#define WORLD_HEADER (WORLD_HEADER_V1 + OWNER_LEN)
-#define OWNER_AT (32 + 2 * RS_TOKEN_LEN + 2 * NAME_LEN) /* offset of the owner field */
-#define ID_MAX (UINT64_C(1) << 53) /* world ids stay below 2^53: exact in JSON readers too */
-#define UNKNOWN_OWNER "restored"   /* a version 1 file's world: no client's key */
-#define MAX_FILE_SIZE (256u << 20) /* a world file larger than this is not one of ours */
-#define PATH_BUF (4096 + 320) /* the state dir (at most 4032 bytes) and a file name */
 #define PART_SECONDS 0.002    /* the loop's time building one part of a checkpoint */
 
 /* A checkpoint's work for the writer: the world files to write (images built by the loop) and
@@ -94,276 +79,6 @@ struct rs_persist {
 
 static void *writer_main(void *arg);
 
-/* ---- little-endian fields: the core's snapshot codec (rs_data.h) at fixed offsets ---------- */
-
-static void put_u32(uint8_t *p, uint32_t v)
-{
-    rs_writer_t w = {p, 0, 4};
-    rs_put_u32(&w, v);
-}
-
-static void put_u64(uint8_t *p, uint64_t v)
-{
-    rs_writer_t w = {p, 0, 8};
-    rs_put_u64(&w, v);
-}
-
-static uint32_t get_u32(const uint8_t *p)
-{
-    rs_reader_t r = {p, p + 4, "", 0};
-    return rs_get_u32(&r);
-}
-
-static uint64_t get_u64(const uint8_t *p)
-{
-    rs_reader_t r = {p, p + 8, "", 0};
-    return rs_get_u64(&r);
-}
-
-static void put_f64(uint8_t *p, double v)
-{
-    rs_writer_t w = {p, 0, 8};
-    rs_put_f64(&w, v);
-}
-
-static double get_f64(const uint8_t *p)
-{
-    rs_reader_t r = {p, p + 8, "", 0};
-    return rs_get_f64(&r);
-}
-
-/* A fixed-width, zero-padded name field as a C string; 0, or -1 when it is not one (no NUL, or
- * bytes after the NUL that are not zero). */
-static int get_name(const uint8_t *p, size_t width, char *out)
-{
-    size_t n = strnlen((const char *)p, width);
-    if (n == width)
-        return -1;
-    for (size_t i = n; i < width; i++)
-        if (p[i])
-            return -1;
-    memcpy(out, p, n + 1);
-    return 0;
-}
-
-/* A token field: RS_TOKEN_LEN lowercase hex digits, or zero bytes for none. 0 or -1. */
-static int get_token(const uint8_t *p, char out[RS_TOKEN_LEN + 1])
-{
-    memcpy(out, p, RS_TOKEN_LEN);
-    out[RS_TOKEN_LEN] = '\0';
-    size_t n = strlen(out);
-    for (size_t i = 0; i < RS_TOKEN_LEN; i++)
-        if (i < n ? !((p[i] >= '0' && p[i] <= '9') || (p[i] >= 'a' && p[i] <= 'f')) : p[i] != 0)
-            return -1;
-    return n == 0 || n == RS_TOKEN_LEN ? 0 : -1;
-}
-
-/* Grow *ptr (elements of `size` bytes, *cap of them) to hold `need`. 0 or -1. */
-static int reserve(void *ptr, int *cap, int need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    void *grown = realloc(*(void **)ptr, (size_t)need * size);
-    if (!grown)
-        return -1;
-    *(void **)ptr = grown;
-    *cap = need;
-    return 0;
-}
-
-/* ---- files ---------------------------------------------------------------------------------- */
-
-/* Write `len` bytes to dir/name.tmp (created 0600), fsync'd when `sync` is set. 0 or
- * RS_EUNAVAIL (the temporary file removed). */
-static int write_temp(const char *dir, const char *name, const uint8_t *p, size_t len, int sync,
-                      rs_status_t *st)
-{
-    char tmp[PATH_BUF];
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
-    /* created anew, never through a link: a leftover (a crash mid-write) is removed first */
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
-    int fd = open(tmp, flags, 0600);
-    if (fd < 0 && errno == EEXIST && unlink(tmp) == 0)
-        fd = open(tmp, flags, 0600);
-    if (fd < 0)
-        return rs_fail(st, RS_EUNAVAIL, "cannot create %s: %s", tmp, strerror(errno));
-    size_t done = 0;
-    while (done < len) {
-        ssize_t n = write(fd, p + done, len - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : ENOSPC;
-            close(fd);
-            unlink(tmp);
-            return rs_fail(st, RS_EUNAVAIL, "cannot write %s: %s", tmp, strerror(e));
-        }
-        done += (size_t)n;
-    }
-    if (sync && fsync(fd) != 0) {
-        int e = errno;
-        close(fd);
-        unlink(tmp);
-        return rs_fail(st, RS_EUNAVAIL, "cannot fsync %s: %s", tmp, strerror(e));
-    }
-    close(fd);
-    return 0;
-}
-
-/* Rename dir/name.tmp over dir/name. 0 or RS_EUNAVAIL (the temporary file removed). */
-static int commit_temp(const char *dir, const char *name, rs_status_t *st)
-{
-    char path[PATH_BUF], tmp[PATH_BUF];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, name);
-    if (rename(tmp, path) != 0) {
-        int e = errno;
-        unlink(tmp);
-        return rs_fail(st, RS_EUNAVAIL, "cannot rename %s to %s: %s", tmp, path, strerror(e));
-    }
-    return 0;
-}
-
-/* Write `len` bytes as dir/name atomically: a temporary file fsync'd then renamed over the old
- * one. The directory itself is fsync'd by the caller. 0 or RS_EUNAVAIL. */
-static int write_atomic(const char *dir, const char *name, const uint8_t *p, size_t len,
-                        rs_status_t *st)
-{
-    int rc = write_temp(dir, name, p, len, 1, st);
-    return rc < 0 ? rc : commit_temp(dir, name, st);
-}
-
-static int sync_dir(const char *dir, rs_status_t *st)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0 || fsync(fd) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        return rs_fail(st, RS_EUNAVAIL, "cannot fsync the state dir %s: %s", dir, strerror(e));
-    }
-    close(fd);
-    return 0;
-}
-
-/* The whole of dir/name in a malloc'd buffer (*len bytes), or NULL with the reason in st. */
-static uint8_t *read_all(const char *dir, const char *name, size_t *len, rs_status_t *st)
-{
-    char path[PATH_BUF];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    /* no link followed; a FIFO opened without waiting for a writer, then refused */
-    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-    struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0) {
-        rs_fail(st, RS_EUNAVAIL, "cannot open: %s", strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        return NULL;
-    }
-    if (!S_ISREG(sb.st_mode) || (uint64_t)sb.st_size > MAX_FILE_SIZE) {
-        rs_fail(st, RS_EINVAL, "not a regular file of at most %u bytes", MAX_FILE_SIZE);
-        close(fd);
-        return NULL;
-    }
-    uint8_t *buf = malloc((size_t)sb.st_size + 1);
-    size_t done = 0;
-    while (buf && done < (size_t)sb.st_size) {
-        ssize_t n = read(fd, buf + done, (size_t)sb.st_size - done);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        done += (size_t)n;
-    }
-    close(fd);
-    if (!buf || done != (size_t)sb.st_size) {
-        rs_fail(st, RS_EUNAVAIL, buf ? "short read" : "out of memory");
-        free(buf);
-        return NULL;
-    }
-    *len = done;
-    return buf;
-}
-
-/* Move a file that could not be restored out of the way (name.bad), saying why. */
-static void set_aside(const char *dir, const char *name, const char *why)
-{
-    char path[PATH_BUF], bad[PATH_BUF];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(bad, sizeof bad, "%s/%s.bad", dir, name);
-    if (rename(path, bad) == 0)
-        rs_log(RS_LOG_ERROR, "state dir: %s cannot be restored (%s); moved aside to %s", path,
-               why, bad);
-    else
-        rs_log(RS_LOG_ERROR, "state dir: %s cannot be restored (%s), nor moved aside: %s", path,
-               why, strerror(errno));
-}
-
-/* The id in a file name "world-<id>.rsw" (or any name starting "world-<id>." when `any_suffix`),
- * or 0 when it is not one: the id is decimal digits without a leading zero, from 1 to ID_MAX. */
-static uint64_t world_file_id(const char *name, int any_suffix)
-{
-    if (strncmp(name, "world-", 6) != 0 || name[6] < '1' || name[6] > '9')
-        return 0;
-    uint64_t id = 0;
-    const char *c = name + 6;
-    for (; *c >= '0' && *c <= '9'; c++) {
-        id = id * 10 + (uint64_t)(*c - '0');
-        if (id > ID_MAX)
-            return 0;
-    }
-    if (*c != '.' || (!any_suffix && strcmp(c, ".rsw") != 0))
-        return 0;
-    return id;
-}
-
-/* ---- world files ---------------------------------------------------------------------------- */
-
-int rs_persist_parse_world(const uint8_t *buf, size_t len, rs_persisted_world_t *out,
-                           rs_status_t *st)
-{
-    if (len < WORLD_HEADER_V1 + 8 || memcmp(buf, WORLD_MAGIC, 8) != 0)
-        return rs_fail(st, RS_EINVAL, "not a robosim world file (%zu bytes)", len);
-    uint32_t version = get_u32(buf + 8);
-    if (version != 1 && version != FILE_VERSION)
-        return rs_fail(st, RS_EPRECOND, "world file version %u, this server reads 1 to %d",
-                       version, FILE_VERSION);
-    size_t header = version == 1 ? WORLD_HEADER_V1 : WORLD_HEADER;
-    if (len < header + 8)
-        return rs_fail(st, RS_EINVAL, "not a robosim world file (%zu bytes)", len);
-    if (rs_snapshot_checksum(buf, len - 8) != get_u64(buf + len - 8))
-        return rs_fail(st, RS_EINVAL, "checksum mismatch (the file is damaged)");
-    const uint8_t *p = buf + 16;
-    memset(out, 0, sizeof *out);
-    out->id = get_u64(p);
-    p += 8;
-    if (get_token(p, out->token) < 0 || get_token(p + RS_TOKEN_LEN, out->prev_token) < 0)
-        return rs_fail(st, RS_EINVAL, "a controller token is not hex digits");
-    p += 2 * RS_TOKEN_LEN;
-    out->lease_remaining = get_f64(p);
-    p += 8;
-    if (get_name(p, NAME_LEN, out->preset) < 0 || get_name(p + NAME_LEN, NAME_LEN, out->task) < 0)
-        return rs_fail(st, RS_EINVAL, "preset or task name is not a string");
-    p += 2 * NAME_LEN;
-    if (version == 1) {
-        snprintf(out->owner, sizeof out->owner, UNKNOWN_OWNER);
-    } else {
-        if (get_name(p, OWNER_LEN, out->owner) < 0)
-            return rs_fail(st, RS_EINVAL, "the owner field is not a string");
-        p += OWNER_LEN;
-    }
-    uint64_t n = get_u64(p);
-    p += 8;
-    if (n != len - header - 8)
-        return rs_fail(st, RS_EINVAL, "snapshot length %" PRIu64 " does not fit the file", n);
-    if (out->id == 0 || out->id > ID_MAX || strlen(out->token) != RS_TOKEN_LEN ||
-        !(fabs(out->lease_remaining) <= 1e12))
-        return rs_fail(st, RS_EINVAL, "world id, token or lease out of range");
-    out->snapshot = p;
-    out->snapshot_len = (size_t)n;
-    return 0;
-}
-
 /* The bytes w's world file takes at most (build_image). */
 static size_t image_size(const world_slot_t *w)
 {
@@ -381,23 +96,23 @@ static int build_image(rs_server_t *s, const world_slot_t *w, uint8_t *b, size_t
     size_t n = cap - WORLD_HEADER - 8;
     memset(b, 0, WORLD_HEADER);
     memcpy(b, WORLD_MAGIC, 8);
-    put_u32(b + 8, FILE_VERSION);
-    put_u64(b + 16, w->id);
+    rs_pfile_put_u32(b + 8, FILE_VERSION);
+    rs_pfile_put_u64(b + 16, w->id);
     memcpy(b + 24, w->token, strnlen(w->token, RS_TOKEN_LEN));
     memcpy(b + 24 + RS_TOKEN_LEN, w->prev_token, strnlen(w->prev_token, RS_TOKEN_LEN));
-    put_f64(b + 24 + 2 * RS_TOKEN_LEN, rs_lease_remaining(s, w));
+    rs_pfile_put_f64(b + 24 + 2 * RS_TOKEN_LEN, rs_lease_remaining(s, w));
     const char *task = w->world->task ? w->world->task->name : "";
     memcpy(b + 32 + 2 * RS_TOKEN_LEN, w->world->model->preset,
            strnlen(w->world->model->preset, NAME_LEN - 1));
     memcpy(b + 32 + 2 * RS_TOKEN_LEN + NAME_LEN, task, strnlen(task, NAME_LEN - 1));
     memcpy(b + OWNER_AT, w->owner, strnlen(w->owner, OWNER_LEN - 1));
-    put_u64(b + WORLD_HEADER - 8, n);
+    rs_pfile_put_u64(b + WORLD_HEADER - 8, n);
     int rc = rs_snapshot_write(w->world, b + WORLD_HEADER, n, &n, st);
     if (rc < 0)
         return rc;
     *len = WORLD_HEADER + n + 8;
     uint64_t h = rs_snapshot_checksum(b, WORLD_HEADER + n);
-    put_u64(b + WORLD_HEADER + n, h);
+    rs_pfile_put_u64(b + WORLD_HEADER + n, h);
     *mark = h ? h : 1; /* 0 means "never written" */
     return 0;
 }
@@ -469,11 +184,11 @@ static int write_server_state(struct rs_persist *p, uint64_t limit, rs_status_t 
     uint8_t b[32];
     memset(b, 0, sizeof b);
     memcpy(b, SERVER_MAGIC, 8);
-    put_u32(b + 8, SERVER_FILE_VERSION);
-    put_u64(b + 16, limit);
-    put_u64(b + 24, rs_snapshot_checksum(b, 24));
-    int rc = write_atomic(p->dir, SERVER_FILE, b, sizeof b, st);
-    if (rc == 0 && (rc = sync_dir(p->dir, st)) == 0)
+    rs_pfile_put_u32(b + 8, SERVER_FILE_VERSION);
+    rs_pfile_put_u64(b + 16, limit);
+    rs_pfile_put_u64(b + 24, rs_snapshot_checksum(b, 24));
+    int rc = rs_pfile_write_atomic(p->dir, SERVER_FILE, b, sizeof b, st);
+    if (rc == 0 && (rc = rs_pfile_sync_dir(p->dir, st)) == 0)
         p->id_limit = limit;
     return rc;
 }
@@ -483,15 +198,15 @@ static uint64_t read_server_state(const char *dir)
 {
     rs_status_t st;
     size_t len;
-    uint8_t *b = read_all(dir, SERVER_FILE, &len, &st);
+    uint8_t *b = rs_pfile_read_all(dir, SERVER_FILE, &len, &st);
     if (!b)
         return 0;
     uint64_t limit = 0;
-    if (len == 32 && memcmp(b, SERVER_MAGIC, 8) == 0 && get_u32(b + 8) == SERVER_FILE_VERSION &&
-        rs_snapshot_checksum(b, 24) == get_u64(b + 24) && get_u64(b + 16) <= ID_MAX + ID_BLOCK)
-        limit = get_u64(b + 16);
+    if (len == 32 && memcmp(b, SERVER_MAGIC, 8) == 0 && rs_pfile_get_u32(b + 8) == SERVER_FILE_VERSION &&
+        rs_snapshot_checksum(b, 24) == rs_pfile_get_u64(b + 24) && rs_pfile_get_u64(b + 16) <= ID_MAX + ID_BLOCK)
+        limit = rs_pfile_get_u64(b + 16);
     else
-        set_aside(dir, SERVER_FILE, "not a robosim server state, or damaged");
+        rs_pfile_set_aside(dir, SERVER_FILE, "not a robosim server state, or damaged");
     free(b);
     return limit;
 }
@@ -558,7 +273,7 @@ static int open_dir(struct rs_persist *p, const char *dir, rs_status_t *st)
             unlink(path);
             continue;
         }
-        uint64_t any = world_file_id(name, 1);
+        uint64_t any = rs_pfile_world_file_id(name, 1);
         if (!any && !strncmp(name, "world-", 6)) {
             rs_log(RS_LOG_WARN, "state dir: %s/%s is not named world-<id>.rsw with an id from 1 "
                    "to %" PRIu64 "; ignored", dir, name, ID_MAX);
@@ -566,7 +281,7 @@ static int open_dir(struct rs_persist *p, const char *dir, rs_status_t *st)
         }
         if (any > max_id)
             max_id = any; /* set-aside files' ids are not handed out again either */
-        uint64_t id = world_file_id(name, 0);
+        uint64_t id = rs_pfile_world_file_id(name, 0);
         if (!id)
             continue;
         char path[PATH_BUF];
@@ -577,7 +292,7 @@ static int open_dir(struct rs_persist *p, const char *dir, rs_status_t *st)
                    "skipped, remove it", path);
             continue;
         }
-        if (reserve(&p->found, &p->cap_found, p->nfound + 1, sizeof *p->found) < 0) {
+        if (rs_pfile_reserve(&p->found, &p->cap_found, p->nfound + 1, sizeof *p->found) < 0) {
             closedir(d);
             return rs_fail(st, RS_EEXHAUSTED, "out of memory");
         }
@@ -611,13 +326,13 @@ static int restore_share(rs_server_t *s, const struct rs_persist *d, int k, int 
         rs_status_t wst;
         rs_status_clear(&wst);
         size_t len;
-        uint8_t *buf = read_all(d->dir, name, &len, &wst);
+        uint8_t *buf = rs_pfile_read_all(d->dir, name, &len, &wst);
         int rc = buf ? restore_world(s, d->found[i], buf, len, &wst) : wst.code;
         free(buf);
         if (rc == RS_EEXHAUSTED && rs_worlds_total(s) >= s->cfg.max_worlds)
             return rs_fail(st, RS_EEXHAUSTED, "%s", wst.message);
         if (rc < 0) {
-            set_aside(d->dir, name, wst.message);
+            rs_pfile_set_aside(d->dir, name, wst.message);
             (*failed)++;
         } else {
             (*restored)++;
@@ -634,7 +349,7 @@ static int start_writer(rs_server_t *s, struct rs_persist *p, rs_status_t *st)
         s->worlds[i].ckpt.clean = 1;
     }
     p->next_due = rs_monotonic() + s->cfg.checkpoint_interval;
-    if (reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
+    if (rs_pfile_reserve(&p->job.live, &p->job.cap_live, s->nworlds, sizeof *p->job.live) < 0)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     for (int i = 0; i < s->nworlds; i++)
         p->job.live[p->job.nlive++] = s->worlds[i].id;
@@ -668,7 +383,7 @@ int rs_persist_open(rs_server_t *s, rs_status_t *st)
         p->dirp = d;
         p->census = s->census;
         p->shard = s->shard_index;
-        if (reserve(&d->shards, &d->nshards, s->shard_index + 1, sizeof *d->shards) < 0)
+        if (rs_pfile_reserve(&d->shards, &d->nshards, s->shard_index + 1, sizeof *d->shards) < 0)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory");
         d->shards[s->shard_index] = s;
         if ((rc = restore_share(s, d, s->shard_index, s->front->cfg.shards, &restored, &failed,
@@ -764,7 +479,7 @@ static void write_one(void *arg, size_t i, int worker)
     rs_status_t st;
     rs_status_clear(&st);
     snprintf(name, sizeof name, "world-%" PRIu64 ".rsw", f->id);
-    x->rcs[i] = write_atomic(x->dir, name, x->job->data + f->off, f->len, &st);
+    x->rcs[i] = rs_pfile_write_atomic(x->dir, name, x->job->data + f->off, f->len, &st);
     if (x->rcs[i] < 0) {
         rs_log(RS_LOG_ERROR, "checkpoint of world %" PRIu64 " failed: %s", f->id, st.message);
         pthread_mutex_lock(&x->lock);
@@ -838,7 +553,7 @@ static int run_job(const struct rs_persist *p, job_t *job, int at_stop, rs_statu
     DIR *d = opendir(dir);
     struct dirent *de;
     while (d && (de = readdir(d))) {
-        uint64_t id = world_file_id(de->d_name, 0);
+        uint64_t id = rs_pfile_world_file_id(de->d_name, 0);
         if (!id || bsearch(&id, job->live, (size_t)job->nlive, sizeof id, by_id))
             continue;
         if (p->census && rs_census_shard_of(p->census, id) != p->shard)
@@ -856,7 +571,7 @@ static int run_job(const struct rs_persist *p, job_t *job, int at_stop, rs_statu
     if (d)
         closedir(d);
     if (dirty) {
-        int drc = sync_dir(dir, st);
+        int drc = rs_pfile_sync_dir(dir, st);
         if (drc < 0)
             rc = drc;
     }
@@ -989,8 +704,8 @@ static int build_job(rs_server_t *s, int part, rs_status_t *st)
     job_t *job = &p->job;
     int n = s->nworlds;
     double until = part ? rs_clock() + PART_SECONDS : INFINITY;
-    if (reserve(&job->files, &job->cap_files, n, sizeof *job->files) < 0 ||
-        reserve(&job->live, &job->cap_live, n, sizeof *job->live) < 0)
+    if (rs_pfile_reserve(&job->files, &job->cap_files, n, sizeof *job->files) < 0 ||
+        rs_pfile_reserve(&job->live, &job->cap_live, n, sizeof *job->live) < 0)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory for a checkpoint");
     if (!job->failed && !(job->failed = malloc((size_t)(s->cfg.max_worlds > 0 ? s->cfg.max_worlds : 1) *
                                                sizeof *job->failed)))

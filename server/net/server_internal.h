@@ -1,4 +1,4 @@
-/* The server's state, shared by its modules: the loop (server.c), the request path (dispatch.c),
+/* The server's state, shared by its modules: the loop (loop.c), the request path (dispatch.c),
  * the handlers (handlers.h), the world table (worlds.h) and the rest. */
 #ifndef RS_SERVER_INTERNAL_H
 #define RS_SERVER_INTERNAL_H
@@ -14,6 +14,7 @@
 #include "sendq.h"
 #include "world_sched.h"
 #include "stream.h"
+#include "shard_group.h"
 
 #include <zmq.h>
 
@@ -43,6 +44,10 @@ typedef struct world_slot {
 } world_slot_t;
 
 typedef struct rs_curve rs_curve_t;
+typedef struct rs_watchdog rs_watchdog_t;
+typedef struct rs_stepper rs_stepper_t;
+typedef struct rs_sched rs_sched_t;
+typedef struct rs_spin rs_spin_t;
 /* One StepBatch item's (or BatchArrays world's) progress across slices. */
 typedef struct rs_item_progress {
     uint64_t asked, done; /* control steps asked (known once begun) and done */
@@ -66,7 +71,7 @@ typedef struct rs_cont {
     size_t nitems;
     uint64_t *held;    /* the worlds it holds while parked (malloc'd, nheld) */
     size_t nheld;
-    /* work handed to the stepper thread (server.c): run there with the stepper's abort flag,
+    /* work handed to the stepper thread (stepper.c): run there with the stepper's abort flag,
      * then the request is resumed on the loop, which takes the result */
     void (*off_run)(rs_server_t *s, struct rs_cont *c); /* runs on the stepper */
     void (*off_free)(void *job);                         /* frees off_job (NULL-safe) */
@@ -85,85 +90,74 @@ void rs_cont_release(rs_cont_t *c);
  * worlds it holds (c->held) and c->park, and returning RS_PARKED (the loop only); it is called
  * again, resuming, once the stepper has run it, and takes the result from c->off_job. */
 
+/* A server: the single server, a shard of a front, or a front (front.c). Its fields grouped by
+ * the module that owns them; the others read them. */
 struct rs_server {
     rs_server_config_t cfg;
+    /* the transport (loop.c): the context, the request socket, the replies */
     void *zctx;
     void *router;
-    rs_curve_t *curve;     /* CURVE keys and the ZAP handler (curve.c), or NULL: plaintext */
-    world_slot_t *worlds; /* cfg.max_worlds slots, the first nworlds used, sorted by id */
-    int nworlds;
-    uint64_t next_world_id;
-    rs_arena_t arena;         /* the reply being built */
-    rs_pool_t *pool;       /* StepBatch workers, each with its arena for the States it builds */
-    rs_stream_t stream;    /* the observer stream (stream.c) */
-    char stream_endpoint[256]; /* ... as bound ("" when off) */
-    rs_histories_t histories; /* every world's history, counted together (history.c) */
-    uint64_t batches;      /* StepBatch requests seen, for world_slot_t.batch_mark */
-    uint8_t *out;          /* packed reply */
-    size_t out_cap;
-    uint64_t requests, errors;
+    int shared_zctx;           /* a shard: the context is the front's (not terminated here) */
+    rs_curve_t *curve;         /* CURVE keys and the ZAP handler (curve.c), or NULL: plaintext */
     struct rs_sendq *sendq;    /* the replies each peer of the router has not taken (sendq.c) */
     uint64_t backlog_refused;  /* requests refused unrun: their peer's replies past
                                   cfg.max_queued_bytes_per_peer */
     uint64_t backlog_dropped;  /* replies dropped for a short error, their client's past it (a
                                   shard: requests passed on before it was seen) */
     double backlog_logged_at;  /* rs_clock() when such a refusal was last logged */
-    double stream_idle_at;     /* rs_clock() when rs_stream_idle is next due */
+    /* the worlds (worlds.c) */
+    world_slot_t *worlds;      /* cfg.max_worlds slots, the first nworlds used, sorted by id */
+    int nworlds;
+    uint64_t next_world_id;
+    double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for (loop.c) */
+    /* the request path (dispatch.c, the handlers) */
+    rs_arena_t arena;          /* the reply being built */
+    uint8_t *out;              /* packed reply */
+    size_t out_cap;
+    uint64_t requests, errors;
     const rs_caller_t *caller; /* the request being handled: who sent it (never NULL inside
                                   a handler; an in-process caller has id "") */
-    unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
-    /* scheduling (server.c): compute budget, interruption, parked requests */
     rs_cont_t *cont;           /* the request's progress (never NULL inside a handler) */
-    atomic_int abort;          /* every world's abort flag (rs_data_set_abort): set by the
-                                  watchdog at a request's budget deadline or on stop */
     double request_time;       /* rs_clock() when the request being handled began: leases
                                   and --world-ttl count from it (one clock read a request, not
                                   one per world of a batch) */
-    _Atomic double abort_at;   /* rs_clock() time the watchdog sets `abort` (INFINITY: none) */
+    uint64_t batches;          /* StepBatch requests seen, for world_slot_t.batch_mark */
+    rs_pool_t *pool;           /* StepBatch workers, each with its arena for the States it builds */
+    unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
+    /* the compute budget: deadlines the handlers arm, flags the watchdog sets at them and on
+     * stop (every world's abort flag is `abort`: rs_data_set_abort) */
+    atomic_int abort;          /* the loop's request's ... */
+    _Atomic double abort_at;   /* ... at rs_clock() time (INFINITY: none) */
     atomic_int off_abort;      /* the same for the work the stepper runs ... */
     _Atomic double off_abort_at; /* ... and its deadline */
-    rs_pool_t *off_pool;       /* the stepper's workers for MonteCarlo runs (made on its
-                                  thread; NULL: none) */
-    void *stepper;             /* the stepper thread: long control steps and MonteCarlo off
-                                  the loop (server.c) */
-    struct pending *offloaded; /* requests whose work the stepper has or has run */
-    int noffloaded;
     rs_stop_flag_t *_Atomic stop; /* rs_server_run's stop flag (NULL outside it; atomic: the
                                   watchdog reads it) */
-    void *watchdog;            /* the watchdog thread (server.c) */
-    /* the loop's wait (server.c): a single server's loop blocks in its receive with no
-     * timeout (a timed wait arms a kernel timer each time, several us of CPU per request on a
-     * virtual machine); the watchdog wakes it through an inproc DEALER on its ROUTER at
-     * wake_at (the next checkpoint part, held-back stream state or --world-ttl sweep) and on
-     * stop */
-    _Atomic double wake_at;    /* rs_clock() time the loop wants waking (INFINITY: none) */
-    atomic_int wake_ready;     /* wake_tx and wake_id are set (else the receive times out) */
-    void *wake_tx;             /* the watchdog's DEALER (made by rs_server_new) */
-    char wake_id[RS_TOKEN_LEN + 1]; /* its routing id: random, so no client has it */
-    struct pending *parked, *waiting; /* sliced requests between slices; requests waiting for
-                                  a world a parked one holds (FIFO lists, server.c) */
-    int nparked, nwaiting;
+    /* the loop's helpers, each with its own private state */
+    rs_watchdog_t *watchdog;   /* deadlines, stop and the loop's wake-up (watchdog.c) */
+    rs_stepper_t *stepper;     /* long control steps and MonteCarlo off the loop (stepper.c) */
+    rs_pool_t *off_pool;       /* the stepper's workers for MonteCarlo runs (made on its
+                                  thread, freed with it; NULL: none) */
+    rs_sched_t *sched;         /* requests parked, offloaded or waiting (scheduler.c) */
+    rs_spin_t *spin;           /* the wait's polling (spin.c) */
     int draining;              /* stopping: requests still arriving are refused, not run, and
-                                  a shard passes none on (server.c's drain) */
-    double wait_from;          /* when the loop last began waiting for a request, and ... */
-    double gap_avg;            /* ... the running mean (1/8 weight) of how long it waited:
-                                  below cfg.spin_seconds it polls rather than sleeps (rs_spin) */
-    double load_at, running_avg; /* when rs_spin last read the machine's running tasks, and
-                                    their running mean (spin.c's contended) ... */
-    int load_cores;              /* ... against the cores it may use (rs_cores_usable: read
-                                    once, each loop its own: no state shared between shards) */
-    double next_expiry_check;  /* --world-ttl: when idle worlds are next looked for */
-    struct rs_persist *persist; /* --state-dir (persist.c), or NULL */
-    /* --shards (shards.c): the front holds its shards; a shard, its place among them */
-    struct rs_shards *shards;  /* the front: its shards (NULL: this server serves itself) */
-    struct rs_census *census;  /* a shard: the world counts all shards share (NULL: one
-                                  server, its own table counts) */
+                                  a shard passes none on (loop.c's drain) */
+    /* the observer stream (stream.c) and its history (history.c) */
+    rs_stream_t stream;
+    char stream_endpoint[256]; /* ... as bound ("" when off) */
+    double stream_idle_at;     /* rs_clock() when rs_stream_idle is next due */
+    rs_histories_t histories;  /* every world's history, counted together */
+    /* --state-dir (persist.c) */
+    struct rs_persist *persist; /* or NULL */
+    /* --shards: a front holds its shards (front.c); a shard, its place among them (shards.c) */
+    struct rs_front *shards;   /* the front: its shards (NULL: this server serves itself) */
     rs_server_t *front;        /* a shard: its front */
     int shard_index;           /* a shard: its place among the front's shards */
+    rs_shard_group_t *group;   /* a shard: what the front's shards share */
+    struct rs_census *census;  /* a shard: the world counts all shards share (NULL: one
+                                  server, its own table counts) */
     struct rs_peers *peers;    /* a shard: its sockets to and from the other shards */
     const uint32_t *shard_ports; /* a shard: every shard's own port, for Hello (the front's) */
     size_t nshard_ports;       /* ... how many (0: none, --shard-ports off) */
-    int shared_zctx;           /* a shard: the context is the front's (not terminated here) */
 };
 
 /* A request handler: fills `rp` (its result) or returns a negative code with the reason in
@@ -196,6 +190,8 @@ typedef struct rs_op {
                            targets, parameters): refused on task worlds */
     rs_cost_t cost;     /* what one request may cost the loop (above) */
     size_t max_bytes;   /* the largest request of this op, or 0: --max-message-size */
+    Robosim__V1__Route route; /* how a server of several shards routes it (shards.c's
+                           rs_route_of; published in HelloReply.routes) */
 } rs_op_t;
 
 /* The policy of op's row for a request naming world w (NULL for rows without one) with
@@ -223,7 +219,7 @@ void rs_send_reply(rs_server_t *s, void *sock, zmq_msg_t *frames, int n, const u
 /* A client's request (frames[0..n-1], its routing id first) that arrived while the replies
  * its connection has not taken are past cfg.max_queued_bytes_per_peer: refused unrun with a
  * short RESOURCE_EXHAUSTED (the frames consumed), counted in s->backlog_refused; returns 1.
- * Else 0 and the frames untouched (server.c). */
+ * Else 0 and the frames untouched (sendq.c). */
 int rs_refuse_backlogged(rs_server_t *s, void *sock, zmq_msg_t *frames, int n);
 
 /* Whether the server is stopping (SIGTERM while rs_server_run runs). */
@@ -233,114 +229,8 @@ static inline int rs_server_stopping(const rs_server_t *s)
     return stop && atomic_load_explicit(stop, memory_order_relaxed);
 }
 
-/* ---- shards.c: --shards, one server on several cores ---- */
-
-/* How a front makes (rs_server_new_shard), runs and destroys its shards: server.c's loop,
- * handed to shards.c, which does not call into server.c. */
-typedef struct rs_shard_ops {
-    rs_server_t *(*make)(const rs_server_config_t *cfg, rs_server_t *front, int k,
-                         rs_status_t *st);
-    int (*run)(rs_server_t *s, rs_stop_flag_t *stop);
-    void (*destroy)(rs_server_t **s);
-} rs_shard_ops_t;
-
-/* Make the cfg->shards shards of front `s` (each with ops->make) (its stream bound, no request socket; cfg: the
- * server's configuration, the shards' but for their sockets): N listening
- * TCP sockets on cfg.bind's port (SO_REUSEPORT: the kernel spreads the connections over them),
- * one per shard. 0 or a negative code (st). rs_shards_close undoes it. */
-int rs_shards_open(rs_server_t *s, const rs_server_config_t *cfg, const rs_shard_ops_t *ops,
-                   rs_status_t *st);
-
-/* The front's loop: start each shard's loop on its thread, forward the observer stream between
- * the shards and the subscribers until *stop and every shard has ended. */
-int rs_shards_run(rs_server_t *s, rs_stop_flag_t *stop);
-
-/* Destroy the shards (NULL-safe on s->shards). */
-void rs_shards_close(rs_server_t *s);
-
-/* Shard k of front `front`: a server on cfg in the front's context, bound to the listening
- * socket its front made for it (server.c). NULL on failure (st). */
-rs_server_t *rs_server_new_shard(const rs_server_config_t *cfg, rs_server_t *front, int k,
-                                 rs_status_t *st);
-
-/* The listening socket the front made for shard k on the shared port (own 0) or on the
- * shard's own port (own 1), its endpoint in *endpoint; -1: none. */
-int rs_shards_listen_fd(const rs_server_t *front, int k, int own, const char **endpoint);
-
-
-/* A shard's socket for the requests other shards pass it, and its sockets to them. 0 or a
- * negative code (st); rs_shard_close_peers undoes it (NULL-safe). */
-int rs_shard_open_peers(rs_server_t *s, rs_status_t *st);
-void rs_shard_close_peers(rs_server_t *s);
-
-/* A shard's next request to serve (up to cap frames in frames[0..*n-1], its caller, the socket
- * its reply goes out of), waiting up to timeout_ms: requests for worlds of other shards are
- * passed to them and their replies relayed meanwhile. 0, or -1 with errno EAGAIN (none) or
- * ETERM. */
-int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_t *caller,
-                  void **sock, int timeout_ms);
-
-/* Before the loop's blocking receive on sock: while its requests have lately come back within
- * cfg.spin_seconds of its last reply and the machine has a core to spare, poll sock
- * (ZMQ_EVENTS, no message taken) without sleeping until one is there, at most that long. A
- * thread woken from sleep adds a wake-up to the round trip; a client that steps in a tight
- * loop is back sooner. rs_spin_arrived after the receive keeps the mean (spin.c). */
-void rs_spin(rs_server_t *s, void *sock);
-void rs_spin_arrived(rs_server_t *s);
-
-/* The cores this process may use: those online, no more than its CPU affinity holds, and no
- * more than the tightest CPU quota (rounded up) of its cgroups and their parents, cgroup v2
- * (cpu.max) or v1 (cpu.cfs_quota_us over cpu.cfs_period_us). cgroup_root: where cgroup file
- * systems are mounted ("/sys/fs/cgroup"); proc_cgroup: the process's cgroup list
- * ("/proc/self/cgroup"; a file that cannot be read: no quota). At least 1. */
-int rs_cores_usable(const char *cgroup_root, const char *proc_cgroup);
-
-/* Stopping: this shard has begun its drain and passes nothing on from now (server.c's drain). */
-void rs_shard_drain_begin(rs_server_t *s);
-
-/* Whether no request can still come to this shard from another: every shard of the front has
- * begun its drain (or never started) and none waits for the reply to a request it passed
- * (1 when not a shard). A stopping shard keeps relaying and refusing until then. */
-int rs_shard_settled(const rs_server_t *s);
-
-/* The census front's shards share (NULL: front has none). */
-struct rs_census *rs_shards_census(rs_server_t *front);
-
-/* Where a shard sends a serialized request it received, read without decoding it (its bytes
- * are the client's: any may come) but as protobuf-c decodes it (the op is the oneof's last
- * field present, the world the last world_id): ROUTE_WORLD to the shard of *world (an op whose
- * row needs a world), ROUTE_BATCH by all its worlds (a StepBatch; *world its first, 0 if
- * none), ROUTE_ALL to every shard (ListWorlds), ROUTE_CREATE to the shard its connection is
- * placed on (CreateWorld), ROUTE_HERE to this one (the rest, or unreadable: the handler
- * answers). */
-/* (ROUTE_CREATE last: fuzz_request.c checks a route is within HERE..CREATE) */
-enum { ROUTE_HERE, ROUTE_WORLD, ROUTE_ALL, ROUTE_BATCH, ROUTE_CREATE };
-int rs_route_of(const uint8_t *req, size_t len, uint64_t *world);
-
-/* ---- handlers_batch.c: a StepBatch whose worlds live on several shards ---- */
-
-typedef struct rs_batch_plan rs_batch_plan_t;
-
-/* Split the serialized request `req` (len bytes), read by shard s, when it is a StepBatch:
- * checked as a whole as one server checks it (its size, a world twice, the steps asked, the
- * columnar form's lengths and shape, from the census; a world of another shape than the
- * first is refused here), then parts[k] (malloc'd; NULL where shard k has none of its worlds)
- * is the request for shard k's worlds, in the batch's order with their places, lens[k] its
- * length. 0 with *plan (the merge's; rs_batch_plan_free), 1 when it is not a StepBatch to
- * split (its shard answers it whole), or a negative code with the reason in `refusal` and the
- * request's id in *id (the batch refused as a whole). */
-int rs_batch_split(rs_server_t *s, const uint8_t *req, size_t len, uint8_t **parts,
-                   size_t *lens, rs_batch_plan_t **plan, uint64_t *id, rs_status_t *refusal);
-
-/* The batch's reply from its parts' (replies[k], lens[k]: shard k's packed Response, NULL
- * where it had no part or none came), in the request's order: each world's result or rows
- * from its part, a part refused as a whole giving each of its worlds that error. *out is
- * malloc'd (*outlen bytes). 0, or -1 out of memory. */
-int rs_batch_merge(const rs_batch_plan_t *plan, uint8_t *const *replies, const size_t *lens,
-                   uint8_t **out, size_t *outlen);
-
-/* Free a plan and the request it holds (NULL-safe; clears *plan). */
-void rs_batch_plan_free(rs_batch_plan_t **plan);
+#include "shards.h"
+#include "spin.h"
 
 /* Who sent a request (auth.c): from its routing frame and its payload's metadata. */
 void rs_caller_of(zmq_msg_t *routing, zmq_msg_t *payload, rs_caller_t *c);

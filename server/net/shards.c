@@ -1,21 +1,15 @@
-/* One server on several cores: --shards N runs N shards, each a whole server loop (its
- * worlds, scheduler, watchdog and stepper) on its own thread with its own listening socket:
- * N TCP sockets bound to the one port with SO_REUSEPORT, so the kernel spreads the clients'
- * connections over the shards and no thread sees every request (shared nothing, as Seastar
- * does it). Each world belongs to exactly one shard, so its requests stay in order with no
- * lock: a world is created on the shard its connection was placed on (placement(), below),
- * and a request for a world of another shard (its op and world id are read without decoding,
- * as protobuf-c would decode them: rs_route_of) is passed to that shard over inproc and its
- * reply relayed back. A StepBatch goes by every world it names: whole to their shard when the
- * existing ones are on one, else split where it arrives (handlers_batch.c checks
- * it whole and makes the parts), each part passed to its shard and the replies merged.
- * Ids stay one sequence (an atomic counter); each id's shard is written once, before the reply
- * naming the world leaves, into a table read without a lock. ListWorlds is asked of every
- * shard and the lists merged. The world counts behind --max-worlds and the per-client quotas
- * are the one shared thing (a census under a mutex, taken when a world is added, removed or
- * claimed, never by a Step). The observer stream: each shard publishes on an inproc XPUB; the
- * front thread forwards frames to the public XPUB and subscriptions back (XSUB), so each shard
- * sees who watches. */
+/* A shard of a front (front.c makes and runs them): its routing. Each world belongs to exactly
+ * one shard, so its requests stay in order with no lock: a world is created on the shard its
+ * connection was placed on (placement(), below), and a request for a world of another shard
+ * (its op and world id are read without decoding, as protobuf-c would decode them:
+ * rs_route_of) is passed to that shard over inproc and its reply relayed back. A StepBatch goes
+ * by every world it names: whole to their shard when the existing ones are on one, else split
+ * where it arrives (shard_batch.c checks it whole and makes the parts), each part passed to
+ * its shard and the replies merged. Ids stay one sequence (an atomic counter); each id's shard
+ * is written once, before the reply naming the world leaves, into a table read without a
+ * lock. ListWorlds is asked of every shard and the lists merged. The world counts behind
+ * --max-worlds and the per-client quotas are the one shared thing (a census under a mutex,
+ * taken when a world is added, removed or claimed, never by a Step). */
 #include "rs_tsan.h"
 #include "rs_log.h"
 #include "rs_wire.h"
@@ -56,27 +50,6 @@ typedef struct gather {
     size_t *lens;
 } gather_t;
 
-struct rs_shards {
-    int n;
-    rs_server_t **shard;
-    pthread_t *thread;
-    int *started;
-    int *fds;                 /* each shard's listening socket until its ROUTER takes it */
-    int *direct_fds;          /* ... and its own port's (--shard-ports), or -1 */
-    uint32_t *ports;          /* each shard's own port (0: none), for HelloReply.shard_ports */
-    char (*endpoints)[4][96]; /* each shard's bind (the public one), peer, stream and own-port
-                                 endpoints */
-    char peer_key[RS_TOKEN_LEN + 1]; /* random: the shards' routing ids to each other start
-                                        with it, so no client can pass as a shard */
-    void *xsub;               /* the front's XSUB to every shard's stream, or NULL */
-    rs_stop_flag_t *stop;
-    atomic_int running;
-    atomic_int draining; /* stopping: shards in their drain (or never started), which pass
-                            nothing on any more (rs_shard_drain_begin) */
-    struct rs_census census;
-    const rs_shard_ops_t *ops; /* how to make, run and destroy a shard (server.c's) */
-};
-
 /* A shard's sockets to the others: one DEALER to each shard (itself included) to pass them
  * requests, which arrive on that shard's ROUTER (bound on inproc beside its TCP endpoints) and
  * are answered back to the DEALER; the ListWorlds and batches it gathers. */
@@ -89,10 +62,10 @@ typedef struct conn_slot {
 struct rs_peers {
     void **out;
     int n;
-    atomic_int outstanding; /* requests passed to shards whose replies have not come back
-                               (written by this shard's thread only; the others read it when
-                               stopping: rs_shard_settled) */
-    const char *key; /* the front's peer_key */
+    atomic_int *outstanding; /* requests passed to shards whose replies have not come back
+                                (the group's count for this shard: written by its thread only;
+                                the others read it when stopping: rs_shard_settled) */
+    const char *key; /* the group's peer_key */
     conn_slot_t *conns; /* this shard's connections and where their worlds are created */
     int nconns;
     gather_t *gathers;
@@ -103,12 +76,12 @@ struct rs_peers {
  * others only while stopping (rs_shard_settled), so a relaxed load and store suffice. */
 static int outstanding(const struct rs_peers *p)
 {
-    return atomic_load_explicit(&p->outstanding, memory_order_relaxed);
+    return atomic_load_explicit(p->outstanding, memory_order_relaxed);
 }
 
 static void outstanding_add(struct rs_peers *p, int d)
 {
-    atomic_store_explicit(&p->outstanding, outstanding(p) + d, memory_order_relaxed);
+    atomic_store_explicit(p->outstanding, outstanding(p) + d, memory_order_relaxed);
 }
 
 /* What a shard passes another beside a request (a frame before the payload; the reply echoes
@@ -154,6 +127,7 @@ static int find_field(const uint8_t *p, const uint8_t *end, uint32_t field, uint
 int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
 {
     const uint8_t *p = req, *end = req + len, *sub, *subend, *batch = NULL, *batchend = NULL;
+    const uint8_t *first[64] = {0}, *firstend[64] = {0}; /* each op field's first occurrence */
     uint32_t num, type, op = 0;
     uint64_t v, world_id = 0;
     int r;
@@ -168,16 +142,17 @@ int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
                       : NULL;
         if (f && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && type == 2) {
             op = num;
-            if (num == ROBOSIM__V1__REQUEST__OP_STEP_BATCH && !batch)
-                batch = sub, batchend = subend;
+            if (num < 64 && !first[num])
+                first[num] = sub, firstend[num] = subend;
         }
     }
-    if (r < 0)
-        return ROUTE_HERE;
-    switch (op) {
-    case ROBOSIM__V1__REQUEST__OP_LIST_WORLDS: return ROUTE_ALL;
-    case ROBOSIM__V1__REQUEST__OP_CREATE_WORLD: return ROUTE_CREATE;
-    case ROBOSIM__V1__REQUEST__OP_STEP_BATCH: {
+    if (op < 64) /* a ROUTE_WORLDS op's message: the StepBatch its worlds are read from */
+        batch = first[op], batchend = firstend[op];
+    const rs_op_t *row = op && r == 0 ? rs_op_find((Robosim__V1__Request__OpCase)op) : NULL;
+    switch (row ? row->route : ROBOSIM__V1__ROUTE__ROUTE_ANY) {
+    case ROBOSIM__V1__ROUTE__ROUTE_ALL_SHARDS: return ROUTE_ALL;
+    case ROBOSIM__V1__ROUTE__ROUTE_PLACEMENT: return ROUTE_CREATE;
+    case ROBOSIM__V1__ROUTE__ROUTE_WORLDS: {
         /* its first world: StepBatch.arrays (2) world_ids (1: packed or not), or
          * StepBatch.items (3) items (1) world_id (1) */
         const uint8_t *form = NULL, *formend = NULL, *item = NULL, *itemend = NULL;
@@ -196,14 +171,12 @@ int rs_route_of(const uint8_t *req, size_t len, uint64_t *world)
         }
         return ROUTE_BATCH;
     }
-    default: {
-        const rs_op_t *row = op ? rs_op_find((Robosim__V1__Request__OpCase)op) : NULL;
-        if (row && row->needs_world && world_id) {
-            *world = world_id;
-            return ROUTE_WORLD;
-        }
-        return ROUTE_HERE;
-    }
+    case ROBOSIM__V1__ROUTE__ROUTE_WORLD:
+        if (!world_id)
+            return ROUTE_HERE;
+        *world = world_id;
+        return ROUTE_WORLD;
+    default: return ROUTE_HERE;
     }
 }
 
@@ -282,14 +255,6 @@ static void close_frames(zmq_msg_t *frames, int n)
 {
     for (int i = 0; i < n; i++)
         zmq_msg_close(&frames[i]);
-}
-
-/* Send frames[0..n-1] on sock, the last without SNDMORE; the frames are consumed. */
-static void send_frames(void *sock, zmq_msg_t *frames, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (zmq_msg_send(&frames[i], sock, i + 1 < n ? ZMQ_SNDMORE : 0) < 0)
-            zmq_msg_close(&frames[i]);
 }
 
 /* Pass request frames[0..n-1] (envelope, payload) to shard k, meta before the payload. */
@@ -820,29 +785,28 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
 
 void rs_shard_drain_begin(rs_server_t *s)
 {
-    if (s->front) /* release: the passes this shard made before are seen with the count */
-        atomic_fetch_add_explicit(&s->front->shards->draining, 1, memory_order_release);
+    if (s->group) /* release: the passes this shard made before are seen with the count */
+        atomic_fetch_add_explicit(&s->group->draining, 1, memory_order_release);
 }
 
 int rs_shard_settled(const rs_server_t *s)
 {
-    if (!s->front)
+    const rs_shard_group_t *g = s->group;
+    if (!g)
         return 1;
-    const struct rs_shards *f = s->front->shards;
-    if (atomic_load_explicit(&f->draining, memory_order_acquire) < f->n)
+    if (atomic_load_explicit(&g->draining, memory_order_acquire) < g->n)
         return 0; /* a shard still in its loop may yet pass a request to this one */
-    for (int k = 0; k < f->n; k++)
-        if (f->shard[k] && f->shard[k]->peers &&
-            atomic_load_explicit(&f->shard[k]->peers->outstanding, memory_order_relaxed) > 0)
+    for (int k = 0; k < g->n; k++)
+        if (atomic_load_explicit(&g->outstanding[k], memory_order_relaxed) > 0)
             return 0;
     return 1;
 }
 
 int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
 {
-    struct rs_shards *f = s->front->shards;
+    rs_shard_group_t *g = s->group;
     struct rs_peers *p = calloc(1, sizeof *p);
-    if (!p || !(p->out = calloc((size_t)f->n, sizeof *p->out)) ||
+    if (!p || !(p->out = calloc((size_t)g->n, sizeof *p->out)) ||
         !(p->conns = calloc(CONN_SLOTS, sizeof *p->conns))) {
         if (p)
             free(p->out);
@@ -850,8 +814,9 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
         return rs_fail(st, RS_EEXHAUSTED, "out of memory");
     }
     s->peers = p;
-    p->n = f->n;
-    p->key = f->peer_key;
+    p->n = g->n;
+    p->key = g->peer_key;
+    p->outstanding = &g->outstanding[s->shard_index];
     /* the shards pass requests to this shard's ROUTER over inproc, with no limit on the queue
      * (an inproc endpoint keeps the options of its bind; TCP connections accepted later get
      * the usual limits back) */
@@ -861,12 +826,12 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
         zmq_getsockopt(s->router, ZMQ_RCVHWM, &rcvhwm, &optlen) != 0 ||
         zmq_setsockopt(s->router, ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
         zmq_setsockopt(s->router, ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
-        zmq_bind(s->router, f->endpoints[s->shard_index][1]) != 0 ||
+        zmq_bind(s->router, g->peer_endpoints[s->shard_index]) != 0 ||
         zmq_setsockopt(s->router, ZMQ_SNDHWM, &sndhwm, sizeof sndhwm) != 0 ||
         zmq_setsockopt(s->router, ZMQ_RCVHWM, &rcvhwm, sizeof rcvhwm) != 0)
         return rs_fail(st, RS_EINTERNAL, "shard %d: cannot bind %s: %s", s->shard_index,
-                       f->endpoints[s->shard_index][1], zmq_strerror(zmq_errno()));
-    for (int k = 0; k < f->n; k++) {
+                       g->peer_endpoints[s->shard_index], zmq_strerror(zmq_errno()));
+    for (int k = 0; k < g->n; k++) {
         /* inproc: a connect before the other shard binds is kept until it does */
         p->out[k] = zmq_socket(s->zctx, ZMQ_DEALER);
         char id[PEER_ID_LEN];
@@ -875,7 +840,7 @@ int rs_shard_open_peers(rs_server_t *s, rs_status_t *st)
             zmq_setsockopt(p->out[k], ZMQ_ROUTING_ID, id, idlen) != 0 ||
             zmq_setsockopt(p->out[k], ZMQ_SNDHWM, &hwm, sizeof hwm) != 0 ||
             zmq_setsockopt(p->out[k], ZMQ_RCVHWM, &hwm, sizeof hwm) != 0 ||
-            zmq_connect(p->out[k], f->endpoints[k][1]) != 0)
+            zmq_connect(p->out[k], g->peer_endpoints[k]) != 0)
             return rs_fail(st, RS_EINTERNAL, "shard %d: cannot connect to shard %d: %s",
                            s->shard_index, k, zmq_strerror(zmq_errno()));
     }
@@ -899,288 +864,4 @@ void rs_shard_close_peers(rs_server_t *s)
     free(p->conns);
     free(p);
     s->peers = NULL;
-}
-
-/* ---- the front: starts the shards, forwards the stream ------------------------------------ */
-
-typedef struct shard_arg {
-    rs_server_t *front;
-    int k;
-} shard_arg_t;
-
-static void *shard_main(void *arg)
-{
-    shard_arg_t *a = arg;
-    struct rs_shards *f = a->front->shards;
-    f->ops->run(f->shard[a->k], f->stop);
-    atomic_fetch_sub(&f->running, 1);
-    free(a);
-    return NULL;
-}
-
-static void pump(void *from, void *to)
-{
-    for (int i = 0; i < 256; i++) {
-        zmq_msg_t frames[PEER_MAX_FRAMES];
-        int n = 0;
-        if (recv_frames(from, frames, PEER_MAX_FRAMES, &n) < 0)
-            return;
-        send_frames(to, frames, n);
-    }
-}
-
-int rs_shards_run(rs_server_t *s, rs_stop_flag_t *stop)
-{
-    struct rs_shards *f = s->shards;
-    f->stop = stop;
-    atomic_store(&f->running, f->n);
-    atomic_store(&f->draining, 0);
-    for (int k = 0; k < f->n; k++) {
-        shard_arg_t *a = malloc(sizeof *a);
-        if (a)
-            *a = (shard_arg_t){s, k};
-        if (!a || pthread_create(&f->thread[k], NULL, shard_main, a) != 0) {
-            free(a);
-            atomic_fetch_sub(&f->running, f->n - k);
-            atomic_fetch_add(&f->draining, f->n - k); /* these never pass anything on */
-            rs_log(RS_LOG_ERROR, "cannot start shard %d's thread", k);
-            atomic_store(stop, 1); /* the others stop too */
-            break;
-        }
-        f->started[k] = 1;
-    }
-    rs_log(RS_LOG_INFO, "serving protocol %d.%d on %s with %d shards", RS_PROTOCOL_MAJOR,
-           RS_PROTOCOL_MINOR, f->endpoints[0][0], f->n);
-    for (int k = 0; k < f->n && f->ports[0]; k++)
-        rs_log(RS_LOG_INFO, "shard %d's own port: %s", k, f->endpoints[k][3]);
-    /* the stream: the shards' frames out, the subscriptions in; else only wait */
-    zmq_pollitem_t items[2] = {{f->xsub, 0, ZMQ_POLLIN, 0}, {s->stream.xpub, 0, ZMQ_POLLIN, 0}};
-    while (!atomic_load(stop) || atomic_load(&f->running) > 0) {
-        if (!f->xsub) {
-            struct timespec ts = {0, 20 * 1000000L};
-            nanosleep(&ts, NULL);
-            continue;
-        }
-        if (zmq_poll(items, 2, 20) < 0 && zmq_errno() != EINTR)
-            break;
-        if (items[0].revents & ZMQ_POLLIN)
-            pump(f->xsub, s->stream.xpub);
-        if (items[1].revents & ZMQ_POLLIN)
-            pump(s->stream.xpub, f->xsub);
-    }
-    for (int k = 0; k < f->n; k++) {
-        if (f->started[k])
-            pthread_join(f->thread[k], NULL);
-        f->started[k] = 0;
-    }
-    f->stop = NULL;
-    return 0;
-}
-
-/* ---- making and ending them ------------------------------------------------------------- */
-
-/* A listening TCP socket on `ai` (non-blocking; SO_REUSEPORT when `shared`), its port in *port;
- * -1 (errno) on failure. */
-static int listen_on(const struct addrinfo *ai, int shared, int *port)
-{
-    int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol), on = 1;
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) != 0 ||
-        (shared && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof on) != 0) ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 || listen(fd, LISTEN_BACKLOG) != 0 ||
-        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) != 0) {
-        int e = errno;
-        if (fd >= 0)
-            close(fd);
-        errno = e;
-        return -1;
-    }
-    struct sockaddr_storage sa;
-    socklen_t len = sizeof sa;
-    getsockname(fd, (struct sockaddr *)&sa, &len);
-    *port = ntohs(sa.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&sa)->sin6_port
-                                           : ((struct sockaddr_in *)&sa)->sin_port);
-    return fd;
-}
-
-static void set_port(struct addrinfo *ai, int port)
-{
-    if (ai->ai_family == AF_INET6)
-        ((struct sockaddr_in6 *)ai->ai_addr)->sin6_port = htons((uint16_t)port);
-    else
-        ((struct sockaddr_in *)ai->ai_addr)->sin_port = htons((uint16_t)port);
-}
-
-/* N listening sockets on `bind`'s address and port (tcp://HOST:PORT, PORT may be *), each with
- * SO_REUSEPORT; the endpoint with the port bound written to `resolved`. Then, unless
- * shard_ports < 0, each shard's own port on the same host (shard_ports + k, or a free one). */
-static int listen_all(struct rs_shards *f, const char *endpoint, int shard_ports, char *resolved,
-                      size_t cap, rs_status_t *st)
-{
-    char host[256], port[16];
-    const char *hp = strncmp(endpoint, "tcp://", 6) == 0 ? endpoint + 6 : NULL;
-    const char *colon = hp ? strrchr(hp, ':') : NULL;
-    if (!hp || !colon || (size_t)(colon - hp) >= sizeof host || strlen(colon + 1) >= sizeof port)
-        return rs_fail(st, RS_EINVAL,
-                       "--shards needs a tcp://HOST:PORT endpoint to listen on (got '%s'): each "
-                       "shard listens on that port itself", endpoint);
-    snprintf(host, sizeof host, "%.*s", (int)(colon - hp), hp);
-    snprintf(port, sizeof port, "%s", colon + 1);
-    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-        memmove(host, host + 1, strlen(host));
-        host[strlen(host) - 1] = '\0';
-    }
-    if (!strcmp(port, "*"))
-        snprintf(port, sizeof port, "0");
-    struct addrinfo hints = {0}, *ai = NULL;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    int gai = getaddrinfo(!strcmp(host, "*") ? NULL : host, port, &hints, &ai);
-    if (gai != 0 || !ai)
-        return rs_fail(st, RS_EINVAL, "--shards: cannot resolve %s: %s", endpoint, gai_strerror(gai));
-    int rc = 0;
-    for (int k = 0; k < f->n && rc == 0; k++) {
-        int bound = 0;
-        if ((f->fds[k] = listen_on(ai, 1, &bound)) < 0) {
-            rc = rs_fail(st, RS_EPRECOND, "cannot bind %s: %s", endpoint, strerror(errno));
-            break;
-        }
-        if (k == 0) {
-            /* the others take the port the first was given */
-            set_port(ai, bound);
-            snprintf(resolved, cap, "tcp://%.*s:%d", (int)(colon - hp), hp, bound);
-        }
-    }
-    /* each shard's own port: where clients send its worlds' requests (HelloReply.shard_ports) */
-    for (int k = 0; k < f->n && rc == 0 && shard_ports >= 0; k++) {
-        int bound = 0;
-        set_port(ai, shard_ports > 0 ? shard_ports + k : 0);
-        if (shard_ports > 0 && shard_ports + k > 65535) {
-            rc = rs_fail(st, RS_EINVAL, "--shard-ports %d: shard %d's port %d is past 65535",
-                         shard_ports, k, shard_ports + k);
-            break;
-        }
-        if ((f->direct_fds[k] = listen_on(ai, 0, &bound)) < 0) {
-            rc = rs_fail(st, RS_EPRECOND, "cannot bind shard %d's own port %d on %.*s: %s%s", k,
-                         shard_ports > 0 ? shard_ports + k : 0, (int)(colon - hp), hp,
-                         strerror(errno),
-                         shard_ports > 0 ? " (pick another --shard-ports base, or auto for "
-                                           "free ports, or off)"
-                                         : "");
-            break;
-        }
-        f->ports[k] = (uint32_t)bound;
-        snprintf(f->endpoints[k][3], sizeof f->endpoints[k][3], "tcp://%.*s:%d",
-                 (int)(colon - hp), hp, bound);
-    }
-    freeaddrinfo(ai);
-    return rc;
-}
-
-int rs_shards_listen_fd(const rs_server_t *front, int k, int own, const char **endpoint)
-{
-    if (!front->shards)
-        return -1;
-    int *fds = own ? front->shards->direct_fds : front->shards->fds;
-    int fd = fds[k];
-    fds[k] = -1; /* the shard's ROUTER owns it from here */
-    if (endpoint)
-        *endpoint = front->shards->endpoints[k][own ? 3 : 0];
-    return fd;
-}
-
-
-int rs_shards_open(rs_server_t *s, const rs_server_config_t *server_cfg,
-                   const rs_shard_ops_t *ops, rs_status_t *st)
-{
-    int n = server_cfg->shards;
-    struct rs_shards *f = calloc(1, sizeof *f);
-    if (!f)
-        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
-    s->shards = f;
-    f->n = n;
-    f->ops = ops;
-    if (n > 255)
-        return rs_fail(st, RS_EINVAL, "--shards %d: at most 255", n);
-    rs_census_init(&f->census);
-    if (rs_token_generate(f->peer_key, st) < 0)
-        return st->code;
-    if (!(f->shard = calloc((size_t)n, sizeof *f->shard)) ||
-        !(f->thread = calloc((size_t)n, sizeof *f->thread)) ||
-        !(f->started = calloc((size_t)n, sizeof *f->started)) ||
-        !(f->fds = calloc((size_t)n, sizeof *f->fds)) ||
-        !(f->direct_fds = calloc((size_t)n, sizeof *f->direct_fds)) ||
-        !(f->ports = calloc((size_t)n, sizeof *f->ports)) ||
-        !(f->endpoints = calloc((size_t)n, sizeof *f->endpoints)))
-        return rs_fail(st, RS_EEXHAUSTED, "out of memory");
-    for (int k = 0; k < n; k++)
-        f->fds[k] = f->direct_fds[k] = -1;
-    if (listen_all(f, s->cfg.bind, server_cfg->shard_ports, f->endpoints[0][0],
-                   sizeof f->endpoints[0][0], st) < 0)
-        return st->code;
-    if (s->stream.xpub) {
-        f->xsub = zmq_socket(s->zctx, ZMQ_XSUB);
-        int linger = 0;
-        if (!f->xsub || zmq_setsockopt(f->xsub, ZMQ_LINGER, &linger, sizeof linger) != 0)
-            return rs_fail(st, RS_EINTERNAL, "cannot make the stream's forwarding socket");
-    }
-    for (int k = 0; k < n; k++) {
-        memcpy(f->endpoints[k][0], f->endpoints[0][0], sizeof f->endpoints[0][0]);
-        snprintf(f->endpoints[k][1], 96, "inproc://robosim-peer-%p-%d", (void *)s, k);
-        snprintf(f->endpoints[k][2], 96, "inproc://robosim-stream-%p-%d", (void *)s, k);
-    }
-    for (int k = 0; k < n; k++) {
-        rs_server_config_t cfg = *server_cfg;
-        cfg.bind = f->endpoints[k][0];
-        cfg.shards = 1;
-        cfg.default_preset = k == 0 ? server_cfg->default_preset : NULL;
-        cfg.stream_endpoint = s->stream.xpub ? f->endpoints[k][2] : NULL;
-        cfg.stream_explicit = 1;
-        cfg.history_bytes = server_cfg->history_bytes / (size_t)n; /* the server's bound, shared */
-        memcpy(cfg.snapshot_key, s->snapshot_key, sizeof cfg.snapshot_key); /* one key: a
-                                           snapshot of one shard's world forks on another */
-        cfg.snapshot_key_set = 1;
-        cfg.snapshot_key_file = NULL;
-        if (!(f->shard[k] = f->ops->make(&cfg, s, k, st)))
-            return st->code ? st->code : RS_EINTERNAL;
-        f->shard[k]->shard_ports = f->ports;
-        f->shard[k]->nshard_ports = f->ports[0] ? (size_t)n : 0;
-        snprintf(f->shard[k]->stream_endpoint, sizeof f->shard[k]->stream_endpoint, "%s",
-                 s->stream_endpoint); /* what Hello tells clients: the public one */
-        if (f->xsub && zmq_connect(f->xsub, f->endpoints[k][2]) != 0)
-            return rs_fail(st, RS_EINTERNAL, "cannot forward shard %d's stream: %s", k,
-                           zmq_strerror(zmq_errno()));
-    }
-    return 0;
-}
-
-void rs_shards_close(rs_server_t *s)
-{
-    struct rs_shards *f = s->shards;
-    if (!f)
-        return;
-    if (f->xsub)
-        zmq_close(f->xsub);
-    for (int k = 0; k < f->n && f->shard; k++)
-        f->ops->destroy(&f->shard[k]); /* its sockets close; the context is the front's */
-    for (int k = 0; k < f->n && f->fds; k++)
-        if (f->fds[k] >= 0)
-            close(f->fds[k]); /* never taken by a shard */
-    for (int k = 0; k < f->n && f->direct_fds; k++)
-        if (f->direct_fds[k] >= 0)
-            close(f->direct_fds[k]);
-    free(f->direct_fds);
-    free(f->ports);
-    free(f->shard);
-    free(f->thread);
-    free(f->started);
-    free(f->fds);
-    free(f->endpoints);
-    rs_census_free(&f->census);
-    free(f);
-    s->shards = NULL;
-}
-
-struct rs_census *rs_shards_census(rs_server_t *front)
-{
-    return front->shards ? &front->shards->census : NULL;
 }

@@ -1,5 +1,5 @@
 /* A loop's wait for its next request: polled for a while before it sleeps (--spin-us), for
- * the one-loop server (server.c) and each shard (shards.c). See server_internal.h and
+ * the one-loop server (loop.c) and each shard (shards.c). See server_internal.h and
  * docs/design.md, "Measurements behind choices in the loop". */
 #define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT */
 #include "server_internal.h"
@@ -9,8 +9,30 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
 #include <unistd.h>
 #include <zmq.h>
+
+/* A loop's record of its waits: each loop its own, no state shared between shards. */
+struct rs_spin {
+    double wait_from;   /* when the loop last began waiting for a request, and ... */
+    double gap_avg;     /* ... the running mean (1/8 weight) of how long it waited: below
+                           cfg.spin_seconds it polls rather than sleeps */
+    double load_at;     /* when it last read the machine's running tasks, and ... */
+    double running_avg; /* ... their running mean (contended) ... */
+    int load_cores;     /* ... against the cores it may use (rs_cores_usable: read once) */
+};
+
+rs_spin_t *rs_spin_new(void)
+{
+    return calloc(1, sizeof(rs_spin_t));
+}
+
+void rs_spin_destroy(rs_spin_t **p)
+{
+    free(*p);
+    *p = NULL;
+}
 
 /* The CPU quota in file `dir`/`name` (and, for cgroup v1, its period in `dir`/`period`), in
  * cores; 0 when the file is missing or sets no limit. v2's cpu.max reads "QUOTA PERIOD" or
@@ -118,20 +140,20 @@ int rs_cores_usable(const char *cgroup_root, const char *proc_cgroup)
  * shards polling on two cores halved a bench's Steps per second). loadavg counts the whole
  * host's tasks, so under a container's quota this errs towards sleeping. Without
  * /proc/loadavg: never. */
-static int contended(rs_server_t *s, double now)
+static int contended(rs_spin_t *sp, double now)
 {
-    if (!s->load_cores) /* once per loop: it reads files */
-        s->load_cores = rs_cores_usable("/sys/fs/cgroup", "/proc/self/cgroup");
-    if (now - s->load_at >= 0.01) {
-        s->load_at = now;
+    if (!sp->load_cores) /* once per loop: it reads files */
+        sp->load_cores = rs_cores_usable("/sys/fs/cgroup", "/proc/self/cgroup");
+    if (now - sp->load_at >= 0.01) {
+        sp->load_at = now;
         FILE *f = fopen("/proc/loadavg", "r");
         int running = 0;
         if (f && fscanf(f, "%*f %*f %*f %d/", &running) == 1)
-            s->running_avg += (running - s->running_avg) / 4;
+            sp->running_avg += (running - sp->running_avg) / 4;
         if (f)
             fclose(f);
     }
-    return s->running_avg > (double)s->load_cores + 1;
+    return sp->running_avg > (double)sp->load_cores + 1;
 }
 
 void rs_spin(rs_server_t *s, void *sock)
@@ -139,9 +161,10 @@ void rs_spin(rs_server_t *s, void *sock)
     double max = s->cfg.spin_seconds;
     if (!(max > 0))
         return; /* --spin-us 0: not even the clock */
+    rs_spin_t *sp = s->spin;
     double t0 = rs_clock();
-    s->wait_from = t0;
-    if (s->gap_avg >= max || contended(s, t0))
+    sp->wait_from = t0;
+    if (sp->gap_avg >= max || contended(sp, t0))
         return;
     for (;;) {
         int events = 0;
@@ -158,7 +181,8 @@ void rs_spin_arrived(rs_server_t *s)
     double max = s->cfg.spin_seconds;
     if (!(max > 0))
         return;
-    double gap = fmin(rs_clock() - s->wait_from, 4 * max); /* so a long idle spell is soon
-                                                               forgotten once requests come */
-    s->gap_avg += (gap - s->gap_avg) / 8;
+    rs_spin_t *sp = s->spin;
+    double gap = fmin(rs_clock() - sp->wait_from, 4 * max); /* so a long idle spell is soon
+                                                                forgotten once requests come */
+    sp->gap_avg += (gap - sp->gap_avg) / 8;
 }

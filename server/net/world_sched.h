@@ -1,5 +1,5 @@
-/* The scheduler's per-world state (world_slot_t.sched): what the loop (server.c) and the step
- * engine (handlers_step.c) keep to run a world's requests in slices and expire idle worlds
+/* The scheduler's per-world state (world_slot_t.sched): what the scheduler (scheduler.c) and
+ * the step engine (handlers_step.c) keep to run a world's requests in slices and expire idle worlds
  * (--world-ttl). The boundary a control step rolls back to is the stepping thread's
  * (rs_rollback_t), not the world's. */
 #ifndef RS_SCHED_H

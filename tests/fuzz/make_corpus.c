@@ -4,7 +4,8 @@
  * Hello, ListWorlds, CreateWorld for every preset and task, Step with commands and with task
  * actions, SetForce, SetParams, SetSchedule, SetTarget, GetWorkspace, Reset, GetState{snapshot},
  * SetState and ForkWorld with a snapshot the harness's own server made (so it verifies whatever
- * that server's snapshot key), StepBatch items and arrays, Claim, DestroyWorld. SNAPSHOT_DIR
+ * that server's snapshot key), StepBatch items and arrays, Claim, DestroyWorld; and every other
+ * op of the dispatch table from its row and the proto's descriptors (table_seeds). SNAPSHOT_DIR
  * gets, for fuzz_snapshot, each preset's and task's snapshot (fresh and after some steps)
  * behind its world selector byte. */
 #include "fuzz_server.h"
@@ -80,11 +81,29 @@ static void check_seed(const char *name)
     rs_server_destroy(&s);
 }
 
+/* The ops (Request field numbers) the seeds written so far hold: every op in the dispatch
+ * table gets at least a seed from its row (table_seeds). */
+static int seeded[64];
+
+/* Note the ops of the seed built so far. */
+static void note_ops(void)
+{
+    for (size_t at = 0; at + 2 <= seed_len;) {
+        size_t n = (size_t)seed_buf[at] | (size_t)seed_buf[at + 1] << 8;
+        Robosim__V1__Request *rq = robosim__v1__request__unpack(NULL, n, seed_buf + at + 2);
+        if (rq && (unsigned)rq->op_case < 64)
+            seeded[rq->op_case] = 1;
+        robosim__v1__request__free_unpacked(rq, NULL);
+        at += 2 + n;
+    }
+}
+
 /* Write the seed built so far and start another. */
 static void emit(const char *name)
 {
     char file[128];
     check_seed(name);
+    note_ops();
     snprintf(file, sizeof file, "%03d-%s", nseeds++, name);
     write_file(req_dir, file, seed_buf, seed_len);
     seed_len = 0;
@@ -325,13 +344,30 @@ static void request_seeds(void)
     Robosim__V1__Spec *spec = ask(&spq, 1)->get_spec;
     for (size_t e = 0; e < spec->n_entities; e++) {
         char *name = spec->entities[e]->name;
-        double target[] = {0.25, 0.15};
+        /* a target the entity reaches: the first of a grid its workspace says it does */
+        double grid[2 * 81], target[2];
+        size_t ng = 0;
+        for (int gx = -4; gx <= 4; gx++)
+            for (int gy = -4; gy <= 4; gy++)
+                grid[ng++] = 0.05 * gx, grid[ng++] = 0.05 * gy;
+        REQ(gq, get_workspace, GET_WORKSPACE, GetWorkspace, ROBOSIM__V1__GET_WORKSPACE__INIT);
+        gq_op.entity = name;
+        gq_op.n_query = ng;
+        gq_op.query = grid;
+        Robosim__V1__Response *ws = ask_maybe(&gq, 1, 0);
+        size_t k = 0;
+        while (ws && k < ws->get_workspace->n_reachable && !ws->get_workspace->reachable[k])
+            k++;
+        if (!ws || k >= ws->get_workspace->n_reachable)
+            continue; /* an entity without a task space */
+        target[0] = grid[2 * k];
+        target[1] = grid[2 * k + 1];
         REQ(rq, set_target, SET_TARGET, SetTarget, ROBOSIM__V1__SET_TARGET__INIT);
         rq_op.entity = name;
         rq_op.n_target = 2;
         rq_op.target = target;
         if (!ask_maybe(&rq, 1, 0))
-            continue; /* an entity without a task space */
+            continue;
         add(&rq, 1);
         double q[] = {0.1, 0.1, 2.0, 0.0};
         REQ(wq, get_workspace, GET_WORKSPACE, GetWorkspace, ROBOSIM__V1__GET_WORKSPACE__INIT);
@@ -481,6 +517,37 @@ static void request_seeds(void)
     }
 }
 
+/* A seed for each op of the dispatch table that no seed above holds: its request made from the
+ * proto's descriptors alone (the op's message with every field at its default; world 1 when
+ * the row needs a world), so a new op reaches the fuzzer without a hand-made seed. Not replayed
+ * to success: an empty message may well be refused, which still takes the fuzzer to the op's
+ * checks. */
+static void table_seeds(void)
+{
+    size_t nops;
+    const rs_op_t *ops = rs_ops(&nops);
+    for (size_t i = 0; i < nops; i++) {
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field(
+            &robosim__v1__request__descriptor, (unsigned)ops[i].op);
+        if (!f || (unsigned)ops[i].op >= 64 || seeded[ops[i].op])
+            continue;
+        const ProtobufCMessageDescriptor *d = f->descriptor;
+        ProtobufCMessage *m = calloc(1, d->sizeof_message);
+        if (!m)
+            die("out of memory");
+        protobuf_c_message_init(d, m);
+        Robosim__V1__Request rq = ROBOSIM__V1__REQUEST__INIT;
+        rq.op_case = ops[i].op;
+        *(ProtobufCMessage **)((char *)&rq + f->offset) = m;
+        add(&rq, ops[i].needs_world ? 1 : 0);
+        free(m);
+        char file[128];
+        snprintf(file, sizeof file, "%03d-op-%s", nseeds++, ops[i].name);
+        write_file(req_dir, file, seed_buf, seed_len);
+        seed_len = 0;
+    }
+}
+
 /* fuzz_snapshot's seeds: byte 0 is the world (presets, then tasks, as the harness lists them) */
 static void snapshot_seeds(const char *dir)
 {
@@ -527,6 +594,7 @@ int main(int argc, char **argv)
     if (!(srv = fuzz_server_new()))
         die("cannot make the fuzz server");
     request_seeds();
+    table_seeds();
     snapshot_seeds(argv[2]);
     rs_server_destroy(&srv);
     printf("make_corpus: %d request seeds in %s\n", nseeds, argv[1]);

@@ -60,8 +60,11 @@ static int server_start_with(server_proc_t *sp, const char *binary, const char *
         argv[argc++] = extra[i];
     }
     /* ROBOSIM_TEST_SHARDS=N: the same test against a server of N shards (unless the test
-     * names its own --shards) */
+     * names its own --shards); unset, one loop (--shards 1), so that the tests see the same
+     * server on any machine, whatever the default (auto: one shard per CPU) makes of it */
     const char *shards = getenv("ROBOSIM_TEST_SHARDS");
+    if (!shards || !shards[0])
+        shards = "1";
     int shards_given = 0;
     for (int i = 1; i < argc; i++)
         shards_given |= !strcmp(argv[i], "--shards");

@@ -1,10 +1,13 @@
-/* Bad inputs for every operation in the dispatch table, through the real server. Each row of
- * `cases` changes one thing in a valid request of its operation (a missing or wrong token, an
- * unknown world, NaN / inf / huge numbers, wrong counts, empty and overlong names, unknown
- * entities and parameters, bad enums and sizes, a sub-message that does not decode) and names
- * the error code it must get: a specific one, never INTERNAL. After every row the worlds are
- * exactly as before (GetState{snapshot} and ListWorlds compared byte for byte) and the server still
- * answers Hello. Every operation in ops[] must have rows; the number of inputs is printed. */
+/* Bad inputs for every operation in the dispatch table, through the real server. Each row
+ * changes one thing in a valid request of its operation and names the error code it must get:
+ * a specific one, never INTERNAL. Every operation gets rows from its row in the table
+ * (table_cases: a sub-message that does not decode; an unknown world where the row needs one;
+ * a missing and a wrong token where it changes the world); `cases` adds the operation's own
+ * (NaN / inf / huge numbers, wrong counts, empty and overlong names, unknown entities and
+ * parameters, bad enums and sizes). After every row the worlds are exactly as before
+ * (GetState{snapshot} and ListWorlds compared byte for byte) and the server still answers
+ * Hello. Every operation in ops[] must have rows; the number of inputs is printed. A request is
+ * built from the proto's descriptors (build) unless its op needs content of its own. */
 #include "rs_test.h"
 #include "server_internal.h"
 #include "server_proc.h"
@@ -43,8 +46,6 @@ static const bad_case_t cases[] = {
     {"hello", "major=2", CODE(VERSION_MISMATCH), 0},
     {"hello", "major=0", CODE(VERSION_MISMATCH), 0},
     {"hello", "major=4294967295", CODE(VERSION_MISMATCH), 0},
-    {"hello", "corrupt", CODE(MALFORMED), 0},
-    {"list_worlds", "corrupt", CODE(MALFORMED), 0},
     {"list_worlds", "raw=list-worlds-bad-wire-type", CODE(MALFORMED), 0},
     {"create_world", "preset=nosuch", CODE(NOT_FOUND), 0},
     {"create_world", "preset=", CODE(NOT_FOUND), 0},
@@ -61,23 +62,9 @@ static const bad_case_t cases[] = {
     {"create_world", "param=control_dt values=0.01,0.02", CODE(INVALID_ARGUMENT), 0},
     {"create_world", "param=control_dt values=", CODE(INVALID_ARGUMENT), 0},
     {"create_world", "param=@300 values=1", CODE(NOT_FOUND), 0},
-    {"create_world", "corrupt", CODE(MALFORMED), 0},
-    {"destroy_world", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"destroy_world", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"destroy_world", "world=999", CODE(NOT_FOUND), 0},
     {"destroy_world", "world=0", CODE(NOT_FOUND), 0},
-    {"destroy_world", "corrupt", CODE(MALFORMED), 0},
-    {"get_spec", "world=999", CODE(NOT_FOUND), 0},
     {"get_spec", "world=0", CODE(NOT_FOUND), 0},
     {"get_spec", "world=18446744073709551615", CODE(NOT_FOUND), 0},
-    {"get_spec", "corrupt", CODE(MALFORMED), 0},
-    {"reset", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"reset", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"reset", "world=999", CODE(NOT_FOUND), 0},
-    {"reset", "corrupt", CODE(MALFORMED), 0},
-    {"step", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"step", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"step", "world=999", CODE(NOT_FOUND), 0},
     {"step", "steps=0", CODE(INVALID_ARGUMENT), 0},
     {"step", "steps=1001", CODE(OUT_OF_RANGE), 0},
     {"step", "steps=4294967295", CODE(OUT_OF_RANGE), 0},
@@ -103,13 +90,7 @@ static const bad_case_t cases[] = {
     {"step", "world=3 action=0.1,0.2", CODE(INVALID_ARGUMENT), 0},
     {"step", "world=3 action=huge", CODE(OUT_OF_RANGE), 0},
     {"step", "world=3 values=1", CODE(INVALID_ARGUMENT), 0},
-    {"step", "corrupt", CODE(MALFORMED), 0},
-    {"get_state", "world=999", CODE(NOT_FOUND), 0},
     {"get_state", "world=0", CODE(NOT_FOUND), 0},
-    {"get_state", "corrupt", CODE(MALFORMED), 0},
-    {"set_force", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"set_force", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"set_force", "world=999", CODE(NOT_FOUND), 0},
     {"set_force", "entity=nosuch", CODE(NOT_FOUND), 0},
     {"set_force", "entity=", CODE(NOT_FOUND), 0},
     {"set_force", "entity=@300", CODE(NOT_FOUND), 0},
@@ -118,10 +99,6 @@ static const bad_case_t cases[] = {
     {"set_force", "values=huge", CODE(OUT_OF_RANGE), 0},
     {"set_force", "values=1,2", CODE(INVALID_ARGUMENT), 0},
     {"set_force", "values=", CODE(INVALID_ARGUMENT), 0},
-    {"set_force", "corrupt", CODE(MALFORMED), 0},
-    {"set_params", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"set_params", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"set_params", "world=999", CODE(NOT_FOUND), 0},
     {"set_params", "param=", CODE(NOT_FOUND), 0},
     {"set_params", "no-params", CODE(INVALID_ARGUMENT), 0},
     {"set_params", "param=nosuch", CODE(NOT_FOUND), 0},
@@ -133,10 +110,6 @@ static const bad_case_t cases[] = {
     {"set_params", "values=huge", CODE(OUT_OF_RANGE), 0},
     {"set_params", "values=0.01,0.02", CODE(INVALID_ARGUMENT), 0},
     {"set_params", "values=", CODE(INVALID_ARGUMENT), 0},
-    {"set_params", "corrupt", CODE(MALFORMED), 0},
-    {"set_schedule", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"set_schedule", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"set_schedule", "world=999", CODE(NOT_FOUND), 0},
     {"set_schedule", "entity=nosuch", CODE(NOT_FOUND), 0},
     {"set_schedule", "entity=@300", CODE(NOT_FOUND), 0},
     {"set_schedule", "actuator=1", CODE(NOT_FOUND), 0},
@@ -154,10 +127,6 @@ static const bad_case_t cases[] = {
     {"set_schedule", "times=0.1,inf", CODE(INVALID_ARGUMENT), 0},
     {"set_schedule", "values=nan,1", CODE(INVALID_ARGUMENT), 0},
     {"set_schedule", "values=huge,1", CODE(OUT_OF_RANGE), 0},
-    {"set_schedule", "corrupt", CODE(MALFORMED), 0},
-    {"set_target", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"set_target", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"set_target", "world=999", CODE(NOT_FOUND), 0},
     {"set_target", "entity=nosuch", CODE(NOT_FOUND), 0},
     {"set_target", "entity=", CODE(NOT_FOUND), 0},
     {"set_target", "entity=finger", CODE(UNIMPLEMENTED), 0},
@@ -166,8 +135,6 @@ static const bad_case_t cases[] = {
     {"set_target", "target=0.1", CODE(INVALID_ARGUMENT), 0},
     {"set_target", "target=0.1,0.1,0.1", CODE(INVALID_ARGUMENT), 0},
     {"set_target", "target=huge,huge", CODE(OUT_OF_RANGE), 0},
-    {"set_target", "corrupt", CODE(MALFORMED), 0},
-    {"get_workspace", "world=999", CODE(NOT_FOUND), 0},
     {"get_workspace", "entity=nosuch", CODE(NOT_FOUND), 0},
     {"get_workspace", "entity=@300", CODE(NOT_FOUND), 0},
     {"get_workspace", "entity=finger", CODE(UNIMPLEMENTED), 0},
@@ -176,31 +143,20 @@ static const bad_case_t cases[] = {
     {"get_workspace", "query=0.1,0.2,0.3", CODE(INVALID_ARGUMENT), 0},
     {"get_workspace", "query=nan,0.2", CODE(INVALID_ARGUMENT), 0},
     {"get_workspace", "query=0.1,-inf", CODE(INVALID_ARGUMENT), 0},
-    {"get_workspace", "corrupt", CODE(MALFORMED), 0},
-    {"claim", "world=999", CODE(NOT_FOUND), 0},
     {"claim", "token=none", CODE(FAILED_PRECONDITION), 0},
     {"claim", "token=wrong", CODE(FAILED_PRECONDITION), 0},
-    {"claim", "corrupt", CODE(MALFORMED), 0},
-    {"set_state", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"set_state", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"set_state", "world=999", CODE(NOT_FOUND), 0},
     {"set_state", "snapshot=empty", CODE(INVALID_ARGUMENT), 0},
     {"set_state", "snapshot=garbage", CODE(INVALID_ARGUMENT), CODE(UNAUTHENTICATED)},
     {"set_state", "snapshot=truncated", CODE(INVALID_ARGUMENT), CODE(UNAUTHENTICATED)},
     {"set_state", "snapshot=flipped", CODE(INVALID_ARGUMENT), CODE(UNAUTHENTICATED)},
     {"set_state", "snapshot=other", CODE(FAILED_PRECONDITION), 0},
     {"set_state", "world=3 snapshot=own", CODE(FAILED_PRECONDITION), 0},
-    {"set_state", "corrupt", CODE(MALFORMED), 0},
-    {"fork_world", "world=999", CODE(NOT_FOUND), 0},
     {"fork_world", "snapshot=garbage", CODE(INVALID_ARGUMENT), CODE(UNAUTHENTICATED)},
     {"fork_world", "snapshot=truncated", CODE(INVALID_ARGUMENT), CODE(UNAUTHENTICATED)},
     {"fork_world", "snapshot=flipped", CODE(INVALID_ARGUMENT), CODE(UNAUTHENTICATED)},
     {"fork_world", "snapshot=other", CODE(FAILED_PRECONDITION), 0},
-    {"fork_world", "corrupt", CODE(MALFORMED), 0},
-    {"get_history", "world=999", CODE(NOT_FOUND), 0},
     {"get_history", "from=1000000", CODE(OUT_OF_RANGE), 0},
     {"get_history", "from=18446744073709551615", CODE(OUT_OF_RANGE), 0},
-    {"get_history", "corrupt", CODE(MALFORMED), 0},
     {"step_batch", "no-items", CODE(INVALID_ARGUMENT), 0},
     {"step_batch", "items=5", CODE(RESOURCE_EXHAUSTED), 0},
     {"step_batch", "items=2 same-world", CODE(INVALID_ARGUMENT), 0},
@@ -221,8 +177,6 @@ static const bad_case_t cases[] = {
     {"step_batch", "arrays item world=999", CODE(NOT_FOUND), 0},
     {"step_batch", "arrays item token=wrong", CODE(PERMISSION_DENIED), 0},
     {"step_batch", "arrays item values=nan", CODE(INVALID_ARGUMENT), 0},
-    {"step_batch", "corrupt", CODE(MALFORMED), 0},
-    {"monte_carlo", "world=999", CODE(NOT_FOUND), 0},
     {"monte_carlo", "runs=0", CODE(INVALID_ARGUMENT), 0},
     {"monte_carlo", "runs=5", CODE(RESOURCE_EXHAUSTED), 0}, /* --max-batch 4 */
     {"monte_carlo", "runs=4 duration=5", CODE(RESOURCE_EXHAUSTED), 0}, /* 2000 steps in all */
@@ -250,10 +204,6 @@ static const bad_case_t cases[] = {
     {"monte_carlo", "return=finger.x_f[0]", CODE(INVALID_ARGUMENT), 0},
     {"monte_carlo", "return=", CODE(INVALID_ARGUMENT), 0},
     {"monte_carlo", "return=task.return", CODE(FAILED_PRECONDITION), 0}, /* no task here */
-    {"monte_carlo", "corrupt", CODE(MALFORMED), 0},
-    {"apply_wrench", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"apply_wrench", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"apply_wrench", "world=999", CODE(NOT_FOUND), 0},
     {"apply_wrench", "entity=nosuch", CODE(NOT_FOUND), 0},
     {"apply_wrench", "entity=@300", CODE(NOT_FOUND), 0},
     {"apply_wrench", "body=surface", CODE(NOT_FOUND), 0},
@@ -266,28 +216,16 @@ static const bad_case_t cases[] = {
     {"apply_wrench", "values=1,2", CODE(INVALID_ARGUMENT), 0},
     {"apply_wrench", "values=", CODE(INVALID_ARGUMENT), 0},
     {"apply_wrench", "world=1 entity=arm body=end_effector values=1,2", CODE(INVALID_ARGUMENT), 0},
-    {"apply_wrench", "corrupt", CODE(MALFORMED), 0},
-    {"load_motion_spec", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"load_motion_spec", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"load_motion_spec", "world=999", CODE(NOT_FOUND), 0},
     {"load_motion_spec", "doc=empty", CODE(INVALID_ARGUMENT), 0},
     {"load_motion_spec", "doc=garbage", CODE(MALFORMED), 0},
     {"load_motion_spec", "doc=dangling", CODE(INVALID_ARGUMENT), 0},
     {"load_motion_spec", "doc=frame", CODE(NOT_FOUND), 0},
     {"load_motion_spec", "doc=deep", CODE(INVALID_ARGUMENT), 0}, /* nested past the limit */
-    {"load_motion_spec", "corrupt", CODE(MALFORMED), 0},
-    {"get_motion_spec", "world=999", CODE(NOT_FOUND), 0},
-    {"get_motion_spec", "corrupt", CODE(MALFORMED), 0},
-    {"clear_motion_spec", "token=none", CODE(PERMISSION_DENIED), 0},
-    {"clear_motion_spec", "token=wrong", CODE(PERMISSION_DENIED), 0},
-    {"clear_motion_spec", "world=999", CODE(NOT_FOUND), 0},
-    {"clear_motion_spec", "corrupt", CODE(MALFORMED), 0},
     {"register_task", "doc=empty", CODE(INVALID_ARGUMENT), 0},
     {"register_task", "doc=garbage", CODE(MALFORMED), 0},
     {"register_task", "doc=entity", CODE(NOT_FOUND), 0},
     {"register_task", "doc=builtin", CODE(INVALID_ARGUMENT), 0},
     {"register_task", "doc=deep", CODE(INVALID_ARGUMENT), 0}, /* nested past the limit */
-    {"register_task", "corrupt", CODE(MALFORMED), 0},
 };
 
 static server_proc_t server;
@@ -349,19 +287,13 @@ typedef struct parts {
     Robosim__V1__Request rq;
     union {
         Robosim__V1__Hello hello;
-        Robosim__V1__ListWorlds list;
         Robosim__V1__CreateWorld create;
-        Robosim__V1__DestroyWorld destroy;
-        Robosim__V1__GetSpec spec;
-        Robosim__V1__Reset reset;
         Robosim__V1__Step step;
-        Robosim__V1__GetState get;
         Robosim__V1__SetForce force;
         Robosim__V1__SetParams params;
         Robosim__V1__SetSchedule sched;
         Robosim__V1__SetTarget target;
         Robosim__V1__GetWorkspace ws;
-        Robosim__V1__Claim claim;
         Robosim__V1__GetHistory history;
         Robosim__V1__SetState set;
         Robosim__V1__ForkWorld fork;
@@ -369,10 +301,9 @@ typedef struct parts {
         Robosim__V1__MonteCarlo mc;
         Robosim__V1__ApplyWrench wrench;
         Robosim__V1__LoadMotionSpec load;
-        Robosim__V1__GetMotionSpec getms;
         Robosim__V1__RegisterTask regtask;
-        Robosim__V1__ClearMotionSpec clear;
     } op;
+    _Alignas(16) uint8_t any[256]; /* an op's message made from its descriptor (build) */
     Robosim__V1__Sampler sampler, *psampler;
     char *returns[1];
     char doc[512];
@@ -477,10 +408,6 @@ static void build(parts_t *p, const char *op, const char *edit)
         p->op.hello.major = (uint32_t)num_or(edit, "major", RS_PROTOCOL_MAJOR);
         rq->op_case = ROBOSIM__V1__REQUEST__OP_HELLO;
         rq->hello = &p->op.hello;
-    } else if (!strcmp(op, "list_worlds")) {
-        robosim__v1__list_worlds__init(&p->op.list);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_LIST_WORLDS;
-        rq->list_worlds = &p->op.list;
     } else if (!strcmp(op, "create_world") || !strcmp(op, "set_params")) {
         const char *name = kv(edit, "param"), *v = kv(edit, "values");
         robosim__v1__param__init(&p->param);
@@ -507,26 +434,10 @@ static void build(parts_t *p, const char *op, const char *edit)
             rq->op_case = ROBOSIM__V1__REQUEST__OP_SET_PARAMS;
             rq->set_params = &p->op.params;
         }
-    } else if (!strcmp(op, "destroy_world")) {
-        robosim__v1__destroy_world__init(&p->op.destroy);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_DESTROY_WORLD;
-        rq->destroy_world = &p->op.destroy;
-    } else if (!strcmp(op, "get_spec")) {
-        robosim__v1__get_spec__init(&p->op.spec);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_GET_SPEC;
-        rq->get_spec = &p->op.spec;
-    } else if (!strcmp(op, "reset")) {
-        robosim__v1__reset__init(&p->op.reset);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_RESET;
-        rq->reset = &p->op.reset;
     } else if (!strcmp(op, "step")) {
         fill_step(p, &p->op.step, edit, world);
         rq->op_case = ROBOSIM__V1__REQUEST__OP_STEP;
         rq->step = &p->op.step;
-    } else if (!strcmp(op, "get_state")) {
-        robosim__v1__get_state__init(&p->op.get);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_GET_STATE;
-        rq->get_state = &p->op.get;
     } else if (!strcmp(op, "set_force")) {
         const char *ent = kv(edit, "entity"), *v = kv(edit, "values");
         robosim__v1__set_force__init(&p->op.force);
@@ -582,10 +493,6 @@ static void build(parts_t *p, const char *op, const char *edit)
         p->op.history.max_frames = (uint32_t)num_or(edit, "max", 0);
         rq->op_case = ROBOSIM__V1__REQUEST__OP_GET_HISTORY;
         rq->get_history = &p->op.history;
-    } else if (!strcmp(op, "claim")) {
-        robosim__v1__claim__init(&p->op.claim);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_CLAIM;
-        rq->claim = &p->op.claim;
     } else if (!strcmp(op, "set_state")) {
         robosim__v1__set_state__init(&p->op.set);
         snapshot_from(p, edit, &p->op.set.snapshot);
@@ -709,14 +616,6 @@ static void build(parts_t *p, const char *op, const char *edit)
         p->op.load.document = p->doc;
         rq->op_case = ROBOSIM__V1__REQUEST__OP_LOAD_MOTION_SPEC;
         rq->load_motion_spec = &p->op.load;
-    } else if (!strcmp(op, "get_motion_spec")) {
-        robosim__v1__get_motion_spec__init(&p->op.getms);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_GET_MOTION_SPEC;
-        rq->get_motion_spec = &p->op.getms;
-    } else if (!strcmp(op, "clear_motion_spec")) {
-        robosim__v1__clear_motion_spec__init(&p->op.clear);
-        rq->op_case = ROBOSIM__V1__REQUEST__OP_CLEAR_MOTION_SPEC;
-        rq->clear_motion_spec = &p->op.clear;
     } else if (!strcmp(op, "register_task")) {
         /* a task document, good but for the item the edit names */
         const char *text =
@@ -739,7 +638,38 @@ static void build(parts_t *p, const char *op, const char *edit)
         p->op.regtask.document = p->doc;
         rq->op_case = ROBOSIM__V1__REQUEST__OP_REGISTER_TASK;
         rq->register_task = &p->op.regtask;
+    } else {
+        /* any other op (a valid request of it is its message with no field set): the message
+         * made from its descriptor, so a new op needs no branch here */
+        const ProtobufCFieldDescriptor *f = protobuf_c_message_descriptor_get_field_by_name(
+            &robosim__v1__request__descriptor, op);
+        const ProtobufCMessageDescriptor *d = f ? f->descriptor : NULL;
+        if (f && (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) && f->type == PROTOBUF_C_TYPE_MESSAGE &&
+            d->sizeof_message <= sizeof p->any) {
+            protobuf_c_message_init(d, p->any);
+            rq->op_case = (Robosim__V1__Request__OpCase)f->id;
+            *(void **)((char *)rq + f->offset) = p->any;
+        }
     }
+}
+
+/* The rows every op gets from its row in the dispatch table (into out, at most cap; how many):
+ * a sub-message that does not decode; an unknown world (needs_world); no token and a wrong one
+ * (needs_world and mutates: the world's controller token). */
+static size_t table_cases(bad_case_t *out, size_t cap)
+{
+    size_t nops, n = 0;
+    const rs_op_t *ops = rs_ops(&nops);
+    for (size_t i = 0; i < nops && n + 4 <= cap; i++) {
+        out[n++] = (bad_case_t){ops[i].name, "corrupt", CODE(MALFORMED), 0};
+        if (ops[i].needs_world)
+            out[n++] = (bad_case_t){ops[i].name, "world=999", CODE(NOT_FOUND), 0};
+        if (ops[i].needs_world && ops[i].mutates) {
+            out[n++] = (bad_case_t){ops[i].name, "token=none", CODE(PERMISSION_DENIED), 0};
+            out[n++] = (bad_case_t){ops[i].name, "token=wrong", CODE(PERMISSION_DENIED), 0};
+        }
+    }
+    return n;
 }
 
 /* Pack the request, or a raw kind of bytes, into buf; the length. */
@@ -876,22 +806,45 @@ int main(int argc, char **argv)
     snap_shop = snapshot(W_SHOP);
     snap_finger = snapshot(W_FINGER);
 
-    /* every operation of the dispatch table has rows */
+    /* the rows: the table's for every operation, then each operation's own */
     size_t nops;
     const rs_op_t *ops = rs_ops(&nops);
-    size_t ncases = sizeof cases / sizeof cases[0];
+    size_t nown = sizeof cases / sizeof cases[0], cap = 4 * nops + nown;
+    bad_case_t *all = calloc(cap, sizeof *all);
+    CHECK(all != NULL, "out of memory");
+    if (!all)
+        return 1;
+    size_t ncases = table_cases(all, cap);
+    memcpy(all + ncases, cases, sizeof cases);
+    ncases += nown;
     for (size_t i = 0; i < nops; i++) {
         int rows = 0;
         for (size_t k = 0; k < ncases; k++)
-            rows += !strcmp(cases[k].op, ops[i].name);
+            rows += !strcmp(all[k].op, ops[i].name);
         CHECK(rows >= 2, "operation %s has %d bad-input rows (want several)", ops[i].name, rows);
     }
+    /* Hello publishes each row's route (HelloReply.routes, what the clients route by), and a
+     * row routes by its world exactly when it needs one */
+    Robosim__V1__HelloReply *hr = NULL;
+    CHECK(rsc_hello(cli, RS_PROTOCOL_MAJOR, RS_PROTOCOL_MINOR, &hr, &err) == 0 && hr &&
+              hr->n_routes == nops && hr->minor == RS_PROTOCOL_MINOR,
+          "Hello: %zu routes for %zu operations", hr ? hr->n_routes : 0, nops);
+    for (size_t i = 0; hr && i < nops && i < hr->n_routes; i++) {
+        CHECK(!strcmp(hr->routes[i]->op, ops[i].name) && hr->routes[i]->route == ops[i].route &&
+                  ops[i].route != ROBOSIM__V1__ROUTE__ROUTE_UNSPECIFIED,
+              "Hello's route %zu: %s %d, the table's %s %d", i, hr->routes[i]->op,
+              (int)hr->routes[i]->route, ops[i].name, (int)ops[i].route);
+        CHECK(ops[i].needs_world == (ops[i].route == ROBOSIM__V1__ROUTE__ROUTE_WORLD),
+              "%s: needs a world (%d) but routes %d", ops[i].name, ops[i].needs_world,
+              (int)ops[i].route);
+    }
+    rsc_free(hr);
 
     static uint8_t before[1 << 20], after[1 << 20], buf[MAX_MESSAGE + 4096];
     static parts_t p;
     int internal = 0;
     for (size_t k = 0; k < ncases; k++) {
-        const bad_case_t *c = &cases[k];
+        const bad_case_t *c = &all[k];
         size_t nb = everything(before, sizeof before);
         build(&p, c->op, c->edit);
         size_t len = pack(&p, c->edit, buf, sizeof buf);
@@ -935,6 +888,7 @@ int main(int argc, char **argv)
     CHECK(internal == 0, "%d inputs got INTERNAL", internal);
     printf("test_bad_inputs: %zu bad inputs over %zu operations, %d INTERNAL\n", ncases, nops,
            internal);
+    free(all);
     free(snap_shop.data);
     free(snap_finger.data);
     rsc_close(&cli);

@@ -64,8 +64,7 @@ enum {
 
 /* The torque joint j's actuator asks for before the cap: the command (torque mode) or the PID
  * law on the setpoint u (PID mode). Inline here, as the two below: every right-hand side
- * evaluation calls them (callgrind, serial arm PID: a call into arm_common.c cost 30
- * instructions per joint and evaluation). */
+ * evaluation calls them, per joint. */
 static inline double arm_raw_torque(const rs_entity_model_t *em, int j, double u, const double *x)
 {
     const double *p = em->p;
@@ -214,9 +213,7 @@ void arm_flow(const rs_entity_model_t *em, const rs_entity_data_t *ed, const dou
 
 /* The right-hand side of both arms in the entity's current joint mode: xdot = (q_dot, qdd from
  * arm_flow, the PID integrals' rates). One call from a robot's derivs, so that the compiler
- * inlines arm_flow, arm_accel and the rest within arm_common.c (callgrind, serial arm PID:
- * calling them one by one from serial_arm.c cost 10% more instructions per control step than
- * when they were inline in the header). */
+ * inlines arm_flow, arm_accel and the rest within arm_common.c. */
 void arm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                 const double *u, arm_dynamics_fn dyn, double *xdot);
 

@@ -34,8 +34,7 @@
  * and accelerates at J nudot + a0 with a0 = v w (-sin th, cos th) - w^2 R r + 2 w R S J_r qd
  * + R (dJ_r/dt qd). With the base fixed (at rest), the q block of M is the serial arm's mass
  * matrix with g = 0 (checked in test_mobile_manipulator) and h the arm's Coriolis terms; with
- * the base moving, h carries the base's fictitious forces on the arms (the previous version
- * omitted them). In the wheels mode the rows of v and w are replaced by vdot = wdot = 0
+ * the base moving, h carries the base's fictitious forces on the arms. In the wheels mode the rows of v and w are replaced by vdot = wdot = 0
  * (servoed speeds held constant between control steps).
  *
  * Contact (the contact-dynamics lecture's hybrid formulation, the finger's pattern of exact

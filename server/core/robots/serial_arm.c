@@ -135,19 +135,15 @@ static void sa_compile(rs_entity_model_t *em)
     k[K_G2] = L.m2 * L.lc2 * L.g;
 }
 
-/* M(q) and b = tau - C qd - G (see the top of the file), from the compiled constants: the
- * link data with their defaults and divisions were 60% of this function's instructions
- * (callgrind, serial arm PID), at every right-hand-side evaluation. */
+/* M(q) and b = tau - C qd - G (see the top of the file), from the constants compiled once per
+ * model (sa_compile), since this runs at every right-hand-side evaluation. */
 static void sa_dynamics(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                         const double *x, const double *u, double M[2][2], double b[2])
 {
-    /* the sines and cosines first: nothing is live across the calls into libm, so nothing is
-     * saved and restored around them (callgrind: 50 instructions fewer per evaluation).
-     * cos(t1 + t2) is libm's, not c1 c2 - s1 s2 from two sincos calls (80 instructions
-     * fewer): a user's gravity compensation computed with cos(t1 + t2) must cancel G exactly,
-     * as test_serial_arm's gravity_compensation checks; an upright pose is unstable (growth
-     * rate about 9 1/s), and the identity's last-bit difference threw the arm 333 rad off in
-     * 10 s on SUNDIALS 7.5 */
+    /* the sines and cosines first, so that nothing is live across the calls into libm.
+     * cos(t1 + t2) is libm's, not c1 c2 - s1 s2: a user's gravity compensation computed with
+     * cos(t1 + t2) must cancel G exactly (test_serial_arm's gravity_compensation), since an
+     * upright pose is unstable and a last-bit difference grows (docs/rationale.md) */
     double c2 = cos(x[ARM_Q2]), s2 = sin(x[ARM_Q2]);
     double c12 = cos(x[ARM_Q1] + x[ARM_Q2]), c1 = cos(x[ARM_Q1]);
     const double *k = em->c;
@@ -182,7 +178,7 @@ static const rs_wrench_desc_t sa_wrench[] = {
 };
 
 /* All fourteen guards with friction or stops; the four of the torque cap alone without them
- * (arm_joint_events; callgrind, PID scenario: 6% fewer instructions per control step) */
+ * (arm_joint_events): no guard is watched that cannot fire */
 static int sa_nguards(const rs_entity_model_t *em)
 {
     return arm_joint_events(em) ? ARM_NGUARDS : ARM_NSAT_GUARDS;

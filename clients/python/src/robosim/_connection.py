@@ -23,7 +23,7 @@ from ._wire import ArraysRequest, read_arrays_reply, response_id
 from .errors import ProtocolError, RobosimError, TimeoutError
 
 PROTOCOL_MAJOR = 1
-PROTOCOL_MINOR = 2  # 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI units, base_pose
+PROTOCOL_MINOR = 3  # 1.1: StepBatch.arrays; 1.2: oneofs, Step.parts, SI, base_pose; 1.3: routes
 # seconds a call waits for its reply unless told (timeout=, $ROBOSIM_TIMEOUT): long enough for a
 # loaded machine (a 10 s default ended training runs at a load average of 22)
 DEFAULT_TIMEOUT = 60.0

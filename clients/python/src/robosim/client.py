@@ -62,6 +62,7 @@ class Client(Connection):
                             curve.resolve(server_key, client_key_file))
         self.client_name = client_name
         self._shard_ports = []  # each shard's own port (HelloReply.shard_ports)
+        self._routes: dict = {}    # op -> its pb.Route (HelloReply.routes; {}: a 1.2 server)
         # `eval "$(robosim-cli create ...)"` exports ROBOSIM_WORLD and ROBOSIM_TOKEN: hold it
         world, token = os.environ.get("ROBOSIM_WORLD"), os.environ.get("ROBOSIM_TOKEN")
         if world and token and world.isdigit():
@@ -73,6 +74,7 @@ class Client(Connection):
             if (not one_connection and len(self.server["shard_ports"]) > 1
                     and endpoint.startswith("tcp://")):
                 self._shard_ports = self.server["shard_ports"]
+                self._routes = self.server["routes"]
 
     # -- straight to a world's shard: a server of several shards serves any world on any
     # connection (passing the request between its threads); the worlds this client controls
@@ -110,18 +112,22 @@ class Client(Connection):
         return sock
 
     def _route(self, req):
-        """The socket for Request `req`: its world's shard's, a StepBatch's when all its
-        worlds share a shard, else the first connection."""
+        """The socket for Request `req`, by its op's route in the server's Hello: the shard of
+        the world it names (ROUTE_WORLD), of all the worlds a StepBatch names when they share
+        one (ROUTE_WORLDS), else the first connection. A 1.2 server's Hello has no routes: its
+        StepBatch went by its worlds and every other op by Request.world_id."""
         if not self._shard_ports:
             return self._sock
         op = req.WhichOneof("op")
-        if op == "step_batch":
-            b = req.step_batch
+        route = self._routes.get(op, pb.ROUTE_WORLDS if op == "step_batch" else pb.ROUTE_WORLD)
+        k = None
+        if route == pb.ROUTE_WORLDS:
+            b = getattr(req, op)
             ids = (b.arrays.world_ids if b.WhichOneof("form") == "arrays"
                    else [it.world_id for it in b.items.items])
             shards = {self._shard_of.get(w) for w in ids}
             k = shards.pop() if len(shards) == 1 else None
-        else:
+        elif route == pb.ROUTE_WORLD:
             k = self._shard_of.get(req.world_id)
         return self._shard_socket(k) or self._sock
 
@@ -150,6 +156,7 @@ class Client(Connection):
                 "capabilities": list(r.capabilities), "presets": list(r.presets),
                 "tasks": list(r.tasks), "stream_endpoint": r.stream_endpoint,
                 "shard_ports": list(r.shard_ports),
+                "routes": {route.op: route.route for route in r.routes},
                 "build": {"version": b.version, "commit": b.commit, "compiler": b.compiler,
                           "fp_flags": b.fp_flags, "sundials": b.sundials, "arch": b.arch,
                           "libm": b.libm, "build_type": b.build_type}}
@@ -453,12 +460,16 @@ class Client(Connection):
                                                 it.get("commands"), it.get("action")),
                               it["world_id"]) for it in items]
         deadline = _now() + timeout
+        # all on the worlds' shard's own port when they share one (as a single Step goes), so
+        # no shard holds them on the way; else on the first connection
+        socks = {id(s): s for s in (self._route(rq) for rq in reqs)}
+        sock = next(iter(socks.values())) if len(socks) == 1 else self._sock
         for rq in reqs:
-            self._send(self._sock, rq.SerializeToString(), deadline, timeout, "step")
+            self._send(sock, rq.SerializeToString(), deadline, timeout, "step")
         pending = {rq.id: i for i, rq in enumerate(reqs)}
         out: list = [None] * len(reqs)
         while pending:
-            data = self._recv(deadline, timeout, "step")
+            data = self._recv(deadline, timeout, "step", sock)
             try:
                 resp = pb.Response.FromString(data)
             except Exception as exc:
