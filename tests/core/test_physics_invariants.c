@@ -770,6 +770,13 @@ static void dd_check(run_t *r, int e, const double *x0, const double *x1)
                         tol_len(model, scale));
             continue;
         }
+        /* compliant: under its layer the obstacle is rigid, whatever the number of layers
+         * pushing at once (a wedge, a gap narrower than the robot): the centre never inside
+         * it beyond the integrator's error on the centre (a slide along a held surface) */
+        double err = 10.0 * (r->m->rtol * scale + r->m->atol);
+        if (clear1[i] < -err)
+            violate(r, "obstacle", "robot %.9g m inside obstacle %d under its %.3g m layer "
+                    "(%d layers at once; tol %.2g)", -clear1[i], i, pad, in_layer1, err);
         /* compliant: the layer pushes back along the normal at (k / c) d, so the depth obeys
          * d' <= v - (k / c) d and stays below max(d0, c v / k) (one obstacle's layer at a time),
          * to the integrator's error on the centre (rtol |x| + atol per component: at the steady
@@ -2195,6 +2202,9 @@ static const struct regression {
     {"diff_drive/compliant", 143871173688361, 0},
     {"brick_drop/hybrid", 159333695820856, 0},     /* the same, a corner at rest on the ground */
     {"diff_drive/compliant", 125924953807309, 0},  /* the steady depth, to the integrator's error */
+    /* driven through the layer into the obstacle (before its rigid surface under the layer) */
+    {"diff_drive/compliant", 102639279878023, 0},
+    {"diff_drive/compliant", 245805228501244, 0},
     {"finger/time_stepping", 182440758440716, 0},  /* the rebound held against ground friction */
     {"parallel_arm/hybrid", 69546753012304, 0},    /* taut at rest: started and stopped forever */
     {"diff_drive/hybrid", 261722335548539, 0},     /* a fork found the release its original lost */
