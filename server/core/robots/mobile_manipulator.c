@@ -66,8 +66,8 @@
  *   rest either, the step stops with an error (mm_failure) at that state.
  * All constraints of a mode (stuck wheel speeds or servoed ones, the contacts) are solved
  * together: [M, -G; A, 0] (nudot, lambda) = (Q - h, -a0), G the constraint forces' directions
- * in nu, A the constrained rows (a dense LU solve, at most 12 unknowns); impulses solve the same
- * matrix with (0, -A nu). Impacts treat stuck wheels as rigid (stated).
+ * in nu, A the constrained rows (a dense LU solve, at most 12 unknowns: rs_dense_solve);
+ * impulses solve the same matrix with (0, -A nu). Impacts treat stuck wheels as rigid (stated).
  * Commands change the base velocity at control-step boundaries; settle() then re-resolves each
  * arm's contact (an impulse if the end effector now moves into the table, release if away) and
  * the passive base's stuck / rolling state.
@@ -98,6 +98,7 @@ enum { BASE_WHEELS = 0, BASE_PASSIVE = 1 };
 #define NG (G_BASE + 4)
 #define NV 6 /* generalised speeds: v, w, left qd1, qd2, right qd1, qd2 */
 #define NC_MAX (NV + 6) /* unknowns of a constrained solve: nudot and at most 6 multipliers */
+_Static_assert(NC_MAX <= RS_DENSE_MAX, "the constrained solve fits rs_dense_solve");
 
 enum {
     P_R, P_L, P_X0, P_Y0, P_TH0, P_SHOULDER, P_LINK = P_SHOULDER + 2, P_MASS = P_LINK + 2,
@@ -393,40 +394,6 @@ static mm_cfg_t cfg_of(const rs_entity_model_t *em, const rs_entity_data_t *ed)
     return cf;
 }
 
-/* Solve A z = b (n unknowns, row-major n x n) by Gaussian elimination with partial pivoting;
- * -1 if singular. */
-static int dense_solve(int n, double *A, double *b)
-{
-    for (int c = 0; c < n; c++) {
-        int piv = c;
-        for (int r = c + 1; r < n; r++)
-            if (fabs(A[r * n + c]) > fabs(A[piv * n + c]))
-                piv = r;
-        if (!(fabs(A[piv * n + c]) > 0))
-            return -1;
-        if (piv != c) {
-            for (int j = 0; j < n; j++) {
-                double t = A[c * n + j];
-                A[c * n + j] = A[piv * n + j], A[piv * n + j] = t;
-            }
-            double t = b[c];
-            b[c] = b[piv], b[piv] = t;
-        }
-        for (int r = c + 1; r < n; r++) {
-            double f = A[r * n + c] / A[c * n + c];
-            for (int j = c; j < n; j++)
-                A[r * n + j] -= f * A[c * n + j];
-            b[r] -= f * b[c];
-        }
-    }
-    for (int c = n - 1; c >= 0; c--) {
-        for (int j = c + 1; j < n; j++)
-            b[c] -= A[c * n + j] * b[j];
-        b[c] /= A[c * n + c];
-    }
-    return 0;
-}
-
 /* The constrained solve of configuration cf: accelerations (impulse = 0: out = nudot, forces
  * f[k] on each end effector (world), the base's holding force / torque lam_b) or an impulse
  * (impulse = 1: out = the velocity change that makes every constrained row's velocity 0; the
@@ -486,7 +453,7 @@ static void sys_solve(const rs_entity_model_t *em, const mm_sys_t *S, const mm_c
             K[(NV + c) * n + j] = A[c][j];
         z[NV + c] = b[c];
     }
-    if (dense_solve(n, K, z) < 0)
+    if (rs_dense_solve(n, K, z) < 0)
         memset(z, 0, sizeof z); /* a singular configuration (a stretched arm): no motion */
     memcpy(out, z, sizeof(double) * NV);
     if (f)
