@@ -268,6 +268,12 @@ typedef struct rs_data {
  * (tests/core/test_fpmath.c), finite wherever the result is representable. */
 double rs_hypot(double x, double y);
 
+/* Solve A z = b for n <= RS_DENSE_MAX unknowns (A row-major, n x n, left unchanged; z replaces
+ * b) by LU with partial pivoting (dense.c: SUNDIALS' dense routines). Returns 0, or -1 where a
+ * pivot is exactly 0 (singular) or n is out of range, b then undefined. */
+#define RS_DENSE_MAX 16
+int rs_dense_solve(int n, const double *A, double *b);
+
 /* ---- the state digest (digest.c) --------------------------------------------------------
  * A chain of XXH3-128 links over the bits of the fields that determine the future (the
  * `digest` column of RS_DATA_FIELDS): after every control step link = H(link before, state), and

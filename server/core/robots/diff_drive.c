@@ -35,24 +35,34 @@
  *     the obstacles' stiffness and damping; only their ratio matters without a mass). Then
  *     d_i' = v_cmd |n_i . heading| - (k / c) d_i, so the depth never exceeds c v_cmd / k, the
  *     steady depth of a head-on approach (reached with the time constant c / k), at any
- *     incidence; at a graze the robot slides along the layer. */
+ *     incidence; at a graze the robot slides along the layer. Under the layer the obstacle is
+ *     rigid: where the depth reaches the padding (clearance 0) the robot is held at that
+ *     surface (an event) and its motion, the command plus the layers' pushes, is projected on
+ *     the velocities that do not go into any obstacle it is held at (it slides along one, stops
+ *     where two close the way: a gap narrower than the robot); it is freed (an event) when the
+ *     motion without that contact leaves its surface. Several layers push at once (a wedge, a
+ *     gap): their pushes along nearly opposite normals cancel, so the depths are not bounded by
+ *     c v / k there, only by the padding. */
 #include "../contact.h"
 #include "../rs_robot.h"
 #include "diff_drive_common.h"
 
 #include <float.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 enum { X, Y, THETA, NX };
 enum { PHI1_DOT, PHI2_DOT, NU };
 enum { S_BUMPER, S_OBSTACLE, NS };
 enum { MODE_FREE, MODE_BLOCKED, MODE_TS, MODE_COMPLIANT };
-enum { EV_CONTACT, EV_RELEASE };
+enum { EV_CONTACT, EV_RELEASE, EV_HELD, EV_FREED };
 enum { AUX_OBSTACLE, AUX_INSIDE, NAUX }; /* index of the obstacle the robot is blocked by;
-                                            compliant: bit i set while inside obstacle i's layer */
+                                            compliant: bit i set while inside obstacle i's layer,
+                                            bit HELD + i while held at obstacle i's surface */
 
 #define MAX_OBSTACLES 16
+#define HELD MAX_OBSTACLES /* the first bit of AUX_INSIDE that says "held" */
 /* compliant: the largest layer rate k / c served (at 1e12 1/s: "more than 20000 guard crossings"
  * or ARK_TOO_MUCH_WORK driving into an obstacle; at 1e6 about 2,000 integrator steps per 10 ms
  * control step in the layer) */
@@ -112,12 +122,13 @@ static const rs_param_desc_t dd_params[] = {
 static const rs_aux_desc_t dd_aux[NAUX] = {
     {"obstacle", RS_AUX_INDEX, 0, 0, PI_OBSTACLES, 3, 1u << MODE_BLOCKED,
      "the obstacle the robot is blocked by (a triple of 'obstacles'); -1 when free"},
-    {"inside", RS_AUX_INTEGER, 0, 65535, 0, 0, 0,
-     "compliant: bit i set while the robot is inside obstacle i's boundary layer"},
+    {"inside", RS_AUX_INTEGER, 0, 4294967295.0, 0, 0, 0,
+     "compliant: bit i set while the robot is inside obstacle i's boundary layer, bit 16 + i "
+     "while it is held at obstacle i's rigid surface under the layer"},
 };
 
 static const char *const dd_modes[] = {"free", "blocked", "time_stepping", "compliant"};
-static const char *const dd_events[] = {"contact", "release"};
+static const char *const dd_events[] = {"contact", "release", "held", "freed"};
 
 static int n_obstacles(const rs_entity_model_t *em) { return em->plen[PI_OBSTACLES] / 3; }
 
@@ -153,20 +164,28 @@ static double outward_speed(const rs_entity_model_t *em, const double *x, const 
     return v * (cos(x[THETA]) * nx + sin(x[THETA]) * ny);
 }
 
-static int dd_nguards(const rs_entity_model_t *em) { return n_obstacles(em) + 1; }
+/* guards: obstacle i's contact (hybrid) or layer surface (compliant), the release while blocked
+ * (hybrid), then obstacle i's rigid surface under its layer (compliant) */
+static int dd_nguards(const rs_entity_model_t *em) { return 2 * n_obstacles(em) + 1; }
 
 static int model_of(const rs_entity_model_t *em) { return (int)em->p[P_MODEL]; }
 static double pad_of(const rs_entity_model_t *em) { return em->p[P_PAD] + em->p[P_OPAD]; }
-static int inside(const rs_entity_data_t *ed, int i) { return ((int)ed->aux[AUX_INSIDE] >> i) & 1; }
+static uint32_t bits_of(const rs_entity_data_t *ed) { return (uint32_t)ed->aux[AUX_INSIDE]; }
+static int inside(const rs_entity_data_t *ed, int i) { return (int)(bits_of(ed) >> i & 1u); }
+static int held(const rs_entity_data_t *ed, int i) { return (int)(bits_of(ed) >> (HELD + i) & 1u); }
+static void flip(rs_entity_data_t *ed, int bit) { ed->aux[AUX_INSIDE] = bits_of(ed) ^ (1u << bit); }
+/* compliant with no padding has no layer: the obstacles are rigid at once */
+static int has_layer(const rs_entity_model_t *em) { return pad_of(em) > 0.0; }
 
 /* the mode contact_model and the state call for (reset, new parameters) */
 static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x)
 {
-    int model = model_of(em), bits = 0;
+    int model = model_of(em);
+    uint32_t bits = 0;
     ed->aux[AUX_OBSTACLE] = -1;
     if (model == RS_CONTACT_COMPLIANT)
         for (int i = 0; i < n_obstacles(em); i++)
-            bits |= (clearance(em, x, i, NULL, NULL) < pad_of(em)) << i;
+            bits |= (uint32_t)(clearance(em, x, i, NULL, NULL) < pad_of(em)) << i;
     ed->aux[AUX_INSIDE] = bits;
     ed->mode = model == RS_CONTACT_TIME_STEPPING ? MODE_TS
                : model == RS_CONTACT_COMPLIANT   ? MODE_COMPLIANT
@@ -216,6 +235,69 @@ static void dd_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x
     pick_mode(em, ed, x);
 }
 
+/* compliant: the centre's velocity before the rigid surfaces, the command plus the layers'
+ * pushes (k / c) d_i n_i */
+static void layer_motion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                         const double *u, double *w)
+{
+    double v = forward_speed(em, u);
+    double rate = rs_blend_harmonic(em->p[P_K], em->p[P_OK]) /
+                  rs_blend_harmonic(em->p[P_C], em->p[P_OC]);
+    w[X] = v * cos(x[THETA]);
+    w[Y] = v * sin(x[THETA]);
+    for (int i = 0; i < n_obstacles(em); i++) {
+        if (!inside(ed, i))
+            continue;
+        double nx, ny, depth = pad_of(em) - clearance(em, x, i, &nx, &ny);
+        w[X] += rate * fmax(0.0, depth) * nx;
+        w[Y] += rate * fmax(0.0, depth) * ny;
+    }
+}
+
+/* The velocity w projected on the cone of velocities that go into none of the obstacles the
+ * robot is held at (n_i . z >= 0; obstacle `skip` left out): the nearest of w, its projections
+ * on the cone's edges (the lines n_i . z = 0) and 0 that lies in the cone. */
+static void project(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                    int skip, const double *w, double *z)
+{
+    double n[MAX_OBSTACLES][2];
+    int k = 0;
+    for (int i = 0; i < n_obstacles(em); i++)
+        if (i != skip && held(ed, i))
+            clearance(em, x, i, &n[k][0], &n[k][1]), k++;
+    double tol = 1e-12 * rs_hypot(w[X], w[Y]), best = INFINITY;
+    z[X] = w[X], z[Y] = w[Y];
+    int in_cone = 1;
+    for (int j = 0; j < k; j++)
+        in_cone &= n[j][0] * w[X] + n[j][1] * w[Y] >= 0.0;
+    if (in_cone)
+        return;
+    z[X] = z[Y] = 0.0;
+    for (int e = 0; e < k; e++) {
+        double into = n[e][0] * w[X] + n[e][1] * w[Y];
+        if (!(into < 0.0) || -into >= best)
+            continue;
+        double cx = w[X] - into * n[e][0], cy = w[Y] - into * n[e][1];
+        int ok = 1;
+        for (int j = 0; j < k && ok; j++)
+            ok = j == e || n[j][0] * cx + n[j][1] * cy >= -tol;
+        if (ok)
+            z[X] = cx, z[Y] = cy, best = -into;
+    }
+}
+
+/* Held at obstacle i: how fast the motion would go into it without that contact (> 0 while the
+ * contact is needed; its guard frees the robot where this falls through 0). */
+static double hold_need(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                        const double *u, int i)
+{
+    double w[2], z[2], nx, ny;
+    layer_motion(em, ed, x, u, w);
+    project(em, ed, x, i, w, z);
+    clearance(em, x, i, &nx, &ny);
+    return -(nx * z[X] + ny * z[Y]);
+}
+
 static void dd_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *xdot)
 {
@@ -226,18 +308,13 @@ static void dd_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         xdot[X] = xdot[Y] = xdot[THETA] = 0.0;
         return;
     }
-    xdot[X] = v * cos(x[THETA]);
-    xdot[Y] = v * sin(x[THETA]);
-    if (ed->mode == MODE_COMPLIANT) { /* the layers push back along their normals */
-        double rate = rs_blend_harmonic(em->p[P_K], em->p[P_OK]) /
-                      rs_blend_harmonic(em->p[P_C], em->p[P_OC]);
-        for (int i = 0; i < n_obstacles(em); i++) {
-            if (!inside(ed, i))
-                continue;
-            double nx, ny, depth = pad_of(em) - clearance(em, x, i, &nx, &ny);
-            xdot[X] += rate * fmax(0.0, depth) * nx;
-            xdot[Y] += rate * fmax(0.0, depth) * ny;
-        }
+    if (ed->mode == MODE_COMPLIANT) { /* the layers push back, the rigid surfaces hold */
+        double w[2];
+        layer_motion(em, ed, x, u, w);
+        project(em, ed, x, -1, w, xdot);
+    } else {
+        xdot[X] = v * cos(x[THETA]);
+        xdot[Y] = v * sin(x[THETA]);
     }
     xdot[THETA] = wheels_turn_rate(r, L, u[PHI1_DOT], u[PHI2_DOT]);
 }
@@ -285,7 +362,7 @@ static double dd_time_scale(const rs_entity_model_t *em, const rs_entity_data_t 
                             const double *x)
 {
     (void)x;
-    if (ed->mode != MODE_COMPLIANT || (int)ed->aux[AUX_INSIDE] == 0)
+    if (ed->mode != MODE_COMPLIANT || (bits_of(ed) & ((1u << HELD) - 1u)) == 0)
         return 0.0;
     return rs_blend_harmonic(em->p[P_C], em->p[P_OC]) / rs_blend_harmonic(em->p[P_K], em->p[P_OK]);
 }
@@ -294,14 +371,19 @@ static void dd_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
                       const double *x, const double *u, double *g)
 {
     (void)t;
-    int n = n_obstacles(em);
+    int n = n_obstacles(em), layer = ed->mode == MODE_COMPLIANT && has_layer(em);
     for (int i = 0; i < n; i++)
         g[i] = ed->mode == MODE_FREE ? clearance(em, x, i, NULL, NULL)
-               : ed->mode == MODE_COMPLIANT
+               : layer
                    ? (inside(ed, i) ? -1.0 : 1.0) * (clearance(em, x, i, NULL, NULL) - pad_of(em))
                    : 1.0;
     /* release: while blocked, fires when the heading turns away from the obstacle */
     g[n] = ed->mode == MODE_BLOCKED ? -outward_speed(em, x, u, (int)ed->aux[AUX_OBSTACLE]) : 1.0;
+    /* compliant: reaching the rigid surface under a layer; held there, no longer pressed on it */
+    for (int i = 0; i < n; i++)
+        g[n + 1 + i] = ed->mode != MODE_COMPLIANT ? 1.0
+                       : held(ed, i)             ? hold_need(em, ed, x, u, i)
+                                                 : clearance(em, x, i, NULL, NULL);
 }
 
 /* Move the centre along obstacle i's normal until side * (clearance - target) > 0 (side +1:
@@ -410,13 +492,73 @@ static void release_from(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     }
 }
 
+/* compliant: onto obstacle i's rigid surface (exactly, then out by rounding, as block does) */
+static void hold(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x, int i)
+{
+    double before[NX] = {x[X], x[Y], x[THETA]}, nx, ny;
+    double c = clearance(em, x, i, &nx, &ny);
+    x[X] -= c * nx;
+    x[Y] -= c * ny;
+    place_at(em, x, i, 0.0, 1);
+    flip(ed, HELD + i);
+    rs_emit_event(ed, EV_HELD, t, i, before, x, NX);
+}
+
+static void unhold(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x, int i)
+{
+    double before[NX] = {x[X], x[Y], x[THETA]};
+    place_at(em, x, i, 0.0, 1); /* out by rounding: its surface's guard armed */
+    flip(ed, HELD + i);
+    rs_emit_event(ed, EV_FREED, t, i, before, x, NX);
+}
+
+/* compliant, after the held set changed or the command did: each held contact still needed (its
+ * guard armed: a contact no longer pressed would start its guard below 0 and hold the robot
+ * from a surface it drives away from), each contact touched and driven into held, the held ones
+ * on their surfaces (the integrator's error on a slide along one moves the centre off it) */
+static void settle_holds(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
+                         const double *u)
+{
+    int n = n_obstacles(em);
+    for (int it = 0; it < 2 * n + 2; it++) {
+        int worst = -1, touch = -1;
+        double least = 0.0;
+        for (int i = 0; i < n; i++) {
+            double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
+            double nx, ny, c = clearance(em, x, i, &nx, &ny);
+            if (held(ed, i)) {
+                if (c < 0.0) {
+                    x[X] -= c * nx;
+                    x[Y] -= c * ny;
+                    place_at(em, x, i, 0.0, 1);
+                }
+                double need = hold_need(em, ed, x, u, i);
+                if (need <= least)
+                    least = need, worst = i;
+            } else if (touch < 0 && c <= 1e-12 * scale) {
+                double w[2], z[2];
+                layer_motion(em, ed, x, u, w);
+                project(em, ed, x, -1, w, z);
+                if (nx * z[X] + ny * z[Y] < 0.0)
+                    touch = i;
+            }
+        }
+        if (worst >= 0)
+            unhold(em, ed, t, x, worst);
+        else if (touch >= 0)
+            hold(em, ed, t, x, touch);
+        else
+            return;
+    }
+}
+
 static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                     const double *u, const int *fired)
 {
     int n = n_obstacles(em);
     if (ed->mode == MODE_COMPLIANT) { /* into or out of a boundary layer */
         for (int i = 0; i < n; i++) {
-            if (!fired[i])
+            if (!fired[i] || !has_layer(em))
                 continue;
             int was = inside(ed, i);
             double before[NX] = {x[X], x[Y], x[THETA]}, xdot[NX], nx, ny;
@@ -434,9 +576,26 @@ static void dd_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             }
             /* on the layer's boundary, on the side of the new state: its guard armed */
             place_at(em, x, i, pad_of(em), was ? 1 : -1);
-            ed->aux[AUX_INSIDE] = (int)ed->aux[AUX_INSIDE] ^ (1 << i);
+            flip(ed, i);
             rs_emit_event(ed, was ? EV_RELEASE : EV_CONTACT, t, i, before, x, NX);
         }
+        /* the rigid surfaces: freed where no longer pressed, then held where driven into */
+        for (int i = 0; i < n; i++)
+            if (fired[n + 1 + i] && held(ed, i))
+                unhold(em, ed, t, x, i);
+        for (int i = 0; i < n; i++) {
+            if (!fired[n + 1 + i] || held(ed, i))
+                continue;
+            double w[2], z[2], nx, ny;
+            layer_motion(em, ed, x, u, w);
+            project(em, ed, x, -1, w, z);
+            clearance(em, x, i, &nx, &ny);
+            if (nx * z[X] + ny * z[Y] < 0.0)
+                hold(em, ed, t, x, i);
+            else
+                place_at(em, x, i, 0.0, 1); /* leaving: out by rounding, its guard armed */
+        }
+        settle_holds(em, ed, t, x, u);
     } else if (ed->mode == MODE_FREE) { /* (time_stepping arms no guard) */
         for (int i = 0; i < n; i++)
             if (fired[i] && outward_speed(em, x, u, i) < 0) {
@@ -462,16 +621,21 @@ static void dd_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         /* new obstacles or padding may put the centre on the other side of a layer's surface
          * than its bit (beyond the root finder's tolerance, which an event leaves the bits
          * within): the bit follows, so that its guard starts armed */
-        int bits = (int)ed->aux[AUX_INSIDE];
+        uint32_t bits = bits_of(ed);
         for (int i = 0; i < n_obstacles(em); i++) {
             double scale = em->p[P_RADIUS] + obstacle(em, i)[2] + 0.01; /* m */
-            double off = clearance(em, x, i, NULL, NULL) - pad_of(em);
-            if (fabs(off) > 1e-9 * scale && (off < 0.0) != inside(ed, i))
-                bits ^= 1 << i;
+            double c = clearance(em, x, i, NULL, NULL), off = c - pad_of(em);
+            if (!has_layer(em))
+                bits &= ~(1u << i);
+            else if (fabs(off) > 1e-9 * scale && (off < 0.0) != inside(ed, i))
+                bits ^= 1u << i;
+            if (c > 1e-9 * scale)
+                bits &= ~(1u << (HELD + i)); /* a surface moved off the robot (SetParams) */
         }
         for (int i = n_obstacles(em); i < MAX_OBSTACLES; i++)
-            bits &= ~(1 << i); /* obstacles taken away */
+            bits &= ~(1u << i | 1u << (HELD + i)); /* obstacles taken away */
         ed->aux[AUX_INSIDE] = bits;
+        settle_holds(em, ed, t, x, u);
     }
     if (ed->mode == MODE_TS || ed->mode == MODE_COMPLIANT)
         return;
@@ -536,7 +700,7 @@ static int dd_contacts(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
     double t0 = d->t - (d->m ? d->m->control_dt : 0.0);
     int k = 0;
     for (int i = 0; i < n_obstacles(em) && k < max; i++) {
-        int in = ed->mode == MODE_COMPLIANT ? inside(ed, i)
+        int in = ed->mode == MODE_COMPLIANT ? inside(ed, i) || held(ed, i)
                                             : ed->mode != MODE_FREE && ed->aux[AUX_OBSTACLE] == i;
         int had = in, sep = 0;
         for (int j = 0; j < d->nevents; j++) {
@@ -566,9 +730,10 @@ static void dd_sensors(const rs_entity_model_t *em, rs_entity_data_t *ed, double
                        const double *x, const double *u, double dt)
 {
     (void)em, (void)t, (void)x, (void)u, (void)dt;
-    int bits = (int)ed->aux[AUX_INSIDE], first = -1;
+    uint32_t bits = bits_of(ed);
+    int first = -1;
     for (int i = 0; i < MAX_OBSTACLES && first < 0; i++)
-        if (bits >> i & 1)
+        if ((bits >> i | bits >> (HELD + i)) & 1u)
             first = i;
     ed->s[S_BUMPER] = ed->mode == MODE_BLOCKED || (ed->mode == MODE_TS && ed->aux[AUX_OBSTACLE] >= 0) ||
                       bits != 0;
@@ -650,7 +815,7 @@ const rs_robot_t rs_robot_diff_drive = {
     .nmodes = 4,
     .mode_names = dd_modes,
     .choices = dd_choices,
-    .nevent_kinds = 2,
+    .nevent_kinds = 4,
     .event_names = dd_events,
     .naux = NAUX,
     .aux_vars = dd_aux,

@@ -58,13 +58,15 @@
  *   At rest on a face (after a touch's impulse, a slip that stops, the jam's impulse) the mode is
  *   the one consistent at the acceleration level, tried in turn (rest_mode): stick in the cone,
  *   free if the free motion leaves the face, a slide that presses and accelerates its own way.
- *   Where no mode is consistent (Painleve: a sliding contact whose force falls to 0 while the
- *   free motion would enter the face, or a touch after which neither sticking, sliding nor
- *   leaving is), the step stops with an error (mm_failure) at that state.
+ *   Where no mode is consistent while it slides (Painleve: a sliding contact whose force falls
+ *   to 0 while the free motion would enter the face, or a touch after which neither sliding on
+ *   nor leaving is), a tangential impact (impact without collision, Genot and Brogliato 1999:
+ *   tangential_impact) stops the slip and the mode at rest follows; where none is consistent at
+ *   rest either, the step stops with an error (mm_failure) at that state.
  * All constraints of a mode (stuck wheel speeds or servoed ones, the contacts) are solved
  * together: [M, -G; A, 0] (nudot, lambda) = (Q - h, -a0), G the constraint forces' directions
- * in nu, A the constrained rows (a dense LU solve, at most 12 unknowns); impulses solve the same
- * matrix with (0, -A nu). Impacts treat stuck wheels as rigid (stated).
+ * in nu, A the constrained rows (a dense LU solve, at most 12 unknowns: rs_dense_solve);
+ * impulses solve the same matrix with (0, -A nu). Impacts treat stuck wheels as rigid (stated).
  * Commands change the base velocity at control-step boundaries; settle() then re-resolves each
  * arm's contact (an impulse if the end effector now moves into the table, release if away) and
  * the passive base's stuck / rolling state.
@@ -95,6 +97,7 @@ enum { BASE_WHEELS = 0, BASE_PASSIVE = 1 };
 #define NG (G_BASE + 4)
 #define NV 6 /* generalised speeds: v, w, left qd1, qd2, right qd1, qd2 */
 #define NC_MAX (NV + 6) /* unknowns of a constrained solve: nudot and at most 6 multipliers */
+_Static_assert(NC_MAX <= RS_DENSE_MAX, "the constrained solve fits rs_dense_solve");
 
 enum {
     P_R, P_L, P_X0, P_Y0, P_TH0, P_SHOULDER, P_LINK = P_SHOULDER + 2, P_MASS = P_LINK + 2,
@@ -166,8 +169,9 @@ static const rs_param_desc_t mm_params[] = {
     {"table_x_max", "m", -1e6, 1e6, P_TABLE + 2, 1, 1, 2.0, "the table's right side x"},
     {"mu", "1", 0.0, 10.0, P_MU, 1, 1, 0.5,
      "Coulomb friction coefficient end effector/table (a sliding end effector can meet "
-     "Painleve's paradox, no consistent contact mode, in some poses at any mu: the step then "
-     "fails with an error naming it, the world kept at that state)"},
+     "Painleve's paradox, no consistent contact mode, in some poses at any mu: it goes on by a "
+     "tangential impact that stops the slip; only one at rest with no consistent mode fails "
+     "the step with an error naming it, the world kept at that state)"},
     /* 0.002, not 0.01: with the base's motion in the arms' equations, a base driven at up to
      * 0.01 * 80 N = 0.8 m/s jerks the arms (their momentum about the shoulders) past what the
      * alignment spec's end-effector controllers hold; at 0.002 scenario 1 aligns from 0.3 rad
@@ -389,40 +393,6 @@ static mm_cfg_t cfg_of(const rs_entity_model_t *em, const rs_entity_data_t *ed)
     return cf;
 }
 
-/* Solve A z = b (n unknowns, row-major n x n) by Gaussian elimination with partial pivoting;
- * -1 if singular. */
-static int dense_solve(int n, double *A, double *b)
-{
-    for (int c = 0; c < n; c++) {
-        int piv = c;
-        for (int r = c + 1; r < n; r++)
-            if (fabs(A[r * n + c]) > fabs(A[piv * n + c]))
-                piv = r;
-        if (!(fabs(A[piv * n + c]) > 0))
-            return -1;
-        if (piv != c) {
-            for (int j = 0; j < n; j++) {
-                double t = A[c * n + j];
-                A[c * n + j] = A[piv * n + j], A[piv * n + j] = t;
-            }
-            double t = b[c];
-            b[c] = b[piv], b[piv] = t;
-        }
-        for (int r = c + 1; r < n; r++) {
-            double f = A[r * n + c] / A[c * n + c];
-            for (int j = c; j < n; j++)
-                A[r * n + j] -= f * A[c * n + j];
-            b[r] -= f * b[c];
-        }
-    }
-    for (int c = n - 1; c >= 0; c--) {
-        for (int j = c + 1; j < n; j++)
-            b[c] -= A[c * n + j] * b[j];
-        b[c] /= A[c * n + c];
-    }
-    return 0;
-}
-
 /* The constrained solve of configuration cf: accelerations (impulse = 0: out = nudot, forces
  * f[k] on each end effector (world), the base's holding force / torque lam_b) or an impulse
  * (impulse = 1: out = the velocity change that makes every constrained row's velocity 0; the
@@ -482,7 +452,7 @@ static void sys_solve(const rs_entity_model_t *em, const mm_sys_t *S, const mm_c
             K[(NV + c) * n + j] = A[c][j];
         z[NV + c] = b[c];
     }
-    if (dense_solve(n, K, z) < 0)
+    if (rs_dense_solve(n, K, z) < 0)
         memset(z, 0, sizeof z); /* a singular configuration (a stretched arm): no motion */
     memcpy(out, z, sizeof(double) * NV);
     if (f)
@@ -1011,6 +981,8 @@ static double first_root(double g0, double g1, double g2)
 
 static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                         const double *u, int k);
+static int tangential_impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                             double *x, const double *u, int k);
 
 /* Put arm k, on its face, into the mode chosen for it (rest_mode, contact_after_impulse) with
  * slip direction dir, logging the events from the state before: stick with the impulse that
@@ -1045,8 +1017,102 @@ static void set_arm_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     }
     if (mode == -2)
         jam_impulse(em, ed, t, x, u, k);
-    else if (mode < 0)
+    else if (mode < 0 && tangential_impact(em, ed, t, x, u, k) < 0)
         ed->aux[AUX_JAM] = 1 + k;
+}
+
+/* The generalised speeds changed by P D: the arms' rates, a rolling passive base's speeds. */
+static void add_impulse(const rs_entity_model_t *em, const mm_cfg_t *cf, double *x, double P,
+                        const double D[NV])
+{
+    for (int j = 2; j < NV; j++)
+        x[Q0 + 4 * ((j - 2) / 2) + 2 + (j - 2) % 2] += P * D[j];
+    for (int i = 0; i < 2; i++)
+        if (passive(em) && !cf->fixed[i])
+            x[BV + i] += P * D[i];
+}
+
+/* Arm k's end-effector velocity change (normal, tangential) per unit impulse along the world
+ * direction dirv at it, the other constraints of cf held (W dirv, W = J M_c^-1 J^T); the
+ * generalised speeds' change in D. */
+static void impulse_response(const rs_entity_model_t *em, const mm_sys_t *S, const mm_cfg_t *cf,
+                             int k, const double dirv[2], double D[NV], double *wn, double *wt)
+{
+    double nud0[NV], dp[2];
+    mm_sys_t S0 = *S;
+    force_response(em, S, cf, k, dirv, nud0, D);
+    memset(S0.ee[k].a0, 0, sizeof S0.ee[k].a0);
+    ee_accel(&S0, k, D, dp);
+    *wn = cf->n[k][0] * dp[0] + cf->n[k][1] * dp[1];
+    *wt = cf->t[k][0] * dp[0] + cf->t[k][1] * dp[1];
+}
+
+/* Painleve's inconsistent slide (arm k slides to s t with b = n . W (n - mu s t) < 0 and its free
+ * motion entering the face: neither sliding on, which needs a pulling force, nor leaving is
+ * consistent) continued by a tangential impact, an impact without collision (Genot and
+ * Brogliato, "New results on Painleve paradoxes", Eur. J. Mech. A/Solids 18, 1999; Darboux-
+ * Keller's impulse process at v_n = 0), taken at the fixed configuration:
+ *   1. the normal impulse P with its sliding friction, along n - mu s t, until the slip stops:
+ *      v_n = b P <= 0, v_t = v_t0 + c P, P = -v_t0 / c. The kinetic energy's rate in P is
+ *      v_n - mu s v_t < 0 while it slips, and it is convex in P ((n - mu s t)^T W (n - mu s t)
+ *      = b - mu s c >= 0), so the slip stops at a finite P (s c < 0);
+ *   2. then at v_t = 0, v_n <= 0, the impact goes on to v_n = 0 (inelastic, as the touches): stuck
+ *      (both components to 0, the impulse inside the cone) where |W_tn| <= mu W_tt; else slipping
+ *      to s' = sgn(W_tn) with b' = W_nn - mu |W_tn| > 0 until v_n = 0. The energy falls in both.
+ * Afterwards the mode is chosen as after any impulse (at rest: stick, free or a slide its own
+ * way). Returns 0, or -1 where it does not apply (no slip to take, or the state is not that
+ * case) or leaves no consistent mode (mm_failure then stops the step, at the state reached). */
+static int tangential_impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
+                             double *x, const double *u, int k)
+{
+    double before[NX], mu = em->p[P_MU], D[NV], b, c;
+    memcpy(before, x, sizeof before);
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    sys_build(em, x, u, &S);
+    const double *n = cf.n[k], *tg = cf.t[k];
+    double vt = tg[0] * S.ee[k].v[0] + tg[1] * S.ee[k].v[1];
+    double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
+    if (!(fabs(vt) > vscale))
+        return -1;
+    double sd = vt > 0 ? 1.0 : -1.0, dv[2] = {n[0] - mu * sd * tg[0], n[1] - mu * sd * tg[1]};
+    impulse_response(em, &S, &cf, k, dv, D, &b, &c);
+    if (!(b < 0) || !(sd * c < 0))
+        return -1;
+    add_impulse(em, &cf, x, -vt / c, D); /* 1: the slip stops */
+    sys_build(em, x, u, &S);
+    double Dn[NV], Dt[NV], wnn, wtn, wnt, wtt;
+    impulse_response(em, &S, &cf, k, n, Dn, &wnn, &wtn);
+    impulse_response(em, &S, &cf, k, tg, Dt, &wnt, &wtt);
+    mm_cfg_t trial = cf;
+    if (fabs(wtn) <= mu * wtt) { /* 2: stuck, to rest on the face */
+        trial.c[k] = C_STICK, trial.dir[k] = 0.0;
+        apply_impulse(em, &S, &trial, x);
+    } else { /* 2: slipping the way the normal impulse drives it, until v_n = 0 */
+        double s2 = wtn > 0 ? 1.0 : -1.0, dv2[2] = {n[0] - mu * s2 * tg[0], n[1] - mu * s2 * tg[1]};
+        double b2, c2, vn = n[0] * S.ee[k].v[0] + n[1] * S.ee[k].v[1];
+        impulse_response(em, &S, &cf, k, dv2, D, &b2, &c2);
+        if (b2 > 0 && vn < 0)
+            add_impulse(em, &cf, x, -vn / b2, D);
+    }
+    onto_face(em, ed, x, k);
+    sys_build(em, x, u, &S);
+    vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
+    if (fabs(n[0] * S.ee[k].v[0] + n[1] * S.ee[k].v[1]) > vscale) {
+        trial = cf; /* the normal velocity's rounding: the contact's own impulse */
+        trial.c[k] = C_SLIDE, trial.dir[k] = 0.0;
+        apply_impulse(em, &S, &trial, x);
+        sys_build(em, x, u, &S);
+    }
+    double dir;
+    int mode = contact_after_impulse(em, &S, &cf, k, vscale, &dir);
+    if (mode < 0) { /* at rest with no consistent mode: stops here (mm_failure) */
+        ed->mode = mode_with(ed->mode, k, C_SLIDE);
+        ed->aux[AUX_DIR_L + k] = dir;
+        return -1;
+    }
+    set_arm_mode(em, ed, t, x, u, k, &S, &cf, mode, dir, before);
+    return 0;
 }
 
 /* The dynamic jam's impulse: arm k slides to s t with its compliance b = n . W (n - mu s t) at
@@ -1101,14 +1167,11 @@ static void jam_impulse(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
             a_free = 0.0; /* it ends where the force needed falls to 0: it leaves */
     }
     if (!isfinite(P)) {
-        ed->aux[AUX_JAM] = 1 + k;
+        if (tangential_impact(em, ed, t, x, u, k) < 0)
+            ed->aux[AUX_JAM] = 1 + k;
         return;
     }
-    for (int j = 2; j < NV; j++)
-        x[Q0 + 4 * ((j - 2) / 2) + 2 + (j - 2) % 2] += P * D[j];
-    for (int i = 0; i < 2; i++)
-        if (passive(em) && !cf.fixed[i])
-            x[BV + i] += P * D[i];
+    add_impulse(em, &cf, x, P, D);
     if (a_free >= 0) { /* leaves, from the face (not the integrator's drift inside it) */
         set_arm_mode(em, ed, t, x, u, k, &S, &cf, C_FREE, 0.0, before);
         return;
@@ -1184,14 +1247,12 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     /* at rest: the consistent mode of rest_mode; sliding: on, or free if it leaves */
     double dir = 0.0;
     int c = contact_after_impulse(em, &S, &trial, k, vscale, &dir), jam = c == -2;
+    int inconsistent = c == -1;
     if (c == C_STICK) {
         trial.c[k] = C_STICK, trial.dir[k] = 0.0;
         apply_impulse(em, &S, &trial, x); /* at rest on the table, both components exactly 0 */
-    } else if (c < 0) {
-        if (!jam)
-            ed->aux[AUX_JAM] = 1 + k; /* no mode is consistent: mm_failure stops the step here */
-        c = C_SLIDE;
-    }
+    } else if (c < 0)
+        c = C_SLIDE; /* -1: no mode is consistent, the tangential impact below */
 #undef V_IN
 #undef V_T
 #undef F_N
@@ -1214,6 +1275,8 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
         rs_emit_event(ed, kind, t, k, before, x, NX);
     if (jam) /* it slides pressing at the jam: the jam's impulse at once */
         jam_impulse(em, ed, t, x, u, k);
+    else if (inconsistent && tangential_impact(em, ed, t, x, u, k) < 0)
+        ed->aux[AUX_JAM] = 1 + k; /* no mode is consistent: mm_failure stops the step here */
 }
 
 /* A passive base's speed i (0: v, 1: w): moving, it rolls (friction against its sign); at rest
@@ -1403,7 +1466,9 @@ static void mm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
             resolve_arm(em, ed, t, x, u, k);
         } else if (c != C_FREE && (fk[1] || fk[5])) { /* no push left, or slid off the face */
             if (c == C_SLIDE && fk[1] && !(slide_compliance(em, ed, x, u, k) > 0)) {
-                ed->aux[AUX_JAM] = 1 + k; /* neither sliding on nor leaving: mm_failure */
+                /* neither sliding on nor leaving: the tangential impact, else mm_failure */
+                if (tangential_impact(em, ed, t, x, u, k) < 0)
+                    ed->aux[AUX_JAM] = 1 + k;
                 continue;
             }
             if (fk[1]) /* leaves from the face itself, not from the integrator's drift inside */
