@@ -15,12 +15,6 @@
 #define FD_REL 6e-6      /* central-difference step, relative to max(1, |z|) */
 #define GRAZING 1e-6     /* |g_x f- + g_t| below this times |g_x| |f-| + |g_t|: grazing */
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
-#define CORNER 1e-3      /* a start map's one-sided differences this far apart, relative: a
-                            corner (start_corner) */
-#define SAME_SIDES 1e-3  /* a start's corner, composed with the rest of the step: two sides
-                            this close, relative to the column's largest entry (at least 1),
-                            are served as their mean, off either by at most half of it
-                            (compose_start; the derivative oracle's tolerance) */
 #define SAME_ORDER 1e-6  /* guards crossed together, composed in either order: the same column
                             to this, relative (split_events) */
 #define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
@@ -39,9 +33,8 @@ typedef struct sens_param {
 struct rs_sens {
     const rs_model_t *m;
     int n, ncmd, q, ncol, started, failed, code, differentiable;
-    int split_events;        /* some columns undefined (simultaneous events, a corner at the
-                                start) */
-    char split_message[480];
+    int split_events;        /* some columns undefined (simultaneous events) */
+    char split_message[320];
     double t;                            /* the last hook's time */
     double h_next;                       /* the flow's next step (0: let ARKODE estimate it) */
     double *x;                           /* the state there (the flow starts from it) */
@@ -57,14 +50,6 @@ struct rs_sens {
     double *x_pre, t_pre;
     int dirty_pre;
     int begun;                           /* the Step's first control-step start was seen */
-    int deferred, composed;              /* the first start's map kept apart (dstart), and
-                                            composed into phi (rs_sens_result) */
-    int touched;                         /* phi moved from the identity (a flow, a jump) */
-    double *dstart;                      /* n x ncol: the first start's map (x, u, p) -> x; phi
-                                            then runs from the state after it */
-    double *dfw, *dbw;                   /* n x ncol: that map's one-sided derivatives along
-                                            the columns where it has a corner */
-    char *corner;                        /* per column: dfw and dbw hold it */
     rs_data_t *scratch;                  /* replayed maps log their events here */
     rs_integrator_t *integ;
     double *y;                           /* x then phi, for the flow */
@@ -221,50 +206,6 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
     return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
 }
 
-static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, int c);
-
-/* The Step's first start, its map ending in the same mode to either side of an input: a state
- * on a constraint's boundary (a joint at its stop, the finger touching its object) that a
- * change to one side leaves, and a change to the other takes back onto it (settle's
- * projection), has a corner there: the two sides' derivatives differ, and their mean (the
- * central difference) is neither. Found where the first-order one-sided differences disagree by
- * CORNER of their size, and by about as much at twice the step (a smooth map's curvature makes
- * their gap grow with the step). The central difference's column is carried as the others;
- * rs_sens_result decides whether the step has a derivative along it. */
-static void start_corner(const column_t *cl, double h, const double *f0, const double *fp,
-                         const double *fm, int col)
-{
-    double f2p[RS_MAX_STATE + 64], f2m[RS_MAX_STATE + 64], gap = 0, scale = 1.0;
-    int worst = 0, k = cl->k;
-    for (int r = 0; r < k; r++) {
-        double fw = (fp[r] - f0[r]) / h, bw = (f0[r] - fm[r]) / h;
-        scale = fmax(scale, fmax(fabs(fw), fabs(bw)));
-        if (fabs(fw - bw) > gap)
-            gap = fabs(fw - bw), worst = r;
-    }
-    if (gap <= CORNER * scale || cl->which == 3)
-        return;
-    if (column_eval(cl, 2, h, f2p) != cl->mode0 || column_eval(cl, -2, h, f2m) != cl->mode0)
-        return;
-    double gap2 = (f2p[worst] - f0[worst]) / (2 * h) - (f0[worst] - f2m[worst]) / (2 * h),
-           gap1 = (fp[worst] - f0[worst]) / h - (f0[worst] - fm[worst]) / h;
-    if (fabs(gap2 - gap1) > 0.25 * fabs(gap1))
-        return; /* curvature, not a corner */
-    /* the two sides' derivatives, second order, kept for rs_sens_result: where the rest of
-     * the step takes them to the same column (a joint released from its stop that returns to
-     * it, say) the step has that derivative */
-    rs_sens_t *s = cl->s;
-    int g = global_col(s, cl->em, cl->e, col);
-    if (g < 0)
-        return;
-    s->corner[g] = 1;
-    for (int r = 0; r < k; r++) {
-        size_t at = (size_t)(cl->em->x_off + r) * s->ncol + (size_t)g;
-        s->dfw[at] = (-3 * f0[r] + 4 * fp[r] - f2p[r]) / (2 * h);
-        s->dbw[at] = (3 * f0[r] - 4 * fm[r] + f2m[r]) / (2 * h);
-    }
-}
-
 static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
@@ -274,8 +215,6 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     if (!map || (mp == cl->mode0 && mm == cl->mode0)) {
         for (int r = 0; r < k; r++)
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
-        if (cl->c->kind == FN_BEGIN && !cl->s->begun)
-            start_corner(cl, h, f0, fp, fm, col);
         return;
     }
     int side = mp == cl->mode0 ? 1 : mm == cl->mode0 ? -1 : 0;
@@ -503,10 +442,6 @@ void rs_sens_destroy(rs_sens_t **ps)
     free(s->wbuf);
     free(s->undefined);
     free(s->split);
-    free(s->corner);
-    free(s->dstart);
-    free(s->dfw);
-    free(s->dbw);
     free(s);
     *ps = NULL;
 }
@@ -590,10 +525,6 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         !(s->wbuf = calloc(2 * (size_t)ncol + 1, sizeof *s->wbuf)) ||
         !(s->undefined = calloc((size_t)ncol + 1, 1)) ||
         !(s->split = calloc((size_t)ncol + 1, 1)) ||
-        !(s->corner = calloc((size_t)ncol + 1, 1)) ||
-        !(s->dstart = calloc((size_t)n * ncol + 1, sizeof *s->dstart)) ||
-        !(s->dfw = calloc((size_t)n * ncol + 1, sizeof *s->dfw)) ||
-        !(s->dbw = calloc((size_t)n * ncol + 1, sizeof *s->dbw)) ||
         !(s->scratch = rs_data_scratch(m))) {
         rs_sens_destroy(&s);
         rs_fail(st, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
@@ -661,7 +592,6 @@ static void start(rs_sens_t *s, const rs_model_t *m, const rs_data_t *d)
     memset(s->phi, 0, (size_t)s->n * s->ncol * sizeof *s->phi);
     for (int i = 0; i < s->n; i++)
         s->phi[(size_t)i * s->ncol + i] = 1.0;
-    memcpy(s->dstart, s->phi, (size_t)s->n * s->ncol * sizeof *s->dstart);
     memcpy(s->u, d->u, (size_t)m->nu * sizeof *s->u);
     memcpy(s->x, d->x, (size_t)s->n * sizeof *s->x);
     memcpy(s->ent, d->ent, (size_t)m->nentities * sizeof *s->ent);
@@ -698,7 +628,6 @@ static void sens_flow(void *ctx, const rs_model_t *m, const rs_data_t *d)
         fail(s, rc, st.message);
         return;
     }
-    s->touched = 1;
     s->h_next = rs_integrator_next_step(s->integ);
     memcpy(s->phi, s->y + n, (size_t)n * s->ncol * sizeof *s->phi);
     memcpy(s->x, d->x, (size_t)n * sizeof *s->x); /* on along the world's own trajectory */
@@ -925,11 +854,8 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         if (kind != RS_STEP_MAP_JUMP) {
             entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
             map_rows(s, e, D, s->phi + (size_t)em->x_off * ncol, s->rows);
-            /* the Step's first start (phi still the identity): its map kept apart, phi runs
-             * from the state after it (rs_sens_result composes them) */
-            double *to = !s->begun && !s->touched ? s->dstart : s->phi;
-            s->deferred |= to == s->dstart;
-            memcpy(to + (size_t)em->x_off * ncol, s->rows, (size_t)nx * ncol * sizeof *s->phi);
+            memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
+                   (size_t)nx * ncol * sizeof *s->phi);
             continue;
         }
         if (em->ng > 64) {
@@ -952,7 +878,6 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
                 if (s->undefined[cc])
                     s->rows[(size_t)i * ncol + cc] = 0.0;
         memcpy(phi_e, s->rows, (size_t)nx * ncol * sizeof *s->phi);
-        s->touched = 1;
     }
     if (kind != RS_STEP_MAP_JUMP)
         s->begun = 1;
@@ -967,95 +892,9 @@ const rs_step_hooks_t *rs_sens_hooks(rs_sens_t *s)
     return &s->hooks;
 }
 
-/* What global column c is, for a message: "entity 'arm' state variable theta1" and so on. */
-static void input_name(const rs_sens_t *s, int c, char *buf, size_t size)
-{
-    const rs_model_t *m = s->m;
-    for (int e = 0; e < m->nentities; e++) {
-        const rs_entity_model_t *em = &m->ent[e];
-        if (c >= em->x_off && c < em->x_off + em->nx) {
-            snprintf(buf, size, "entity '%s' (%s) state variable %s", em->name, em->robot->kind,
-                     em->robot->state[c - em->x_off].name);
-            return;
-        }
-        int a = c - s->n - em->u_off;
-        if (c >= s->n && c < s->n + s->ncmd && a >= 0 && a < em->nu) {
-            snprintf(buf, size, "entity '%s' (%s) command %s", em->name, em->robot->kind,
-                     em->robot->actuators[a].name);
-            return;
-        }
-    }
-    snprintf(buf, size, "parameter %d of the Step's list", c - s->n - s->ncmd);
-}
-
-/* phi (from the state after the Step's first start) times that start's map: the Step's
- * Jacobian. A column where the start's map has a corner is composed with each side's
- * derivative; where the two agree (to SAME_SIDES) the step has their mean for its derivative,
- * else the column is undefined.
- * A column along which phi is undefined leaves undefined every input the start's map moves it
- * with. */
-static void compose_start(rs_sens_t *s)
-{
-    int n = s->n, ncol = s->ncol;
-    double *out = s->rows, a[2 * RS_MAX_STATE * RS_MAX_ENTITIES + 1];
-    double *fw = n <= RS_MAX_STATE * RS_MAX_ENTITIES ? a : NULL, *bw = fw ? a + n : NULL;
-    char *undef = s->split; /* the result's undefined columns */
-    memset(undef, 0, (size_t)ncol);
-    for (int c = 0; c < ncol; c++) {
-        for (int i = 0; i < n; i++) {
-            double v = c >= n ? s->phi[(size_t)i * ncol + c] : 0.0, vf = v, vb = v;
-            for (int j = 0; j < n; j++) {
-                double pij = s->phi[(size_t)i * ncol + j];
-                v += pij * s->dstart[(size_t)j * ncol + c];
-                if (s->corner[c] && fw) {
-                    vf += pij * s->dfw[(size_t)j * ncol + c];
-                    vb += pij * s->dbw[(size_t)j * ncol + c];
-                }
-            }
-            out[(size_t)i * ncol + c] = v;
-            if (fw)
-                fw[i] = vf, bw[i] = vb;
-        }
-        undef[c] = c >= n && s->undefined[c];
-        for (int j = 0; j < n && !undef[c]; j++)
-            undef[c] = s->undefined[j] && (s->dstart[(size_t)j * ncol + c] != 0.0 ||
-                                           (s->corner[c] && (s->dfw[(size_t)j * ncol + c] != 0.0 ||
-                                                             s->dbw[(size_t)j * ncol + c] != 0.0)));
-        if (!s->corner[c] || undef[c])
-            continue;
-        double dif = fw ? 0.0 : INFINITY, scale = 1.0;
-        for (int i = 0; fw && i < n; i++) {
-            dif = fmax(dif, fabs(fw[i] - bw[i]));
-            scale = fmax(scale, fmax(fabs(fw[i]), fabs(bw[i])));
-        }
-        if (dif <= SAME_SIDES * scale) {
-            for (int i = 0; i < n; i++)
-                out[(size_t)i * ncol + c] = 0.5 * (fw[i] + bw[i]);
-            continue;
-        }
-        undef[c] = 1;
-        if (!s->split_events) {
-            s->split_events = 1;
-            char what[160];
-            input_name(s, c, what, sizeof what);
-            snprintf(s->split_message, sizeof s->split_message,
-                     "the step starts on a constraint's boundary (a joint at its stop, a touch): "
-                     "a change of %s to one side is taken back onto it, to the other it is not, "
-                     "and the state after the step differs by %.3g per unit between the two "
-                     "sides: the step has one-sided derivatives only along it",
-                     what, dif);
-        }
-    }
-    memcpy(s->phi, out, (size_t)n * ncol * sizeof *s->phi);
-    memcpy(s->undefined, undef, (size_t)ncol);
-}
-
 int rs_sens_result(rs_sens_t *s, int *n, int *ncmd, int *q, const double **phi,
                    int *differentiable, const char **why, rs_status_t *st)
 {
-    if (s->deferred && !s->composed && !s->failed)
-        compose_start(s);
-    s->composed = 1;
     *n = s->n;
     *ncmd = s->ncmd;
     *q = s->q;
