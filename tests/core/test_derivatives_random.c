@@ -81,7 +81,7 @@ static void random_commands(const rs_model_t *m, rng_t *r, double *u)
 }
 
 typedef struct tally {
-    long scenarios, columns, undecided, violations, refused, not_diff, corners;
+    long scenarios, columns, undecided, partial, violations, refused, not_diff, corners;
 } tally_t;
 
 static const double RTOL[] = {1e-12}, ATOL[] = {1e-14}, ORDER8[] = {8};
@@ -251,6 +251,28 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t)
             fl2[i] = 4 * DBL_EPSILON * mag / (H2 * s);
             fl1[i] = 4 * DBL_EPSILON * mag / (H1 * s);
         }
+        /* a row whose two step sizes disagree (an event within a step size of the Step's end,
+         * or the integration's own error over a large value: the workshop's finger's applied
+         * work of 1e8 J) cannot be judged at these step sizes: set aside, the others judged */
+        int aside = 0;
+        double sc = fmax(1.0, col_max(D2, n));
+        for (int i = 0; i < n; i++) {
+            if (fabs(D1[i] - D2[i]) - 0.5 * (fl1[i] + fl2[i]) <= TOL * sc)
+                continue;
+            if (verbose)
+                printf("  %s seed %" PRIu64 ": column %d row %d set aside: differences %.6g "
+                       "(h %.0e) %.6g (h %.0e), value %.6g, J %.6g\n",
+                       preset, seed, c, i, D1[i], H1, D2[i], H2, x0[i], col[i]);
+            aside++;
+            col[i] = isnan(col[i]) ? col[i] : 0.0;
+            D1[i] = D2[i] = fw[i] = bw[i] = fl1[i] = fl2[i] = 0.0;
+            a1[i] = b1[i] = a2[i] = b2[i] = x0[i];
+        }
+        if (aside == n) {
+            t->undecided++;
+            continue;
+        }
+        t->partial += aside > 0;
         double scale = fmax(1.0, col_max(D2, n));
         double side_scale = fmax(1.0, fmax(col_max(fw, n), col_max(bw, n)));
         int one_sided = col_excess(fw, bw, fl2, 2, n) > TOL * side_scale;
@@ -265,12 +287,6 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t)
                 corner = fmax(corner, fabs(g2));
         }
         onesided_somewhere |= one_sided;
-        for (int i = 0; i < n; i++)
-            fl1[i] += fl2[i]; /* D1 - D2's floor */
-        if (col_excess(D1, D2, fl1, 0.5, n) > TOL * scale) {
-            t->undecided++;
-            continue;
-        }
         /* the differences' own error, estimated by their two step sizes: a mismatch must
          * stand clear of it as well */
         double noise = col_diff(D1, D2, n);
@@ -498,18 +514,20 @@ int main(int argc, char **argv)
             scenario(presets[k], seed, &t);
         }
         refused(presets[k], &t);
-        printf("%s: %ld scenarios, %ld columns, %ld undecided, %ld not differentiable, "
-               "%ld corners, %ld violations\n",
-               presets[k], t.scenarios, t.columns, t.undecided, t.not_diff, t.corners,
+        printf("%s: %ld scenarios, %ld columns (%ld with rows set aside), %ld undecided, %ld not "
+               "differentiable, %ld corners, %ld violations\n",
+               presets[k], t.scenarios, t.columns, t.partial, t.undecided, t.not_diff, t.corners,
                t.violations);
         CHECK(t.violations == 0, "%s: no violations (%ld)", presets[k], t.violations);
         CHECK(t.scenarios > 0, "%s: scenarios ran", presets[k]);
         all.scenarios += t.scenarios, all.columns += t.columns, all.undecided += t.undecided;
+        all.partial += t.partial;
         all.violations += t.violations, all.not_diff += t.not_diff, all.corners += t.corners;
     }
-    printf("total: %ld scenarios, %ld columns, %ld undecided, %ld not differentiable, "
-           "%ld corners, %ld violations in %.0f s (base seed %" PRIu64 ")\n",
-           all.scenarios, all.columns, all.undecided, all.not_diff, all.corners, all.violations,
+    printf("total: %ld scenarios, %ld columns (%ld with rows set aside), %ld undecided, %ld not "
+           "differentiable, %ld corners, %ld violations in %.0f s (base seed %" PRIu64 ")\n",
+           all.scenarios, all.columns, all.partial, all.undecided, all.not_diff, all.corners,
+           all.violations,
            rs_clock() - t0, base_seed);
     return rs_test_done("test_derivatives_random");
 }
