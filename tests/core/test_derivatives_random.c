@@ -49,6 +49,7 @@
 #define H2 1e-6
 
 static int verbose;
+static int tangent[2] = {-1, -1}; /* scenario(): check the Jacobian along x_i + x_j as well */
 
 typedef struct rng {
     uint64_t s;
@@ -221,6 +222,37 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t)
         t->not_diff++;
     double x0[MAXN];
     perturbed(m, base, u, 0, 0.0, K, x0);
+    if (tangent[0] >= 0) {
+        /* along x_i + x_j (a constraint kept: the finger and its object moved together) the
+         * served Jacobian against each one-sided difference of whole Steps */
+        double worst = 0, size = 1.0, h = H2;
+        for (int sg = -1; sg <= 1; sg += 2) {
+            rs_data_t *dd = rs_data_new(m, 0, &st);
+            int rc = dd ? rs_data_copy(m, dd, base, &st) : -1;
+            if (rc == 0) {
+                dd->x[tangent[0]] += sg * h;
+                dd->x[tangent[1]] += sg * h;
+                rc = rs_set_all_commands(m, dd, u, &st);
+            }
+            if (rc == 0)
+                rc = rs_step(m, dd, K, &st);
+            CHECK(rc == 0, "%s seed %" PRIu64 ": the Step along the tangent: %s", preset, seed,
+                  st.message);
+            for (int i = 0; rc == 0 && i < n; i++) {
+                double fd = sg * (dd->x[i] - x0[i]) / h,
+                       jv = J[(size_t)i * ncol + tangent[0]] + J[(size_t)i * ncol + tangent[1]];
+                double fl = 8 * DBL_EPSILON * fmax(fabs(x0[i]), 1.0) / h; /* rounding */
+                worst = fmax(worst, fabs(fd - jv) - fl);
+                size = fmax(size, fabs(jv));
+            }
+            rs_data_destroy(&dd);
+        }
+        printf("%s seed %" PRIu64 ": along state %d + state %d the Jacobian is off each side's "
+               "difference by %.3g (of %.3g)\n",
+               preset, seed, tangent[0], tangent[1], worst, size);
+        CHECK(worst <= TOL * size, "%s seed %" PRIu64 ": exact along the constraint's tangent",
+              preset, seed);
+    }
     int onesided_somewhere = 0, violations = 0;
     for (int c = 0; c < ncol; c++) {
         double z = c < n ? base->x[c] : u[c - n];
@@ -408,13 +440,22 @@ static const struct regression {
     uint64_t seed;
     int differentiable; /* the reply must say so (1), or may say either (-1) */
     const char *what;
+    int tangent[2]; /* where both are >= 0: the Jacobian checked along x_i + x_j too */
 } REGRESSIONS[] = {
     {"parallel_arm", 7015875, 1,
      "both servos slipping reach their stops at one instant: decoupled joints, so the order of "
-     "the two impacts does not matter and the step has a derivative along every column"},
+     "the two impacts does not matter and the step has a derivative along every column",
+     {-1, -1}},
     {"parallel_arm", 7015874, 1,
      "both servos at their stops, released by the Step's commands, reach their stops again at "
-     "one instant: the same"},
+     "one instant: the same",
+     {-1, -1}},
+    {"finger", 21023835, 1,
+     "the finger touching its object at the Step's start, riding with it: moved into the object "
+     "it is put back, moved away it stays behind, so x_f's and x_o's columns are corners (0 and "
+     "1 to each side, served as their mean 0.5); along x_f + x_o, the touch kept, the Jacobian "
+     "is exact",
+     {0, 2}},
 };
 
 static void test_regressions(void)
@@ -422,7 +463,12 @@ static void test_regressions(void)
     for (size_t i = 0; i < sizeof REGRESSIONS / sizeof *REGRESSIONS; i++) {
         const struct regression *g = &REGRESSIONS[i];
         tally_t t = {0};
+        tangent[0] = g->tangent[0], tangent[1] = g->tangent[1];
         scenario(g->preset, g->seed, &t);
+        tangent[0] = tangent[1] = -1;
+        if (g->tangent[0] >= 0)
+            CHECK(t.corners >= 2, "%s seed %" PRIu64 ": the columns along the tangent's two "
+                  "variables are corners (%ld)", g->preset, g->seed, t.corners);
         CHECK(t.scenarios == 1 && t.violations == 0, "%s seed %" PRIu64 " (%s): no violations (%ld)",
               g->preset, g->seed, g->what, t.violations);
         if (g->differentiable >= 0)
