@@ -155,6 +155,7 @@ typedef struct column {
     double t;
     const double *x, *u;
     const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
+    const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -225,8 +226,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         return;
     }
     const rs_robot_t *held_by = cl->em->robot;
+    /* held by the mode before the map or by the mode it ends in (a stretched linkage that
+     * the commands let go, a joint left on its stop) */
     int held = cl->which == 0 &&
-               (held_by->holds ? held_by->holds(cl->em, &cl->s->pre[cl->e], cl->x, cl->j)
+               (held_by->holds ? held_by->holds(cl->em, &cl->s->pre[cl->e], cl->x, cl->j) ||
+                                     (cl->after &&
+                                      held_by->holds(cl->em, cl->after, cl->x, cl->j))
                                : cl->c->kind == FN_BEGIN);
     if (held) {
         /* a state variable the mode holds (a stuck body's velocity, a joint held at its stop
@@ -270,8 +275,11 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL};
-    cl.mode0 = entity_fn(s, em, e, t, x, u, f0, c);
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL};
+    rs_entity_data_t after;
+    cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
+    if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
+        cl.after = &after;
 #define SLIDE(col)                                                                             \
     for (int i_ = 0; slide && i_ < em->nx; i_++)                                               \
         shift[i_] = -slide[col] * along[i_];
@@ -379,7 +387,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;

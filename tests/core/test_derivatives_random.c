@@ -21,12 +21,16 @@
  * refused by name (UNIMPLEMENTED).
  *
  * Usage: test_derivatives_random [--scenarios N] [--seconds S] [--base-seed S]
- *                               [--presets a,b|all] [--verbose]
+ *                               [--presets a,b|all] [--variants] [--verbose]
+ *   --variants: half the scenarios in worlds whose robots' parameters are drawn to reach the
+ *   modes the presets' defaults do not (variant_world: stuck joints, stops, the stretched
+ *   linkage, a brick sliding and resting, a blocked diff drive); each preset's tally prints the
+ *   modes its Steps started in. ctest runs the defaults' form; scripts/derivative-soak both.
  *   N scenarios per preset (default 12), at most S seconds in all (default 60). Prints
  *   "preset: N scenarios, C columns, U undecided, D not differentiable, K corners, V violations"
  *   and exits 1 on any violation;
- *   ROBOSIM_DERIV_SEED=preset:seed reruns one scenario verbosely. scripts/derivative-soak runs
- *   it long. */
+ *   ROBOSIM_DERIV_SEED=preset:seed reruns one scenario verbosely (with ROBOSIM_DERIV_VARIANTS=1
+ *   for a scenario of a --variants run). scripts/derivative-soak runs it long. */
 #include "rs_robot.h"
 #include "rs_sensitivity.h"
 #include "rs_test.h"
@@ -83,6 +87,9 @@ static void random_commands(const rs_model_t *m, rng_t *r, double *u)
 
 typedef struct tally {
     long scenarios, columns, undecided, partial, violations, refused, not_diff, corners;
+    int nreached; /* the modes the Steps started in: robot kind and mode name, how often */
+    const char *reached_kind[96], *reached_mode[96];
+    long reached[96];
 } tally_t;
 
 static const double RTOL[] = {1e-12}, ATOL[] = {1e-14}, ORDER8[] = {8};
@@ -138,13 +145,89 @@ static double col_excess(const double *a, const double *b, const double *floor_,
     return d;
 }
 
-/* One scenario of `preset` from `seed`; its counts into *t. */
-static void scenario(const char *preset, uint64_t seed, tally_t *t)
+/* A world of `preset` whose robots' parameters are drawn (from their own stream `rv`) to open
+ * the modes the presets' defaults do not reach: dry friction and stops for the arms (stuck
+ * joints, joints at stops), a parallel arm whose linkage can be stretched (L2 short of half the
+ * elbows' widest spread), a brick dropped low, tilted and thrown (landing, sliding, pivoting,
+ * resting within the warm-up), a finger near its object with random frictions and laws, a
+ * diff drive beside an obstacle (blocked). Every value is within its parameter's range; NULL
+ * where the world refuses the draw. */
+static rs_world_t *variant_world(const char *preset, uint64_t seed, rng_t *rv, rs_status_t *st)
 {
-    rng_t r = {seed};
+    rs_world_t *w0 = rs_world_new(preset, NULL, 0, seed, st);
+    if (!w0)
+        return NULL;
+    static double v[64][6];
+    static char ent[RS_MAX_ENTITIES][64];
+    rs_param_t p[64] = {{"", "rtol", RTOL, 1}, {"", "atol", ATOL, 1}, {"", "erk_order", ORDER8, 1}};
+    size_t np = 3, nv = 0;
+#define DRAW(name_, count_, lo_, hi_)                                                          \
+    do {                                                                                       \
+        for (int i_ = 0; i_ < (count_); i_++)                                                  \
+            v[nv][i_] = unif(rv, lo_, hi_);                                                    \
+        p[np++] = (rs_param_t){ent[e], name_, v[nv++], (size_t)(count_)};                      \
+    } while (0)
+    for (int e = 0; e < w0->model->nentities && e < RS_MAX_ENTITIES; e++) {
+        const char *kind = w0->model->ent[e].robot->kind;
+        snprintf(ent[e], sizeof ent[e], "%s", w0->model->ent[e].name);
+        if (!strcmp(kind, "serial_arm") || !strcmp(kind, "parallel_arm")) {
+            int serial = !strcmp(kind, "serial_arm");
+            DRAW("mu_D", 2, 0.0, serial ? 0.4 : 0.2);
+            if (serial) {
+                DRAW("theta_min", 2, -2.5, -0.2);
+                DRAW("theta_max", 2, 0.2, 2.5);
+            } else {
+                DRAW("L2", 1, 0.08, 0.095);
+            }
+            DRAW("actuator_mode", 2, 0.0, 2.0);
+            v[nv - 1][0] = floor(v[nv - 1][0]), v[nv - 1][1] = floor(v[nv - 1][1]);
+        } else if (!strcmp(kind, "brick")) {
+            DRAW("y0", 1, 0.06, 0.4);
+            DRAW("theta0", 1, -0.6, 0.6);
+            DRAW("vx0", 1, -2.0, 2.0);
+            DRAW("friction", 1, 0.05, 1.0);
+            DRAW("ground_friction", 1, 0.05, 1.0);
+            DRAW("restitution", 1, 0.0, 0.7);
+            DRAW("ground_restitution", 1, 0.0, 0.7);
+        } else if (!strcmp(kind, "finger")) {
+            double x0 = w0->data->x[w0->model->ent[e].x_off]; /* x_f */
+            DRAW("object_x0", 1, x0 + 0.01, x0 + 0.4);
+            DRAW("static_friction", 1, 0.0, 2.0);
+            DRAW("kinetic_friction", 1, 0.0, v[nv - 1][0]);
+            DRAW("restitution", 1, 0.0, 1.0);
+            DRAW("friction_law", 1, 0.0, 2.0);
+            v[nv - 1][0] = floor(v[nv - 1][0]);
+            DRAW("finger_drag_law", 1, 0.0, 2.0);
+            v[nv - 1][0] = floor(v[nv - 1][0]);
+        } else if (!strcmp(kind, "diff_drive")) {
+            const double *x = w0->data->x + w0->model->ent[e].x_off; /* x, y first */
+            double a = unif(rv, -M_PI, M_PI), rad = unif(rv, 0.05, 0.3),
+                   dist = 0.15 + rad + unif(rv, 0.01, 0.3);
+            v[nv][0] = x[0] + dist * cos(a), v[nv][1] = x[1] + dist * sin(a), v[nv][2] = rad;
+            p[np++] = (rs_param_t){ent[e], "obstacles", v[nv++], 3};
+        }
+    }
+#undef DRAW
+    rs_world_destroy(&w0);
+    return rs_world_new(preset, p, np, seed, st);
+}
+
+/* One scenario of `preset` from `seed`; its counts into *t. `variants`: the robots' parameters
+ * drawn by variant_world half the time (0: the preset's defaults, the generator's first form,
+ * whose seeds the regression table names). */
+static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants)
+{
+    rng_t r = {seed}, rv = {seed ^ 0x6a09e667f3bcc908ULL};
     rs_status_t st;
     rs_param_t p[] = {{"", "rtol", RTOL, 1}, {"", "atol", ATOL, 1}, {"", "erk_order", ORDER8, 1}};
-    rs_world_t *w = rs_world_new(preset, p, 3, seed, &st);
+    rs_world_t *w = NULL;
+    int long_warm = 0;
+    if (variants && unif(&rv, 0, 1) < 0.5) {
+        w = variant_world(preset, seed, &rv, &st);
+        long_warm = unif(&rv, 0, 1) < 0.5;
+    }
+    if (!w)
+        w = rs_world_new(preset, p, 3, seed, &st);
     CHECK(w != NULL, "%s: create: %s", preset, st.message);
     if (!w)
         return;
@@ -158,7 +241,7 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t)
     t->scenarios++;
     /* into a random mode: random commands, new every few control steps */
     double u[MAXU];
-    int warm = (int)unif(&r, 0, 60);
+    int warm = (int)unif(&r, 0, 60) * (long_warm ? 5 : 1);
     for (int k = 0; k < warm; k++) {
         if (k % 7 == 0)
             random_commands(m, &r, u);
@@ -220,6 +303,19 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t)
     }
     if (!differentiable)
         t->not_diff++;
+    for (int e = 0; e < m->nentities; e++) {
+        const rs_robot_t *rb = m->ent[e].robot;
+        int md = base->ent[e].mode, k = 0;
+        const char *name = md >= 0 && md < rb->nmodes ? rb->mode_names[md] : "?";
+        while (k < t->nreached &&
+               (strcmp(t->reached_kind[k], rb->kind) || strcmp(t->reached_mode[k], name)))
+            k++;
+        if (k == t->nreached && k < 96)
+            t->reached_kind[k] = rb->kind, t->reached_mode[k] = name, t->reached[k] = 0,
+            t->nreached++;
+        if (k < 96)
+            t->reached[k]++;
+    }
     double x0[MAXN];
     perturbed(m, base, u, 0, 0.0, K, x0);
     if (tangent[0] >= 0) {
@@ -441,21 +537,27 @@ static const struct regression {
     int differentiable; /* the reply must say so (1), or may say either (-1) */
     const char *what;
     int tangent[2]; /* where both are >= 0: the Jacobian checked along x_i + x_j too */
+    int variants;   /* the scenario's form (scenario()) */
 } REGRESSIONS[] = {
     {"parallel_arm", 7015875, 1,
      "both servos slipping reach their stops at one instant: decoupled joints, so the order of "
      "the two impacts does not matter and the step has a derivative along every column",
-     {-1, -1}},
+     {-1, -1}, 0},
     {"parallel_arm", 7015874, 1,
      "both servos at their stops, released by the Step's commands, reach their stops again at "
      "one instant: the same",
-     {-1, -1}},
+     {-1, -1}, 0},
     {"finger", 21023835, 1,
      "the finger touching its object at the Step's start, riding with it: moved into the object "
      "it is put back, moved away it stays behind, so x_f's and x_o's columns are corners (0 and "
      "1 to each side, served as their mean 0.5); along x_f + x_o, the touch kept, the Jacobian "
      "is exact",
-     {0, 2}},
+     {0, 2}, 0},
+    {"parallel_arm", 20261189799227, -1,
+     "the linkage stretched, let go by the Step's commands onto servo 1's stop: a change of "
+     "its rate to either side leaves that stop and comes back to it, a held rate (held by the "
+     "mode the start ends in, not the stretched one it starts from); all differences 0",
+     {-1, -1}, 1},
 };
 
 static void test_regressions(void)
@@ -464,7 +566,7 @@ static void test_regressions(void)
         const struct regression *g = &REGRESSIONS[i];
         tally_t t = {0};
         tangent[0] = g->tangent[0], tangent[1] = g->tangent[1];
-        scenario(g->preset, g->seed, &t);
+        scenario(g->preset, g->seed, &t, g->variants);
         tangent[0] = tangent[1] = -1;
         if (g->tangent[0] >= 0)
             CHECK(t.corners >= 2, "%s seed %" PRIu64 ": the columns along the tangent's two "
@@ -506,6 +608,7 @@ int main(int argc, char **argv)
 {
     long per = 12;
     double seconds = 60;
+    int variants = 0;
     uint64_t base_seed = 20261129;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--scenarios") && i + 1 < argc)
@@ -516,6 +619,8 @@ int main(int argc, char **argv)
             base_seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--variants"))
+            variants = 1;
     }
     /* --presets a,b: those presets alone; "all" every preset. By default the presets whose
      * derivatives hold everywhere the oracle looked (docs/derivatives.md lists what it still
@@ -534,7 +639,8 @@ int main(int argc, char **argv)
         snprintf(preset, sizeof preset, "%.*s", (int)(strchr(one, ':') - one), one);
         verbose = 1;
         tally_t t = {0};
-        scenario(preset, strtoull(strchr(one, ':') + 1, NULL, 10), &t);
+        scenario(preset, strtoull(strchr(one, ':') + 1, NULL, 10), &t,
+                 getenv("ROBOSIM_DERIV_VARIANTS") != NULL);
         return rs_test_done("test_derivatives_random");
     }
     const char *const *presets = rs_preset_names();
@@ -557,13 +663,18 @@ int main(int argc, char **argv)
         double until = rs_clock() + share;
         for (long i = 0; i < per && rs_clock() < until; i++) {
             uint64_t seed = base_seed * 1000003ULL + (uint64_t)k * 7919ULL + (uint64_t)i;
-            scenario(presets[k], seed, &t);
+            scenario(presets[k], seed, &t, variants);
         }
         refused(presets[k], &t);
         printf("%s: %ld scenarios, %ld columns (%ld with rows set aside), %ld undecided, %ld not "
                "differentiable, %ld corners, %ld violations\n",
                presets[k], t.scenarios, t.columns, t.partial, t.undecided, t.not_diff, t.corners,
                t.violations);
+        printf("  modes the Steps started in:");
+        for (int r = 0; r < t.nreached; r++)
+            printf("%s %s %s %ld", r ? "," : "", t.reached_kind[r], t.reached_mode[r],
+                   t.reached[r]);
+        printf("\n");
         CHECK(t.violations == 0, "%s: no violations (%ld)", presets[k], t.violations);
         CHECK(t.scenarios > 0, "%s: scenarios ran", presets[k]);
         all.scenarios += t.scenarios, all.columns += t.columns, all.undecided += t.undecided;
