@@ -207,6 +207,8 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
     return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
 }
 
+static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, int c);
+
 static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
@@ -252,6 +254,24 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         snprintf(what, sizeof what, "command %s", rb->actuators[cl->j].name);
     else
         snprintf(what, sizeof what, "%s", cl->which == 2 ? "a parameter" : "time");
+    int g = cl->which < 3 ? global_col(cl->s, cl->em, cl->e, col) : -1;
+    if (cl->c->kind == FN_BEGIN && !cl->s->begun && g >= 0) {
+        /* the Step's first start: phi is still the identity, so this input's column alone has
+         * no derivative (undefined, NaN in the result); the others go on */
+        rs_sens_t *s = cl->s;
+        s->undefined[g] = 1;
+        if (!s->split_events) {
+            s->split_events = 1;
+            snprintf(s->split_message, sizeof s->split_message,
+                     "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves the "
+                     "mode '%s' the Step's start ends in, so the Step has no derivative along it",
+                     cl->em->name, cl->em->robot->kind, cl->t, what,
+                     cl->em->robot->mode_names[cl->mode0]);
+        }
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = 0.0;
+        return;
+    }
     not_differentiable(cl->s,
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
                        "the mode '%s' the %s ends in, so the step has no derivative there",
