@@ -12,7 +12,8 @@
  * every column is a violation too (it would hide a derivative that exists). Columns whose two
  * step sizes disagree (an event within a step size of the Step's end) or whose perturbed Step
  * fails (a perturbation into a contact) are counted as undecided. Every comparison allows each
- * row a few ulps of its value over the step (rounding, which a large accumulator shows). A
+ * row a few ulps of its value and ten times the world's rtol of it, over the step (rounding
+ * and the integration's error, which large values show). A
  * column served as differentiable where the one-sided differences disagree by the same amount
  * at both step sizes (a corner: the central differences give the mean of the two sides) is
  * counted as a corner: a Step that starts on a constraint's boundary (a joint at its stop that
@@ -363,9 +364,12 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
             continue;
         }
         int undefined = 0;
-        /* the rounding of each row's value: a one-sided difference quotient at H2 cannot
-         * resolve less than a few of its ulps over the step (a finger's applied work of 1e8 J
-         * in the workshop: one ulp, 1.5e-8, is 0.015 per unit at 1e-6) */
+        /* each row's floor: a one-sided difference quotient at H2 cannot resolve less than a
+         * few ulps of the row's value over the step (a finger's applied work of 1e8 J in the
+         * workshop: one ulp, 1.5e-8, is 0.015 per unit at 1e-6), nor less than the
+         * integration's error, the world's rtol of the value (ten of it: the error of a few
+         * integration steps), over the step (a brick pushed with 1e5 N, at x = 7.6e4 m: 0.76
+         * per unit; 2e-4 at 20) */
         double fl2[MAXN], fl1[MAXN];
         for (int i = 0; i < n; i++) {
             col[i] = J[(size_t)i * ncol + c];
@@ -376,8 +380,8 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
             bw[i] = (x0[i] - b2[i]) / (H2 * s);
             double mag = fmax(fabs(x0[i]), fmax(fmax(fabs(a1[i]), fabs(b1[i])),
                                                 fmax(fabs(a2[i]), fabs(b2[i]))));
-            fl2[i] = 4 * DBL_EPSILON * mag / (H2 * s);
-            fl1[i] = 4 * DBL_EPSILON * mag / (H1 * s);
+            fl2[i] = (4 * DBL_EPSILON + 10 * RTOL[0]) * mag / (H2 * s);
+            fl1[i] = (4 * DBL_EPSILON + 10 * RTOL[0]) * mag / (H1 * s);
         }
         /* a row whose two step sizes disagree (an event within a step size of the Step's end,
          * or the integration's own error over a large value: the workshop's finger's applied
