@@ -15,6 +15,8 @@
 #define FD_REL 6e-6      /* central-difference step, relative to max(1, |z|) */
 #define GRAZING 1e-6     /* |g_x f- + g_t| below this times |g_x| |f-| + |g_t|: grazing */
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
+#define SAME_ORDER 1e-6  /* guards crossed together, composed in either order: the same column
+                            to this, relative (split_events) */
 #define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
                             far past the guard's surface (column_eval) */
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
@@ -55,6 +57,8 @@ struct rs_sens {
     double *wbuf;                        /* 2 ncol: the event time's sensitivities at a map */
     char *undefined;                     /* per column: no derivative along this input (kept
                                             0 while propagating, NaN in the result) */
+    char *split;                         /* per column, at an event: 1 the fired guards' times
+                                            move apart along it, 2 their order matters */
     char message[320];
     rs_step_hooks_t hooks;
 };
@@ -76,10 +80,12 @@ typedef struct fn_ctx {
 } fn_ctx_t;
 
 /* Entity e's function `c->kind` at (t, x, u) under model em: derivs or guards in the modes of
- * the flow / before the map, or the map replayed on copies (out then holds its result). Returns
- * the entity's mode after a map (0 for the others). */
-static int entity_fn(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
-                     const double *x, const double *u, double *out, const fn_ctx_t *c)
+ * the flow / before the map, or the map replayed on copies (out then holds its result, and
+ * *after, where given, the entity's data after it). Returns the entity's mode after a map (0
+ * for the others). */
+static int entity_map(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
+                      const double *x, const double *u, double *out, const fn_ctx_t *c,
+                      rs_entity_data_t *after)
 {
     const rs_robot_t *r = em->robot;
     if (c->kind == FN_FLOW) {
@@ -110,7 +116,15 @@ static int entity_fn(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
     s->scratch->nevents = 0;
     s->scratch->events_dropped = 0;
     s->scratch->step_events = 0;
+    if (after)
+        *after = ed;
     return ed.mode;
+}
+
+static int entity_fn(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
+                     const double *x, const double *u, double *out, const fn_ctx_t *c)
+{
+    return entity_map(s, em, e, t, x, u, out, c, NULL);
 }
 
 /* The number of entity e's local columns: its state, its commands, its parameters, time. */
@@ -141,6 +155,7 @@ typedef struct column {
     double t;
     const double *x, *u;
     const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
+    const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -192,6 +207,8 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
     return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
 }
 
+static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, int c);
+
 static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
@@ -211,8 +228,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         return;
     }
     const rs_robot_t *held_by = cl->em->robot;
+    /* held by the mode before the map or by the mode it ends in (a stretched linkage that
+     * the commands let go, a joint left on its stop) */
     int held = cl->which == 0 &&
-               (held_by->holds ? held_by->holds(cl->em, &cl->s->pre[cl->e], cl->x, cl->j)
+               (held_by->holds ? held_by->holds(cl->em, &cl->s->pre[cl->e], cl->x, cl->j) ||
+                                     (cl->after &&
+                                      held_by->holds(cl->em, cl->after, cl->x, cl->j))
                                : cl->c->kind == FN_BEGIN);
     if (held) {
         /* a state variable the mode holds (a stuck body's velocity, a joint held at its stop
@@ -233,6 +254,24 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         snprintf(what, sizeof what, "command %s", rb->actuators[cl->j].name);
     else
         snprintf(what, sizeof what, "%s", cl->which == 2 ? "a parameter" : "time");
+    int g = cl->which < 3 ? global_col(cl->s, cl->em, cl->e, col) : -1;
+    if (cl->c->kind == FN_BEGIN && !cl->s->begun && g >= 0) {
+        /* the Step's first start: phi is still the identity, so this input's column alone has
+         * no derivative (undefined, NaN in the result); the others go on */
+        rs_sens_t *s = cl->s;
+        s->undefined[g] = 1;
+        if (!s->split_events) {
+            s->split_events = 1;
+            snprintf(s->split_message, sizeof s->split_message,
+                     "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves the "
+                     "mode '%s' the Step's start ends in, so the Step has no derivative along it",
+                     cl->em->name, cl->em->robot->kind, cl->t, what,
+                     cl->em->robot->mode_names[cl->mode0]);
+        }
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = 0.0;
+        return;
+    }
     not_differentiable(cl->s,
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
                        "the mode '%s' the %s ends in, so the step has no derivative there",
@@ -256,8 +295,11 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL};
-    cl.mode0 = entity_fn(s, em, e, t, x, u, f0, c);
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL};
+    rs_entity_data_t after;
+    cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
+    if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
+        cl.after = &after;
 #define SLIDE(col)                                                                             \
     for (int i_ = 0; slide && i_ < em->nx; i_++)                                               \
         shift[i_] = -slide[col] * along[i_];
@@ -317,14 +359,16 @@ static void times_phi(const double *d, int nx, const double *phi_e, int ncol, do
     }
 }
 
-/* rows (entity e's nx rows, ncol columns) = R_x phi_e + R_z, from D (nx x L) of a map. */
-static void map_rows(const rs_sens_t *s, int e, const double *D, double *rows)
+/* rows (entity e's nx rows, ncol columns) = R_x phi_e + R_z, from D (nx x L) of a map and the
+ * entity's rows of phi before it (phi_e). */
+static void map_rows(const rs_sens_t *s, int e, const double *D, const double *phi_e,
+                     double *rows)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), nx = em->nx, ncol = s->ncol;
     for (int i = 0; i < nx; i++) {
         double *row = rows + (size_t)i * ncol;
-        times_phi(D + (size_t)i * L, nx, s->phi + (size_t)em->x_off * ncol, ncol, row);
+        times_phi(D + (size_t)i * L, nx, phi_e, ncol, row);
         for (int c = nx; c < L - 1; c++)
             row[global_col(s, em, e, c)] += D[i * L + c];
     }
@@ -363,7 +407,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;
@@ -425,6 +469,7 @@ void rs_sens_destroy(rs_sens_t **ps)
     free(s->rows);
     free(s->wbuf);
     free(s->undefined);
+    free(s->split);
     free(s);
     *ps = NULL;
 }
@@ -507,6 +552,7 @@ rs_sens_t *rs_sens_new(const rs_model_t *m, const rs_data_t *d, const char *cons
         !(s->rows = calloc((size_t)n * ncol + 1, sizeof *s->rows)) ||
         !(s->wbuf = calloc(2 * (size_t)ncol + 1, sizeof *s->wbuf)) ||
         !(s->undefined = calloc((size_t)ncol + 1, 1)) ||
+        !(s->split = calloc((size_t)ncol + 1, 1)) ||
         !(s->scratch = rs_data_scratch(m))) {
         rs_sens_destroy(&s);
         rs_fail(st, RS_EEXHAUSTED, "out of memory for a step's Jacobian");
@@ -626,6 +672,180 @@ static void sens_map_begin(void *ctx, const rs_model_t *m, const rs_data_t *d)
     s->dirty_pre = d->dirty;
 }
 
+/* Entity e's rows after the jump of the guards `fired` at time t from the entity's data
+ * `before` and state xb, its rows of phi before it phi_in (nx x ncol), into rows:
+ *   Phi+ = R_x P Phi- + (R_z - R_x f- g_z / a) + f+ w,  P = I - f- g_x / a,
+ * the jump map differentiated along its guard's surface (slide), then the time shift's f+ w, w
+ * the event time's sensitivity by the first fired guard. The jump is replayed (its result into
+ * *after and xa); f+ is taken at (post, xpost) where given, else there. split (ncol, or NULL)
+ * gets 1 at the columns along which another fired guard's time moves differently. -1 where a
+ * fired guard is grazing (said not differentiable when `report`). */
+static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
+                     const rs_entity_data_t *before, const double *xb, const double *u,
+                     const double *phi_in, const rs_entity_data_t *post, const double *xpost,
+                     rs_entity_data_t *after, double *xa, double *rows, char *split, int report)
+{
+    const rs_entity_model_t *em = &s->m->ent[e];
+    const rs_robot_t *r = em->robot;
+    int qe, L = local_cols(s, em, e, &qe), nx = em->nx, ncol = s->ncol;
+    double D[RS_MAX_STATE * (MAX_LOCAL + 1)], G[64 * (MAX_LOCAL + 1)];
+    double fm[RS_MAX_STATE], fp[RS_MAX_STATE], r0[RS_MAX_STATE], g0[64];
+    double *w = s->wbuf, *wi = s->wbuf + ncol;
+    rs_entity_data_t saved = s->pre[e];
+    s->pre[e] = *before; /* the guards and the jump are evaluated in the mode before it */
+    fn_ctx_t c = {.kind = FN_JUMP, .fired = fired};
+    entity_map(s, em, e, t, xb, u, xa, &c, after);
+    fn_ctx_t cg = {.kind = FN_GUARDS};
+    entity_jacobian(s, e, &cg, t, xb, u, em->ng, G, g0, NULL, NULL);
+    r->derivs(em, before, t, xb, u, fm);
+    r->derivs(em, post ? post : after, t, post ? xpost : xa, u, fp);
+    int first = 1, rc = 0;
+    double slide[MAX_LOCAL + 1] = {0};
+    for (int i = 0; i < em->ng; i++) {
+        if (!fired[i])
+            continue;
+        const double *gi = G + (size_t)i * L;
+        double a = gi[L - 1], ng = 0, nf = 0;
+        for (int k = 0; k < nx; k++) {
+            a += gi[k] * fm[k];
+            ng += gi[k] * gi[k];
+            nf += fm[k] * fm[k];
+        }
+        if (fabs(a) <= GRAZING * (sqrt(ng) * sqrt(nf) + fabs(gi[L - 1])) || a == 0.0) {
+            if (report)
+                not_differentiable(
+                    s,
+                    "a grazing event: entity '%s' (%s), guard %d at t = %.9g s is reached "
+                    "with rate dg/dt = %.3g (|dg/dx| |f| = %.3g): the event time, and the "
+                    "state after the step, depend on the state like a square root there",
+                    em->name, r->kind, i, t, a, sqrt(ng) * sqrt(nf));
+            rc = -1;
+            break;
+        }
+        for (int cc = 0; cc < ncol; cc++) {
+            double v = 0;
+            for (int k = 0; k < nx; k++)
+                v += gi[k] * phi_in[(size_t)k * ncol + cc];
+            wi[cc] = v;
+        }
+        for (int cc = nx; cc < L - 1; cc++)
+            wi[global_col(s, em, e, cc)] += gi[cc];
+        for (int cc = 0; cc < ncol; cc++)
+            wi[cc] /= a;
+        if (first) {
+            memcpy(w, wi, (size_t)ncol * sizeof *w);
+            for (int cc = 0; cc < L - 1; cc++)
+                slide[cc] = gi[cc] / a;
+            c.guard = i, c.g0 = g0[i], c.a = a, c.fm = fm;
+            first = 0;
+            continue;
+        }
+        /* along an input that moves the guards' times apart the simultaneous jump is one
+         * side's only (split_events) */
+        double scale = 0;
+        for (int cc = 0; cc < ncol; cc++)
+            scale = fmax(scale, fmax(fabs(w[cc]), fabs(wi[cc])));
+        for (int cc = 0; split && cc < ncol; cc++)
+            split[cc] |= fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300);
+    }
+    if (rc == 0) {
+        entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm);
+        map_rows(s, e, D, phi_in, rows);
+        for (int i = 0; i < nx; i++)
+            for (int cc = 0; cc < ncol; cc++)
+                rows[(size_t)i * ncol + cc] += fp[i] * w[cc];
+    }
+    s->pre[e] = saved;
+    return rc;
+}
+
+/* Guards of entity e crossed together at t, whose times some inputs (the columns in s->split)
+ * move apart: perturbed along such an input the jumps come one after the other, in an order
+ * that its sign decides. The jumps are composed one guard at a time in every order (at most
+ * three guards), each differentiated on its own guard's surface; where every order gives the
+ * same column (decoupled joints stopping together: the order does not matter) the step has
+ * that derivative, and s->rows gets it; where they differ, or an order cannot be composed (its
+ * jumps do not end in the jump's mode and state `mode_after`, xpost), the step has one-sided
+ * derivatives only and the column is undefined. */
+static void split_events(rs_sens_t *s, int e, double t, const int *fired, const double *xm,
+                         const double *u, const double *phi_e, int mode_after,
+                         const double *xpost)
+{
+    const rs_entity_model_t *em = &s->m->ent[e];
+    int nx = em->nx, ncol = s->ncol, list[3], k = 0, ok = 1;
+    for (int i = 0; i < em->ng; i++)
+        if (fired[i]) {
+            if (k == 3) {
+                ok = 0;
+                break;
+            }
+            list[k++] = i;
+        }
+    static const int perms[6][3] = {{0, 1, 2}, {1, 0, 2}, {0, 2, 1},
+                                    {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
+    int norders = k == 2 ? 2 : 6;
+    size_t block = (size_t)nx * ncol;
+    double *seq = ok ? malloc(3 * block * sizeof *seq) : NULL; /* the first order's rows, a
+                                                                  trial's, its input */
+    ok = seq != NULL;
+    int saved_diff = s->differentiable;
+    char saved_msg[sizeof s->message];
+    memcpy(saved_msg, s->message, sizeof saved_msg);
+    for (int o = 0; ok && o < norders; o++) {
+        double *out = o == 0 ? seq : seq + block, *in = seq + 2 * block, x[RS_MAX_STATE],
+               xn[RS_MAX_STATE];
+        rs_entity_data_t ed = s->pre[e], next;
+        memcpy(in, phi_e, block * sizeof *in);
+        memcpy(x, xm, (size_t)nx * sizeof *x);
+        for (int j = 0; ok && j < k; j++) {
+            int one[64] = {0}, g = list[perms[o][j]];
+            one[g] = fired[g];
+            ok = jump_rows(s, e, t, one, &ed, x, u, in, NULL, NULL, &next, xn, out, NULL, 0) ==
+                     0 &&
+                 s->differentiable;
+            ed = next;
+            memcpy(x, xn, (size_t)nx * sizeof *x);
+            memcpy(in, out, block * sizeof *in);
+        }
+        ok = ok && ed.mode == mode_after;
+        for (int i = 0; ok && i < nx; i++)
+            ok = fabs(x[i] - xpost[i]) <= 1e-9 * (1.0 + fabs(xpost[i]));
+        if (!ok || o == 0)
+            continue;
+        for (int cc = 0; cc < ncol; cc++) { /* an order that differs: those columns undefined */
+            double scale = 1.0, dif = 0.0;
+            for (int i = 0; i < nx; i++) {
+                scale = fmax(scale, fmax(fabs(seq[i * ncol + cc]), fabs(out[i * ncol + cc])));
+                dif = fmax(dif, fabs(seq[i * ncol + cc] - out[i * ncol + cc]));
+            }
+            if (dif > SAME_ORDER * scale)
+                s->split[cc] |= 2;
+        }
+    }
+    s->differentiable = saved_diff;
+    memcpy(s->message, saved_msg, sizeof saved_msg);
+    for (int cc = 0; cc < ncol; cc++) {
+        if (!(s->split[cc] & 1) || s->undefined[cc])
+            continue;
+        if (ok && !(s->split[cc] & 2)) {
+            for (int i = 0; i < nx; i++)
+                s->rows[(size_t)i * ncol + cc] = seq[(size_t)i * ncol + cc];
+            continue;
+        }
+        s->undefined[cc] = 1;
+        if (!s->split_events) {
+            s->split_events = 1;
+            snprintf(s->split_message, sizeof s->split_message,
+                     "simultaneous events: entity '%s' (%s) crossed guards at t = %.9g s whose "
+                     "event times depend differently on some inputs, and the state after them "
+                     "depends on their order (a perturbation of those inputs separates them): "
+                     "the step has only one-sided derivatives along them",
+                     em->name, em->robot->kind, t);
+        }
+    }
+    free(seq);
+}
+
 static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int kind,
                          const int *fired, double dt)
 {
@@ -633,14 +853,12 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
     if (s->failed || !s->differentiable)
         return;
     int ncol = s->ncol;
-    double D[RS_MAX_STATE * (MAX_LOCAL + 1)], G[64 * (MAX_LOCAL + 1)];
-    double fm[RS_MAX_STATE], fp[RS_MAX_STATE], r0[RS_MAX_STATE], g0[64];
-    double *w = s->wbuf, *wi = s->wbuf + ncol;
+    double D[RS_MAX_STATE * (MAX_LOCAL + 1)], r0[RS_MAX_STATE];
     memset(s->wbuf, 0, 2 * (size_t)ncol * sizeof *s->wbuf);
     for (int e = 0; e < m->nentities && !s->failed && s->differentiable; e++) {
         const rs_entity_model_t *em = &m->ent[e];
         const rs_robot_t *r = em->robot;
-        int qe, L = local_cols(s, em, e, &qe), nx = em->nx;
+        int nx = em->nx;
         const double *xm = s->x_pre + em->x_off, *u = s->u + em->u_off;
         double t = s->t_pre;
         /* at the Step's first start the map is differentiated with settle even where the
@@ -663,90 +881,31 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         }
         if (kind != RS_STEP_MAP_JUMP) {
             entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
-            map_rows(s, e, D, s->rows);
+            map_rows(s, e, D, s->phi + (size_t)em->x_off * ncol, s->rows);
             memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
                    (size_t)nx * ncol * sizeof *s->phi);
             continue;
         }
-        /* the event time's sensitivity, the same for every guard that fired */
         if (em->ng > 64) {
             fail(s, RS_EUNIMPL, "Jacobians: more than 64 guards in one entity");
             break;
         }
-        fn_ctx_t cg = {.kind = FN_GUARDS};
-        entity_jacobian(s, e, &cg, t, xm, u, em->ng, G, g0, NULL, NULL);
-        r->derivs(em, &s->pre[e], t, xm, u, fm);
-        r->derivs(em, &d->ent[e], t, d->x + em->x_off, u, fp);
-        int first = 1;
-        double slide[MAX_LOCAL + 1] = {0};
-        for (int i = 0; i < em->ng; i++) {
-            if (!c.fired[i])
-                continue;
-            const double *gi = G + (size_t)i * L;
-            double a = gi[L - 1], ng = 0, nf = 0;
-            for (int k = 0; k < nx; k++) {
-                a += gi[k] * fm[k];
-                ng += gi[k] * gi[k];
-                nf += fm[k] * fm[k];
-            }
-            if (fabs(a) <= GRAZING * (sqrt(ng) * sqrt(nf) + fabs(gi[L - 1])) || a == 0.0) {
-                not_differentiable(
-                    s,
-                    "a grazing event: entity '%s' (%s), guard %d at t = %.9g s is reached "
-                    "with rate dg/dt = %.3g (|dg/dx| |f| = %.3g): the event time, and the "
-                    "state after the step, depend on the state like a square root there",
-                    em->name, r->kind, i, t, a, sqrt(ng) * sqrt(nf));
-                break;
-            }
-            for (int cc = 0; cc < ncol; cc++) {
-                double v = 0;
-                for (int k = 0; k < nx; k++)
-                    v += gi[k] * s->phi[(size_t)(em->x_off + k) * ncol + cc];
-                wi[cc] = v;
-            }
-            for (int cc = nx; cc < L - 1; cc++)
-                wi[global_col(s, em, e, cc)] += gi[cc];
-            for (int cc = 0; cc < ncol; cc++)
-                wi[cc] /= a;
-            if (first) {
-                memcpy(w, wi, (size_t)ncol * sizeof *w);
-                for (int cc = 0; cc < L - 1; cc++)
-                    slide[cc] = gi[cc] / a;
-                c.guard = i, c.g0 = g0[i], c.a = a, c.fm = fm;
-                first = 0;
-                continue;
-            }
-            /* along an input that moves the guards' times apart the step has one-sided
-             * derivatives only: its column is undefined; the others go on */
-            double scale = 0;
-            for (int cc = 0; cc < ncol; cc++)
-                scale = fmax(scale, fmax(fabs(w[cc]), fabs(wi[cc])));
-            for (int cc = 0; cc < ncol; cc++)
-                if (fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300) &&
-                    !s->undefined[cc]) {
-                    s->undefined[cc] = 1;
-                    if (!s->split_events) {
-                        s->split_events = 1;
-                        snprintf(s->split_message, sizeof s->split_message,
-                                 "simultaneous events: entity '%s' (%s) crossed guards at t = "
-                                 "%.9g s whose event times depend differently on some inputs "
-                                 "(a perturbation of those separates them): the step has only "
-                                 "one-sided derivatives along them",
-                                 em->name, r->kind, t);
-                    }
-                }
-        }
-        if (!s->differentiable)
+        double *phi_e = s->phi + (size_t)em->x_off * ncol, xa[RS_MAX_STATE];
+        rs_entity_data_t after;
+        memset(s->split, 0, (size_t)ncol);
+        if (jump_rows(s, e, t, c.fired, &s->pre[e], xm, u, phi_e, &d->ent[e],
+                      d->x + em->x_off, &after, xa, s->rows, s->split, 1) < 0)
             continue;
-        /* Phi+ = R_x P Phi- + (R_z - R_x f- g_z / a) + f+ w, P = I - f- g_x / a: the jump map
-         * differentiated along its guard's surface (slide), then the time shift's f+ w */
-        entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, slide, fm);
-        map_rows(s, e, D, s->rows);
+        int nsplit = 0;
+        for (int cc = 0; cc < ncol; cc++)
+            nsplit += s->split[cc] && !s->undefined[cc];
+        if (nsplit)
+            split_events(s, e, t, c.fired, xm, u, phi_e, d->ent[e].mode, d->x + em->x_off);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
-                s->rows[(size_t)i * ncol + cc] =
-                    s->undefined[cc] ? 0.0 : s->rows[(size_t)i * ncol + cc] + fp[i] * w[cc];
-        memcpy(s->phi + (size_t)em->x_off * ncol, s->rows, (size_t)nx * ncol * sizeof *s->phi);
+                if (s->undefined[cc])
+                    s->rows[(size_t)i * ncol + cc] = 0.0;
+        memcpy(phi_e, s->rows, (size_t)nx * ncol * sizeof *s->phi);
     }
     if (kind != RS_STEP_MAP_JUMP)
         s->begun = 1;

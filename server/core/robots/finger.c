@@ -975,11 +975,14 @@ static void finger_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
 }
 
 /* The object stuck apart from the finger: kinetic friction takes a change of its velocity
- * back (rs_robot_t.holds). */
+ * back (rs_robot_t.holds). Not under the article's law, which has no friction on a free object:
+ * moved, it glides on under its drag alone. */
 static int finger_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                         int i)
 {
-    return ed->mode == MODE_SEPARATED_STUCK && i == V_O && em->p[P_F_KINETIC] > 0.0;
+    (void)x;
+    return ed->mode == MODE_SEPARATED_STUCK && i == V_O && em->p[P_F_KINETIC] > 0.0 &&
+           !article_law(em);
 }
 
 /* After new commands, a reset or new parameters: the mode consistent with x and u. */
