@@ -35,6 +35,14 @@ class build_py_with_proto(build_py):
             for name in sorted(os.listdir(specs)):
                 if name.endswith(".jsonld"):
                     self.copy_file(os.path.join(specs, name), os.path.join(out_specs, name))
+        # the task family files (robosim.TASKS), as the wheel's CMake install does
+        tasks = os.path.join(HERE, "..", "..", "server", "core", "tasks")
+        if os.path.isdir(tasks) and not getattr(self, "editable_mode", False):
+            out_tasks = os.path.join(self.build_lib, "robosim", "data", "tasks")
+            os.makedirs(out_tasks, exist_ok=True)
+            for name in sorted(os.listdir(tasks)):
+                if name.endswith(".json"):
+                    self.copy_file(os.path.join(tasks, name), os.path.join(out_tasks, name))
 
 
 def cmake_version():

@@ -39,12 +39,11 @@ from .client import Client, env_endpoint, event_dict, state_dict
 from .errors import RobosimError
 from .render import draw_world, task_targets
 from .server import LocalServer
+from .specs import builtin_task_names
 
-# the server's tasks registered as Gymnasium ids (their limits come from the TaskSpec)
-TASKS = ("FingerPush-v0", "FingerPush-v1", "FingerTouch-v0", "FingerTouch-v1",
-         "SerialArmReach-v0", "SerialArmReach-v1", "ParallelArmReach-v0", "ParallelArmReach-v1",
-         "DiffDriveGoal-v0", "DiffDriveGoal-v1", "MobileAlign-v0",
-         "MobileAlign-v1")
+# the server's tasks registered as Gymnasium ids (their limits come from the TaskSpec), read
+# from the task family files the server is built from, in the order its Hello lists them
+TASKS = builtin_task_names()
 
 # each task's episode limit (TaskSpec.max_episode_steps) as the servers this process talked to
 # report it: filled by every env made here, else on demand by task_limit()

@@ -54,3 +54,24 @@ def resolve_spec_path(path: str) -> str:
         except FileNotFoundError:
             pass
     return path
+
+
+TASKS_PACKAGED = os.path.join(_HERE, "data", "tasks")
+
+
+def builtin_task_names() -> tuple:
+    """The server's built-in tasks, in the order its Hello lists them: the documents of the
+    task family files (server/core/tasks/*.json, which the server is built from; package data
+    robosim/data/tasks/ in the wheel), the files in name order, each file's in its order."""
+    import json
+    for d in (TASKS_PACKAGED, find_upward(os.path.join("server", "core", "tasks"), os.path.isdir)):
+        if not d or not os.path.isdir(d):
+            continue
+        names: list = []
+        for name in sorted(n for n in os.listdir(d) if n.endswith(".json")):
+            with open(os.path.join(d, name)) as f:
+                names.extend(doc["name"] for doc in json.load(f))
+        if names:
+            return tuple(names)
+    raise ImportError("robosim: the task family files were not found (robosim/data/tasks/ in "
+                      "the package, or server/core/tasks/ of the checkout it runs from)")
