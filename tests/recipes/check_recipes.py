@@ -12,10 +12,11 @@ recipe names run in the copy's release build.
 Usage: tests/recipes/check_recipes.py [--keep]  (--keep leaves the scratch copy for a look)
 Registered in ctest as recipes.check_recipes. Exits 1 naming every failed check.
 
-The operation recipe ("How to add an operation") joins RECIPES once the op table carries the
-routing column and the bad-input rows are built from it: a patch adding an operation as that
-recipe says (proto, handler, row, test), with its targets (robosim-server, its test) and its
-test to run; nothing else here changes.
+The operation recipe's patch adds GetClock (a world's time and control steps): the proto's
+messages on a reserved number, the handler, its row, its worst input in test_envelope.c and its
+own test; then the server is built and the tests that read the op table run against it: its
+own, the bad-input rows generated from the table (test_bad_inputs) and every operation by name
+(test_ops_by_name).
 """
 import hashlib
 import os
@@ -44,6 +45,14 @@ RECIPES = [
         "golden_new": {"task_FingerHold-v0"},
         "targets": ["test_tasks"],
         "tests": ["test_tasks"],
+    },
+    {
+        "section": "How to add an operation",
+        "patch": "operation.patch",
+        "golden_new": set(),
+        "targets": ["robosim-server", "test_get_clock", "test_bad_inputs", "test_ops_by_name"],
+        "tests": ["test_get_clock", "test_bad_inputs", "test_ops_by_name"],
+        "server": True,  # the tests take the copy's robosim-server
     },
 ]
 
@@ -182,8 +191,9 @@ def main():
         for r in RECIPES:
             for t in r["tests"]:
                 print("recipes: %s: %s" % (r["section"], t), flush=True)
-                run([os.path.join(scratch, "build", "release", "bin", t)], scratch,
-                    "%s: %s" % (r["section"], t))
+                bindir = os.path.join(scratch, "build", "release", "bin")
+                args = [os.path.join(bindir, "robosim-server")] if r.get("server") else []
+                run([os.path.join(bindir, t)] + args, scratch, "%s: %s" % (r["section"], t))
 
     if keep:
         print("recipes: the scratch copy stays in %s" % scratch)
@@ -192,8 +202,8 @@ def main():
     if failures:
         print("recipes: %d check(s) failed" % len(failures))
         return 1
-    print("recipes: %d recipes followed; each touched only the files it names, and no golden "
-          "digest changed" % len(RECIPES))
+    print("recipes: %d recipes followed; each touched only the files it names, no golden "
+          "digest changed, and their tests passed" % len(RECIPES))
     return 0
 
 
