@@ -9,6 +9,7 @@
 #include "server_proc.h"
 #include "timing.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,16 @@ static void print_probe(const probe_t *r, const char *during)
 static int probe_within(const probe_t *r, double goal)
 {
     return r->p99 <= wall_bound(goal, r->slow);
+}
+
+/* Enough probes over `seconds` of probing: `nominal` on an idle machine over the slowdown, but
+ * no more than probes each within the stretched p99 goal could make in that time (one each
+ * PROBE_EVERY after its predecessor's answer), and at least 1. */
+static int probe_enough(const probe_t *r, int nominal, double seconds, double goal)
+{
+    double fit = seconds / (PROBE_EVERY + wall_bound(goal, r->slow));
+    double need = fmin(nominal / fmax(1.0, r->slow), fit);
+    return r->n >= (need > 1 ? (int)need : 1);
 }
 
 /* "after K of the N control steps asked": K, or -1. */

@@ -60,8 +60,8 @@ static void check_stop(server_proc_t *sp, const char *during)
 
 static void check_probe(const probe_t *best, const char *during)
 {
-    CHECK(!best->failed && best->n >= 50 / best->slow, "%s: every probe answered (%d)", during,
-          best->n);
+    CHECK(!best->failed && probe_enough(best, 50, 0.5, GOAL_P99),
+          "%s: every probe answered (%d, slowdown %.2f)", during, best->n, best->slow);
     CHECK(probe_within(best, GOAL_P99),
           "%s: p99 %.1f ms <= %.0f ms x slowdown %.2f (the better of %d attempts)", during,
           best->p99 * 1e3, GOAL_P99 * 1e3, best->slow, ATTEMPTS);
