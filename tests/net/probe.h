@@ -9,6 +9,7 @@
 #include "server_proc.h"
 #include "timing.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,12 +30,13 @@ static rsc_client_t *connect_to(server_proc_t *sp, int timeout_ms)
     return c;
 }
 
-/* SIGTERM the server; the seconds until it exited (1e9 if not within 5 s: then killed). */
+/* SIGTERM the server; the seconds until it exited (1e9 if not within 60 s: then killed; the
+ * callers' bounds, stretched by the slowdown beside them, stay well under that). */
 static double stop_timed(server_proc_t *sp, int *status)
 {
     double t0 = now();
     kill(sp->pid, SIGTERM);
-    while (now() - t0 < 5.0) {
+    while (now() - t0 < 60.0) {
         if (waitpid(sp->pid, status, WNOHANG) == sp->pid) {
             sp->pid = -1;
             return now() - t0;
@@ -52,6 +54,7 @@ static double stop_timed(server_proc_t *sp, int *status)
 typedef struct probe {
     int n, failed;
     double p50, p99, max;
+    double slow; /* the slowdown (timing.h) measured beside the probes, before and after */
 } probe_t;
 
 /* Hello and GetState of world `other` in turn (Hello alone when other is 0), one due every
@@ -62,7 +65,7 @@ static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double m
 {
     static double lat[PROBE_MAX];
     probe_t r = {0};
-    double t0 = now();
+    double slow = slowdown(0.02), t0 = now();
     for (int i = 0; i < PROBE_MAX; i++) {
         double due = t0 + PROBE_EVERY * i, t = now();
         if (t - t0 >= max_s || (t - t0 >= min_s && (!busy || !atomic_load(busy))))
@@ -90,6 +93,7 @@ static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double m
             break;
         }
     }
+    r.slow = slowdown_since(slow);
     qsort(lat, (size_t)r.n, sizeof lat[0], by_value);
     if (r.n > 0) {
         r.p50 = lat[r.n / 2];
@@ -101,8 +105,25 @@ static probe_t probe(rsc_client_t *c, uint64_t other, atomic_int *busy, double m
 
 static void print_probe(const probe_t *r, const char *during)
 {
-    printf("other client during %s: %d probes, p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", during,
-           r->n, r->p50 * 1e3, r->p99 * 1e3, r->max * 1e3);
+    printf("other client during %s: %d probes, p50 %.2f ms, p99 %.2f ms, max %.2f ms "
+           "(slowdown %.2f)\n",
+           during, r->n, r->p50 * 1e3, r->p99 * 1e3, r->max * 1e3, r->slow);
+}
+
+/* The probes' p99 within `goal` s on an idle machine, stretched by the slowdown beside them. */
+static int probe_within(const probe_t *r, double goal)
+{
+    return r->p99 <= wall_bound(goal, r->slow);
+}
+
+/* Enough probes over `seconds` of probing: `nominal` on an idle machine over the slowdown, but
+ * no more than probes each within the stretched p99 goal could make in that time (one each
+ * PROBE_EVERY after its predecessor's answer), and at least 1. */
+static int probe_enough(const probe_t *r, int nominal, double seconds, double goal)
+{
+    double fit = seconds / (PROBE_EVERY + wall_bound(goal, r->slow));
+    double need = fmin(nominal / fmax(1.0, r->slow), fit);
+    return r->n >= (need > 1 ? (int)need : 1);
 }
 
 /* "after K of the N control steps asked": K, or -1. */

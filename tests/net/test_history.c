@@ -23,6 +23,7 @@
 #include "rs_test.h"
 #include "server_internal.h"
 #include "server_proc.h"
+#include "timing.h"
 
 #include <math.h>
 
@@ -48,6 +49,13 @@ static uint8_t *packed_step(world_slot_t *w, size_t *n)
 }
 
 static void *zctx;
+
+/* `s` seconds of waiting on an idle machine (a SUB's subscription taking effect, the last
+ * frames arriving), stretched by the slowdown now (timing.h). */
+static double waited(double s)
+{
+    return wall_bound(s, slowdown(0.02));
+}
 
 static char *stream_of(rsc_client_t *c)
 {
@@ -168,11 +176,11 @@ static void late_joiner_sees_everything(const char *binary)
 
     /* watcher A from the start: subscribed before the first frame */
     void *a = subscriber(ep, id);
-    sleep_s(0.3);
+    sleep_s(waited(0.3));
     static frames_t fa, fb;
     int dups_a = 0, dups_b = 0;
     step(c, id, 500);
-    drain(a, &fa, 500, &dups_a);
+    drain(a, &fa, (int)(1000 * waited(0.5)), &dups_a);
     CHECK(fa.b[1] && fa.b[500], "watcher A saw seq 1 and 500");
 
     /* watcher B joins after 500 steps: subscribe, wait until the subscription is in effect
@@ -216,8 +224,8 @@ static void late_joiner_sees_everything(const char *binary)
           pages);
     /* then 100 live steps */
     step(c, id, 100);
-    drain(a, &fa, 300, &dups_a);
-    drain(b, &fb, 300, &dups_b);
+    drain(a, &fa, (int)(1000 * waited(0.3)), &dups_a);
+    drain(b, &fb, (int)(1000 * waited(0.3)), &dups_b);
     uint64_t n = 0;
     int differ = 0, missing = 0;
     for (uint64_t s = 1; s < 2048; s++) {
@@ -296,7 +304,7 @@ static void arrays_batches_published(const char *binary)
             CHECK(rsc_create_world(c, "finger", NULL, 0, (uint64_t)i, &ids[i], &err) == 0,
                   "create: %s", err.message);
         void *sub = subscriber(ep, ids[2]);
-        sleep_s(0.3);
+        sleep_s(waited(0.3));
         static double times[2][ROUNDS + 1];
         static uint8_t digests[2][ROUNDS + 1][32];
         int replied = 0;
@@ -323,7 +331,7 @@ static void arrays_batches_published(const char *binary)
             /* every batch's state of world 2, live */
             static frames_t fr;
             int dups = 0;
-            drain(sub, &fr, 300, &dups);
+            drain(sub, &fr, (int)(1000 * waited(0.3)), &dups);
             int bad = 0, missing = 0;
             for (int r = 1; r <= ROUNDS; r++) {
                 uint64_t seq;
@@ -383,8 +391,10 @@ static void arrays_batches_published(const char *binary)
 static void bounds_reported_as_dropped(const char *binary)
 {
     server_proc_t sp;
+    /* the frame bound with no age bound (300 steps beside CPU hogs can take longer than any
+     * short one), then the age bound on a server of its own */
     const char *extra[] = {"--stream-max-hz", "1000000", "--no-world", "--history-frames", "100",
-                           "--history-seconds", "1", NULL};
+                           "--history-seconds", "0", NULL};
     rsc_client_t *c = started_client(&sp, binary, extra);
     if (!c)
         return;
@@ -393,7 +403,7 @@ static void bounds_reported_as_dropped(const char *binary)
     rsc_create_world(c, "diff_drive", NULL, 0, 1, &id, &err);
     Robosim__V1__HelloReply *h = NULL;
     rsc_hello(c, 1, 0, &h, &err);
-    CHECK(h && h->history_frames == 100 && h->history_seconds == 1.0,
+    CHECK(h && h->history_frames == 100 && h->history_seconds == 0,
           "Hello says the history bound");
     rsc_free(h);
     step(c, id, 300);
@@ -407,7 +417,20 @@ static void bounds_reported_as_dropped(const char *binary)
     r = get_history(c, id, 250, 0, &code, &keep);
     CHECK(r && r->dropped == 0 && r->n_frames == 51, "from inside the history: nothing dropped");
     rsc_free(keep);
-    sleep_s(1.3);
+    rsc_close(&c);
+    CHECK(server_stop(&sp) == 0, "server exits 0");
+
+    const char *aging[] = {"--stream-max-hz", "1000000", "--no-world", "--history-frames", "100",
+                           "--history-seconds", "1", NULL};
+    if (!(c = started_client(&sp, binary, aging)))
+        return;
+    rsc_create_world(c, "diff_drive", NULL, 0, 1, &id, &err);
+    h = NULL;
+    rsc_hello(c, 1, 0, &h, &err);
+    CHECK(h && h->history_seconds == 1.0, "Hello says the age bound");
+    rsc_free(h);
+    step(c, id, 300);
+    sleep_s(1.3); /* the newest frame is older than 1 s now, however long the steps took */
     r = get_history(c, id, 1, 0, &code, &keep);
     CHECK(r && r->n_frames == 0 && r->dropped == 300 && r->first_seq == 301,
           "older than --history-seconds: all 300 reported dropped");
@@ -473,6 +496,123 @@ static void memory_bound(void)
     }
 }
 
+/* The server's account of the histories against its parts: histories.bytes is the sum of the
+ * worlds' bytes, within cfg.history_bytes, each world within cfg.history_bytes_per_world. */
+static int accounted(const rs_server_t *s, const world_slot_t *w, int n)
+{
+    size_t sum = 0;
+    int within = 1;
+    for (int i = 0; i < n; i++) {
+        size_t b = rs_history_bytes(&w[i], NULL, NULL);
+        within &= b <= s->cfg.history_bytes_per_world;
+        sum += b;
+    }
+    return within && sum == s->histories.bytes && sum <= s->cfg.history_bytes;
+}
+
+/* In-process, history.c alone on a made-up clock (rs_history_push and rs_history_held with
+ * chosen times, no sockets, so no timing): the eviction and the account.
+ *   - the issue's scenario: a quiet world's 50 small frames, then 8 worlds flooding 34 kB
+ *     frames past --history-bytes 4M (1M per world): the quiet world keeps all 50 and the
+ *     server's account is the worlds' sum; once the quiet frames are older than
+ *     --history-seconds, GetHistory's ageing forgets them and the account follows;
+ *   - a seeded random run of pushes (small and large frames, seq gaps), ageing reads and
+ *     destroyed worlds: after every operation the account is the worlds' sum within the
+ *     bounds, and a push never takes a frame from another world holding less than its share,
+ *     (history_bytes - the largest frame) / worlds (the largest, which gives up frames, always
+ *     holds more). */
+static void eviction_fair_and_accounted(void)
+{
+    enum { K = 9, QUIET = 0 };
+    static world_slot_t w[K];
+    static uint8_t frame[34 << 10];
+    rs_server_config_t cfg;
+    inproc_config(&cfg);
+    cfg.history_seconds = 60;
+    cfg.history_bytes_per_world = 1u << 20;
+    cfg.history_bytes = 4u << 20;
+    rs_server_t *s = inproc_server(&cfg);
+    if (!s)
+        return;
+    double t = 1000;
+    for (uint64_t q = 1; q <= 50; q++, t += 0.01)
+        rs_history_push(s, &w[QUIET], q, frame, 199, t);
+    int ok = 1;
+    for (uint64_t k = 1; k <= 150; k++)
+        for (int i = 1; i < K; i++, t += 0.01) /* 12 s of flood */
+            rs_history_push(s, &w[i], k, frame, sizeof frame, t), ok &= accounted(s, w, K);
+    int quiet_frames = 0;
+    rs_history_bytes(&w[QUIET], &quiet_frames, NULL);
+    CHECK(ok && quiet_frames == 50 && rs_history_held(s, &w[QUIET], t) == 50 &&
+              s->histories.bytes > 3u << 20,
+          "in-process: the quiet world keeps its 50 frames while 8 worlds flood 34 kB frames "
+          "past the 4 MiB bound, the account %zu bytes the worlds' sum at every push",
+          s->histories.bytes);
+    int aged = rs_history_held(s, &w[QUIET], 1000 + 60.5 + 0.2);
+    CHECK(aged == 0 && accounted(s, w, K),
+          "in-process: older than --history-seconds 60, the quiet world's frames go when read "
+          "(%d left) and the account follows them (%zu bytes)",
+          aged, s->histories.bytes);
+    for (int i = 0; i < K; i++)
+        rs_history_destroy(&w[i].history);
+    CHECK(s->histories.bytes == 0 && s->histories.n == 0,
+          "in-process: every history destroyed, the account is 0 (%zu)", s->histories.bytes);
+
+    /* the random run, bounds small enough that the server's bound binds often */
+    s->cfg.history_frames = 64;
+    s->cfg.history_seconds = 5;
+    s->cfg.history_bytes_per_world = 48u << 10;
+    s->cfg.history_bytes = 160u << 10;
+    const size_t big = 8000, share = (s->cfg.history_bytes - big) / K;
+    uint64_t seq[K] = {0};
+    uint32_t x = 2463534242u; /* xorshift32, seeded */
+#define NEXT() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, x)
+    int pushes = 0, evicted_small = 0, bad_account = 0, evictions = 0;
+    for (int op = 0; op < 15000; op++) {
+        int k = (int)(NEXT() % K), r = (int)(NEXT() % 100);
+        t += 1e-3 * (double)(NEXT() % 20); /* 10 ms an operation on average: ageing happens */
+        if (r < 2) {
+            rs_history_destroy(&w[k].history);
+            seq[k] = 0;
+        } else if (r < 6) {
+            rs_history_held(s, &w[k], t);
+        } else {
+            /* worlds 0-2 publish small frames, the others large ones */
+            size_t len = k < 3 ? 50 + NEXT() % 200 : 500 + NEXT() % (big - 500);
+            seq[k] += r < 8 ? 2 : 1; /* now and then a frame went missing */
+            int before[K];
+            size_t held_before = s->histories.bytes;
+            for (int j = 0; j < K; j++) {
+                int frames = 0;
+                size_t b = rs_history_bytes(&w[j], &frames, NULL);
+                before[j] = j != k && b < share ? frames : -1;
+            }
+            rs_history_push(s, &w[k], seq[k], frame, len, t);
+            pushes++;
+            evictions += held_before + len > s->cfg.history_bytes;
+            for (int j = 0; j < K; j++) {
+                int frames = 0;
+                rs_history_bytes(&w[j], &frames, NULL);
+                evicted_small += before[j] >= 0 && frames != before[j];
+            }
+        }
+        bad_account += !accounted(s, w, K);
+    }
+#undef NEXT
+    printf("history eviction: %d pushes, %d past --history-bytes, %d took a frame from a world "
+           "under its share, %d operations left the account off its parts\n",
+           pushes, evictions, evicted_small, bad_account);
+    CHECK(evictions > 1000, "the random run passed the server's bound often (%d pushes)",
+          evictions);
+    CHECK(evicted_small == 0, "no push took a frame from another world holding less than its "
+          "share (%d did)", evicted_small);
+    CHECK(bad_account == 0, "the server's account was the worlds' sum, within the bounds, after "
+          "every operation (%d were not)", bad_account);
+    for (int i = 0; i < K; i++)
+        rs_history_destroy(&w[i].history);
+    rs_server_destroy(&s);
+}
+
 /* A brick bouncing flat and elastically every 20 ms: 250 impacts in a 5 s control step, each an
  * event of the step's State, so each frame is about 34 kB. */
 static uint64_t bouncing_brick(rsc_client_t *c)
@@ -504,8 +644,12 @@ static uint64_t bouncing_brick(rsc_client_t *c)
 static void bounded_in_bytes(const char *binary)
 {
     server_proc_t sp;
+    /* no age bound: beside CPU hogs the flood took over a minute under ASan, the quiet world's
+     * frames grew older than the default --history-seconds 60 and GetHistory forgot them (as
+     * it should: eviction_fair_and_accounted has that case on a made-up clock) */
     const char *extra[] = {"--stream-max-hz", "1000000", "--no-world", "--threads", "1",
-                           "--history-bytes-per-world", "1M", "--history-bytes", "4M", NULL};
+                           "--history-bytes-per-world", "1M", "--history-bytes", "4M",
+                           "--history-seconds", "0", NULL};
     /* ASan's quarantine would hold every freed frame: measure this server without it */
     char asan[512];
     const char *given = getenv("ASAN_OPTIONS");
@@ -537,17 +681,19 @@ static void bounded_in_bytes(const char *binary)
     step(c, quiet, 50);
     long before = rss_kb(sp.pid);
     uint64_t id[BRICKS];
+    double t0 = now();
     for (int i = 0; i < BRICKS; i++)
         id[i] = bouncing_brick(c);
     for (int k = 0; k < BRICK_STEPS; k++)
         for (int i = 0; i < BRICKS; i++)
             step(c, id[i], 1);
+    double flood_s = now() - t0;
     long flooded = rss_kb(sp.pid);
 
     int code;
     Robosim__V1__Response *keep;
     uint64_t sum = 0, server_bytes = 0, largest_frame = 0;
-    int ok = 1;
+    int ok = 1, same_account = 1;
     for (int i = 0; i < BRICKS; i++) {
         Robosim__V1__GetHistoryReply *r = get_history(c, id[i], 1, 0, &code, &keep);
         CHECK(r != NULL, "GetHistory of brick world %llu: code %d", (unsigned long long)id[i],
@@ -569,6 +715,7 @@ static void bounded_in_bytes(const char *binary)
                        (unsigned long long)r->first_seq, (unsigned long long)r->last_seq,
                        (unsigned long long)r->dropped, r->n_frames);
             sum += r->bytes;
+            same_account &= i == 0 || server_bytes == r->server_bytes;
             server_bytes = r->server_bytes;
         }
         rsc_free(keep);
@@ -581,9 +728,13 @@ static void bounded_in_bytes(const char *binary)
     CHECK(r && r->dropped == 0 && r->n_frames == 50 && r->first_seq == 1,
           "the quiet world keeps all its 50 frames while the bricks flood (%zu, %llu dropped)",
           r ? r->n_frames : 0, r ? (unsigned long long)r->dropped : 0ULL);
-    if (r)
+    if (r) {
         sum += r->bytes;
+        same_account &= server_bytes == r->server_bytes;
+    }
     rsc_free(keep);
+    CHECK(same_account, "every GetHistory between the flood and the check read the same "
+          "account (nothing published or aged in between)");
     CHECK(server_bytes <= 4u << 20 && server_bytes == sum && sum > 3u << 20,
           "all histories hold %llu bytes, within --history-bytes 4 MiB (the worlds' sum %llu)",
           (unsigned long long)server_bytes, (unsigned long long)sum);
@@ -607,10 +758,10 @@ static void bounded_in_bytes(const char *binary)
           "destroying the worlds returned the memory: %ld kB before them, %ld kB with them, "
           "%ld kB after (%d kB allowed)",
           before, flooded, after, RETURN_SLACK_KB);
-    printf("history bytes: %d bouncing bricks, %d frames of %llu bytes: server RSS %ld kB "
-           "before, %ld kB flooded (history %llu bytes), %ld kB after destroying them\n",
-           BRICKS, BRICKS * BRICK_STEPS, (unsigned long long)largest_frame, before, flooded,
-           (unsigned long long)server_bytes, after);
+    printf("history bytes: %d bouncing bricks, %d frames of %llu bytes in %.1f s: server RSS "
+           "%ld kB before, %ld kB flooded (history %llu bytes), %ld kB after destroying them\n",
+           BRICKS, BRICKS * BRICK_STEPS, (unsigned long long)largest_frame, flood_s, before,
+           flooded, (unsigned long long)server_bytes, after);
     rsc_close(&c);
     CHECK(server_stop(&sp) == 0, "server exits 0");
 }
@@ -682,6 +833,7 @@ int main(int argc, char **argv)
     const char *binary = server_arg(argc, argv);
     zctx = zmq_ctx_new();
     memory_bound();
+    eviction_fair_and_accounted();
     late_joiner_sees_everything(binary);
     arrays_batches_published(binary);
     bounds_reported_as_dropped(binary);

@@ -114,14 +114,16 @@ def test_jacobian_step_keeps_the_compute_budget():
                     c.step(wid, steps=1_000_000, jacobian=True)
                 except robosim.RobosimError as exc:
                     out["code"] = exc.code_name
+                    out["at"] = time.monotonic()
             th = threading.Thread(target=run)
             th.start()
             time.sleep(0.05)
-            t0 = time.monotonic()
             other.hello()
-            waited = time.monotonic() - t0
+            answered = time.monotonic()
             th.join()
             assert out.get("code") == "DEADLINE_EXCEEDED", out
-            assert waited < 0.25, waited  # not after the Step's budget (0.3 s)
+            # answered before the Step's reply (at its 0.3 s budget), not after it: an order,
+            # which a busy machine does not change as it does a fixed wait
+            assert answered < out["at"], (answered, out["at"])
             st = c.get_state(wid)
             assert st["step_count"] == 0
