@@ -202,27 +202,39 @@ static void batch_job_free(void *p)
     free(b);
 }
 
+/* One slice of world j's Step, if it goes on (a slice, as on the loop: a worker takes items
+ * 8 at a time, so an item run to its end would hold the items after it in its chunk until the
+ * budget ran out) */
 static void batch_job_item(void *ctx, size_t j, int worker)
 {
     batch_job_t *b = ctx;
     off_item_t *o = &b->off[j];
+    if (b->items[o->i].phase != RS_ITEM_RUNNING)
+        return;
     rs_rollback_t *rb = b->s->off_pool ? rs_pool_rollback(b->s->off_pool, worker) : b->rb;
-    item_slice(b->s, &o->slot, rb, &b->items[o->i], o->action, o->naction, 0, b->deadline,
+    item_slice(b->s, &o->slot, rb, &b->items[o->i], o->action, o->naction, 1, b->deadline,
                &b->s->off_abort, NULL);
 }
 
-/* On the stepper: every world to its end, the budget or a stop. */
+/* On the stepper: every world to its end, the budget or a stop, a slice each per round. */
 static void batch_job_run(rs_server_t *s, rs_cont_t *c)
 {
     batch_job_t *b = c->off_job;
     atomic_store_explicit(&s->off_abort_at, b->deadline, memory_order_relaxed);
     if (!rs_server_stopping(s))
         atomic_store_explicit(&s->off_abort, 0, memory_order_relaxed);
-    if (s->off_pool)
-        rs_pool_run(s->off_pool, b->n, batch_job_item, b);
-    else
+    for (;;) {
+        size_t going = 0;
         for (size_t j = 0; j < b->n; j++)
-            batch_job_item(b, j, 0);
+            going += b->items[b->off[j].i].phase == RS_ITEM_RUNNING;
+        if (!going)
+            break;
+        if (s->off_pool)
+            rs_pool_run(s->off_pool, b->n, batch_job_item, b);
+        else
+            for (size_t j = 0; j < b->n; j++)
+                batch_job_item(b, j, 0);
+    }
     atomic_store_explicit(&s->off_abort_at, INFINITY, memory_order_relaxed);
 }
 

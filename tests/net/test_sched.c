@@ -334,16 +334,15 @@ static void test_batch_slices(void)
     CHECK(probe_within(&r, 0.050), "p99 %.1f ms < 50 ms x slowdown %.2f", r.p99 * 1e3, r.slow);
     pthread_join(th, NULL);
     CHECK(lb.rc == 0, "the batch answered (rc %d)", lb.rc);
-    /* each world where its error says, and the batch got somewhere: on the loop every world
-     * moves a slice a round, but a slice that outlasts the loop's 10 ms fuse (beside CPU hogs)
-     * moves the batch to the stepper, whose pool steps each world to the budget in turn, and
-     * there the second world was seen to get none of its steps */
-    long long moved = 0;
+    /* each world where its error says, and each got some of its steps: on the loop every
+     * world moves a slice a round; a slice that outlasts the loop's 10 ms fuse (beside CPU hogs)
+     * moves the batch to the stepper, which steps them a slice a round too (it once ran each
+     * world to the budget in turn, on one worker: the second got none of its steps) */
     for (int i = 0; i < 2; i++) {
         long long k = steps_done(lb.messages[i], 400000);
-        moved += k > 0 ? k : 0;
-        CHECK(lb.codes[i] == ROBOSIM__V1__ERROR_CODE__DEADLINE_EXCEEDED && k >= 0,
-              "world %d: DEADLINE_EXCEEDED with how far it got: %s", i, lb.messages[i]);
+        CHECK(lb.codes[i] == ROBOSIM__V1__ERROR_CODE__DEADLINE_EXCEEDED && k > 0,
+              "world %d: DEADLINE_EXCEEDED with how far it got (some steps): %s", i,
+              lb.messages[i]);
         Robosim__V1__State *s = NULL;
         CHECK(rsc_get_state(c, ids[i], &s, &err) == 0 && s &&
                   (long long)s->step_count == 5000 + k,
@@ -351,7 +350,6 @@ static void test_batch_slices(void)
         rsc_free(s);
         printf("the long batch's world %d: %lld control steps within the budget\n", i, k);
     }
-    CHECK(moved > 0, "the long batch stepped its worlds before its budget (%lld steps)", moved);
     for (int i = 0; i < 2; i++)
         rs_world_destroy(&local[i]);
     rsc_close(&c);
