@@ -25,6 +25,15 @@ class build_py_with_proto(build_py):
             raise SystemExit(
                 "robosim: proto/robosim/v1/robosim.proto not found (set ROBOSIM_PROTO_DIR to "
                 "the repository's proto/ folder) and no generated robosim_pb2.py present")
+        # the task family files (robosim.TASKS) into the package, as the generated module: an
+        # editable install and a copy of the package folder carry them too (package data)
+        tasks = os.path.join(HERE, "..", "..", "server", "core", "tasks")
+        if os.path.isdir(tasks):
+            out_tasks = os.path.join(HERE, "src", "robosim", "data", "tasks")
+            os.makedirs(out_tasks, exist_ok=True)
+            for name in sorted(os.listdir(tasks)):
+                if name.endswith(".json"):
+                    self.copy_file(os.path.join(tasks, name), os.path.join(out_tasks, name))
         super().run()
         # the example motion specifications as package data (robosim.example_spec), as the
         # wheel's CMake install does; an editable install reads the checkout's own
@@ -35,14 +44,6 @@ class build_py_with_proto(build_py):
             for name in sorted(os.listdir(specs)):
                 if name.endswith(".jsonld"):
                     self.copy_file(os.path.join(specs, name), os.path.join(out_specs, name))
-        # the task family files (robosim.TASKS), as the wheel's CMake install does
-        tasks = os.path.join(HERE, "..", "..", "server", "core", "tasks")
-        if os.path.isdir(tasks) and not getattr(self, "editable_mode", False):
-            out_tasks = os.path.join(self.build_lib, "robosim", "data", "tasks")
-            os.makedirs(out_tasks, exist_ok=True)
-            for name in sorted(os.listdir(tasks)):
-                if name.endswith(".json"):
-                    self.copy_file(os.path.join(tasks, name), os.path.join(out_tasks, name))
 
 
 def cmake_version():

@@ -61,10 +61,11 @@ TASKS_PACKAGED = os.path.join(_HERE, "data", "tasks")
 
 def builtin_task_names() -> tuple:
     """The server's built-in tasks, in the order its Hello lists them: the documents of the
-    task family files (server/core/tasks/*.json, which the server is built from; package data
-    robosim/data/tasks/ in the wheel), the files in name order, each file's in its order."""
+    task family files (server/core/tasks/*.json of the checkout the package runs from, which
+    the server is built from; else the package's copy, robosim/data/tasks/), the files in name
+    order, each file's in its order."""
     import json
-    for d in (TASKS_PACKAGED, find_upward(os.path.join("server", "core", "tasks"), os.path.isdir)):
+    for d in (find_upward(os.path.join("server", "core", "tasks"), os.path.isdir), TASKS_PACKAGED):
         if not d or not os.path.isdir(d):
             continue
         names: list = []
