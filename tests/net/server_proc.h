@@ -18,6 +18,9 @@
 typedef struct server_proc {
     pid_t pid;
     char endpoint[64];
+    int stdin_w; /* the write end of the server's stdin (it runs with --exit-with-stdin): when
+                    the test dies, however it dies, the pipe closes and the server stops; 0
+                    when none */
 } server_proc_t;
 
 /* The robosim-server binary a test is given as its argument (argv[1]); without one, a usage line
@@ -43,6 +46,14 @@ static int free_port(void)
     zmq_close(s);
     zmq_ctx_term(ctx);
     return port;
+}
+
+/* Close the pipe that keeps the server of sp running (server_proc_t.stdin_w). */
+static inline void server_close_stdin(server_proc_t *sp)
+{
+    if (sp->stdin_w > 2)
+        close(sp->stdin_w);
+    sp->stdin_w = 0;
 }
 
 /* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello (a
@@ -76,12 +87,25 @@ static int server_start_with(server_proc_t *sp, const char *binary, const char *
         argv[argc++] = "--stream";
         argv[argc++] = "tcp://127.0.0.1:*";
     }
+    int in[2] = {-1, -1};
+    if (pipe(in) == 0) {
+        fcntl(in[0], F_SETFD, FD_CLOEXEC);
+        fcntl(in[1], F_SETFD, FD_CLOEXEC);
+        argv[argc++] = "--exit-with-stdin";
+    }
     argv[argc] = NULL;
+    sp->stdin_w = 0;
     sp->pid = fork();
     if (sp->pid == 0) {
+        if (in[0] >= 0)
+            dup2(in[0], 0); /* dup2 clears FD_CLOEXEC on the copy */
         execv(binary, (char *const *)argv);
         perror("execv");
         _exit(127);
+    }
+    if (in[0] >= 0) {
+        close(in[0]);
+        sp->stdin_w = in[1];
     }
     for (int i = 0; i < 100; i++) {
         rsc_error_t err;
@@ -95,6 +119,7 @@ static int server_start_with(server_proc_t *sp, const char *binary, const char *
         int status;
         if (waitpid(sp->pid, &status, WNOHANG) == sp->pid) {
             sp->pid = -1;
+            server_close_stdin(sp);
             return -1;
         }
     }
@@ -148,6 +173,7 @@ static int server_stop(server_proc_t *sp)
         int status;
         if (waitpid(sp->pid, &status, WNOHANG) == sp->pid) {
             sp->pid = -1;
+            server_close_stdin(sp);
             return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
         }
         struct timespec ts = {0, 10 * 1000 * 1000};
@@ -156,6 +182,7 @@ static int server_stop(server_proc_t *sp)
     kill(sp->pid, SIGKILL);
     waitpid(sp->pid, NULL, 0);
     sp->pid = -1;
+    server_close_stdin(sp);
     return -1;
 }
 
