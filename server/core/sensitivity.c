@@ -246,6 +246,14 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
             D[r * L + col] = 0.0;
         return;
     }
+    if (cl->which == 0 && mp == mm && held_by->glides &&
+        held_by->glides(cl->em, &cl->s->pre[cl->e], cl->x, cl->j)) {
+        /* both sides leave the mode into one whose motion the mode's flow gives at the
+         * changed state (rs_robot_t.glides): the map differenced as within the mode */
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
+        return;
+    }
     char what[96];
     const rs_robot_t *rb = cl->em->robot;
     if (cl->which == 0)
