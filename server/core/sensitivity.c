@@ -59,6 +59,10 @@ struct rs_sens {
                                             0 while propagating, NaN in the result) */
     char *split;                         /* per column, at an event: 1 the fired guards' times
                                             move apart along it, 2 their order matters */
+    const double *phi_map;               /* while a map is differenced: the entity's rows of
+                                            phi before it (nx x ncol), along which a column
+                                            with no derivative is undefined; NULL: the whole
+                                            Step is said not differentiable instead */
     char message[320];
     rs_step_hooks_t hooks;
 };
@@ -263,18 +267,28 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     else
         snprintf(what, sizeof what, "%s", cl->which == 2 ? "a parameter" : "time");
     int g = cl->which < 3 ? global_col(cl->s, cl->em, cl->e, col) : -1;
-    if (cl->c->kind == FN_BEGIN && !cl->s->begun && g >= 0) {
-        /* the Step's first start: phi is still the identity, so this input's column alone has
-         * no derivative (undefined, NaN in the result); the others go on */
+    const double *phi_e = cl->s->phi_map;
+    if (g >= 0 && phi_e) {
+        /* the Step has no derivative along the inputs that move this one (the Step's
+         * columns whose phi has a nonzero in this state variable's row; a command's or
+         * parameter's own column): undefined, NaN in the result; the others go on. At the
+         * Step's first start phi is the identity: this input's column alone */
         rs_sens_t *s = cl->s;
-        s->undefined[g] = 1;
+        if (cl->which == 0 && phi_e) {
+            for (int cc = 0; cc < s->ncol; cc++)
+                s->undefined[cc] |= phi_e[(size_t)cl->j * s->ncol + cc] != 0.0;
+        } else {
+            s->undefined[g] = 1;
+        }
         if (!s->split_events) {
             s->split_events = 1;
             snprintf(s->split_message, sizeof s->split_message,
                      "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves the "
-                     "mode '%s' the Step's start ends in, so the Step has no derivative along it",
+                     "mode '%s' the %s ends in, so the Step has no derivative along the inputs "
+                     "that move it",
                      cl->em->name, cl->em->robot->kind, cl->t, what,
-                     cl->em->robot->mode_names[cl->mode0]);
+                     cl->em->robot->mode_names[cl->mode0],
+                     cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
         }
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
@@ -757,7 +771,9 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
             split[cc] |= fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300);
     }
     if (rc == 0) {
+        s->phi_map = report ? phi_in : NULL; /* a trial order of split_events: NULL */
         entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm);
+        s->phi_map = NULL;
         map_rows(s, e, D, phi_in, rows);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
@@ -888,7 +904,9 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
             continue;
         }
         if (kind != RS_STEP_MAP_JUMP) {
+            s->phi_map = s->phi + (size_t)em->x_off * ncol;
             entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
+            s->phi_map = NULL;
             map_rows(s, e, D, s->phi + (size_t)em->x_off * ncol, s->rows);
             memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
                    (size_t)nx * ncol * sizeof *s->phi);
