@@ -566,6 +566,12 @@ static const struct regression {
      "differentiable (both sides leave the stuck mode); the glide's derivative exists and is "
      "served",
      {-1, -1}, 1, 0},
+    {"finger", 991044104, 1,
+     "the finger 1.8 cm behind its object at x_f = 5389 m, closing at 9192 m/s: the start's map "
+     "was differenced with a step of 3.2 cm (relative to |x_f|), which put the finger into the "
+     "object and made the impact there, so d impulse / d x_f was served as -71,392 (2.055 by "
+     "the differences at 1e-6); smaller steps find the map smooth at the point",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 20261189799227, -1,
      "the linkage stretched, let go by the Step's commands onto servo 1's stop: a change of "
      "its rate to either side leaves that stop and comes back to it, a held rate (held by the "
