@@ -195,6 +195,14 @@ struct rs_robot {
     int (*holds)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                  int i);
 
+    /* Optional: whether in mode ed a change of state variable i at x to either side, though
+     * it leaves the mode (both sides into the same other one), lets the state go on as the
+     * mode's own flow does at the changed state: derivs there is that motion's (a body at rest
+     * that nothing holds, moved, glides on as the mode's flow moves it). A map's column along
+     * it is then differenced as if the mode were kept (rs_sensitivity.h). */
+    int (*glides)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                  int i);
+
     /* Optional: whether the live state x of the entity (its mode and run variables in ed,
      * reached under the parameters `was`) fits the new parameters em of a SetParams: 0, or
      * RS_EPRECOND naming the body and the depth or angle by which it would be inside another

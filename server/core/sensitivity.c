@@ -59,6 +59,10 @@ struct rs_sens {
                                             0 while propagating, NaN in the result) */
     char *split;                         /* per column, at an event: 1 the fired guards' times
                                             move apart along it, 2 their order matters */
+    const double *phi_map;               /* while a map is differenced: the entity's rows of
+                                            phi before it (nx x ncol), along which a column
+                                            with no derivative is undefined; NULL: the whole
+                                            Step is said not differentiable instead */
     char message[320];
     rs_step_hooks_t hooks;
 };
@@ -81,8 +85,10 @@ typedef struct fn_ctx {
 
 /* Entity e's function `c->kind` at (t, x, u) under model em: derivs or guards in the modes of
  * the flow / before the map, or the map replayed on copies (out then holds its result, and
- * *after, where given, the entity's data after it). Returns the entity's mode after a map (0
- * for the others). */
+ * *after, where given, the entity's data after it). Returns, after a map, the entity's mode
+ * and the kinds of the events the map logged (MAP_MODE() extracts the mode: a change that
+ * makes the map log another event, an impact at a control step's start, leaves it like a mode
+ * change), 0 for the others. */
 static int entity_map(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
                       const double *x, const double *u, double *out, const fn_ctx_t *c,
                       rs_entity_data_t *after)
@@ -113,13 +119,18 @@ static int entity_map(rs_sens_t *s, const rs_entity_model_t *em, int e, double t
         if (r->advance)
             r->advance(em, &ed, t, out, u, c->dt);
     }
+    unsigned logged = 0;
+    for (int i = 0; i < s->scratch->nevents; i++)
+        logged = logged * 31u + (unsigned)s->scratch->events[i].kind + 1u;
     s->scratch->nevents = 0;
     s->scratch->events_dropped = 0;
     s->scratch->step_events = 0;
     if (after)
         *after = ed;
-    return ed.mode;
+    return ed.mode | (int)((logged & 0x7fffffu) << 8);
 }
+
+#define MAP_MODE(outcome) ((outcome) & 0xff) /* the mode of entity_map's outcome */
 
 static int entity_fn(rs_sens_t *s, const rs_entity_model_t *em, int e, double t,
                      const double *x, const double *u, double *out, const fn_ctx_t *c)
@@ -215,13 +226,36 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     int k = cl->k;
     int mp = column_eval(cl, 1, h, fp), mm = column_eval(cl, -1, h, fm);
     int map = cl->c->kind == FN_JUMP || cl->c->kind == FN_BEGIN;
+    /* a side that logs other events than the point itself in the same mode (an impact that a
+     * change makes at a control step's start) may have crossed a boundary that lies within the
+     * step h of the point, not at it (a gap of 1.8 cm where h, relative to |x_f| = 5389 m, is
+     * 3.2 cm): where both sides of a step 32 times smaller log what the point does, the map
+     * is smooth there and that difference is taken; a boundary nearer is on the point */
+    if (map && cl->which < 2 && (mp != cl->mode0 || mm != cl->mode0) &&
+        MAP_MODE(mp) == MAP_MODE(cl->mode0) && MAP_MODE(mm) == MAP_MODE(cl->mode0)) {
+        double gp[RS_MAX_STATE + 64], gm[RS_MAX_STATE + 64], hs = h / 32.0;
+        if (column_eval(cl, 1, hs, gp) == cl->mode0 && column_eval(cl, -1, hs, gm) == cl->mode0) {
+            h = hs, mp = mm = cl->mode0;
+            memcpy(fp, gp, (size_t)k * sizeof *fp);
+            memcpy(fm, gm, (size_t)k * sizeof *fm);
+        }
+    }
     if (!map || (mp == cl->mode0 && mm == cl->mode0)) {
         for (int r = 0; r < k; r++)
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
         return;
     }
-    int side = mp == cl->mode0 ? 1 : mm == cl->mode0 ? -1 : 0;
-    if (side && column_eval(cl, 2 * side, h, f2) == cl->mode0) {
+    /* on the boundary: its sides by their modes (the events a change to one side logs, put
+     * back onto a constraint at a start, are the corner the mean of the sides serves) */
+    int m0 = MAP_MODE(cl->mode0);
+    mp = MAP_MODE(mp), mm = MAP_MODE(mm);
+    if (mp == m0 && mm == m0) {
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
+        return;
+    }
+    int side = mp == m0 ? 1 : mm == m0 ? -1 : 0;
+    if (side && MAP_MODE(column_eval(cl, 2 * side, h, f2)) == m0) {
         const double *f1 = side > 0 ? fp : fm;
         for (int r = 0; r < k; r++)
             D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
@@ -246,6 +280,14 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
             D[r * L + col] = 0.0;
         return;
     }
+    if (cl->which == 0 && mp == mm && held_by->glides &&
+        held_by->glides(cl->em, &cl->s->pre[cl->e], cl->x, cl->j)) {
+        /* both sides leave the mode into one whose motion the mode's flow gives at the
+         * changed state (rs_robot_t.glides): the map differenced as within the mode */
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
+        return;
+    }
     char what[96];
     const rs_robot_t *rb = cl->em->robot;
     if (cl->which == 0)
@@ -255,18 +297,28 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     else
         snprintf(what, sizeof what, "%s", cl->which == 2 ? "a parameter" : "time");
     int g = cl->which < 3 ? global_col(cl->s, cl->em, cl->e, col) : -1;
-    if (cl->c->kind == FN_BEGIN && !cl->s->begun && g >= 0) {
-        /* the Step's first start: phi is still the identity, so this input's column alone has
-         * no derivative (undefined, NaN in the result); the others go on */
+    const double *phi_e = cl->s->phi_map;
+    if (g >= 0 && phi_e) {
+        /* the Step has no derivative along the inputs that move this one (the Step's
+         * columns whose phi has a nonzero in this state variable's row; a command's or
+         * parameter's own column): undefined, NaN in the result; the others go on. At the
+         * Step's first start phi is the identity: this input's column alone */
         rs_sens_t *s = cl->s;
-        s->undefined[g] = 1;
-        if (!s->split_events) {
+        int moved = 0; /* whether any of the Step's inputs moves this one */
+        for (int cc = 0; cc < s->ncol; cc++) {
+            int along = cl->which == 0 ? phi_e[(size_t)cl->j * s->ncol + cc] != 0.0 : cc == g;
+            s->undefined[cc] |= along;
+            moved |= along;
+        }
+        if (moved && !s->split_events) {
             s->split_events = 1;
             snprintf(s->split_message, sizeof s->split_message,
                      "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves the "
-                     "mode '%s' the Step's start ends in, so the Step has no derivative along it",
+                     "mode '%s' the %s ends in, so the Step has no derivative along the inputs "
+                     "that move it",
                      cl->em->name, cl->em->robot->kind, cl->t, what,
-                     cl->em->robot->mode_names[cl->mode0]);
+                     cl->em->robot->mode_names[MAP_MODE(cl->mode0)],
+                     cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
         }
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
@@ -276,7 +328,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
                        "the mode '%s' the %s ends in, so the step has no derivative there",
                        cl->em->name, cl->em->robot->kind, cl->t, what,
-                       cl->em->robot->mode_names[cl->mode0],
+                       cl->em->robot->mode_names[MAP_MODE(cl->mode0)],
                        cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
     for (int r = 0; r < k; r++)
         D[r * L + col] = NAN;
@@ -749,7 +801,9 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
             split[cc] |= fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300);
     }
     if (rc == 0) {
+        s->phi_map = report ? phi_in : NULL; /* a trial order of split_events: NULL */
         entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm);
+        s->phi_map = NULL;
         map_rows(s, e, D, phi_in, rows);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
@@ -880,7 +934,9 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
             continue;
         }
         if (kind != RS_STEP_MAP_JUMP) {
+            s->phi_map = s->phi + (size_t)em->x_off * ncol;
             entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
+            s->phi_map = NULL;
             map_rows(s, e, D, s->phi + (size_t)em->x_off * ncol, s->rows);
             memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
                    (size_t)nx * ncol * sizeof *s->phi);

@@ -279,7 +279,8 @@ static void test_touch_closed_form(void)
             S[i][j] = Rx[i][j] + (fp[i] - rf) * gx[j] / gf;
         F1[i][i] = F2[i][i] = 1;
     }
-    F1[0][1] = tau;                /* the free flow up to the touch (the object held) */
+    F1[0][1] = F1[2][3] = tau;     /* the free flow up to the touch (the object at rest,
+                                      which nothing holds: moved, it glides) */
     F2[0][1] = F2[2][3] = T - tau; /* and after it */
     double closed[N][N], without[N][N], tmp[N][N], tmp2[N][N];
     for (int i = 0; i < N; i++)

@@ -9,7 +9,10 @@
  *
  * Modes (the article's epochs):
  *   separated          apart (gap >= 0), object sliding: m_o v_o' = -D_o - F_kinetic dir
- *   separated_stuck    apart, object at rest held by static friction (nothing pushes it)
+ *   separated_stuck    apart, object at rest held by static friction (nothing pushes it);
+ *                      where no kinetic friction acts on it moving (the article's law, or
+ *                      F_kinetic = 0) and no external force, nothing holds it: given a
+ *                      velocity it glides under its drag (m_o v_o' = -D_o), as apart
  *   contact_sliding    touching (gap = 0, v_f = v_o = v), sliding together:
  *                        (m_f + m_o) v' = F_a - D_f - D_o - F_kinetic dir
  *   contact_stuck      touching, both at rest, the finger pressing: nothing moves
@@ -76,8 +79,9 @@
  *
  * friction_law: 0 coulomb (all of the above, the default), 1 article, the law the "1D Robot"
  * article describes, for reproducing its figures:
- *   - wall: a touch on an object at rest (separated_stuck) whose push F_i = F_a - D_f(v_f) is at
- *     most F_static holds the object still like a wall: v_f' = -e v_f, J = (1 + e) m_f v_f (or
+ *   - wall: a touch on an object at rest (separated_stuck, v_o = 0) whose push
+ *     F_i = F_a - D_f(v_f) is at most F_static holds the object still like a wall:
+ *     v_f' = -e v_f, J = (1 + e) m_f v_f (or
  *     v_f' = 0 and contact_stuck when e v_f is below the resting speed); a larger push gives
  *     the ordinary momentum-conserving impact;
  *   - kinetic friction only while pushing, f_kinetic min(F_i, F_static) with the article's
@@ -315,6 +319,15 @@ static double friction_pushed(const rs_entity_model_t *em, double v, double fa)
 static double friction_free(const rs_entity_model_t *em)
 {
     return article_law(em) ? 0.0 : em->p[P_F_KINETIC];
+}
+
+/* Whether the object apart from the finger is free: no kinetic friction acts on it when it
+ * moves (the article's law, or F_kinetic = 0) and no external force pushes it. At rest
+ * (separated_stuck) nothing then holds it: moved, it glides on under its drag, which is
+ * separated_stuck's flow at a velocity (derivs) as well as separated's. */
+static int object_free(const rs_entity_model_t *em, const rs_entity_data_t *ed)
+{
+    return friction_free(em) == 0.0 && object_force(ed) == 0.0;
 }
 
 /* Sliding together at v in direction dir: the friction magnitude that acts on the object (into
@@ -676,7 +689,7 @@ static void finger_derivs(const rs_entity_model_t *em, const rs_entity_data_t *e
     default: /* apart */
         xdot[X_F] = x[V_F];
         xdot[V_F] = (fa - drag_f(em, x[V_F])) / mf;
-        if (ed->mode == MODE_SEPARATED) {
+        if (ed->mode == MODE_SEPARATED || (x[V_O] != 0.0 && object_free(em, ed))) {
             xdot[X_O] = x[V_O];
             xdot[V_O] = -(drag_o(em, x[V_O]) + friction_free(em) * dir - fo) / mo;
         } else {
@@ -813,7 +826,7 @@ static void impact(const rs_entity_model_t *em, jump_ctx_t *j, double *x, double
     double mf = em->p[P_M_F], mo = em->p[P_M_O], e = em->p[P_RESTITUTION];
     double vcm = (mf * x[V_F] + mo * x[V_O]) / (mf + mo);
     emit(j, EV_TOUCH, closing);
-    if (article_law(em) && ed->mode == MODE_SEPARATED_STUCK &&
+    if (article_law(em) && ed->mode == MODE_SEPARATED_STUCK && x[V_O] == 0.0 &&
         n_stuck(em, x[V_F], fa) <= em->p[P_F_STATIC]) {
         /* the article's wall: the object stays put, the finger alone rebounds */
         double J = (1.0 + e) * mf * closing;
@@ -983,6 +996,17 @@ static int finger_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed,
     (void)x;
     return ed->mode == MODE_SEPARATED_STUCK && i == V_O && em->p[P_F_KINETIC] > 0.0 &&
            !article_law(em);
+}
+
+/* The free object at rest apart from the finger (object_free): moved either way it glides
+ * on (separated, or separated_stuck's own flow where F_kinetic = 0) under its drag as
+ * separated_stuck's flow moves it at the changed velocity (rs_robot_t.glides). Not at the
+ * touch, where a change of its velocity turns the article's wall into an impact. */
+static int finger_glides(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                         const double *x, int i)
+{
+    return ed->mode == MODE_SEPARATED_STUCK && i == V_O && object_free(em, ed) &&
+           x[X_O] - x[X_F] > gap_eps(x);
 }
 
 /* After new commands, a reset or new parameters: the mode consistent with x and u. */
@@ -1310,13 +1334,15 @@ static int finger_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *
         g[V_F][PD_CF] = -dfc / mf;
         g[WORK][PD_VF] = fa;
         g[WORK][PD_FA] = vf;
-        if (ed->mode == MODE_SEPARATED) {
+        if (ed->mode == MODE_SEPARATED || object_free(em, ed)) {
+            /* sliding, or free at rest: the glide's (derivs moves a free object at rest
+             * once it has a velocity) */
             drag_partials(p[P_DRAG_LAW_O], p[P_C_O], vo, &dov, &doc);
             g[X_O][PD_VO] = 1.0;
             g[V_O][PD_VO] = -dov / mo;
             g[V_O][PD_MO] = -f[V_O] / mo;
             g[V_O][PD_CO] = -doc / mo;
-            g[V_O][PD_FK] = article_law(em) ? 0.0 : -dir / mo;
+            g[V_O][PD_FK] = article_law(em) || ed->mode != MODE_SEPARATED ? 0.0 : -dir / mo;
             g[WORK][PD_VO] = fo;
         }
         break;
@@ -1374,6 +1400,7 @@ const rs_robot_t rs_robot_finger = {
     .jump = finger_jump,
     .settle = finger_settle,
     .holds = finger_holds,
+    .glides = finger_glides,
     .step_begin = finger_step_begin,
     .advance = finger_advance,
     .failure = finger_failure,
