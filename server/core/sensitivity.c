@@ -156,6 +156,7 @@ typedef struct column {
     const double *x, *u;
     const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
     const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
+    const double *phi_e; /* a map's: the entity's rows of phi it applies to (or NULL) */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -213,6 +214,20 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
     int k = cl->k;
+    if (cl->which == 0 && cl->phi_e) {
+        /* a state variable whose row of phi is 0 (put onto a constraint by an earlier map:
+         * the mode's projection) moves with no input: its column multiplies nothing, and a
+         * change of it that would leave the mode is none the Step can make */
+        const double *row = cl->phi_e + (size_t)cl->j * cl->s->ncol;
+        int moved = 0;
+        for (int c = 0; c < cl->s->ncol && !moved; c++)
+            moved = row[c] != 0.0;
+        if (!moved) {
+            for (int r = 0; r < k; r++)
+                D[r * L + col] = 0.0;
+            return;
+        }
+    }
     int mp = column_eval(cl, 1, h, fp), mm = column_eval(cl, -1, h, fm);
     int map = cl->c->kind == FN_JUMP || cl->c->kind == FN_BEGIN;
     if (!map || (mp == cl->mode0 && mm == cl->mode0)) {
@@ -290,12 +305,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
  * it causes, so that the jump map is evaluated on its guard's surface, where it is defined. */
 static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, const double *x,
                             const double *u, int k, double *D, double *f0, const double *slide,
-                            const double *along)
+                            const double *along, const double *phi_e)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL};
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, phi_e};
     rs_entity_data_t after;
     cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
     if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
@@ -407,7 +422,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, NULL};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;
@@ -432,7 +447,7 @@ static int augmented_rhs(double t, const double *y, double *yd, void *user)
         const double *xe = y + em->x_off, *ue = s->u + em->u_off;
         if (s->use_differences || !em->robot->jacobian ||
             flow_jacobian(s, em, e, t, xe, ue, D, yd + em->x_off) < 0)
-            entity_jacobian(s, e, &c, t, xe, ue, em->nx, D, yd + em->x_off, NULL, NULL);
+            entity_jacobian(s, e, &c, t, xe, ue, em->nx, D, yd + em->x_off, NULL, NULL, NULL);
         for (int i = 0; i < em->nx; i++) {
             double *row = phid + (size_t)(em->x_off + i) * ncol;
             times_phi(D + (size_t)i * L, em->nx, phi + (size_t)em->x_off * ncol, ncol, row);
@@ -696,7 +711,7 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
     fn_ctx_t c = {.kind = FN_JUMP, .fired = fired};
     entity_map(s, em, e, t, xb, u, xa, &c, after);
     fn_ctx_t cg = {.kind = FN_GUARDS};
-    entity_jacobian(s, e, &cg, t, xb, u, em->ng, G, g0, NULL, NULL);
+    entity_jacobian(s, e, &cg, t, xb, u, em->ng, G, g0, NULL, NULL, NULL);
     r->derivs(em, before, t, xb, u, fm);
     r->derivs(em, post ? post : after, t, post ? xpost : xa, u, fp);
     int first = 1, rc = 0;
@@ -749,7 +764,7 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
             split[cc] |= fabs(wi[cc] - w[cc]) > SAME_TIME * fmax(scale, 1e-300);
     }
     if (rc == 0) {
-        entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm);
+        entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm, phi_in);
         map_rows(s, e, D, phi_in, rows);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
@@ -880,7 +895,8 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
             continue;
         }
         if (kind != RS_STEP_MAP_JUMP) {
-            entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
+            entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL,
+                            s->phi + (size_t)em->x_off * ncol);
             map_rows(s, e, D, s->phi + (size_t)em->x_off * ncol, s->rows);
             memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
                    (size_t)nx * ncol * sizeof *s->phi);
