@@ -240,6 +240,17 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         const double *f1 = side > 0 ? fp : fm;
         for (int r = 0; r < k; r++)
             D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
+        /* the Step's first start (Phi still the identity) on a contact that the change to
+         * the other side lifts the body off: where the robot says what that side amounts to,
+         * the mean of the two sides, as at the other corners of a start on a constraint's
+         * boundary. At a later map Phi's directions keep the contact, along which the side
+         * that stays on it is exact */
+        double lifted[RS_MAX_STATE];
+        const rs_robot_t *rb = cl->em->robot;
+        if (cl->c->kind == FN_BEGIN && !cl->s->begun && cl->which == 0 && cl->after &&
+            rb->rejoin && rb->rejoin(cl->em, cl->after, f0, cl->u, cl->j, -side, lifted))
+            for (int r = 0; r < k; r++)
+                D[r * L + col] = 0.5 * (D[r * L + col] + lifted[r]);
         return;
     }
     const rs_robot_t *held_by = cl->em->robot;
