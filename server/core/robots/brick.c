@@ -1161,6 +1161,54 @@ static int brick_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *e
     return 0;
 }
 
+/* rs_robot_t.rejoin: the brick sliding on a face or a corner, lifted off the ground at a
+ * control step's start by a change of y (or of theta, to the side that raises the contact
+ * corner). It falls back within a time of the order of the root of the lift and slides on. To
+ * first order the lift changes what follows by the contact impulse it misses in the air and
+ * meets at the landings (bounces included): P(t) = int (lambda_lifted - lambda) dt along one
+ * direction, friction -s mu P with it (s the slide's direction, kept while the slide goes on),
+ * so vx, vy and omega change by (-s mu / m, 1 / m, c / I) per unit of it, c = rx + s mu ry the
+ * corner's torque arm. The gap closes from the lift to 0 with the normal velocity
+ * A P - omega ry dtheta (A = 1/m + rx c / I, as in accel_corner_slide), so
+ * Q = int P dt = -lift / A, which moves the position by Q times that direction. P is of the
+ * order of the root of the lift within a time of that order, so the arm's drift over that time,
+ * c' = (s mu rx - ry) omega, adds -c' Q / I to omega; back on the ground the normal velocity's
+ * 0 gives P_end: A P_end = omega ry dtheta + rx c' Q / I. A face (omega = 0, both corners):
+ * x moves by s mu per unit of y. Not where the slide starts from rest (the landing can stop
+ * it) or the free corner does not fall back. */
+static int brick_rejoin(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                        const double *x, const double *u, int i, int side, double *dx)
+{
+    double mu = mu_of(em), s = ed->aux[AUX_DIR], m = em->p[P_M], I = inertia(em), rx, ry;
+    int k = (int)ed->aux[AUX_CORNER];
+    for (int r = 0; r < NX; r++)
+        dx[r] = 0.0;
+    if (ed->mode == MODE_SLIDING) {
+        if (i != Y || side < 0 || !(s * x[VX] > speed_tol(em, x)))
+            return 0;
+        dx[X] = s * mu;
+        return 1;
+    }
+    if (ed->mode != MODE_CSLIDE || (i != Y && i != TH) || ed->aux[AUX_S0 + k] < 0.0)
+        return 0;
+    corner(em, x, k, &rx, &ry);
+    double lift = i == Y ? 1.0 : rx, c = rx + s * mu * ry, A = 1.0 / m + rx * c / I;
+    accel_t a;
+    accel_free(em, u, &a);
+    if (!(side * lift > 0.0) || !(A > 0.0) || !(normal_accel(&a, x, rx, ry) < 0.0) ||
+        !(s * tangent_speed(em, x, k) > speed_tol(em, x)))
+        return 0;
+    double q = -lift / A, c_rate = (s * mu * rx - ry) * x[W];
+    dx[X] = -s * mu * q / m;
+    dx[Y] = (i == Y) + q / m;
+    dx[TH] = (i == TH) + c * q / I;
+    double p_end = (x[W] * ry * dx[TH] + rx * c_rate * q / I) / A;
+    dx[VX] = -s * mu * p_end / m;
+    dx[VY] = p_end / m;
+    dx[W] = (c * p_end - c_rate * q) / I;
+    return 1;
+}
+
 static void brick_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                          const double *x, const double *u, double *g)
 {
@@ -1551,6 +1599,7 @@ const rs_robot_t rs_robot_brick = {
     .init = brick_init,
     .derivs = brick_derivs,
     .jacobian = brick_jacobian,
+    .rejoin = brick_rejoin,
     .guards = brick_guards,
     .jump = brick_jump,
     .settle = brick_settle,
