@@ -308,6 +308,20 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         D[r * L + col] = NAN;
 }
 
+/* The step h of an input that moves x by shift (nx values, or NULL) per unit as well: no
+ * state variable moved further than its own step (a jump's inputs slid along f- to the guard's
+ * surface: a slow impact under a large force slides the state far, and the map's curvature
+ * over that distance is what a difference of a fast variable, whose change the saltation
+ * cancels against f+, then shows), and not below 1e-4 h (rounding). */
+static double slid_step(double h, const double *shift, const double *x, int nx)
+{
+    double limit = h;
+    for (int i = 0; shift && i < nx; i++)
+        if (fabs(shift[i]) * limit > step_of(x[i]))
+            limit = step_of(x[i]) / fabs(shift[i]);
+    return fmax(limit, 1e-4 * h);
+}
+
 /* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
  * (one-sided for maps at a mode's boundary: column()), the time column for the guards only (0
  * for the flow and the maps, where it is not used); f0 (k values) the function at the point
@@ -332,12 +346,12 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     for (int i = 0; i < em->nx; i++, col++) {
         SLIDE(col)
         cl.which = 0, cl.j = i;
-        column(&cl, step_of(x[i]), f0, D, L, col);
+        column(&cl, slid_step(step_of(x[i]), slide ? shift : NULL, x, em->nx), f0, D, L, col);
     }
     for (int a = 0; a < em->nu; a++, col++) {
         SLIDE(col)
         cl.which = 1, cl.j = a;
-        column(&cl, step_of(u[a]), f0, D, L, col);
+        column(&cl, slid_step(step_of(u[a]), slide ? shift : NULL, x, em->nx), f0, D, L, col);
     }
     for (int j = 0; j < s->q; j++) {
         if (s->par[j].e != e)
