@@ -17,6 +17,9 @@
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
 #define SAME_ORDER 1e-6  /* guards crossed together, composed in either order: the same column
                             to this, relative (split_events) */
+#define NEAR_EVENT 1e-9  /* s per s of the event time: a guard that has not fired but would
+                            cross within this of another's event crossed with it (split_events:
+                            a robot's own tolerances merge such contacts into one jump) */
 #define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
                             far past the guard's surface (column_eval) */
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
@@ -723,7 +726,8 @@ static void sens_map_begin(void *ctx, const rs_model_t *m, const rs_data_t *d)
 static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
                      const rs_entity_data_t *before, const double *xb, const double *u,
                      const double *phi_in, const rs_entity_data_t *post, const double *xpost,
-                     rs_entity_data_t *after, double *xa, double *rows, char *split, int report)
+                     rs_entity_data_t *after, double *xa, double *rows, char *split, int report,
+                     int *together)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
     const rs_robot_t *r = em->robot;
@@ -741,8 +745,13 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
     r->derivs(em, post ? post : after, t, post ? xpost : xa, u, fp);
     int first = 1, rc = 0;
     double slide[MAX_LOCAL + 1] = {0};
-    for (int i = 0; i < em->ng; i++) {
-        if (!fired[i])
+    for (int pass = 0; pass < 2 * em->ng; pass++) {
+        /* the fired guards, then (with `together`) those about to cross with them: split
+         * like them */
+        int i = pass % em->ng;
+        if (pass < em->ng && together)
+            together[i] = fired[i];
+        if (pass < em->ng ? !fired[i] : !together || fired[i] || first)
             continue;
         const double *gi = G + (size_t)i * L;
         double a = gi[L - 1], ng = 0, nf = 0;
@@ -751,7 +760,16 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
             ng += gi[k] * gi[k];
             nf += fm[k] * fm[k];
         }
+        if (pass >= em->ng) {
+            if (!(g0[i] > 0.0 && a < 0.0) || g0[i] > -a * NEAR_EVENT * fmax(1.0, fabs(t)))
+                continue;
+            together[i] = 1;
+        }
         if (fabs(a) <= GRAZING * (sqrt(ng) * sqrt(nf) + fabs(gi[L - 1])) || a == 0.0) {
+            if (pass >= em->ng) {
+                together[i] = 0;
+                continue;
+            }
             if (report)
                 not_differentiable(
                     s,
@@ -840,7 +858,8 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
         for (int j = 0; ok && j < k; j++) {
             int one[64] = {0}, g = list[perms[o][j]];
             one[g] = fired[g];
-            ok = jump_rows(s, e, t, one, &ed, x, u, in, NULL, NULL, &next, xn, out, NULL, 0) ==
+            ok = jump_rows(s, e, t, one, &ed, x, u, in, NULL, NULL, &next, xn, out, NULL, 0,
+                           NULL) ==
                      0 &&
                  s->differentiable;
             ed = next;
@@ -933,15 +952,16 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         }
         double *phi_e = s->phi + (size_t)em->x_off * ncol, xa[RS_MAX_STATE];
         rs_entity_data_t after;
+        int together[64];
         memset(s->split, 0, (size_t)ncol);
         if (jump_rows(s, e, t, c.fired, &s->pre[e], xm, u, phi_e, &d->ent[e],
-                      d->x + em->x_off, &after, xa, s->rows, s->split, 1) < 0)
+                      d->x + em->x_off, &after, xa, s->rows, s->split, 1, together) < 0)
             continue;
         int nsplit = 0;
         for (int cc = 0; cc < ncol; cc++)
             nsplit += s->split[cc] && !s->undefined[cc];
         if (nsplit)
-            split_events(s, e, t, c.fired, xm, u, phi_e, d->ent[e].mode, d->x + em->x_off);
+            split_events(s, e, t, together, xm, u, phi_e, d->ent[e].mode, d->x + em->x_off);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
                 if (s->undefined[cc])
