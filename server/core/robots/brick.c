@@ -681,9 +681,13 @@ static void project(const rs_entity_model_t *em, const rs_entity_data_t *ed, dou
 }
 
 /* The impact of the corners c (n of them) at the ground: the two-phase impulse, plastic when
- * the approach is slower than rest_speed (the Zeno cut, header comment). */
+ * the approach is slower than rest_speed (the Zeno cut, header comment). The corners in
+ * `held` (bit i: corner i) are held on the ground by the contact mode before the impact, their
+ * normal velocity 0 but for drift: not restituted, whatever the sign of that drift (a corner
+ * sliding when another lands: restituting its compression impulse or not by the sign of
+ * 1e-12 m/s would make the impact a step function of the state). */
 static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                   const int *c, int n)
+                   const int *c, int n, int held)
 {
     rs_contact_point_t pts[NCORNERS];
     int restitute[NCORNERS];
@@ -694,7 +698,7 @@ static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, 
         double vn = normal_speed(em, x, c[k]);
         rows(em, x, c[k], &pts[k]);
         pts[k].vn_min = 0.0;
-        restitute[k] = vn < -vtol;
+        restitute[k] = vn < -vtol && !(held >> c[k] & 1);
         vin = fmin(vin, vn);
     }
     /* a face landing flat without spin or slip: by symmetry no spin or slip after (the
@@ -721,27 +725,35 @@ static int closing_at_ground(const rs_entity_model_t *em, const double *x)
     return 0;
 }
 
-/* One round of resolve (below). */
+/* One round of resolve (below). `at_event`: at an event's jump, where the corners the contact
+ * mode holds on the ground are on it whatever their gap (the flow keeps it 0; only a
+ * perturbation of the state off the mode's constraint, as the derivatives' differences make,
+ * moves them off it: the jump is then that of the state on the constraint). */
 static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                         const double *u)
+                         const double *u, int at_event)
 {
-    int was = ed->mode, cand[NCORNERS], n = 0;
+    int was = ed->mode, cand[NCORNERS], n = 0, held = 0, a, b;
     double gtol = gap_tol(em);
+    if (was == MODE_PIVOT || was == MODE_CSLIDE)
+        held = 1 << (int)ed->aux[AUX_CORNER];
+    else if (is_face(was))
+        lowest_two(em, x, &a, &b), held = 1 << a | 1 << b;
+    int on = at_event ? held : 0;
     for (int pass = 0; pass < 4; pass++) {
         int c[NCORNERS], nc = 0, closing = 0;
         double vtol = speed_tol(em, x);
         for (int i = 0; i < NCORNERS; i++)
-            if (gap(em, x, i) <= gtol) {
+            if (gap(em, x, i) <= gtol || on >> i & 1) {
                 c[nc++] = i;
                 closing |= normal_speed(em, x, i) < -vtol;
             }
         if (!closing)
             break;
-        impact(em, ed, t, x, c, nc);
+        impact(em, ed, t, x, c, nc, pass == 0 ? held : 0);
     }
     double vtol = speed_tol(em, x);
     for (int i = 0; i < NCORNERS; i++)
-        if (gap(em, x, i) <= gtol && fabs(normal_speed(em, x, i)) <= vtol)
+        if ((gap(em, x, i) <= gtol || on >> i & 1) && fabs(normal_speed(em, x, i)) <= vtol)
             cand[n++] = i;
     if (n > 2) { /* a degenerate brick: keep the two lowest */
         lowest_two(em, x, &cand[0], &cand[1]);
@@ -795,11 +807,11 @@ static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
  * the ground while it closes meets the ground now (another round), rather than being left
  * with a velocity guard already below 0, which would never fire. */
 static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                    const double *u)
+                    const double *u, int at_event)
 {
-    resolve_once(em, ed, t, x, u);
+    resolve_once(em, ed, t, x, u, at_event);
     for (int round = 1; round < 4 && ed->mode != MODE_FAILED && closing_at_ground(em, x); round++)
-        resolve_once(em, ed, t, x, u);
+        resolve_once(em, ed, t, x, u, 0);
 }
 
 static void set_slack(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
@@ -832,7 +844,7 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
             ed->aux[AUX_IN] = fmax(ed->aux[AUX_IN], ed->aux[AUX_S0 + i] < 0.0);
     } else {
         ed->mode = MODE_FLIGHT;
-        resolve(em, ed, t, x, u);
+        resolve(em, ed, t, x, u, 0);
     }
 }
 
@@ -1281,7 +1293,7 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
                 other = 1;
         }
         if (other)
-            resolve(em, ed, t, x, u);
+            resolve(em, ed, t, x, u, 1);
         return;
     }
     if (ed->mode == MODE_COMPLIANT) {
@@ -1318,7 +1330,7 @@ static void brick_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     if (family != model)
         pick_mode(em, ed, t, x, u);
     else if (family == RS_CONTACT_HYBRID)
-        resolve(em, ed, t, x, u); /* new commands may tip, slide or free it */
+        resolve(em, ed, t, x, u, 0); /* new commands may tip, slide or free it */
     else if (family == RS_CONTACT_COMPLIANT) {
         /* a new padding or shape may put a corner on the other side of the layer's surface
          * than its mark (beyond the root finder's tolerance, which an event leaves the marks
@@ -1417,7 +1429,7 @@ static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
         /* the projection moves the free corners too: one it brings to the ground while it
          * closes meets it now (its height guard would start below 0 and never fire) */
         if (closing_at_ground(em, x))
-            resolve(em, ed, t, x, u);
+            resolve(em, ed, t, x, u, 0);
         return;
     }
     if (ed->mode != MODE_TS || !(dt > 0.0))
