@@ -725,12 +725,15 @@ static int closing_at_ground(const rs_entity_model_t *em, const double *x)
     return 0;
 }
 
-/* One round of resolve (below). `at_event`: at an event's jump, where the corners the contact
- * mode holds on the ground are on it whatever their gap (the flow keeps it 0; only a
- * perturbation of the state off the mode's constraint, as the derivatives' differences make,
- * moves them off it: the jump is then that of the state on the constraint). */
+/* One round of resolve (below). `at_event`: at an event's jump, where the state is put back
+ * onto the contact mode's constraints first, and the corners that mode holds on the ground
+ * and those whose height guard fired (`landed`, bit i: corner i) are on it whatever their gap:
+ * the flow keeps the constraints to its tolerance, so only a change of the state off them, as
+ * the derivatives' differences make a coordinate at a time, moves them, and the jump is then
+ * that of the state on them (the jump a smooth map, not one that a difference's sign decides
+ * between an impact and none). */
 static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                         const double *u, int at_event)
+                         const double *u, int at_event, int landed)
 {
     int was = ed->mode, cand[NCORNERS], n = 0, held = 0, a, b;
     double gtol = gap_tol(em);
@@ -738,7 +741,9 @@ static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
         held = 1 << (int)ed->aux[AUX_CORNER];
     else if (is_face(was))
         lowest_two(em, x, &a, &b), held = 1 << a | 1 << b;
-    int on = at_event ? held : 0;
+    if (at_event && held)
+        project(em, ed, x);
+    int on = at_event ? held | landed : 0;
     for (int pass = 0; pass < 4; pass++) {
         int c[NCORNERS], nc = 0, closing = 0;
         double vtol = speed_tol(em, x);
@@ -807,11 +812,11 @@ static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
  * the ground while it closes meets the ground now (another round), rather than being left
  * with a velocity guard already below 0, which would never fire. */
 static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                    const double *u, int at_event)
+                    const double *u, int at_event, int landed)
 {
-    resolve_once(em, ed, t, x, u, at_event);
+    resolve_once(em, ed, t, x, u, at_event, landed);
     for (int round = 1; round < 4 && ed->mode != MODE_FAILED && closing_at_ground(em, x); round++)
-        resolve_once(em, ed, t, x, u, 0);
+        resolve_once(em, ed, t, x, u, 0, 0);
 }
 
 static void set_slack(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
@@ -844,7 +849,7 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
             ed->aux[AUX_IN] = fmax(ed->aux[AUX_IN], ed->aux[AUX_S0 + i] < 0.0);
     } else {
         ed->mode = MODE_FLIGHT;
-        resolve(em, ed, t, x, u, 0);
+        resolve(em, ed, t, x, u, 0, 0);
     }
 }
 
@@ -1279,7 +1284,7 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
 {
     if (is_hybrid_mode(ed->mode)) {
         /* a corner's apex in the air (its velocity guard): guard its height from now on */
-        int other = 0;
+        int other = 0, landed = 0;
         for (int i = 0; i < NGUARDS; i++) {
             if (!fired[i])
                 continue;
@@ -1290,10 +1295,10 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
                      ed->aux[AUX_DIR] * tangent_speed(em, x, k) > speed_tol(em, x))
                 ed->aux[AUX_S0 + k] = 1.0; /* a slide from rest decelerates: guard its speed */
             else
-                other = 1;
+                other = 1, landed |= i < NCORNERS && ed->aux[AUX_S0 + i] > 0.0 ? 1 << i : 0;
         }
         if (other)
-            resolve(em, ed, t, x, u, 1);
+            resolve(em, ed, t, x, u, 1, landed);
         return;
     }
     if (ed->mode == MODE_COMPLIANT) {
@@ -1330,7 +1335,7 @@ static void brick_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     if (family != model)
         pick_mode(em, ed, t, x, u);
     else if (family == RS_CONTACT_HYBRID)
-        resolve(em, ed, t, x, u, 0); /* new commands may tip, slide or free it */
+        resolve(em, ed, t, x, u, 0, 0); /* new commands may tip, slide or free it */
     else if (family == RS_CONTACT_COMPLIANT) {
         /* a new padding or shape may put a corner on the other side of the layer's surface
          * than its mark (beyond the root finder's tolerance, which an event leaves the marks
@@ -1429,7 +1434,7 @@ static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
         /* the projection moves the free corners too: one it brings to the ground while it
          * closes meets it now (its height guard would start below 0 and never fire) */
         if (closing_at_ground(em, x))
-            resolve(em, ed, t, x, u, 0);
+            resolve(em, ed, t, x, u, 0, 0);
         return;
     }
     if (ed->mode != MODE_TS || !(dt > 0.0))
