@@ -70,8 +70,12 @@
  * with friction and slip reversal Newton's and Poisson's laws can otherwise create energy).
  * (3) friction over the restitution phase: the tangential impulses that would stop the slip,
  * clamped to the cone mu kappa pn_c (coordinate descent on the kinetic energy: each update
- * lowers it). (4) a plastic normal pass if a corner approaches again (descent as well). So
- * KE+ <= KE- - (1 - e^2) (KE- - KE_1) <= KE-. Frictionless: Newton's e exactly.
+ * lowers it). (4) a corner that approaches again (the restitution of another driving it into
+ * the ground) is compressed again by the frictional LCP, as in (1), so that a sliding corner
+ * feels mu times all of its normal impulse (Coulomb's law over the whole impact; a
+ * frictionless pass made a tilted sliding brick's landing move it like the root of the tilt),
+ * then a normal descent where that stopped short. So KE+ <= KE- - (1 - e^2) (KE- - KE_1) <=
+ * KE-. Frictionless: Newton's e exactly.
  *
  * The brick's surface coefficients and the ground's are blended: arithmetic
  * mean for restitution, harmonic mean for friction, stiffness and damping (contact.h).
@@ -407,8 +411,10 @@ static void two_phase_impulse(const rs_entity_model_t *em, int nc, const rs_cont
             q[c] = 0.0;
         }
         descend(minv, nc, pts, 0, bound, q, v);
-        for (int c = 0; c < nc; c++)
-            pr[c] = 0.0;
+        /* (4) a corner the restitution drives back into the ground: compressed again, with
+         * its friction (a sliding corner's friction is mu times all its normal impulse) */
+        double p4t[RS_CONTACT_MAX_POINTS];
+        rs_contact_solve(3, minv, nc, pts, v, pr, p4t, MAX_SWEEPS);
         descend(minv, nc, pts, 1, NULL, pr, v);
         int ok = shifted_energy(em, v, shift) <= target;
         if (ok && kappa == hi)
