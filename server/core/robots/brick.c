@@ -747,7 +747,10 @@ static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
         held = 1 << (int)ed->aux[AUX_CORNER];
     else if (is_face(was))
         lowest_two(em, x, &a, &b), held = 1 << a | 1 << b;
-    if (at_event && held)
+    /* at an event; elsewhere where a corner mode's corner is below the ground (a start whose
+     * state was moved off the constraint: put back onto it, its normal velocity with it) */
+    if (held && (at_event || ((was == MODE_PIVOT || was == MODE_CSLIDE) &&
+                              gap(em, x, (int)ed->aux[AUX_CORNER]) < -gtol)))
         project(em, ed, x);
     int on = at_event ? held | landed : 0;
     for (int pass = 0; pass < 4; pass++) {
