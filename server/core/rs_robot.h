@@ -203,6 +203,16 @@ struct rs_robot {
     int (*glides)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   int i);
 
+    /* Optional: at a control step's start where a change of state variable i to side `side`
+     * (+1, -1) lifts the body off a contact of the mode the start ends in (ed, x after the
+     * start, commands u) and the body falls back into that mode within a time that vanishes
+     * with the change, the change of state within the mode the lift amounts to once it is
+     * back, per unit of the change of x_i (dx, nx values): 1 where given, 0 where the robot
+     * cannot say. The Step's first start serves the mean of that side and the side that
+     * stays on the contact (a corner of the Step, docs/derivatives.md). */
+    int (*rejoin)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                  const double *u, int i, int side, double *dx);
+
     /* Optional: whether the live state x of the entity (its mode and run variables in ed,
      * reached under the parameters `was`) fits the new parameters em of a SetParams: 0, or
      * RS_EPRECOND naming the body and the depth or angle by which it would be inside another

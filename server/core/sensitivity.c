@@ -17,6 +17,9 @@
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
 #define SAME_ORDER 1e-6  /* guards crossed together, composed in either order: the same column
                             to this, relative (split_events) */
+#define NEAR_EVENT 1e-9  /* s per s of the event time: a guard that has not fired but would
+                            cross within this of another's event crossed with it (split_events:
+                            a robot's own tolerances merge such contacts into one jump) */
 #define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
                             far past the guard's surface (column_eval) */
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
@@ -167,6 +170,7 @@ typedef struct column {
     const double *x, *u;
     const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
     const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
+    const double *phi_e; /* a map's: the entity's rows of phi it applies to (or NULL) */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -224,6 +228,20 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
     int k = cl->k;
+    if (cl->which == 0 && cl->phi_e) {
+        /* a state variable whose row of phi is 0 (put onto a constraint by an earlier map:
+         * the mode's projection) moves with no input: its column multiplies nothing, and a
+         * change of it that would leave the mode is none the Step can make */
+        const double *row = cl->phi_e + (size_t)cl->j * cl->s->ncol;
+        int moved = 0;
+        for (int c = 0; c < cl->s->ncol && !moved; c++)
+            moved = row[c] != 0.0;
+        if (!moved) {
+            for (int r = 0; r < k; r++)
+                D[r * L + col] = 0.0;
+            return;
+        }
+    }
     int mp = column_eval(cl, 1, h, fp), mm = column_eval(cl, -1, h, fm);
     int map = cl->c->kind == FN_JUMP || cl->c->kind == FN_BEGIN;
     /* a side that logs other events than the point itself in the same mode (an impact that a
@@ -259,6 +277,17 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         const double *f1 = side > 0 ? fp : fm;
         for (int r = 0; r < k; r++)
             D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
+        /* the Step's first start (Phi still the identity) on a contact that the change to
+         * the other side lifts the body off: where the robot says what that side amounts to,
+         * the mean of the two sides, as at the other corners of a start on a constraint's
+         * boundary. At a later map Phi's directions keep the contact, along which the side
+         * that stays on it is exact */
+        double lifted[RS_MAX_STATE];
+        const rs_robot_t *rb = cl->em->robot;
+        if (cl->c->kind == FN_BEGIN && !cl->s->begun && cl->which == 0 && cl->after &&
+            rb->rejoin && rb->rejoin(cl->em, cl->after, f0, cl->u, cl->j, -side, lifted))
+            for (int r = 0; r < k; r++)
+                D[r * L + col] = 0.5 * (D[r * L + col] + lifted[r]);
         return;
     }
     const rs_robot_t *held_by = cl->em->robot;
@@ -334,6 +363,20 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         D[r * L + col] = NAN;
 }
 
+/* The step h of an input that moves x by shift (nx values, or NULL) per unit as well: no
+ * state variable moved further than its own step (a jump's inputs slid along f- to the guard's
+ * surface: a slow impact under a large force slides the state far, and the map's curvature
+ * over that distance is what a difference of a fast variable, whose change the saltation
+ * cancels against f+, then shows), and not below 1e-4 h (rounding). */
+static double slid_step(double h, const double *shift, const double *x, int nx)
+{
+    double limit = h;
+    for (int i = 0; shift && i < nx; i++)
+        if (fabs(shift[i]) * limit > step_of(x[i]))
+            limit = step_of(x[i]) / fabs(shift[i]);
+    return fmax(limit, 1e-4 * h);
+}
+
 /* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
  * (one-sided for maps at a mode's boundary: column()), the time column for the guards only (0
  * for the flow and the maps, where it is not used); f0 (k values) the function at the point
@@ -342,12 +385,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
  * it causes, so that the jump map is evaluated on its guard's surface, where it is defined. */
 static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, const double *x,
                             const double *u, int k, double *D, double *f0, const double *slide,
-                            const double *along)
+                            const double *along, const double *phi_e)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL};
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, phi_e};
     rs_entity_data_t after;
     cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
     if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
@@ -358,12 +401,12 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     for (int i = 0; i < em->nx; i++, col++) {
         SLIDE(col)
         cl.which = 0, cl.j = i;
-        column(&cl, step_of(x[i]), f0, D, L, col);
+        column(&cl, slid_step(step_of(x[i]), slide ? shift : NULL, x, em->nx), f0, D, L, col);
     }
     for (int a = 0; a < em->nu; a++, col++) {
         SLIDE(col)
         cl.which = 1, cl.j = a;
-        column(&cl, step_of(u[a]), f0, D, L, col);
+        column(&cl, slid_step(step_of(u[a]), slide ? shift : NULL, x, em->nx), f0, D, L, col);
     }
     for (int j = 0; j < s->q; j++) {
         if (s->par[j].e != e)
@@ -459,7 +502,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, NULL};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;
@@ -484,7 +527,7 @@ static int augmented_rhs(double t, const double *y, double *yd, void *user)
         const double *xe = y + em->x_off, *ue = s->u + em->u_off;
         if (s->use_differences || !em->robot->jacobian ||
             flow_jacobian(s, em, e, t, xe, ue, D, yd + em->x_off) < 0)
-            entity_jacobian(s, e, &c, t, xe, ue, em->nx, D, yd + em->x_off, NULL, NULL);
+            entity_jacobian(s, e, &c, t, xe, ue, em->nx, D, yd + em->x_off, NULL, NULL, NULL);
         for (int i = 0; i < em->nx; i++) {
             double *row = phid + (size_t)(em->x_off + i) * ncol;
             times_phi(D + (size_t)i * L, em->nx, phi + (size_t)em->x_off * ncol, ncol, row);
@@ -735,7 +778,8 @@ static void sens_map_begin(void *ctx, const rs_model_t *m, const rs_data_t *d)
 static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
                      const rs_entity_data_t *before, const double *xb, const double *u,
                      const double *phi_in, const rs_entity_data_t *post, const double *xpost,
-                     rs_entity_data_t *after, double *xa, double *rows, char *split, int report)
+                     rs_entity_data_t *after, double *xa, double *rows, char *split, int report,
+                     int *together)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
     const rs_robot_t *r = em->robot;
@@ -748,13 +792,18 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
     fn_ctx_t c = {.kind = FN_JUMP, .fired = fired};
     entity_map(s, em, e, t, xb, u, xa, &c, after);
     fn_ctx_t cg = {.kind = FN_GUARDS};
-    entity_jacobian(s, e, &cg, t, xb, u, em->ng, G, g0, NULL, NULL);
+    entity_jacobian(s, e, &cg, t, xb, u, em->ng, G, g0, NULL, NULL, NULL);
     r->derivs(em, before, t, xb, u, fm);
     r->derivs(em, post ? post : after, t, post ? xpost : xa, u, fp);
     int first = 1, rc = 0;
     double slide[MAX_LOCAL + 1] = {0};
-    for (int i = 0; i < em->ng; i++) {
-        if (!fired[i])
+    for (int pass = 0; pass < 2 * em->ng; pass++) {
+        /* the fired guards, then (with `together`) those about to cross with them: split
+         * like them */
+        int i = pass % em->ng;
+        if (pass < em->ng && together)
+            together[i] = fired[i];
+        if (pass < em->ng ? !fired[i] : !together || fired[i] || first)
             continue;
         const double *gi = G + (size_t)i * L;
         double a = gi[L - 1], ng = 0, nf = 0;
@@ -763,7 +812,16 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
             ng += gi[k] * gi[k];
             nf += fm[k] * fm[k];
         }
+        if (pass >= em->ng) {
+            if (!(g0[i] > 0.0 && a < 0.0) || g0[i] > -a * NEAR_EVENT * fmax(1.0, fabs(t)))
+                continue;
+            together[i] = 1;
+        }
         if (fabs(a) <= GRAZING * (sqrt(ng) * sqrt(nf) + fabs(gi[L - 1])) || a == 0.0) {
+            if (pass >= em->ng) {
+                together[i] = 0;
+                continue;
+            }
             if (report)
                 not_differentiable(
                     s,
@@ -802,7 +860,7 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
     }
     if (rc == 0) {
         s->phi_map = report ? phi_in : NULL; /* a trial order of split_events: NULL */
-        entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm);
+        entity_jacobian(s, e, &c, t, xb, u, nx, D, r0, slide, fm, phi_in);
         s->phi_map = NULL;
         map_rows(s, e, D, phi_in, rows);
         for (int i = 0; i < nx; i++)
@@ -854,7 +912,8 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
         for (int j = 0; ok && j < k; j++) {
             int one[64] = {0}, g = list[perms[o][j]];
             one[g] = fired[g];
-            ok = jump_rows(s, e, t, one, &ed, x, u, in, NULL, NULL, &next, xn, out, NULL, 0) ==
+            ok = jump_rows(s, e, t, one, &ed, x, u, in, NULL, NULL, &next, xn, out, NULL, 0,
+                           NULL) ==
                      0 &&
                  s->differentiable;
             ed = next;
@@ -935,7 +994,7 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         }
         if (kind != RS_STEP_MAP_JUMP) {
             s->phi_map = s->phi + (size_t)em->x_off * ncol;
-            entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL);
+            entity_jacobian(s, e, &c, t, xm, u, nx, D, r0, NULL, NULL, s->phi_map);
             s->phi_map = NULL;
             map_rows(s, e, D, s->phi + (size_t)em->x_off * ncol, s->rows);
             memcpy(s->phi + (size_t)em->x_off * ncol, s->rows,
@@ -948,15 +1007,16 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         }
         double *phi_e = s->phi + (size_t)em->x_off * ncol, xa[RS_MAX_STATE];
         rs_entity_data_t after;
+        int together[64];
         memset(s->split, 0, (size_t)ncol);
         if (jump_rows(s, e, t, c.fired, &s->pre[e], xm, u, phi_e, &d->ent[e],
-                      d->x + em->x_off, &after, xa, s->rows, s->split, 1) < 0)
+                      d->x + em->x_off, &after, xa, s->rows, s->split, 1, together) < 0)
             continue;
         int nsplit = 0;
         for (int cc = 0; cc < ncol; cc++)
             nsplit += s->split[cc] && !s->undefined[cc];
         if (nsplit)
-            split_events(s, e, t, c.fired, xm, u, phi_e, d->ent[e].mode, d->x + em->x_off);
+            split_events(s, e, t, together, xm, u, phi_e, d->ent[e].mode, d->x + em->x_off);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
                 if (s->undefined[cc])

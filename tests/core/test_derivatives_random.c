@@ -577,6 +577,42 @@ static const struct regression {
      "its rate to either side leaves that stop and comes back to it, a held rate (held by the "
      "mode the start ends in, not the stretched one it starts from); all differences 0",
      {-1, -1}, 1, 0},
+    {"brick_drop", 777034009, 1,
+     "a brick sliding on a face: raised, it falls back and x moves by s mu per unit of y, "
+     "pressed in it is put back (0); y's column served as their mean",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777034161, 1,
+     "a brick sliding on a corner at 66 km/s, raised by y or theta: the lifted side's "
+     "equivalent within the mode (rs_robot_t.rejoin), the mean served",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777035112, 1,
+     "a sliding face tilted rocks back flat: +-s mu w / 2 per unit of theta on x, a corner "
+     "(the impact's last pass frictionless made it move like the root of the tilt)",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 424243310791, 1,
+     "a corner sliding while turning, turned into the ground at the Step's start: put back on "
+     "the ground with its normal velocity, not freed on both sides",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777034080, 1,
+     "a sliding face reversing under 8e5 N: theta's row of Phi is 0, so its column of the "
+     "reversal's jump is none, not a refusal of the Step",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777047284, 1,
+     "a corner's slide reversing at an event: the jump starts from the constraint's state, so "
+     "no sticking impact from a difference off it",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777037375, 1,
+     "a corner sliding at 6.5 km/s when the other lands: the held corner in the impact and "
+     "not restituted, whatever a difference's sign",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777038340, 1,
+     "a slow landing (0.075 m/s) under a 5e4 N push: the jump's differences slide the state "
+     "no further than each variable's own step",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 777035296, 0,
+     "a landing 'flat' with a tilt of 1e-14: the other corner's guard about to cross counts as "
+     "crossed, and theta and omega, which separate them, have no derivative",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)

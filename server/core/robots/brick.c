@@ -70,8 +70,12 @@
  * with friction and slip reversal Newton's and Poisson's laws can otherwise create energy).
  * (3) friction over the restitution phase: the tangential impulses that would stop the slip,
  * clamped to the cone mu kappa pn_c (coordinate descent on the kinetic energy: each update
- * lowers it). (4) a plastic normal pass if a corner approaches again (descent as well). So
- * KE+ <= KE- - (1 - e^2) (KE- - KE_1) <= KE-. Frictionless: Newton's e exactly.
+ * lowers it). (4) a corner that approaches again (the restitution of another driving it into
+ * the ground) is compressed again by the frictional LCP, as in (1), so that a sliding corner
+ * feels mu times all of its normal impulse (Coulomb's law over the whole impact; a
+ * frictionless pass made a tilted sliding brick's landing move it like the root of the tilt),
+ * then a normal descent where that stopped short. So KE+ <= KE- - (1 - e^2) (KE- - KE_1) <=
+ * KE-. Frictionless: Newton's e exactly.
  *
  * The brick's surface coefficients and the ground's are blended: arithmetic
  * mean for restitution, harmonic mean for friction, stiffness and damping (contact.h).
@@ -407,8 +411,10 @@ static void two_phase_impulse(const rs_entity_model_t *em, int nc, const rs_cont
             q[c] = 0.0;
         }
         descend(minv, nc, pts, 0, bound, q, v);
-        for (int c = 0; c < nc; c++)
-            pr[c] = 0.0;
+        /* (4) a corner the restitution drives back into the ground: compressed again, with
+         * its friction (a sliding corner's friction is mu times all its normal impulse) */
+        double p4t[RS_CONTACT_MAX_POINTS];
+        rs_contact_solve(3, minv, nc, pts, v, pr, p4t, MAX_SWEEPS);
         descend(minv, nc, pts, 1, NULL, pr, v);
         int ok = shifted_energy(em, v, shift) <= target;
         if (ok && kappa == hi)
@@ -681,9 +687,13 @@ static void project(const rs_entity_model_t *em, const rs_entity_data_t *ed, dou
 }
 
 /* The impact of the corners c (n of them) at the ground: the two-phase impulse, plastic when
- * the approach is slower than rest_speed (the Zeno cut, header comment). */
+ * the approach is slower than rest_speed (the Zeno cut, header comment). The corners in
+ * `held` (bit i: corner i) are held on the ground by the contact mode before the impact, their
+ * normal velocity 0 but for drift: not restituted, whatever the sign of that drift (a corner
+ * sliding when another lands: restituting its compression impulse or not by the sign of
+ * 1e-12 m/s would make the impact a step function of the state). */
 static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                   const int *c, int n)
+                   const int *c, int n, int held)
 {
     rs_contact_point_t pts[NCORNERS];
     int restitute[NCORNERS];
@@ -694,7 +704,7 @@ static void impact(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, 
         double vn = normal_speed(em, x, c[k]);
         rows(em, x, c[k], &pts[k]);
         pts[k].vn_min = 0.0;
-        restitute[k] = vn < -vtol;
+        restitute[k] = vn < -vtol && !(held >> c[k] & 1);
         vin = fmin(vin, vn);
     }
     /* a face landing flat without spin or slip: by symmetry no spin or slip after (the
@@ -721,27 +731,43 @@ static int closing_at_ground(const rs_entity_model_t *em, const double *x)
     return 0;
 }
 
-/* One round of resolve (below). */
+/* One round of resolve (below). `at_event`: at an event's jump, where the state is put back
+ * onto the contact mode's constraints first, and the corners that mode holds on the ground
+ * and those whose height guard fired (`landed`, bit i: corner i) are on it whatever their gap:
+ * the flow keeps the constraints to its tolerance, so only a change of the state off them, as
+ * the derivatives' differences make a coordinate at a time, moves them, and the jump is then
+ * that of the state on them (the jump a smooth map, not one that a difference's sign decides
+ * between an impact and none). */
 static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                         const double *u)
+                         const double *u, int at_event, int landed)
 {
-    int was = ed->mode, cand[NCORNERS], n = 0;
+    int was = ed->mode, cand[NCORNERS], n = 0, held = 0, a, b;
     double gtol = gap_tol(em);
+    if (was == MODE_PIVOT || was == MODE_CSLIDE)
+        held = 1 << (int)ed->aux[AUX_CORNER];
+    else if (is_face(was))
+        lowest_two(em, x, &a, &b), held = 1 << a | 1 << b;
+    /* at an event; elsewhere where a corner mode's corner is below the ground (a start whose
+     * state was moved off the constraint: put back onto it, its normal velocity with it) */
+    if (held && (at_event || ((was == MODE_PIVOT || was == MODE_CSLIDE) &&
+                              gap(em, x, (int)ed->aux[AUX_CORNER]) < -gtol)))
+        project(em, ed, x);
+    int on = at_event ? held | landed : 0;
     for (int pass = 0; pass < 4; pass++) {
         int c[NCORNERS], nc = 0, closing = 0;
         double vtol = speed_tol(em, x);
         for (int i = 0; i < NCORNERS; i++)
-            if (gap(em, x, i) <= gtol) {
+            if (gap(em, x, i) <= gtol || on >> i & 1) {
                 c[nc++] = i;
                 closing |= normal_speed(em, x, i) < -vtol;
             }
         if (!closing)
             break;
-        impact(em, ed, t, x, c, nc);
+        impact(em, ed, t, x, c, nc, pass == 0 ? held : 0);
     }
     double vtol = speed_tol(em, x);
     for (int i = 0; i < NCORNERS; i++)
-        if (gap(em, x, i) <= gtol && fabs(normal_speed(em, x, i)) <= vtol)
+        if ((gap(em, x, i) <= gtol || on >> i & 1) && fabs(normal_speed(em, x, i)) <= vtol)
             cand[n++] = i;
     if (n > 2) { /* a degenerate brick: keep the two lowest */
         lowest_two(em, x, &cand[0], &cand[1]);
@@ -795,11 +821,11 @@ static void resolve_once(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
  * the ground while it closes meets the ground now (another round), rather than being left
  * with a velocity guard already below 0, which would never fire. */
 static void resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
-                    const double *u)
+                    const double *u, int at_event, int landed)
 {
-    resolve_once(em, ed, t, x, u);
+    resolve_once(em, ed, t, x, u, at_event, landed);
     for (int round = 1; round < 4 && ed->mode != MODE_FAILED && closing_at_ground(em, x); round++)
-        resolve_once(em, ed, t, x, u);
+        resolve_once(em, ed, t, x, u, 0, 0);
 }
 
 static void set_slack(const rs_entity_model_t *em, rs_entity_data_t *ed, const double *x,
@@ -832,7 +858,7 @@ static void pick_mode(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
             ed->aux[AUX_IN] = fmax(ed->aux[AUX_IN], ed->aux[AUX_S0 + i] < 0.0);
     } else {
         ed->mode = MODE_FLIGHT;
-        resolve(em, ed, t, x, u);
+        resolve(em, ed, t, x, u, 0, 0);
     }
 }
 
@@ -1161,6 +1187,54 @@ static int brick_jacobian(const rs_entity_model_t *em, const rs_entity_data_t *e
     return 0;
 }
 
+/* rs_robot_t.rejoin: the brick sliding on a face or a corner, lifted off the ground at a
+ * control step's start by a change of y (or of theta, to the side that raises the contact
+ * corner). It falls back within a time of the order of the root of the lift and slides on. To
+ * first order the lift changes what follows by the contact impulse it misses in the air and
+ * meets at the landings (bounces included): P(t) = int (lambda_lifted - lambda) dt along one
+ * direction, friction -s mu P with it (s the slide's direction, kept while the slide goes on),
+ * so vx, vy and omega change by (-s mu / m, 1 / m, c / I) per unit of it, c = rx + s mu ry the
+ * corner's torque arm. The gap closes from the lift to 0 with the normal velocity
+ * A P - omega ry dtheta (A = 1/m + rx c / I, as in accel_corner_slide), so
+ * Q = int P dt = -lift / A, which moves the position by Q times that direction. P is of the
+ * order of the root of the lift within a time of that order, so the arm's drift over that time,
+ * c' = (s mu rx - ry) omega, adds -c' Q / I to omega; back on the ground the normal velocity's
+ * 0 gives P_end: A P_end = omega ry dtheta + rx c' Q / I. A face (omega = 0, both corners):
+ * x moves by s mu per unit of y. Not where the slide starts from rest (the landing can stop
+ * it) or the free corner does not fall back. */
+static int brick_rejoin(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                        const double *x, const double *u, int i, int side, double *dx)
+{
+    double mu = mu_of(em), s = ed->aux[AUX_DIR], m = em->p[P_M], I = inertia(em), rx, ry;
+    int k = (int)ed->aux[AUX_CORNER];
+    for (int r = 0; r < NX; r++)
+        dx[r] = 0.0;
+    if (ed->mode == MODE_SLIDING) {
+        if (i != Y || side < 0 || !(s * x[VX] > speed_tol(em, x)))
+            return 0;
+        dx[X] = s * mu;
+        return 1;
+    }
+    if (ed->mode != MODE_CSLIDE || (i != Y && i != TH) || ed->aux[AUX_S0 + k] < 0.0)
+        return 0;
+    corner(em, x, k, &rx, &ry);
+    double lift = i == Y ? 1.0 : rx, c = rx + s * mu * ry, A = 1.0 / m + rx * c / I;
+    accel_t a;
+    accel_free(em, u, &a);
+    if (!(side * lift > 0.0) || !(A > 0.0) || !(normal_accel(&a, x, rx, ry) < 0.0) ||
+        !(s * tangent_speed(em, x, k) > speed_tol(em, x)))
+        return 0;
+    double q = -lift / A, c_rate = (s * mu * rx - ry) * x[W];
+    dx[X] = -s * mu * q / m;
+    dx[Y] = (i == Y) + q / m;
+    dx[TH] = (i == TH) + c * q / I;
+    double p_end = (x[W] * ry * dx[TH] + rx * c_rate * q / I) / A;
+    dx[VX] = -s * mu * p_end / m;
+    dx[VY] = p_end / m;
+    dx[W] = (c * p_end - c_rate * q) / I;
+    return 1;
+}
+
 static void brick_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                          const double *x, const double *u, double *g)
 {
@@ -1219,7 +1293,7 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
 {
     if (is_hybrid_mode(ed->mode)) {
         /* a corner's apex in the air (its velocity guard): guard its height from now on */
-        int other = 0;
+        int other = 0, landed = 0;
         for (int i = 0; i < NGUARDS; i++) {
             if (!fired[i])
                 continue;
@@ -1230,10 +1304,10 @@ static void brick_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double
                      ed->aux[AUX_DIR] * tangent_speed(em, x, k) > speed_tol(em, x))
                 ed->aux[AUX_S0 + k] = 1.0; /* a slide from rest decelerates: guard its speed */
             else
-                other = 1;
+                other = 1, landed |= i < NCORNERS && ed->aux[AUX_S0 + i] > 0.0 ? 1 << i : 0;
         }
         if (other)
-            resolve(em, ed, t, x, u);
+            resolve(em, ed, t, x, u, 1, landed);
         return;
     }
     if (ed->mode == MODE_COMPLIANT) {
@@ -1270,7 +1344,7 @@ static void brick_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, doub
     if (family != model)
         pick_mode(em, ed, t, x, u);
     else if (family == RS_CONTACT_HYBRID)
-        resolve(em, ed, t, x, u); /* new commands may tip, slide or free it */
+        resolve(em, ed, t, x, u, 0, 0); /* new commands may tip, slide or free it */
     else if (family == RS_CONTACT_COMPLIANT) {
         /* a new padding or shape may put a corner on the other side of the layer's surface
          * than its mark (beyond the root finder's tolerance, which an event leaves the marks
@@ -1369,7 +1443,7 @@ static void brick_advance(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
         /* the projection moves the free corners too: one it brings to the ground while it
          * closes meets it now (its height guard would start below 0 and never fire) */
         if (closing_at_ground(em, x))
-            resolve(em, ed, t, x, u);
+            resolve(em, ed, t, x, u, 0, 0);
         return;
     }
     if (ed->mode != MODE_TS || !(dt > 0.0))
@@ -1551,6 +1625,7 @@ const rs_robot_t rs_robot_brick = {
     .init = brick_init,
     .derivs = brick_derivs,
     .jacobian = brick_jacobian,
+    .rejoin = brick_rejoin,
     .guards = brick_guards,
     .jump = brick_jump,
     .settle = brick_settle,
