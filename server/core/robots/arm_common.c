@@ -394,6 +394,105 @@ void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, doubl
         arm_update(em, ed, t, x, u, dyn, hit, rest);
 }
 
+/* (M q_dot)_k's rate F_k = (dM/dt q_dot)_k + r_k at x with the rates qd (dM/dt by central
+ * differences of M along q_dot; r_k = b_k less joint k's friction, its direction dir_k). */
+static double momentum_rate(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                            const double *x, const double *u, arm_dynamics_fn dyn,
+                            const arm_joints_t *jc, double dir_k, int k, const double qd[2])
+{
+    double y[ARM_NX], M[2][2], Mp[2][2], Mm[2][2], b[2], bb[2];
+    memcpy(y, x, sizeof y);
+    y[ARM_QD1] = qd[0];
+    y[ARM_QD2] = qd[1];
+    dyn(em, ed, y, u, M, b);
+    double eps = 1e-6 / fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1]))), mdot = 0.0;
+    for (int s = -1; s <= 1; s += 2) {
+        for (int j = 0; j < 2; j++)
+            y[ARM_Q1 + j] = x[ARM_Q1 + j] + s * eps * qd[j];
+        dyn(em, ed, y, u, s > 0 ? Mp : Mm, bb);
+    }
+    for (int c = 0; c < 2; c++)
+        mdot += (Mp[k][c] - Mm[k][c]) / (2.0 * eps) * qd[c];
+    return mdot + b[k] - dir_k * jc->mu_D[k] - jc->mu_V[k] * qd[k];
+}
+
+int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                  const double *u, arm_dynamics_fn dyn, int i, int sign, double *col)
+{
+    if (ed->mode < 0 || ed->mode >= ARM_JOINT_MODES || i < ARM_Q1 || i > ARM_QD2)
+        return -1;
+    arm_joints_t jc;
+    int st[2];
+    double dir[2], M[2][2], b[2], qdd[2], lam[2];
+    arm_joints_from(em, &jc);
+    arm_status_of(ed->mode, st);
+    arm_dirs_of(ed, dir);
+    int rate = i >= ARM_QD1, j = rate ? i - ARM_QD1 : i - ARM_Q1, k = 1 - j;
+    int stop = st[j] == ARM_MIN || st[j] == ARM_MAX, away = st[j] == ARM_MIN ? 1 : -1;
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    dyn(em, ed, x, u, M, b);
+    arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    if (!rate) {
+        if (!stop || sign != away)
+            return -1;
+        if (jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j]) {
+            col[i] = 1.0; /* stuck where it was moved to */
+            return 0;
+        }
+        if (arm_held(st[k]))
+            return 0; /* falls back; the other joint stays held */
+        double m = M[k][j] / M[k][k], eta = 1e-3 * fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1])));
+        double qp[2] = {qd[0], qd[1]}, qm[2] = {qd[0], qd[1]};
+        qp[j] += eta, qp[k] -= eta * m;
+        qm[j] -= eta, qm[k] += eta * m;
+        double dF = (momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qp) -
+                     momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qm)) /
+                    (2.0 * eta);
+        /* the angle's change changed the momentum to begin with: (dM/dq_j q_dot)_k */
+        double y[ARM_NX], Mp[2][2], Mm[2][2], bb[2], e = 1e-6 * fmax(1.0, fabs(x[i]));
+        memcpy(y, x, sizeof y);
+        y[i] = x[i] + e;
+        dyn(em, ed, y, u, Mp, bb);
+        y[i] = x[i] - e;
+        dyn(em, ed, y, u, Mm, bb);
+        double dp = 0.0;
+        for (int c = 0; c < 2; c++)
+            dp += (Mp[k][c] - Mm[k][c]) / (2.0 * e) * qd[c];
+        col[ARM_Q1 + k] = m;
+        col[ARM_QD1 + k] = (dp - dF) / M[k][k];
+        return 0;
+    }
+    if (qd[j] != 0.0)
+        return -1;
+    if (stop) {
+        if (sign != away)
+            return -1; /* into the stop: the impact, the map's own */
+        col[ARM_QD1 + k] = arm_held(st[k]) ? 0.0 : M[k][j] / M[k][k];
+        return 0;
+    }
+    if (!(jc.mu_D[j] > 0) || (st[j] == ARM_SLIP && dir[j] == sign))
+        return -1; /* no friction to bring it back, or sliding on that way */
+    if (jc.limited && ((sign < 0 && x[ARM_Q1 + j] <= jc.q_min[j]) ||
+                       (sign > 0 && x[ARM_Q1 + j] >= jc.q_max[j])))
+        return -1; /* on a stop, into it: the impact, the map's own */
+    /* the mode it slides in: the joint moving to side sign, the other resolved with it */
+    double y[ARM_NX], sdir[2], sqdd[2];
+    int s2[2];
+    memcpy(y, x, sizeof y);
+    y[ARM_QD1 + j] = sign * DBL_MIN;
+    arm_resolve(M, b, &jc, y, s2, sdir);
+    const double qs[2] = {y[ARM_QD1], y[ARM_QD2]};
+    arm_accel(M, b, &jc, s2, sdir, qs, sqdd, lam);
+    double a = sqdd[j];
+    if (!(a * sign < 0))
+        return -1; /* it does not come back */
+    for (int c = 0; c < 2; c++)
+        col[ARM_QD1 + c] = (c == j ? 1.0 : 0.0) + (qdd[c] - sqdd[c]) / a;
+    return 0;
+}
+
 void arm_settle_integrals(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)
 {
     for (int j = 0; j < 2; j++) {

@@ -556,6 +556,13 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     arm_settle(em, ed, t, x, u, pa_dynamics);
 }
 
+/* rs_robot_t.excursion: arm_excursion with this arm's dynamics */
+static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                        const double *u, int i, int sign, double *col)
+{
+    return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
+}
+
 static void pa_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                      const double *x, const double *u, double dt)
 {
@@ -701,6 +708,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .jump = pa_jump,
     .settle = pa_settle,
     .holds = arm_holds,
+    .excursion = pa_excursion,
     .sense = pa_sense,
     .target_to_commands = pa_target,
     .reachable = pa_reachable,
