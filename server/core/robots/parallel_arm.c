@@ -544,7 +544,19 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
             stretch(em, ed, t, x, u);
         else { /* let go if pulled back, or if new parameters slackened the linkage */
             taut_resolve(em, ed, x, u);
-            try_release(em, ed, t, x, u, gap > 1e-9 * em->p[P_L2]);
+            if (try_release(em, ed, t, x, u, gap > 1e-9 * em->p[P_L2])) {
+                /* let go with a servo on its stop moving into it: stopped there at once, as
+                 * arm_settle stops it, not by its guard a moment later */
+                arm_joints_t jc;
+                arm_joints_from(em, &jc);
+                int hit = 0;
+                for (int j = 0; j < 2; j++) {
+                    double q = x[ARM_Q1 + j], qd = x[ARM_QD1 + j];
+                    hit |= ((q <= jc.q_min[j] && qd < 0) || (q >= jc.q_max[j] && qd > 0)) << j;
+                }
+                if (hit)
+                    arm_update(em, ed, t, x, u, pa_dynamics, hit, 0);
+            }
         }
         return;
     }
@@ -560,6 +572,17 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
 static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                         const double *u, int i, int sign, double *col)
 {
+    if (ed->mode == MODE_STRETCHED) {
+        /* at rest on the stretched set, held by the servos' dry friction or a stop: a change of
+         * the rates leaves it across the set (the taut linkage's impact takes that part) and
+         * along it (friction or the stop brings it back to rest), within a time of the order
+         * of the change, the angles moved by its square */
+        if (ed->aux[ARM_AUX_DIR1] != 0.0 || (i != ARM_QD1 && i != ARM_QD2))
+            return -1;
+        for (int r = 0; r < ARM_NX; r++)
+            col[r] = 0.0;
+        return 0;
+    }
     return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
 }
 
