@@ -568,6 +568,37 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     arm_settle(em, ed, t, x, u, pa_dynamics);
 }
 
+/* Starting to move along the stretched set from rest its way s0: a change of a rate whose
+ * tangential part goes against s0 slides the other way and comes back to rest along the set
+ * (its rates zeroed there) at tau = -sigma_t / a_t, a_t the tangential acceleration of that
+ * motion, and starts again: the motion delayed by tau, the rates' change -qdd tau. A servo on
+ * its stop moved into it is stopped with the other at once: no change. */
+static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                          const double *x, const double *u, int i, int sign, double *col)
+{
+    double s0 = ed->aux[ARM_AUX_DIR1], tau[2], qb[2], qs[2];
+    int j = i - ARM_QD1;
+    arm_joints_t jc;
+    if (i < ARM_QD1 || x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0)
+        return -1;
+    arm_joints_from(em, &jc);
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    if (jc.limited && ((x[i - 2] <= jc.q_min[j] && sign < 0) || (x[i - 2] >= jc.q_max[j] && sign > 0)))
+        return 0;
+    taut_tangent(em, x, tau);
+    if (!(sign * tau[j] * s0 < 0))
+        return -1; /* along the motion: it goes on */
+    taut_motion_along(em, ed, x, u, s0, qb);
+    taut_motion_along(em, ed, x, u, -s0, qs);
+    double a = tau[0] * qs[0] + tau[1] * qs[1];
+    if (!(a * s0 > 0))
+        return -1; /* it does not come back */
+    for (int c = 0; c < 2; c++)
+        col[ARM_QD1 + c] = qb[c] * tau[j] / a;
+    return 0;
+}
+
 /* rs_robot_t.excursion: arm_excursion with this arm's dynamics */
 static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                         const double *u, int i, int sign, double *col)
@@ -577,10 +608,68 @@ static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
          * the rates leaves it across the set (the taut linkage's impact takes that part) and
          * along it (friction or the stop brings it back to rest), within a time of the order
          * of the change, the angles moved by its square */
-        if (ed->aux[ARM_AUX_DIR1] != 0.0 || (i != ARM_QD1 && i != ARM_QD2))
+        if (i > ARM_QD2)
             return -1;
+        if (ed->aux[ARM_AUX_DIR1] != 0.0)
+            return taut_excursion(em, ed, x, u, i, sign, col);
+        if (i < ARM_QD1) {
+            /* an angle, with a servo on its stop: moved so as to stretch the linkage, the pose
+             * is put back on the set with that servo kept on its stop (the set and the stop
+             * meet in one pose); moved so as to slacken it, the servos pull it taut again
+             * and the stop takes the motion along the set: back where it was */
+            arm_joints_t jc;
+            int stopped = 0;
+            arm_joints_from(em, &jc);
+            for (int j = 0; j < 2; j++)
+                stopped |= x[ARM_Q1 + j] <= jc.q_min[j] || x[ARM_Q1 + j] >= jc.q_max[j];
+            if (!stopped)
+                return -1;
+        }
         for (int r = 0; r < ARM_NX; r++)
             col[r] = 0.0;
+        return 0;
+    }
+    double grad[2];
+    int j = i - ARM_Q1;
+    if (i < ARM_QD1 && ed->mode < ARM_JOINT_MODES && x[ARM_QD1] == 0.0 && x[ARM_QD2] == 0.0 &&
+        stretch_guard(em, x) <= 4e-12 * em->p[P_L2] &&
+        (elbow_gap(em, x, grad), sign * grad[j] > 0)) {
+        /* at rest on the stretched set, just let go: an angle moved so as to stretch the
+         * linkage is put back on the set along grad u (both servos), and let go again; a
+         * servo that moves off its stop so falls back onto it (or sticks there), one that
+         * would move into it keeps the pose where it was */
+        arm_joints_t jc;
+        int st[2], at[2];
+        double dir[2], M[2][2], b[2], qdd[2], lam[2], n2 = grad[0] * grad[0] + grad[1] * grad[1];
+        const double qd[2] = {0.0, 0.0};
+        arm_joints_from(em, &jc);
+        for (int c = 0; c < 2; c++) /* on a stop: -1 lower, +1 upper, 0 none */
+            at[c] = !jc.limited                        ? 0
+                    : x[ARM_Q1 + c] <= jc.q_min[c] ? -1
+                    : x[ARM_Q1 + c] >= jc.q_max[c] ? 1
+                                                   : 0;
+        if (at[j] == sign)
+            return -1; /* into its own stop: the map keeps it there */
+        arm_status_of(ed->mode, st);
+        arm_dirs_of(ed, dir);
+        pa_dynamics(em, ed, x, u, M, b);
+        arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+        for (int r = 0; r < ARM_NX; r++)
+            col[r] = 0.0;
+        for (int c = 0; c < 2; c++)
+            col[ARM_Q1 + c] = (c == j) - grad[c] * grad[j] / n2;
+        for (int c = 0; c < 2; c++) {
+            if (!at[c])
+                continue;
+            if (sign * col[ARM_Q1 + c] * at[c] > 0) { /* into the stop: kept there, the pose
+                                                         put back */
+                col[ARM_Q1] = col[ARM_Q1 + 1] = 0.0;
+                return 0;
+            }
+            if ((st[c] == ARM_MIN || st[c] == ARM_MAX) &&
+                !(jc.mu_D[c] > 0 && fabs(lam[c]) <= jc.mu_D[c]))
+                col[ARM_Q1 + c] = 0.0; /* held there: falls back onto its stop */
+        }
         return 0;
     }
     return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
