@@ -577,13 +577,43 @@ static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *e
                           const double *x, const double *u, int i, int sign, double *col)
 {
     double s0 = ed->aux[ARM_AUX_DIR1], tau[2], qb[2], qs[2];
-    int j = i - ARM_QD1;
+    int j = i < ARM_QD1 ? i - ARM_Q1 : i - ARM_QD1;
     arm_joints_t jc;
-    if (i < ARM_QD1 || x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0)
+    if (x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0)
         return -1;
     arm_joints_from(em, &jc);
     for (int r = 0; r < ARM_NX; r++)
         col[r] = 0.0;
+    if (i < ARM_QD1) {
+        /* an angle moved so as to slacken the linkage: the servos, free, pull it taut again
+         * after a flight of tau ~ sqrt(change), whose impact takes the velocity along M^-1 g
+         * (g = grad u) by which the free flight differs from the taut motion: the angles end
+         * moved by the M-weighted projection of the change onto the set, e_j - g_j M^-1 g /
+         * (g M^-1 g), the rates by what the servos' damping took over the flight less its
+         * part along M^-1 g */
+        double g[2], mi[2], gmg = 0.0, v[2], gv = 0.0;
+        elbow_gap(em, x, g);
+        if (!(sign * g[j] < 0))
+            return -1; /* stretching it: put back on the set by the map */
+        for (int c = 0; c < 2; c++) {
+            mi[c] = 1.0 / em->p[P_J + c];
+            gmg += g[c] * g[c] * mi[c];
+        }
+        if (!(gmg > 0))
+            return -1;
+        for (int c = 0; c < 2; c++) {
+            double damp = em->p[ARM_P_MU_V + c];
+            if (em->p[ARM_P_MODE + c] == ARM_PID && ed->aux[ARM_AUX_SAT1 + c] == 0.0 &&
+                em->p[ARM_P_TAU_MAX + c] > 0)
+                damp += em->p[ARM_P_KD + c];
+            col[ARM_Q1 + c] = (c == j) - g[j] * g[c] * mi[c] / gmg;
+            v[c] = damp * mi[c] * g[c] * mi[c] * g[j] / gmg;
+            gv += g[c] * v[c];
+        }
+        for (int c = 0; c < 2; c++)
+            col[ARM_QD1 + c] = v[c] - mi[c] * g[c] * gv / gmg;
+        return 0;
+    }
     if (jc.limited && ((x[i - 2] <= jc.q_min[j] && sign < 0) || (x[i - 2] >= jc.q_max[j] && sign > 0)))
         return 0;
     taut_tangent(em, x, tau);
@@ -596,6 +626,54 @@ static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *e
         return -1; /* it does not come back */
     for (int c = 0; c < 2; c++)
         col[ARM_QD1 + c] = qb[c] * tau[j] / a;
+    return 0;
+}
+
+/* At rest on the stretched set held by the servos' dry friction (no stop): an angle moved so
+ * as to slacken the linkage lets the servos fly free at a (their accelerations let go) until
+ * it is taut again, tau^2 / 2 = -g_j change / (g . a) later (g = grad u), moved by
+ * change e_j - g_j a / (g . a); the impact leaves the velocity along the set,
+ * v_t = tau t . (a - M^-1 g (g . a) / (g M^-1 g)) (t the set's unit tangent), which friction
+ * takes at the deceleration a_t over v_t^2 / (2 |a_t|) along the set. Per unit change. */
+static int rest_slack_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                const double *x, const double *u, int i, int sign, double *col)
+{
+    int j = i - ARM_Q1, st[2];
+    double g[2], a[2], dir[2], lam[2], M[2][2], b[2], tau[2], qs[2], mi[2], gmg = 0.0, ga = 0.0;
+    const double qd[2] = {0.0, 0.0};
+    arm_joints_t jc;
+    if (i > ARM_Q2 || x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0)
+        return -1;
+    elbow_gap(em, x, g);
+    if (!(sign * g[j] < 0))
+        return -1; /* stretching it: put back on the set by the map */
+    arm_joints_from(em, &jc);
+    pa_dynamics(em, ed, x, u, M, b);
+    arm_resolve(M, b, &jc, x, st, dir);
+    arm_accel(M, b, &jc, st, dir, qd, a, lam);
+    for (int c = 0; c < 2; c++) {
+        mi[c] = 1.0 / M[c][c];
+        gmg += g[c] * g[c] * mi[c];
+        ga += g[c] * a[c];
+    }
+    if (!(ga > 0) || !(gmg > 0))
+        return -1; /* not pulled taut again */
+    taut_tangent(em, x, tau);
+    double wt = 0.0, slide = 0.0;
+    for (int c = 0; c < 2; c++)
+        wt += tau[c] * (a[c] - mi[c] * g[c] * ga / gmg);
+    if (wt != 0.0) {
+        double s = wt > 0 ? 1.0 : -1.0;
+        taut_motion_along(em, ed, x, u, s, qs);
+        double at = tau[0] * qs[0] + tau[1] * qs[1];
+        if (!(s * at < 0))
+            return -1; /* it slides on */
+        slide = s * wt * wt * -g[j] / (ga * fabs(at));
+    }
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    for (int c = 0; c < 2; c++)
+        col[ARM_Q1 + c] = (c == j) - g[j] * a[c] / ga + tau[c] * slide;
     return 0;
 }
 
@@ -623,7 +701,7 @@ static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
             for (int j = 0; j < 2; j++)
                 stopped |= x[ARM_Q1 + j] <= jc.q_min[j] || x[ARM_Q1 + j] >= jc.q_max[j];
             if (!stopped)
-                return -1;
+                return rest_slack_excursion(em, ed, x, u, i, sign, col);
         }
         for (int r = 0; r < ARM_NX; r++)
             col[r] = 0.0;
