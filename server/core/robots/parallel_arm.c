@@ -750,6 +750,37 @@ static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
         }
         return 0;
     }
+    if (i >= ARM_QD1 && i <= ARM_QD2 && ed->mode < ARM_JOINT_MODES && x[ARM_QD1] == 0.0 &&
+        x[ARM_QD2] == 0.0 && stretch_guard(em, x) <= 4e-12 * em->p[P_L2]) {
+        /* at rest on the stretched set, just let go: a rate whose tangential part moves the
+         * linkage along the set its way s keeps it taut where that motion's pull c_s >= 0;
+         * friction brings it to rest (the rates zeroed) at tau = -sigma_t / a_t and it is let
+         * go then: the release delayed by tau, the rates' change -qdd tau */
+        double tau[2], qs[2], M[2][2], b[2], qdd[2], lam[2], dir[2];
+        int st[2];
+        const double qd[2] = {0.0, 0.0};
+        arm_joints_t jc;
+        j = i - ARM_QD1;
+        taut_tangent(em, x, tau);
+        if (tau[j] == 0.0)
+            return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
+        double sd = sign * tau[j] > 0 ? 1.0 : -1.0;
+        if (!(taut_motion_along(em, ed, x, u, sd, qs) >= 0.0))
+            return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col); /* let go at once */
+        double at = tau[0] * qs[0] + tau[1] * qs[1];
+        if (!(sd * at < 0))
+            return -1; /* it moves on along the set */
+        arm_joints_from(em, &jc);
+        arm_status_of(ed->mode, st);
+        arm_dirs_of(ed, dir);
+        pa_dynamics(em, ed, x, u, M, b);
+        arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+        for (int r = 0; r < ARM_NX; r++)
+            col[r] = 0.0;
+        for (int c = 0; c < 2; c++)
+            col[ARM_QD1 + c] = qdd[c] * tau[j] / at;
+        return 0;
+    }
     return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
 }
 
