@@ -319,10 +319,14 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     memcpy(before, x, sizeof before);
     /* a joint held at a stop is exactly there: a state interpolated to an event time may have
      * moved it by rounding, and released from beyond the stop its stop guard would start below
-     * 0, never to fire */
-    for (int j = 0; j < 2; j++)
-        if (old[j] == ARM_MIN || old[j] == ARM_MAX)
-            x[ARM_Q1 + j] = old[j] == ARM_MIN ? jc.q_min[j] : jc.q_max[j];
+     * 0, never to fire. Only within rounding (the tolerance of the arms' failure checks): a
+     * joint moved off it by more (a Step's derivative along its angle) is where it was moved
+     * to, and one past it by more is no state a step goes on from */
+    for (int j = 0; j < 2; j++) {
+        double stop = old[j] == ARM_MIN ? jc.q_min[j] : jc.q_max[j], q = x[ARM_Q1 + j];
+        if ((old[j] == ARM_MIN || old[j] == ARM_MAX) && fabs(q - stop) <= 1e-9 * (1.0 + fabs(q)))
+            x[ARM_Q1 + j] = stop;
+    }
     for (int j = 0; j < 2; j++) {
         if (!(hit >> j & 1))
             continue;
