@@ -342,6 +342,8 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
                 hit = 3;
             else if ((old[k] == ARM_MIN || old[k] == ARM_MAX) && stop_accumulates(em, ed, x, u, dyn, &jc, j, kick))
                 hit = 3;
+            if (hit == 3) /* the other joint stopped with it on its own stop */
+                x[ARM_Q1 + k] = old[k] == ARM_MIN ? jc.q_min[k] : jc.q_max[k];
         }
         arm_impact(M, hit, x);
         for (int j = 0; j < 2; j++)
