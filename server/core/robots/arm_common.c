@@ -475,7 +475,36 @@ int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const
     if (stop) {
         if (sign != away)
             return -1; /* into the stop: the impact, the map's own */
-        col[ARM_QD1 + k] = arm_held(st[k]) ? 0.0 : M[k][j] / M[k][k];
+        if (arm_held(st[k]))
+            return 0; /* the other joint held as well: it keeps holding */
+        /* off at the acceleration a_j of the mode it flies in (the other joint's status
+         * resolved with it), to rest within tau1 = -sigma / a_j; held there (the stop's load
+         * within its dry friction) or back at a_back within tau2 = |sigma| / sqrt(|a_j a_back|)
+         * onto the stop at the rate -sigma r, r = sqrt(|a_back / a_j|), whose impact kicks the
+         * other joint by -M_kj sigma r / M_kk (unless that stops it on its own stop); the other
+         * joint meanwhile accelerating as in those modes instead of the held one's */
+        double y[ARM_NX], sdir[2], aw[2], ab[2], lam2[2];
+        int s2[2], s3[2];
+        memcpy(y, x, sizeof y);
+        y[ARM_QD1 + j] = sign * DBL_MIN;
+        arm_resolve(M, b, &jc, y, s2, sdir);
+        double qs[2] = {y[ARM_QD1], y[ARM_QD2]};
+        arm_accel(M, b, &jc, s2, sdir, qs, aw, lam2);
+        if (!(aw[j] * sign < 0))
+            return -1; /* it does not come back */
+        col[ARM_QD1 + k] = (aw[k] - qdd[k]) * -1.0 / aw[j];
+        if (jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j])
+            return 0; /* held where it came to rest, on the stop to first order */
+        y[ARM_QD1 + j] = -sign * DBL_MIN;
+        arm_resolve(M, b, &jc, y, s3, sdir);
+        qs[0] = y[ARM_QD1], qs[1] = y[ARM_QD2];
+        arm_accel(M, b, &jc, s3, sdir, qs, ab, lam2);
+        if (!(ab[j] * sign < 0))
+            return -1;
+        double r = sqrt(ab[j] / aw[j]), kick = -M[k][j] / M[k][k] * sign * r;
+        int stopped = (s3[k] == ARM_MIN && kick < 0) || (s3[k] == ARM_MAX && kick > 0);
+        col[ARM_QD1 + k] += (ab[k] - qdd[k]) * sign / sqrt(aw[j] * ab[j]) +
+                            (stopped ? 0.0 : -M[k][j] / M[k][k] * r);
         return 0;
     }
     if (!(jc.mu_D[j] > 0) || (st[j] == ARM_SLIP && dir[j] == sign))
