@@ -244,10 +244,12 @@ void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, doubl
  *     to side sigma: it slides in mode M_sigma and comes back to rest at tau = -sigma / a_sigma
  *     (a_sigma its acceleration there), the others having moved by (f_sigma - f) tau: the
  *     saltation I + (f - f_sigma) e^T / a_sigma, f the flow of the mode it is back in;
- *   - the rate of a joint held at its stop, moved off it: it flies off and back, and the
- *     impact takes only its own rate; over the flight the other joint's generalized momentum
- *     (M q_dot)_k keeps its course, so its rate changes by M_kj / M_kk per unit, as the impact
- *     of a change into the stop gives (0 where the other joint is held too);
+ *   - the rate of a joint held at its stop, moved off it: it flies off to rest and, unless its
+ *     dry friction holds the stop's load, back onto the stop, whose impact takes only its own
+ *     rate and kicks the other joint by -M_kj / M_kk of it (unless that stops the other joint
+ *     on its own stop), the other joint meanwhile accelerating as in the flight's modes: where
+ *     it slides throughout, M_kj / M_kk per unit (its momentum (M q_dot)_k kept), as the
+ *     impact of a change into the stop gives; 0 where the other joint is held in the mode;
  *   - a joint's angle moved off its stop: it sticks there (dry friction holding it: the angle
  *     kept), or falls back onto the stop, the other joint moving along with the momentum
  *     (M q_dot)_k kept but for the forces F_k = (dM/dt q_dot)_k + r_k that the flight's rate
