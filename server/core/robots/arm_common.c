@@ -333,17 +333,26 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
         double *q = &x[ARM_Q1 + j];
         *q = *q <= 0.5 * (jc.q_min[j] + jc.q_max[j]) ? jc.q_min[j] : jc.q_max[j];
     }
+    double delay = 0.0; /* s: the other joint reaches its stop this much later */
     if (hit) {
         dyn(em, ed, x, u, M, b);
         if (hit != 3) {
             int j = hit == 1 ? 0 : 1, k = 1 - j;
             double kick = M[k][j] * x[ARM_QD1 + j] / M[k][k];
-            if ((old[k] == ARM_MIN && kick < 0) || (old[k] == ARM_MAX && kick > 0))
+            double stop = old[k] == ARM_MIN ? jc.q_min[k] : jc.q_max[k];
+            if ((old[k] == ARM_MIN && kick < 0) || (old[k] == ARM_MAX && kick > 0)) {
                 hit = 3;
-            else if ((old[k] == ARM_MIN || old[k] == ARM_MAX) && stop_accumulates(em, ed, x, u, dyn, &jc, j, kick))
+                /* off its stop by more than rounding (a Step's derivative along its angle),
+                 * the kick takes it there within that distance over the kick's rate: the
+                 * stop and what follows come that much later (beyond it, earlier: the same
+                 * law continued, so the map stays differentiable there) */
+                delay = (x[ARM_Q1 + k] - stop) * (old[k] == ARM_MIN ? 1.0 : -1.0) / fabs(kick);
+            } else if ((old[k] == ARM_MIN || old[k] == ARM_MAX) &&
+                       stop_accumulates(em, ed, x, u, dyn, &jc, j, kick)) {
                 hit = 3;
+            }
             if (hit == 3) /* the other joint stopped with it on its own stop */
-                x[ARM_Q1 + k] = old[k] == ARM_MIN ? jc.q_min[k] : jc.q_max[k];
+                x[ARM_Q1 + k] = stop;
         }
         arm_impact(M, hit, x);
         for (int j = 0; j < 2; j++)
@@ -369,6 +378,14 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     }
     dyn(em, ed, x, u, M, b);
     arm_resolve(M, b, &jc, x, st, dir);
+    if (delay != 0.0) { /* the joints' motion from the stop starts `delay` later (the PID
+                           integrals run on meanwhile, the angles are the same to first order) */
+        double qdd[2], lam[2];
+        const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+        arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+        for (int j = 0; j < 2; j++)
+            x[ARM_QD1 + j] -= qdd[j] * delay;
+    }
     for (int j = 0; j < 2; j++) {
         int o = old[j], s = st[j], kind = -1;
         if (s == o)
