@@ -588,6 +588,10 @@ static const struct regression {
      "joint 2 on its stop, joint 1 let go from its own by the Step's commands: joint 2's rate "
      "moved off its stop flies off and back while joint 1 stays held, delaying its release",
      {-1, -1}, 1, 0},
+    {"serial_arm", 991012260, 1,
+     "joint 2 held at its stop, its angle moved off it (it sticks there); joint 1 reaching its "
+     "stop later kicks joint 2 onto its own, both stopped: from off it, later by its flight",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 777018277, 1,
      "the stretched linkage at rest with servo 1 on its stop: the rates and the angles come "
      "back (every difference 0), where the rates were served as 1",
