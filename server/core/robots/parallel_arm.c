@@ -573,13 +573,30 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
  * (its rates zeroed there) at tau = -sigma_t / a_t, a_t the tangential acceleration of that
  * motion, and starts again: the motion delayed by tau, the rates' change -qdd tau. A servo on
  * its stop moved into it is stopped with the other at once: no change. */
+/* H d, H the Hessian of the elbows' distance u(q), by central differences of its gradient */
+static void gap_hessian_times(const rs_entity_model_t *em, const double *x, const double d[2],
+                              double hd[2])
+{
+    double y[ARM_NX], gp[2], gm[2], e = 1e-6 / fmax(1.0, fmax(fabs(d[0]), fabs(d[1])));
+    memcpy(y, x, sizeof y);
+    for (int c = 0; c < 2; c++)
+        y[ARM_Q1 + c] = x[ARM_Q1 + c] + e * d[c];
+    elbow_gap(em, y, gp);
+    for (int c = 0; c < 2; c++)
+        y[ARM_Q1 + c] = x[ARM_Q1 + c] - e * d[c];
+    elbow_gap(em, y, gm);
+    for (int c = 0; c < 2; c++)
+        hd[c] = (gp[c] - gm[c]) / (2.0 * e);
+}
+
 static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                           const double *x, const double *u, int i, int sign, double *col)
 {
     double s0 = ed->aux[ARM_AUX_DIR1], tau[2], qb[2], qs[2];
     int j = i < ARM_QD1 ? i - ARM_Q1 : i - ARM_QD1;
+    int moving = x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0;
     arm_joints_t jc;
-    if (x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0)
+    if (moving && i >= ARM_QD1)
         return -1;
     arm_joints_from(em, &jc);
     for (int r = 0; r < ARM_NX; r++)
@@ -589,29 +606,42 @@ static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *e
          * after a flight of tau ~ sqrt(change), whose impact takes the velocity along M^-1 g
          * (g = grad u) by which the free flight differs from the taut motion: the angles end
          * moved by the M-weighted projection of the change onto the set, e_j - g_j M^-1 g /
-         * (g M^-1 g), the rates by what the servos' damping took over the flight less its
-         * part along M^-1 g */
-        double g[2], mi[2], gmg = 0.0, v[2], gv = 0.0;
+         * (g M^-1 g); the rates by what the servos' damping took over the flight and, moving,
+         * by the normal turning with the set over the flight (the impact takes the part along
+         * M^-1 g at its end, not at its start: g_j M^-1 H v / (g M^-1 g), H the Hessian of u),
+         * less their part along M^-1 g, and by the set's normal at the pose moved to
+         * (-M^-1 g (v H dq) / (g M^-1 g)) */
+        double g[2], mi[2], gmg = 0.0, w[2], gw = 0.0, hv[2] = {0.0, 0.0}, hd[2], vhd = 0.0;
+        const double v[2] = {x[ARM_QD1], x[ARM_QD2]};
         elbow_gap(em, x, g);
         if (!(sign * g[j] < 0))
             return -1; /* stretching it: put back on the set by the map */
+        if (moving && !(taut_motion_along(em, ed, x, u, s0, qb) > 0.0))
+            return -1; /* not pulled taut again */
         for (int c = 0; c < 2; c++) {
             mi[c] = 1.0 / em->p[P_J + c];
             gmg += g[c] * g[c] * mi[c];
         }
         if (!(gmg > 0))
             return -1;
+        if (moving)
+            gap_hessian_times(em, x, v, hv);
         for (int c = 0; c < 2; c++) {
             double damp = em->p[ARM_P_MU_V + c];
             if (em->p[ARM_P_MODE + c] == ARM_PID && ed->aux[ARM_AUX_SAT1 + c] == 0.0 &&
                 em->p[ARM_P_TAU_MAX + c] > 0)
                 damp += em->p[ARM_P_KD + c];
             col[ARM_Q1 + c] = (c == j) - g[j] * g[c] * mi[c] / gmg;
-            v[c] = damp * mi[c] * g[c] * mi[c] * g[j] / gmg;
-            gv += g[c] * v[c];
+            w[c] = (damp * mi[c] * g[c] + hv[c]) * mi[c] * g[j] / gmg;
+            gw += g[c] * w[c];
+        }
+        if (moving) {
+            const double dq[2] = {col[ARM_Q1], col[ARM_Q1 + 1]};
+            gap_hessian_times(em, x, dq, hd);
+            vhd = v[0] * hd[0] + v[1] * hd[1];
         }
         for (int c = 0; c < 2; c++)
-            col[ARM_QD1 + c] = v[c] - mi[c] * g[c] * gv / gmg;
+            col[ARM_QD1 + c] = w[c] - mi[c] * g[c] * (gw + vhd) / gmg;
         return 0;
     }
     if (jc.limited && ((x[i - 2] <= jc.q_min[j] && sign < 0) || (x[i - 2] >= jc.q_max[j] && sign > 0)))
