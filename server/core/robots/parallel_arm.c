@@ -573,6 +573,104 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
  * (its rates zeroed there) at tau = -sigma_t / a_t, a_t the tangential acceleration of that
  * motion, and starts again: the motion delayed by tau, the rates' change -qdd tau. A servo on
  * its stop moved into it is stopped with the other at once: no change. */
+/* The servos' free accelerations at x with the rates' signs of qd (0: at rest, resolved) */
+static void free_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                       const double *u, const double qd[2], double a[2])
+{
+    double y[ARM_NX], M[2][2], b[2], dir[2], lam[2];
+    int st[2];
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    memcpy(y, x, sizeof y);
+    for (int c = 0; c < 2; c++)
+        y[ARM_QD1 + c] = qd[c] > 0 ? DBL_MIN : qd[c] < 0 ? -DBL_MIN : 0.0;
+    pa_dynamics(em, ed, y, u, M, b);
+    arm_resolve(M, b, &jc, y, st, dir);
+    const double q0[2] = {y[ARM_QD1], y[ARM_QD2]};
+    arm_accel(M, b, &jc, st, dir, q0, a, lam);
+}
+
+/* Starting to move along the stretched set from rest its way s0 (taut accelerations qb), a
+ * change sigma of rate j against it whose motion lets the linkage go (a part across the set
+ * that stretches it taken first by the impact, P: the part along M^-1 g, g = grad u): the
+ * servos fly free, each coming to rest as its friction and load take its rate, and resolving
+ * there, until the linkage is taut again at tau (the gap u - 2 L2 = g . dq, dq of the order of
+ * sigma^2); that impact takes P of the rates v(tau), and it goes on along s0: the rates' change
+ * P v(tau) - qb tau. Per unit sigma (the flight's times and rates scale with it). */
+static int taut_release_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                  const double *x, const double *u, int j, int sign, double s0,
+                                  const double *qb, double *col)
+{
+    double g[2], a[2], v[2] = {0.0, 0.0}, tau[2], mi[2], gmg = 0.0, gv = 0.0, gap = 0.0, t = 0.0;
+    double sg = sign; /* sigma per unit: its sign */
+    elbow_gap(em, x, g);
+    for (int c = 0; c < 2; c++) {
+        mi[c] = 1.0 / em->p[P_J + c];
+        gmg += g[c] * g[c] * mi[c];
+    }
+    if (!(gmg > 0))
+        return -1;
+    v[j] = sg;
+    if (g[j] * sg > 0) { /* stretching it: the impact at once */
+        gv = g[j] * sg;
+        for (int c = 0; c < 2; c++)
+            v[c] -= mi[c] * g[c] * gv / gmg;
+    }
+    int done = 0;
+    for (int it = 0; it < 6 && !done; it++) {
+        free_accel(em, ed, x, u, v, a);
+        double gva = g[0] * v[0] + g[1] * v[1], gaa = g[0] * a[0] + g[1] * a[1];
+        double A = 0.5 * gaa, tg = INFINITY, tr = INFINITY;
+        int rest = -1;
+        /* the next time the gap closes from slack: gap + gva t + A t^2 = 0, t > 0 */
+        if (A != 0.0) {
+            double disc = gva * gva - 4.0 * A * gap;
+            if (disc >= 0) {
+                double r1 = (-gva - sqrt(disc)) / (2.0 * A), r2 = (-gva + sqrt(disc)) / (2.0 * A);
+                double lo = fmin(r1, r2), hi = fmax(r1, r2);
+                double slope_lo = gva + 2.0 * A * lo, slope_hi = gva + 2.0 * A * hi;
+                if (lo > 1e-300 * fabs(sg) && slope_lo > 0)
+                    tg = lo;
+                else if (hi > 0 && slope_hi > 0)
+                    tg = hi;
+            }
+        } else if (gva > 0 && gap <= 0) {
+            tg = -gap / gva;
+        }
+        if (gap == 0.0 && gva <= 0 && !(gaa > 0) && tg == 0.0)
+            tg = INFINITY;
+        for (int c = 0; c < 2; c++)
+            if (v[c] != 0.0 && a[c] * v[c] < 0 && -v[c] / a[c] < tr)
+                tr = -v[c] / a[c], rest = c;
+        if (!isfinite(tg) && !isfinite(tr))
+            return -1; /* neither taut again nor at rest: it leaves */
+        double dt = fmin(tg, tr);
+        gap += gva * dt + A * dt * dt;
+        for (int c = 0; c < 2; c++)
+            v[c] += a[c] * dt;
+        t += dt;
+        if (tg <= tr)
+            done = 1;
+        else
+            v[rest] = 0.0;
+    }
+    if (!done)
+        return -1;
+    gv = g[0] * v[0] + g[1] * v[1];
+    taut_tangent(em, x, tau);
+    double vt = 0.0;
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    for (int c = 0; c < 2; c++) {
+        double pv = v[c] - mi[c] * g[c] * gv / gmg;
+        vt += tau[c] * pv;
+        col[ARM_QD1 + c] = (pv - qb[c] * t) / sg;
+    }
+    if (!(vt * s0 > 0))
+        return -1; /* taut again moving against s0 */
+    return 0;
+}
+
 /* H d, H the Hessian of the elbows' distance u(q), by central differences of its gradient */
 static void gap_hessian_times(const rs_entity_model_t *em, const double *x, const double d[2],
                               double hd[2])
@@ -650,7 +748,8 @@ static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *e
     if (!(sign * tau[j] * s0 < 0))
         return -1; /* along the motion: it goes on */
     taut_motion_along(em, ed, x, u, s0, qb);
-    taut_motion_along(em, ed, x, u, -s0, qs);
+    if (taut_motion_along(em, ed, x, u, -s0, qs) < 0.0)
+        return taut_release_excursion(em, ed, x, u, j, sign, s0, qb, col);
     double a = tau[0] * qs[0] + tau[1] * qs[1];
     if (!(a * s0 > 0))
         return -1; /* it does not come back */
