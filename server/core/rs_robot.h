@@ -213,6 +213,18 @@ struct rs_robot {
     int (*rejoin)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   const double *u, int i, int side, double *dx);
 
+    /* Optional: where moving state variable i of the entity (in mode ed at x, commands u) to
+     * side `sign` (+1 or -1) by a small amount leaves the mode only for a time that vanishes
+     * with the change (a joint at rest under dry friction slides and comes back to rest, a
+     * joint moved off its stop falls back onto it), the first-order effect of that excursion:
+     * col (nx values) gets the change of the state, per unit change of variable i, that the
+     * mode's own flow carries on from once the excursion is over (the limit as the change goes
+     * to 0). Returns 0, or -1 where moving i that way is no such excursion (the mode is kept,
+     * or left for good). A Step's derivative at its start is then the mean of the two sides'
+     * (rs_sensitivity.h), the true derivative where they agree, a corner's mean where not. */
+    int (*excursion)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                     const double *u, int i, int sign, double *col);
+
     /* Optional: whether the live state x of the entity (its mode and run variables in ed,
      * reached under the parameters `was`) fits the new parameters em of a SetParams: 0, or
      * RS_EPRECOND naming the body and the depth or angle by which it would be inside another

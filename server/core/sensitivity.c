@@ -224,6 +224,36 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
 
 static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, int c);
 
+/* A control step's start where the robot says moving state variable cl->j to a side is an
+ * excursion (rs_robot_t.excursion): D's column is the mean of the two sides' first-order
+ * effects, a side that keeps the mode differentiated by a one-sided difference of the map.
+ * Returns 0 where neither side is an excursion, or the other side leaves the mode (the rules
+ * of column() apply). */
+static int excursion_column(const column_t *cl, double h, const double *f0, double *D, int L,
+                            int col)
+{
+    const rs_robot_t *r = cl->em->robot;
+    double ex[2][RS_MAX_STATE], f1[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
+    int has[2], k = cl->k;
+    for (int i = 0; i < 2; i++)
+        has[i] = r->excursion(cl->em, cl->after, f0, cl->u, cl->j, i ? -1 : 1, ex[i]) == 0;
+    if (!has[0] && !has[1])
+        return 0;
+    for (int i = 0; i < 2; i++) {
+        int side = i ? -1 : 1;
+        if (has[i])
+            continue;
+        if (MAP_MODE(column_eval(cl, side, h, f1)) != MAP_MODE(cl->mode0) ||
+            MAP_MODE(column_eval(cl, 2 * side, h, f2)) != MAP_MODE(cl->mode0))
+            return 0;
+        for (int row = 0; row < k; row++)
+            ex[i][row] = side * (-3 * f0[row] + 4 * f1[row] - f2[row]) / (2 * h);
+    }
+    for (int row = 0; row < k; row++)
+        D[row * L + col] = 0.5 * (ex[0][row] + ex[1][row]);
+    return 1;
+}
+
 static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
@@ -242,6 +272,9 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
             return;
         }
     }
+    if (cl->c->kind == FN_BEGIN && cl->which == 0 && cl->after && cl->em->robot->excursion &&
+        excursion_column(cl, h, f0, D, L, col))
+        return;
     int mp = column_eval(cl, 1, h, fp), mm = column_eval(cl, -1, h, fm);
     int map = cl->c->kind == FN_JUMP || cl->c->kind == FN_BEGIN;
     /* a side that logs other events than the point itself in the same mode (an impact that a

@@ -613,6 +613,48 @@ static const struct regression {
      "a landing 'flat' with a tilt of 1e-14: the other corner's guard about to cross counts as "
      "crossed, and theta and omega, which separate them, have no derivative",
      {-1, -1}, 1, 0},
+    /* the arms' excursions (rs_robot_t.excursion): each was served as one side, or as 0 or 1 */
+    {"serial_arm", 20261189791309, 1,
+     "a joint stuck by dry friction beside a sliding one: its rate moved either way slides and "
+     "sticks again, the other joint's momentum kept: its rate M_kj / M_kk per unit, not 0",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 777010335, 1,
+     "joint 2 held at its stop, its angle moved off it: it falls back, joint 1 moved by "
+     "M_12 / M_11 and its rate by the momentum the change of M_11 gave (-1.448 per unit); the "
+     "column a corner with the side pressed into the stop (0)",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 777010314, 1,
+     "both joints at rest breaking away under dry friction: a rate moved against the break-away "
+     "slides back to rest first (the saltation through that rest): a corner",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 777012208, 1,
+     "joint 2 on its stop, joint 1 let go from its own by the Step's commands: joint 2's rate "
+     "moved off its stop flies off and back while joint 1 stays held, delaying its release",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 991012260, 1,
+     "joint 2 held at its stop, its angle moved off it (it sticks there); joint 1 reaching its "
+     "stop later kicks joint 2 onto its own, both stopped: from off it, later by its flight",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 777018277, 1,
+     "the stretched linkage at rest with servo 1 on its stop: the rates and the angles come "
+     "back (every difference 0), where the rates were served as 1",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 777018222, 1,
+     "the stretched linkage let go at rest: an angle that stretches it is put back on the set "
+     "along grad u and servo 2, moved off its stop so, falls back: a corner",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 777018344, 1,
+     "the stretched linkage starting to move along the set from rest: a rate against the motion "
+     "slides back to rest and starts again, delayed; servo 2's rate into its stop is stopped",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 777018368, 1,
+     "the stretched linkage held at rest by dry friction: an angle that slackens it flies free "
+     "until it is taut again, then slides along the set until friction stops it",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 777019700, 1,
+     "the stretched linkage let go at rest: a rate that keeps it taut slides along the set to "
+     "rest first, delaying the release",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)

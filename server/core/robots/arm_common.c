@@ -319,25 +319,40 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     memcpy(before, x, sizeof before);
     /* a joint held at a stop is exactly there: a state interpolated to an event time may have
      * moved it by rounding, and released from beyond the stop its stop guard would start below
-     * 0, never to fire */
-    for (int j = 0; j < 2; j++)
-        if (old[j] == ARM_MIN || old[j] == ARM_MAX)
-            x[ARM_Q1 + j] = old[j] == ARM_MIN ? jc.q_min[j] : jc.q_max[j];
+     * 0, never to fire. Only within rounding (the tolerance of the arms' failure checks): a
+     * joint moved off it by more (a Step's derivative along its angle) is where it was moved
+     * to, and one past it by more is no state a step goes on from */
+    for (int j = 0; j < 2; j++) {
+        double stop = old[j] == ARM_MIN ? jc.q_min[j] : jc.q_max[j], q = x[ARM_Q1 + j];
+        if ((old[j] == ARM_MIN || old[j] == ARM_MAX) && fabs(q - stop) <= 1e-9 * (1.0 + fabs(q)))
+            x[ARM_Q1 + j] = stop;
+    }
     for (int j = 0; j < 2; j++) {
         if (!(hit >> j & 1))
             continue;
         double *q = &x[ARM_Q1 + j];
         *q = *q <= 0.5 * (jc.q_min[j] + jc.q_max[j]) ? jc.q_min[j] : jc.q_max[j];
     }
+    double delay = 0.0; /* s: the other joint reaches its stop this much later */
     if (hit) {
         dyn(em, ed, x, u, M, b);
         if (hit != 3) {
             int j = hit == 1 ? 0 : 1, k = 1 - j;
             double kick = M[k][j] * x[ARM_QD1 + j] / M[k][k];
-            if ((old[k] == ARM_MIN && kick < 0) || (old[k] == ARM_MAX && kick > 0))
+            double stop = old[k] == ARM_MIN ? jc.q_min[k] : jc.q_max[k];
+            if ((old[k] == ARM_MIN && kick < 0) || (old[k] == ARM_MAX && kick > 0)) {
                 hit = 3;
-            else if ((old[k] == ARM_MIN || old[k] == ARM_MAX) && stop_accumulates(em, ed, x, u, dyn, &jc, j, kick))
+                /* off its stop by more than rounding (a Step's derivative along its angle),
+                 * the kick takes it there within that distance over the kick's rate: the
+                 * stop and what follows come that much later (beyond it, earlier: the same
+                 * law continued, so the map stays differentiable there) */
+                delay = (x[ARM_Q1 + k] - stop) * (old[k] == ARM_MIN ? 1.0 : -1.0) / fabs(kick);
+            } else if ((old[k] == ARM_MIN || old[k] == ARM_MAX) &&
+                       stop_accumulates(em, ed, x, u, dyn, &jc, j, kick)) {
                 hit = 3;
+            }
+            if (hit == 3) /* the other joint stopped with it on its own stop */
+                x[ARM_Q1 + k] = stop;
         }
         arm_impact(M, hit, x);
         for (int j = 0; j < 2; j++)
@@ -363,6 +378,14 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     }
     dyn(em, ed, x, u, M, b);
     arm_resolve(M, b, &jc, x, st, dir);
+    if (delay != 0.0) { /* the joints' motion from the stop starts `delay` later (the PID
+                           integrals run on meanwhile, the angles are the same to first order) */
+        double qdd[2], lam[2];
+        const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+        arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+        for (int j = 0; j < 2; j++)
+            x[ARM_QD1 + j] -= qdd[j] * delay;
+    }
     for (int j = 0; j < 2; j++) {
         int o = old[j], s = st[j], kind = -1;
         if (s == o)
@@ -392,6 +415,134 @@ void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, doubl
     }
     if (hit || rest || held)
         arm_update(em, ed, t, x, u, dyn, hit, rest);
+}
+
+/* (M q_dot)_k's rate F_k = (dM/dt q_dot)_k + r_k at x with the rates qd (dM/dt by central
+ * differences of M along q_dot; r_k = b_k less joint k's friction, its direction dir_k). */
+static double momentum_rate(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                            const double *x, const double *u, arm_dynamics_fn dyn,
+                            const arm_joints_t *jc, double dir_k, int k, const double qd[2])
+{
+    double y[ARM_NX], M[2][2], Mp[2][2], Mm[2][2], b[2], bb[2];
+    memcpy(y, x, sizeof y);
+    y[ARM_QD1] = qd[0];
+    y[ARM_QD2] = qd[1];
+    dyn(em, ed, y, u, M, b);
+    double eps = 1e-6 / fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1]))), mdot = 0.0;
+    for (int s = -1; s <= 1; s += 2) {
+        for (int j = 0; j < 2; j++)
+            y[ARM_Q1 + j] = x[ARM_Q1 + j] + s * eps * qd[j];
+        dyn(em, ed, y, u, s > 0 ? Mp : Mm, bb);
+    }
+    for (int c = 0; c < 2; c++)
+        mdot += (Mp[k][c] - Mm[k][c]) / (2.0 * eps) * qd[c];
+    return mdot + b[k] - dir_k * jc->mu_D[k] - jc->mu_V[k] * qd[k];
+}
+
+int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                  const double *u, arm_dynamics_fn dyn, int i, int sign, double *col)
+{
+    if (ed->mode < 0 || ed->mode >= ARM_JOINT_MODES || i < ARM_Q1 || i > ARM_QD2)
+        return -1;
+    arm_joints_t jc;
+    int st[2];
+    double dir[2], M[2][2], b[2], qdd[2], lam[2];
+    arm_joints_from(em, &jc);
+    arm_status_of(ed->mode, st);
+    arm_dirs_of(ed, dir);
+    int rate = i >= ARM_QD1, j = rate ? i - ARM_QD1 : i - ARM_Q1, k = 1 - j;
+    int stop = st[j] == ARM_MIN || st[j] == ARM_MAX, away = st[j] == ARM_MIN ? 1 : -1;
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    dyn(em, ed, x, u, M, b);
+    arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    if (!rate) {
+        if (!stop || sign != away)
+            return -1;
+        if (jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j]) {
+            col[i] = 1.0; /* stuck where it was moved to */
+            return 0;
+        }
+        if (arm_held(st[k]))
+            return 0; /* falls back; the other joint stays held */
+        double m = M[k][j] / M[k][k], eta = 1e-3 * fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1])));
+        double qp[2] = {qd[0], qd[1]}, qm[2] = {qd[0], qd[1]};
+        qp[j] += eta, qp[k] -= eta * m;
+        qm[j] -= eta, qm[k] += eta * m;
+        double dF = (momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qp) -
+                     momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qm)) /
+                    (2.0 * eta);
+        /* the angle's change changed the momentum to begin with: (dM/dq_j q_dot)_k */
+        double y[ARM_NX], Mp[2][2], Mm[2][2], bb[2], e = 1e-6 * fmax(1.0, fabs(x[i]));
+        memcpy(y, x, sizeof y);
+        y[i] = x[i] + e;
+        dyn(em, ed, y, u, Mp, bb);
+        y[i] = x[i] - e;
+        dyn(em, ed, y, u, Mm, bb);
+        double dp = 0.0;
+        for (int c = 0; c < 2; c++)
+            dp += (Mp[k][c] - Mm[k][c]) / (2.0 * e) * qd[c];
+        col[ARM_Q1 + k] = m;
+        col[ARM_QD1 + k] = (dp - dF) / M[k][k];
+        return 0;
+    }
+    if (qd[j] != 0.0)
+        return -1;
+    if (stop) {
+        if (sign != away)
+            return -1; /* into the stop: the impact, the map's own */
+        if (arm_held(st[k]))
+            return 0; /* the other joint held as well: it keeps holding */
+        /* off at the acceleration a_j of the mode it flies in (the other joint's status
+         * resolved with it), to rest within tau1 = -sigma / a_j; held there (the stop's load
+         * within its dry friction) or back at a_back within tau2 = |sigma| / sqrt(|a_j a_back|)
+         * onto the stop at the rate -sigma r, r = sqrt(|a_back / a_j|), whose impact kicks the
+         * other joint by -M_kj sigma r / M_kk (unless that stops it on its own stop); the other
+         * joint meanwhile accelerating as in those modes instead of the held one's */
+        double y[ARM_NX], sdir[2], aw[2], ab[2], lam2[2];
+        int s2[2], s3[2];
+        memcpy(y, x, sizeof y);
+        y[ARM_QD1 + j] = sign * DBL_MIN;
+        arm_resolve(M, b, &jc, y, s2, sdir);
+        double qs[2] = {y[ARM_QD1], y[ARM_QD2]};
+        arm_accel(M, b, &jc, s2, sdir, qs, aw, lam2);
+        if (!(aw[j] * sign < 0))
+            return -1; /* it does not come back */
+        col[ARM_QD1 + k] = (aw[k] - qdd[k]) * -1.0 / aw[j];
+        if (jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j])
+            return 0; /* held where it came to rest, on the stop to first order */
+        y[ARM_QD1 + j] = -sign * DBL_MIN;
+        arm_resolve(M, b, &jc, y, s3, sdir);
+        qs[0] = y[ARM_QD1], qs[1] = y[ARM_QD2];
+        arm_accel(M, b, &jc, s3, sdir, qs, ab, lam2);
+        if (!(ab[j] * sign < 0))
+            return -1;
+        double r = sqrt(ab[j] / aw[j]), kick = -M[k][j] / M[k][k] * sign * r;
+        int stopped = (s3[k] == ARM_MIN && kick < 0) || (s3[k] == ARM_MAX && kick > 0);
+        col[ARM_QD1 + k] += (ab[k] - qdd[k]) * sign / sqrt(aw[j] * ab[j]) +
+                            (stopped ? 0.0 : -M[k][j] / M[k][k] * r);
+        return 0;
+    }
+    if (!(jc.mu_D[j] > 0) || (st[j] == ARM_SLIP && dir[j] == sign))
+        return -1; /* no friction to bring it back, or sliding on that way */
+    if (jc.limited && ((sign < 0 && x[ARM_Q1 + j] <= jc.q_min[j]) ||
+                       (sign > 0 && x[ARM_Q1 + j] >= jc.q_max[j])))
+        return -1; /* on a stop, into it: the impact, the map's own */
+    /* the mode it slides in: the joint moving to side sign, the other resolved with it */
+    double y[ARM_NX], sdir[2], sqdd[2];
+    int s2[2];
+    memcpy(y, x, sizeof y);
+    y[ARM_QD1 + j] = sign * DBL_MIN;
+    arm_resolve(M, b, &jc, y, s2, sdir);
+    const double qs[2] = {y[ARM_QD1], y[ARM_QD2]};
+    arm_accel(M, b, &jc, s2, sdir, qs, sqdd, lam);
+    double a = sqdd[j];
+    if (!(a * sign < 0))
+        return -1; /* it does not come back */
+    for (int c = 0; c < 2; c++)
+        col[ARM_QD1 + c] = (c == j ? 1.0 : 0.0) + (qdd[c] - sqdd[c]) / a;
+    return 0;
 }
 
 void arm_settle_integrals(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x)

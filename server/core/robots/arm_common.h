@@ -239,6 +239,25 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
 void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
               const double *u, arm_dynamics_fn dyn, const int *fired);
 
+/* rs_robot_t.excursion for both arms (joint modes; -1 in others), from the module's dyn:
+ *   - a joint's rate at rest under dry friction (stuck, or breaking away the other way), moved
+ *     to side sigma: it slides in mode M_sigma and comes back to rest at tau = -sigma / a_sigma
+ *     (a_sigma its acceleration there), the others having moved by (f_sigma - f) tau: the
+ *     saltation I + (f - f_sigma) e^T / a_sigma, f the flow of the mode it is back in;
+ *   - the rate of a joint held at its stop, moved off it: it flies off to rest and, unless its
+ *     dry friction holds the stop's load, back onto the stop, whose impact takes only its own
+ *     rate and kicks the other joint by -M_kj / M_kk of it (unless that stops the other joint
+ *     on its own stop), the other joint meanwhile accelerating as in the flight's modes: where
+ *     it slides throughout, M_kj / M_kk per unit (its momentum (M q_dot)_k kept), as the
+ *     impact of a change into the stop gives; 0 where the other joint is held in the mode;
+ *   - a joint's angle moved off its stop: it sticks there (dry friction holding it: the angle
+ *     kept), or falls back onto the stop, the other joint moving along with the momentum
+ *     (M q_dot)_k kept but for the forces F_k = (dM/dt q_dot)_k + r_k that the flight's rate
+ *     changes: per unit of angle, q_k by M_kj / M_kk and q_dot_k by -dF_k/dq_dot w / M_kk,
+ *     w = e_j - (M_kj / M_kk) e_k the flight's direction of rates (the momentum kept). */
+int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                  const double *u, arm_dynamics_fn dyn, int i, int sign, double *col);
+
 /* Zero the PID integral of a joint whose actuator mode changed (the integral belongs to the
  * PID that built it up). */
 void arm_settle_integrals(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x);

@@ -544,7 +544,19 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
             stretch(em, ed, t, x, u);
         else { /* let go if pulled back, or if new parameters slackened the linkage */
             taut_resolve(em, ed, x, u);
-            try_release(em, ed, t, x, u, gap > 1e-9 * em->p[P_L2]);
+            if (try_release(em, ed, t, x, u, gap > 1e-9 * em->p[P_L2])) {
+                /* let go with a servo on its stop moving into it: stopped there at once, as
+                 * arm_settle stops it, not by its guard a moment later */
+                arm_joints_t jc;
+                arm_joints_from(em, &jc);
+                int hit = 0;
+                for (int j = 0; j < 2; j++) {
+                    double q = x[ARM_Q1 + j], qd = x[ARM_QD1 + j];
+                    hit |= ((q <= jc.q_min[j] && qd < 0) || (q >= jc.q_max[j] && qd > 0)) << j;
+                }
+                if (hit)
+                    arm_update(em, ed, t, x, u, pa_dynamics, hit, 0);
+            }
         }
         return;
     }
@@ -554,6 +566,351 @@ static void pa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
         return;
     }
     arm_settle(em, ed, t, x, u, pa_dynamics);
+}
+
+/* Starting to move along the stretched set from rest its way s0: a change of a rate whose
+ * tangential part goes against s0 slides the other way and comes back to rest along the set
+ * (its rates zeroed there) at tau = -sigma_t / a_t, a_t the tangential acceleration of that
+ * motion, and starts again: the motion delayed by tau, the rates' change -qdd tau. A servo on
+ * its stop moved into it is stopped with the other at once: no change. */
+/* The servos' free accelerations at x with the rates' signs of qd (0: at rest, resolved) */
+static void free_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                       const double *u, const double qd[2], double a[2])
+{
+    double y[ARM_NX], M[2][2], b[2], dir[2], lam[2];
+    int st[2];
+    arm_joints_t jc;
+    arm_joints_from(em, &jc);
+    memcpy(y, x, sizeof y);
+    for (int c = 0; c < 2; c++)
+        y[ARM_QD1 + c] = qd[c] > 0 ? DBL_MIN : qd[c] < 0 ? -DBL_MIN : 0.0;
+    pa_dynamics(em, ed, y, u, M, b);
+    arm_resolve(M, b, &jc, y, st, dir);
+    const double q0[2] = {y[ARM_QD1], y[ARM_QD2]};
+    arm_accel(M, b, &jc, st, dir, q0, a, lam);
+}
+
+/* Starting to move along the stretched set from rest its way s0 (taut accelerations qb), a
+ * change sigma of rate j against it whose motion lets the linkage go (a part across the set
+ * that stretches it taken first by the impact, P: the part along M^-1 g, g = grad u): the
+ * servos fly free, each coming to rest as its friction and load take its rate, and resolving
+ * there, until the linkage is taut again at tau (the gap u - 2 L2 = g . dq, dq of the order of
+ * sigma^2); that impact takes P of the rates v(tau), and it goes on along s0: the rates' change
+ * P v(tau) - qb tau. Per unit sigma (the flight's times and rates scale with it). */
+static int taut_release_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                  const double *x, const double *u, int j, int sign, double s0,
+                                  const double *qb, double *col)
+{
+    double g[2], a[2], v[2] = {0.0, 0.0}, tau[2], mi[2], gmg = 0.0, gv = 0.0, gap = 0.0, t = 0.0;
+    double sg = sign; /* sigma per unit: its sign */
+    elbow_gap(em, x, g);
+    for (int c = 0; c < 2; c++) {
+        mi[c] = 1.0 / em->p[P_J + c];
+        gmg += g[c] * g[c] * mi[c];
+    }
+    if (!(gmg > 0))
+        return -1;
+    v[j] = sg;
+    if (g[j] * sg > 0) { /* stretching it: the impact at once */
+        gv = g[j] * sg;
+        for (int c = 0; c < 2; c++)
+            v[c] -= mi[c] * g[c] * gv / gmg;
+    }
+    int done = 0;
+    for (int it = 0; it < 6 && !done; it++) {
+        free_accel(em, ed, x, u, v, a);
+        double gva = g[0] * v[0] + g[1] * v[1], gaa = g[0] * a[0] + g[1] * a[1];
+        double A = 0.5 * gaa, tg = INFINITY, tr = INFINITY;
+        int rest = -1;
+        /* the next time the gap closes from slack: gap + gva t + A t^2 = 0, t > 0 */
+        if (A != 0.0) {
+            double disc = gva * gva - 4.0 * A * gap;
+            if (disc >= 0) {
+                double r1 = (-gva - sqrt(disc)) / (2.0 * A), r2 = (-gva + sqrt(disc)) / (2.0 * A);
+                double lo = fmin(r1, r2), hi = fmax(r1, r2);
+                double slope_lo = gva + 2.0 * A * lo, slope_hi = gva + 2.0 * A * hi;
+                if (lo > 1e-300 * fabs(sg) && slope_lo > 0)
+                    tg = lo;
+                else if (hi > 0 && slope_hi > 0)
+                    tg = hi;
+            }
+        } else if (gva > 0 && gap <= 0) {
+            tg = -gap / gva;
+        }
+        if (gap == 0.0 && gva <= 0 && !(gaa > 0) && tg == 0.0)
+            tg = INFINITY;
+        for (int c = 0; c < 2; c++)
+            if (v[c] != 0.0 && a[c] * v[c] < 0 && -v[c] / a[c] < tr)
+                tr = -v[c] / a[c], rest = c;
+        if (!isfinite(tg) && !isfinite(tr))
+            return -1; /* neither taut again nor at rest: it leaves */
+        double dt = fmin(tg, tr);
+        gap += gva * dt + A * dt * dt;
+        for (int c = 0; c < 2; c++)
+            v[c] += a[c] * dt;
+        t += dt;
+        if (tg <= tr)
+            done = 1;
+        else
+            v[rest] = 0.0;
+    }
+    if (!done)
+        return -1;
+    gv = g[0] * v[0] + g[1] * v[1];
+    taut_tangent(em, x, tau);
+    double vt = 0.0;
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    for (int c = 0; c < 2; c++) {
+        double pv = v[c] - mi[c] * g[c] * gv / gmg;
+        vt += tau[c] * pv;
+        col[ARM_QD1 + c] = (pv - qb[c] * t) / sg;
+    }
+    if (!(vt * s0 > 0))
+        return -1; /* taut again moving against s0 */
+    return 0;
+}
+
+/* H d, H the Hessian of the elbows' distance u(q), by central differences of its gradient */
+static void gap_hessian_times(const rs_entity_model_t *em, const double *x, const double d[2],
+                              double hd[2])
+{
+    double y[ARM_NX], gp[2], gm[2], e = 1e-6 / fmax(1.0, fmax(fabs(d[0]), fabs(d[1])));
+    memcpy(y, x, sizeof y);
+    for (int c = 0; c < 2; c++)
+        y[ARM_Q1 + c] = x[ARM_Q1 + c] + e * d[c];
+    elbow_gap(em, y, gp);
+    for (int c = 0; c < 2; c++)
+        y[ARM_Q1 + c] = x[ARM_Q1 + c] - e * d[c];
+    elbow_gap(em, y, gm);
+    for (int c = 0; c < 2; c++)
+        hd[c] = (gp[c] - gm[c]) / (2.0 * e);
+}
+
+static int taut_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                          const double *x, const double *u, int i, int sign, double *col)
+{
+    double s0 = ed->aux[ARM_AUX_DIR1], tau[2], qb[2], qs[2];
+    int j = i < ARM_QD1 ? i - ARM_Q1 : i - ARM_QD1;
+    int moving = x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0;
+    arm_joints_t jc;
+    if (moving && i >= ARM_QD1)
+        return -1;
+    arm_joints_from(em, &jc);
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    if (i < ARM_QD1) {
+        /* an angle moved so as to slacken the linkage: the servos, free, pull it taut again
+         * after a flight of tau ~ sqrt(change), whose impact takes the velocity along M^-1 g
+         * (g = grad u) by which the free flight differs from the taut motion: the angles end
+         * moved by the M-weighted projection of the change onto the set, e_j - g_j M^-1 g /
+         * (g M^-1 g); the rates by what the servos' damping took over the flight and, moving,
+         * by the normal turning with the set over the flight (the impact takes the part along
+         * M^-1 g at its end, not at its start: g_j M^-1 H v / (g M^-1 g), H the Hessian of u),
+         * less their part along M^-1 g, and by the set's normal at the pose moved to
+         * (-M^-1 g (v H dq) / (g M^-1 g)) */
+        double g[2], mi[2], gmg = 0.0, w[2], gw = 0.0, hv[2] = {0.0, 0.0}, hd[2], vhd = 0.0;
+        const double v[2] = {x[ARM_QD1], x[ARM_QD2]};
+        elbow_gap(em, x, g);
+        if (!(sign * g[j] < 0))
+            return -1; /* stretching it: put back on the set by the map */
+        if (moving && !(taut_motion_along(em, ed, x, u, s0, qb) > 0.0))
+            return -1; /* not pulled taut again */
+        for (int c = 0; c < 2; c++) {
+            mi[c] = 1.0 / em->p[P_J + c];
+            gmg += g[c] * g[c] * mi[c];
+        }
+        if (!(gmg > 0))
+            return -1;
+        if (moving)
+            gap_hessian_times(em, x, v, hv);
+        for (int c = 0; c < 2; c++) {
+            double damp = em->p[ARM_P_MU_V + c];
+            if (em->p[ARM_P_MODE + c] == ARM_PID && ed->aux[ARM_AUX_SAT1 + c] == 0.0 &&
+                em->p[ARM_P_TAU_MAX + c] > 0)
+                damp += em->p[ARM_P_KD + c];
+            col[ARM_Q1 + c] = (c == j) - g[j] * g[c] * mi[c] / gmg;
+            w[c] = (damp * mi[c] * g[c] + hv[c]) * mi[c] * g[j] / gmg;
+            gw += g[c] * w[c];
+        }
+        if (moving) {
+            const double dq[2] = {col[ARM_Q1], col[ARM_Q1 + 1]};
+            gap_hessian_times(em, x, dq, hd);
+            vhd = v[0] * hd[0] + v[1] * hd[1];
+        }
+        for (int c = 0; c < 2; c++)
+            col[ARM_QD1 + c] = w[c] - mi[c] * g[c] * (gw + vhd) / gmg;
+        return 0;
+    }
+    if (jc.limited && ((x[i - 2] <= jc.q_min[j] && sign < 0) || (x[i - 2] >= jc.q_max[j] && sign > 0)))
+        return 0;
+    taut_tangent(em, x, tau);
+    if (!(sign * tau[j] * s0 < 0))
+        return -1; /* along the motion: it goes on */
+    taut_motion_along(em, ed, x, u, s0, qb);
+    if (taut_motion_along(em, ed, x, u, -s0, qs) < 0.0)
+        return taut_release_excursion(em, ed, x, u, j, sign, s0, qb, col);
+    double a = tau[0] * qs[0] + tau[1] * qs[1];
+    if (!(a * s0 > 0))
+        return -1; /* it does not come back */
+    for (int c = 0; c < 2; c++)
+        col[ARM_QD1 + c] = qb[c] * tau[j] / a;
+    return 0;
+}
+
+/* At rest on the stretched set held by the servos' dry friction (no stop): an angle moved so
+ * as to slacken the linkage lets the servos fly free at a (their accelerations let go) until
+ * it is taut again, tau^2 / 2 = -g_j change / (g . a) later (g = grad u), moved by
+ * change e_j - g_j a / (g . a); the impact leaves the velocity along the set,
+ * v_t = tau t . (a - M^-1 g (g . a) / (g M^-1 g)) (t the set's unit tangent), which friction
+ * takes at the deceleration a_t over v_t^2 / (2 |a_t|) along the set. Per unit change. */
+static int rest_slack_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                const double *x, const double *u, int i, int sign, double *col)
+{
+    int j = i - ARM_Q1, st[2];
+    double g[2], a[2], dir[2], lam[2], M[2][2], b[2], tau[2], qs[2], mi[2], gmg = 0.0, ga = 0.0;
+    const double qd[2] = {0.0, 0.0};
+    arm_joints_t jc;
+    if (i > ARM_Q2 || x[ARM_QD1] != 0.0 || x[ARM_QD2] != 0.0)
+        return -1;
+    elbow_gap(em, x, g);
+    if (!(sign * g[j] < 0))
+        return -1; /* stretching it: put back on the set by the map */
+    arm_joints_from(em, &jc);
+    pa_dynamics(em, ed, x, u, M, b);
+    arm_resolve(M, b, &jc, x, st, dir);
+    arm_accel(M, b, &jc, st, dir, qd, a, lam);
+    for (int c = 0; c < 2; c++) {
+        mi[c] = 1.0 / M[c][c];
+        gmg += g[c] * g[c] * mi[c];
+        ga += g[c] * a[c];
+    }
+    if (!(ga > 0) || !(gmg > 0))
+        return -1; /* not pulled taut again */
+    taut_tangent(em, x, tau);
+    double wt = 0.0, slide = 0.0;
+    for (int c = 0; c < 2; c++)
+        wt += tau[c] * (a[c] - mi[c] * g[c] * ga / gmg);
+    if (wt != 0.0) {
+        double s = wt > 0 ? 1.0 : -1.0;
+        taut_motion_along(em, ed, x, u, s, qs);
+        double at = tau[0] * qs[0] + tau[1] * qs[1];
+        if (!(s * at < 0))
+            return -1; /* it slides on */
+        slide = s * wt * wt * -g[j] / (ga * fabs(at));
+    }
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    for (int c = 0; c < 2; c++)
+        col[ARM_Q1 + c] = (c == j) - g[j] * a[c] / ga + tau[c] * slide;
+    return 0;
+}
+
+/* rs_robot_t.excursion: arm_excursion with this arm's dynamics */
+static int pa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                        const double *u, int i, int sign, double *col)
+{
+    if (ed->mode == MODE_STRETCHED) {
+        /* at rest on the stretched set, held by the servos' dry friction or a stop: a change of
+         * the rates leaves it across the set (the taut linkage's impact takes that part) and
+         * along it (friction or the stop brings it back to rest), within a time of the order
+         * of the change, the angles moved by its square */
+        if (i > ARM_QD2)
+            return -1;
+        if (ed->aux[ARM_AUX_DIR1] != 0.0)
+            return taut_excursion(em, ed, x, u, i, sign, col);
+        if (i < ARM_QD1) {
+            /* an angle, with a servo on its stop: moved so as to stretch the linkage, the pose
+             * is put back on the set with that servo kept on its stop (the set and the stop
+             * meet in one pose); moved so as to slacken it, the servos pull it taut again
+             * and the stop takes the motion along the set: back where it was */
+            arm_joints_t jc;
+            int stopped = 0;
+            arm_joints_from(em, &jc);
+            for (int j = 0; j < 2; j++)
+                stopped |= x[ARM_Q1 + j] <= jc.q_min[j] || x[ARM_Q1 + j] >= jc.q_max[j];
+            if (!stopped)
+                return rest_slack_excursion(em, ed, x, u, i, sign, col);
+        }
+        for (int r = 0; r < ARM_NX; r++)
+            col[r] = 0.0;
+        return 0;
+    }
+    double grad[2];
+    int j = i - ARM_Q1;
+    if (i < ARM_QD1 && ed->mode < ARM_JOINT_MODES && x[ARM_QD1] == 0.0 && x[ARM_QD2] == 0.0 &&
+        stretch_guard(em, x) <= 4e-12 * em->p[P_L2] &&
+        (elbow_gap(em, x, grad), sign * grad[j] > 0)) {
+        /* at rest on the stretched set, just let go: an angle moved so as to stretch the
+         * linkage is put back on the set along grad u (both servos), and let go again; a
+         * servo that moves off its stop so falls back onto it (or sticks there), one that
+         * would move into it keeps the pose where it was */
+        arm_joints_t jc;
+        int st[2], at[2];
+        double dir[2], M[2][2], b[2], qdd[2], lam[2], n2 = grad[0] * grad[0] + grad[1] * grad[1];
+        const double qd[2] = {0.0, 0.0};
+        arm_joints_from(em, &jc);
+        for (int c = 0; c < 2; c++) /* on a stop: -1 lower, +1 upper, 0 none */
+            at[c] = !jc.limited                        ? 0
+                    : x[ARM_Q1 + c] <= jc.q_min[c] ? -1
+                    : x[ARM_Q1 + c] >= jc.q_max[c] ? 1
+                                                   : 0;
+        if (at[j] == sign)
+            return -1; /* into its own stop: the map keeps it there */
+        arm_status_of(ed->mode, st);
+        arm_dirs_of(ed, dir);
+        pa_dynamics(em, ed, x, u, M, b);
+        arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+        for (int r = 0; r < ARM_NX; r++)
+            col[r] = 0.0;
+        for (int c = 0; c < 2; c++)
+            col[ARM_Q1 + c] = (c == j) - grad[c] * grad[j] / n2;
+        for (int c = 0; c < 2; c++) {
+            if (!at[c])
+                continue;
+            if (sign * col[ARM_Q1 + c] * at[c] > 0) { /* into the stop: kept there, the pose
+                                                         put back */
+                col[ARM_Q1] = col[ARM_Q1 + 1] = 0.0;
+                return 0;
+            }
+            if ((st[c] == ARM_MIN || st[c] == ARM_MAX) &&
+                !(jc.mu_D[c] > 0 && fabs(lam[c]) <= jc.mu_D[c]))
+                col[ARM_Q1 + c] = 0.0; /* held there: falls back onto its stop */
+        }
+        return 0;
+    }
+    if (i >= ARM_QD1 && i <= ARM_QD2 && ed->mode < ARM_JOINT_MODES && x[ARM_QD1] == 0.0 &&
+        x[ARM_QD2] == 0.0 && stretch_guard(em, x) <= 4e-12 * em->p[P_L2]) {
+        /* at rest on the stretched set, just let go: a rate whose tangential part moves the
+         * linkage along the set its way s keeps it taut where that motion's pull c_s >= 0;
+         * friction brings it to rest (the rates zeroed) at tau = -sigma_t / a_t and it is let
+         * go then: the release delayed by tau, the rates' change -qdd tau */
+        double tau[2], qs[2], M[2][2], b[2], qdd[2], lam[2], dir[2];
+        int st[2];
+        const double qd[2] = {0.0, 0.0};
+        arm_joints_t jc;
+        j = i - ARM_QD1;
+        taut_tangent(em, x, tau);
+        if (tau[j] == 0.0)
+            return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
+        double sd = sign * tau[j] > 0 ? 1.0 : -1.0;
+        if (!(taut_motion_along(em, ed, x, u, sd, qs) >= 0.0))
+            return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col); /* let go at once */
+        double at = tau[0] * qs[0] + tau[1] * qs[1];
+        if (!(sd * at < 0))
+            return -1; /* it moves on along the set */
+        arm_joints_from(em, &jc);
+        arm_status_of(ed->mode, st);
+        arm_dirs_of(ed, dir);
+        pa_dynamics(em, ed, x, u, M, b);
+        arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+        for (int r = 0; r < ARM_NX; r++)
+            col[r] = 0.0;
+        for (int c = 0; c < 2; c++)
+            col[ARM_QD1 + c] = qdd[c] * tau[j] / at;
+        return 0;
+    }
+    return arm_excursion(em, ed, x, u, pa_dynamics, i, sign, col);
 }
 
 static void pa_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
@@ -701,6 +1058,7 @@ const rs_robot_t rs_robot_parallel_arm = {
     .jump = pa_jump,
     .settle = pa_settle,
     .holds = arm_holds,
+    .excursion = pa_excursion,
     .sense = pa_sense,
     .target_to_commands = pa_target,
     .reachable = pa_reachable,

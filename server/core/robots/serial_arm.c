@@ -244,6 +244,13 @@ static void sa_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, double 
     arm_settle(em, ed, t, x, u, sa_dynamics);
 }
 
+/* rs_robot_t.excursion: arm_excursion with this arm's dynamics */
+static int sa_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                        const double *u, int i, int sign, double *col)
+{
+    return arm_excursion(em, ed, x, u, sa_dynamics, i, sign, col);
+}
+
 static void sa_sense(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
                      const double *x, const double *u, double dt)
 {
@@ -598,6 +605,7 @@ const rs_robot_t rs_robot_serial_arm = {
     .jump = sa_jump,
     .settle = sa_settle,
     .holds = arm_holds,
+    .excursion = sa_excursion,
     .failure = sa_failure,
     .admissible = sa_admissible,
     .sense = sa_sense,
