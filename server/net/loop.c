@@ -9,6 +9,7 @@
 #include "rs_log.h"
 #include "rs_wire.h"
 #include "declared.h"
+#include "handlers.h"
 #include "loop.h"
 #include "scheduler.h"
 #include "server_internal.h"
@@ -187,6 +188,7 @@ void rs_loop_destroy(rs_server_t **ps)
     rs_persist_close(s);
     free(s->out);
     rs_arena_free(&s->arena);
+    rs_batch_spares_free(s); /* after the requests (a batch's copies come back as spares) */
     rs_pool_destroy(&s->pool);
     rs_crew_destroy(&s->own_crew); /* after the pools on them (the stepper's went with it) */
     rs_crew_destroy(&s->own_off_crew);
