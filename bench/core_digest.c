@@ -4,13 +4,15 @@
  * in ABAB blocks so drift in the machine's speed falls on both alike, timed in process CPU
  * time. Also times rs_digest_step by itself.
  *
- *   bench_core_digest [blocks, default 10] [steps per block, default 20000] */
+ *   bench_core_digest [blocks, default 10] [steps per block, default 20000] [with|without]
+ * (with or without: every block so, to profile one side alone, e.g. under cachegrind) */
 #include "bench_util.h"
 #include "bench_world.h"
 #include "rs_core.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #define EPISODE 500
@@ -40,7 +42,18 @@ int main(int argc, char **argv)
 {
     int blocks = argc > 1 ? atoi(argv[1]) : 10;
     long steps = argc > 2 ? atol(argv[2]) : 20000;
+    const char *only = argc > 3 ? argv[3] : NULL;
     rs_world_t *w = world_or_exit("finger", NULL, 0, 1);
+    if (only) {
+        int with = strcmp(only, "with") == 0;
+        double t = 0;
+        for (int b = 0; b < blocks; b++)
+            t += block(w, with, steps);
+        printf("finger control step %s the digest: %.3f us/step\n", with ? "with" : "without",
+               t / ((double)blocks * (double)steps) * 1e6);
+        rs_world_destroy(&w);
+        return 0;
+    }
     block(w, 1, steps / 4); /* warm up */
     double ta = 0, tb = 0;
     for (int b = 0; b < blocks; b++) {

@@ -55,8 +55,8 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the stop flag is set from a signal ha
     X(THREADS, "threads", 'j', required_argument,                                               \
       cfg.threads = parse_auto_count("--threads", optarg, 256),                                  \
       "  --threads N|auto           worker threads stepping a StepBatch's worlds in\n"          \
-      "                             parallel, per shard (default auto: the CPUs this\n"          \
-      "                             process may use, %d here)\n",                                \
+      "                             parallel (the shards share N - 1 helpers; default\n"         \
+      "                             auto: the CPUs this process may use, %d here)\n",             \
       rs_cpus_online())                                                                          \
     X(SHARDS, "shards", 0, required_argument,                                                   \
       cfg.shards = parse_auto_count("--shards", optarg, RS_MAX_SHARDS),                          \

@@ -10,6 +10,7 @@
 #include "front.h"
 #include "loop.h"
 #include "rs_log.h"
+#include "stepper.h"
 #include "worlds.h"
 
 #include <arpa/inet.h>
@@ -273,6 +274,13 @@ static int open_shards(rs_server_t *s, const rs_server_config_t *server_cfg, rs_
         snprintf(f->group.peer_endpoints[k], 96, "inproc://robosim-peer-%p-%d", (void *)s, k);
         snprintf(f->endpoints[k][1], 96, "inproc://robosim-stream-%p-%d", (void *)s, k);
     }
+    /* one crew of helpers for every shard's pool (and one for their steppers'): a batch on any
+     * shard can still use every core, and the process has threads - 1 helpers of each kind,
+     * not shards x (threads - 1) */
+    if (server_cfg->threads > 1 &&
+        (!(f->group.crew = rs_crew_new(server_cfg->threads - 1, 0, st)) ||
+         !(f->group.off_crew = rs_crew_new(server_cfg->threads - 1, RS_STEPPER_NICE, st))))
+        return st->code;
     for (int k = 0; k < n; k++) {
         rs_server_config_t cfg = *server_cfg;
         cfg.bind = f->endpoints[k][0];
@@ -310,6 +318,8 @@ static void close_shards(rs_server_t *s)
         zmq_close(f->xsub);
     for (int k = 0; k < n && f->shard; k++)
         rs_loop_destroy(&f->shard[k]); /* its sockets close; the context is the front's */
+    rs_crew_destroy(&f->group.crew); /* after the shards' pools on them */
+    rs_crew_destroy(&f->group.off_crew);
     for (int k = 0; k < n && f->fds; k++)
         if (f->fds[k] >= 0)
             close(f->fds[k]); /* never taken by a shard */

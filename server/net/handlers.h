@@ -80,6 +80,9 @@ int rs_drive_rule(const world_slot_t *w, size_t ncommands, size_t naction, rs_st
 /* Whether a task world's episode ended (a task Step stops there). */
 int rs_episode_over(const rs_world_t *world);
 
+/* Free the data kept for batches moved to the stepper (rs_server_t.spare). */
+void rs_batch_spares_free(rs_server_t *s);
+
 /* The loop runs a control step (or a StepBatch's slice) for at most FUSE_SECONDS (the
  * watchdog's abort ends it then, and it is rolled back): longer work goes to the stepper
  * thread, so other clients are served meanwhile. */

@@ -187,14 +187,68 @@ typedef struct batch_job {
     rs_server_t *s;
 } batch_job_t;
 
+/* The loop keeps the copies of batches it took back (with their models retained), up to
+ * --max-worlds, for the next batch it moves: making and freeing a world's data (its integrator)
+ * cost several times its control step, and a batch moved every request paid it per world. A
+ * spare serves a world of the same model; only the last few are looked at. */
+#define SPARE_LOOK 8
+
+static rs_data_t *spare_take(rs_server_t *s, const rs_model_t *m, rs_status_t *st)
+{
+    for (size_t k = 0; k < SPARE_LOOK && k < s->nspare; k++) {
+        rs_spare_t *sp = &s->spare[s->nspare - 1 - k];
+        if (sp->model != m)
+            continue;
+        rs_data_t *d = sp->data;
+        rs_model_release(&sp->model);
+        *sp = s->spare[--s->nspare];
+        return d;
+    }
+    return rs_data_new(m, 0, st);
+}
+
+/* Keep data d of model *m (its reference moves to the spares: *m and *d cleared), or free it. */
+static void spare_put(rs_server_t *s, const rs_model_t **m, rs_data_t **d)
+{
+    size_t cap = s->cfg.max_worlds > 0 ? (size_t)s->cfg.max_worlds : 0;
+    if (*d && *m && s->nspare < cap) {
+        if (s->nspare == s->spare_cap) {
+            size_t want = s->spare_cap ? 2 * s->spare_cap : 64;
+            rs_spare_t *grown = realloc(s->spare, want * sizeof *grown);
+            if (grown) {
+                s->spare = grown;
+                s->spare_cap = want;
+            }
+        }
+        if (s->nspare < s->spare_cap) {
+            s->spare[s->nspare++] = (rs_spare_t){*m, *d};
+            *m = NULL;
+            *d = NULL;
+            return;
+        }
+    }
+    rs_data_destroy(d); /* reads its model: released after */
+    rs_model_release(m);
+}
+
+void rs_batch_spares_free(rs_server_t *s)
+{
+    for (size_t k = 0; k < s->nspare; k++) {
+        rs_data_destroy(&s->spare[k].data);
+        rs_model_release(&s->spare[k].model);
+    }
+    free(s->spare);
+    s->spare = NULL;
+    s->nspare = s->spare_cap = 0;
+}
+
 static void batch_job_free(void *p)
 {
     batch_job_t *b = p;
     if (!b)
         return;
     for (size_t j = 0; b->off && j < b->n; j++) {
-        rs_data_destroy(&b->off[j].world.data); /* reads its model: released after */
-        rs_model_release(&b->off[j].model);
+        spare_put(b->s, &b->off[j].model, &b->off[j].world.data);
         free(b->off[j].action);
     }
     free(b->off);
@@ -269,7 +323,7 @@ static int batch_offload(rs_server_t *s, world_slot_t *const *where, size_t n,
         o->slot.history = NULL;
         o->world = *w->world;
         o->slot.world = &o->world;
-        if (!(o->world.data = rs_data_new(m, 0, st)) ||
+        if (!(o->world.data = spare_take(s, m, st)) ||
             rs_data_copy(m, o->world.data, w->world->data, st) < 0 ||
             (nactions[i] && !(o->action = malloc(nactions[i] * sizeof *o->action)))) {
             batch_job_free(b);

@@ -9,6 +9,7 @@
 #include "rs_log.h"
 #include "rs_wire.h"
 #include "declared.h"
+#include "handlers.h"
 #include "loop.h"
 #include "scheduler.h"
 #include "server_internal.h"
@@ -122,7 +123,19 @@ rs_server_t *rs_loop_new(const rs_server_config_t *cfg, const rs_shard_place_t *
         rs_fail(st, RS_EEXHAUSTED, "out of memory");
         goto fail;
     }
-    if (!(s->pool = rs_pool_new(cfg->threads, 64 << 10, st)) || rs_worlds_open(s, st) < 0)
+    /* the helper threads: a shard's are its front's (one crew for every shard's pool), else
+     * this loop's own, so a process has cfg->threads - 1 of each kind however many loops */
+    if (place) {
+        s->crew = place->group->crew;
+        s->off_crew = place->group->off_crew;
+    } else if (cfg->threads > 1 &&
+               (!(s->crew = s->own_crew = rs_crew_new(cfg->threads - 1, 0, st)) ||
+                !(s->off_crew = s->own_off_crew =
+                      rs_crew_new(cfg->threads - 1, RS_STEPPER_NICE, st)))) {
+        goto fail;
+    }
+    if (!(s->pool = rs_pool_new_on(s->crew, cfg->threads, 64 << 10, st)) ||
+        rs_worlds_open(s, st) < 0)
         goto fail;
     /* a state dir that held a server's worlds replaces the default world */
     if ((restored = cfg->state_dir ? rs_persist_open(s, st) : 0) < 0)
@@ -175,7 +188,10 @@ void rs_loop_destroy(rs_server_t **ps)
     rs_persist_close(s);
     free(s->out);
     rs_arena_free(&s->arena);
+    rs_batch_spares_free(s); /* after the requests (a batch's copies come back as spares) */
     rs_pool_destroy(&s->pool);
+    rs_crew_destroy(&s->own_crew); /* after the pools on them (the stepper's went with it) */
+    rs_crew_destroy(&s->own_off_crew);
     rs_spin_destroy(&s->spin);
     free(s);
     *ps = NULL;

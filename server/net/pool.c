@@ -1,39 +1,61 @@
-/* A fixed pool of worker threads for StepBatch: a parallel for-loop over the items of one
- * request at a time. The calling thread (the server loop) works as worker 0 and returns when
- * every item is done; items are handed out RS_POOL_CHUNK at a time from an atomic counter, so
- * a slow world does not hold up the others and a worker knows its next item (to prefetch it).
- * Each worker has its own arena for what it builds and its own rollback for the worlds it steps. */
+/* Worker pools for StepBatch: a parallel for-loop over the items of one request at a time. The
+ * calling thread (a server loop, a stepper) works as worker 0 and returns when every item is
+ * done; items are handed out RS_POOL_CHUNK at a time from an atomic counter, so a slow world
+ * does not hold up the others and a worker knows its next item (to prefetch it). Each pool has,
+ * per worker, its own arena for what it builds and its own rollback for the worlds it steps.
+ *
+ * The helper threads are a crew's, shared by every pool made on it: a pool's open run is
+ * listed with the crew, and an idle helper joins the open run it finds first (taking the next
+ * worker number of that pool, up to the pool's width) and moves that run to the list's end,
+ * so concurrent runs of several loops share the helpers. A process with one crew has its
+ * number of helpers whatever its number of loops (a pool each had its own: loops x width
+ * threads). The caller takes items until none is left and then waits only for the helpers
+ * that joined, never for one to come: a run ends even when every helper is busy elsewhere. */
 #include "pool.h"
+#include "rs_log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+struct rs_crew {
+    int nhelpers;        /* threads asked for */
+    int nstarted;        /* threads started (at the first run that wants them) */
+    int start_tried;
+    int nice;            /* the helpers' niceness (set as each starts) */
+    int npools;          /* pools made on it and not yet destroyed */
+    pthread_t *threads;
+    pthread_mutex_t lock;
+    pthread_cond_t work; /* a run opened, or stop */
+    rs_pool_t *head, *tail; /* the open runs that can take another helper */
+    int stop;
+};
 
 struct rs_pool {
+    rs_crew_t *crew;        /* NULL: no helpers */
+    rs_crew_t *own_crew;    /* made by rs_pool_new, freed with the pool */
     int nthreads;           /* workers, the caller included */
-    int nrollbacks;         /* workers asked for (nthreads once all started) */
-    pthread_t *threads;     /* nthreads - 1 */
     rs_arena_t *arenas;        /* nthreads */
     rs_rollback_t **rollbacks; /* nthreads */
-    pthread_mutex_t lock;
-    pthread_cond_t work;    /* a new run (generation) or stop */
     pthread_cond_t done;    /* the last helper in the run finished its share */
-    uint64_t generation;
-    int stop;
-    int open;               /* the current run takes helpers (until the caller's share ends) */
-    int active;             /* helpers in the current run */
-    /* the current run */
+    /* the current run (written by the caller before it is listed, under the crew's lock) */
     size_t n;
     atomic_size_t next;
     rs_pool_fn fn;
     void *ctx;
+    int max_join;           /* helpers that can have a share of it */
+    /* under the crew's lock */
+    int open;               /* takes helpers (until the caller's share ends) */
+    int listed;             /* on the crew's list of open runs */
+    int joined;             /* helpers that came (the next one is worker joined + 1) */
+    int active;             /* helpers in it now */
+    rs_pool_t *prev, *next_open;
 };
-
-typedef struct helper_arg {
-    rs_pool_t *pool;
-    int worker;
-} helper_arg_t;
 
 static void work_share(rs_pool_t *p, int worker)
 {
@@ -46,48 +68,160 @@ static void work_share(rs_pool_t *p, int worker)
     }
 }
 
+/* ---- the crew's list of open runs (under its lock) ------------------------------------------ */
+
+static void list_add(rs_crew_t *c, rs_pool_t *p)
+{
+    p->prev = c->tail;
+    p->next_open = NULL;
+    if (c->tail)
+        c->tail->next_open = p;
+    else
+        c->head = p;
+    c->tail = p;
+    p->listed = 1;
+}
+
+static void list_remove(rs_crew_t *c, rs_pool_t *p)
+{
+    if (!p->listed)
+        return;
+    if (p->prev)
+        p->prev->next_open = p->next_open;
+    else
+        c->head = p->next_open;
+    if (p->next_open)
+        p->next_open->prev = p->prev;
+    else
+        c->tail = p->prev;
+    p->prev = p->next_open = NULL;
+    p->listed = 0;
+}
+
+/* The first open run with items left for a helper (runs whose items are all taken leave). */
+static rs_pool_t *open_run(rs_crew_t *c)
+{
+    rs_pool_t *p = c->head;
+    while (p && atomic_load_explicit(&p->next, memory_order_relaxed) >= p->n) {
+        rs_pool_t *after = p->next_open;
+        list_remove(c, p);
+        p = after;
+    }
+    return p;
+}
+
 static void *helper_main(void *arg)
 {
-    helper_arg_t *ha = arg;
-    rs_pool_t *p = ha->pool;
-    int worker = ha->worker;
-    free(ha);
-    uint64_t seen = 0;
-    pthread_mutex_lock(&p->lock);
+    rs_crew_t *c = arg;
+    if (c->nice > 0) {
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+        if (errno == 0 && now < c->nice)
+            setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), c->nice);
+    }
+    pthread_mutex_lock(&c->lock);
     for (;;) {
-        while (!p->stop && p->generation == seen)
-            pthread_cond_wait(&p->work, &p->lock);
-        if (p->stop)
+        rs_pool_t *p = NULL;
+        while (!c->stop && !(p = open_run(c)))
+            pthread_cond_wait(&c->work, &c->lock);
+        if (c->stop)
             break;
-        seen = p->generation;
-        if (!p->open)
-            continue; /* woke after the run's items were all taken: nothing of it to do */
+        int worker = ++p->joined;
         p->active++;
-        pthread_mutex_unlock(&p->lock);
+        list_remove(c, p);
+        if (p->joined < p->max_join)
+            list_add(c, p); /* at the end: the next helper tries another loop's run first */
+        pthread_mutex_unlock(&c->lock);
         work_share(p, worker);
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&c->lock);
         if (--p->active == 0 && !p->open)
             pthread_cond_signal(&p->done);
     }
-    pthread_mutex_unlock(&p->lock);
+    pthread_mutex_unlock(&c->lock);
     return NULL;
 }
 
-rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st)
+/* Start the crew's threads (under its lock, once); those that fail to start are done without. */
+static void crew_start(rs_crew_t *c)
 {
-    if (nthreads < 1)
+    c->start_tried = 1;
+    for (int i = 0; i < c->nhelpers; i++) {
+        if (pthread_create(&c->threads[i], NULL, helper_main, c) != 0) {
+            rs_log(RS_LOG_WARN, "worker pool: started %d of %d helper threads", i, c->nhelpers);
+            break;
+        }
+        c->nstarted = i + 1;
+    }
+}
+
+rs_crew_t *rs_crew_new(int nhelpers, int nice_delta, rs_status_t *st)
+{
+    if (nhelpers < 1)
+        return NULL;
+    rs_crew_t *c = calloc(1, sizeof *c);
+    if (!c || !(c->threads = calloc((size_t)nhelpers, sizeof *c->threads))) {
+        free(c);
+        rs_fail(st, RS_EEXHAUSTED, "out of memory for the worker pool");
+        return NULL;
+    }
+    c->nhelpers = nhelpers;
+    errno = 0;
+    int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+    c->nice = nice_delta > 0 && errno == 0 ? now + nice_delta : 0;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->work, NULL);
+    return c;
+}
+
+void rs_crew_destroy(rs_crew_t **pc)
+{
+    rs_crew_t *c = *pc;
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    if (c->npools)
+        rs_log(RS_LOG_ERROR, "worker pool: crew destroyed with %d pools on it", c->npools);
+    c->stop = 1;
+    pthread_cond_broadcast(&c->work);
+    pthread_mutex_unlock(&c->lock);
+    for (int i = 0; i < c->nstarted; i++)
+        pthread_join(c->threads[i], NULL);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->work);
+    free(c->threads);
+    free(c);
+    *pc = NULL;
+}
+
+int rs_crew_started(const rs_crew_t *c)
+{
+    if (!c)
+        return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&c->lock);
+    int n = c->nstarted;
+    pthread_mutex_unlock((pthread_mutex_t *)&c->lock);
+    return n;
+}
+
+/* ---- pools ----------------------------------------------------------------------------------- */
+
+rs_pool_t *rs_pool_new_on(rs_crew_t *crew, int nthreads, size_t rs_arena_chunk,
+                          rs_status_t *st)
+{
+    if (nthreads < 1 || !crew)
         nthreads = 1;
+    if (crew && nthreads > crew->nhelpers + 1)
+        nthreads = crew->nhelpers + 1;
     rs_pool_t *p = calloc(1, sizeof *p);
     if (!p) {
         rs_fail(st, RS_EEXHAUSTED, "out of memory for the worker pool");
         return NULL;
     }
-    p->nthreads = 1; /* the caller; helpers counted as they start */
-    p->nrollbacks = nthreads;
+    p->crew = crew;
+    p->nthreads = nthreads;
     p->arenas = calloc((size_t)nthreads, sizeof *p->arenas);
-    p->threads = calloc((size_t)nthreads, sizeof *p->threads);
     p->rollbacks = calloc((size_t)nthreads, sizeof *p->rollbacks);
-    int ok = p->arenas && p->threads && p->rollbacks;
+    int ok = p->arenas && p->rollbacks;
     for (int i = 0; ok && i < nthreads; i++)
         ok = (p->rollbacks[i] = rs_rollback_new()) != NULL;
     if (!ok) {
@@ -95,31 +229,33 @@ rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st)
             rs_rollback_destroy(&p->rollbacks[i]);
         free(p->rollbacks);
         free(p->arenas);
-        free(p->threads);
         free(p);
         rs_fail(st, RS_EEXHAUSTED, "out of memory for the worker pool");
         return NULL;
     }
     for (int i = 0; i < nthreads; i++)
         rs_arena_init(&p->arenas[i], rs_arena_chunk);
-    pthread_mutex_init(&p->lock, NULL);
-    pthread_cond_init(&p->work, NULL);
     pthread_cond_init(&p->done, NULL);
     atomic_init(&p->next, 0);
-    for (int i = 1; i < nthreads; i++) {
-        helper_arg_t *ha = malloc(sizeof *ha);
-        if (ha) {
-            ha->pool = p;
-            ha->worker = i;
-        }
-        if (!ha || pthread_create(&p->threads[i - 1], NULL, helper_main, ha) != 0) {
-            free(ha);
-            rs_pool_destroy(&p);
-            rs_fail(st, RS_EEXHAUSTED, "cannot start worker thread %d of %d", i + 1, nthreads);
-            return NULL;
-        }
-        p->nthreads = i + 1;
+    if (crew) {
+        pthread_mutex_lock(&crew->lock);
+        crew->npools++;
+        pthread_mutex_unlock(&crew->lock);
     }
+    return p;
+}
+
+rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st)
+{
+    rs_crew_t *crew = NULL;
+    if (nthreads > 1 && !(crew = rs_crew_new(nthreads - 1, 0, st)))
+        return NULL;
+    rs_pool_t *p = rs_pool_new_on(crew, nthreads, rs_arena_chunk, st);
+    if (!p) {
+        rs_crew_destroy(&crew);
+        return NULL;
+    }
+    p->own_crew = crew;
     return p;
 }
 
@@ -128,26 +264,24 @@ void rs_pool_destroy(rs_pool_t **pp)
     rs_pool_t *p = *pp;
     if (!p)
         return;
-    pthread_mutex_lock(&p->lock);
-    p->stop = 1;
-    pthread_cond_broadcast(&p->work);
-    pthread_mutex_unlock(&p->lock);
-    for (int i = 1; i < p->nthreads; i++)
-        pthread_join(p->threads[i - 1], NULL);
-    for (int i = 0; i < p->nthreads; i++)
+    if (p->crew) {
+        pthread_mutex_lock(&p->crew->lock);
+        p->crew->npools--;
+        pthread_mutex_unlock(&p->crew->lock);
+    }
+    rs_crew_destroy(&p->own_crew);
+    for (int i = 0; i < p->nthreads; i++) {
         rs_arena_free(&p->arenas[i]);
-    for (int i = 0; i < p->nrollbacks; i++)
         rs_rollback_destroy(&p->rollbacks[i]);
-    free(p->rollbacks);
-    pthread_mutex_destroy(&p->lock);
-    pthread_cond_destroy(&p->work);
+    }
     pthread_cond_destroy(&p->done);
+    free(p->rollbacks);
     free(p->arenas);
-    free(p->threads);
     free(p);
     *pp = NULL;
 }
 
+int rs_pool_width(const rs_pool_t *p) { return p->nthreads; }
 
 rs_arena_t *rs_pool_arena(rs_pool_t *p, int worker) { return &p->arenas[worker]; }
 
@@ -162,27 +296,34 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
     p->fn = fn;
     p->ctx = ctx;
     p->n = n;
-    atomic_store(&p->next, 0);
-    /* helpers only when there is more than one item for them to share */
+    atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+    /* helpers only when there is more than one chunk: the caller takes the first */
+    size_t chunks = (n + RS_POOL_CHUNK - 1) / RS_POOL_CHUNK;
     int helpers = p->nthreads - 1;
-    if ((size_t)helpers > n - 1)
-        helpers = (int)(n - 1);
+    if ((size_t)helpers > chunks - 1)
+        helpers = (int)(chunks - 1);
+    rs_crew_t *c = p->crew;
     if (helpers > 0) {
-        pthread_mutex_lock(&p->lock);
+        pthread_mutex_lock(&c->lock);
+        if (!c->start_tried)
+            crew_start(c);
+        p->max_join = helpers;
+        p->joined = 0;
         p->open = 1;
-        p->generation++;
-        pthread_cond_broadcast(&p->work);
-        pthread_mutex_unlock(&p->lock);
+        list_add(c, p);
+        pthread_cond_broadcast(&c->work);
+        pthread_mutex_unlock(&c->lock);
     }
     work_share(p, 0);
     if (helpers > 0) {
         /* every item is taken: wait for the helpers that joined to finish theirs, not for
          * those still waking up (a helper's wake-up can take longer than a small batch's
-         * items; one that wakes now finds the run closed) */
-        pthread_mutex_lock(&p->lock);
+         * items; one that wakes now finds the run gone from the list) */
+        pthread_mutex_lock(&c->lock);
         p->open = 0;
+        list_remove(c, p);
         while (p->active > 0)
-            pthread_cond_wait(&p->done, &p->lock);
-        pthread_mutex_unlock(&p->lock);
+            pthread_cond_wait(&p->done, &c->lock);
+        pthread_mutex_unlock(&c->lock);
     }
 }

@@ -1,4 +1,5 @@
-/* The worker pool that runs a StepBatch's items in parallel (pool.c). */
+/* The worker pools that run a StepBatch's items in parallel, and the crews of helper threads
+ * they share (pool.c). */
 #ifndef RS_POOL_H
 #define RS_POOL_H
 
@@ -9,6 +10,7 @@
 #include "rs_errors.h"
 
 typedef struct rs_pool rs_pool_t;
+typedef struct rs_crew rs_crew_t;
 
 /* Items a worker takes at a time: within a run of them, item + 1 comes next on this worker
  * (rs_pool_next_is_mine), which fn may prefetch while it works on item. */
@@ -23,12 +25,36 @@ static inline int rs_pool_next_is_mine(size_t item, size_t n)
 /* fn(ctx, item, worker): run item `item` on worker `worker` (0 .. threads-1). */
 typedef void (*rs_pool_fn)(void *ctx, size_t item, int worker);
 
-/* A pool of `nthreads` workers: the calling thread and nthreads - 1 helper threads, each with
- * an arena of `rs_arena_chunk`-byte chunks. NULL on failure (reason in st). */
+/* A crew of `nhelpers` helper threads that any number of pools share: each helps whichever
+ * pool has a run open, so one process needs one crew however many loops run batches. The
+ * threads start at the first run that wants them, `nice_delta` above the niceness of the
+ * thread calling rs_crew_new. NULL on failure (reason in st); nhelpers < 1 gives NULL with
+ * no failure (a pool on a NULL crew has no helpers). */
+rs_crew_t *rs_crew_new(int nhelpers, int nice_delta, rs_status_t *st);
+
+/* Stop and join the crew's threads, free it (NULL-safe); set `*p` to NULL. Every pool on it
+ * must be destroyed first. */
+void rs_crew_destroy(rs_crew_t **p);
+
+/* Threads the crew has started (0 until a run wanted them). */
+int rs_crew_started(const rs_crew_t *c);
+
+/* A pool of `nthreads` workers on crew `crew` (borrowed; NULL: none): the calling thread as
+ * worker 0 and up to nthreads - 1 of the crew's helpers (as many as it has), each with an
+ * arena of `rs_arena_chunk`-byte chunks. A run never waits for a helper to come: the caller
+ * takes items until none is left, so runs of pools sharing a crew (or a run started inside
+ * another's item) cannot deadlock. NULL on failure (reason in st). */
+rs_pool_t *rs_pool_new_on(rs_crew_t *crew, int nthreads, size_t rs_arena_chunk,
+                          rs_status_t *st);
+
+/* rs_pool_new_on with a crew of its own of nthreads - 1 helpers (freed with it). */
 rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st);
 
-/* Stop and join the helpers, free the arenas and `*p` (NULL-safe); set `*p` to NULL. */
+/* Free the pool's arenas, rollbacks and own crew, and `*p` (NULL-safe); set `*p` to NULL. */
 void rs_pool_destroy(rs_pool_t **p);
+
+/* The pool's workers (the caller included): items see worker 0 .. this - 1. */
+int rs_pool_width(const rs_pool_t *p);
 
 /* Worker w's arena: reset at the start of each rs_pool_run, so what fn builds there lives
  * until the next run. */
@@ -40,7 +66,8 @@ rs_rollback_t *rs_pool_rollback(rs_pool_t *p, int worker);
 
 /* Run fn on items 0 .. n-1 across the workers and return when all are done. Items run in no
  * particular order and concurrently: fn must touch only what its item owns (and its worker's
- * arena). Not reentrant: one run at a time, from one thread. */
+ * arena). Not reentrant on one pool: one run at a time, from one thread (pools on one crew
+ * run at the same time from their threads). */
 void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx);
 
 #endif

@@ -90,6 +90,12 @@ void rs_cont_release(rs_cont_t *c);
  * worlds it holds (c->held) and c->park, and returning RS_PARKED (the loop only); it is called
  * again, resuming, once the stepper has run it, and takes the result from c->off_job. */
 
+/* A world's data kept for reuse, with the model it was made for (retained). */
+typedef struct rs_spare {
+    const rs_model_t *model;
+    rs_data_t *data;
+} rs_spare_t;
+
 /* A server: the single server, a shard of a front, or a front (front.c). Its fields grouped by
  * the module that owns them; the others read them. */
 struct rs_server {
@@ -122,7 +128,15 @@ struct rs_server {
                                   and --world-ttl count from it (one clock read a request, not
                                   one per world of a batch) */
     uint64_t batches;          /* StepBatch requests seen, for world_slot_t.batch_mark */
-    rs_pool_t *pool;           /* StepBatch workers, each with its arena for the States it builds */
+    rs_spare_t *spare;         /* data the batches moved to the stepper used, kept for the next
+                                  (handlers_batch.c; the loop's thread only) */
+    size_t nspare, spare_cap;
+    rs_pool_t *pool;           /* StepBatch workers, each with its arena for the States it builds
+                                  (helpers from `crew`) */
+    rs_crew_t *crew;           /* the helper threads of the loops' pools (a front's, shared by
+                                  its shards; else own_crew) */
+    rs_crew_t *off_crew;       /* ... of the steppers' pools, niced as the stepper is */
+    rs_crew_t *own_crew, *own_off_crew; /* made by this loop (not a shard's): freed with it */
     unsigned char snapshot_key[RS_SNAPSHOT_KEY_BYTES]; /* snapmac.c */
     /* the compute budget: deadlines the handlers arm, flags the watchdog sets at them and on
      * stop (every world's abort flag is `abort`: rs_data_set_abort) */
@@ -136,7 +150,7 @@ struct rs_server {
     rs_watchdog_t *watchdog;   /* deadlines, stop and the loop's wake-up (watchdog.c) */
     rs_stepper_t *stepper;     /* long control steps and MonteCarlo off the loop (stepper.c) */
     rs_pool_t *off_pool;       /* the stepper's workers for MonteCarlo runs (made on its
-                                  thread, freed with it; NULL: none) */
+                                  thread on off_crew, freed with it; NULL: none) */
     rs_sched_t *sched;         /* requests parked, offloaded or waiting (scheduler.c) */
     rs_spin_t *spin;           /* the wait's polling (spin.c) */
     int draining;              /* stopping: requests still arriving are refused, not run, and

@@ -19,6 +19,8 @@ typedef struct rs_shard_group {
                                     come back (written by shard k's thread; read by the others
                                     while stopping: rs_shard_settled) */
     struct rs_census *census;    /* the world counts and id -> shard table they share */
+    struct rs_crew *crew;        /* the helper threads of the shards' loops' worker pools ... */
+    struct rs_crew *off_crew;    /* ... and of their steppers' (NULL: none, --threads 1) */
 } rs_shard_group_t;
 
 /* Shard k's place, handed to rs_loop_new: its front and group, and the listening sockets the

@@ -15,8 +15,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define STEPPER_NICE 5 /* the stepper's threads' niceness above the loop's */
-
 struct rs_stepper {
     rs_server_t *s;
     pthread_t thread;
@@ -32,14 +30,14 @@ static void *stepper_main(void *arg)
 {
     rs_stepper_t *sp = arg;
     rs_server_t *s = sp->s;
-    /* the loop comes first: this thread, and the workers it starts (they inherit it), run at a
-     * lower priority, so the loop's thread is not kept waiting for a core by them */
+    /* the loop comes first: this thread, and its crew's helpers (made so), run at a lower
+     * priority, so the loop's thread is not kept waiting for a core by them */
     errno = 0;
     int nice_now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     if (errno == 0)
-        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice_now + STEPPER_NICE);
+        setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice_now + RS_STEPPER_NICE);
     rs_status_t st;
-    if (!(s->off_pool = rs_pool_new(s->cfg.threads, 64 << 10, &st)))
+    if (!(s->off_pool = rs_pool_new_on(s->off_crew, s->cfg.threads, 64 << 10, &st)))
         rs_log(RS_LOG_WARN, "stepper: %s; MonteCarlo runs one at a time", st.message);
     pthread_mutex_lock(&sp->lock);
     for (;;) {

@@ -9,9 +9,13 @@ typedef struct rs_server rs_server_t;
 typedef struct rs_cont rs_cont_t;
 typedef struct rs_stepper rs_stepper_t;
 
+/* The stepper's threads' niceness above the loop's: its own, and its crew's helpers'
+ * (s->off_crew, made with it as nice_delta). */
+#define RS_STEPPER_NICE 5
+
 /* Start server s's stepper: it runs c->off_run(s, c) for each request submitted, its
- * MonteCarlo workers in s->off_pool (made on its thread; NULL: runs one at a time) and its
- * work interrupted by s->off_abort. NULL on failure (reason in st). */
+ * MonteCarlo workers in s->off_pool (made on its thread with s->off_crew's helpers; NULL: runs
+ * one at a time) and its work interrupted by s->off_abort. NULL on failure (reason in st). */
 rs_stepper_t *rs_stepper_new(rs_server_t *s, rs_status_t *st);
 
 /* Queue c's work (c stays the caller's, untouched until rs_stepper_done says so). 0, or -1

@@ -8,11 +8,15 @@
  *     (an item run after rs_pool_run returned, or twice, is counted);
  *   - what an item writes into its worker's arena is intact when the run ends (each worker's
  *     arena is its own);
- *   - a pool made and destroyed at once, and one destroyed right after a run, stop cleanly.
+ *   - a pool made and destroyed at once, and one destroyed right after a run, stop cleanly;
+ *   - the same with four threads running at once, each on a pool of its own on one shared crew
+ *     of helpers (as the shards' loops do), whose helpers join their runs; and a run started
+ *     inside an item of another pool's run on the same crew ends (no deadlock).
  * Build with -DROBOSIM_TSAN=ON to have ThreadSanitizer watch the same runs. */
 #include "pool.h"
 #include "rs_test.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,6 +31,7 @@ typedef struct run_ctx {
     atomic_int late;                 /* items run while the run was not open */
     atomic_int inside;               /* items running now */
     atomic_int bad_worker;           /* items given a worker out of range */
+    atomic_int helped;               /* items run by a helper (worker > 0) */
     int nworkers;
     uint32_t slow_mask;              /* items that sleep (helpers join late) */
     uint64_t *stamp[MAX_ITEMS];      /* per item: its value in its worker's arena */
@@ -44,6 +49,8 @@ static void item(void *ctx, size_t i, int worker)
         atomic_fetch_sub(&r->inside, 1);
         return;
     }
+    if (worker > 0)
+        atomic_fetch_add(&r->helped, 1);
     if (i < 32 && (r->slow_mask >> i) & 1) {
         struct timespec ts = {0, 20000 + (long)(i * 1000)};
         nanosleep(&ts, NULL);
@@ -65,6 +72,58 @@ static uint64_t next_rand(uint64_t *s)
     return *s;
 }
 
+typedef struct tally {
+    int twice, missed, late, bad, torn, busy, helped;
+} tally_t;
+
+/* nruns runs on `pool` (nworkers wide) of sizes drawn from seed, counted into t. */
+static void run_many(rs_pool_t *pool, int nworkers, int nruns, uint64_t seed, int big,
+                     run_ctx_t *r, tally_t *t)
+{
+    uint64_t s = seed;
+    for (int k = 0; k < nruns; k++) {
+        uint64_t x = next_rand(&s);
+        /* mostly 1-3 items (helpers woken for almost nothing), sometimes up to MAX_ITEMS;
+         * `big`: always more than one chunk, so helpers are asked */
+        size_t n = big ? RS_POOL_CHUNK + 1 + (size_t)((x >> 2) % (MAX_ITEMS - RS_POOL_CHUNK))
+                 : (x & 3) ? 1 + (size_t)((x >> 2) % 3)
+                           : 1 + (size_t)((x >> 2) % MAX_ITEMS);
+        memset(r, 0, sizeof *r);
+        r->nworkers = nworkers;
+        r->pool = pool;
+        r->slow_mask = (x >> 16) % 5 == 0 ? (uint32_t)(x >> 32) : 0;
+        atomic_store(&r->open, 1);
+        rs_pool_run(pool, n, item, r);
+        t->busy += atomic_load(&r->inside) != 0; /* returned while a helper was in an item */
+        for (size_t i = 0; i < n; i++) {
+            int c = atomic_load(&r->count[i]);
+            t->missed += c == 0;
+            t->twice += c > 1;
+            t->torn += r->stamp[i] && *r->stamp[i] != 0x9e3779b97f4a7c15ull * (i + 1);
+        }
+        atomic_store(&r->open, 0);
+        /* a helper still in this run's items after the return would count as late here */
+        t->late += atomic_load(&r->late);
+        t->bad += atomic_load(&r->bad_worker);
+        t->helped += atomic_load(&r->helped) > 0;
+    }
+}
+
+static void check_tally(const tally_t *t, const char *what, int nthreads, uint64_t seed)
+{
+    CHECK(t->missed == 0 && t->twice == 0,
+          "%s, %d workers, seed %llu: %d items never ran, %d ran more than once", what,
+          nthreads, (unsigned long long)seed, t->missed, t->twice);
+    CHECK(t->late == 0, "%s, %d workers, seed %llu: %d items ran after rs_pool_run returned",
+          what, nthreads, (unsigned long long)seed, t->late);
+    CHECK(t->busy == 0, "%s, %d workers, seed %llu: rs_pool_run returned %d times with an item "
+          "still running", what, nthreads, (unsigned long long)seed, t->busy);
+    CHECK(t->bad == 0, "%s, %d workers: %d items given a worker out of range", what, nthreads,
+          t->bad);
+    CHECK(t->torn == 0, "%s, %d workers: %d arena values overwritten before the run ended",
+          what, nthreads, t->torn);
+}
+
 static void stress(int nthreads, int nruns, uint64_t seed)
 {
     rs_status_t st;
@@ -73,44 +132,127 @@ static void stress(int nthreads, int nruns, uint64_t seed)
     CHECK(pool != NULL, "rs_pool_new(%d): %s", nthreads, st.message);
     if (!pool)
         return;
-    int twice = 0, missed = 0, late = 0, bad = 0, torn = 0, busy = 0;
-    uint64_t s = seed;
     static run_ctx_t r;
-    for (int k = 0; k < nruns; k++) {
-        uint64_t x = next_rand(&s);
-        /* mostly 1-3 items (helpers woken for almost nothing), sometimes up to MAX_ITEMS */
-        size_t n = (x & 3) ? 1 + (size_t)((x >> 2) % 3) : 1 + (size_t)((x >> 2) % MAX_ITEMS);
-        memset(&r, 0, sizeof r);
-        r.nworkers = nthreads;
-        r.pool = pool;
-        r.slow_mask = (x >> 16) % 5 == 0 ? (uint32_t)(x >> 32) : 0;
-        atomic_store(&r.open, 1);
-        rs_pool_run(pool, n, item, &r);
-        busy += atomic_load(&r.inside) != 0; /* returned while a helper was in an item */
-        for (size_t i = 0; i < n; i++) {
-            int c = atomic_load(&r.count[i]);
-            missed += c == 0;
-            twice += c > 1;
-            torn += r.stamp[i] && *r.stamp[i] != 0x9e3779b97f4a7c15ull * (i + 1);
-        }
-        atomic_store(&r.open, 0);
-        /* a helper still in this run's items after the return would count as late here */
-        late += atomic_load(&r.late);
-        bad += atomic_load(&r.bad_worker);
-    }
+    tally_t t = {0};
+    run_many(pool, nthreads, nruns, seed, 0, &r, &t);
     rs_pool_destroy(&pool);
     CHECK(pool == NULL, "rs_pool_destroy clears the pointer");
-    CHECK(missed == 0 && twice == 0,
-          "%d workers, seed %llu: %d items never ran, %d ran more than once", nthreads,
-          (unsigned long long)seed, missed, twice);
-    CHECK(late == 0, "%d workers, seed %llu: %d items ran after rs_pool_run returned", nthreads,
-          (unsigned long long)seed, late);
-    CHECK(busy == 0, "%d workers, seed %llu: rs_pool_run returned %d times with an item still "
-          "running", nthreads, (unsigned long long)seed, busy);
-    CHECK(bad == 0, "%d workers: %d items given a worker out of range", nthreads, bad);
-    CHECK(torn == 0, "%d workers: %d arena values overwritten before the run ended", nthreads,
-          torn);
+    check_tally(&t, "own crew", nthreads, seed);
     printf("%d workers: %d runs, seed %llu\n", nthreads, nruns, (unsigned long long)seed);
+}
+
+/* Several threads, each with a pool of its own on one shared crew, running at once (as the
+ * shards' loops do): the same checks per pool, and the crew's helpers do join runs. */
+#define SHARED_CALLERS 4
+
+typedef struct caller {
+    pthread_t thread;
+    rs_pool_t *pool;
+    int width;
+    int nruns;
+    uint64_t seed;
+    run_ctx_t r;
+    tally_t t;
+} caller_t;
+
+static void *caller_main(void *arg)
+{
+    caller_t *c = arg;
+    run_many(c->pool, c->width, c->nruns, c->seed, 1, &c->r, &c->t);
+    return NULL;
+}
+
+static void shared_stress(int nhelpers, int width, int nruns, uint64_t seed)
+{
+    rs_status_t st;
+    rs_status_clear(&st);
+    rs_crew_t *crew = rs_crew_new(nhelpers, 0, &st);
+    CHECK(crew != NULL, "rs_crew_new(%d): %s", nhelpers, st.message);
+    if (!crew)
+        return;
+    CHECK(rs_crew_started(crew) == 0, "a crew starts its threads at the first run");
+    static caller_t callers[SHARED_CALLERS];
+    int ok = 1;
+    for (int k = 0; k < SHARED_CALLERS; k++) {
+        caller_t *c = &callers[k];
+        memset(c, 0, sizeof *c);
+        c->pool = rs_pool_new_on(crew, width, 4096, &st);
+        CHECK(c->pool != NULL, "rs_pool_new_on: %s", st.message);
+        ok &= c->pool != NULL;
+        c->width = c->pool ? rs_pool_width(c->pool) : 0;
+        CHECK(c->width == (width < nhelpers + 1 ? width : nhelpers + 1),
+              "a pool on a crew of %d is at most %d wide (asked %d, got %d)", nhelpers,
+              nhelpers + 1, width, c->width);
+        c->nruns = nruns;
+        c->seed = seed + (uint64_t)k * 7919;
+    }
+    for (int k = 0; ok && k < SHARED_CALLERS; k++)
+        ok &= pthread_create(&callers[k].thread, NULL, caller_main, &callers[k]) == 0;
+    CHECK(ok, "callers started");
+    tally_t all = {0};
+    for (int k = 0; ok && k < SHARED_CALLERS; k++) {
+        pthread_join(callers[k].thread, NULL);
+        check_tally(&callers[k].t, "shared crew", callers[k].width, callers[k].seed);
+        all.helped += callers[k].t.helped;
+    }
+    CHECK(rs_crew_started(crew) == nhelpers, "the crew started its %d threads (%d)", nhelpers,
+          rs_crew_started(crew));
+    CHECK(!ok || all.helped > 0, "the shared crew's helpers joined none of %d runs",
+          SHARED_CALLERS * nruns);
+    for (int k = 0; k < SHARED_CALLERS; k++)
+        rs_pool_destroy(&callers[k].pool);
+    rs_crew_destroy(&crew);
+    CHECK(crew == NULL, "rs_crew_destroy clears the pointer");
+    printf("shared crew of %d, %d pools %d wide: %d runs each, %d helped, seed %llu\n",
+           nhelpers, SHARED_CALLERS, width, nruns, all.helped, (unsigned long long)seed);
+}
+
+/* A run started inside an item of another pool's run on the same crew (its helpers may all
+ * be in the outer run) ends: a run never waits for a helper to come. */
+typedef struct nested {
+    rs_pool_t *inner;
+    run_ctx_t r;
+    atomic_int done;
+} nested_t;
+
+static void outer_item(void *ctx, size_t i, int worker)
+{
+    (void)worker;
+    nested_t *x = ctx;
+    if (i != 0) /* one inner run at a time (its pool is not reentrant) */
+        return;
+    run_ctx_t *r = &x->r;
+    memset(r, 0, sizeof *r);
+    r->nworkers = rs_pool_width(x->inner);
+    r->pool = x->inner;
+    atomic_store(&r->open, 1);
+    rs_pool_run(x->inner, MAX_ITEMS, item, r);
+    atomic_store(&r->open, 0);
+    int all = 1;
+    for (int k = 0; k < MAX_ITEMS; k++)
+        all &= atomic_load(&r->count[k]) == 1;
+    atomic_fetch_add(&x->done, all);
+}
+
+static void nested_runs(void)
+{
+    rs_status_t st;
+    rs_status_clear(&st);
+    rs_crew_t *crew = rs_crew_new(2, 0, &st);
+    rs_pool_t *outer = rs_pool_new_on(crew, 3, 1024, &st);
+    static nested_t x;
+    memset(&x, 0, sizeof x);
+    x.inner = rs_pool_new_on(crew, 3, 1024, &st);
+    CHECK(crew && outer && x.inner, "a crew and two pools on it: %s", st.message);
+    if (crew && outer && x.inner) {
+        for (int k = 0; k < 200; k++)
+            rs_pool_run(outer, 3 * RS_POOL_CHUNK, outer_item, &x);
+        CHECK(atomic_load(&x.done) == 200, "inner runs inside an outer run's items: %d of 200 "
+              "ran every item once", atomic_load(&x.done));
+    }
+    rs_pool_destroy(&x.inner);
+    rs_pool_destroy(&outer);
+    rs_crew_destroy(&crew);
 }
 
 int main(int argc, char **argv)
@@ -121,6 +263,9 @@ int main(int argc, char **argv)
     for (int t = 2; t <= 8; t *= 2)
         stress(t, 6000, seed + (uint64_t)t);
     stress(3, 6000, seed + 3);
+    shared_stress(3, 4, 1500, seed + 5);
+    shared_stress(1, 8, 1500, seed + 6); /* more callers than helpers, pools wider than it */
+    nested_runs();
 
     /* made and destroyed with no run; destroyed right after a one-item run (no helper woken)
      * and after a many-item one (helpers may still be going back to sleep) */

@@ -358,6 +358,72 @@ static void test_batch_slices(void)
 }
 
 
+/* 2c. A StepBatch moved to the stepper, twice: its slow world's control step (about 40,000
+ * internal steps) outlasts the loop's 10 ms fuse, so each batch moves with its other worlds
+ * still going, and the second reuses the copies the first took back (the loop keeps them for
+ * the next batch it moves), in another order and with one world more. Every world ends
+ * bit-identical to stepping it in-process. */
+static void test_batch_moved_twice(void)
+{
+    server_proc_t sp;
+    const char *extra[] = {"--max-request-seconds", "600", NULL};
+    CHECK(server_start(&sp, binary, extra) == 0, "server start");
+    rsc_client_t *c = connect_to(&sp, 600000);
+    rsc_error_t err;
+    rs_status_t st;
+    double dt = 0.2, sim_step = 5e-6, maxint = 1e7, f = 2.0;
+    rsc_param_t slow[] = {{"", "control_dt", &dt, 1}, {"", "sim_step", &sim_step, 1},
+                          {"", "max_internal_steps", &maxint, 1}};
+    rs_param_t lslow[] = {{"", "control_dt", &dt, 1}, {"", "sim_step", &sim_step, 1},
+                          {"", "max_internal_steps", &maxint, 1}};
+    enum { NW = 4 }; /* 0: the slow world; 1-3 of the preset's model */
+    uint64_t ids[NW] = {0};
+    rs_world_t *local[NW] = {NULL};
+    int ok = 1;
+    for (int i = 0; i < NW && ok; i++) {
+        ok = rsc_create_world(c, "workshop", i ? NULL : slow, i ? 0 : 3, 21 + (uint64_t)i,
+                              &ids[i], &err) == 0;
+        CHECK(ok, "create: %s", err.message);
+        local[i] = rs_world_new("workshop", i ? NULL : lslow, i ? 0 : 3, 21 + (uint64_t)i, &st);
+        ok = ok && local[i];
+        if (local[i])
+            rs_set_commands(local[i]->model, local[i]->data,
+                            rs_model_entity(local[i]->model, "finger"), &f, 1, NULL);
+    }
+    rsc_command_t cmd = {"finger", &f, 1};
+    const uint32_t fast_steps = 20000; /* several 5 ms slices: still going when the fuse blows */
+    /* round 1: worlds 0, 1, 2; round 2: 2, 0, 3, 1 */
+    const int rounds[2][NW] = {{0, 1, 2, -1}, {2, 0, 3, 1}};
+    uint64_t steps[NW] = {0};
+    for (int r = 0; r < 2 && ok; r++) {
+        rsc_batch_item_t items[NW];
+        size_t n = 0;
+        for (int k = 0; k < NW && rounds[r][k] >= 0; k++) {
+            int i = rounds[r][k];
+            items[n++] = (rsc_batch_item_t){.world_id = ids[i], .steps = i ? fast_steps : 1,
+                                            .cmds = &cmd, .ncmds = 1};
+            steps[i] += i ? fast_steps : 1;
+            CHECK_OK(rs_step(local[i]->model, local[i]->data, i ? fast_steps : 1, &st), st);
+        }
+        Robosim__V1__StepBatchReply *br = NULL;
+        int rc = rsc_step_batch(c, items, n, &br, &err);
+        CHECK(rc == 0 && br && br->n_results == n, "round %d: %s", r + 1, err.message);
+        for (size_t k = 0; rc == 0 && br && k < n && k < br->n_results; k++) {
+            int i = rounds[r][k];
+            const Robosim__V1__BatchResult *res = br->results[k];
+            CHECK(res->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_STATE &&
+                      res->state->step_count == steps[i] && same_state(res->state, local[i]),
+                  "round %d, world %d: %llu control steps, bit-identical to stepping in-process",
+                  r + 1, i, (unsigned long long)steps[i]);
+        }
+        rsc_free(br);
+    }
+    for (int i = 0; i < NW; i++)
+        rs_world_destroy(&local[i]);
+    rsc_close(&c);
+    server_stop(&sp);
+}
+
 /* 3. The compute budget: a long Step, and one control step longer than the budget. */
 static void test_budget(void)
 {
@@ -776,6 +842,7 @@ int main(int argc, char **argv)
     test_latency_and_stop();
     test_slicing_exact();
     test_batch_slices();
+    test_batch_moved_twice();
     test_budget();
     test_stop_in_slow_step();
     test_order();
