@@ -164,7 +164,8 @@ static void errors_per_item(const char *endpoint)
             CHECK(r->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR && r->error &&
                       (int)r->error->code == want[i] && strstr(r->error->message, word[i]),
                   "item %zu: want error %d with '%s', got %s", i, want[i], word[i],
-                  r->error ? r->error->message : "a state");
+                  r->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR ? r->error->message
+                                                                            : "a state");
         }
     }
     rsc_free(br);

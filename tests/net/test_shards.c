@@ -637,8 +637,11 @@ static void mixed_batches(void)
             CHECK(same_result(x->results[i], y->results[i]),
                   "round %d item %d (world %llu): the same %s on 2 shards as on 1 (%s)", r, i,
                   (unsigned long long)order[i],
-                  x->results[i]->error ? "error" : "state",
-                  x->results[i]->error ? x->results[i]->error->message : "");
+                  x->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR ? "error"
+                                                                                       : "state",
+                  x->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR
+                      ? x->results[i]->error->message
+                      : "");
             int want_error = order[i] == NOWORLD || (r == 3 && (i == 4 || i == bad));
             CHECK((x->results[i]->result_case == ROBOSIM__V1__BATCH_RESULT__RESULT_ERROR) == want_error,
                   "round %d item %d: %s in its slot", r, i, want_error ? "an error" : "a state");
