@@ -17,6 +17,8 @@
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
 #define SAME_ORDER 1e-6  /* guards crossed together, composed in either order: the same column
                             to this, relative (split_events) */
+#define SLIDE_AGREE 1e-7 /* a jump's column at two step sizes: its slide's curvature does not show
+                            to this, relative (column_sliding) */
 #define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
                             far past the guard's surface (column_eval) */
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
@@ -156,6 +158,7 @@ typedef struct column {
     const double *x, *u;
     const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
     const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
+    int probe; /* 1: where the map has no derivative, NaN alone (the Step not told) */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -214,7 +217,7 @@ static int global_col(const rs_sens_t *s, const rs_entity_model_t *em, int e, in
  * grazing guard the slide is long (1 / (g_x f-)), and over it the guard's surface and the
  * trajectory curve, so that a difference at the full step is off at second order in the slide
  * (a diff drive meeting its obstacle at a shallow angle: the heading's row 1e-3 off, where its
- * derivative is exactly the identity's). At most a thousandfold shorter. */
+ * derivative is exactly the identity's). At most a thousandfold shorter (rounding). */
 static double slide_step(double h, const double *shift, const double *x, int nx)
 {
     double k = 1.0;
@@ -223,7 +226,7 @@ static double slide_step(double h, const double *shift, const double *x, int nx)
     return h / fmin(k, 1e3);
 }
 
-static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
+static int column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
     int k = cl->k;
@@ -232,14 +235,14 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     if (!map || (mp == cl->mode0 && mm == cl->mode0)) {
         for (int r = 0; r < k; r++)
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
-        return;
+        return 0;
     }
     int side = mp == cl->mode0 ? 1 : mm == cl->mode0 ? -1 : 0;
     if (side && column_eval(cl, 2 * side, h, f2) == cl->mode0) {
         const double *f1 = side > 0 ? fp : fm;
         for (int r = 0; r < k; r++)
             D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
-        return;
+        return side;
     }
     const rs_robot_t *held_by = cl->em->robot;
     /* held by the mode before the map or by the mode it ends in (a stretched linkage that
@@ -258,7 +261,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
          * at a start, every state variable of a robot that does not say */
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
-        return;
+        return 2;
+    }
+    if (cl->probe) {
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = NAN;
+        return 2;
     }
     char what[96];
     const rs_robot_t *rb = cl->em->robot;
@@ -284,7 +292,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         }
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
-        return;
+        return 2;
     }
     not_differentiable(cl->s,
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
@@ -294,6 +302,34 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
                        cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
     for (int r = 0; r < k; r++)
         D[r * L + col] = NAN;
+    return 2;
+}
+
+/* column() at step h, where that was shortened for a long slide (below h_plain, slide_step)
+ * again at 2 h, and where the two differ (the guard's surface or the trajectory curving across
+ * the slide: a diff drive grazing its obstacle, whose heading's row the short step alone left
+ * 0.02 off where its derivative is exactly the identity's) Richardson's extrapolation of the
+ * two, which removes the difference's second-order error; where they agree (a guard linear in
+ * the state: an arm's stop) the first, whose rounding is the smaller. */
+static void column_sliding(const column_t *cl, double h, double h_plain, const double *f0,
+                           double *D, int L, int col)
+{
+    int how = column(cl, h, f0, D, L, col);
+    if (!(h < h_plain) || how == 2)
+        return;
+    column_t probe = *cl;
+    probe.probe = 1;
+    double twice[RS_MAX_STATE * (MAX_LOCAL + 1)], dif = 0.0, size = 1.0;
+    if (column(&probe, 2.0 * h, f0, twice, L, col) != how)
+        return; /* differenced otherwise at 2 h (a side across a mode's boundary) */
+    for (int r = 0; r < cl->k; r++) {
+        dif = fmax(dif, fabs(twice[r * L + col] - D[r * L + col]));
+        size = fmax(size, fabs(D[r * L + col]));
+    }
+    if (dif <= SLIDE_AGREE * size)
+        return;
+    for (int r = 0; r < cl->k; r++)
+        D[r * L + col] = (4.0 * D[r * L + col] - twice[r * L + col]) / 3.0;
 }
 
 /* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
@@ -309,7 +345,7 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL};
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, 0};
     rs_entity_data_t after;
     cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
     if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
@@ -320,19 +356,22 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     for (int i = 0; i < em->nx; i++, col++) {
         SLIDE(col)
         cl.which = 0, cl.j = i;
-        column(&cl, slide_step(step_of(x[i]), cl.shift, x, em->nx), f0, D, L, col);
+        column_sliding(&cl, slide_step(step_of(x[i]), cl.shift, x, em->nx), step_of(x[i]), f0,
+                       D, L, col);
     }
     for (int a = 0; a < em->nu; a++, col++) {
         SLIDE(col)
         cl.which = 1, cl.j = a;
-        column(&cl, slide_step(step_of(u[a]), cl.shift, x, em->nx), f0, D, L, col);
+        column_sliding(&cl, slide_step(step_of(u[a]), cl.shift, x, em->nx), step_of(u[a]), f0,
+                       D, L, col);
     }
     for (int j = 0; j < s->q; j++) {
         if (s->par[j].e != e)
             continue;
         SLIDE(col)
         cl.which = 2, cl.j = j;
-        column(&cl, slide_step(s->par[j].h, cl.shift, x, em->nx), f0, D, L, col++);
+        column_sliding(&cl, slide_step(s->par[j].h, cl.shift, x, em->nx), s->par[j].h, f0, D,
+                       L, col++);
     }
     cl.which = 3;
     cl.shift = NULL;
@@ -421,7 +460,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, 0};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;
