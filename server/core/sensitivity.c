@@ -20,6 +20,8 @@
 #define NEAR_EVENT 1e-9  /* s per s of the event time: a guard that has not fired but would
                             cross within this of another's event crossed with it (split_events:
                             a robot's own tolerances merge such contacts into one jump) */
+#define SLIDE_AGREE 1e-7 /* a jump's column at two step sizes: its slide's curvature does not show
+                            to this, relative (column_sliding) */
 #define PAST_EVENT 1e-12 /* s per s of the event time: a jump's perturbed inputs are taken this
                             far past the guard's surface (column_eval) */
 #define RS_MAX_STATE 32  /* an entity's state variables, for the stack buffers below */
@@ -152,6 +154,15 @@ static int local_cols(const rs_sens_t *s, const rs_entity_model_t *em, int e, in
 
 static double step_of(double z) { return FD_REL * fmax(1.0, fabs(z)); }
 
+/* State variable i's step: an angle's (unit rad) is FD_REL whatever the angle, since the
+ * functions of it are periodic and curve no less at 400 rad than at 1 (a mobile manipulator's
+ * arm spun to 400 rad: its flow's differenced Jacobian 1e-6 off at a step of 2.4e-3 rad, the
+ * Step's Jacobian 1e-3 off after the spin's amplification); any other's scales with its size. */
+static double state_step(const rs_entity_model_t *em, const double *x, int i)
+{
+    return strcmp(em->robot->state[i].unit, "rad") == 0 ? FD_REL : step_of(x[i]);
+}
+
 static void not_differentiable(rs_sens_t *s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
@@ -171,6 +182,7 @@ typedef struct column {
     const double *shift; /* with the input, x moves by shift (nx values) per unit; or NULL */
     const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
     const double *phi_e; /* a map's: the entity's rows of phi it applies to (or NULL) */
+    int probe; /* 1: where the map has no derivative, NaN alone (the Step not told) */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -192,11 +204,11 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
     const rs_entity_model_t *use = em;
     if (cl->which == 2) {
         sens_param_t *p = &cl->s->par[cl->j];
-        if (steps == 1 || steps == -1) {
+        if ((steps == 1 || steps == -1) && h == p->h) {
             use = steps > 0 ? &p->plus : &p->minus;
         } else {
             far = *em;
-            far.p[p->slot] += steps * p->h;
+            far.p[p->slot] += steps * h;
             if (em->robot->compile)
                 em->robot->compile(&far);
             use = &far;
@@ -254,7 +266,22 @@ static int excursion_column(const column_t *cl, double h, const double *f0, doub
     return 1;
 }
 
-static void column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
+/* An input's difference step h, shortened where the slide along f- that comes with it (shift,
+ * per unit of the input) moves a state variable farther than that variable's own step: near a
+ * grazing guard the slide is long (1 / (g_x f-)), and over it the guard's surface and the
+ * trajectory curve, so that a difference at the full step is off at second order in the slide
+ * (a diff drive meeting its obstacle at a shallow angle: the heading's row 1e-3 off, where its
+ * derivative is exactly the identity's). At most a thousandfold shorter (rounding). */
+static double slide_step(double h, const double *shift, const rs_entity_model_t *em,
+                         const double *x)
+{
+    double k = 1.0;
+    for (int i = 0; shift && i < em->nx; i++)
+        k = fmax(k, h * fabs(shift[i]) / state_step(em, x, i));
+    return h / fmin(k, 1e3);
+}
+
+static int column(const column_t *cl, double h, const double *f0, double *D, int L, int col)
 {
     double fp[RS_MAX_STATE + 64], fm[RS_MAX_STATE + 64], f2[RS_MAX_STATE + 64];
     int k = cl->k;
@@ -269,12 +296,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         if (!moved) {
             for (int r = 0; r < k; r++)
                 D[r * L + col] = 0.0;
-            return;
+            return 2;
         }
     }
     if (cl->c->kind == FN_BEGIN && cl->which == 0 && cl->after && cl->em->robot->excursion &&
         excursion_column(cl, h, f0, D, L, col))
-        return;
+        return 2;
     int mp = column_eval(cl, 1, h, fp), mm = column_eval(cl, -1, h, fm);
     int map = cl->c->kind == FN_JUMP || cl->c->kind == FN_BEGIN;
     /* a side that logs other events than the point itself in the same mode (an impact that a
@@ -294,7 +321,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     if (!map || (mp == cl->mode0 && mm == cl->mode0)) {
         for (int r = 0; r < k; r++)
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
-        return;
+        return 0;
     }
     /* on the boundary: its sides by their modes (the events a change to one side logs, put
      * back onto a constraint at a start, are the corner the mean of the sides serves) */
@@ -303,7 +330,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
     if (mp == m0 && mm == m0) {
         for (int r = 0; r < k; r++)
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
-        return;
+        return 0;
     }
     int side = mp == m0 ? 1 : mm == m0 ? -1 : 0;
     if (side && MAP_MODE(column_eval(cl, 2 * side, h, f2)) == m0) {
@@ -321,7 +348,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
             rb->rejoin && rb->rejoin(cl->em, cl->after, f0, cl->u, cl->j, -side, lifted))
             for (int r = 0; r < k; r++)
                 D[r * L + col] = 0.5 * (D[r * L + col] + lifted[r]);
-        return;
+        return side;
     }
     const rs_robot_t *held_by = cl->em->robot;
     /* held by the mode before the map or by the mode it ends in (a stretched linkage that
@@ -340,7 +367,12 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
          * at a start, every state variable of a robot that does not say */
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
-        return;
+        return 2;
+    }
+    if (cl->probe) {
+        for (int r = 0; r < k; r++)
+            D[r * L + col] = NAN;
+        return 2;
     }
     if (cl->which == 0 && mp == mm && held_by->glides &&
         held_by->glides(cl->em, &cl->s->pre[cl->e], cl->x, cl->j)) {
@@ -348,7 +380,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
          * changed state (rs_robot_t.glides): the map differenced as within the mode */
         for (int r = 0; r < k; r++)
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
-        return;
+        return 0;
     }
     char what[96];
     const rs_robot_t *rb = cl->em->robot;
@@ -384,7 +416,7 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
         }
         for (int r = 0; r < k; r++)
             D[r * L + col] = 0.0;
-        return;
+        return 2;
     }
     not_differentiable(cl->s,
                        "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
@@ -394,20 +426,34 @@ static void column(const column_t *cl, double h, const double *f0, double *D, in
                        cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
     for (int r = 0; r < k; r++)
         D[r * L + col] = NAN;
+    return 2;
 }
 
-/* The step h of an input that moves x by shift (nx values, or NULL) per unit as well: no
- * state variable moved further than its own step (a jump's inputs slid along f- to the guard's
- * surface: a slow impact under a large force slides the state far, and the map's curvature
- * over that distance is what a difference of a fast variable, whose change the saltation
- * cancels against f+, then shows), and not below 1e-4 h (rounding). */
-static double slid_step(double h, const double *shift, const double *x, int nx)
+/* column() at step h, where that was shortened for a long slide (below h_plain, slide_step)
+ * again at 2 h, and where the two differ (the guard's surface or the trajectory curving across
+ * the slide: a diff drive grazing its obstacle, whose heading's row the short step alone left
+ * 0.02 off where its derivative is exactly the identity's) Richardson's extrapolation of the
+ * two, which removes the difference's second-order error; where they agree (a guard linear in
+ * the state: an arm's stop) the first, whose rounding is the smaller. */
+static void column_sliding(const column_t *cl, double h, double h_plain, const double *f0,
+                           double *D, int L, int col)
 {
-    double limit = h;
-    for (int i = 0; shift && i < nx; i++)
-        if (fabs(shift[i]) * limit > step_of(x[i]))
-            limit = step_of(x[i]) / fabs(shift[i]);
-    return fmax(limit, 1e-4 * h);
+    int how = column(cl, h, f0, D, L, col);
+    if (!(h < h_plain) || how == 2)
+        return;
+    column_t probe = *cl;
+    probe.probe = 1;
+    double twice[RS_MAX_STATE * (MAX_LOCAL + 1)], dif = 0.0, size = 1.0;
+    if (column(&probe, 2.0 * h, f0, twice, L, col) != how)
+        return; /* differenced otherwise at 2 h (a side across a mode's boundary) */
+    for (int r = 0; r < cl->k; r++) {
+        dif = fmax(dif, fabs(twice[r * L + col] - D[r * L + col]));
+        size = fmax(size, fabs(D[r * L + col]));
+    }
+    if (dif <= SLIDE_AGREE * size)
+        return;
+    for (int r = 0; r < cl->k; r++)
+        D[r * L + col] = (4.0 * D[r * L + col] - twice[r * L + col]) / 3.0;
 }
 
 /* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
@@ -423,7 +469,7 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, phi_e};
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, phi_e, 0};
     rs_entity_data_t after;
     cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
     if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
@@ -434,19 +480,22 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     for (int i = 0; i < em->nx; i++, col++) {
         SLIDE(col)
         cl.which = 0, cl.j = i;
-        column(&cl, slid_step(step_of(x[i]), slide ? shift : NULL, x, em->nx), f0, D, L, col);
+        column_sliding(&cl, slide_step(state_step(em, x, i), cl.shift, em, x),
+                       state_step(em, x, i), f0, D, L, col);
     }
     for (int a = 0; a < em->nu; a++, col++) {
         SLIDE(col)
         cl.which = 1, cl.j = a;
-        column(&cl, slid_step(step_of(u[a]), slide ? shift : NULL, x, em->nx), f0, D, L, col);
+        column_sliding(&cl, slide_step(step_of(u[a]), cl.shift, em, x), step_of(u[a]), f0,
+                       D, L, col);
     }
     for (int j = 0; j < s->q; j++) {
         if (s->par[j].e != e)
             continue;
         SLIDE(col)
         cl.which = 2, cl.j = j;
-        column(&cl, s->par[j].h, f0, D, L, col++);
+        column_sliding(&cl, slide_step(s->par[j].h, cl.shift, em, x), s->par[j].h, f0, D,
+                       L, col++);
     }
     cl.which = 3;
     cl.shift = NULL;
@@ -535,7 +584,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, NULL};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, NULL, 0};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;

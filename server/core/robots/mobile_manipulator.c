@@ -867,6 +867,23 @@ static void mm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     xdot[BW] = cf.fixed[1] ? 0.0 : nud[1];
 }
 
+/* rs_robot_t.holds: a stuck end effector's joint rates while the base cannot move under its
+ * impulse (servoed wheels, or a passive base stuck both ways): moved into the face the contact's
+ * impulse takes the change back, moved away the end effector leaves at the change's speed and
+ * its pressing brings it back within a time of that order, so that the arm's state moves by the
+ * change's square (a stuck contact's two constraints fix both rates). A stuck passive base's
+ * speeds are not said held: a change of them keeps the mode's number (the arms' contacts), so
+ * the Step's start is differenced within it. */
+static int mm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                    int i)
+{
+    (void)x;
+    int base_stuck = !passive(em) || (ed->aux[AUX_BASE_V] == 0.0 && ed->aux[AUX_BASE_W] == 0.0);
+    if (i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2)
+        return 0; /* the base, the joint angles */
+    return base_stuck && contact_of(ed->mode, (i - Q0) / 4) == C_STICK;
+}
+
 static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
                       const double *x, const double *u, double *g)
 {
@@ -1645,6 +1662,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .guards = mm_guards,
     .jump = mm_jump,
     .settle = mm_settle,
+    .holds = mm_holds,
     .failure = mm_failure,
     .sense = mm_sense,
     .nframes = NFRAMES,
