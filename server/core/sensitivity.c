@@ -17,6 +17,9 @@
 #define SAME_TIME 1e-6   /* simultaneous guards: event-time sensitivities equal to this */
 #define SAME_ORDER 1e-6  /* guards crossed together, composed in either order: the same column
                             to this, relative (split_events) */
+#define NEAR_ORDER 1e-4  /* two guards crossed together whose orders' columns differ by more
+                            than SAME_ORDER but within this, relative: the column served is the
+                            orders' mean (the step's one-sided derivatives' mean, split_events) */
 #define NEAR_EVENT 1e-9  /* s per s of the event time: a guard that has not fired but would
                             cross within this of another's event crossed with it (split_events:
                             a robot's own tolerances merge such contacts into one jump) */
@@ -960,13 +963,18 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
  * same column (decoupled joints stopping together: the order does not matter) the step has
  * that derivative, and s->rows gets it; where they differ, or an order cannot be composed (its
  * jumps do not end in the jump's mode and state `mode_after`, xpost), the step has one-sided
- * derivatives only and the column is undefined. */
-static void split_events(rs_sens_t *s, int e, double t, const int *fired, const double *xm,
-                         const double *u, const double *phi_e, int mode_after,
+ * derivatives only and the column is undefined; two guards' orders within NEAR_ORDER give their
+ * mean. A guard in `fired` that the world has not crossed (`crossed`: about to cross, its own
+ * jump comes next) has the orders compared with the first one, and s->rows kept (the world's
+ * jump's). */
+static void split_events(rs_sens_t *s, int e, double t, const int *fired, const int *crossed,
+                         const double *xm, const double *u, const double *phi_e, int mode_after,
                          const double *xpost)
 {
     const rs_entity_model_t *em = &s->m->ent[e];
-    int nx = em->nx, ncol = s->ncol, list[3], k = 0, ok = 1;
+    int nx = em->nx, ncol = s->ncol, list[3], k = 0, ok = 1, early = 0;
+    for (int i = 0; i < em->ng; i++)
+        early |= fired[i] && !crossed[i];
     for (int i = 0; i < em->ng; i++)
         if (fired[i]) {
             if (k == 3) {
@@ -979,6 +987,7 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
                                     {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
     int norders = k == 2 ? 2 : 6;
     size_t block = (size_t)nx * ncol;
+    double xend[RS_MAX_STATE];
     double *seq = ok ? malloc(3 * block * sizeof *seq) : NULL; /* the first order's rows, a
                                                                   trial's, its input */
     ok = seq != NULL;
@@ -1002,6 +1011,14 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
             memcpy(x, xn, (size_t)nx * sizeof *x);
             memcpy(in, out, block * sizeof *in);
         }
+        /* with a guard about to cross (`early`: not crossed by the world yet, its jump comes
+         * next, on its own) the orders end where the first one does; else where the world's
+         * jump did */
+        if (early && o == 0) {
+            mode_after = ed.mode;
+            memcpy(xend, x, (size_t)nx * sizeof *x);
+            xpost = xend;
+        }
         ok = ok && ed.mode == mode_after;
         for (int i = 0; ok && i < nx; i++)
             ok = fabs(x[i] - xpost[i]) <= 1e-9 * (1.0 + fabs(xpost[i]));
@@ -1015,6 +1032,15 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
             }
             if (dif > SAME_ORDER * scale)
                 s->split[cc] |= 2;
+            /* two guards: an input's two signs take the two orders, one each, so their mean
+             * is the mean of the step's one-sided derivatives, a corner's column; served
+             * where the orders differ as little as the jumps' own difference quotients do
+             * (their rest and stop thresholds), the column is undefined beyond */
+            if (k == 2 && dif <= NEAR_ORDER * scale) {
+                s->split[cc] &= ~2;
+                for (int i = 0; !early && i < nx; i++)
+                    seq[i * ncol + cc] = 0.5 * (seq[i * ncol + cc] + out[i * ncol + cc]);
+            }
         }
     }
     s->differentiable = saved_diff;
@@ -1023,7 +1049,8 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
         if (!(s->split[cc] & 1) || s->undefined[cc])
             continue;
         if (ok && !(s->split[cc] & 2)) {
-            for (int i = 0; i < nx; i++)
+            /* the world's jump alone where a guard crosses next: its own jump follows */
+            for (int i = 0; !early && i < nx; i++)
                 s->rows[(size_t)i * ncol + cc] = seq[(size_t)i * ncol + cc];
             continue;
         }
@@ -1098,7 +1125,8 @@ static void sens_map_end(void *ctx, const rs_model_t *m, const rs_data_t *d, int
         for (int cc = 0; cc < ncol; cc++)
             nsplit += s->split[cc] && !s->undefined[cc];
         if (nsplit)
-            split_events(s, e, t, together, xm, u, phi_e, d->ent[e].mode, d->x + em->x_off);
+            split_events(s, e, t, together, c.fired, xm, u, phi_e, d->ent[e].mode,
+                         d->x + em->x_off);
         for (int i = 0; i < nx; i++)
             for (int cc = 0; cc < ncol; cc++)
                 if (s->undefined[cc])

@@ -655,6 +655,20 @@ static const struct regression {
      "the stretched linkage let go at rest: a rate that keeps it taut slides along the set to "
      "rest first, delaying the release",
      {-1, -1}, 1, 0},
+    {"parallel_arm", 5150031838, 1,
+     "both servos slipping reach their stops at one instant: the two impacts' orders differ "
+     "by 1.7e-6 in the integrals' rows (the jumps' own difference quotients), where every "
+     "column was said undefined; served as the orders' mean",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 5150032521, 1,
+     "servo 1 reaches its stop, servo 2 its own a moment later (about to cross: composed "
+     "with it): the orders were compared with the state after servo 1's impact alone, so none "
+     "matched and every column was said undefined",
+     {-1, -1}, 1, 0},
+    {"workshop", 5150070933, 1,
+     "the delta's servos reaching their stops one about to cross after the other, in the "
+     "workshop: the same",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)
