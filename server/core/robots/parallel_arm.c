@@ -591,8 +591,79 @@ static void free_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
 }
 
 /* Starting to move along the stretched set from rest its way s0 (taut accelerations qb), a
- * change sigma of rate j against it whose motion lets the linkage go (a part across the set
- * that stretches it taken first by the impact, P: the part along M^-1 g, g = grad u): the
+ * change sigma of rate j against it whose motion lets the linkage go and stretches it
+ * (g_j sigma > 0, g = grad u): the stretch guard has the slack S = 2 L2 STRETCH_SLACK, and the
+ * linkage stretched by the flight's first part, of the order of sigma^2, stays within it as
+ * sigma -> 0 (parallel_arm 5150031496: below about 2e-4 rad/s), so no impact takes
+ * the part across the set at once: the servos fly free from qd = sigma e_j, each coming to
+ * rest as its friction and load take its rate and resolving there, until every rate goes the
+ * way of their common acceleration a: qd = a t + dv from then on (dv of the order of sigma).
+ * The linkage pulled by a is taut (u = 2 L2 + S) at tau* = sqrt(2 S / g.a) - g.dv / g.a, far
+ * later than that first part, where the impact takes P of the rates (P: their part along
+ * M^-1 g, P a the taut accelerations), and it goes on along s0: the rates' change
+ * P dv + (P a - qb) dtau*, dtau* = -g.dv / g.a; the angles' change is of the order of
+ * tau* (0.1 us) per unit sigma. Per unit sigma. (Applying the impact at once, the limit
+ * of the other order, S -> 0 first, is what the map does only where sigma^2 stretches it
+ * beyond S: parallel_arm 5150031496's rate 2, 0.220 at sigma of 3e-4 rad/s and above,
+ * 0.1416 from 1e-4 down to 1e-8.) */
+static int taut_stretch_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                  const double *x, const double *u, int j, double sg, double s0,
+                                  const double *qb, double *col)
+{
+    double g[2], a[2], v[2] = {0.0, 0.0}, tau[2], mi[2], gmg = 0.0, t = 0.0;
+    elbow_gap(em, x, g);
+    for (int c = 0; c < 2; c++) {
+        mi[c] = 1.0 / em->p[P_J + c];
+        gmg += g[c] * g[c] * mi[c];
+    }
+    if (!(gmg > 0))
+        return -1;
+    v[j] = sg;
+    int settled = 0;
+    for (int it = 0; it < 6 && !settled; it++) {
+        free_accel(em, ed, x, u, v, a);
+        double tr = INFINITY;
+        int rest = -1;
+        for (int c = 0; c < 2; c++)
+            if (v[c] != 0.0 && a[c] * v[c] < 0 && -v[c] / a[c] < tr)
+                tr = -v[c] / a[c], rest = c;
+        if (!isfinite(tr)) {
+            settled = 1;
+            break;
+        }
+        for (int c = 0; c < 2; c++)
+            v[c] += a[c] * tr;
+        t += tr;
+        v[rest] = 0.0;
+    }
+    if (!settled)
+        return -1;
+    double dv[2], ga = 0.0, gdv = 0.0, pa[2], pdv[2], vt = 0.0;
+    for (int c = 0; c < 2; c++) {
+        dv[c] = v[c] - a[c] * t;
+        ga += g[c] * a[c];
+        gdv += g[c] * dv[c];
+    }
+    if (!(ga > 0))
+        return -1; /* not pulled taut again by the flight */
+    taut_tangent(em, x, tau);
+    for (int c = 0; c < 2; c++) {
+        pa[c] = a[c] - mi[c] * g[c] * ga / gmg;
+        pdv[c] = dv[c] - mi[c] * g[c] * gdv / gmg;
+        vt += tau[c] * pa[c];
+    }
+    if (!(vt * s0 > 0))
+        return -1; /* taut again moving against s0 */
+    for (int r = 0; r < ARM_NX; r++)
+        col[r] = 0.0;
+    for (int c = 0; c < 2; c++)
+        col[ARM_QD1 + c] = (pdv[c] - (pa[c] - qb[c]) * gdv / ga) / sg;
+    return 0;
+}
+
+/* Starting to move along the stretched set from rest its way s0 (taut accelerations qb), a
+ * change sigma of rate j against it whose motion lets the linkage go and slackens it
+ * (stretching it: taut_stretch_excursion; P: the part along M^-1 g, g = grad u): the
  * servos fly free, each coming to rest as its friction and load take its rate, and resolving
  * there, until the linkage is taut again at tau (the gap u - 2 L2 = g . dq, dq of the order of
  * sigma^2); that impact takes P of the rates v(tau), and it goes on along s0: the rates' change
@@ -610,12 +681,9 @@ static int taut_release_excursion(const rs_entity_model_t *em, const rs_entity_d
     }
     if (!(gmg > 0))
         return -1;
+    if (g[j] * sg > 0)
+        return taut_stretch_excursion(em, ed, x, u, j, sg, s0, qb, col);
     v[j] = sg;
-    if (g[j] * sg > 0) { /* stretching it: the impact at once */
-        gv = g[j] * sg;
-        for (int c = 0; c < 2; c++)
-            v[c] -= mi[c] * g[c] * gv / gmg;
-    }
     int done = 0;
     for (int it = 0; it < 6 && !done; it++) {
         free_accel(em, ed, x, u, v, a);
