@@ -635,6 +635,28 @@ static const struct regression {
      "joint 2 held at its stop, its angle moved off it (it sticks there); joint 1 reaching its "
      "stop later kicks joint 2 onto its own, both stopped: from off it, later by its flight",
      {-1, -1}, 1, 0},
+    {"serial_arm", 777010598, 1,
+     "both joints held at their stops, joint 1's angle moved off (it sticks there): the load "
+     "into the stop passes the dry friction later and it slides back, the offset lost (every "
+     "difference 0, served 0.5)",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 4242020845, 1,
+     "the same at both lower stops (served 0.5, differences 0)",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 777010489, 1,
+     "joint 2 held at its stop beside joint 1 sliding, its angle moved off: it slides back when "
+     "the load passes the friction, joint 1 moved by M_12 / M_11 of the distance and its "
+     "momentum by dF_1/dq_dot over it (0.108; differences 0.103, 0.106 converging; was 0.5)",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 5150024655, 1,
+     "joint 1 held at its stop, its angle moved off (it sticks there); joint 2 coming to rest "
+     "and turning flips its friction, which takes the load into the stop past joint 1's: it "
+     "slides back at that event's jump (-0.034; differences -0.025, -0.031; was 0.487)",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 5150024176, 1,
+     "both joints at their lower stops, joint 1's angle moved off: it slides back later (was "
+     "-0.025 against differences 0.25)",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 777018277, 1,
      "the stretched linkage at rest with servo 1 on its stop: the rates and the angles come "
      "back (every difference 0), where the rates were served as 1",

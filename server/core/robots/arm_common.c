@@ -134,6 +134,14 @@ void arm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, const a
                 gj[0] = lam[j] - lo;
             if (isfinite(hi))
                 gj[1] = hi - lam[j];
+            /* on a stop under dry friction, the load into it beyond the friction: nothing
+             * happens to the joint held there, but one moved off the stop and stuck there (a
+             * Step's derivative along its angle, arm_excursion) slides back onto it now, the
+             * offset lost; arm_jump puts it back (the map's derivative) */
+            if (jc->mu_D[j] > 0 && st[j] == ARM_MAX)
+                gj[0] = lam[j] + jc->mu_D[j];
+            else if (jc->mu_D[j] > 0 && st[j] == ARM_MIN)
+                gj[1] = jc->mu_D[j] - lam[j];
         } else {
             if (jc->mu_D[j] > 0)
                 gj[2] = dir[j] * x[ARM_QD1 + j];
@@ -308,6 +316,9 @@ static int stop_accumulates(const rs_entity_model_t *em, const rs_entity_data_t 
     return kick * kick <= 2e-9 * (1.0 + fabs(stop)) * fabs(qdd);
 }
 
+static void fall_back(const rs_entity_model_t *em, const rs_entity_data_t *ed, double *x,
+                      const double *u, arm_dynamics_fn dyn, const int st[2], int j);
+
 void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
                 const double *u, arm_dynamics_fn dyn, int hit, int rest)
 {
@@ -401,13 +412,28 @@ void arm_update(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, dou
     ed->mode = st[0] + 4 * st[1];
     ed->aux[ARM_AUX_DIR1] = dir[0];
     ed->aux[ARM_AUX_DIR2] = dir[1];
+    /* a joint on its stop whose load into it the jump took past the dry friction (the other
+     * joint come to rest and turning, its friction's direction flipped): one moved off the stop
+     * slides back onto it, as where arm_guards' guard fires */
+    double qdd[2], lam[2];
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    dyn(em, ed, x, u, M, b);
+    arm_accel(M, b, &jc, st, dir, qd, qdd, lam);
+    for (int j = 0; j < 2; j++)
+        if (jc.mu_D[j] > 0 && ((st[j] == ARM_MIN && lam[j] > jc.mu_D[j]) ||
+                               (st[j] == ARM_MAX && lam[j] < -jc.mu_D[j])))
+            fall_back(em, ed, x, u, dyn, st, j);
 }
 
 void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, double *x,
               const double *u, arm_dynamics_fn dyn, const int *fired)
 {
     arm_saturation_jump(ed, fired + ARM_G_SAT);
-    int hit = 0, rest = 0, held = 0;
+    int hit = 0, rest = 0, held = 0, st[2];
+    arm_status_of(ed->mode, st);
+    for (int j = 0; j < 2; j++)
+        if ((st[j] == ARM_MAX && fired[5 * j]) || (st[j] == ARM_MIN && fired[5 * j + 1]))
+            fall_back(em, ed, x, u, dyn, st, j);
     for (int j = 0; j < 2; j++) {
         hit |= (fired[5 * j + 3] || fired[5 * j + 4]) << j;
         rest |= (fired[5 * j + 2] != 0) << j;
@@ -437,6 +463,44 @@ static double momentum_rate(const rs_entity_model_t *em, const rs_entity_data_t 
     for (int c = 0; c < 2; c++)
         mdot += (Mp[k][c] - Mm[k][c]) / (2.0 * eps) * qd[c];
     return mdot + b[k] - dir_k * jc->mu_D[k] - jc->mu_V[k] * qd[k];
+}
+
+/* The load into joint j's stop has just passed its dry friction (arm_guards' guard on the held
+ * range's open side, arm_jump): nothing happens to a joint held there, but one that a change of
+ * its angle had moved off the stop by d, stuck there, slides back onto it now, within a time that
+ * vanishes with d. The map puts it on the stop; the other joint, where it slides, keeps its
+ * generalized momentum (M q_dot)_k but for the integral of its rate F_k's change over the slide,
+ * dF_k/dq_dot along w = e_j - (M_kj / M_kk) e_k times the distance slid, and is moved by
+ * -M_kj / M_kk of that distance (arm_excursion's fall back, from a point reached in the Step). */
+static void fall_back(const rs_entity_model_t *em, const rs_entity_data_t *ed, double *x,
+                      const double *u, arm_dynamics_fn dyn, const int st[2], int j)
+{
+    arm_joints_t jc;
+    double M[2][2], b[2], dir[2];
+    int k = 1 - j;
+    arm_joints_from(em, &jc);
+    double stop = st[j] == ARM_MAX ? jc.q_max[j] : jc.q_min[j], d = stop - x[ARM_Q1 + j];
+    if (d == 0.0)
+        return;
+    if (arm_held(st[k])) {
+        x[ARM_Q1 + j] = stop;
+        return;
+    }
+    dyn(em, ed, x, u, M, b);
+    arm_dirs_of(ed, dir);
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    double m = M[k][j] / M[k][k], eta = 1e-3 * fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1])));
+    double qp[2] = {qd[0], qd[1]}, qm[2] = {qd[0], qd[1]};
+    qp[j] += eta, qp[k] -= eta * m;
+    qm[j] -= eta, qm[k] += eta * m;
+    double dF = (momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qp) -
+                 momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qm)) /
+                (2.0 * eta);
+    double p = M[k][k] * qd[k] + M[k][j] * qd[j] + dF * d;
+    x[ARM_Q1 + k] -= m * d;
+    x[ARM_Q1 + j] = stop;
+    dyn(em, ed, x, u, M, b);
+    x[ARM_QD1 + k] = (p - M[k][j] * qd[j]) / M[k][k];
 }
 
 int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
