@@ -207,19 +207,21 @@ static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
     return big && big->bytes ? big : NULL;
 }
 
-void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
-                     size_t len, double now)
+/* rs_history_push and rs_history_take: *frame kept as it is (own: the history takes the buffer
+ * and clears *frame) or copied; 0 when kept. */
+static int push(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
+                double now, int own)
 {
     if (s->cfg.history_frames <= 0)
-        return;
+        return -1;
     rs_history_t *h = w->history;
     if (!h) {
         if (!(h = calloc(1, sizeof *h)))
-            return; /* out of memory: GetHistory reports these frames as dropped */
+            return -1; /* out of memory: GetHistory reports these frames as dropped */
         h->server = s;
         if (heap_add(s, h) < 0) {
             free(h);
-            return;
+            return -1;
         }
         w->history = h;
     }
@@ -231,12 +233,12 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     if (least > world_max || least > server_max) {
         drop_all(h); /* too large to keep: reported as dropped, as are older ones */
         trim_heap(s);
-        return;
+        return -1;
     }
     if (h->count == h->cap && grow_ring(s, h, len) < 0 && h->count > 0)
         drop_oldest(h);
     if (h->cap == 0)
-        return; /* out of memory for the ring */
+        return -1; /* out of memory for the ring */
     while (h->count > 0 && h->bytes + len > world_max)
         drop_oldest(h);
     while (s->histories.bytes + len > server_max) {
@@ -249,11 +251,14 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
             drop_all(big); /* an empty ring is all it holds */
     }
     if (h->bytes + len > world_max || s->histories.bytes + len > server_max)
-        return; /* the ring alone leaves no room: reported as dropped */
-    uint8_t *buf = malloc(len ? len : 1);
+        return -1; /* the ring alone leaves no room: reported as dropped */
+    uint8_t *buf = own ? *frame : malloc(len ? len : 1);
     if (!buf)
-        return; /* the next push sees the gap and starts afresh */
-    memcpy(buf, frame, len);
+        return -1; /* the next push sees the gap and starts afresh */
+    if (own)
+        *frame = NULL;
+    else
+        memcpy(buf, *frame, len);
     hist_slot_t *sl = &h->slots[(h->head + h->count) % h->cap];
     sl->buf = buf;
     sl->len = len;
@@ -261,6 +266,20 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     sl->at = now;
     h->count++;
     account(h, len, 0);
+    return 0;
+}
+
+void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
+                     size_t len, double now)
+{
+    uint8_t *f = (uint8_t *)frame; /* copied, never written */
+    push(s, w, seq, &f, len, now, 0);
+}
+
+int rs_history_take(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
+                    double now)
+{
+    return push(s, w, seq, frame, len, now, 1);
 }
 
 void rs_history_prefetch(const world_slot_t *w, int ring)
