@@ -41,58 +41,58 @@ struct rs_history {
 /* ---- the histories by bytes held: a binary max-heap, so the largest is found at once however
  * many worlds there are (a scan of every world per frame before) ---- */
 
-static void heap_put(rs_server_t *s, int i, rs_history_t *h)
+static void heap_put(rs_server_t *s, int i, rs_history_entry_t e)
 {
-    s->histories.by_bytes[i] = h;
-    h->heap_at = i;
+    s->histories.by_bytes[i] = e;
+    e.h->heap_at = i;
 }
 
-/* h's bytes changed: move it up or down to its place. */
+/* h's bytes changed: move it up or down to its place (its entry's bytes are updated here). */
 static void heap_fix(rs_server_t *s, rs_history_t *h)
 {
-    rs_history_t **a = s->histories.by_bytes;
-    int i = h->heap_at;
-    while (i > 0 && a[(i - 1) / 2]->bytes < h->bytes) {
+    rs_history_entry_t *a = s->histories.by_bytes, e = {h->bytes, h};
+    int i = h->heap_at, n = s->histories.n;
+    while (i > 0 && a[(i - 1) / 2].bytes < e.bytes) {
         heap_put(s, i, a[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
     for (;;) {
         int big = i, l = 2 * i + 1, r = l + 1;
-        size_t bb = h->bytes;
-        if (l < s->histories.n && a[l]->bytes > bb)
-            big = l, bb = a[l]->bytes;
-        if (r < s->histories.n && a[r]->bytes > bb)
+        size_t bb = e.bytes;
+        if (l < n && a[l].bytes > bb)
+            big = l, bb = a[l].bytes;
+        if (r < n && a[r].bytes > bb)
             big = r;
         if (big == i)
             break;
         heap_put(s, i, a[big]);
         i = big;
     }
-    heap_put(s, i, h);
+    heap_put(s, i, e);
 }
 
 static int heap_add(rs_server_t *s, rs_history_t *h)
 {
     if (s->histories.n == s->histories.cap) {
         int cap = s->histories.cap ? 2 * s->histories.cap : 64;
-        rs_history_t **grown = realloc(s->histories.by_bytes, (size_t)cap * sizeof *grown);
+        rs_history_entry_t *grown = realloc(s->histories.by_bytes, (size_t)cap * sizeof *grown);
         if (!grown)
             return -1;
         s->histories.by_bytes = grown;
         s->histories.cap = cap;
     }
-    heap_put(s, s->histories.n++, h);
+    heap_put(s, s->histories.n++, (rs_history_entry_t){h->bytes, h});
     heap_fix(s, h);
     return 0;
 }
 
 static void heap_remove(rs_server_t *s, rs_history_t *h)
 {
-    rs_history_t *last = s->histories.by_bytes[--s->histories.n];
-    if (last == h)
+    rs_history_entry_t last = s->histories.by_bytes[--s->histories.n];
+    if (last.h == h)
         return;
     heap_put(s, h->heap_at, last);
-    heap_fix(s, last);
+    heap_fix(s, last.h);
 }
 
 void rs_history_close(rs_server_t *s)
@@ -199,10 +199,11 @@ static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
  * bytes. `mine` (about to take a frame) only while it has frames, so its ring stays. */
 static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
 {
-    rs_history_t **a = s->histories.by_bytes, *big = s->histories.n ? a[0] : NULL;
+    rs_history_entry_t *a = s->histories.by_bytes;
+    rs_history_t *big = s->histories.n ? a[0].h : NULL;
     if (big == mine && mine->count == 0) /* then the next largest: a child of the top */
-        big = s->histories.n > 2 && a[2]->bytes > a[1]->bytes ? a[2]
-              : s->histories.n > 1                            ? a[1]
+        big = s->histories.n > 2 && a[2].bytes > a[1].bytes ? a[2].h
+              : s->histories.n > 1                          ? a[1].h
                                                             : NULL;
     return big && big->bytes ? big : NULL;
 }
