@@ -41,58 +41,58 @@ struct rs_history {
 /* ---- the histories by bytes held: a binary max-heap, so the largest is found at once however
  * many worlds there are (a scan of every world per frame before) ---- */
 
-static void heap_put(rs_server_t *s, int i, rs_history_t *h)
+static void heap_put(rs_server_t *s, int i, rs_history_entry_t e)
 {
-    s->histories.by_bytes[i] = h;
-    h->heap_at = i;
+    s->histories.by_bytes[i] = e;
+    e.h->heap_at = i;
 }
 
-/* h's bytes changed: move it up or down to its place. */
+/* h's bytes changed: move it up or down to its place (its entry's bytes are updated here). */
 static void heap_fix(rs_server_t *s, rs_history_t *h)
 {
-    rs_history_t **a = s->histories.by_bytes;
-    int i = h->heap_at;
-    while (i > 0 && a[(i - 1) / 2]->bytes < h->bytes) {
+    rs_history_entry_t *a = s->histories.by_bytes, e = {h->bytes, h};
+    int i = h->heap_at, n = s->histories.n;
+    while (i > 0 && a[(i - 1) / 2].bytes < e.bytes) {
         heap_put(s, i, a[(i - 1) / 2]);
         i = (i - 1) / 2;
     }
     for (;;) {
         int big = i, l = 2 * i + 1, r = l + 1;
-        size_t bb = h->bytes;
-        if (l < s->histories.n && a[l]->bytes > bb)
-            big = l, bb = a[l]->bytes;
-        if (r < s->histories.n && a[r]->bytes > bb)
+        size_t bb = e.bytes;
+        if (l < n && a[l].bytes > bb)
+            big = l, bb = a[l].bytes;
+        if (r < n && a[r].bytes > bb)
             big = r;
         if (big == i)
             break;
         heap_put(s, i, a[big]);
         i = big;
     }
-    heap_put(s, i, h);
+    heap_put(s, i, e);
 }
 
 static int heap_add(rs_server_t *s, rs_history_t *h)
 {
     if (s->histories.n == s->histories.cap) {
         int cap = s->histories.cap ? 2 * s->histories.cap : 64;
-        rs_history_t **grown = realloc(s->histories.by_bytes, (size_t)cap * sizeof *grown);
+        rs_history_entry_t *grown = realloc(s->histories.by_bytes, (size_t)cap * sizeof *grown);
         if (!grown)
             return -1;
         s->histories.by_bytes = grown;
         s->histories.cap = cap;
     }
-    heap_put(s, s->histories.n++, h);
+    heap_put(s, s->histories.n++, (rs_history_entry_t){h->bytes, h});
     heap_fix(s, h);
     return 0;
 }
 
 static void heap_remove(rs_server_t *s, rs_history_t *h)
 {
-    rs_history_t *last = s->histories.by_bytes[--s->histories.n];
-    if (last == h)
+    rs_history_entry_t last = s->histories.by_bytes[--s->histories.n];
+    if (last.h == h)
         return;
     heap_put(s, h->heap_at, last);
-    heap_fix(s, last);
+    heap_fix(s, last.h);
 }
 
 void rs_history_close(rs_server_t *s)
@@ -199,27 +199,30 @@ static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
  * bytes. `mine` (about to take a frame) only while it has frames, so its ring stays. */
 static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
 {
-    rs_history_t **a = s->histories.by_bytes, *big = s->histories.n ? a[0] : NULL;
+    rs_history_entry_t *a = s->histories.by_bytes;
+    rs_history_t *big = s->histories.n ? a[0].h : NULL;
     if (big == mine && mine->count == 0) /* then the next largest: a child of the top */
-        big = s->histories.n > 2 && a[2]->bytes > a[1]->bytes ? a[2]
-              : s->histories.n > 1                            ? a[1]
+        big = s->histories.n > 2 && a[2].bytes > a[1].bytes ? a[2].h
+              : s->histories.n > 1                          ? a[1].h
                                                             : NULL;
     return big && big->bytes ? big : NULL;
 }
 
-void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
-                     size_t len, double now)
+/* rs_history_push and rs_history_take: *frame kept as it is (own: the history takes the buffer
+ * and clears *frame) or copied; 0 when kept. */
+static int push(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
+                double now, int own)
 {
     if (s->cfg.history_frames <= 0)
-        return;
+        return -1;
     rs_history_t *h = w->history;
     if (!h) {
         if (!(h = calloc(1, sizeof *h)))
-            return; /* out of memory: GetHistory reports these frames as dropped */
+            return -1; /* out of memory: GetHistory reports these frames as dropped */
         h->server = s;
         if (heap_add(s, h) < 0) {
             free(h);
-            return;
+            return -1;
         }
         w->history = h;
     }
@@ -231,12 +234,12 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     if (least > world_max || least > server_max) {
         drop_all(h); /* too large to keep: reported as dropped, as are older ones */
         trim_heap(s);
-        return;
+        return -1;
     }
     if (h->count == h->cap && grow_ring(s, h, len) < 0 && h->count > 0)
         drop_oldest(h);
     if (h->cap == 0)
-        return; /* out of memory for the ring */
+        return -1; /* out of memory for the ring */
     while (h->count > 0 && h->bytes + len > world_max)
         drop_oldest(h);
     while (s->histories.bytes + len > server_max) {
@@ -249,11 +252,14 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
             drop_all(big); /* an empty ring is all it holds */
     }
     if (h->bytes + len > world_max || s->histories.bytes + len > server_max)
-        return; /* the ring alone leaves no room: reported as dropped */
-    uint8_t *buf = malloc(len ? len : 1);
+        return -1; /* the ring alone leaves no room: reported as dropped */
+    uint8_t *buf = own ? *frame : malloc(len ? len : 1);
     if (!buf)
-        return; /* the next push sees the gap and starts afresh */
-    memcpy(buf, frame, len);
+        return -1; /* the next push sees the gap and starts afresh */
+    if (own)
+        *frame = NULL;
+    else
+        memcpy(buf, *frame, len);
     hist_slot_t *sl = &h->slots[(h->head + h->count) % h->cap];
     sl->buf = buf;
     sl->len = len;
@@ -261,6 +267,20 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     sl->at = now;
     h->count++;
     account(h, len, 0);
+    return 0;
+}
+
+void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
+                     size_t len, double now)
+{
+    uint8_t *f = (uint8_t *)frame; /* copied, never written */
+    push(s, w, seq, &f, len, now, 0);
+}
+
+int rs_history_take(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
+                    double now)
+{
+    return push(s, w, seq, frame, len, now, 1);
 }
 
 void rs_history_prefetch(const world_slot_t *w, int ring)

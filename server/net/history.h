@@ -8,11 +8,18 @@
 
 typedef struct rs_history rs_history_t;
 
+/* One entry of the heap by bytes: the history and a copy of its bytes, so that the heap's
+ * comparisons read the heap's array only, not every history on the path. */
+typedef struct rs_history_entry {
+    size_t bytes;
+    rs_history_t *h;
+} rs_history_entry_t;
+
 typedef struct rs_histories {
-    size_t bytes;            /* what all worlds' histories hold ... */
-    size_t peak;             /* ... and held at most since the heap was last trimmed */
-    rs_history_t **by_bytes; /* every world's history, a max-heap by bytes held (the largest
-                                gives up frames for cfg.history_bytes) */
+    size_t bytes;                  /* what all worlds' histories hold ... */
+    size_t peak;                   /* ... and held at most since the heap was last trimmed */
+    rs_history_entry_t *by_bytes;  /* every world's history, a max-heap by bytes held (the
+                                      largest gives up frames for cfg.history_bytes) */
     int n, cap;
 } rs_histories_t;
 

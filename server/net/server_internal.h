@@ -313,6 +313,11 @@ void rs_curve_close(rs_server_t *s);
 void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now);
 
+/* rs_history_push of a malloc'd frame the history keeps as it is, without a copy: 0 and *frame
+ * cleared when kept (the history frees it), -1 and *frame still the caller's when not. */
+int rs_history_take(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
+                    double now);
+
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
 

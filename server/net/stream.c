@@ -275,10 +275,17 @@ void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b
         s->stream.frames_dropped++;
     if (!b->frame)
         return; /* nobody watches, no history kept (or out of memory, counted) */
+    int sent = watched(s, w);
+    if (s->cfg.history_frames > 0 && !sent) {
+        /* nobody to send it to: the history keeps the frame itself, no copy */
+        if (rs_history_take(s, w, w->stream.seq, &b->frame, b->len, b->now) != 0)
+            rs_stream_built_free(b);
+        return;
+    }
     if (s->cfg.history_frames > 0)
         rs_history_push(s, w, w->stream.seq, b->frame, b->len, b->now);
     zmq_msg_t body;
-    if (!watched(s, w) || zmq_msg_init_data(&body, b->frame, b->len, frame_free, NULL) != 0) {
+    if (!sent || zmq_msg_init_data(&body, b->frame, b->len, frame_free, NULL) != 0) {
         free(b->frame);
         b->frame = NULL;
         return;
