@@ -669,6 +669,12 @@ static const struct regression {
      "the delta's servos reaching their stops one about to cross after the other, in the "
      "workshop: the same",
      {-1, -1}, 1, 0},
+    {"diff_drive", 6161051976, 0,
+     "free at the start, blocked in the Step, the obstacle met with g_x f- 2.7e-4 of the 1.24 "
+     "m/s while turning at 14.7 rad/s: a square root already at a difference step (the Step's "
+     "differences 11 at 1e-5, 35 at 1e-6); the heading's row was served 7037 off where it is "
+     "exactly 0, now grazing",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)
