@@ -337,7 +337,7 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
             D[r * L + col] = (fp[r] - fm[r]) / (2 * h);
         return 0;
     }
-    int side = mp == m0 ? 1 : mm == m0 ? -1 : 0;
+    int side = mp == m0 ? 1 : mm == m0 ? -1 : 0, root = 0;
     if (side && MAP_MODE(column_eval(cl, 2 * side, h, f2)) == m0) {
         const double *f1 = side > 0 ? fp : fm;
         for (int r = 0; r < k; r++)
@@ -349,16 +349,23 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
          * that stays on it is exact */
         double lifted[RS_MAX_STATE];
         const rs_robot_t *rb = cl->em->robot;
-        if (cl->c->kind == FN_BEGIN && !cl->s->begun && cl->which == 0 && cl->after &&
-            rb->rejoin && rb->rejoin(cl->em, cl->after, f0, cl->u, cl->j, -side, lifted))
+        int how = cl->c->kind == FN_BEGIN && !cl->s->begun && cl->which == 0 && cl->after &&
+                          rb->rejoin
+                      ? rb->rejoin(cl->em, cl->after, f0, cl->u, cl->j, -side, lifted)
+                      : 0;
+        if (how > 0)
             for (int r = 0; r < k; r++)
                 D[r * L + col] = 0.5 * (D[r * L + col] + lifted[r]);
-        return side;
+        if (how >= 0)
+            return side;
+        /* the lifted side has no first-order effect (it lands with a change of the order of
+         * the root of the lift): no derivative along this input, as below */
+        root = 1;
     }
     const rs_robot_t *held_by = cl->em->robot;
     /* held by the mode before the map or by the mode it ends in (a stretched linkage that
      * the commands let go, a joint left on its stop) */
-    int held = cl->which == 0 &&
+    int held = !root && cl->which == 0 &&
                (held_by->holds ? held_by->holds(cl->em, &cl->s->pre[cl->e], cl->x, cl->j) ||
                                      (cl->after &&
                                       held_by->holds(cl->em, cl->after, cl->x, cl->j))
@@ -389,6 +396,8 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
     }
     char what[96];
     const rs_robot_t *rb = cl->em->robot;
+    const char *how_left = root ? "to one side lifts the body off a contact of"
+                                : "to either side leaves";
     if (cl->which == 0)
         snprintf(what, sizeof what, "state variable %s", rb->state[cl->j].name);
     else if (cl->which == 1)
@@ -412,10 +421,9 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
         if (moved && !s->split_events) {
             s->split_events = 1;
             snprintf(s->split_message, sizeof s->split_message,
-                     "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves the "
-                     "mode '%s' the %s ends in, so the Step has no derivative along the inputs "
-                     "that move it",
-                     cl->em->name, cl->em->robot->kind, cl->t, what,
+                     "entity '%s' (%s) at t = %.9g s: a change of %s %s the mode '%s' the %s "
+                     "ends in, so the Step has no derivative along the inputs that move it",
+                     cl->em->name, cl->em->robot->kind, cl->t, what, how_left,
                      cl->em->robot->mode_names[MAP_MODE(cl->mode0)],
                      cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
         }
@@ -424,9 +432,9 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
         return 2;
     }
     not_differentiable(cl->s,
-                       "entity '%s' (%s) at t = %.9g s: a change of %s to either side leaves "
-                       "the mode '%s' the %s ends in, so the step has no derivative there",
-                       cl->em->name, cl->em->robot->kind, cl->t, what,
+                       "entity '%s' (%s) at t = %.9g s: a change of %s %s the mode '%s' the "
+                       "%s ends in, so the step has no derivative there",
+                       cl->em->name, cl->em->robot->kind, cl->t, what, how_left,
                        cl->em->robot->mode_names[MAP_MODE(cl->mode0)],
                        cl->c->kind == FN_JUMP ? "event's jump" : "control step's start");
     for (int r = 0; r < k; r++)
