@@ -681,6 +681,14 @@ static const struct regression {
      "differences 11 at 1e-5, 35 at 1e-6); the heading's row was served 7037 off where it is "
      "exactly 0, now grazing",
      {-1, -1}, 1, 0},
+    {"mobile_manipulator", 777041931, 0,
+     "both end effectors sliding on the table's edge at the Step's start: a change of the base's "
+     "y or heading, or of the left arm's angles, lifts the left one off the edge to one side; "
+     "it lands with the friction it missed in the air unreturned (a frictionless touch), a "
+     "change of the order of the root of the lift (its rows 36 at a step of 1e-5, 115 at "
+     "1e-6): those columns undefined, where the put-back side was served (y's: -24.27, the "
+     "sides -24.27 and 0)",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)
