@@ -386,11 +386,17 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
         /* a row whose two step sizes disagree (an event within a step size of the Step's end,
          * or the integration's own error over a large value: the workshop's finger's applied
          * work of 1e8 J) cannot be judged at these step sizes: set aside, the others judged */
-        int aside = 0;
+        int aside = 0, aside_root = 0;
         double sc = fmax(1.0, col_max(D2, n));
         for (int i = 0; i < n; i++) {
             if (fabs(D1[i] - D2[i]) - 0.5 * (fl1[i] + fl2[i]) <= TOL * sc)
                 continue;
+            /* set aside, yet its one-sided differences disagree by more at the smaller step
+             * (a square root: an unbounded one-sided derivative, where a smooth map's gap
+             * shrinks tenfold): the sides disagree there, whatever the other rows show */
+            double r1 = (a1[i] - x0[i]) / (H1 * s) - (x0[i] - b1[i]) / (H1 * s);
+            double r2 = fw[i] - bw[i];
+            aside_root |= fabs(r2) - 2 * fl2[i] > TOL * sc && fabs(r2) > 2.0 * fabs(r1);
             if (verbose)
                 printf("  %s seed %" PRIu64 ": column %d row %d set aside: differences %.6g "
                        "(h %.0e) %.6g (h %.0e), value %.6g, J %.6g\n",
@@ -407,7 +413,7 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
         t->partial += aside > 0;
         double scale = fmax(1.0, col_max(D2, n));
         double side_scale = fmax(1.0, fmax(col_max(fw, n), col_max(bw, n)));
-        int one_sided = col_excess(fw, bw, fl2, 2, n) > TOL * side_scale;
+        int one_sided = col_excess(fw, bw, fl2, 2, n) > TOL * side_scale || aside_root;
         /* a corner: the one-sided differences disagree at both step sizes by about the same
          * amount (a smooth map's curvature makes their gap shrink with the step, tenfold from
          * H1 to H2); the central differences then give the mean of the two sides, which a
@@ -701,6 +707,20 @@ static const struct regression {
     {"parallel_arm", 5150036342, 1, "the same, servo 1's rate", {-1, -1}, 1, 0},
     {"parallel_arm", 5150038763, 1, "the same", {-1, -1}, 1, 0},
     {"parallel_arm", 777018425, 1, "the same", {-1, -1}, 1, 0},
+    {"diff_drive", 6161051976, 0,
+     "free at the start, blocked in the Step, the obstacle met with g_x f- 2.7e-4 of the 1.24 "
+     "m/s while turning at 14.7 rad/s: a square root already at a difference step (the Step's "
+     "differences 11 at 1e-5, 35 at 1e-6); the heading's row was served 7037 off where it is "
+     "exactly 0, now grazing",
+     {-1, -1}, 1, 0},
+    {"mobile_manipulator", 777041931, 0,
+     "both end effectors sliding on the table's edge at the Step's start: a change of the base's "
+     "y or heading, or of the left arm's angles, lifts the left one off the edge to one side; "
+     "it lands with the friction it missed in the air unreturned (a frictionless touch), a "
+     "change of the order of the root of the lift (its rows 36 at a step of 1e-5, 115 at "
+     "1e-6): those columns undefined, where the put-back side was served (y's: -24.27, the "
+     "sides -24.27 and 0)",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)

@@ -977,6 +977,38 @@ static double free_normal_accel(const rs_entity_model_t *em, const mm_cfg_t *cf,
     return cf->n[k][0] * a[0] + cf->n[k][1] * a[1];
 }
 
+/* rs_robot_t.rejoin: a change of the base's pose or an arm's angles at a control step's start
+ * that lifts an end effector sliding on the table (pressing: its free normal acceleration goes
+ * into the face) off its face. It falls back after a time T of the order of the root of the
+ * lift, missing the contact's force lambda over T; the touch's impulse is frictionless (along n
+ * alone), so it returns the missed normal impulse but not the missed friction, mu lambda T:
+ * the slip's speed changes by the order of the root of the lift, and the Step has no
+ * first-order derivative on that side (mobile_manipulator --variants 777041931: the left arm's
+ * rows 36, 115 at steps of 1e-5, 1e-6 along the base's y). -1 there; 0 (cannot say) for any
+ * other lift (a stuck end effector, which re-sticks; one not pressing, which flies off). */
+static int mm_rejoin(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                     const double *u, int i, int side, double *dx)
+{
+    (void)dx;
+    if (i >= Q0 + 8 || (i >= Q0 && (i - Q0) % 4 >= 2) || !(em->p[P_MU] > 0.0))
+        return 0; /* the rates and the base's speeds move no end effector */
+    mm_cfg_t cf = cfg_of(em, ed);
+    for (int k = 0; k < 2; k++) {
+        if (cf.c[k] != C_SLIDE)
+            continue;
+        double y[NX], p0[2], p1[2], hs = 1e-7 * fmax(1.0, fabs(x[i]));
+        memcpy(y, x, sizeof y);
+        y[i] += side * hs;
+        ee_position(em, x, k, p0);
+        ee_position(em, y, k, p1);
+        double out = cf.n[k][0] * (p1[0] - p0[0]) + cf.n[k][1] * (p1[1] - p0[1]);
+        double D[NV] = {0};
+        if (out > 0.0 && free_normal_accel(em, &cf, x, u, k, D, 0.0) < 0.0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The least P > 0 with g0 + g1 P + g2 P^2 = 0 (g0 < 0), or infinity. */
 static double first_root(double g0, double g1, double g2)
 {
@@ -1663,6 +1695,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .jump = mm_jump,
     .settle = mm_settle,
     .holds = mm_holds,
+    .rejoin = mm_rejoin,
     .failure = mm_failure,
     .sense = mm_sense,
     .nframes = NFRAMES,
