@@ -58,9 +58,9 @@ static inline void server_close_stdin(server_proc_t *sp)
 
 /* Start `binary` with extra arguments (NULL-terminated) and wait until it answers Hello (a
  * client connecting with `o`, e.g. CURVE keys; NULL: plaintext). The observer stream binds a
- * free loopback port unless `extra` says --stream or --no-stream. Returns 0, or -1 if it did not
- * come up within 10 s. */
-static int server_start_with(server_proc_t *sp, const char *binary, const char *const *extra,
+ * free loopback port unless `extra` says --stream or --no-stream. Returns 0, -1 if it did not
+ * answer within 10 s, -2 if it exited first. */
+static int server_start_once(server_proc_t *sp, const char *binary, const char *const *extra,
                              const rsc_options_t *o)
 {
     snprintf(sp->endpoint, sizeof sp->endpoint, "tcp://127.0.0.1:%d", free_port());
@@ -120,9 +120,23 @@ static int server_start_with(server_proc_t *sp, const char *binary, const char *
         if (waitpid(sp->pid, &status, WNOHANG) == sp->pid) {
             sp->pid = -1;
             server_close_stdin(sp);
-            return -1;
+            return -2;
         }
     }
+    return -1;
+}
+
+/* server_start_once, again on another free port where the server exited at once: the port
+ * free_port found may be taken before the server binds it ("cannot bind ...: Address already in
+ * use", once in a ThreadSanitizer run of test_stalls); a server that refuses to start for
+ * another reason refuses each time. */
+static int server_start_with(server_proc_t *sp, const char *binary, const char *const *extra,
+                             const rsc_options_t *o)
+{
+    int rc = -1;
+    for (int attempt = 0; attempt < 4; attempt++)
+        if ((rc = server_start_once(sp, binary, extra, o)) != -2)
+            return rc;
     return -1;
 }
 
