@@ -465,6 +465,24 @@ static double momentum_rate(const rs_entity_model_t *em, const rs_entity_data_t 
     return mdot + b[k] - dir_k * jc->mu_D[k] - jc->mu_V[k] * qd[k];
 }
 
+/* dF_k / dq_dot along w = e_j - m e_k (m = M_kj / M_kk): the change of joint k's momentum rate
+ * (momentum_rate) per unit of joint j's rate moved with k's momentum kept, by central
+ * differences of the rates. */
+static double momentum_rate_along(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                                  const double *x, const double *u, arm_dynamics_fn dyn,
+                                  const arm_joints_t *jc, double dir_k, int j, double m)
+{
+    int k = 1 - j;
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    double eta = 1e-3 * fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1])));
+    double qp[2] = {qd[0], qd[1]}, qm[2] = {qd[0], qd[1]};
+    qp[j] += eta, qp[k] -= eta * m;
+    qm[j] -= eta, qm[k] += eta * m;
+    return (momentum_rate(em, ed, x, u, dyn, jc, dir_k, k, qp) -
+            momentum_rate(em, ed, x, u, dyn, jc, dir_k, k, qm)) /
+           (2.0 * eta);
+}
+
 /* The load into joint j's stop has just passed its dry friction (arm_guards' guard on the held
  * range's open side, arm_jump): nothing happens to a joint held there, but one that a change of
  * its angle had moved off the stop by d, stuck there, slides back onto it now, within a time that
@@ -489,13 +507,8 @@ static void fall_back(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     dyn(em, ed, x, u, M, b);
     arm_dirs_of(ed, dir);
     const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
-    double m = M[k][j] / M[k][k], eta = 1e-3 * fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1])));
-    double qp[2] = {qd[0], qd[1]}, qm[2] = {qd[0], qd[1]};
-    qp[j] += eta, qp[k] -= eta * m;
-    qm[j] -= eta, qm[k] += eta * m;
-    double dF = (momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qp) -
-                 momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qm)) /
-                (2.0 * eta);
+    double m = M[k][j] / M[k][k];
+    double dF = momentum_rate_along(em, ed, x, u, dyn, &jc, dir[k], j, m);
     double p = M[k][k] * qd[k] + M[k][j] * qd[j] + dF * d;
     x[ARM_Q1 + k] -= m * d;
     x[ARM_Q1 + j] = stop;
@@ -530,13 +543,8 @@ int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const
         }
         if (arm_held(st[k]))
             return 0; /* falls back; the other joint stays held */
-        double m = M[k][j] / M[k][k], eta = 1e-3 * fmax(1.0, fmax(fabs(qd[0]), fabs(qd[1])));
-        double qp[2] = {qd[0], qd[1]}, qm[2] = {qd[0], qd[1]};
-        qp[j] += eta, qp[k] -= eta * m;
-        qm[j] -= eta, qm[k] += eta * m;
-        double dF = (momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qp) -
-                     momentum_rate(em, ed, x, u, dyn, &jc, dir[k], k, qm)) /
-                    (2.0 * eta);
+        double m = M[k][j] / M[k][k];
+        double dF = momentum_rate_along(em, ed, x, u, dyn, &jc, dir[k], j, m);
         /* the angle's change changed the momentum to begin with: (dM/dq_j q_dot)_k */
         double y[ARM_NX], Mp[2][2], Mm[2][2], bb[2], e = 1e-6 * fmax(1.0, fabs(x[i]));
         memcpy(y, x, sizeof y);

@@ -605,19 +605,14 @@ static void free_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
  * tau* (0.1 us) per unit sigma. Per unit sigma. (Applying the impact at once, the limit
  * of the other order, S -> 0 first, is what the map does only where sigma^2 stretches it
  * beyond S: parallel_arm 5150031496's rate 2, 0.220 at sigma of 3e-4 rad/s and above,
- * 0.1416 from 1e-4 down to 1e-8.) */
+ * 0.1416 from 1e-4 down to 1e-8.) g = grad u, mi the servos' inverse inertias and gmg = g M^-1 g
+ * are the caller's (taut_release_excursion). */
 static int taut_stretch_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
                                   const double *x, const double *u, int j, double sg, double s0,
-                                  const double *qb, double *col)
+                                  const double *qb, const double g[2], const double mi[2],
+                                  double gmg, double *col)
 {
-    double g[2], a[2], v[2] = {0.0, 0.0}, tau[2], mi[2], gmg = 0.0, t = 0.0;
-    elbow_gap(em, x, g);
-    for (int c = 0; c < 2; c++) {
-        mi[c] = 1.0 / em->p[P_J + c];
-        gmg += g[c] * g[c] * mi[c];
-    }
-    if (!(gmg > 0))
-        return -1;
+    double a[2], v[2] = {0.0, 0.0}, tau[2], t = 0.0;
     v[j] = sg;
     int settled = 0;
     for (int it = 0; it < 6 && !settled; it++) {
@@ -682,7 +677,7 @@ static int taut_release_excursion(const rs_entity_model_t *em, const rs_entity_d
     if (!(gmg > 0))
         return -1;
     if (g[j] * sg > 0)
-        return taut_stretch_excursion(em, ed, x, u, j, sg, s0, qb, col);
+        return taut_stretch_excursion(em, ed, x, u, j, sg, s0, qb, g, mi, gmg, col);
     v[j] = sg;
     int done = 0;
     for (int it = 0; it < 6 && !done; it++) {
