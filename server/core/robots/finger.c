@@ -1039,6 +1039,7 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
     jump_ctx_t j;
     jump_begin(&j, ed, t, x);
     double fa = applied_force(ed, u), dir = ed->aux[AUX_DIR];
+    int was_contact = is_contact(ed->mode);
     ed->aux[AUX_IN_SETTLE] = 1.0;
     switch (ed->mode) {
     case MODE_SEPARATED:
@@ -1085,6 +1086,12 @@ static void finger_settle(const rs_entity_model_t *em, rs_entity_data_t *ed, dou
         break;
     }
     }
+    /* a contact left at the gap with the finger faster than the object (a state set from
+     * outside, or a change of one velocity alone: contact keeps them equal) closes at once: the
+     * impact, here as in the separated modes above, not by the touch guard an instant later */
+    if (was_contact && !is_contact(ed->mode) && x[X_O] - x[X_F] <= gap_eps(x) &&
+        x[V_F] - x[V_O] > 0.0)
+        impact(em, &j, x, fa);
     static const int none[NG];
     jump_to_consistent(em, &j, t, x, u, none);
     ed->aux[AUX_IN_SETTLE] = 0.0;
