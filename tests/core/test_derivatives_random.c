@@ -387,26 +387,34 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
          * or the integration's own error over a large value: the workshop's finger's applied
          * work of 1e8 J) cannot be judged at these step sizes: set aside, the others judged */
         int aside = 0, aside_root = 0;
-        double sc = fmax(1.0, col_max(D2, n));
-        for (int i = 0; i < n; i++) {
-            if (fabs(D1[i] - D2[i]) - 0.5 * (fl1[i] + fl2[i]) <= TOL * sc)
-                continue;
-            /* set aside, yet its one-sided differences disagree by more at the smaller step
-             * (a square root: an unbounded one-sided derivative, where a smooth map's gap
-             * shrinks tenfold): the sides disagree there, whatever the other rows show */
-            double r1 = (a1[i] - x0[i]) / (H1 * s) - (x0[i] - b1[i]) / (H1 * s);
-            double r2 = fw[i] - bw[i];
-            aside_root |= fabs(r2) - 2 * fl2[i] > TOL * sc && fabs(r2) > 2.0 * fabs(r1);
-            if (verbose)
-                printf("  %s seed %" PRIu64 ": column %d row %d set aside: differences %.6g "
-                       "(h %.0e) %.6g (h %.0e), value %.6g, J %.6g\n",
-                       preset, seed, c, i, D1[i], H1, D2[i], H2, x0[i], col[i]);
-            aside++;
-            col[i] = isnan(col[i]) ? col[i] : 0.0;
-            D1[i] = D2[i] = fw[i] = bw[i] = fl1[i] = fl2[i] = 0.0;
-            a1[i] = b1[i] = a2[i] = b2[i] = x0[i];
+        /* judged against the scale of the rows that stay (the judgment's own scale, below): a
+         * row set aside lends the others no tolerance (vx's 944 at a step that crosses a
+         * reversal let x's differences, 16.8 and 18.0, pass as agreeing) */
+        for (int more = 1; more;) {
+            more = 0;
+            double sc = fmax(1.0, col_max(D2, n));
+            for (int i = 0; i < n; i++) {
+                if (fabs(D1[i] - D2[i]) - 0.5 * (fl1[i] + fl2[i]) <= TOL * sc)
+                    continue;
+                more = 1;
+                /* set aside, yet its one-sided differences disagree by more at the smaller step
+                 * (a square root: an unbounded one-sided derivative, where a smooth map's gap
+                 * shrinks tenfold): the sides disagree there, whatever the other rows show */
+                double r1 = (a1[i] - x0[i]) / (H1 * s) - (x0[i] - b1[i]) / (H1 * s);
+                double r2 = fw[i] - bw[i];
+                aside_root |= fabs(r2) - 2 * fl2[i] > TOL * sc && fabs(r2) > 2.0 * fabs(r1);
+                if (verbose)
+                    printf("  %s seed %" PRIu64 ": column %d row %d set aside: differences %.6g "
+                           "(h %.0e) %.6g (h %.0e), value %.6g, J %.6g\n",
+                           preset, seed, c, i, D1[i], H1, D2[i], H2, x0[i], col[i]);
+                aside++;
+                col[i] = isnan(col[i]) ? col[i] : 0.0;
+                D1[i] = D2[i] = fw[i] = bw[i] = fl1[i] = fl2[i] = 0.0;
+                a1[i] = b1[i] = a2[i] = b2[i] = x0[i];
+            }
         }
         if (aside == n) {
+            onesided_somewhere |= aside_root; /* undecided, yet its sides disagree */
             t->undecided++;
             continue;
         }
@@ -618,6 +626,12 @@ static const struct regression {
     {"brick_drop", 777035296, 0,
      "a landing 'flat' with a tilt of 1e-14: the other corner's guard about to cross counts as "
      "crossed, and theta and omega, which separate them, have no derivative",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 20261190782423419, 1,
+     "sliding flat under 7.7e5 N, y raised: the lift's landings take 1.5 ms at a step of 1e-6, "
+     "the slide reverses at 1.3 ms, so x's one-sided difference is 36 there (0.709, mu, at 1e-7 "
+     "to 1e-9: the served mean 0.354 is the limits'); its differences 16.8 and 18.0 were judged "
+     "as agreeing against vx's 944, a row itself set aside",
      {-1, -1}, 1, 0},
     /* the arms' excursions (rs_robot_t.excursion): each was served as one side, or as 0 or 1 */
     {"serial_arm", 20261189791309, 1,
