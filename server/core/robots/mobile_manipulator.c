@@ -844,15 +844,14 @@ static void mm_init(const rs_entity_model_t *em, rs_entity_data_t *ed, double *x
         ed->aux[i] = 0.0;
 }
 
-static void mm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
-                      const double *x, const double *u, double *xdot)
+/* The flow of configuration cf (mm_derivs; rejoin's excursions through other modes). */
+static void derivs_cfg(const rs_entity_model_t *em, const mm_cfg_t *cf, const double *x,
+                       const double *u, double *xdot)
 {
-    (void)t;
     mm_sys_t S;
-    mm_cfg_t cf = cfg_of(em, ed);
     double nud[NV];
     sys_build(em, x, u, &S);
-    sys_solve(em, &S, &cf, 0, nud, NULL, NULL);
+    sys_solve(em, &S, cf, 0, nud, NULL, NULL);
     xdot[BX] = S.nu[0] * cos(x[BTH]);
     xdot[BY] = S.nu[0] * sin(x[BTH]);
     xdot[BTH] = S.nu[1];
@@ -863,8 +862,16 @@ static void mm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         xdot[Q0 + 4 * k + 3] = nud[3 + 2 * k];
     }
     /* held speeds (wheels mode, or a stuck passive base) exactly constant, not to round-off */
-    xdot[BV] = cf.fixed[0] ? 0.0 : nud[0];
-    xdot[BW] = cf.fixed[1] ? 0.0 : nud[1];
+    xdot[BV] = cf->fixed[0] ? 0.0 : nud[0];
+    xdot[BW] = cf->fixed[1] ? 0.0 : nud[1];
+}
+
+static void mm_derivs(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
+                      const double *x, const double *u, double *xdot)
+{
+    (void)t;
+    mm_cfg_t cf = cfg_of(em, ed);
+    derivs_cfg(em, &cf, x, u, xdot);
 }
 
 /* rs_robot_t.holds: a stuck end effector's joint rates while the base cannot move under its
@@ -882,6 +889,36 @@ static int mm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, con
     if (i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2)
         return 0; /* the base, the joint angles */
     return base_stuck && contact_of(ed->mode, (i - Q0) / 4) == C_STICK;
+}
+
+/* rs_robot_t.excursion: a stuck end effector's joint rate beside a rolling passive base (where
+ * mm_holds does not hold it). Moved either way the end effector slips or lifts off and is
+ * stuck again within a time of the order of the change; meanwhile the forces differ from the
+ * stuck mode's by contact forces alone (along the constraints' rows G^T), and stuck again
+ * G nu = 0, so the speeds come out as the change's M-weighted projection onto G nu = 0,
+ * nu + (I - M^-1 G^T (G M^-1 G^T)^-1 G) e_i: the stuck configuration's impulse (apply_impulse,
+ * linear in the speeds) applied to a unit change, the rolling base taking its part. */
+static int mm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                        const double *u, int i, int sign, double *col)
+{
+    (void)sign;
+    int k = (i - Q0) / 4;
+    if (!passive(em) || i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2 ||
+        contact_of(ed->mode, k) != C_STICK || mm_holds(em, ed, x, i))
+        return -1;
+    double y0[NX], y1[NX];
+    mm_sys_t S;
+    mm_cfg_t cf = cfg_of(em, ed);
+    memcpy(y0, x, sizeof y0);
+    memcpy(y1, x, sizeof y1);
+    y1[i] += 1.0;
+    sys_build(em, y0, u, &S);
+    apply_impulse(em, &S, &cf, y0);
+    sys_build(em, y1, u, &S);
+    apply_impulse(em, &S, &cf, y1);
+    for (int r = 0; r < NX; r++)
+        col[r] = y1[r] - y0[r];
+    return 0;
 }
 
 static void mm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, double t,
@@ -977,6 +1014,111 @@ static double free_normal_accel(const rs_entity_model_t *em, const mm_cfg_t *cf,
     return cf->n[k][0] * a[0] + cf->n[k][1] * a[1];
 }
 
+static double first_root(double g0, double g1, double g2);
+
+/* One classical Runge-Kutta step of length h of configuration cf's flow. */
+static void rk4_cfg(const rs_entity_model_t *em, const mm_cfg_t *cf, double *x, const double *u,
+                    double h)
+{
+    double k1[NX], k2[NX], k3[NX], k4[NX], y[NX];
+    derivs_cfg(em, cf, x, u, k1);
+    for (int i = 0; i < NX; i++)
+        y[i] = x[i] + 0.5 * h * k1[i];
+    derivs_cfg(em, cf, y, u, k2);
+    for (int i = 0; i < NX; i++)
+        y[i] = x[i] + 0.5 * h * k2[i];
+    derivs_cfg(em, cf, y, u, k3);
+    for (int i = 0; i < NX; i++)
+        y[i] = x[i] + h * k3[i];
+    derivs_cfg(em, cf, y, u, k4);
+    for (int i = 0; i < NX; i++)
+        x[i] += h / 6.0 * (k1[i] + 2.0 * k2[i] + 2.0 * k3[i] + k4[i]);
+}
+
+/* Arm k's end effector against its face (n . p = at on it) under configuration cf: the gap,
+ * its rate and acceleration (g), the tangential speed and acceleration (vt). */
+static void ee_on_face(const rs_entity_model_t *em, const mm_cfg_t *cf, const double *x,
+                       const double *u, int k, double at, double g[3], double vt[2])
+{
+    mm_sys_t S;
+    double nud[NV], a[2];
+    const double *n = cf->n[k], *t = cf->t[k];
+    sys_build(em, x, u, &S);
+    sys_solve(em, &S, cf, 0, nud, NULL, NULL);
+    ee_accel(&S, k, nud, a);
+    const point_terms_t *e = &S.ee[k];
+    g[0] = n[0] * e->p[0] + n[1] * e->p[1] - at;
+    g[1] = n[0] * e->v[0] + n[1] * e->v[1];
+    g[2] = n[0] * a[0] + n[1] * a[1];
+    vt[0] = t[0] * e->v[0] + t[1] * e->v[1];
+    vt[1] = t[0] * a[0] + t[1] * a[1];
+}
+
+/* Advance xp under configuration cp and the reference xr under cr by the same steps until arm
+ * k's gap (what 0) or its tangential speed times s (what 1) falls to 0: 32 steps of the time
+ * its quadratic model gives, then three of Newton's steps onto the root (machine precision:
+ * the model is good there). -1 where it does not fall. */
+static int advance_until(const rs_entity_model_t *em, const double *u, int k, double at,
+                         const mm_cfg_t *cp, double *xp, const mm_cfg_t *cr, double *xr, int what,
+                         double s)
+{
+    double h0 = 0.0;
+    for (int it = 0, newton = 0; it < 256; it++) {
+        double g[3], vt[2];
+        ee_on_face(em, cp, xp, u, k, at, g, vt);
+        double q = what ? s * vt[0] : g[0], dq = what ? s * vt[1] : g[1];
+        double ddq = what ? 0.0 : g[2], tau = q > 0.0 ? first_root(-q, -dq, -0.5 * ddq) : 0.0;
+        if (it == 0) {
+            if (!(tau > 0.0) || !isfinite(tau))
+                return -1;
+            h0 = tau / 32.0;
+        }
+        if (tau < 0.25 * h0) { /* near the root (or just past it): Newton's steps */
+            if (newton++ == 3)
+                return 0;
+            tau = -q / dq;
+        }
+        if (!isfinite(tau))
+            return -1;
+        double h = tau > 1.5 * h0 ? h0 : tau;
+        rk4_cfg(em, cp, xp, u, h);
+        rk4_cfg(em, cr, xr, u, h);
+    }
+    return -1;
+}
+
+/* A stuck end effector (arm k) lifted off its face by eps of state variable i: it falls back
+ * (the free flow), touches with the frictionless normal impulse (resolve_arm), slides and
+ * sticks again when its slip stops; D gets the state's change against the stuck flow over the
+ * same time, per unit of the change. -1 where it does not come back. */
+static int stuck_lift(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
+                      const double *u, int i, double eps, int k, double at, double D[NX])
+{
+    mm_cfg_t cf = cfg_of(em, ed), fr = cf, sl = cf;
+    double xp[NX], xr[NX], g[3], vt[2];
+    mm_sys_t S;
+    fr.c[k] = C_FREE, fr.dir[k] = 0.0;
+    memcpy(xp, x, sizeof xp);
+    memcpy(xr, x, sizeof xr);
+    xp[i] += eps;
+    if (advance_until(em, u, k, at, &fr, xp, &cf, xr, 0, 1.0) < 0)
+        return -1;
+    sl.c[k] = C_SLIDE, sl.dir[k] = 0.0;
+    sys_build(em, xp, u, &S);
+    apply_impulse(em, &S, &sl, xp);
+    ee_on_face(em, &cf, xp, u, k, at, g, vt);
+    sl.dir[k] = vt[0] > 0.0 ? 1.0 : -1.0;
+    ee_on_face(em, &sl, xp, u, k, at, g, vt);
+    if (!(sl.dir[k] * vt[1] < 0.0) ||
+        advance_until(em, u, k, at, &sl, xp, &cf, xr, 1, sl.dir[k]) < 0)
+        return -1; /* the slip does not stop */
+    sys_build(em, xp, u, &S);
+    apply_impulse(em, &S, &cf, xp); /* stuck: what the stop left of the slip removed */
+    for (int r = 0; r < NX; r++)
+        D[r] = (xp[r] - xr[r]) / eps;
+    return 0;
+}
+
 /* rs_robot_t.rejoin: a change of the base's pose or an arm's angles at a control step's start
  * that lifts an end effector sliding on the table (pressing: its free normal acceleration goes
  * into the face) off its face. It falls back after a time T of the order of the root of the
@@ -984,17 +1126,22 @@ static double free_normal_accel(const rs_entity_model_t *em, const mm_cfg_t *cf,
  * alone), so it returns the missed normal impulse but not the missed friction, mu lambda T:
  * the slip's speed changes by the order of the root of the lift, and the Step has no
  * first-order derivative on that side (mobile_manipulator --variants 777041931: the left arm's
- * rows 36, 115 at steps of 1e-5, 1e-6 along the base's y). -1 there; 0 (cannot say) for any
- * other lift (a stuck end effector, which re-sticks; one not pressing, which flies off). */
+ * rows 36, 115 at steps of 1e-5, 1e-6 along the base's y). -1 there. A stuck one (pressing)
+ * misses both parts of its force, the touch returns the normal one, and the slip that the
+ * missed friction leaves stops under friction within a time of that order, so the speeds come
+ * back to what the contact allows and the pose moves by the order of the lift: first order,
+ * given by stuck_lift (1, the other end effector free or not moved by x_i; 0 where it cannot
+ * say: both moved, or a slip that does not stop). 0 for a lift that does not press (it flies
+ * off). */
 static int mm_rejoin(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                      const double *u, int i, int side, double *dx)
 {
-    (void)dx;
     if (i >= Q0 + 8 || (i >= Q0 && (i - Q0) % 4 >= 2) || !(em->p[P_MU] > 0.0))
         return 0; /* the rates and the base's speeds move no end effector */
     mm_cfg_t cf = cfg_of(em, ed);
+    int stuck = -1, moved = 0;
     for (int k = 0; k < 2; k++) {
-        if (cf.c[k] != C_SLIDE)
+        if (cf.c[k] == C_FREE)
             continue;
         double y[NX], p0[2], p1[2], hs = 1e-7 * fmax(1.0, fabs(x[i]));
         memcpy(y, x, sizeof y);
@@ -1003,10 +1150,29 @@ static int mm_rejoin(const rs_entity_model_t *em, const rs_entity_data_t *ed, co
         ee_position(em, y, k, p1);
         double out = cf.n[k][0] * (p1[0] - p0[0]) + cf.n[k][1] * (p1[1] - p0[1]);
         double D[NV] = {0};
-        if (out > 0.0 && free_normal_accel(em, &cf, x, u, k, D, 0.0) < 0.0)
+        moved += out != 0.0;
+        if (!(out > 0.0 && free_normal_accel(em, &cf, x, u, k, D, 0.0) < 0.0))
+            continue;
+        if (cf.c[k] == C_SLIDE)
             return -1;
+        stuck = k;
     }
-    return 0;
+    /* a stuck one lifted, the other end effector free or not moved: its fall, touch and slip
+     * to a stop simulated at two lifts, the root's term removed (Richardson's: the fall's
+     * time is the root of the lift) */
+    if (stuck < 0 || moved > 1)
+        return 0;
+    int face = (int)ed->aux[AUX_FACE_L + stuck];
+    double at = face == FACE_EDGE  ? -em->p[P_TABLE]
+                : face == FACE_MIN ? -em->p[P_TABLE + 1]
+                                   : em->p[P_TABLE + 2];
+    double eps = side * 1e-8 * (i == BX || i == BY ? fmax(1.0, fabs(x[i])) : 1.0), d1[NX], d2[NX];
+    if (stuck_lift(em, ed, x, u, i, eps, stuck, at, d1) < 0 ||
+        stuck_lift(em, ed, x, u, i, 0.25 * eps, stuck, at, d2) < 0)
+        return 0;
+    for (int r = 0; r < NX; r++)
+        dx[r] = 2.0 * d2[r] - d1[r];
+    return 1;
 }
 
 /* The least P > 0 with g0 + g1 P + g2 P^2 = 0 (g0 < 0), or infinity. */
@@ -1695,6 +1861,7 @@ const rs_robot_t rs_robot_mobile_manipulator = {
     .jump = mm_jump,
     .settle = mm_settle,
     .holds = mm_holds,
+    .excursion = mm_excursion,
     .rejoin = mm_rejoin,
     .failure = mm_failure,
     .sense = mm_sense,
