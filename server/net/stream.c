@@ -195,15 +195,8 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
     return 0;
 }
 
-/* Frames are malloc'd: ZeroMQ frees one it has sent. */
-static void frame_free(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
-/* World w's next frame into *b: `state`, or (NULL) the world's state built in arena a; none
- * when nobody watches and no history is kept. Touches world w only. */
+/* World w's next frame into *b, built in arena a (its bytes too): `state`, or (NULL) the
+ * world's state; none when nobody watches and no history is kept. Touches world w only. */
 static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, rs_arena_t *a,
                         rs_stream_built_t *b)
 {
@@ -220,7 +213,7 @@ static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *sta
     f.state = state;
     f.wall_time = rs_wall_clock();
     b->len = robosim__v1__stream_frame__get_packed_size(&f);
-    if (!(b->frame = malloc(b->len ? b->len : 1))) {
+    if (!(b->frame = rs_arena_alloc(a, b->len ? b->len : 1))) {
         b->failed = 1;
         return;
     }
@@ -275,22 +268,18 @@ void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b
         s->stream.frames_dropped++;
     if (!b->frame)
         return; /* nobody watches, no history kept (or out of memory, counted) */
-    int sent = watched(s, w);
-    if (s->cfg.history_frames > 0 && !sent) {
-        /* nobody to send it to: the history keeps the frame itself, no copy */
-        if (rs_history_take(s, w, w->stream.seq, &b->frame, b->len, b->now) != 0)
-            rs_stream_built_free(b);
-        return;
-    }
     if (s->cfg.history_frames > 0)
         rs_history_push(s, w, w->stream.seq, b->frame, b->len, b->now);
+    const uint8_t *frame = b->frame;
+    b->frame = NULL; /* the arena's */
+    if (!watched(s, w))
+        return;
     zmq_msg_t body;
-    if (!sent || zmq_msg_init_data(&body, b->frame, b->len, frame_free, NULL) != 0) {
-        free(b->frame);
-        b->frame = NULL;
+    if (zmq_msg_init_size(&body, b->len) != 0) {
+        s->stream.frames_dropped++;
         return;
     }
-    b->frame = NULL; /* ZeroMQ's now */
+    memcpy(zmq_msg_data(&body), frame, b->len);
     char t[48];
     int tl = topic(t, sizeof t, w->id);
     /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
@@ -305,8 +294,7 @@ void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b
 
 void rs_stream_built_free(rs_stream_built_t *b)
 {
-    free(b->frame);
-    b->frame = NULL;
+    b->frame = NULL; /* its bytes are its arena's */
 }
 
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
