@@ -372,8 +372,10 @@ typedef struct rs_stream_built {
 void rs_stream_prepare(rs_server_t *s);
 
 /* On a worker, once world w's Step in the batch is over: *b for it, its State and frame built
- * in arena a. Reads the server's stream settings, touches world w only. */
-void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b);
+ * in arena a, at the times `at` (read once for a batch slice; NULL: read here). Reads the
+ * server's stream settings, touches world w only. */
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, const rs_stream_clock_t *at,
+                     rs_stream_built_t *b);
 
 /* On the loop, before the arena b->frame lies in is reset: publish *b (its frame copied to
  * history and subscribers) or, held back, mark w pending. */

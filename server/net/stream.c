@@ -196,9 +196,10 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
 }
 
 /* World w's next frame into *b, built in arena a (its bytes too): `state`, or (NULL) the
- * world's state; none when nobody watches and no history is kept. Touches world w only. */
+ * world's state; none when nobody watches and no history is kept. `wall`: the wall-clock time
+ * it carries. Touches world w only. */
 static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, rs_arena_t *a,
-                        rs_stream_built_t *b)
+                        double wall, rs_stream_built_t *b)
 {
     if (!watched(s, w) && s->cfg.history_frames <= 0)
         return;
@@ -211,7 +212,7 @@ static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *sta
     f.world_id = w->id;
     f.seq = state->seq;
     f.state = state;
-    f.wall_time = rs_wall_clock();
+    f.wall_time = wall;
     b->len = robosim__v1__stream_frame__get_packed_size(&f);
     if (!(b->frame = rs_arena_alloc(a, b->len ? b->len : 1))) {
         b->failed = 1;
@@ -228,7 +229,7 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
     if (state)
         state->seq = w->stream.seq + 1; /* the caller's reply carries it, watched or not */
     poll_subscriptions_once(s);
-    build_frame(s, w, state, &s->arena, &b);
+    build_frame(s, w, state, &s->arena, rs_wall_clock(), &b);
     rs_stream_offer_built(s, w, &b);
 }
 
@@ -238,16 +239,17 @@ void rs_stream_prepare(rs_server_t *s)
         poll_subscriptions_once(s);
 }
 
-void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b)
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, const rs_stream_clock_t *at,
+                     rs_stream_built_t *b)
 {
     *b = (rs_stream_built_t){0};
     if (!s->stream.xpub)
         return;
-    b->now = rs_monotonic();
+    b->now = at ? at->now : rs_monotonic();
     if (w->stream.seq != 0 && b->now < w->stream.last + min_interval(s, w))
         return; /* held back: the loop marks it pending */
     b->due = 1;
-    build_frame(s, w, NULL, a, b);
+    build_frame(s, w, NULL, a, at ? at->wall : rs_wall_clock(), b);
 }
 
 void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b)
@@ -315,6 +317,7 @@ void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 
 typedef struct flush_run {
     rs_server_t *s;
+    rs_stream_clock_t at;     /* the clocks, read once for every frame of the flush */
     int *due;                 /* the worlds whose held-back state is due */
     rs_stream_built_t *built; /* their frames */
 } flush_run_t;
@@ -323,7 +326,7 @@ static void flush_build(void *ctx, size_t j, int worker)
 {
     flush_run_t *run = ctx;
     rs_stream_build(run->s, &run->s->worlds[run->due[j]], rs_pool_arena(run->s->pool, worker),
-                    &run->built[j]);
+                    &run->at, &run->built[j]);
 }
 
 int rs_stream_flush(rs_server_t *s)
@@ -356,7 +359,7 @@ int rs_stream_flush(rs_server_t *s)
             publish(s, w, NULL, now);
         }
     }
-    flush_run_t run = {s, due, NULL};
+    flush_run_t run = {s, {now, rs_wall_clock()}, due, NULL};
     if (n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
         rs_pool_run(s->pool, n, flush_build, &run);
         for (size_t j = 0; j < n; j++) {
