@@ -243,6 +243,8 @@ static size_t obtain(rs_server_t *s, rs_history_t *h, size_t least, size_t want)
     size_t upto = h->bytes < share ? share - h->bytes : 0; /* what h may take to */
     if (upto > want)
         upto = want;
+    if (upto < least) /* taking could not give h what it needs: no history shrinks for it */
+        return room >= least ? room : 0;
     while (room < upto) {
         rs_history_t *big = largest_other(s, h);
         if (!big || big->bytes <= share)
