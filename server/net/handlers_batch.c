@@ -556,6 +556,7 @@ typedef struct arrays_run {
     uint8_t *framed;        /* per world: frames[i] was built in this slice */
     const world_slot_t *like; /* the batch's shape (arrays_shape) */
     int one_slice;
+    const rs_stream_clock_t *at; /* the slice's clocks for its frames (NULL: each reads them) */
     atomic_int off;         /* the loop's fuse blew: the batch goes off the loop */
 } arrays_run_t;
 
@@ -660,7 +661,7 @@ static void arrays_step(void *ctx, size_t j, int worker)
         rs_arena_t *a = rs_pool_arena(run->s->pool, worker);
         arrays_rows(run, i, a);
         if (it->phase == RS_ITEM_DONE) {
-            rs_stream_build(run->s, w, a, &run->frames[i]);
+            rs_stream_build(run->s, w, a, run->at, &run->frames[i]);
             run->framed[i] = 1;
         }
     }
@@ -867,6 +868,10 @@ static int step_arrays(rs_server_t *s, const Robosim__V1__BatchArrays *in,
     run.one_slice = s->cont->can_park;
     atomic_init(&run.off, 0);
     rs_stream_prepare(s);
+    /* a slice on the loop lasts at most the fuse: its frames carry the time it started (two
+     * clock reads per slice, not per frame); a run to the end of the budget reads them anew */
+    rs_stream_clock_t at = {rs_monotonic(), rs_wall_clock()};
+    run.at = run.one_slice ? &at : NULL;
     run.deadline = rs_arm_budget(s); /* as for items (op_step_batch) */
     if (run.one_slice)
         arm_fuse(s, run.deadline);

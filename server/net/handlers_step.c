@@ -236,11 +236,12 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
         if ((rc = rs_data_save(rb, world->model, world->data, st)) < 0)
             return rc;
         /* The clock is read where it decides something: the end of a slice of several control
-         * steps, the fuse, an interruption, a Step that goes on. One control step that ends
-         * reads none (a batch's world-step is about 2 us, a clock read here 50 ns): the
-         * watchdog holds the budget through the abort flag either way. */
+         * steps, a fuse of its own (a batch's, armed once for its slice, needs none), an
+         * interruption, a Step that goes on. One control step that ends reads none (a batch's
+         * world-step is about 2 us, a clock read here 50 ns): the watchdog holds the budget
+         * through the abort flag either way. */
         uint64_t k = 0, want = n - *done;
-        double t0 = want > 1 || fuse ? rs_clock() : NAN, now = NAN;
+        double t0 = want > 1 || fuse == RS_FUSE_OWN ? rs_clock() : NAN, now = NAN;
         double yield_at = want > 1 ? fmin(t0 + s->cfg.slice_seconds, deadline) : deadline;
         if (fuse == RS_FUSE_OWN)
             atomic_store_explicit(&s->abort_at, fmin(deadline, t0 + FUSE_SECONDS),
@@ -257,7 +258,7 @@ int rs_run_control_steps(rs_server_t *s, world_slot_t *w, rs_rollback_t *rb,
         }
         if (fuse == RS_FUSE_OWN)
             atomic_store_explicit(&s->abort_at, deadline, memory_order_relaxed);
-        if (rc == RS_EDEADLINE || k == 0 || fuse)
+        if (rc == RS_EDEADLINE || k == 0)
             now = rs_clock();
         if (rc == RS_EDEADLINE) {
             /* interrupted partway through a control step: back to the slice's start. The

@@ -1,8 +1,12 @@
 /* Observer-stream history: each world keeps the frames it published, bounded in frames, age and
- * bytes, for GetHistory (docs/design.md, "Rationale and measurements"). */
+ * bytes, for GetHistory (docs/design.md, "Rationale and measurements"). A world's frames lie in
+ * one byte ring of its own, each frame contiguous, so keeping a frame is a copy into the ring
+ * and forgetting one moves an offset: nothing is allocated or freed per frame, and the account
+ * of bytes (the rings' sizes) changes only when a ring grows or shrinks. */
 #include "server_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #if defined(__SANITIZE_ADDRESS__)
@@ -19,10 +23,11 @@ void __sanitizer_purge_allocator(void); /* its allocator, not glibc's, holds the
 #endif
 
 #define HISTORY_TRIM_BYTES (1u << 20)  /* held this much below the peak: give pages back */
-#define HISTORY_RING_MIN 16            /* slots of a new ring */
+#define HISTORY_RING_MIN 16            /* slots of a new slot ring */
+#define HISTORY_BYTES_MIN 4096         /* bytes of a new byte ring (more if a frame needs it) */
 
 typedef struct hist_slot {
-    uint8_t *buf; /* len bytes, malloc'd for this frame */
+    size_t off; /* the frame's bytes: ring[off, off + len) */
     size_t len;
     uint64_t seq;
     double at; /* rs_monotonic() when published */
@@ -33,7 +38,11 @@ struct rs_history {
     int cap;
     int head;     /* the oldest frame's slot */
     int count;    /* frames held */
-    size_t bytes; /* the frames' bytes plus the ring's: what the bounds count */
+    uint8_t *ring;   /* ring_cap bytes: the frames in publication order, wrapping at the end
+                        (a frame that does not fit before it starts again at 0) */
+    size_t ring_cap;
+    size_t used;  /* the frames' bytes */
+    size_t bytes; /* the byte ring's and the slot ring's sizes: what the bounds count */
     rs_server_t *server; /* whose histories.bytes count this one's too */
     int heap_at;  /* its place in server->histories.by_bytes */
 };
@@ -126,27 +135,58 @@ static void account(rs_history_t *h, size_t add, size_t sub)
         s->histories.peak = s->histories.bytes;
 }
 
-/* Drop the oldest frame. */
-static void drop_oldest(rs_history_t *h)
+static hist_slot_t *newest(const rs_history_t *h)
 {
-    hist_slot_t *sl = &h->slots[h->head];
-    account(h, 0, sl->len);
-    free(sl->buf);
-    sl->buf = NULL;
-    sl->len = 0;
-    h->head = (h->head + 1) % h->cap;
-    h->count--;
+    return &h->slots[(h->head + h->count - 1) % h->cap];
 }
 
-/* Drop every frame and the ring itself. */
+/* Forget the oldest frame (its bytes stay the ring's). */
+static void drop_oldest(rs_history_t *h)
+{
+    h->used -= h->slots[h->head].len;
+    h->head = (h->head + 1) % h->cap;
+    if (--h->count == 0)
+        h->head = 0;
+}
+
+/* Forget every frame; the rings stay. */
+static void forget_all(rs_history_t *h)
+{
+    h->count = h->head = 0;
+    h->used = 0;
+}
+
+/* Move the frames held to the start of a byte ring of `cap` bytes (at least h->used; 0 frees
+ * it): 0, or -1 out of memory (nothing changed). The account is the caller's. */
+static int resize_bytes(rs_history_t *h, size_t cap)
+{
+    uint8_t *ring = NULL;
+    if (cap && !(ring = malloc(cap)))
+        return -1;
+    size_t off = 0;
+    for (int i = 0; i < h->count; i++) {
+        hist_slot_t *sl = &h->slots[(h->head + i) % h->cap];
+        memcpy(ring + off, h->ring + sl->off, sl->len);
+        sl->off = off;
+        off += sl->len;
+    }
+    free(h->ring);
+    h->ring = ring;
+    h->ring_cap = cap;
+    return 0;
+}
+
+/* Drop every frame and both rings. */
 static void drop_all(rs_history_t *h)
 {
-    while (h->count > 0)
-        drop_oldest(h);
-    account(h, 0, (size_t)h->cap * sizeof *h->slots);
+    forget_all(h);
+    account(h, 0, h->ring_cap + (size_t)h->cap * sizeof *h->slots);
+    free(h->ring);
     free(h->slots);
+    h->ring = NULL;
     h->slots = NULL;
-    h->cap = h->head = 0;
+    h->ring_cap = 0;
+    h->cap = 0;
 }
 
 void rs_history_destroy(rs_history_t **h)
@@ -161,28 +201,85 @@ void rs_history_destroy(rs_history_t **h)
     trim_heap(s);
 }
 
-/* Forget frames older than the server's history_seconds. */
+/* Forget frames older than the server's history_seconds; a history left empty gives its byte
+ * ring back. */
 static void age_out(rs_server_t *s, rs_history_t *h, double now)
 {
     double limit = s->cfg.history_seconds;
     int aged = 0;
     for (; h->count > 0 && limit > 0 && now - h->slots[h->head].at > limit; aged++)
         drop_oldest(h);
-    if (aged)
+    if (aged && h->count == 0 && h->ring_cap) {
+        account(h, 0, h->ring_cap);
+        resize_bytes(h, 0);
         trim_heap(s);
+    }
 }
 
-/* Grow a full ring (double it, up to cfg.history_frames) if that stays within the world's
- * bound with the new frame of len bytes; 0 when it grew. */
-static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
+/* The history other than `mine` holding the most bytes, or NULL. */
+static rs_history_t *largest_other(rs_server_t *s, const rs_history_t *mine)
+{
+    rs_history_entry_t *a = s->histories.by_bytes;
+    int n = s->histories.n;
+    if (n == 0)
+        return NULL;
+    if (a[0].h != mine)
+        return a[0].h;
+    return n > 2 && a[2].bytes > a[1].bytes ? a[2].h : n > 1 ? a[1].h : NULL;
+}
+
+/* Room in the server's bound for h to grow by: `want` bytes, or at least `least` (0 when not
+ * even that). The bound's free room first; then, while h stays within its share of the bound
+ * (history_bytes over the histories), bytes the histories above their share give up, the
+ * largest first, each shrinking to no less than the share. So the histories fill the bound
+ * and then hold about a share each, and a world that holds its share keeps its frames. */
+static size_t obtain(rs_server_t *s, rs_history_t *h, size_t least, size_t want)
+{
+    size_t max = s->cfg.history_bytes;
+    size_t room = s->histories.bytes < max ? max - s->histories.bytes : 0;
+    if (want <= room)
+        return want;
+    size_t share = max / (size_t)(s->histories.n > 0 ? s->histories.n : 1);
+    size_t upto = h->bytes < share ? share - h->bytes : 0; /* what h may take to */
+    if (upto > want)
+        upto = want;
+    if (upto < least) /* taking could not give h what it needs: no history shrinks for it */
+        return room >= least ? room : 0;
+    while (room < upto) {
+        rs_history_t *big = largest_other(s, h);
+        if (!big || big->bytes <= share)
+            break;
+        size_t give = big->bytes - share;
+        if (give > upto - room)
+            give = upto - room;
+        if (give >= big->ring_cap) {
+            drop_all(big); /* all it holds, or only a slot ring */
+        } else {
+            size_t cap = big->ring_cap - give;
+            while (big->count > 0 && big->used > cap)
+                drop_oldest(big);
+            if (resize_bytes(big, cap) < 0)
+                break;
+            account(big, 0, give);
+        }
+        room = s->histories.bytes < max ? max - s->histories.bytes : 0;
+    }
+    if (room >= want)
+        return want;
+    return room >= least ? room : 0;
+}
+
+/* Grow h's slot ring (double it, up to cfg.history_frames) within the bounds: 0 when it grew. */
+static int grow_slots(rs_server_t *s, rs_history_t *h)
 {
     int cap = h->cap ? 2 * h->cap : HISTORY_RING_MIN;
     if (cap > s->cfg.history_frames)
         cap = s->cfg.history_frames;
     size_t more = (size_t)(cap - h->cap) * sizeof *h->slots;
-    if (cap <= h->cap || h->bytes + more + len > s->cfg.history_bytes_per_world)
+    if (cap <= h->cap || h->bytes + more > s->cfg.history_bytes_per_world ||
+        obtain(s, h, more, more) < more)
         return -1;
-    hist_slot_t *grown = calloc((size_t)cap, sizeof *grown);
+    hist_slot_t *grown = malloc((size_t)cap * sizeof *grown);
     if (!grown)
         return -1;
     for (int i = 0; i < h->count; i++) /* unwrapped: the oldest at 0 */
@@ -195,92 +292,108 @@ static int grow_ring(const rs_server_t *s, rs_history_t *h, size_t len)
     return 0;
 }
 
-/* The history that gives up its oldest frame for the server's bound: the one holding the most
- * bytes. `mine` (about to take a frame) only while it has frames, so its ring stays. */
-static rs_history_t *largest(rs_server_t *s, const rs_history_t *mine)
+/* Grow h's byte ring to hold its frames and one of len bytes, within the bounds: doubled, but
+ * not much past what cfg.history_frames frames of their size take, nor by a sliver (each
+ * growth copies the frames held): 0 when it grew. */
+static int grow_bytes(rs_server_t *s, rs_history_t *h, size_t len)
 {
-    rs_history_entry_t *a = s->histories.by_bytes;
-    rs_history_t *big = s->histories.n ? a[0].h : NULL;
-    if (big == mine && mine->count == 0) /* then the next largest: a child of the top */
-        big = s->histories.n > 2 && a[2].bytes > a[1].bytes ? a[2].h
-              : s->histories.n > 1                          ? a[1].h
-                                                            : NULL;
-    return big && big->bytes ? big : NULL;
+    size_t need = h->used + len, have = h->ring_cap;
+    size_t want = have ? 2 * have : HISTORY_BYTES_MIN;
+    size_t frames = (size_t)s->cfg.history_frames, per = need / (size_t)(h->count + 1) + 1;
+    if (per <= SIZE_MAX / 2 / frames && want > per * frames + per * frames / 8)
+        want = per * frames + per * frames / 8;
+    if (want < need)
+        want = need;
+    size_t slots = (size_t)h->cap * sizeof *h->slots, world_max = s->cfg.history_bytes_per_world;
+    if (slots >= world_max || need > world_max - slots)
+        return -1;
+    if (want > world_max - slots)
+        want = world_max - slots;
+    size_t least = need - have, sliver = (want - have) / 4;
+    size_t got = obtain(s, h, least > sliver ? least : sliver, want - have);
+    if (!got || resize_bytes(h, have + got) < 0)
+        return -1;
+    account(h, got, 0);
+    return 0;
 }
 
-/* rs_history_push and rs_history_take: *frame kept as it is (own: the history takes the buffer
- * and clears *frame) or copied; 0 when kept. */
-static int push(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
-                double now, int own)
+/* Where a frame of len bytes goes in h's ring after its newest frame: its offset, or SIZE_MAX
+ * when it does not fit before the oldest. */
+static size_t place(const rs_history_t *h, size_t len)
 {
-    if (s->cfg.history_frames <= 0)
-        return -1;
-    rs_history_t *h = w->history;
-    if (!h) {
-        if (!(h = calloc(1, sizeof *h)))
-            return -1; /* out of memory: GetHistory reports these frames as dropped */
-        h->server = s;
-        if (heap_add(s, h) < 0) {
-            free(h);
-            return -1;
-        }
-        w->history = h;
+    if (h->count == 0)
+        return len <= h->ring_cap && h->ring_cap ? 0 : SIZE_MAX;
+    const hist_slot_t *old = &h->slots[h->head], *nu = newest(h);
+    size_t end = nu->off + nu->len;
+    if (nu->off >= old->off) { /* held in [old, end) */
+        if (len <= h->ring_cap - end)
+            return end;
+        return len < old->off ? 0 : SIZE_MAX;
     }
-    age_out(s, h, now);
-    if (h->count > 0 && h->slots[(h->head + h->count - 1) % h->cap].seq + 1 != seq)
-        drop_all(h); /* a frame went missing: keep the held ones consecutive */
-    size_t world_max = s->cfg.history_bytes_per_world, server_max = s->cfg.history_bytes;
-    size_t least = len + HISTORY_RING_MIN * sizeof *h->slots; /* a frame alone, in a new ring */
-    if (least > world_max || least > server_max) {
-        drop_all(h); /* too large to keep: reported as dropped, as are older ones */
-        trim_heap(s);
-        return -1;
-    }
-    if (h->count == h->cap && grow_ring(s, h, len) < 0 && h->count > 0)
+    return end + len < old->off ? end : SIZE_MAX; /* held in [old, cap) and [0, end) */
+}
+
+/* Make room in h for one more frame of len bytes: its offset in the ring, or SIZE_MAX (the
+ * bounds, or memory, leave none). The oldest frames go past cfg.history_frames, and when the
+ * ring is full and may not grow. */
+static size_t make_room(rs_server_t *s, rs_history_t *h, size_t len)
+{
+    while (h->count >= s->cfg.history_frames)
         drop_oldest(h);
-    if (h->cap == 0)
-        return -1; /* out of memory for the ring */
-    while (h->count > 0 && h->bytes + len > world_max)
+    while (h->count == h->cap && grow_slots(s, h) < 0) {
+        if (h->count == 0)
+            return SIZE_MAX;
         drop_oldest(h);
-    while (s->histories.bytes + len > server_max) {
-        rs_history_t *big = largest(s, h);
-        if (!big)
-            break;
-        if (big->count > 0)
-            drop_oldest(big);
-        else
-            drop_all(big); /* an empty ring is all it holds */
     }
-    if (h->bytes + len > world_max || s->histories.bytes + len > server_max)
-        return -1; /* the ring alone leaves no room: reported as dropped */
-    uint8_t *buf = own ? *frame : malloc(len ? len : 1);
-    if (!buf)
-        return -1; /* the next push sees the gap and starts afresh */
-    if (own)
-        *frame = NULL;
-    else
-        memcpy(buf, *frame, len);
-    hist_slot_t *sl = &h->slots[(h->head + h->count) % h->cap];
-    sl->buf = buf;
-    sl->len = len;
-    sl->seq = seq;
-    sl->at = now;
-    h->count++;
-    account(h, len, 0);
-    return 0;
+    for (;;) {
+        size_t at = place(h, len);
+        if (at != SIZE_MAX)
+            return at;
+        if (h->used + len > h->ring_cap && grow_bytes(s, h, len) == 0)
+            continue;
+        if (h->count == 0)
+            return SIZE_MAX;
+        drop_oldest(h);
+    }
 }
 
 void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now)
 {
-    uint8_t *f = (uint8_t *)frame; /* copied, never written */
-    push(s, w, seq, &f, len, now, 0);
-}
-
-int rs_history_take(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
-                    double now)
-{
-    return push(s, w, seq, frame, len, now, 1);
+    if (s->cfg.history_frames <= 0)
+        return;
+    rs_history_t *h = w->history;
+    if (!h) {
+        if (!(h = calloc(1, sizeof *h)))
+            return; /* out of memory: GetHistory reports these frames as dropped */
+        h->server = s;
+        if (heap_add(s, h) < 0) {
+            free(h);
+            return;
+        }
+        w->history = h;
+    }
+    age_out(s, h, now);
+    if (h->count > 0 && newest(h)->seq + 1 != seq)
+        forget_all(h); /* a frame went missing: keep the held ones consecutive */
+    size_t world_max = s->cfg.history_bytes_per_world, server_max = s->cfg.history_bytes;
+    size_t least = len + 1 + HISTORY_RING_MIN * sizeof *h->slots; /* a frame alone */
+    if (least > world_max || least > server_max) {
+        drop_all(h); /* too large to keep: reported as dropped, as are older ones */
+        trim_heap(s);
+        return;
+    }
+    size_t at = make_room(s, h, len);
+    if (at == SIZE_MAX)
+        return; /* reported as dropped; the next push sees the gap and starts afresh */
+    memcpy(h->ring + at, frame, len);
+    hist_slot_t *sl = &h->slots[(h->head + h->count) % h->cap];
+    sl->off = at;
+    sl->len = len;
+    sl->seq = seq;
+    sl->at = now;
+    h->count++;
+    h->used += len;
 }
 
 void rs_history_prefetch(const world_slot_t *w, int ring)
@@ -291,8 +404,9 @@ void rs_history_prefetch(const world_slot_t *w, int ring)
     if (!ring) {
         __builtin_prefetch(h);
     } else if (h->count > 0) {
+        const hist_slot_t *nu = newest(h);
         __builtin_prefetch(&h->slots[h->head]);
-        __builtin_prefetch(&h->slots[(h->head + h->count - 1) % h->cap]);
+        __builtin_prefetch(nu);
     }
 }
 
@@ -322,5 +436,5 @@ const uint8_t *rs_history_frame(const world_slot_t *w, int i, size_t *len, uint6
     *len = sl->len;
     if (seq)
         *seq = sl->seq;
-    return sl->buf;
+    return h->ring + sl->off;
 }

@@ -306,17 +306,14 @@ void rs_curve_close(rs_server_t *s);
 
 /* ---- history.c: the observer stream's recent past, per world ---- */
 
-/* Keep world w's published frame `seq` (serialized StreamFrame, len bytes, published at
- * rs_monotonic() time `now`); the oldest goes past cfg.history_frames, history_seconds or
- * history_bytes_per_world, and the largest history's oldest past cfg.history_bytes. A frame
- * too large for a bound, or out of memory, is not kept and GetHistory reports it dropped. */
+/* Keep a copy of world w's published frame `seq` (serialized StreamFrame, len bytes,
+ * published at rs_monotonic() time `now`) in the world's byte ring; the oldest go past
+ * cfg.history_frames, history_seconds, and when the ring is full and may not grow: it grows
+ * within history_bytes_per_world and history_bytes, taking bytes from the histories above
+ * their share of history_bytes while it is below its own. A frame too large for a bound, or
+ * out of memory, is not kept and GetHistory reports it dropped. */
 void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_t *frame,
                      size_t len, double now);
-
-/* rs_history_push of a malloc'd frame the history keeps as it is, without a copy: 0 and *frame
- * cleared when kept (the history frees it), -1 and *frame still the caller's when not. */
-int rs_history_take(rs_server_t *s, world_slot_t *w, uint64_t seq, uint8_t **frame, size_t len,
-                    double now);
 
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
@@ -329,8 +326,9 @@ void rs_history_prefetch(const world_slot_t *w, int ring);
 /* Free what the server keeps of the histories (after every world's went). */
 void rs_history_close(rs_server_t *s);
 
-/* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its frames' buffers
- * and its ring); *frames and *ring (if not NULL): the frames it holds and the ring's bytes. */
+/* Bytes a world's history holds, what cfg.history_bytes_per_world bounds (its byte ring and
+ * its slot ring); *frames and *ring (if not NULL): the frames it holds and the slot ring's
+ * bytes. */
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring);
 
 /* Age out what world w's history holds past its bounds at `now` (rs_monotonic()); the frames
@@ -365,22 +363,25 @@ typedef struct rs_stream_built {
     int due;        /* the rate limit let it out at `now` (else it is held back) */
     int failed;     /* out of memory building it: counted as dropped */
     double now;     /* rs_monotonic() when it was built */
-    uint8_t *frame; /* the StreamFrame's bytes (malloc'd), or NULL: nobody watches, no history */
+    uint8_t *frame; /* the StreamFrame's bytes (in the arena it was built in), or NULL: nobody
+                       watches, no history */
     size_t len;
 } rs_stream_built_t;
 
 /* On the loop, before a batch's workers run: read the subscriptions they will go by. */
 void rs_stream_prepare(rs_server_t *s);
 
-/* On a worker, once world w's Step in the batch is over: *b for it, its State built in arena
- * a. Reads the server's stream settings, touches world w only. */
-void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b);
+/* On a worker, once world w's Step in the batch is over: *b for it, its State and frame built
+ * in arena a, at the times `at` (read once for a batch slice; NULL: read here). Reads the
+ * server's stream settings, touches world w only. */
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, const rs_stream_clock_t *at,
+                     rs_stream_built_t *b);
 
-/* On the loop: publish *b (its frame to history and subscribers; it takes over b->frame) or,
- * held back, mark w pending. */
+/* On the loop, before the arena b->frame lies in is reset: publish *b (its frame copied to
+ * history and subscribers) or, held back, mark w pending. */
 void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b);
 
-/* Free a frame built and never offered (its batch went on into another slice). */
+/* Let go of a frame built and never offered (its batch went on into another slice). */
 void rs_stream_built_free(rs_stream_built_t *b);
 
 /* Publish the held-back states that are due (uses s->arena: call between requests). Returns

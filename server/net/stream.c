@@ -195,17 +195,11 @@ int rs_stream_check_params(const rs_server_t *s, const rs_param_t *params, size_
     return 0;
 }
 
-/* Frames are malloc'd: ZeroMQ frees one it has sent. */
-static void frame_free(void *data, void *hint)
-{
-    (void)hint;
-    free(data);
-}
-
-/* World w's next frame into *b: `state`, or (NULL) the world's state built in arena a; none
- * when nobody watches and no history is kept. Touches world w only. */
+/* World w's next frame into *b, built in arena a (its bytes too): `state`, or (NULL) the
+ * world's state; none when nobody watches and no history is kept. `wall`: the wall-clock time
+ * it carries. Touches world w only. */
 static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, rs_arena_t *a,
-                        rs_stream_built_t *b)
+                        double wall, rs_stream_built_t *b)
 {
     if (!watched(s, w) && s->cfg.history_frames <= 0)
         return;
@@ -218,9 +212,9 @@ static void build_frame(rs_server_t *s, world_slot_t *w, Robosim__V1__State *sta
     f.world_id = w->id;
     f.seq = state->seq;
     f.state = state;
-    f.wall_time = rs_wall_clock();
+    f.wall_time = wall;
     b->len = robosim__v1__stream_frame__get_packed_size(&f);
-    if (!(b->frame = malloc(b->len ? b->len : 1))) {
+    if (!(b->frame = rs_arena_alloc(a, b->len ? b->len : 1))) {
         b->failed = 1;
         return;
     }
@@ -235,7 +229,7 @@ static void publish(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state, 
     if (state)
         state->seq = w->stream.seq + 1; /* the caller's reply carries it, watched or not */
     poll_subscriptions_once(s);
-    build_frame(s, w, state, &s->arena, &b);
+    build_frame(s, w, state, &s->arena, rs_wall_clock(), &b);
     rs_stream_offer_built(s, w, &b);
 }
 
@@ -245,16 +239,17 @@ void rs_stream_prepare(rs_server_t *s)
         poll_subscriptions_once(s);
 }
 
-void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, rs_stream_built_t *b)
+void rs_stream_build(rs_server_t *s, world_slot_t *w, rs_arena_t *a, const rs_stream_clock_t *at,
+                     rs_stream_built_t *b)
 {
     *b = (rs_stream_built_t){0};
     if (!s->stream.xpub)
         return;
-    b->now = rs_monotonic();
+    b->now = at ? at->now : rs_monotonic();
     if (w->stream.seq != 0 && b->now < w->stream.last + min_interval(s, w))
         return; /* held back: the loop marks it pending */
     b->due = 1;
-    build_frame(s, w, NULL, a, b);
+    build_frame(s, w, NULL, a, at ? at->wall : rs_wall_clock(), b);
 }
 
 void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b)
@@ -275,22 +270,18 @@ void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b
         s->stream.frames_dropped++;
     if (!b->frame)
         return; /* nobody watches, no history kept (or out of memory, counted) */
-    int sent = watched(s, w);
-    if (s->cfg.history_frames > 0 && !sent) {
-        /* nobody to send it to: the history keeps the frame itself, no copy */
-        if (rs_history_take(s, w, w->stream.seq, &b->frame, b->len, b->now) != 0)
-            rs_stream_built_free(b);
-        return;
-    }
     if (s->cfg.history_frames > 0)
         rs_history_push(s, w, w->stream.seq, b->frame, b->len, b->now);
+    const uint8_t *frame = b->frame;
+    b->frame = NULL; /* the arena's */
+    if (!watched(s, w))
+        return;
     zmq_msg_t body;
-    if (!sent || zmq_msg_init_data(&body, b->frame, b->len, frame_free, NULL) != 0) {
-        free(b->frame);
-        b->frame = NULL;
+    if (zmq_msg_init_size(&body, b->len) != 0) {
+        s->stream.frames_dropped++;
         return;
     }
-    b->frame = NULL; /* ZeroMQ's now */
+    memcpy(zmq_msg_data(&body), frame, b->len);
     char t[48];
     int tl = topic(t, sizeof t, w->id);
     /* PUB never blocks: a subscriber at its high-water mark simply misses the frame */
@@ -305,8 +296,7 @@ void rs_stream_offer_built(rs_server_t *s, world_slot_t *w, rs_stream_built_t *b
 
 void rs_stream_built_free(rs_stream_built_t *b)
 {
-    free(b->frame);
-    b->frame = NULL;
+    b->frame = NULL; /* its bytes are its arena's */
 }
 
 void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
@@ -327,6 +317,7 @@ void rs_stream_offer(rs_server_t *s, world_slot_t *w, Robosim__V1__State *state)
 
 typedef struct flush_run {
     rs_server_t *s;
+    rs_stream_clock_t at;     /* the clocks, read once for every frame of the flush */
     int *due;                 /* the worlds whose held-back state is due */
     rs_stream_built_t *built; /* their frames */
 } flush_run_t;
@@ -335,7 +326,7 @@ static void flush_build(void *ctx, size_t j, int worker)
 {
     flush_run_t *run = ctx;
     rs_stream_build(run->s, &run->s->worlds[run->due[j]], rs_pool_arena(run->s->pool, worker),
-                    &run->built[j]);
+                    &run->at, &run->built[j]);
 }
 
 int rs_stream_flush(rs_server_t *s)
@@ -368,7 +359,7 @@ int rs_stream_flush(rs_server_t *s)
             publish(s, w, NULL, now);
         }
     }
-    flush_run_t run = {s, due, NULL};
+    flush_run_t run = {s, {now, rs_wall_clock()}, due, NULL};
     if (n > 1 && (run.built = rs_arena_alloc(&s->arena, n * sizeof *run.built))) {
         rs_pool_run(s->pool, n, flush_build, &run);
         for (size_t j = 0; j < n; j++) {

@@ -24,4 +24,10 @@ typedef struct rs_stream_slot {
     uint64_t watched_gen; /* ... as of this subscription generation */
 } rs_stream_slot_t;
 
+/* The clocks a batch slice's frames go by, read once for the slice: the rate limit's
+ * (rs_monotonic()) and the frames' wall_time (rs_wall_clock()). */
+typedef struct rs_stream_clock {
+    double now, wall;
+} rs_stream_clock_t;
+
 #endif
