@@ -339,9 +339,16 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
     }
     int side = mp == m0 ? 1 : mm == m0 ? -1 : 0, root = 0;
     if (side && MAP_MODE(column_eval(cl, 2 * side, h, f2)) == m0) {
-        const double *f1 = side > 0 ? fp : fm;
+        const double *f1 = side > 0 ? fp : fm, *base = f0;
+        /* at a jump the sides are taken PAST_EVENT beyond the guard's surface (column_eval),
+         * so the point too: a central difference cancels that offset, a one-sided one takes
+         * 3 / (2 h) of it (a servo's PID integral, whose rate u - q was 1e5, 0.45 off) */
+        double fz[RS_MAX_STATE + 64];
+        if (cl->c->kind == FN_JUMP && cl->c->fm && cl->shift &&
+            MAP_MODE(column_eval(cl, 0, h, fz)) == m0)
+            base = fz;
         for (int r = 0; r < k; r++)
-            D[r * L + col] = side * (-3 * f0[r] + 4 * f1[r] - f2[r]) / (2 * h);
+            D[r * L + col] = side * (-3 * base[r] + 4 * f1[r] - f2[r]) / (2 * h);
         /* the Step's first start (Phi still the identity) on a contact that the change to
          * the other side lifts the body off: where the robot says what that side amounts to,
          * the mean of the two sides, as at the other corners of a start on a constraint's

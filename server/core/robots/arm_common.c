@@ -516,6 +516,41 @@ static void fall_back(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     x[ARM_QD1 + k] = (p - M[k][j] * qd[j]) / M[k][k];
 }
 
+/* Whether joint j on its stop, its load lam_j into the stop past its dry friction by e, moved
+ * off the stop by more than arm_update's rounding (1e-9 (1 + |q|)) sticks where it was moved to
+ * rather than falling back: the flow takes e away within t_h = e / |d lam_j / dt|, the joint
+ * slides back at e / m (m: its inertia with the other joint's momentum kept, det M / M_kk, or
+ * M_jj while that one is held) decaying to 0 and coming to rest after 2 t_h, (2/3) (e / m) t_h^2
+ * nearer the stop. Where that is within the rounding, every change the map keeps sticks. */
+static int sticks_off_stop(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                           const double *x, const double *u, arm_dynamics_fn dyn,
+                           const arm_joints_t *jc, const int st[2], const double dir[2],
+                           const double M[2][2], const double lam[2], int j)
+{
+    int k = 1 - j;
+    double into = st[j] == ARM_MIN ? 1.0 : -1.0, excess = into * lam[j] - jc->mu_D[j];
+    if (!(jc->mu_D[j] > 0) || !(excess > 0))
+        return 0;
+    double xdot[ARM_NX], y[ARM_NX], Mm[2][2], b[2], qdd[2], l2[2], rate = 0.0, size = 1.0;
+    arm_derivs(em, ed, x, u, dyn, xdot);
+    for (int i = ARM_Q1; i <= ARM_QD2; i++)
+        size = fmax(size, fabs(xdot[i]));
+    double eps = 1e-6 / size;
+    for (int s = -1; s <= 1; s += 2) {
+        for (int i = 0; i < ARM_NX; i++)
+            y[i] = x[i] + s * eps * xdot[i];
+        dyn(em, ed, y, u, Mm, b);
+        const double qd[2] = {y[ARM_QD1], y[ARM_QD2]};
+        arm_accel(Mm, b, jc, st, dir, qd, qdd, l2);
+        rate += s * into * l2[j] / (2.0 * eps);
+    }
+    if (!(rate < 0))
+        return 0; /* the excess grows: it falls back */
+    double m = arm_held(st[k]) ? M[j][j] : (M[0][0] * M[1][1] - M[0][1] * M[1][0]) / M[k][k];
+    double th = excess / -rate, stop = into > 0 ? jc->q_min[j] : jc->q_max[j];
+    return 2.0 / 3.0 * excess / m * th * th <= 1e-9 * (1.0 + fabs(stop));
+}
+
 int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   const double *u, arm_dynamics_fn dyn, int i, int sign, double *col)
 {
@@ -537,7 +572,8 @@ int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const
     if (!rate) {
         if (!stop || sign != away)
             return -1;
-        if (jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j]) {
+        if ((jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j]) ||
+            sticks_off_stop(em, ed, x, u, dyn, &jc, st, dir, M, lam, j)) {
             col[i] = 1.0; /* stuck where it was moved to */
             return 0;
         }
