@@ -30,7 +30,8 @@
  *   modes the presets' defaults do not (variant_world: stuck joints, stops, the stretched
  *   linkage, a brick sliding and resting, a blocked diff drive); each preset's tally prints the
  *   modes its Steps started in. ctest runs the defaults' form; scripts/derivative-soak both.
- *   N scenarios per preset (default 12), at most S seconds in all (default 60). Prints
+ *   N scenarios per preset (default 12), at most S seconds in all (default 60), shared evenly
+ *   by the presets that run. Prints
  *   "preset: N scenarios, C columns, U undecided, D not differentiable, K corners, V violations"
  *   and exits 1 on any violation;
  *   ROBOSIM_DERIV_SEED=preset:seed reruns one scenario verbosely (with ROBOSIM_DERIV_VARIANTS=1
@@ -914,6 +915,19 @@ static void refused(const char *preset, tally_t *t)
     }
 }
 
+/* Whether a preset is in the comma-separated list (NULL: every preset); a whole name of the list
+ * (mobile_manipulator is not mobile_manipulator_passive). */
+static int listed(const char *only, const char *name)
+{
+    if (!only)
+        return 1;
+    size_t len = strlen(name);
+    for (const char *at = only; *at; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0))
+        if (strcspn(at, ",") == len && !strncmp(at, name, len))
+            return 1;
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     long per = 12;
@@ -955,22 +969,16 @@ int main(int argc, char **argv)
         return rs_test_done("test_derivatives_random");
     }
     const char *const *presets = rs_preset_names();
-    int npresets = 0;
+    int npresets = 0, nlisted = 0;
     while (presets[npresets])
-        npresets++;
-    double t0 = rs_clock(), share = seconds / npresets;
+        nlisted += listed(only, presets[npresets++]);
+    /* the time shared by the presets that run */
+    double t0 = rs_clock(), share = seconds / (nlisted ? nlisted : 1);
     tally_t all = {0};
     for (int k = 0; k < npresets; k++) {
         tally_t t = {0};
-        if (only) { /* a whole name of the list (mobile_manipulator is not
-                       mobile_manipulator_passive) */
-            size_t len = strlen(presets[k]);
-            int listed = 0;
-            for (const char *at = only; *at && !listed; at += strcspn(at, ",") + (at[strcspn(at, ",")] != 0))
-                listed = strcspn(at, ",") == len && !strncmp(at, presets[k], len);
-            if (!listed)
-                continue;
-        }
+        if (!listed(only, presets[k]))
+            continue;
         double until = rs_clock() + share;
         for (long i = 0; i < per && rs_clock() < until; i++) {
             uint64_t seed = base_seed * 1000003ULL + (uint64_t)k * 7919ULL + (uint64_t)i;
