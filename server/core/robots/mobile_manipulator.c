@@ -1418,7 +1418,20 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
 #define F_N (n[0] * f[k][0] + n[1] * f[k][1])
 #define F_T (tg[0] * f[k][0] + tg[1] * f[k][1])
     double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
-    if (old != C_FREE && fabs(V_IN) > vscale && fabs(V_IN) <= 1e3 * vscale) {
+    int own = fabs(V_IN) > vscale && fabs(V_IN) <= 1e3 * vscale;
+    if (old == C_SLIDE && V_IN > 1e3 * vscale) {
+        /* a sliding end effector driven into its face: the impact's impulse along the sliding
+         * contact's own force direction n - mu dir t (Coulomb's friction over the impact), as
+         * in the band below, where the slip goes on its way after it; else frictionless, below.
+         * So the map is the same on both sides of the band's edge */
+        double y[NX];
+        memcpy(y, x, sizeof y);
+        apply_impulse(em, &S, &cf, y);
+        mm_sys_t Sy;
+        sys_build(em, y, u, &Sy);
+        own = cf.dir[k] * (tg[0] * Sy.ee[k].v[0] + tg[1] * Sy.ee[k].v[1]) > vscale;
+    }
+    if (old != C_FREE && own) {
         /* the normal velocity the integrator's error left on a contact kept at the acceleration
          * level (1e-6 relative at most; a contact leaves only where its force falls to 0):
          * removed by the contact's own impulse, not read as a release */
