@@ -891,6 +891,29 @@ static int mm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, con
     return base_stuck && contact_of(ed->mode, (i - Q0) / 4) == C_STICK;
 }
 
+/* A passive base's speed i at rest and rolling from there the way its load pushes it (past
+ * the wheels' friction), moved against that way: it rolls back against the load and its
+ * friction (the flow f_a, the speed's rate a = f_a[i]), is at rest again at tau = -z / a and
+ * rolls on as it would have, late by tau: per unit of the change, e_i - (f_a - f) / a (the
+ * saltation at that rest; f the flow it rolls in). Along its way no excursion (-1): the map. */
+static int base_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                          const double *x, const double *u, int i, int sign, double *col)
+{
+    int b = i - BV;
+    double dir = ed->aux[AUX_BASE_V + b], f[NX], fa[NX];
+    if (x[i] != 0.0 || dir == 0.0 || sign == dir)
+        return -1;
+    mm_cfg_t cf = cfg_of(em, ed), against = cf;
+    against.base_dir[b] = -dir;
+    derivs_cfg(em, &cf, x, u, f);
+    derivs_cfg(em, &against, x, u, fa);
+    if (!(dir * fa[i] > 0.0))
+        return -1; /* it would not come back */
+    for (int r = 0; r < NX; r++)
+        col[r] = (r == i) - (fa[r] - f[r]) / fa[i];
+    return 0;
+}
+
 /* rs_robot_t.excursion: a stuck end effector's joint rate beside a rolling passive base (where
  * mm_holds does not hold it). Moved either way the end effector slips or lifts off and is
  * stuck again within a time of the order of the change; meanwhile the forces differ from the
@@ -901,7 +924,8 @@ static int mm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, con
 static int mm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                         const double *u, int i, int sign, double *col)
 {
-    (void)sign;
+    if (passive(em) && (i == BV || i == BW))
+        return base_excursion(em, ed, x, u, i, sign, col);
     int k = (i - Q0) / 4;
     if (!passive(em) || i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2 ||
         contact_of(ed->mode, k) != C_STICK || mm_holds(em, ed, x, i))
