@@ -891,6 +891,29 @@ static int mm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, con
     return base_stuck && contact_of(ed->mode, (i - Q0) / 4) == C_STICK;
 }
 
+/* A passive base's speed i at rest and rolling from there the way its load pushes it (past
+ * the wheels' friction), moved against that way: it rolls back against the load and its
+ * friction (the flow f_a, the speed's rate a = f_a[i]), is at rest again at tau = -z / a and
+ * rolls on as it would have, late by tau: per unit of the change, e_i - (f_a - f) / a (the
+ * saltation at that rest; f the flow it rolls in). Along its way no excursion (-1): the map. */
+static int base_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                          const double *x, const double *u, int i, int sign, double *col)
+{
+    int b = i - BV;
+    double dir = ed->aux[AUX_BASE_V + b], f[NX], fa[NX];
+    if (x[i] != 0.0 || dir == 0.0 || sign == dir)
+        return -1;
+    mm_cfg_t cf = cfg_of(em, ed), against = cf;
+    against.base_dir[b] = -dir;
+    derivs_cfg(em, &cf, x, u, f);
+    derivs_cfg(em, &against, x, u, fa);
+    if (!(dir * fa[i] > 0.0))
+        return -1; /* it would not come back */
+    for (int r = 0; r < NX; r++)
+        col[r] = (r == i) - (fa[r] - f[r]) / fa[i];
+    return 0;
+}
+
 /* rs_robot_t.excursion: a stuck end effector's joint rate beside a rolling passive base (where
  * mm_holds does not hold it). Moved either way the end effector slips or lifts off and is
  * stuck again within a time of the order of the change; meanwhile the forces differ from the
@@ -901,7 +924,8 @@ static int mm_holds(const rs_entity_model_t *em, const rs_entity_data_t *ed, con
 static int mm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                         const double *u, int i, int sign, double *col)
 {
-    (void)sign;
+    if (passive(em) && (i == BV || i == BW))
+        return base_excursion(em, ed, x, u, i, sign, col);
     int k = (i - Q0) / 4;
     if (!passive(em) || i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2 ||
         contact_of(ed->mode, k) != C_STICK || mm_holds(em, ed, x, i))
@@ -1418,7 +1442,20 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
 #define F_N (n[0] * f[k][0] + n[1] * f[k][1])
 #define F_T (tg[0] * f[k][0] + tg[1] * f[k][1])
     double vscale = 1e-9 * (1.0 + fabs(S.nu[2 + 2 * k]) + fabs(S.nu[3 + 2 * k]));
-    if (old != C_FREE && fabs(V_IN) > vscale && fabs(V_IN) <= 1e3 * vscale) {
+    int own = fabs(V_IN) > vscale && fabs(V_IN) <= 1e3 * vscale;
+    if (old == C_SLIDE && V_IN > 1e3 * vscale) {
+        /* a sliding end effector driven into its face: the impact's impulse along the sliding
+         * contact's own force direction n - mu dir t (Coulomb's friction over the impact), as
+         * in the band below, where the slip goes on its way after it; else frictionless, below.
+         * So the map is the same on both sides of the band's edge */
+        double y[NX];
+        memcpy(y, x, sizeof y);
+        apply_impulse(em, &S, &cf, y);
+        mm_sys_t Sy;
+        sys_build(em, y, u, &Sy);
+        own = cf.dir[k] * (tg[0] * Sy.ee[k].v[0] + tg[1] * Sy.ee[k].v[1]) > vscale;
+    }
+    if (old != C_FREE && own) {
         /* the normal velocity the integrator's error left on a contact kept at the acceleration
          * level (1e-6 relative at most; a contact leaves only where its force falls to 0):
          * removed by the contact's own impulse, not read as a release */
