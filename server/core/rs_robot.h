@@ -207,11 +207,13 @@ struct rs_robot {
      * (+1, -1) lifts the body off a contact of the mode the start ends in (ed, x after the
      * start, commands u) and the body falls back into that mode within a time that vanishes
      * with the change, the change of state within the mode the lift amounts to once it is
-     * back, per unit of the change of x_i (dx, nx values): 1 where given, 0 where the robot
-     * cannot say, -1 where that side has no first-order effect (the body lands with a change
-     * of the order of the root of the lift: the Step has no derivative along x_i, its column
-     * undefined). The Step's first start serves the mean of that side and the side that
-     * stays on the contact (a corner of the Step, docs/derivatives.md). */
+     * back, per unit of the change of x_i (dx, nx values; a row left NaN: that variable moves
+     * as the start's map moves it on that side, the excursion leaving it alone): 1 where
+     * given, 0 where the robot cannot say, -1 where that side has no first-order effect (the
+     * body lands with a change of the order of the root of the lift: the Step has no
+     * derivative along x_i, its column undefined). The Step's first start serves the mean of
+     * that side and the side that stays on the contact (a corner of the Step,
+     * docs/derivatives.md). */
     int (*rejoin)(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   const double *u, int i, int side, double *dx);
 

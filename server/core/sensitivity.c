@@ -360,9 +360,22 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
                           rb->rejoin
                       ? rb->rejoin(cl->em, cl->after, f0, cl->u, cl->j, -side, lifted)
                       : 0;
-        if (how > 0)
+        if (how > 0) {
+            /* rows the robot leaves NaN move as the start's map moves them on the lifted side
+             * (variables the excursion does not touch: a wheeled base's other arm, whose rates
+             * the new speeds' impulse moves with the pose): that side's one-sided difference */
+            int own = 0;
             for (int r = 0; r < k; r++)
+                own |= isnan(lifted[r]);
+            const double *fl = side > 0 ? fm : fp;
+            if (own && MAP_MODE(column_eval(cl, -2 * side, h, f2)) != MAP_MODE(side > 0 ? mm : mp))
+                how = 0; /* that side's map is not one mode's: it cannot be said */
+            for (int r = 0; r < k && how > 0; r++) {
+                if (isnan(lifted[r]))
+                    lifted[r] = -side * (-3 * f0[r] + 4 * fl[r] - f2[r]) / (2 * h);
                 D[r * L + col] = 0.5 * (D[r * L + col] + lifted[r]);
+            }
+        }
         if (how >= 0)
             return side;
         /* the lifted side has no first-order effect (it lands with a change of the order of

@@ -854,6 +854,13 @@ static const struct regression {
      "e_i - (f_a - f) / a); its column was served as the side along the load (-0.2196, the "
      "sides -0.2196 and -0.2695), now their mean -0.2445",
      {-1, -1}, 1, 0},
+    {"mobile_manipulator", 20261190560428927, 1,
+     "the left end effector stuck, the right free, under new wheel speeds: the base's heading "
+     "lifts the left one to one side, and the speeds' impulse moves the right arm's rates with "
+     "the heading on both sides (51.4 per rad); the lifted side was taken from the point moved "
+     "along the heading alone, without it: served 2.248, the sides 56.1 and 4.497, now their "
+     "mean 30.30",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)

@@ -1196,6 +1196,14 @@ static int mm_rejoin(const rs_entity_model_t *em, const rs_entity_data_t *ed, co
         return 0;
     for (int r = 0; r < NX; r++)
         dx[r] = 2.0 * d2[r] - d1[r];
+    /* under the wheels the base's speeds are the commands' and the arms move apart: the other
+     * arm goes on as the start's map moved it (its rates jump with the new speeds' impulse,
+     * which depends on the pose: the base's heading moved the right arm's rates by 51.4 per
+     * rad, 20261190560428927), where stuck_lift starts from the point moved along x_i alone.
+     * The lifted arm's own rates the impulse moves come back to what the contact allows */
+    if (!passive(em))
+        for (int r = Q0 + 4 * (1 - stuck); r < Q0 + 4 * (2 - stuck); r++)
+            dx[r] = NAN;
     return 1;
 }
 
