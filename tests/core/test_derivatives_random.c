@@ -813,6 +813,14 @@ static const struct regression {
     {"parallel_arm", 5150036342, 1, "the same, servo 1's rate", {-1, -1}, 1, 0},
     {"parallel_arm", 5150038763, 1, "the same", {-1, -1}, 1, 0},
     {"parallel_arm", 777018425, 1, "the same", {-1, -1}, 1, 0},
+    {"parallel_arm", 20261190560409790, 1,
+     "servo 2 let go from its stop by the Step's commands, the linkage stretched 12 us later "
+     "with servo 2 2.7e-7 rad off its stop, moving off it: the impact's difference step (6e-6) "
+     "put the angle onto the stop, where both rates were zeroed, so the jump's theta2 column "
+     "was served 2.5e6 in the rates' rows and the Step's theta2 column -517 in theta1's "
+     "integral row (the sides 0.0208 and 0, their mean 0.0104); a servo on its stop that the "
+     "impact moves off it is no longer stopped",
+     {-1, -1}, 1, 0},
     {"diff_drive", 6161051976, 0,
      "free at the start, blocked in the Step, the obstacle met with g_x f- 2.7e-4 of the 1.24 "
      "m/s while turning at 14.7 rad/s: a square root already at a difference step (the Step's "

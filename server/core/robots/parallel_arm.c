@@ -15,8 +15,8 @@
  * The linkage can only be assembled while the elbows are at most u = 2 L2 apart. When the servos
  * drive it to the stretched position (guard 2 L2 - u falls through 0) the taut linkage takes
  * their velocity across the set u = 2 L2 by a plastic impact (qd+ = qd- - M^-1 grad u
- * (grad u . qd-) / (grad u . M^-1 grad u); both rates to 0 where a servo is at a stop, since the
- * set has one degree of freedom) and the arm stays "stretched", moving along the set with the
+ * (grad u . qd-) / (grad u . M^-1 grad u); both rates to 0 where a servo is on a stop that qd+
+ * would move it into, since the set has one degree of freedom) and the arm stays "stretched", moving along the set with the
  * linkage's tension T >= 0 as a constraint force (the taut-linkage section below), while the
  * torques would pull the elbows further apart; it is released when that pull falls through 0.
  * At rest on the set it is held by the servos' dry friction or a stop, as the chapter model's
@@ -339,18 +339,26 @@ static void stretch(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
         fixed |= (st[j] == ARM_MIN || st[j] == ARM_MAX) << j;
     place_taut(em, x, fixed);
     /* the impact takes only the velocity across the set, grad u . qd (inelastic; M-weighted):
-     * qd+ = qd - M^-1 grad u (grad u . qd) / (grad u . M^-1 grad u); at a stop, both stop */
+     * qd+ = qd - M^-1 grad u (grad u . qd) / (grad u . M^-1 grad u); a servo on its stop that
+     * qd+ moves into it (or that its mode holds there) stops both */
     double M[2][2], b[2], mg = 0.0, gqd = 0.0;
     pa_dynamics(em, ed, x, u, M, b);
     elbow_gap(em, x, grad);
     for (int j = 0; j < 2; j++)
         mg += grad[j] * grad[j] / M[j][j], gqd += grad[j] * x[ARM_QD1 + j];
+    /* a servo on its stop that the impact leaves moving off it is not held there (the set
+     * has one degree of freedom: moving along it away from the stop, nothing stops it); one
+     * that it moves into the stop is, and the other with it */
+    double qd1[2];
+    for (int j = 0; j < 2; j++)
+        qd1[j] = !(mg > 0) ? 0.0 : x[ARM_QD1 + j] - grad[j] / M[j][j] * gqd / mg;
     int at_stop = fixed != 0;
     for (int j = 0; j < 2 && jc.limited; j++)
-        at_stop |= x[ARM_Q1 + j] <= jc.q_min[j] || x[ARM_Q1 + j] >= jc.q_max[j];
+        at_stop |= (x[ARM_Q1 + j] <= jc.q_min[j] && !(qd1[j] > 0)) ||
+                   (x[ARM_Q1 + j] >= jc.q_max[j] && !(qd1[j] < 0));
     double before_norm = fabs(x[ARM_QD1]) + fabs(x[ARM_QD2]);
     for (int j = 0; j < 2; j++)
-        x[ARM_QD1 + j] = at_stop || !(mg > 0) ? 0.0 : x[ARM_QD1 + j] - grad[j] / M[j][j] * gqd / mg;
+        x[ARM_QD1 + j] = at_stop ? 0.0 : qd1[j];
     if (fabs(x[ARM_QD1]) + fabs(x[ARM_QD2]) <= 64 * DBL_EPSILON * before_norm)
         x[ARM_QD1] = x[ARM_QD2] = 0.0; /* all across the set (a head-on stretch): rounding */
     arm_saturation_from_values(em, ed, x, u); /* the rates jumped, and the PID's D term */
