@@ -209,6 +209,7 @@ int main(int argc, char **argv)
     for (char *tok = strtok(args, " "); tok && nextra < 22; tok = strtok(NULL, " "))
         extra[nextra++] = tok;
     extra[nextra] = NULL;
+    setenv("ROBOSIM_TEST_SHARDS", "default", 1); /* the server's own --shards, not the tests' 1 */
     if (server_start(&sp, server, extra) != 0) {
         fprintf(stderr, "bench_net_async: %s did not start\n", server);
         return 1;

@@ -178,6 +178,9 @@ int main(int argc, char **argv)
                *env_k = getenv("BENCH_MULTI_K"), *env_a = getenv("BENCH_MULTI_AMDAHL"),
                *env_one = getenv("BENCH_MULTI_ONE");
     int untuned = env_one && *env_one;
+    /* every server here names its --shards but the untuned one, which must get the server's
+     * own default, not the one loop server_start gives the tests */
+    setenv("ROBOSIM_TEST_SHARDS", "default", 1);
     int n = env_n && atoi(env_n) > 0 ? atoi(env_n) : 2;
     if (n > MAX_SERVERS)
         n = MAX_SERVERS;
@@ -211,7 +214,7 @@ int main(int argc, char **argv)
         one_default[na] = NULL;
     }
     const char **first = untuned ? one_default : one;
-    const char *indep[] = {"--threads", "1", "--max-worlds", maxw, "--no-world",
+    const char *indep[] = {"--shards", "1", "--threads", "1", "--max-worlds", maxw, "--no-world",
                            "--max-worlds-per-client", "0", "--max-worlds-share", "1", NULL};
     struct {
         const char *name;
@@ -224,7 +227,7 @@ int main(int argc, char **argv)
     else
         snprintf(first_flags, sizeof first_flags, "--shards %d --threads 1", n);
     printf("bench_net_multi: K client processes vs one server (%s) and vs %d servers "
-           "(--threads 1); %g s per run, ABAB; %ld online CPUs\n",
+           "(--shards 1 --threads 1); %g s per run, ABAB; %ld online CPUs\n",
            first_flags, n, seconds, sysconf(_SC_NPROCESSORS_ONLN));
     printf("%-11s %4s %16s %16s %8s %14s %14s %7s %7s\n", "workload", "K", "one server",
            "N servers", "ratio", "CPU/Mstep one", "CPU/Mstep N", "front", "zmq io");

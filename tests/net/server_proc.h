@@ -72,14 +72,16 @@ static int server_start_once(server_proc_t *sp, const char *binary, const char *
     }
     /* ROBOSIM_TEST_SHARDS=N: the same test against a server of N shards (unless the test
      * names its own --shards); unset, one loop (--shards 1), so that the tests see the same
-     * server on any machine, whatever the default (auto: one shard per CPU) makes of it */
+     * server on any machine, whatever the default (auto: one shard per CPU) makes of it;
+     * "default": no --shards at all, the server's own default (what a benchmark of the
+     * untuned server must get) */
     const char *shards = getenv("ROBOSIM_TEST_SHARDS");
     if (!shards || !shards[0])
         shards = "1";
-    int shards_given = 0;
+    int shards_given = !strcmp(shards, "default");
     for (int i = 1; i < argc; i++)
         shards_given |= !strcmp(argv[i], "--shards");
-    if (shards && shards[0] && !shards_given && argc < 28) {
+    if (!shards_given && argc < 28) {
         argv[argc++] = "--shards";
         argv[argc++] = shards;
     }
