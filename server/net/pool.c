@@ -10,7 +10,14 @@
  * so concurrent runs of several loops share the helpers. A process with one crew has its
  * number of helpers whatever its number of loops (a pool each had its own: loops x width
  * threads). The caller takes items until none is left and then waits only for the helpers
- * that joined, never for one to come: a run ends even when every helper is busy elsewhere. */
+ * that joined, never for one to come: a run ends even when every helper is busy elsewhere.
+ *
+ * The crew counts its busy workers (callers inside a run and helpers in one) against its
+ * width (helpers + 1, the CPUs by default): a run takes helpers only for CPUs no run holds,
+ * and a helper leaves a run, between chunks, when more workers are busy than the width. So
+ * one loop's batch uses every core, while loops whose batches already fill the cores step
+ * their worlds alone: a helper among them would only take turns on a core, and the caller
+ * waits at its run's end for the chunk the helper holds. */
 #include "pool.h"
 #include "rs_log.h"
 
@@ -32,6 +39,8 @@ struct rs_crew {
     pthread_t *threads;
     pthread_mutex_t lock;
     pthread_cond_t work; /* a run opened, or stop */
+    int width;           /* workers that may be busy at once: nhelpers + 1 */
+    atomic_int busy;     /* workers busy now: callers inside a run, helpers in one */
     rs_pool_t *head, *tail; /* the open runs that can take another helper */
     int stop;
 };
@@ -59,7 +68,11 @@ struct rs_pool {
 
 static void work_share(rs_pool_t *p, int worker)
 {
+    rs_crew_t *c = p->crew;
     for (;;) {
+        /* a helper leaves when the crew's busy workers outnumber its cores' worth */
+        if (worker > 0 && atomic_load_explicit(&c->busy, memory_order_relaxed) > c->width)
+            return;
         size_t i = atomic_fetch_add_explicit(&p->next, RS_POOL_CHUNK, memory_order_relaxed);
         if (i >= p->n)
             return;
@@ -122,10 +135,11 @@ static void *helper_main(void *arg)
     pthread_mutex_lock(&c->lock);
     for (;;) {
         rs_pool_t *p = NULL;
-        while (!c->stop && !(p = open_run(c)))
+        while (!c->stop && (atomic_load(&c->busy) >= c->width || !(p = open_run(c))))
             pthread_cond_wait(&c->work, &c->lock);
         if (c->stop)
             break;
+        atomic_fetch_add(&c->busy, 1);
         int worker = ++p->joined;
         p->active++;
         list_remove(c, p);
@@ -134,6 +148,7 @@ static void *helper_main(void *arg)
         pthread_mutex_unlock(&c->lock);
         work_share(p, worker);
         pthread_mutex_lock(&c->lock);
+        atomic_fetch_sub(&c->busy, 1);
         if (--p->active == 0 && !p->open)
             pthread_cond_signal(&p->done);
     }
@@ -165,6 +180,8 @@ rs_crew_t *rs_crew_new(int nhelpers, int nice_delta, rs_status_t *st)
         return NULL;
     }
     c->nhelpers = nhelpers;
+    c->width = nhelpers + 1;
+    atomic_init(&c->busy, 0);
     errno = 0;
     int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     c->nice = nice_delta > 0 && errno == 0 ? now + nice_delta : 0;
@@ -303,6 +320,11 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
     if ((size_t)helpers > chunks - 1)
         helpers = (int)(chunks - 1);
     rs_crew_t *c = p->crew;
+    if (c) { /* this caller is busy; helpers only for the cores no other run holds */
+        int free_cores = c->width - atomic_fetch_add(&c->busy, 1) - 1;
+        if (helpers > free_cores)
+            helpers = free_cores;
+    }
     if (helpers > 0) {
         pthread_mutex_lock(&c->lock);
         if (!c->start_tried)
@@ -326,4 +348,6 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
             pthread_cond_wait(&p->done, &c->lock);
         pthread_mutex_unlock(&c->lock);
     }
+    if (c)
+        atomic_fetch_sub(&c->busy, 1);
 }

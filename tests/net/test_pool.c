@@ -11,7 +11,9 @@
  *   - a pool made and destroyed at once, and one destroyed right after a run, stop cleanly;
  *   - the same with four threads running at once, each on a pool of its own on one shared crew
  *     of helpers (as the shards' loops do), whose helpers join their runs; and a run started
- *     inside an item of another pool's run on the same crew ends (no deadlock).
+ *     inside an item of another pool's run on the same crew ends (no deadlock);
+ *   - a run takes no helper while other runs already hold the crew's cores' worth of workers
+ *     (its width): loops whose batches fill the cores step them alone.
  * Build with -DROBOSIM_TSAN=ON to have ThreadSanitizer watch the same runs. */
 #include "pool.h"
 #include "rs_test.h"
@@ -197,8 +199,8 @@ static void shared_stress(int nhelpers, int width, int nruns, uint64_t seed)
     }
     CHECK(rs_crew_started(crew) == nhelpers, "the crew started its %d threads (%d)", nhelpers,
           rs_crew_started(crew));
-    CHECK(!ok || all.helped > 0, "the shared crew's helpers joined none of %d runs",
-          SHARED_CALLERS * nruns);
+    /* how often helpers join here depends on how many callers are in a run at once (a run
+     * takes helpers only for the crew's cores no run holds): busy_cores checks both sides */
     for (int k = 0; k < SHARED_CALLERS; k++)
         rs_pool_destroy(&callers[k].pool);
     rs_crew_destroy(&crew);
@@ -255,6 +257,79 @@ static void nested_runs(void)
     rs_crew_destroy(&crew);
 }
 
+/* A run takes no helper while the crew's width is already busy: on a crew of one helper
+ * (width 2), pool A's run is held open by its one item (its caller busy) while pool B runs
+ * slow items on another thread; none of B's may go to the helper. Then, A's run over, B's
+ * items do reach it when slow enough for it to wake (the crew is not simply switched off). */
+typedef struct holder {
+    rs_pool_t *pool;
+    atomic_int started, release;
+} holder_t;
+
+static void hold_item(void *ctx, size_t i, int worker)
+{
+    (void)i, (void)worker;
+    holder_t *h = ctx;
+    atomic_store(&h->started, 1);
+    for (int k = 0; k < 20000 && !atomic_load(&h->release); k++) {
+        struct timespec ts = {0, 250000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void *holder_main(void *arg)
+{
+    holder_t *h = arg;
+    rs_pool_run(h->pool, 1, hold_item, h);
+    return NULL;
+}
+
+static int helped_runs(rs_pool_t *b, int runs)
+{
+    int helped = 0;
+    static run_ctx_t r;
+    for (int k = 0; k < runs; k++) {
+        memset(&r, 0, sizeof r);
+        r.nworkers = rs_pool_width(b);
+        r.pool = b;
+        r.slow_mask = 0xffffffffu; /* every item sleeps: time for the helper to wake */
+        atomic_store(&r.open, 1);
+        rs_pool_run(b, MAX_ITEMS, item, &r);
+        atomic_store(&r.open, 0);
+        helped += atomic_load(&r.helped) > 0;
+    }
+    return helped;
+}
+
+static void busy_cores(void)
+{
+    rs_status_t st;
+    rs_status_clear(&st);
+    rs_crew_t *crew = rs_crew_new(1, 0, &st);
+    static holder_t h;
+    memset(&h, 0, sizeof h);
+    h.pool = rs_pool_new_on(crew, 2, 1024, &st);
+    rs_pool_t *b = rs_pool_new_on(crew, 2, 1024, &st);
+    CHECK(crew && h.pool && b, "a crew of one helper and two pools on it: %s", st.message);
+    pthread_t t;
+    if (crew && h.pool && b && pthread_create(&t, NULL, holder_main, &h) == 0) {
+        while (!atomic_load(&h.started)) {
+            struct timespec ts = {0, 100000};
+            nanosleep(&ts, NULL);
+        }
+        int helped = helped_runs(b, 20);
+        CHECK(helped == 0, "another loop's run holds one of the crew's 2 cores: %d of 20 runs "
+              "took the helper anyway", helped);
+        atomic_store(&h.release, 1);
+        pthread_join(t, NULL);
+        helped = helped_runs(b, 20);
+        CHECK(helped > 0, "alone on the crew: none of 20 runs of slow items reached its helper");
+    }
+    rs_pool_destroy(&b);
+    rs_pool_destroy(&h.pool);
+    rs_crew_destroy(&crew);
+}
+
 int main(int argc, char **argv)
 {
     (void)argc;
@@ -266,6 +341,7 @@ int main(int argc, char **argv)
     shared_stress(3, 4, 1500, seed + 5);
     shared_stress(1, 8, 1500, seed + 6); /* more callers than helpers, pools wider than it */
     nested_runs();
+    busy_cores();
 
     /* made and destroyed with no run; destroyed right after a one-item run (no helper woken)
      * and after a many-item one (helpers may still be going back to sleep) */
