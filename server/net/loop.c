@@ -24,6 +24,7 @@
 #include <string.h>
 #include <zmq.h>
 
+#define BATCH_GRAIN_CHUNKS 8 /* chunks of RS_POOL_CHUNK items per helper a batch needs */
 #define STEPPER_POLL_MS 1 /* the loop's longest wait while the stepper has its requests' work */
 #define IDLE_MS 200       /* the loop's longest wait when the watchdog cannot wake it */
 
@@ -137,6 +138,10 @@ rs_server_t *rs_loop_new(const rs_server_config_t *cfg, const rs_shard_place_t *
     if (!(s->pool = rs_pool_new_on(s->crew, cfg->threads, 64 << 10, st)) ||
         rs_worlds_open(s, st) < 0)
         goto fail;
+    /* a helper for every 64 worlds of a batch at most: on batches of 64 finger worlds from
+     * two clients a helper cost the server more CPU than it saved (docs/performance.md, "A
+     * default server against N servers") */
+    rs_pool_set_grain(s->pool, BATCH_GRAIN_CHUNKS);
     /* a state dir that held a server's worlds replaces the default world */
     if ((restored = cfg->state_dir ? rs_persist_open(s, st) : 0) < 0)
         goto fail;

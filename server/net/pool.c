@@ -58,6 +58,7 @@ struct rs_pool {
     rs_pool_fn fn;
     void *ctx;
     int max_join;           /* helpers that can have a share of it */
+    int grain;              /* chunks per helper a run needs (rs_pool_set_grain) */
     /* under the crew's lock */
     int open;               /* takes helpers (until the caller's share ends) */
     int listed;             /* on the crew's list of open runs */
@@ -236,6 +237,7 @@ rs_pool_t *rs_pool_new_on(rs_crew_t *crew, int nthreads, size_t rs_arena_chunk,
     }
     p->crew = crew;
     p->nthreads = nthreads;
+    p->grain = 1;
     p->arenas = calloc((size_t)nthreads, sizeof *p->arenas);
     p->rollbacks = calloc((size_t)nthreads, sizeof *p->rollbacks);
     int ok = p->arenas && p->rollbacks;
@@ -300,6 +302,8 @@ void rs_pool_destroy(rs_pool_t **pp)
 
 int rs_pool_width(const rs_pool_t *p) { return p->nthreads; }
 
+void rs_pool_set_grain(rs_pool_t *p, int grain) { p->grain = grain > 1 ? grain : 1; }
+
 rs_arena_t *rs_pool_arena(rs_pool_t *p, int worker) { return &p->arenas[worker]; }
 
 rs_rollback_t *rs_pool_rollback(rs_pool_t *p, int worker) { return p->rollbacks[worker]; }
@@ -314,11 +318,12 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
     p->ctx = ctx;
     p->n = n;
     atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-    /* helpers only when there is more than one chunk: the caller takes the first */
+    /* helpers only when there is more than one chunk (the caller takes the first), and one
+     * per `grain` chunks beyond it */
     size_t chunks = (n + RS_POOL_CHUNK - 1) / RS_POOL_CHUNK;
     int helpers = p->nthreads - 1;
-    if ((size_t)helpers > chunks - 1)
-        helpers = (int)(chunks - 1);
+    if ((size_t)helpers > (chunks - 1) / (size_t)p->grain)
+        helpers = (int)((chunks - 1) / (size_t)p->grain);
     rs_crew_t *c = p->crew;
     if (c) { /* this caller is busy; helpers only for the cores no other run holds */
         int free_cores = c->width - atomic_fetch_add(&c->busy, 1) - 1;

@@ -47,6 +47,11 @@ int rs_crew_started(const rs_crew_t *c);
 rs_pool_t *rs_pool_new_on(rs_crew_t *crew, int nthreads, size_t rs_arena_chunk,
                           rs_status_t *st);
 
+/* Chunks of a run per helper it may take (default 1): a run of c chunks takes at most
+ * (c - 1) / grain helpers, so a run too short to repay waking a helper runs on its caller
+ * alone. */
+void rs_pool_set_grain(rs_pool_t *p, int grain);
+
 /* rs_pool_new_on with a crew of its own of nthreads - 1 helpers (freed with it). */
 rs_pool_t *rs_pool_new(int nthreads, size_t rs_arena_chunk, rs_status_t *st);
 
