@@ -85,7 +85,9 @@ static void sync_round(rsc_client_t *c, const uint64_t *b, const double *u, int 
 /* Set a (pipelined, GROUPS requests in flight each round, group g's rows at rows g * PER ...
  * of its own arrays) against its twin set b (one synchronous batch per round), bit for bit,
  * world by world. `slow` worlds, when given, get a long batch sent first each round: the short
- * ones behind it are answered before it. */
+ * ones behind it are answered before it. Long means several of the server's 5 ms slices in any
+ * build: 16 worlds x 15,000 control steps (1,500 ran in one slice on a release build with two
+ * threads, and the long batch was answered first). */
 static void pipelined_equals_sync(rsc_client_t *c, const char *task, uint64_t seed0,
                                   const uint64_t *slow, size_t nslow)
 {
@@ -110,7 +112,7 @@ static void pipelined_equals_sync(rsc_client_t *c, const char *task, uint64_t se
         if (nslow) {
             for (size_t i = 0; i < nslow; i++)
                 slow_u[i] = 3.0;
-            rsc_batch_in_t sin = {.world_ids = slow, .n = nslow, .steps = 1500, .commands = slow_u,
+            rsc_batch_in_t sin = {.world_ids = slow, .n = nslow, .steps = 15000, .commands = slow_u,
                                   .ncommands = nslow};
             CHECK(rsc_batch_send(c, &sin, &slow_out, &slow_ticket, &err) == 0 && slow_ticket,
                   "send the long batch: %s", err.message);
