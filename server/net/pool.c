@@ -14,10 +14,12 @@
  *
  * The crew counts its busy workers (callers inside a run and helpers in one) against its
  * width (helpers + 1, the CPUs by default): a run takes helpers only for CPUs no run holds,
- * and a helper leaves a run, between chunks, when more workers are busy than the width. So
- * one loop's batch uses every core, while loops whose batches already fill the cores step
- * their worlds alone: a helper among them would only take turns on a core, and the caller
- * waits at its run's end for the chunk the helper holds. */
+ * and a helper leaves a run, between chunks, when more workers are busy than the width; and
+ * for RS_POOL_CONTENDED_HOLD_S after a run began beside another busy worker, no run takes
+ * helpers. So one loop's batch uses every core, while loops whose batches overlap step their
+ * worlds alone: a helper among them would take turns on a core, step worlds whose memory then
+ * moves between the cores' caches, and make the caller wait at its run's end for the chunk it
+ * holds (docs/performance.md, "A default server against N servers"). */
 #include "pool.h"
 #include "rs_log.h"
 
@@ -28,6 +30,7 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct rs_crew {
@@ -41,6 +44,7 @@ struct rs_crew {
     pthread_cond_t work; /* a run opened, or stop */
     int width;           /* workers that may be busy at once: nhelpers + 1 */
     atomic_int busy;     /* workers busy now: callers inside a run, helpers in one */
+    _Atomic uint64_t contended_ns; /* when a run last began beside another busy worker */
     rs_pool_t *head, *tail; /* the open runs that can take another helper */
     int stop;
 };
@@ -66,6 +70,13 @@ struct rs_pool {
     int active;             /* helpers in it now */
     rs_pool_t *prev, *next_open;
 };
+
+static uint64_t monotonic_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 static void work_share(rs_pool_t *p, int worker)
 {
@@ -183,6 +194,7 @@ rs_crew_t *rs_crew_new(int nhelpers, int nice_delta, rs_status_t *st)
     c->nhelpers = nhelpers;
     c->width = nhelpers + 1;
     atomic_init(&c->busy, 0);
+    atomic_init(&c->contended_ns, 0);
     errno = 0;
     int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     c->nice = nice_delta > 0 && errno == 0 ? now + nice_delta : 0;
@@ -325,8 +337,19 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
     if ((size_t)helpers > (chunks - 1) / (size_t)p->grain)
         helpers = (int)((chunks - 1) / (size_t)p->grain);
     rs_crew_t *c = p->crew;
-    if (c) { /* this caller is busy; helpers only for the cores no other run holds */
-        int free_cores = c->width - atomic_fetch_add(&c->busy, 1) - 1;
+    if (c) { /* this caller is busy; helpers only for the cores no other run holds, and not
+                while the crew's workers keep overlapping */
+        int others = atomic_fetch_add(&c->busy, 1);
+        int free_cores = c->width - others - 1;
+        if (helpers > 0) {
+            uint64_t now = monotonic_ns();
+            if (others > 0)
+                atomic_store_explicit(&c->contended_ns, now, memory_order_relaxed);
+            else if ((int64_t)(now - atomic_load_explicit(&c->contended_ns,
+                                                          memory_order_relaxed)) <
+                     (int64_t)(RS_POOL_CONTENDED_HOLD_S * 1e9))
+                free_cores = 0;
+        }
         if (helpers > free_cores)
             helpers = free_cores;
     }

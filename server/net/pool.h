@@ -47,6 +47,11 @@ int rs_crew_started(const rs_crew_t *c);
 rs_pool_t *rs_pool_new_on(rs_crew_t *crew, int nthreads, size_t rs_arena_chunk,
                           rs_status_t *st);
 
+/* After two workers of a crew were last busy at once, its runs take no helper for this long:
+ * loops that keep overlapping (several clients' batches) keep each its own core, and their
+ * worlds in its cache; a loop alone for longer has every core again. */
+#define RS_POOL_CONTENDED_HOLD_S 0.02
+
 /* Chunks of a run per helper it may take (default 1): a run of c chunks takes at most
  * (c - 1) / grain helpers, so a run too short to repay waking a helper runs on its caller
  * alone. */
