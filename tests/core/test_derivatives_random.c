@@ -706,6 +706,15 @@ static const struct regression {
      "differences -6.112 and -6.127 agree, one-sided -12.25 at 1e-6, -0.587 (mu) at 1e-7, where "
      "the differences match the served -0.2936; judged again at 1e-7, refined",
      {-1, -1}, 1, 0},
+    {"brick_drop", 20261190671463605, 1,
+     "sliding on a face at vx = -1.3e5 m/s after many bounces: a tilt rocks it onto a corner "
+     "and back, and the last (plastic) impact leaves the lifting corner at 1e-5 to 4e-5 m/s, "
+     "within the speed tolerance (1e-9 of |vx|), so the face's projection took that vertical "
+     "velocity away without its friction: vx off by mu v_n whatever the tilt (theta's "
+     "differences -0.746 and -0.687 per unit, the served 0 exact); the projection's friction "
+     "now moves vx with it",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 20261190560598221, 1, "the same at vx = 1.6e5 m/s", {-1, -1}, 1, 0},
     /* the arms' excursions (rs_robot_t.excursion): each was served as one side, or as 0 or 1 */
     {"serial_arm", 20261189791309, 1,
      "a joint stuck by dry friction beside a sliding one: its rate moved either way slides and "
