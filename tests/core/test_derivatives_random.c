@@ -715,6 +715,8 @@ static const struct regression {
      "now moves vx with it",
      {-1, -1}, 1, 0},
     {"brick_drop", 20261190560598221, 1, "the same at vx = 1.6e5 m/s", {-1, -1}, 1, 0},
+    {"brick_drop", 20261362822698, 1, "the same at vx = 1.5e5 m/s", {-1, -1}, 1, 0},
+    {"brick_drop", 20261361913464, 1, "the same at vx = -2.5e5 m/s", {-1, -1}, 1, 0},
     /* the arms' excursions (rs_robot_t.excursion): each was served as one side, or as 0 or 1 */
     {"serial_arm", 20261189791309, 1,
      "a joint stuck by dry friction beside a sliding one: its rate moved either way slides and "
