@@ -23,7 +23,7 @@
  * tell it from H2's, the mode change the larger steps saw lies a step size away; it is counted
  * as refined, not a violation (refined()). Where H3's floor is too coarse to tell (rtol's part
  * of a large row) or the mode change lies nearer, the same judgment runs in worlds at the
- * tightest tolerances (rtol 1e-14), at H3 and at H4 (1e-8), counted apart. The other
+ * tightest tolerances (rtol 1e-14), at H3, H4 (1e-8) and H5 (1e-9), counted apart. The other
  * contact formulations must be refused by name (UNIMPLEMENTED).
  *
  * Usage: test_derivatives_random [--scenarios N] [--seconds S] [--base-seed S]
@@ -60,6 +60,7 @@
 #define H2 1e-6
 #define H3 1e-7        /* a mismatch at both judged again here (refined(), below) */
 #define H4 1e-8        /* and, in worlds at the tightest tolerances, here too (TIGHT_RTOL) */
+#define H5 1e-9        /* ... and here (a mode change within H4 of the point) */
 
 static int verbose;
 static int tangent[2] = {-1, -1}; /* scenario(): check the Jacobian along x_i + x_j as well */
@@ -520,15 +521,15 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
         }
         /* where rtol's part of the floor at H3 (ten times rtol of a row's value over the
          * step: 8.5 per unit for x at 8.5e4 m) keeps H3 from telling, or the mode change lies
-         * within H3 of the point, the same judgment in worlds at TIGHT_RTOL, at H3 and at H4;
+         * within H3 of the point, the same judgment in worlds at TIGHT_RTOL, at H3, H4, H5;
          * the floors there are those worlds' own, so a row that only rounding could move is
          * still not judged (a wrong value where the map is smooth is off there as at H2) */
         if (!match && !undefined && differentiable && tight_ok) {
             double xt[MAXN]; /* the point's Step in those worlds, their sides' origin */
             int ok = perturbed(&tight_m, base, u, 0, 0.0, K, xt) == 0;
-            double hs[] = {H3, H4};
+            double hs[] = {H3, H4, H5};
             int at = -1;
-            for (int k = 0; ok && k < 2 && at < 0; k++)
+            for (int k = 0; ok && k < 3 && at < 0; k++)
                 if (refined(&tight_m, base, u, c, K, s, hs[k], TIGHT_RTOL[0], col, xt, D2, fl2, fw,
                             bw, aside_row, scale, side_scale))
                     at = k;
@@ -996,6 +997,32 @@ static void test_refined_tight(void)
     planted = 0;
 }
 
+/* The judgment at H5 (1e-9) in worlds at TIGHT_RTOL: the finger's object at rest, held by a
+ * kinetic friction of the order of 1e-6 N, re-sticks a change of v_o within the Step only
+ * below about 4e-8 m/s, so v_o's column's 0 (the object stays) is the derivative at the
+ * point, while the differences at 1e-5 to 1e-8 see the object glide (x_o 0.02 per unit). At
+ * 1e-9 they match the 0. The same column's x_o entry planted off by 0.1 or more is a
+ * violation still. */
+static void test_refined_h5(void)
+{
+    tally_t t = {0};
+    scenario("finger", 20261564820847ULL, &t, 1);
+    CHECK(t.scenarios == 1 && t.violations == 0 && t.tight >= 1,
+          "finger 20261564820847: v_o's column the glide contradicts down to 1e-8, refined at "
+          "1e-9 in worlds at rtol 1e-14 (%ld violations, %ld refined)", t.violations, t.tight);
+    static const double plant[] = {0.1, -0.1, 1.0};
+    printf("test_refined_h5: three planted errors; each must print a VIOLATION below\n");
+    for (size_t k = 0; k < sizeof plant / sizeof *plant; k++) {
+        tally_t bad = {0};
+        planted = plant[k], plant_at[0] = 2, plant_at[1] = 3;
+        scenario("finger", 20261564820847ULL, &bad, 1);
+        CHECK(bad.violations >= 1 && bad.tight < t.tight,
+              "finger 20261564820847: dx_o/dv_o planted %+g off is not refined away (%ld "
+              "violations, %ld refined)", plant[k], bad.violations, bad.tight);
+    }
+    planted = 0;
+}
+
 /* The time-stepping and compliant formulations: refused by name. */
 static void refused(const char *preset, tally_t *t)
 {
@@ -1065,6 +1092,7 @@ int main(int argc, char **argv)
     test_regressions();
     test_refined();
     test_refined_tight();
+    test_refined_h5();
     const char *one = getenv("ROBOSIM_DERIV_SEED");
     if (one && strchr(one, ':')) {
         char preset[64];
