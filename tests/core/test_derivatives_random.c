@@ -21,7 +21,9 @@
  * the constraint's tangent (docs/derivatives.md). A column the differences at both step sizes
  * contradict is differenced once more at H3 (1e-7): where those differences match it and can
  * tell it from H2's, the mode change the larger steps saw lies a step size away; it is counted
- * as refined, not a violation (refined()). The other
+ * as refined, not a violation (refined()). Where H3's floor is too coarse to tell (rtol's part
+ * of a large row) or the mode change lies nearer, the same judgment runs in worlds at the
+ * tightest tolerances (rtol 1e-14), at H3, H4 (1e-8) and H5 (1e-9), counted apart. The other
  * contact formulations must be refused by name (UNIMPLEMENTED).
  *
  * Usage: test_derivatives_random [--scenarios N] [--seconds S] [--base-seed S]
@@ -57,6 +59,8 @@
 #define H1 1e-5        /* the two finite-difference step sizes (relative to max(1, |z|)) */
 #define H2 1e-6
 #define H3 1e-7        /* a mismatch at both judged again here (refined(), below) */
+#define H4 1e-8        /* and, in worlds at the tightest tolerances, here too (TIGHT_RTOL) */
+#define H5 1e-9        /* ... and here (a mode change within H4 of the point) */
 
 static int verbose;
 static int tangent[2] = {-1, -1}; /* scenario(): check the Jacobian along x_i + x_j as well */
@@ -96,12 +100,16 @@ static void random_commands(const rs_model_t *m, rng_t *r, double *u)
 typedef struct tally {
     long scenarios, columns, undecided, partial, violations, refused, not_diff, corners;
     long refined; /* mismatches at H1 and H2 that both sides at H3 put right (refined()) */
+    long tight;   /* the same put right at H3 or H4 in worlds at TIGHT_RTOL (refined()) */
     int nreached; /* the modes the Steps started in: robot kind and mode name, how often */
     const char *reached_kind[96], *reached_mode[96];
     long reached[96];
 } tally_t;
 
 static const double RTOL[] = {1e-12}, ATOL[] = {1e-14}, ORDER8[] = {8};
+/* the tightest tolerances a world takes: a column refined() cannot clear at H3 in the
+ * scenario's worlds is judged again in these, whose floors are a hundredth of rtol's part */
+static const double TIGHT_RTOL[] = {1e-14}, TIGHT_ATOL[] = {1e-16};
 
 /* x after K control steps of a copy of `base` with x moved by dx along state c (c < n) or the
  * commands u moved along command c - n; 0, or -1 when that Step fails. */
@@ -233,25 +241,27 @@ static rs_world_t *variant_world(const char *preset, uint64_t seed, rng_t *rv, r
  * than twice its floor at H3 (so that H3 can tell: a row of 1.5e5 m/s cannot be judged below
  * 15 per unit there), and a one-sided difference moved from H2 to H3 (the steps above had not
  * converged). A wrong value where the map is smooth is off at H3 as at H2; a corner at the
- * point gives H3 the same mean as H2. */
+ * point gives H3 the same mean as H2. The step h (H3, or H4) and the worlds (m, with x0 their
+ * point's Step, and rtol their floors' part) are the caller's: the scenario's, or those at
+ * TIGHT_RTOL, whose floors at H3 are a tenth of H2's where rtol's part dominates. */
 static int refined(const rs_model_t *m, const rs_data_t *base, const double *u, int c,
-                   uint64_t K, double s, const double *col, const double *x0, const double *D2,
-                   const double *fl2, const double *fw, const double *bw, const int *aside_row,
-                   double scale, double side_scale)
+                   uint64_t K, double s, double h, double rtol, const double *col,
+                   const double *x0, const double *D2, const double *fl2, const double *fw,
+                   const double *bw, const int *aside_row, double scale, double side_scale)
 {
     int n = m->nx;
     double a3[MAXN], b3[MAXN], D3[MAXN] = {0}, fl3[MAXN] = {0}, fw3[MAXN] = {0},
            bw3[MAXN] = {0}, sc3 = 1.0;
-    if (perturbed(m, base, u, c, H3 * s, K, a3) | perturbed(m, base, u, c, -H3 * s, K, b3))
+    if (perturbed(m, base, u, c, h * s, K, a3) | perturbed(m, base, u, c, -h * s, K, b3))
         return 0;
     for (int i = 0; i < n; i++) {
         if (aside_row[i])
             continue;
-        D3[i] = (a3[i] - b3[i]) / (2 * H3 * s);
-        fw3[i] = (a3[i] - x0[i]) / (H3 * s);
-        bw3[i] = (x0[i] - b3[i]) / (H3 * s);
+        D3[i] = (a3[i] - b3[i]) / (2 * h * s);
+        fw3[i] = (a3[i] - x0[i]) / (h * s);
+        bw3[i] = (x0[i] - b3[i]) / (h * s);
         double mag = fmax(fabs(x0[i]), fmax(fabs(a3[i]), fabs(b3[i])));
-        fl3[i] = (4 * DBL_EPSILON + 10 * RTOL[0]) * mag / (H3 * s) + fl2[i];
+        fl3[i] = (4 * DBL_EPSILON + 10 * rtol) * mag / (h * s) + fl2[i];
         sc3 = fmax(sc3, fabs(D3[i]));
     }
     if (col_excess(col, D3, fl3, 0.5, n) > TOL * sc3)
@@ -368,6 +378,11 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
     }
     double x0[MAXN];
     perturbed(m, base, u, 0, 0.0, K, x0);
+    /* the same model at the tightest tolerances (the judgment at TIGHT_RTOL, below) */
+    static rs_model_t tight_m;
+    tight_m = *m;
+    rs_param_t tight_p[] = {{"", "rtol", TIGHT_RTOL, 1}, {"", "atol", TIGHT_ATOL, 1}};
+    int tight_ok = rs_model_set_params(&tight_m, tight_p, 2, &st) == 0;
     if (tangent[0] >= 0) {
         /* along x_i + x_j (a constraint kept: the finger and its object moved together) the
          * served Jacobian against each one-sided difference of whole Steps */
@@ -495,14 +510,38 @@ static void scenario(const char *preset, uint64_t seed, tally_t *t, int variants
             continue;
         }
         if (!match && !undefined && differentiable &&
-            refined(m, base, u, c, K, s, col, x0, D2, fl2, fw, bw, aside_row, scale,
-                    side_scale)) {
+            refined(m, base, u, c, K, s, H3, RTOL[0], col, x0, D2, fl2, fw, bw, aside_row,
+                    scale, side_scale)) {
             if (verbose)
                 printf("  %s seed %" PRIu64 ": column %d: the differences at h %.0e and %.0e "
                        "contradict J, those at h %.0e match it: refined\n",
                        preset, seed, c, H1, H2, H3);
             t->refined++;
             continue;
+        }
+        /* where rtol's part of the floor at H3 (ten times rtol of a row's value over the
+         * step: 8.5 per unit for x at 8.5e4 m) keeps H3 from telling, or the mode change lies
+         * within H3 of the point, the same judgment in worlds at TIGHT_RTOL, at H3, H4, H5;
+         * the floors there are those worlds' own, so a row that only rounding could move is
+         * still not judged (a wrong value where the map is smooth is off there as at H2) */
+        if (!match && !undefined && differentiable && tight_ok) {
+            double xt[MAXN]; /* the point's Step in those worlds, their sides' origin */
+            int ok = perturbed(&tight_m, base, u, 0, 0.0, K, xt) == 0;
+            double hs[] = {H3, H4, H5};
+            int at = -1;
+            for (int k = 0; ok && k < 3 && at < 0; k++)
+                if (refined(&tight_m, base, u, c, K, s, hs[k], TIGHT_RTOL[0], col, xt, D2, fl2, fw,
+                            bw, aside_row, scale, side_scale))
+                    at = k;
+            if (at >= 0) {
+                if (verbose)
+                    printf("  %s seed %" PRIu64 ": column %d: the differences at h %.0e and "
+                           "%.0e contradict J, those at h %.0e in worlds at rtol %.0e match "
+                           "it: refined\n",
+                           preset, seed, c, H1, H2, hs[at], TIGHT_RTOL[0]);
+                t->tight++;
+                continue;
+            }
         }
         int violation = 0;
         const char *kind = "";
@@ -706,6 +745,17 @@ static const struct regression {
      "differences -6.112 and -6.127 agree, one-sided -12.25 at 1e-6, -0.587 (mu) at 1e-7, where "
      "the differences match the served -0.2936; judged again at 1e-7, refined",
      {-1, -1}, 1, 0},
+    {"brick_drop", 20261190671463605, 1,
+     "sliding on a face at vx = -1.3e5 m/s after many bounces: a tilt rocks it onto a corner "
+     "and back, and the last (plastic) impact leaves the lifting corner at 1e-5 to 4e-5 m/s, "
+     "within the speed tolerance (1e-9 of |vx|), so the face's projection took that vertical "
+     "velocity away without its friction: vx off by mu v_n whatever the tilt (theta's "
+     "differences -0.746 and -0.687 per unit, the served 0 exact); the projection's friction "
+     "now moves vx with it",
+     {-1, -1}, 1, 0},
+    {"brick_drop", 20261190560598221, 1, "the same at vx = 1.6e5 m/s", {-1, -1}, 1, 0},
+    {"brick_drop", 20261362822698, 1, "the same at vx = 1.5e5 m/s", {-1, -1}, 1, 0},
+    {"brick_drop", 20261361913464, 1, "the same at vx = -2.5e5 m/s", {-1, -1}, 1, 0},
     /* the arms' excursions (rs_robot_t.excursion): each was served as one side, or as 0 or 1 */
     {"serial_arm", 20261189791309, 1,
      "a joint stuck by dry friction beside a sliding one: its rate moved either way slides and "
@@ -919,6 +969,60 @@ static void test_refined(void)
     planted = 0;
 }
 
+/* The judgment in worlds at TIGHT_RTOL (scenario()): a brick sliding on a face at x = 8.5e4 m,
+ * raised by y, the slide reversing 0.7 ms into the Step within the lift's fall: x's
+ * differences along y, -3.26 (1e-5) and -3.08 (1e-6), contradict the served -0.25 (the sides'
+ * mean, -0.5 and 0); at 1e-7 they match it (-0.250002), but x's floor there at rtol 1e-12 is
+ * 9.4 per unit (8.5, and H2's own 0.85 beside it), more than half the contradiction, so
+ * refined() at H3 cannot tell; at rtol 1e-14 it is 0.94 (0.086 and 0.85), so a plant beyond
+ * half of that is a violation still, as it would be at H2. */
+static void test_refined_tight(void)
+{
+    tally_t t = {0};
+    scenario("brick_drop", 20261262838238ULL, &t, 1);
+    CHECK(t.scenarios == 1 && t.violations == 0 && t.tight >= 1,
+          "brick_drop 20261262838238: the column the lift contradicts at 1e-5 and 1e-6, "
+          "refined at 1e-7 in worlds at rtol 1e-14 (%ld violations, %ld refined)",
+          t.violations, t.tight);
+    static const double plant[] = {1.0, -1.0, 3.0};
+    printf("test_refined_tight: three planted errors; each must print a VIOLATION below\n");
+    for (size_t k = 0; k < sizeof plant / sizeof *plant; k++) {
+        tally_t bad = {0};
+        planted = plant[k], plant_at[0] = 0, plant_at[1] = 1;
+        scenario("brick_drop", 20261262838238ULL, &bad, 1);
+        CHECK(bad.violations >= 1 && bad.tight < t.tight,
+              "brick_drop 20261262838238: dx/dy planted %+g off is not refined away (%ld "
+              "violations, %ld refined)", plant[k], bad.violations, bad.tight);
+    }
+    planted = 0;
+}
+
+/* The judgment at H5 (1e-9) in worlds at TIGHT_RTOL: the finger's object at rest, held by a
+ * kinetic friction of the order of 1e-6 N, re-sticks a change of v_o within the Step only
+ * below about 4e-8 m/s, so v_o's column's 0 (the object stays) is the derivative at the
+ * point, while the differences at 1e-5 to 1e-8 see the object glide (x_o 0.02 per unit). At
+ * 1e-9 they match the 0. The same column's x_o entry planted off by 0.1 or more is a
+ * violation still. */
+static void test_refined_h5(void)
+{
+    tally_t t = {0};
+    scenario("finger", 20261564820847ULL, &t, 1);
+    CHECK(t.scenarios == 1 && t.violations == 0 && t.tight >= 1,
+          "finger 20261564820847: v_o's column the glide contradicts down to 1e-8, refined at "
+          "1e-9 in worlds at rtol 1e-14 (%ld violations, %ld refined)", t.violations, t.tight);
+    static const double plant[] = {0.1, -0.1, 1.0};
+    printf("test_refined_h5: three planted errors; each must print a VIOLATION below\n");
+    for (size_t k = 0; k < sizeof plant / sizeof *plant; k++) {
+        tally_t bad = {0};
+        planted = plant[k], plant_at[0] = 2, plant_at[1] = 3;
+        scenario("finger", 20261564820847ULL, &bad, 1);
+        CHECK(bad.violations >= 1 && bad.tight < t.tight,
+              "finger 20261564820847: dx_o/dv_o planted %+g off is not refined away (%ld "
+              "violations, %ld refined)", plant[k], bad.violations, bad.tight);
+    }
+    planted = 0;
+}
+
 /* The time-stepping and compliant formulations: refused by name. */
 static void refused(const char *preset, tally_t *t)
 {
@@ -987,6 +1091,8 @@ int main(int argc, char **argv)
     test_resting_object();
     test_regressions();
     test_refined();
+    test_refined_tight();
+    test_refined_h5();
     const char *one = getenv("ROBOSIM_DERIV_SEED");
     if (one && strchr(one, ':')) {
         char preset[64];
@@ -1015,9 +1121,10 @@ int main(int argc, char **argv)
         }
         refused(presets[k], &t);
         printf("%s: %ld scenarios, %ld columns (%ld with rows set aside), %ld undecided, %ld not "
-               "differentiable, %ld corners, %ld violations (%ld refined at h %.0e)\n",
+               "differentiable, %ld corners, %ld violations (%ld refined at h %.0e, %ld at rtol "
+               "%.0e)\n",
                presets[k], t.scenarios, t.columns, t.partial, t.undecided, t.not_diff, t.corners,
-               t.violations, t.refined, H3);
+               t.violations, t.refined, H3, t.tight, TIGHT_RTOL[0]);
         printf("  modes the Steps started in:");
         for (int r = 0; r < t.nreached; r++)
             printf("%s %s %s %ld", r ? "," : "", t.reached_kind[r], t.reached_mode[r],
@@ -1028,13 +1135,13 @@ int main(int argc, char **argv)
         all.scenarios += t.scenarios, all.columns += t.columns, all.undecided += t.undecided;
         all.partial += t.partial;
         all.violations += t.violations, all.not_diff += t.not_diff, all.corners += t.corners;
-        all.refined += t.refined;
+        all.refined += t.refined, all.tight += t.tight;
     }
     printf("total: %ld scenarios, %ld columns (%ld with rows set aside), %ld undecided, %ld not "
-           "differentiable, %ld corners, %ld violations (%ld refined at h %.0e) in %.0f s "
-           "(base seed %" PRIu64 ")\n",
+           "differentiable, %ld corners, %ld violations (%ld refined at h %.0e, %ld at rtol "
+           "%.0e) in %.0f s (base seed %" PRIu64 ")\n",
            all.scenarios, all.columns, all.partial, all.undecided, all.not_diff, all.corners,
-           all.violations, all.refined, H3,
-           rs_clock() - t0, base_seed);
+           all.violations, all.refined, H3, all.tight, TIGHT_RTOL[0], rs_clock() - t0,
+           base_seed);
     return rs_test_done("test_derivatives_random");
 }

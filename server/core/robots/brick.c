@@ -664,10 +664,17 @@ static void face_accel(const rs_entity_model_t *em, const rs_entity_data_t *ed, 
 
 /* Put the state back on the current contact mode's constraints (integration drift): the
  * contact corner at height 0 with no normal velocity (and, sticking, at its pivot with no
- * tangential velocity); a face flat at rest height with no vertical or angular velocity. */
+ * tangential velocity); a face flat at rest height with no vertical or angular velocity.
+ * Sliding, the vertical velocity removed is a normal impulse m dvy, and Coulomb's friction
+ * comes with it: vx moves by -s mu dvy (s the slide's direction). A corner that a mode takes
+ * as at rest along the normal (|v_n| within speed_tol, which grows with |vx|: 1.5e-4 m/s at
+ * vx = 1.5e5 m/s) would in the flow hop off and land, or press, the normal force's impulse
+ * over it differing from the mode's by that same m dvy; without its friction vx jumped by up
+ * to mu speed_tol wherever a tilt or a bounce ended in such a snap (docs/derivatives.md, the
+ * brick's many-bounce noise). */
 static void project(const rs_entity_model_t *em, const rs_entity_data_t *ed, double *x)
 {
-    double rx, ry;
+    double rx, ry, vy = x[VY];
     if (ed->mode == MODE_PIVOT || ed->mode == MODE_CSLIDE) {
         corner(em, x, (int)ed->aux[AUX_CORNER], &rx, &ry);
         x[Y] = -ry;
@@ -684,6 +691,8 @@ static void project(const rs_entity_model_t *em, const rs_entity_data_t *ed, dou
         if (ed->mode == MODE_STUCK)
             x[VX] = 0.0;
     }
+    if (ed->mode == MODE_SLIDING || ed->mode == MODE_CSLIDE)
+        x[VX] -= ed->aux[AUX_DIR] * mu_of(em) * (x[VY] - vy);
 }
 
 /* The impact of the corners c (n of them) at the ground: the two-phase impulse, plastic when
