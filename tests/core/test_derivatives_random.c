@@ -941,6 +941,34 @@ static void test_regressions(void)
     }
 }
 
+/* A column the oracle judges again at a smaller step (refined()): in scenario `seed` of
+ * `preset`, the column counts as refined (`tight`: in worlds at TIGHT_RTOL) with no violation,
+ * and J's entry (row, col) planted off by each of plant[] is a violation still. */
+static void refined_but_not_planted(const char *preset, uint64_t seed, int row, int col,
+                                    const double *plant, size_t nplant, int tight,
+                                    const char *what)
+{
+    tally_t t = {0};
+    scenario(preset, seed, &t, 1);
+    long good = tight ? t.tight : t.refined;
+    CHECK(t.scenarios == 1 && t.violations == 0 && good >= 1,
+          "%s %" PRIu64 ": %s (%ld violations, %ld refined)", preset, seed, what, t.violations,
+          good);
+    printf("%s %" PRIu64 ": %zu planted errors; each must print a VIOLATION below\n", preset, seed,
+           nplant);
+    for (size_t k = 0; k < nplant; k++) {
+        tally_t bad = {0};
+        planted = plant[k], plant_at[0] = row, plant_at[1] = col;
+        scenario(preset, seed, &bad, 1);
+        long bad_good = tight ? bad.tight : bad.refined;
+        CHECK(bad.violations >= 1 && bad_good < good,
+              "%s %" PRIu64 ": entry (%d, %d) planted %+g off is not refined away (%ld "
+              "violations, %ld refined)", preset, seed, row, col, plant[k], bad.violations,
+              bad_good);
+    }
+    planted = 0;
+}
+
 /* The third step size (refined()): a brick sliding on a face at x = 6.2e3 m, raised by y, pushed
  * so that the slide reverses 0.56 ms into the Step: x's differences along y at 1e-5 and 1e-6
  * agree (-6.11, -6.13) and contradict the served -0.294 (the mean of the sides, -0.587 = -mu
@@ -951,22 +979,10 @@ static void test_regressions(void)
  * ten times the distance. */
 static void test_refined(void)
 {
-    tally_t t = {0};
-    scenario("brick_drop", 20261361888938ULL, &t, 1);
-    CHECK(t.scenarios == 1 && t.violations == 0 && t.refined >= 1,
-          "brick_drop 20261361888938: the column the lift's landings contradict at 1e-5 and "
-          "1e-6, refined at 1e-7 (%ld violations, %ld refined)", t.violations, t.refined);
     static const double plant[] = {0.5, -0.5, 2.0};
-    printf("test_refined: three planted errors; each must print a VIOLATION below\n");
-    for (size_t k = 0; k < sizeof plant / sizeof *plant; k++) {
-        tally_t bad = {0};
-        planted = plant[k], plant_at[0] = 0, plant_at[1] = 1;
-        scenario("brick_drop", 20261361888938ULL, &bad, 1);
-        CHECK(bad.violations >= 1 && bad.refined < t.refined,
-              "brick_drop 20261361888938: dx/dy planted %+g off is not refined away (%ld "
-              "violations, %ld refined)", plant[k], bad.violations, bad.refined);
-    }
-    planted = 0;
+    refined_but_not_planted("brick_drop", 20261361888938ULL, 0, 1, plant, 3, 0,
+                            "the column the lift's landings contradict at 1e-5 and 1e-6, "
+                            "refined at 1e-7");
 }
 
 /* The judgment in worlds at TIGHT_RTOL (scenario()): a brick sliding on a face at x = 8.5e4 m,
@@ -978,23 +994,10 @@ static void test_refined(void)
  * half of that is a violation still, as it would be at H2. */
 static void test_refined_tight(void)
 {
-    tally_t t = {0};
-    scenario("brick_drop", 20261262838238ULL, &t, 1);
-    CHECK(t.scenarios == 1 && t.violations == 0 && t.tight >= 1,
-          "brick_drop 20261262838238: the column the lift contradicts at 1e-5 and 1e-6, "
-          "refined at 1e-7 in worlds at rtol 1e-14 (%ld violations, %ld refined)",
-          t.violations, t.tight);
     static const double plant[] = {1.0, -1.0, 3.0};
-    printf("test_refined_tight: three planted errors; each must print a VIOLATION below\n");
-    for (size_t k = 0; k < sizeof plant / sizeof *plant; k++) {
-        tally_t bad = {0};
-        planted = plant[k], plant_at[0] = 0, plant_at[1] = 1;
-        scenario("brick_drop", 20261262838238ULL, &bad, 1);
-        CHECK(bad.violations >= 1 && bad.tight < t.tight,
-              "brick_drop 20261262838238: dx/dy planted %+g off is not refined away (%ld "
-              "violations, %ld refined)", plant[k], bad.violations, bad.tight);
-    }
-    planted = 0;
+    refined_but_not_planted("brick_drop", 20261262838238ULL, 0, 1, plant, 3, 1,
+                            "the column the lift contradicts at 1e-5 and 1e-6, refined at 1e-7 "
+                            "in worlds at rtol 1e-14");
 }
 
 /* The judgment at H5 (1e-9) in worlds at TIGHT_RTOL: the finger's object at rest, held by a
@@ -1005,22 +1008,10 @@ static void test_refined_tight(void)
  * violation still. */
 static void test_refined_h5(void)
 {
-    tally_t t = {0};
-    scenario("finger", 20261564820847ULL, &t, 1);
-    CHECK(t.scenarios == 1 && t.violations == 0 && t.tight >= 1,
-          "finger 20261564820847: v_o's column the glide contradicts down to 1e-8, refined at "
-          "1e-9 in worlds at rtol 1e-14 (%ld violations, %ld refined)", t.violations, t.tight);
     static const double plant[] = {0.1, -0.1, 1.0};
-    printf("test_refined_h5: three planted errors; each must print a VIOLATION below\n");
-    for (size_t k = 0; k < sizeof plant / sizeof *plant; k++) {
-        tally_t bad = {0};
-        planted = plant[k], plant_at[0] = 2, plant_at[1] = 3;
-        scenario("finger", 20261564820847ULL, &bad, 1);
-        CHECK(bad.violations >= 1 && bad.tight < t.tight,
-              "finger 20261564820847: dx_o/dv_o planted %+g off is not refined away (%ld "
-              "violations, %ld refined)", plant[k], bad.violations, bad.tight);
-    }
-    planted = 0;
+    refined_but_not_planted("finger", 20261564820847ULL, 2, 3, plant, 3, 1,
+                            "v_o's column the glide contradicts down to 1e-8, refined at 1e-9 "
+                            "in worlds at rtol 1e-14");
 }
 
 /* The time-stepping and compliant formulations: refused by name. */
