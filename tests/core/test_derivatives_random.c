@@ -762,6 +762,13 @@ static const struct regression {
      "is held again within 2e-9 rad, so a change beyond rounding sticks where it was moved to "
      "(the same)",
      {-1, -1}, 1, 0},
+    {"serial_arm", 20261564792873, 1,
+     "joint 1 stuck beside joint 2 sliding, its load reaching its dry friction mid-Step: at the "
+     "hold guard's root the hold failed by 2e-17 N m and sliding the way the load pushes "
+     "accelerated at -4e-14 rad/s^2, so no status fitted and the joint was held, 1.2 ms past "
+     "its friction (its guard already crossed) while every perturbed Step slid: each column "
+     "was said undefined where both sides agree; it slides now",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 20261361804631, 1,
      "servo 1 let go from its stop by the Step's commands, the linkage stretched and let go "
      "6.5 us later with servo 1 on its stop within the difference step: the jump's one-sided "

@@ -215,8 +215,23 @@ int arm_resolve(const double M[2][2], const double b[2], const arm_joints_t *jc,
                 return 1;
             }
         }
+    /* nothing fits: a tie within rounding, where the hold's torque check is exact and the
+     * slide's acceleration is rounding noise of 0 (left held, the joint would stay stuck past
+     * its friction, its hold guard already crossed) */
     st[0] = cst[0][0], st[1] = cst[1][0];
     dir[0] = cdir[0][0], dir[1] = cdir[1][0];
+    double qdd[2], lam[2];
+    arm_accel(M, b, jc, st, dir, qd, qdd, lam);
+    for (int j = 0; j < 2; j++) {
+        double lo, hi;
+        if (qd[j] != 0.0 || !arm_held(st[j]))
+            continue;
+        arm_held_range(jc, j, st[j], &lo, &hi);
+        if (lam[j] >= lo && lam[j] <= hi)
+            continue;
+        st[j] = ARM_SLIP;
+        dir[j] = jc->mu_D[j] > 0 ? (lam[j] < lo ? 1.0 : -1.0) : 0.0;
+    }
     return 0;
 }
 

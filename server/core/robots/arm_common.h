@@ -186,7 +186,10 @@ void arm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, const a
  * stops; moving joints slide in their direction of motion. The candidates are tried with holding
  * first, so a tie (|lam| == mu_D exactly) holds. For a 2x2 positive definite M the consistent
  * choice is unique away from ties (it is the minimiser of a strictly convex function of qdd).
- * Returns 1, or 0 when no candidate fitted (numerically impossible; the joints are then held). */
+ * Returns 1, or 0 when no candidate fitted: at a load within rounding of the friction (a hold
+ * guard's root) the hold can fail by an ulp of torque while sliding the way the load pushes
+ * accelerates by rounding the other way; the joints are then held, but for a joint whose hold
+ * the load exceeds, which slides the way it pushes. */
 int arm_resolve(const double M[2][2], const double b[2], const arm_joints_t *jc, const double *x,
                 int st[2], double dir[2]);
 
