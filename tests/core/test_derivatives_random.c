@@ -769,6 +769,13 @@ static const struct regression {
      "its friction (its guard already crossed) while every perturbed Step slid: each column "
      "was said undefined where both sides agree; it slides now",
      {-1, -1}, 1, 0},
+    {"serial_arm", 20261365802942, 1,
+     "joint 1 on its stop, its load into it past its dry friction by 0.021 N m and falling: "
+     "moved off, it slides back 1.17e-8 rad before its friction holds it, so a change nearer "
+     "falls back and one farther sticks short of the stop; the fall back, the limit below that "
+     "boundary, was served (-0.120 in theta2's row, the differences 0.0020 and 0.0010): a "
+     "boundary within the angle's difference step is on the point, and the side sticks",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 20261361804631, 1,
      "servo 1 let go from its stop by the Step's commands, the linkage stretched and let go "
      "6.5 us later with servo 1 on its stop within the difference step: the jump's one-sided "

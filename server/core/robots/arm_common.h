@@ -257,7 +257,10 @@ void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, doubl
  *     kept), or falls back onto the stop, the other joint moving along with the momentum
  *     (M q_dot)_k kept but for the forces F_k = (dM/dt q_dot)_k + r_k that the flight's rate
  *     changes: per unit of angle, q_k by M_kj / M_kk and q_dot_k by -dF_k/dq_dot w / M_kk,
- *     w = e_j - (M_kj / M_kk) e_k the flight's direction of rates (the momentum kept). */
+ *     w = e_j - (M_kj / M_kk) e_k the flight's direction of rates (the momentum kept). Where
+ *     the stop's load past the friction, falling, slides it back no farther than the angle's
+ *     difference step (6e-6 rad) before the friction holds it, it sticks: a change farther
+ *     sticks short of the stop, and the boundary below which it falls back is on the point. */
 int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   const double *u, arm_dynamics_fn dyn, int i, int sign, double *col);
 
