@@ -776,6 +776,13 @@ static const struct regression {
      "boundary, was served (-0.120 in theta2's row, the differences 0.0020 and 0.0010): a "
      "boundary within the angle's difference step is on the point, and the side sticks",
      {-1, -1}, 1, 0},
+    {"serial_arm", 20261563805095, 1,
+     "joint 2 on its stop, its angle moved off (it falls back), joint 1 reaching its own stop "
+     "11 us into the Step, before a change of 6e-6 rad could fall back: beyond 8e-8 rad joint 2 "
+     "is still in flight at that impact and is stopped with joint 1 from there; the fall back, "
+     "the limit below that boundary, was served (theta1's row -0.00183, the differences -0.0085 "
+     "and -0.0081); the boundary is on the point, and the side stays off until the impact",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 20261361804631, 1,
      "servo 1 let go from its stop by the Step's commands, the linkage stretched and let go "
      "6.5 us later with servo 1 on its stop within the difference step: the jump's one-sided "

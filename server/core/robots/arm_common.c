@@ -570,6 +570,36 @@ static double slide_back(const rs_entity_model_t *em, const rs_entity_data_t *ed
     return 2.0 / 3.0 * excess / m * th * th;
 }
 
+/* Whether joint j, moved off its stop by the angle's difference step and falling back at its
+ * slide's acceleration a (the other joint k sliding on), would still be in flight when k reaches
+ * a stop of its own: t_k, from k's rate and acceleration, below sqrt(2 ANGLE_STEP / |a|). Then
+ * a change beyond |a| t_k^2 / 2, within the step, meets k's impact off the stop (arm_update
+ * stops it with k from there, or the kick takes it on), and that boundary is on the point: the
+ * side is the one that stays off, as where it sticks. */
+static int stop_before_fall_back(const arm_joints_t *jc, const int st[2], const double dir[2],
+                                 const double *x, const double M[2][2], const double b[2],
+                                 const double qdd[2], int j)
+{
+    int k = 1 - j, s2[2] = {st[0], st[1]};
+    double d2[2] = {dir[0], dir[1]}, a2[2], l2[2];
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    double v = qd[k];
+    if (!jc->limited || v == 0.0)
+        return 0;
+    s2[j] = ARM_SLIP;
+    d2[j] = jc->mu_D[j] > 0 ? (st[j] == ARM_MIN ? -1.0 : 1.0) : 0.0; /* towards the stop */
+    arm_accel(M, b, jc, s2, d2, qd, a2, l2);
+    double dist = v < 0 ? x[ARM_Q1 + k] - jc->q_min[k] : jc->q_max[k] - x[ARM_Q1 + k];
+    double a = (v < 0 ? -1.0 : 1.0) * qdd[k], tk; /* along the motion */
+    if (a == 0.0)
+        tk = dist / fabs(v);
+    else if (v * v + 2.0 * a * dist >= 0.0)
+        tk = (sqrt(v * v + 2.0 * a * dist) - fabs(v)) / a;
+    else
+        return 0; /* it turns back short of the stop */
+    return tk >= 0.0 && tk * tk * fabs(a2[j]) < 2.0 * ANGLE_STEP;
+}
+
 int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   const double *u, arm_dynamics_fn dyn, int i, int sign, double *col)
 {
@@ -606,6 +636,10 @@ int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const
         }
         if (arm_held(st[k]))
             return 0; /* falls back; the other joint stays held */
+        if (stop_before_fall_back(&jc, st, dir, x, M, b, qdd, j)) {
+            col[i] = 1.0; /* off its stop until that impact, as where it sticks */
+            return 0;
+        }
         double m = M[k][j] / M[k][k];
         double dF = momentum_rate_along(em, ed, x, u, dyn, &jc, dir[k], j, m);
         /* the angle's change changed the momentum to begin with: (dM/dq_j q_dot)_k */
