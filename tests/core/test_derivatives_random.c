@@ -783,6 +783,12 @@ static const struct regression {
      "the limit below that boundary, was served (theta1's row -0.00183, the differences -0.0085 "
      "and -0.0081); the boundary is on the point, and the side stays off until the impact",
      {-1, -1}, 1, 0},
+    {"serial_arm", 20261566809959, 1,
+     "joint 1 released from its stop mid-Step at a root found 7e-15 short of the guard's "
+     "crossing: the jump there keeps the stop (the next root at the same instant releases it), "
+     "while its sides, taken past the guard's surface, release; judged against the root's mode "
+     "both sides left it, and every column was said undefined where both sides agree",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 20261361804631, 1,
      "servo 1 let go from its stop by the Step's commands, the linkage stretched and let go "
      "6.5 us later with servo 1 on its stop within the difference step: the jump's one-sided "
