@@ -507,6 +507,18 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
     if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
         cl.after = &after;
+    if (c->kind == FN_JUMP && c->fm && slide) {
+        /* the mode the sides are judged against: the point's, taken past the guard's surface as
+         * theirs are (column_eval): a root found a rounding short of the crossing can keep the
+         * mode where every side past it leaves it (a joint's release from its stop, re-found
+         * and made by the next root at the same instant) */
+        double fz[RS_MAX_STATE + 64];
+        for (int i = 0; i < em->nx; i++)
+            shift[i] = 0.0;
+        int past = column_eval(&cl, 0, FD_REL, fz);
+        if (MAP_MODE(past) != MAP_MODE(cl.mode0))
+            cl.mode0 = past;
+    }
 #define SLIDE(col)                                                                             \
     for (int i_ = 0; slide && i_ < em->nx; i_++)                                               \
         shift[i_] = -slide[col] * along[i_];
