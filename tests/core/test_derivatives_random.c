@@ -946,6 +946,26 @@ static const struct regression {
      "along the heading alone, without it: served 2.248, the sides 56.1 and 4.497, now their "
      "mean 30.30",
      {-1, -1}, 1, 0},
+    {"mobile_manipulator_passive", 20261361831504, 1,
+     "the left end effector sliding, let go by the Step's commands: left_theta2 moved one way "
+     "lifts it (released where it is), the other way puts it into the face moving away "
+     "(released from the face); within the settle's band for the integrator's normal velocity "
+     "that velocity was removed by the contact's impulse first, so the start's difference step "
+     "served -173.8, neither side (75.7, 33.2); it leaves without the impulse now, the mean "
+     "54.45",
+     {-1, -1}, 1, 0},
+    {"mobile_manipulator_passive", 20261361831423, 1,
+     "the same with the right arm spun to 124 rad: right_theta2's column served -3.26 (the "
+     "band's side), the sides 1.876 and 8.174, now their mean 5.025",
+     {-1, -1}, 1, 0},
+    {"mobile_manipulator_passive", 20261361831508, 1,
+     "the right arm spun to 1292 rad/s, the left touching twice within the Step (0.44 m/s, "
+     "|f-| 2.3e5): the touch's jump differenced at its thousandfold-shortened step was 1.5e-4 "
+     "off in the rates' rows (the guard's rounding over its rate, along f-), which the Step's "
+     "later control step amplifies: y's and theta's columns served -13.31 and 29.58 where both "
+     "sides agree on -13.674 and 29.351; the extrapolation at the step where it moves least "
+     "serves -13.666 and 29.344",
+     {-1, -1}, 1, 0},
 };
 
 static void test_regressions(void)

@@ -660,6 +660,25 @@ static int contact_after_impulse(const rs_entity_model_t *em, const mm_sys_t *S,
     return lam > 0 && margin >= -JAM_MARGIN ? -2 : -1;
 }
 
+/* Whether arm k, in contact cf->c[k] on its face without normal velocity (|v_n| <= vscale, after
+ * an impulse), leaves it as resolve_arm decides: its force does not keep the contact as it is
+ * (stuck in the cone, or sliding its way) and contact_after_impulse frees it. */
+static int leaves_after_impulse(const rs_entity_model_t *em, const mm_sys_t *S,
+                                const mm_cfg_t *cf, int k, double vscale)
+{
+    const double *n = cf->n[k], *t = cf->t[k];
+    const point_terms_t *e = &S->ee[k];
+    double nud[NV], f[2][2], dir, mu = em->p[P_MU];
+    double vn = n[0] * e->v[0] + n[1] * e->v[1], vt = t[0] * e->v[0] + t[1] * e->v[1];
+    if (fabs(vn) > vscale)
+        return 0;
+    sys_solve(em, S, cf, 0, nud, f, NULL);
+    double fn = n[0] * f[k][0] + n[1] * f[k][1], ft = t[0] * f[k][0] + t[1] * f[k][1];
+    int kept = fn > 0 && (cf->c[k] == C_STICK ? fabs(vt) <= vscale && fabs(ft) <= mu * fn
+                                              : cf->dir[k] * vt > 0);
+    return !kept && contact_after_impulse(em, S, cf, k, vscale, &dir) == C_FREE;
+}
+
 /* ---- frames for motion specifications ------------------------------------------------------ */
 
 enum { F_BASE, F_LSHOULDER, F_LELBOW, F_LEE, F_RSHOULDER, F_RELBOW, F_REE, F_TABLE, NFRAMES };
@@ -1466,9 +1485,22 @@ static void resolve_arm(const rs_entity_model_t *em, rs_entity_data_t *ed, doubl
     if (old != C_FREE && own) {
         /* the normal velocity the integrator's error left on a contact kept at the acceleration
          * level (1e-6 relative at most; a contact leaves only where its force falls to 0):
-         * removed by the contact's own impulse, not read as a release */
-        apply_impulse(em, &S, &cf, x);
-        sys_build(em, x, u, &S);
+         * removed by the contact's own impulse, not read as a release. Moving away from a face
+         * that it would leave after that impulse too (the new commands let it go), it leaves
+         * without it, as it does beyond the band and at rest on the face: a change of the
+         * state moves v_n by its own first-order amount, which the impulse would take away
+         * within the band only, so the map would differ across the band's edge */
+        double y[NX];
+        memcpy(y, x, sizeof y);
+        apply_impulse(em, &S, &cf, y);
+        mm_sys_t Sy;
+        sys_build(em, y, u, &Sy);
+        if (V_IN < 0.0 && leaves_after_impulse(em, &Sy, &cf, k, vscale))
+            own = 0;
+        else {
+            memcpy(x, y, sizeof y);
+            S = Sy;
+        }
     }
     if (old != C_FREE && fabs(V_IN) <= vscale) {
         /* a state already consistent with its contact (a restore, unchanged commands): kept as
