@@ -762,6 +762,27 @@ static const struct regression {
      "is held again within 2e-9 rad, so a change beyond rounding sticks where it was moved to "
      "(the same)",
      {-1, -1}, 1, 0},
+    {"serial_arm", 20261564792873, 1,
+     "joint 1 stuck beside joint 2 sliding, its load reaching its dry friction mid-Step: at the "
+     "hold guard's root the hold failed by 2e-17 N m and sliding the way the load pushes "
+     "accelerated at -4e-14 rad/s^2, so no status fitted and the joint was held, 1.2 ms past "
+     "its friction (its guard already crossed) while every perturbed Step slid: each column "
+     "was said undefined where both sides agree; it slides now",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 20261365802942, 1,
+     "joint 1 on its stop, its load into it past its dry friction by 0.021 N m and falling: "
+     "moved off, it slides back 1.17e-8 rad before its friction holds it, so a change nearer "
+     "falls back and one farther sticks short of the stop; the fall back, the limit below that "
+     "boundary, was served (-0.120 in theta2's row, the differences 0.0020 and 0.0010): a "
+     "boundary within the angle's difference step is on the point, and the side sticks",
+     {-1, -1}, 1, 0},
+    {"serial_arm", 20261563805095, 1,
+     "joint 2 on its stop, its angle moved off (it falls back), joint 1 reaching its own stop "
+     "11 us into the Step, before a change of 6e-6 rad could fall back: beyond 8e-8 rad joint 2 "
+     "is still in flight at that impact and is stopped with joint 1 from there; the fall back, "
+     "the limit below that boundary, was served (theta1's row -0.00183, the differences -0.0085 "
+     "and -0.0081); the boundary is on the point, and the side stays off until the impact",
+     {-1, -1}, 1, 0},
     {"parallel_arm", 20261361804631, 1,
      "servo 1 let go from its stop by the Step's commands, the linkage stretched and let go "
      "6.5 us later with servo 1 on its stop within the difference step: the jump's one-sided "

@@ -6,6 +6,10 @@
 #include <math.h>
 #include <string.h>
 
+/* rad: the sensitivity's difference step for an angle (FD_REL in sensitivity.c): a boundary of
+ * a map nearer the point than this is on it (arm_excursion) */
+#define ANGLE_STEP 6e-6
+
 const rs_aux_desc_t arm_aux_vars[ARM_NAUX] = {
     {"dir1", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 1 slip direction (0: no dry friction)"},
     {"dir2", RS_AUX_INTEGER, -1.0, 1.0, 0, 0, 0, "joint 2 slip direction"},
@@ -215,8 +219,23 @@ int arm_resolve(const double M[2][2], const double b[2], const arm_joints_t *jc,
                 return 1;
             }
         }
+    /* nothing fits: a tie within rounding, where the hold's torque check is exact and the
+     * slide's acceleration is rounding noise of 0 (left held, the joint would stay stuck past
+     * its friction, its hold guard already crossed) */
     st[0] = cst[0][0], st[1] = cst[1][0];
     dir[0] = cdir[0][0], dir[1] = cdir[1][0];
+    double qdd[2], lam[2];
+    arm_accel(M, b, jc, st, dir, qd, qdd, lam);
+    for (int j = 0; j < 2; j++) {
+        double lo, hi;
+        if (qd[j] != 0.0 || !arm_held(st[j]))
+            continue;
+        arm_held_range(jc, j, st[j], &lo, &hi);
+        if (lam[j] >= lo && lam[j] <= hi)
+            continue;
+        st[j] = ARM_SLIP;
+        dir[j] = jc->mu_D[j] > 0 ? (lam[j] < lo ? 1.0 : -1.0) : 0.0;
+    }
     return 0;
 }
 
@@ -516,21 +535,21 @@ static void fall_back(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     x[ARM_QD1 + k] = (p - M[k][j] * qd[j]) / M[k][k];
 }
 
-/* Whether joint j on its stop, its load lam_j into the stop past its dry friction by e, moved
- * off the stop by more than arm_update's rounding (1e-9 (1 + |q|)) sticks where it was moved to
- * rather than falling back: the flow takes e away within t_h = e / |d lam_j / dt|, the joint
- * slides back at e / m (m: its inertia with the other joint's momentum kept, det M / M_kk, or
- * M_jj while that one is held) decaying to 0 and coming to rest after 2 t_h, (2/3) (e / m) t_h^2
- * nearer the stop. Where that is within the rounding, every change the map keeps sticks. */
-static int sticks_off_stop(const rs_entity_model_t *em, const rs_entity_data_t *ed,
-                           const double *x, const double *u, arm_dynamics_fn dyn,
-                           const arm_joints_t *jc, const int st[2], const double dir[2],
-                           const double M[2][2], const double lam[2], int j)
+/* How far joint j on its stop, its load lam_j into the stop past its dry friction by e, slides
+ * back when moved off the stop before its friction holds it again: the flow takes e away
+ * within t_h = e / |d lam_j / dt|, the joint slides back at e / m (m: its inertia with the other
+ * joint's momentum kept, det M / M_kk, or M_jj while that one is held) decaying to 0 and comes
+ * to rest after 2 t_h, (2/3) (e / m) t_h^2 nearer the stop. INFINITY where nothing takes the
+ * excess away (it falls back onto the stop from any distance). */
+static double slide_back(const rs_entity_model_t *em, const rs_entity_data_t *ed,
+                         const double *x, const double *u, arm_dynamics_fn dyn,
+                         const arm_joints_t *jc, const int st[2], const double dir[2],
+                         const double M[2][2], const double lam[2], int j)
 {
     int k = 1 - j;
     double into = st[j] == ARM_MIN ? 1.0 : -1.0, excess = into * lam[j] - jc->mu_D[j];
     if (!(jc->mu_D[j] > 0) || !(excess > 0))
-        return 0;
+        return INFINITY;
     double xdot[ARM_NX], y[ARM_NX], Mm[2][2], b[2], qdd[2], l2[2], rate = 0.0, size = 1.0;
     arm_derivs(em, ed, x, u, dyn, xdot);
     for (int i = ARM_Q1; i <= ARM_QD2; i++)
@@ -545,10 +564,40 @@ static int sticks_off_stop(const rs_entity_model_t *em, const rs_entity_data_t *
         rate += s * into * l2[j] / (2.0 * eps);
     }
     if (!(rate < 0))
-        return 0; /* the excess grows: it falls back */
+        return INFINITY; /* the excess grows: it falls back */
     double m = arm_held(st[k]) ? M[j][j] : (M[0][0] * M[1][1] - M[0][1] * M[1][0]) / M[k][k];
-    double th = excess / -rate, stop = into > 0 ? jc->q_min[j] : jc->q_max[j];
-    return 2.0 / 3.0 * excess / m * th * th <= 1e-9 * (1.0 + fabs(stop));
+    double th = excess / -rate;
+    return 2.0 / 3.0 * excess / m * th * th;
+}
+
+/* Whether joint j, moved off its stop by the angle's difference step and falling back at its
+ * slide's acceleration a (the other joint k sliding on), would still be in flight when k reaches
+ * a stop of its own: t_k, from k's rate and acceleration, below sqrt(2 ANGLE_STEP / |a|). Then
+ * a change beyond |a| t_k^2 / 2, within the step, meets k's impact off the stop (arm_update
+ * stops it with k from there, or the kick takes it on), and that boundary is on the point: the
+ * side is the one that stays off, as where it sticks. */
+static int stop_before_fall_back(const arm_joints_t *jc, const int st[2], const double dir[2],
+                                 const double *x, const double M[2][2], const double b[2],
+                                 const double qdd[2], int j)
+{
+    int k = 1 - j, s2[2] = {st[0], st[1]};
+    double d2[2] = {dir[0], dir[1]}, a2[2], l2[2];
+    const double qd[2] = {x[ARM_QD1], x[ARM_QD2]};
+    double v = qd[k];
+    if (!jc->limited || v == 0.0)
+        return 0;
+    s2[j] = ARM_SLIP;
+    d2[j] = jc->mu_D[j] > 0 ? (st[j] == ARM_MIN ? -1.0 : 1.0) : 0.0; /* towards the stop */
+    arm_accel(M, b, jc, s2, d2, qd, a2, l2);
+    double dist = v < 0 ? x[ARM_Q1 + k] - jc->q_min[k] : jc->q_max[k] - x[ARM_Q1 + k];
+    double a = (v < 0 ? -1.0 : 1.0) * qdd[k], tk; /* along the motion */
+    if (a == 0.0)
+        tk = dist / fabs(v);
+    else if (v * v + 2.0 * a * dist >= 0.0)
+        tk = (sqrt(v * v + 2.0 * a * dist) - fabs(v)) / a;
+    else
+        return 0; /* it turns back short of the stop */
+    return tk >= 0.0 && tk * tk * fabs(a2[j]) < 2.0 * ANGLE_STEP;
 }
 
 int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
@@ -572,13 +621,25 @@ int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const
     if (!rate) {
         if (!stop || sign != away)
             return -1;
-        if ((jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j]) ||
-            sticks_off_stop(em, ed, x, u, dyn, &jc, st, dir, M, lam, j)) {
+        /* moved off, it sticks where it was moved to where its friction holds the load; where
+         * the load's excess slides it back by `back` first, a change nearer the stop than that
+         * falls back onto it and one farther sticks short of it by `back`: a boundary within
+         * the angle's difference step is on the point, and what every change beyond it does,
+         * sticking, is the side's derivative; beyond the step it falls back (and where nothing
+         * ends the slide) */
+        double back = jc.mu_D[j] > 0 && fabs(lam[j]) <= jc.mu_D[j]
+                          ? 0.0
+                          : slide_back(em, ed, x, u, dyn, &jc, st, dir, M, lam, j);
+        if (back <= ANGLE_STEP) {
             col[i] = 1.0; /* stuck where it was moved to */
             return 0;
         }
         if (arm_held(st[k]))
             return 0; /* falls back; the other joint stays held */
+        if (stop_before_fall_back(&jc, st, dir, x, M, b, qdd, j)) {
+            col[i] = 1.0; /* off its stop until that impact, as where it sticks */
+            return 0;
+        }
         double m = M[k][j] / M[k][k];
         double dF = momentum_rate_along(em, ed, x, u, dyn, &jc, dir[k], j, m);
         /* the angle's change changed the momentum to begin with: (dM/dq_j q_dot)_k */

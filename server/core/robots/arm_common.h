@@ -186,7 +186,10 @@ void arm_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, const a
  * stops; moving joints slide in their direction of motion. The candidates are tried with holding
  * first, so a tie (|lam| == mu_D exactly) holds. For a 2x2 positive definite M the consistent
  * choice is unique away from ties (it is the minimiser of a strictly convex function of qdd).
- * Returns 1, or 0 when no candidate fitted (numerically impossible; the joints are then held). */
+ * Returns 1, or 0 when no candidate fitted: at a load within rounding of the friction (a hold
+ * guard's root) the hold can fail by an ulp of torque while sliding the way the load pushes
+ * accelerates by rounding the other way; the joints are then held, but for a joint whose hold
+ * the load exceeds, which slides the way it pushes. */
 int arm_resolve(const double M[2][2], const double b[2], const arm_joints_t *jc, const double *x,
                 int st[2], double dir[2]);
 
@@ -254,7 +257,10 @@ void arm_jump(const rs_entity_model_t *em, rs_entity_data_t *ed, double t, doubl
  *     kept), or falls back onto the stop, the other joint moving along with the momentum
  *     (M q_dot)_k kept but for the forces F_k = (dM/dt q_dot)_k + r_k that the flight's rate
  *     changes: per unit of angle, q_k by M_kj / M_kk and q_dot_k by -dF_k/dq_dot w / M_kk,
- *     w = e_j - (M_kj / M_kk) e_k the flight's direction of rates (the momentum kept). */
+ *     w = e_j - (M_kj / M_kk) e_k the flight's direction of rates (the momentum kept). Where
+ *     the stop's load past the friction, falling, slides it back no farther than the angle's
+ *     difference step (6e-6 rad) before the friction holds it, it sticks: a change farther
+ *     sticks short of the stop, and the boundary below which it falls back is on the point. */
 int arm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                   const double *u, arm_dynamics_fn dyn, int i, int sign, double *col);
 
