@@ -898,6 +898,13 @@ static const struct regression {
      "integral row (the sides 0.0208 and 0, their mean 0.0104); a servo on its stop that the "
      "impact moves off it is no longer stopped",
      {-1, -1}, 1, 0},
+    {"parallel_arm", 20261190384404714, 1,
+     "servo 1 let go from its stop, servo 2 slipping: the linkage stretched and slack again "
+     "within one integration step (the stretch guard 4.1e-4 and 2.6e-5 m at the step's ends, "
+     "-5.4e-5 between), so the Step went on without the impact that any change of the state "
+     "makes (theta1's one-sided differences +-646 per unit of theta2_dot, served 0); the "
+     "elbows' separation rate falling through 0 is a guard now, the stretch guard's least value",
+     {-1, -1}, 1, 0},
     {"diff_drive", 6161051976, 0,
      "free at the start, blocked in the Step, the obstacle met with g_x f- 2.7e-4 of the 1.24 "
      "m/s while turning at 14.7 rad/s: a square root already at a difference step (the Step's "

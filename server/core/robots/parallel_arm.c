@@ -39,6 +39,7 @@ enum { PI_L0 = ARM_PI_END, PI_L1, PI_L2, PI_J };
 enum { EV_STRETCHED = ARM_EV_RELEASE + 1, EV_UNSTRETCHED };
 #define MODE_STRETCHED ARM_JOINT_MODES
 #define G_STRETCH ARM_NGUARDS
+#define G_APEX (ARM_NGUARDS + 1) /* while slack: the elbows' separation rate, du/dt (below) */
 #define STRETCH_SLACK 1e-12 /* relative: the guard is 2 L2 (1 + slack) - u, so that a linkage
                                placed exactly at u = 2 L2 starts with a positive guard */
 
@@ -379,7 +380,7 @@ static void stretch(const rs_entity_model_t *em, rs_entity_data_t *ed, double t,
 static int pa_nguards(const rs_entity_model_t *em)
 {
     (void)em;
-    return ARM_NGUARDS + 1;
+    return ARM_NGUARDS + 2;
 }
 
 static int pa_validate(const rs_entity_model_t *em, rs_status_t *st)
@@ -456,6 +457,7 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
         double dir[2];
         for (int i = 0; i < ARM_G_SAT; i++)
             g[i] = 1.0;
+        g[G_APEX] = 1.0;
         arm_saturation_guards(em, ed, x, u, g + ARM_G_SAT);
         if (ed->aux[ARM_AUX_DIR1] == 0.0) { /* held: slack, or the servos start it moving */
             int allowed[2];
@@ -480,6 +482,22 @@ static void pa_guards(const rs_entity_model_t *em, const rs_entity_data_t *ed, d
     }
     arm_guard_values(em, ed, x, u, pa_dynamics, g);
     g[G_STRETCH] = stretch_guard(em, x);
+    /* within 5 % of 2 L2 of the stretch, the elbows' separation rate du/dt falling through a
+     * small margin (1e-6 of its terms' reach, and 1e-12 L1 per second: below 0 at rest and on
+     * the set, where the linkage let go recedes from u = 2 L2 at du/dt of the order of the
+     * drift): just before u's peak, where the stretch guard is all but its least. A linkage
+     * stretched and slack again within one integration step is found there (the root finder
+     * sees the stretch guard below 0 and searches back for its crossing); elsewhere the event
+     * changes nothing. Entered only approaching (du/dt > 0) and left only receding, the band's
+     * edge is no crossing; farther, u's peaks are of no concern (and a symmetric pose's, the
+     * elbows' farthest at both servos' stops at 0, would coincide with those stops) */
+    g[G_APEX] = 1.0;
+    if (g[G_STRETCH] < 0.1 * em->p[P_L2]) {
+        double grad[2];
+        elbow_gap(em, x, grad);
+        double gq1 = grad[0] * x[ARM_QD1], gq2 = grad[1] * x[ARM_QD2];
+        g[G_APEX] = gq1 + gq2 - (1e-6 * (fabs(gq1) + fabs(gq2)) + 1e-12 * em->p[P_L1]);
+    }
 }
 
 /* The jump map while taut: slack (release), at rest along the set, a stop reached, or the
