@@ -263,6 +263,10 @@ static void pass(struct rs_peers *p, int k, zmq_msg_t *frames, int n, const peer
     zmq_msg_t m;
     zmq_msg_init_size(&m, sizeof *meta);
     memcpy(zmq_msg_data(&m), meta, sizeof *meta);
+    /* the payload may be bytes this thread wrote (a split batch's part): shard k reads them on
+     * its thread (rs_shard_next acquires them) */
+    RS_TSAN_RELEASE(zmq_msg_data(&frames[n - 1]));
+    RS_TSAN_RELEASE(zmq_msg_data(&m));
     for (int i = 0; i < n - 1; i++)
         if (zmq_msg_send(&frames[i], p->out[k], ZMQ_SNDMORE) < 0)
             zmq_msg_close(&frames[i]);
@@ -726,6 +730,8 @@ int rs_shard_next(rs_server_t *s, zmq_msg_t *frames, int cap, int *n, rs_caller_
             /* a request another shard passed this one: served here, the reply goes back to it */
             if (from_peer(p, &frames[0])) {
                 if (*n >= 3 && zmq_msg_size(&frames[*n - 2]) == sizeof(peer_meta_t)) {
+                    RS_TSAN_ACQUIRE(zmq_msg_data(&frames[*n - 2])); /* as pass() released them */
+                    RS_TSAN_ACQUIRE(zmq_msg_data(&frames[*n - 1]));
                     peer_meta_t meta;
                     memcpy(&meta, zmq_msg_data(&frames[*n - 2]), sizeof meta);
                     *caller = meta.caller;
