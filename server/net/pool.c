@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 struct rs_crew {
@@ -44,7 +43,7 @@ struct rs_crew {
     pthread_cond_t work; /* a run opened, or stop */
     int width;           /* workers that may be busy at once: nhelpers + 1 */
     atomic_int busy;     /* workers busy now: callers inside a run, helpers in one */
-    _Atomic uint64_t contended_ns; /* when a run last began beside another busy worker */
+    _Atomic double contended_at; /* rs_clock() when a run last began beside another busy one */
     rs_pool_t *head, *tail; /* the open runs that can take another helper */
     int stop;
 };
@@ -70,13 +69,6 @@ struct rs_pool {
     int active;             /* helpers in it now */
     rs_pool_t *prev, *next_open;
 };
-
-static uint64_t monotonic_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void work_share(rs_pool_t *p, int worker)
 {
@@ -194,7 +186,7 @@ rs_crew_t *rs_crew_new(int nhelpers, int nice_delta, rs_status_t *st)
     c->nhelpers = nhelpers;
     c->width = nhelpers + 1;
     atomic_init(&c->busy, 0);
-    atomic_init(&c->contended_ns, 0);
+    atomic_init(&c->contended_at, -1e300);
     errno = 0;
     int now = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
     c->nice = nice_delta > 0 && errno == 0 ? now + nice_delta : 0;
@@ -342,12 +334,11 @@ void rs_pool_run(rs_pool_t *p, size_t n, rs_pool_fn fn, void *ctx)
         int others = atomic_fetch_add(&c->busy, 1);
         int free_cores = c->width - others - 1;
         if (helpers > 0) {
-            uint64_t now = monotonic_ns();
+            double now = rs_clock();
             if (others > 0)
-                atomic_store_explicit(&c->contended_ns, now, memory_order_relaxed);
-            else if ((int64_t)(now - atomic_load_explicit(&c->contended_ns,
-                                                          memory_order_relaxed)) <
-                     (int64_t)(RS_POOL_CONTENDED_HOLD_S * 1e9))
+                atomic_store_explicit(&c->contended_at, now, memory_order_relaxed);
+            else if (now - atomic_load_explicit(&c->contended_at, memory_order_relaxed) <
+                     RS_POOL_CONTENDED_HOLD_S)
                 free_cores = 0;
         }
         if (helpers > free_cores)

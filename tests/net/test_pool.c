@@ -259,9 +259,9 @@ static void nested_runs(void)
 
 /* A run takes no helper while the crew's width is already busy: on a crew of one helper
  * (width 2), pool A's run is held open by its one item (its caller busy) while pool B runs
- * slow items on another thread; none of B's may go to the helper, nor a run just after (runs
- * overlapped within RS_POOL_CONTENDED_HOLD_S). Then, that long after, B's items do reach it
- * when slow enough for it to wake (the crew is not simply switched off). */
+ * slow items on another thread; none of B's may go to the helper. Then, longer than
+ * RS_POOL_CONTENDED_HOLD_S after, B's items do reach it when slow enough for it to wake (the
+ * crew is not simply switched off). */
 typedef struct holder {
     rs_pool_t *pool;
     atomic_int started, release;
@@ -323,9 +323,8 @@ static void busy_cores(void)
               "took the helper anyway", helped);
         atomic_store(&h.release, 1);
         pthread_join(t, NULL);
-        /* B's runs began beside A's caller: the crew takes no helper for a while after */
-        helped = helped_runs(b, 1);
-        CHECK(helped == 0, "a run right after two overlapped took the helper");
+        /* B's runs began beside A's caller: the crew takes no helper for a while after (not
+         * checked: on a loaded machine the join alone may outlast the hold) */
         struct timespec hold = {0, (long)(RS_POOL_CONTENDED_HOLD_S * 1e9) + 5000000};
         nanosleep(&hold, NULL);
         helped = helped_runs(b, 20);
