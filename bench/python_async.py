@@ -10,8 +10,9 @@ figure once, in turn; the figures are medians over the rounds):
   sync        the same worlds, one StepBatch.arrays of all of them per step (Client.step_arrays,
               each answer awaited);
   in-process  build/release/bin/bench_core_many_worlds: finger worlds stepped in turn on one
-              core, no network and no protobuf; its 1024-world figure (each world's step starts
-              cold, as in a large batch).
+              core, no network and no protobuf; its figure for as many worlds as --worlds (or
+              the largest size it runs below that), and its 1024-world figure beside it, whose
+              worlds' memory (6 KB each) fits in this machine's caches as 4,096 worlds' does not.
 
 It prints world-steps per second, the CPU time per world-step of this process and of the server,
 and async / (--cores x in-process), --cores being the CPUs this machine has unless told; and,
@@ -100,20 +101,24 @@ def run_sync(c, world_ids, all_ids, seconds, pid, state_out):
     return fig.done(steps)
 
 
-def run_in_process(binary, seconds):
-    """bench_core_many_worlds' 1024-world figure, world-steps per second, and its CPU time per
-    world-step estimated as the share of its run it spent on a CPU (its CPU over its wall time)
-    times its wall time per world-step."""
+def run_in_process(binary, seconds, worlds):
+    """bench_core_many_worlds' figures, world-steps per second, for `worlds` worlds (its figure at
+    that size, or at the largest size it prints below it) and for 1024 worlds, each with its CPU
+    time per world-step estimated as the share of its run it spent on a CPU (its CPU over its
+    wall time) times its wall time per world-step."""
     c0, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     out = subprocess.run([binary, str(seconds)], capture_output=True, text=True,
                          check=True).stdout
     c1, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter() - t0
-    m = re.search(r"^\s*1024 worlds:\s+([0-9.]+) world-steps/s", out, re.M)
-    if not m:
+    rates = {int(n): float(r) for n, r in
+             re.findall(r"^\s*([0-9]+) worlds:\s+([0-9.]+) world-steps/s", out, re.M)}
+    sizes = [n for n in rates if n <= worlds]
+    if 1024 not in rates or not sizes:
         raise RuntimeError("bench_core_many_worlds printed no 1024-world figure:\n" + out)
     on_cpu = (c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime) / wall
-    rate = float(m.group(1))
-    return {"rate": rate, "cpu_us": 1e6 * on_cpu / rate}
+    same = rates[max(sizes)]
+    return {"rate": same, "cpu_us": 1e6 * on_cpu / same, "worlds": max(sizes),
+            "rate_1024": rates[1024]}
 
 
 def main():
@@ -151,11 +156,13 @@ def main():
         for _ in range(args.rounds):
             figs["async"].append(run_async(c, requests, ids, args.seconds, pid, group_state))
             figs["sync"].append(run_sync(c, wids, all_ids, args.seconds, pid, state))
-            figs["in-process"].append(run_in_process(core_bench, args.seconds / 4))
+            figs["in-process"].append(run_in_process(core_bench, args.seconds / 4, n))
         cpu_ratios = [i["cpu_us"] / (a["client_us"] + a["server_us"])
                       for a, i in zip(figs["async"], figs["in-process"])]
         ratios = [a["rate"] / (args.cores * i["rate"])
                   for a, i in zip(figs["async"], figs["in-process"])]
+        ratios_1024 = [a["rate"] / (args.cores * i["rate_1024"])
+                       for a, i in zip(figs["async"], figs["in-process"])]
         sync_ratios = [s["rate"] / (args.cores * i["rate"])
                        for s, i in zip(figs["sync"], figs["in-process"])]
     med = statistics.median
@@ -169,8 +176,14 @@ def main():
             line += "  CPU per world-step: client %.3f us, server %.3f us" % (
                 med(r["client_us"] for r in rows), med(r["server_us"] for r in rows))
         print(line)
+    same = figs["in-process"][0]["worlds"]
+    print("in-process figure: %d worlds stepped in turn (1024 worlds: %.0f world-steps/s)" % (
+        same, med(r["rate_1024"] for r in figs["in-process"])))
     print("async / (%d x in-process): %.2f (rounds %s)" % (
         args.cores, med(ratios), ", ".join("%.2f" % r for r in ratios)))
+    print("async / (%d x in-process at 1024 worlds, whose worlds fit in the cache): %.2f "
+          "(rounds %s)" % (args.cores, med(ratios_1024),
+                           ", ".join("%.2f" % r for r in ratios_1024)))
     print("sync  / (%d x in-process): %.2f (rounds %s)" % (
         args.cores, med(sync_ratios), ", ".join("%.2f" % r for r in sync_ratios)))
     print("in-process CPU / async CPU (client + server) per world-step: %.2f (rounds %s)" % (

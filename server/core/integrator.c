@@ -24,6 +24,7 @@
 #endif
 
 #include <float.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,11 @@
  * stages and its higher-degree interpolation, SUNDIALS 6.4.1; test_integrator counts them).
  * More (another table, another SUNDIALS) are one malloc each. */
 #define VECTOR_SLOTS 18
+/* The separate allocations rs_integrator_prefetch loads (record_far), and how much of ARKODE's
+ * opaque memory: its ARKodeMemRec is 688 bytes in SUNDIALS 6.4 (a prefetch past an allocation's
+ * end loads a line, never faults) */
+#define FAR_MAX 24
+#define FAR_ARK_BYTES 768
 
 struct rs_integrator {
     SUNContext ctx;
@@ -79,6 +85,12 @@ struct rs_integrator {
     int at_root;     /* an evolve on this memory returned at a root (renew_stepper) */
     int zero_start;  /* an interval on this memory started with a guard at 0 (renew_stepper) */
     long carried;    /* steps of a renewed memory not yet handed out (take_steps) */
+    /* the memory beyond this block a step reads, for rs_integrator_prefetch: the guards' block,
+     * ARKODE's memory and its method's table (each row of it allocated apart), recorded when
+     * they are made so that a prefetch reads no pointer out of them */
+    const void *far[FAR_MAX];
+    unsigned short far_bytes[FAR_MAX];
+    int nfar;
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -190,6 +202,7 @@ void rs_integrator_destroy(rs_integrator_t **pin)
 }
 
 static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st);
+static void record_far(rs_integrator_t *in);
 
 /* Where the slab starts in the integrator's block (aligned for its doubles and pointers). */
 static size_t slab_offset(void)
@@ -362,7 +375,39 @@ static int create_stepper(rs_integrator_t *in, int order, rs_status_t *st)
     }
     in->order = m;
     in->refine = m == 8;
+    record_far(in);
     return 0;
+}
+
+/* Note the allocations beyond the integrator's block that a step reads (in->far), after the
+ * guards' block or ARKODE's memory changed. */
+static void record_far(rs_integrator_t *in)
+{
+    in->nfar = 0;
+#define FAR(p, bytes)                                                                              \
+    do {                                                                                           \
+        if ((p) && in->nfar < FAR_MAX) {                                                           \
+            in->far[in->nfar] = (p);                                                               \
+            in->far_bytes[in->nfar++] = (unsigned short)(bytes);                                   \
+        }                                                                                          \
+    } while (0)
+    size_t m = (size_t)(in->ng > 0 ? in->ng : 1), n = (size_t)in->n;
+    size_t nd = m + n + (in->refine ? 2 * n + m : 0);
+    if (in->block)
+        FAR(in->block, nd * sizeof(double) + 3 * m * sizeof(int));
+    FAR(in->mem, FAR_ARK_BYTES);
+    ARKodeButcherTable B = NULL;
+    if (in->mem && ERKStepGetCurrentButcherTable(in->mem, &B) == ARK_SUCCESS && B) {
+        size_t q = (size_t)B->stages;
+        FAR(B, sizeof *B);
+        FAR(B->A, q * sizeof *B->A);
+        for (size_t i = 0; B->A && i < q; i++)
+            FAR(B->A[i], q * sizeof **B->A);
+        FAR(B->b, q * sizeof *B->b);
+        FAR(B->c, q * sizeof *B->c);
+        FAR(B->d, q * sizeof *B->d);
+    }
+#undef FAR
 }
 
 rs_integrator_t *rs_integrator_new(int n, double *x, rs_integrator_rhs_fn rhs,
@@ -520,6 +565,7 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
             in->rootdir[i] = -1;
         if ((rc = register_guards(in, ng, st)) < 0)
             return rc;
+        record_far(in);
     }
     return 0;
 }
@@ -918,13 +964,27 @@ void rs_integrator_vectors(const rs_integrator_t *in, int *in_block, int *beyond
     rs_nvec_slab_count(in->slab, in_block, beyond);
 }
 
+/* Prefetch the lines of [p, p + bytes). */
+static void prefetch_range(const void *p, size_t bytes)
+{
+    const char *q = (const char *)((uintptr_t)p & ~(uintptr_t)63), *e = (const char *)p + bytes;
+    for (; q < e; q += 64)
+        __builtin_prefetch(q);
+}
+
+void rs_integrator_prefetch_head(const rs_integrator_t *in)
+{
+    prefetch_range(in, slab_offset() + 64); /* the integrator and its slab's head */
+}
+
 void rs_integrator_prefetch(const rs_integrator_t *in)
 {
-    /* the integrator and the slots of its live vectors (the state and ARKODE's work vectors,
-     * which every step reads) */
+    /* the slots of its live vectors (the state and ARKODE's work vectors, which every step
+     * reads), then what lies beyond the block (record_far) */
     int used, beyond;
     rs_nvec_slab_count(in->slab, &used, &beyond);
-    const char *end = (const char *)in->slab + rs_nvec_slab_bytes(in->n, used);
-    for (const char *p = (const char *)in; p < end; p += 64)
-        __builtin_prefetch(p);
+    prefetch_range(in, (size_t)((const char *)in->slab - (const char *)in) +
+                           rs_nvec_slab_bytes(in->n, used));
+    for (int i = 0; i < in->nfar; i++)
+        prefetch_range(in->far[i], in->far_bytes[i]);
 }

@@ -481,6 +481,15 @@ void rs_world_destroy(rs_world_t **w);
  * stepping many worlds in turn can fetch the next world's while stepping this one. */
 void rs_world_prefetch(const rs_world_t *w);
 
+/* The same hint in RS_WORLD_PREFETCH_STAGES stages, for a loop over many worlds: a world's
+ * memory is a chain of pointers (the world, its data, its integrator, ARKODE's memory), and each
+ * stage loads the next link of it. Calling stage k for the world k places ahead (k =
+ * RS_WORLD_PREFETCH_STAGES .. 1) at every step of the loop, each stage reads only lines the one
+ * before loaded a step earlier, so no load waits on memory; rs_world_prefetch is all the stages
+ * at once. */
+#define RS_WORLD_PREFETCH_STAGES 4
+void rs_world_prefetch_stage(const rs_world_t *w, int stage);
+
 /* Validate and apply parameter changes, then restart the integrator; unchanged on error. Beside
  * the model's own checks (RS_EINVAL, RS_ERANGE, RS_ENOTFOUND), the live state must fit the new
  * parameters: RS_EPRECOND names a body the change would leave inside another, past a stop,

@@ -83,8 +83,10 @@ int rs_integrator_aborted(const rs_integrator_t *in);
  * block, and how many beyond it (one malloc each). */
 void rs_integrator_vectors(const rs_integrator_t *in, int *in_block, int *beyond);
 
-/* A hint, changing nothing: load the integrator's own block with its vectors (not ARKODE's
- * opaque memory). */
+/* Hints, changing nothing. _head: load the integrator's own fields, so that a later
+ * rs_integrator_prefetch reads no line it has to wait for. rs_integrator_prefetch: load its block
+ * with its vectors, its guards' block, ARKODE's memory and its method's table. */
+void rs_integrator_prefetch_head(const rs_integrator_t *in);
 void rs_integrator_prefetch(const rs_integrator_t *in);
 
 #endif

@@ -112,17 +112,44 @@ static int set_params_checked(const rs_world_t *w, rs_model_t *next, const rs_pa
 /* Ask the caches for the memory a control step of w reads: the data's block (head, entities,
  * vectors, schedules), the model's head and entities, the integrator's block with its vectors.
  * ARKODE's memory is opaque and not guessed at. */
+void rs_world_prefetch_stage(const rs_world_t *w, int stage)
+{
+    const rs_data_t *d;
+    const char *p, *end;
+    switch (stage) {
+    case 4: /* the world */
+        __builtin_prefetch(w);
+        __builtin_prefetch((const char *)(w + 1) - 1);
+        break;
+    case 3: /* the heads of its data and model */
+        __builtin_prefetch(w->data);
+        __builtin_prefetch((const char *)w->data + 64);
+        __builtin_prefetch(w->model);
+        break;
+    case 2: /* the data block, the model's entities and the integrator's fields */
+        d = w->data;
+        end = (const char *)d + d->block_bytes;
+        for (p = (const char *)d; p < end; p += 64)
+            __builtin_prefetch(p);
+        /* one line in four of the entities' models: their parameter storage is large and a
+         * robot reads a few values of it */
+        end = (const char *)&w->model->ent[w->model->nentities];
+        for (p = (const char *)w->model; p < end; p += 256)
+            __builtin_prefetch(p);
+        rs_integrator_prefetch_head(d->integ);
+        break;
+    case 1: /* the integrator's vectors and ARKODE's memory */
+        rs_integrator_prefetch(w->data->integ);
+        break;
+    default:
+        break;
+    }
+}
+
 void rs_world_prefetch(const rs_world_t *w)
 {
-    const rs_data_t *d = w->data;
-    const char *p, *end = (const char *)d + d->block_bytes;
-    for (p = (const char *)d; p < end; p += 64)
-        __builtin_prefetch(p);
-    /* one line in four of the entities' models: their parameter storage is large and a robot
-     * reads a few values of it */
-    for (p = (const char *)w->model; p < (const char *)&w->model->ent[w->model->nentities]; p += 256)
-        __builtin_prefetch(p);
-    rs_integrator_prefetch(d->integ);
+    for (int k = RS_WORLD_PREFETCH_STAGES - 1; k >= 1; k--)
+        rs_world_prefetch_stage(w, k);
 }
 
 rs_world_t *rs_world_new_task(const char *task, const char *preset, const rs_param_t *params,

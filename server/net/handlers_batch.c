@@ -103,6 +103,18 @@ static void item_result(world_slot_t *w, const rs_item_progress_t *it,
     }
 }
 
+/* While a worker runs job j, the jobs ahead of it on this worker are loaded link by link: the
+ * world's slot, then the stages of rs_world_prefetch_stage, each from lines an earlier job's
+ * call loaded (at a chunk's start the first calls wait on memory, as one full prefetch would). */
+static void prefetch_ahead(world_slot_t *const *where, const size_t *jobs, size_t j, size_t n)
+{
+    if (rs_pool_ahead_is_mine(j, RS_WORLD_PREFETCH_STAGES + 1, n))
+        __builtin_prefetch(where[jobs[j + RS_WORLD_PREFETCH_STAGES + 1]]);
+    for (int k = RS_WORLD_PREFETCH_STAGES; k >= 1; k--)
+        if (rs_pool_ahead_is_mine(j, (size_t)k, n))
+            rs_world_prefetch_stage(where[jobs[j + (size_t)k]]->world, k);
+}
+
 /* A worker runs item jobs[j] for a slice and, once it is over, builds its result in its own
  * arena. */
 static void batch_step(void *ctx, size_t j, int worker)
@@ -111,8 +123,7 @@ static void batch_step(void *ctx, size_t j, int worker)
     size_t i = run->jobs[j];
     rs_item_progress_t *it = &run->items[i];
     world_slot_t *w = run->where[i];
-    if (rs_pool_next_is_mine(j, run->njobs))
-        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    prefetch_ahead(run->where, run->jobs, j, run->njobs);
     const Robosim__V1__Step *sp = run->b->items->items[i]->step;
     if (it->phase == RS_ITEM_NEW) {
         rs_status_t st;
@@ -386,8 +397,13 @@ static int batch_worlds(rs_server_t *s, const uint64_t *ids, size_t n, const uin
         return OOM(st);
     uint64_t mark = ++s->batches;
     size_t nunknown = 0;
+    world_slot_t *end = s->worlds + s->nworlds, *prev = NULL;
     for (size_t i = 0; i < n; i++) {
-        world_slot_t *w = where[i] = rs_worlds_find(s, ids[i]);
+        /* a batch's worlds are mostly in the table's order (ids ascending, as created): the
+         * slot after the last one found is tried first, then the table is searched */
+        world_slot_t *w = prev && prev + 1 < end && prev[1].id == ids[i] ? prev + 1
+                                                                          : rs_worlds_find(s, ids[i]);
+        where[i] = prev = w;
         if (!w) {
             unknown[nunknown++] = ids[i];
             continue;
@@ -620,8 +636,7 @@ static void arrays_step(void *ctx, size_t j, int worker)
     size_t i = run->jobs[j];
     world_slot_t *w = run->where[i];
     rs_item_progress_t *it = &run->items[i];
-    if (rs_pool_next_is_mine(j, run->njobs))
-        rs_world_prefetch(run->where[run->jobs[j + 1]]->world);
+    prefetch_ahead(run->where, run->jobs, j, run->njobs);
     const double *u = in->n_commands ? in->commands + i * run->nu : NULL;
     const double *act = in->n_actions ? in->actions + i * run->na : NULL;
     if (it->phase == RS_ITEM_NEW) {
@@ -808,6 +823,8 @@ static int arrays_finish(arrays_run_t *run, size_t n, rs_status_t *st)
             rs_history_prefetch(run->where[i + 16], 0);
         if (i + 8 < n && run->where[i + 8])
             rs_history_prefetch(run->where[i + 8], 1);
+        if (i + 4 < n && run->where[i + 4])
+            rs_history_prefetch(run->where[i + 4], 2);
         if (out->codes[i] == ROBOSIM__V1__ERROR_CODE__OK) {
             if (run->framed[i])
                 rs_stream_offer_built(s, run->where[i], &run->frames[i]);

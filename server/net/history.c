@@ -396,18 +396,32 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
     h->used += len;
 }
 
-void rs_history_prefetch(const world_slot_t *w, int ring)
+void rs_history_prefetch(const world_slot_t *w, int stage)
 {
     const rs_history_t *h = w->history;
     if (!h)
         return;
-    if (!ring) {
+    if (stage == 0) {
         __builtin_prefetch(h);
-    } else if (h->count > 0) {
-        const hist_slot_t *nu = newest(h);
+        return;
+    }
+    if (h->count == 0)
+        return;
+    const hist_slot_t *nu = newest(h);
+    if (stage == 1) {
         __builtin_prefetch(&h->slots[h->head]);
         __builtin_prefetch(nu);
+        return;
     }
+    /* stage 2: where the next frame most likely goes (place(): after the newest, of the
+     * newest's size), for writing */
+    size_t at = nu->off + nu->len;
+    if (at + nu->len > h->ring_cap)
+        at = 0;
+    const uint8_t *p = h->ring + at;
+    for (const uint8_t *q = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)63); q < p + nu->len;
+         q += 64)
+        __builtin_prefetch(q, 1);
 }
 
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)

@@ -12,14 +12,14 @@
 typedef struct rs_pool rs_pool_t;
 typedef struct rs_crew rs_crew_t;
 
-/* Items a worker takes at a time: within a run of them, item + 1 comes next on this worker
- * (rs_pool_next_is_mine), which fn may prefetch while it works on item. */
+/* Items a worker takes at a time: within a run of them, the items after item come next on this
+ * worker (rs_pool_ahead_is_mine), which fn may prefetch while it works on item. */
 #define RS_POOL_CHUNK 8
 
-/* Whether item + 1 of n will run on the worker now running item (the same chunk). */
-static inline int rs_pool_next_is_mine(size_t item, size_t n)
+/* Whether item + k of n will run on the worker now running item (the same chunk). */
+static inline int rs_pool_ahead_is_mine(size_t item, size_t k, size_t n)
 {
-    return item + 1 < n && (item + 1) % RS_POOL_CHUNK != 0;
+    return item + k < n && item % RS_POOL_CHUNK + k < RS_POOL_CHUNK;
 }
 
 /* fn(ctx, item, worker): run item `item` on worker `worker` (0 .. threads-1). */

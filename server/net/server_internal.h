@@ -318,10 +318,11 @@ void rs_history_push(rs_server_t *s, world_slot_t *w, uint64_t seq, const uint8_
 /* Free a world's history (NULL-safe); clears *h. */
 void rs_history_destroy(rs_history_t **h);
 
-/* Start loading what pushing a frame into world w's history reads: its record (ring 0), then,
- * some pushes later when that is in, the ring's oldest and newest slots (ring 1). Pushes for
- * many worlds in a row (a batch's frames) otherwise wait on memory for each. */
-void rs_history_prefetch(const world_slot_t *w, int ring);
+/* Start loading what pushing a frame into world w's history reads and writes: its record
+ * (stage 0), then, some pushes later when that is in, the ring's oldest and newest slots (stage
+ * 1), then the bytes the next frame will most likely be written to (stage 2). Pushes for many
+ * worlds in a row (a batch's frames) otherwise wait on memory for each. */
+void rs_history_prefetch(const world_slot_t *w, int stage);
 
 /* Free what the server keeps of the histories (after every world's went). */
 void rs_history_close(rs_server_t *s);

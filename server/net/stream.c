@@ -367,6 +367,8 @@ int rs_stream_flush(rs_server_t *s)
                 rs_history_prefetch(&s->worlds[due[j + 16]], 0);
             if (j + 8 < n)
                 rs_history_prefetch(&s->worlds[due[j + 8]], 1);
+            if (j + 4 < n)
+                rs_history_prefetch(&s->worlds[due[j + 4]], 2);
             rs_stream_offer_built(s, &s->worlds[due[j]], &run.built[j]);
         }
     } else {
