@@ -1061,6 +1061,33 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
     return rc;
 }
 
+/* Whether guard set `one`'s jump leaves entity e at (ed, x) as it is: its state, mode and run
+ * variables unchanged, no event logged, there and at x moved by each state variable's
+ * difference step either way (a jump that changes nothing at the point alone, a joint put back
+ * onto the stop it is on, has a derivative of its own). Such an event (a guard that only looks:
+ * a root the integrator is sent back to) has saltation I wherever it comes, so it takes no part
+ * in an order of jumps. */
+static int jump_is_identity(rs_sens_t *s, int e, double t, const int *one,
+                            const rs_entity_data_t *ed, const double *x, const double *u)
+{
+    const rs_entity_model_t *em = &s->m->ent[e];
+    int nx = em->nx, same = 1;
+    double xp[RS_MAX_STATE], xa[RS_MAX_STATE];
+    rs_entity_data_t saved = s->pre[e], after;
+    s->pre[e] = *ed;
+    fn_ctx_t c = {.kind = FN_JUMP, .fired = one};
+    for (int k = -1; same && k < 2 * nx; k++) {
+        memcpy(xp, x, (size_t)nx * sizeof *xp);
+        if (k >= 0)
+            xp[k / 2] += (k % 2 ? -1.0 : 1.0) * state_step(em, x, k / 2);
+        int outcome = entity_map(s, em, e, t, xp, u, xa, &c, &after);
+        same = outcome == ed->mode && memcmp(xa, xp, (size_t)nx * sizeof *xa) == 0 &&
+               memcmp(after.aux, ed->aux, sizeof after.aux) == 0;
+    }
+    s->pre[e] = saved;
+    return same;
+}
+
 /* Guards of entity e crossed together at t, whose times some inputs (the columns in s->split)
  * move apart: perturbed along such an input the jumps come one after the other, in an order
  * that its sign decides. The jumps are composed one guard at a time in every order (at most
@@ -1071,7 +1098,8 @@ static int jump_rows(rs_sens_t *s, int e, double t, const int *fired,
  * derivatives only and the column is undefined; two guards' orders within NEAR_ORDER give their
  * mean. A guard in `fired` that the world has not crossed (`crossed`: about to cross, its own
  * jump comes next) has the orders compared with the first one, and s->rows kept (the world's
- * jump's). */
+ * jump's). A jump that leaves the state as it is where it comes in an order (jump_is_identity)
+ * is skipped there: its guard, grazing after another's jump, would leave the order uncomposed. */
 static void split_events(rs_sens_t *s, int e, double t, const int *fired, const int *crossed,
                          const double *xm, const double *u, const double *phi_e, int mode_after,
                          const double *xpost)
@@ -1104,10 +1132,13 @@ static void split_events(rs_sens_t *s, int e, double t, const int *fired, const 
                xn[RS_MAX_STATE];
         rs_entity_data_t ed = s->pre[e], next;
         memcpy(in, phi_e, block * sizeof *in);
+        memcpy(out, phi_e, block * sizeof *out); /* where every jump is skipped */
         memcpy(x, xm, (size_t)nx * sizeof *x);
         for (int j = 0; ok && j < k; j++) {
             int one[64] = {0}, g = list[perms[o][j]];
             one[g] = fired[g];
+            if (jump_is_identity(s, e, t, one, &ed, x, u))
+                continue;
             ok = jump_rows(s, e, t, one, &ed, x, u, in, NULL, NULL, &next, xn, out, NULL, 0,
                            NULL) ==
                      0 &&

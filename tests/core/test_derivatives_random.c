@@ -905,6 +905,21 @@ static const struct regression {
      "makes (theta1's one-sided differences +-646 per unit of theta2_dot, served 0); the "
      "elbows' separation rate falling through 0 is a guard now, the stretch guard's least value",
      {-1, -1}, 1, 0},
+    {"parallel_arm", 20261190774411043, 1,
+     "servo 2 reaching its stop at 0 beside servo 1 on its own, the elbows' separation peaking "
+     "there (both at 0, the farthest pose) with the linkage slack: the separation rate's guard "
+     "crossed with the stop's, its jump the identity; after the stop's jump it grazes (the "
+     "rates 0), so the order stop-then-peak could not be composed and the Step was said not "
+     "differentiable where every column's sides agree; a jump that changes nothing is skipped "
+     "in the orders",
+     {-1, -1}, 1, 0},
+    {"parallel_arm", 20261662831464, 1,
+     "the linkage stretched and held at rest with servo 2 on its stop: servo 2's angle moved "
+     "past the stop stretches the linkage, whose placement back on the set clipped servo 2 to "
+     "the stop and moved both again, leaving the pose off the set by 2.1e-5 per unit after "
+     "its four steps (theta2_dot's row -0.00915 on that side, 0 on the other, served 0); "
+     "a servo clipped to its stop stays there now, and both sides agree on 0",
+     {-1, -1}, 1, 0},
     {"diff_drive", 6161051976, 0,
      "free at the start, blocked in the Step, the obstacle met with g_x f- 2.7e-4 of the 1.24 "
      "m/s while turning at 14.7 rad/s: a square root already at a difference step (the Step's "

@@ -304,13 +304,15 @@ static void taut_resolve(const rs_entity_model_t *em, rs_entity_data_t *ed, cons
 }
 
 /* Place the linkage exactly at u = 2 L2: a few Newton steps along grad u, inside the stops,
- * moving only the joints not in `fixed` (bit j: joint j held at a stop stays on it). */
+ * moving only the joints not in `fixed` (bit j: joint j held at a stop stays on it). A joint
+ * that a step would take past its stop stays on it and the other one places the linkage
+ * (clipped and moved again, it left the pose off the set by a part of the change). */
 static void place_taut(const rs_entity_model_t *em, double *x, int fixed)
 {
     double grad[2], target = 2.0 * em->p[P_L2];
     arm_joints_t jc;
     arm_joints_from(em, &jc);
-    for (int it = 0; it < 4; it++) {
+    for (int it = 0; it < 6; it++) {
         double err = elbow_gap(em, x, grad) - target;
         for (int j = 0; j < 2; j++)
             if (fixed >> j & 1)
@@ -320,6 +322,8 @@ static void place_taut(const rs_entity_model_t *em, double *x, int fixed)
             break;
         for (int j = 0; j < 2; j++) {
             double q = x[ARM_Q1 + j] - err * grad[j] / n2;
+            if (q < jc.q_min[j] || q > jc.q_max[j])
+                fixed |= 1 << j;
             x[ARM_Q1 + j] = fmin(fmax(q, jc.q_min[j]), jc.q_max[j]);
         }
     }
