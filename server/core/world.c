@@ -121,10 +121,13 @@ void rs_world_prefetch_stage(const rs_world_t *w, int stage)
         __builtin_prefetch(w);
         __builtin_prefetch((const char *)(w + 1) - 1);
         break;
-    case 3: /* the heads of its data and model */
-        __builtin_prefetch(w->data);
-        __builtin_prefetch((const char *)w->data + 64);
+    case 3: /* the fields of its data and model that stage 2 reads, and their heads */
+        d = w->data;
+        __builtin_prefetch(d);
+        __builtin_prefetch(&d->block_bytes);
+        __builtin_prefetch(&d->integ);
         __builtin_prefetch(w->model);
+        __builtin_prefetch(&w->model->nentities);
         break;
     case 2: /* the data block, the model's entities and the integrator's fields */
         d = w->data;
