@@ -934,21 +934,26 @@ static int base_excursion(const rs_entity_model_t *em, const rs_entity_data_t *e
 }
 
 /* rs_robot_t.excursion: a stuck end effector's joint rate beside a rolling passive base (where
- * mm_holds does not hold it). Moved either way the end effector slips or lifts off and is
- * stuck again within a time of the order of the change; meanwhile the forces differ from the
- * stuck mode's by contact forces alone (along the constraints' rows G^T), and stuck again
- * G nu = 0, so the speeds come out as the change's M-weighted projection onto G nu = 0,
- * nu + (I - M^-1 G^T (G M^-1 G^T)^-1 G) e_i: the stuck configuration's impulse (apply_impulse,
- * linear in the speeds) applied to a unit change, the rolling base taking its part. */
+ * mm_holds does not hold it), or that base's rolling speed beside a stuck end effector. Moved
+ * either way the end effector slips or lifts off and is stuck again within a time of the order
+ * of the change; meanwhile the forces differ from the stuck mode's by contact forces alone
+ * (along the constraints' rows G^T), and stuck again G nu = 0, so the speeds come out as the
+ * change's M-weighted projection onto G nu = 0, nu + (I - M^-1 G^T (G M^-1 G^T)^-1 G) e_i: the
+ * stuck configuration's impulse (apply_impulse, linear in the speeds) applied to a unit
+ * change, the rolling base taking its part. */
 static int mm_excursion(const rs_entity_model_t *em, const rs_entity_data_t *ed, const double *x,
                         const double *u, int i, int sign, double *col)
 {
-    if (passive(em) && (i == BV || i == BW))
-        return base_excursion(em, ed, x, u, i, sign, col);
-    int k = (i - Q0) / 4;
-    if (!passive(em) || i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2 ||
-        contact_of(ed->mode, k) != C_STICK || mm_holds(em, ed, x, i))
+    if (passive(em) && (i == BV || i == BW)) {
+        if (base_excursion(em, ed, x, u, i, sign, col) == 0)
+            return 0;
+        if (ed->aux[AUX_BASE_V + (i - BV)] == 0.0 || x[i] == 0.0 ||
+            (contact_of(ed->mode, 0) != C_STICK && contact_of(ed->mode, 1) != C_STICK))
+            return -1;
+    } else if (!passive(em) || i < Q0 || i >= Q0 + 8 || (i - Q0) % 4 < 2 ||
+               contact_of(ed->mode, (i - Q0) / 4) != C_STICK || mm_holds(em, ed, x, i)) {
         return -1;
+    }
     double y0[NX], y1[NX];
     mm_sys_t S;
     mm_cfg_t cf = cfg_of(em, ed);
