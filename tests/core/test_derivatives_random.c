@@ -988,15 +988,6 @@ static const struct regression {
      "sides agree on -13.674 and 29.351; the extrapolation at the step where it moves least "
      "serves -13.666 and 29.344",
      {-1, -1}, 1, 0},
-    {"mobile_manipulator_passive", 20261190774437582, 1,
-     "the left end effector touching, leaving at once and touching again 0.29 ms later at "
-     "0.108 m/s, the right arm at 138 rad/s: the second touch's slides back along f- are long "
-     "(9.3 s per unit of y, the joints' rates at 5e4 rad/s^2), and each column of the jump, "
-     "differenced at its shortened step, was off along f- by the guard's rounding over its rate "
-     "(1e-7 of the slide), which the Step's columns, where the slides cancel (y's: 0.018 s per "
-     "unit), kept: y's column served -1.1956 in right_theta2_dot's row where both sides give "
-     "-1.3347; the tangents taken by moving y instead (a pivot) serve -1.3349",
-     {-1, -1}, 1, 0},
     {"mobile_manipulator_passive", 20261763832659, 0,
      "the right end effector stuck beside a rolling passive base (8.0 m/s, -26.5 rad/s): a "
      "change of a base speed slips or lifts the effector, stuck again within a time of the "
