@@ -186,9 +186,6 @@ typedef struct column {
     const rs_entity_data_t *after; /* a map's: the entity's data it ends in (or NULL) */
     const double *phi_e; /* a map's: the entity's rows of phi it applies to (or NULL) */
     int probe; /* 1: where the map has no derivative, NaN alone (the Step not told) */
-    int pivot;          /* a jump's: the state variable that puts the changed input back onto
-                           the guard's surface instead of a slide along f- (pivot_columns); -1 */
-    double pivot_slide; /* its g_p / a */
 } column_t;
 
 static int column_eval(const column_t *cl, int steps, double h, double *out)
@@ -233,11 +230,8 @@ static int column_eval(const column_t *cl, int steps, double h, double *out)
         for (int it = 0; it < 2; it++) {
             use->robot->guards(use, &cl->s->pre[cl->e], t, xp, up, g);
             double back = (g[c->guard] - target) / c->a;
-            if (cl->pivot >= 0)
-                xp[cl->pivot] -= back / cl->pivot_slide;
-            else
-                for (int i = 0; i < em->nx; i++)
-                    xp[i] -= back * c->fm[i];
+            for (int i = 0; i < em->nx; i++)
+                xp[i] -= back * c->fm[i];
         }
     }
     return entity_fn(cl->s, use, cl->e, t, xp, up, out, c);
@@ -476,24 +470,24 @@ static int column(const column_t *cl, double h, const double *f0, double *D, int
  * a control step's Jacobian 1.5e-4 off at the thousandfold floor, amplified to 3 % over the
  * Step's next one; 1e-5 at the step chosen). A column that 2 h leaves unchanged (a guard linear
  * in the state: an arm's stop) is taken as it is. */
-static int column_sliding(const column_t *cl, double h, double h_plain, const double *f0,
-                          double *D, int L, int col)
+static void column_sliding(const column_t *cl, double h, double h_plain, const double *f0,
+                           double *D, int L, int col)
 {
     enum { LEVELS = 12 };
     int how = column(cl, h, f0, D, L, col);
     if (!(h < h_plain) || how == 2)
-        return how;
+        return;
     column_t probe = *cl;
     probe.probe = 1;
     double twice[RS_MAX_STATE * (MAX_LOCAL + 1)], lv[LEVELS][RS_MAX_STATE], dif = 0.0;
     if (column(&probe, 2.0 * h, f0, twice, L, col) != how)
-        return how; /* differenced otherwise at 2 h (a side across a mode's boundary) */
+        return; /* differenced otherwise at 2 h (a side across a mode's boundary) */
     for (int r = 0; r < cl->k; r++) {
         dif = fmax(dif, fabs(twice[r * L + col] - D[r * L + col]));
         lv[0][r] = D[r * L + col], lv[1][r] = twice[r * L + col];
     }
     if (dif == 0.0)
-        return how;
+        return;
     int n = 2; /* lv[j]: the column at 2^j h */
     for (; n < LEVELS && ldexp(h, n) <= h_plain; n++) {
         if (column(&probe, ldexp(h, n), f0, twice, L, col) != how)
@@ -512,52 +506,6 @@ static int column_sliding(const column_t *cl, double h, double h_plain, const do
     }
     for (int r = 0; r < cl->k; r++)
         D[r * L + col] = (4.0 * lv[best][r] - lv[best + 1][r]) / 3.0;
-    return how;
-}
-
-/* A jump's state columns whose slide back onto the guard's surface along f- is long (g_j / a
- * per unit, a = g_x f- small against g_x: a guard reached slowly), taken along the same
- * tangent directions by a short move of a pivot variable p instead: e_j - (g_j / g_p) e_p,
- * plus (g_j / g_p) times p's own column. Each long slide, differenced at a shortened step and
- * extrapolated, leaves its column off along the map's change over f- by the guard's rounding
- * over its rate (a slide of 1e-14 s per rounding of a 0.1 m/s touch); the Step's columns are
- * sums of these columns in which the slides cancel (g_x phi / a small: the event's time
- * barely moved) but their errors do not. With the pivot, p's column alone carries a long
- * slide, and it enters phi's columns times g_x phi / g_p; the others are put back onto the
- * surface by moving p (column_eval), where the guard's rounding moves x_p by its rounding over
- * g_p, not the whole state along f- by its rounding over a. p is the variable whose difference
- * step changes the guard most; columns that leave the mode to a side keep their slide. */
-static void pivot_columns(column_t *cl, const double *x, const double *slide, const double *along,
-                          const double *f0, double *D, int L, const int *how)
-{
-    const rs_entity_model_t *em = cl->em;
-    int nx = em->nx, p = -1;
-    double most = 0.0, shift[RS_MAX_STATE], T[RS_MAX_STATE * (MAX_LOCAL + 1)];
-    for (int j = 0; j < nx; j++)
-        if (fabs(slide[j]) * state_step(em, x, j) > most)
-            most = fabs(slide[j]) * state_step(em, x, j), p = j;
-    if (p < 0 || how[p] != 0)
-        return;
-    column_t tangent = *cl;
-    tangent.shift = shift, tangent.which = 0, tangent.probe = 1;
-    tangent.pivot = p, tangent.pivot_slide = slide[p];
-    for (int j = 0; j < nx; j++) {
-        double h = state_step(em, x, j);
-        if (j == p || slide[j] == 0.0 || how[j] != 0)
-            continue;
-        for (int i = 0; i < nx; i++)
-            shift[i] = -slide[j] * along[i];
-        if (!(slide_step(h, shift, em, x) < h))
-            continue; /* a short slide: the column as it is */
-        for (int i = 0; i < nx; i++)
-            shift[i] = 0.0;
-        shift[p] = -slide[j] / slide[p];
-        tangent.j = j;
-        if (column(&tangent, slide_step(h, shift, em, x), f0, T, L, j) != 0)
-            continue;
-        for (int r = 0; r < cl->k; r++)
-            D[r * L + j] = T[r * L + j] + slide[j] / slide[p] * D[r * L + p];
-    }
 }
 
 /* D (k x L, row-major, L = local_cols) = d fn / d(x_e, u_e, p_e, t) by central differences
@@ -573,7 +521,7 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
     const rs_entity_model_t *em = &s->m->ent[e];
     int qe, L = local_cols(s, em, e, &qe), col = 0;
     double shift[RS_MAX_STATE];
-    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, phi_e, 0, -1, 0.0};
+    column_t cl = {s, em, e, k, 0, 0, 0, c, t, x, u, slide ? shift : NULL, NULL, phi_e, 0};
     rs_entity_data_t after;
     cl.mode0 = entity_map(s, em, e, t, x, u, f0, c, &after);
     if (c->kind == FN_JUMP || c->kind == FN_BEGIN)
@@ -593,15 +541,12 @@ static void entity_jacobian(rs_sens_t *s, int e, const fn_ctx_t *c, double t, co
 #define SLIDE(col)                                                                             \
     for (int i_ = 0; slide && i_ < em->nx; i_++)                                               \
         shift[i_] = -slide[col] * along[i_];
-    int how[RS_MAX_STATE];
     for (int i = 0; i < em->nx; i++, col++) {
         SLIDE(col)
         cl.which = 0, cl.j = i;
-        how[i] = column_sliding(&cl, slide_step(state_step(em, x, i), cl.shift, em, x),
-                                state_step(em, x, i), f0, D, L, col);
+        column_sliding(&cl, slide_step(state_step(em, x, i), cl.shift, em, x),
+                       state_step(em, x, i), f0, D, L, col);
     }
-    if (c->kind == FN_JUMP && slide)
-        pivot_columns(&cl, x, slide, along, f0, D, L, how);
     for (int a = 0; a < em->nu; a++, col++) {
         SLIDE(col)
         cl.which = 1, cl.j = a;
@@ -703,7 +648,7 @@ static int flow_jacobian(rs_sens_t *s, const rs_entity_model_t *em, int e, doubl
     if (em->robot->jacobian(em, &s->ent[e], t, x, u, qe, s->eslot[e], f, D, L, known) < 0)
         return -1;
     fn_ctx_t c = {.kind = FN_FLOW};
-    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, NULL, 0, -1, 0.0};
+    column_t cl = {s, em, e, em->nx, 0, 2, 0, &c, t, x, u, NULL, NULL, NULL, 0};
     for (int k = 0; k < qe; k++) {
         if (known[k])
             continue;
