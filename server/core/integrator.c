@@ -10,6 +10,7 @@
 #include "rs_integrator.h"
 
 #include "rs_nvector.h"
+#include "rs_prefetch.h"
 
 #include <arkode/arkode_erkstep.h>
 #include <sundials/sundials_config.h>
@@ -24,7 +25,6 @@
 #endif
 
 #include <float.h>
-#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -89,8 +89,9 @@ struct rs_integrator {
      * ARKODE's memory and its method's table (each row of it allocated apart), recorded when
      * they are made so that a prefetch reads no pointer out of them */
     const void *far[FAR_MAX];
-    unsigned short far_bytes[FAR_MAX];
+    size_t far_bytes[FAR_MAX];
     int nfar;
+    size_t block_bytes; /* of block */
 };
 
 static const atomic_int never_abort; /* the flag nobody sets */
@@ -388,13 +389,10 @@ static void record_far(rs_integrator_t *in)
     do {                                                                                           \
         if ((p) && in->nfar < FAR_MAX) {                                                           \
             in->far[in->nfar] = (p);                                                               \
-            in->far_bytes[in->nfar++] = (unsigned short)(bytes);                                   \
+            in->far_bytes[in->nfar++] = (bytes);                                                   \
         }                                                                                          \
     } while (0)
-    size_t m = (size_t)(in->ng > 0 ? in->ng : 1), n = (size_t)in->n;
-    size_t nd = m + n + (in->refine ? 2 * n + m : 0);
-    if (in->block)
-        FAR(in->block, nd * sizeof(double) + 3 * m * sizeof(int));
+    FAR(in->block, in->block_bytes);
     FAR(in->mem, FAR_ARK_BYTES);
     ARKodeButcherTable B = NULL;
     if (in->mem && ERKStepGetCurrentButcherTable(in->mem, &B) == ARK_SUCCESS && B) {
@@ -547,11 +545,13 @@ int rs_integrator_configure(rs_integrator_t *in, int order, double rtol, double 
          * for alignment), then fired, rootdir and unarmed */
         size_t m = (size_t)(ng > 0 ? ng : 1), n = (size_t)in->n;
         size_t nd = m + n + (in->refine ? 2 * n + m : 0);
-        double *block = calloc(1, nd * sizeof(double) + 3 * m * sizeof(int));
+        size_t bytes = nd * sizeof(double) + 3 * m * sizeof(int);
+        double *block = calloc(1, bytes);
         if (!block)
             return rs_fail(st, RS_EEXHAUSTED, "out of memory for %d guards", ng);
         free(in->block);
         in->block = block;
+        in->block_bytes = bytes;
         in->gbuf = block;
         in->y0 = block + m;
         in->y_prev = in->refine ? block + m + n : NULL;
@@ -964,17 +964,9 @@ void rs_integrator_vectors(const rs_integrator_t *in, int *in_block, int *beyond
     rs_nvec_slab_count(in->slab, in_block, beyond);
 }
 
-/* Prefetch the lines of [p, p + bytes). */
-static void prefetch_range(const void *p, size_t bytes)
-{
-    const char *q = (const char *)((uintptr_t)p & ~(uintptr_t)63), *e = (const char *)p + bytes;
-    for (; q < e; q += 64)
-        __builtin_prefetch(q);
-}
-
 void rs_integrator_prefetch_head(const rs_integrator_t *in)
 {
-    prefetch_range(in, slab_offset() + 64); /* the integrator and its slab's head */
+    rs_prefetch_range(in, slab_offset() + 64, 0); /* the integrator and its slab's head */
 }
 
 void rs_integrator_prefetch(const rs_integrator_t *in)
@@ -983,8 +975,8 @@ void rs_integrator_prefetch(const rs_integrator_t *in)
      * reads), then what lies beyond the block (record_far) */
     int used, beyond;
     rs_nvec_slab_count(in->slab, &used, &beyond);
-    prefetch_range(in, (size_t)((const char *)in->slab - (const char *)in) +
-                           rs_nvec_slab_bytes(in->n, used));
+    rs_prefetch_range(in, (size_t)((const char *)in->slab - (const char *)in) +
+                              rs_nvec_slab_bytes(in->n, used), 0);
     for (int i = 0; i < in->nfar; i++)
-        prefetch_range(in->far[i], in->far_bytes[i]);
+        rs_prefetch_range(in->far[i], in->far_bytes[i], 0);
 }

@@ -1,6 +1,7 @@
 /* Worlds: a shared model and its data (rs_core.h), created, re-parameterised (copy on write),
  * reset and destroyed as one. */
 #include "rs_data.h"
+#include "rs_prefetch.h"
 #include "rs_integrator.h"
 #include "rs_randomize.h"
 #include "rs_robot.h"
@@ -109,9 +110,11 @@ static int set_params_checked(const rs_world_t *w, rs_model_t *next, const rs_pa
     return 0;
 }
 
-/* Ask the caches for the memory a control step of w reads: the data's block (head, entities,
- * vectors, schedules), the model's head and entities, the integrator's block with its vectors.
- * ARKODE's memory is opaque and not guessed at. */
+/* Ask the caches for the memory a control step of w reads, one link of its chain of pointers
+ * per stage: the world; its data's and model's heads; the data's block (head, entities, vectors,
+ * schedules), the model's entities and the integrator's fields; the integrator's vectors and
+ * what it allocated apart (rs_integrator_prefetch: its guards' block, ARKODE's memory and
+ * method table). */
 void rs_world_prefetch_stage(const rs_world_t *w, int stage)
 {
     const rs_data_t *d;
@@ -131,9 +134,7 @@ void rs_world_prefetch_stage(const rs_world_t *w, int stage)
         break;
     case 2: /* the data block, the model's entities and the integrator's fields */
         d = w->data;
-        end = (const char *)d + d->block_bytes;
-        for (p = (const char *)d; p < end; p += 64)
-            __builtin_prefetch(p);
+        rs_prefetch_range(d, d->block_bytes, 0);
         /* one line in four of the entities' models: their parameter storage is large and a
          * robot reads a few values of it */
         end = (const char *)&w->model->ent[w->model->nentities];

@@ -4,6 +4,7 @@
  * and forgetting one moves an offset: nothing is allocated or freed per frame, and the account
  * of bytes (the rings' sizes) changes only when a ring grows or shrinks. */
 #include "server_internal.h"
+#include "rs_prefetch.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -416,12 +417,7 @@ void rs_history_prefetch(const world_slot_t *w, int stage)
     /* stage 2: where the next frame most likely goes (place(): after the newest, of the
      * newest's size), for writing */
     size_t at = nu->off + nu->len;
-    if (at + nu->len > h->ring_cap)
-        at = 0;
-    const uint8_t *p = h->ring + at;
-    for (const uint8_t *q = (const uint8_t *)((uintptr_t)p & ~(uintptr_t)63); q < p + nu->len;
-         q += 64)
-        __builtin_prefetch(q, 1);
+    rs_prefetch_range(h->ring + (at + nu->len > h->ring_cap ? 0 : at), nu->len, 1);
 }
 
 size_t rs_history_bytes(const world_slot_t *w, int *frames, size_t *ring)
